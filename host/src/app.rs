@@ -1,0 +1,90 @@
+//! The state every handler shares.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use ipnet::IpNet;
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::auth::JwtKeys;
+use crate::db::Db;
+use crate::http::rate_limit::RateLimits;
+use crate::integrations::{sync::SyncHandler, SecretBox};
+use crate::jobs::{Queue, QueueTiming, Registry};
+use crate::mail::Mailer;
+use crate::plugins::Plugins;
+use crate::settings::Settings;
+
+/// A sync that reports no progress for this long fails (the spec's
+/// stale-sync guard).
+const SYNC_STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub settings: Settings,
+    pub db: Db,
+    pub jwt: JwtKeys,
+    pub limits: RateLimits,
+    pub mailer: Mailer,
+    pub metrics: PrometheusHandle,
+    pub metrics_allow: Vec<IpNet>,
+    pub jobs: Arc<Queue>,
+    pub plugins: Arc<Plugins>,
+    /// Encrypts integration secrets at rest.
+    pub secrets: SecretBox,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Connects to the database, applies migrations and builds the shared parts.
+    /// `settings` must have been through [`Settings::prepare`]; `jobs` holds the
+    /// handler of every job kind this process runs.
+    pub async fn new(settings: Settings, mut jobs: Registry) -> anyhow::Result<AppState> {
+        let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
+        db.migrate().await?;
+        let plugins = Arc::new(Plugins::load(&settings).await?);
+        let secrets = SecretBox::new(&settings.encryption_key)?;
+        // One sync job kind per loaded connector, all run by the same pipeline.
+        for connector in &plugins.connectors {
+            let id = connector.descriptor.id.clone();
+            let handler = SyncHandler {
+                plugins: plugins.clone(),
+                secrets: secrets.clone(),
+                connector: id.clone(),
+            };
+            jobs.register(
+                &crate::integrations::sync_kind(&id),
+                handler,
+                SYNC_STALL_TIMEOUT,
+            );
+        }
+        let inner = Inner {
+            plugins,
+            secrets,
+            jobs: Arc::new(Queue::new(
+                db.clone(),
+                jobs,
+                QueueTiming::from_settings(&settings),
+            )),
+            jwt: JwtKeys::new(&settings.jwt_secret),
+            limits: RateLimits::new(
+                settings.rate_limit_per_minute,
+                settings.trusted_proxy_list()?,
+            ),
+            mailer: Mailer::from_settings(&settings)?,
+            metrics: crate::http::metrics::handle(),
+            metrics_allow: settings.metrics_allow_list()?,
+            db,
+            settings,
+        };
+        Ok(AppState(Arc::new(inner)))
+    }
+}

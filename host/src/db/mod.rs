@@ -1,0 +1,163 @@
+//! The database handle shared by every area.
+//!
+//! One body of SQL serves both engines through sqlx's `Any` driver: queries use
+//! `$1` placeholders (SQLite accepts them too), timestamps are BIGINT Unix
+//! milliseconds, ids are TEXT, JSON is TEXT. Where the dialects really differ
+//! (job claiming, JSON operators) a caller matches on [`Backend`].
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Executor};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unsupported database URL (expected sqlite:// or postgres://)")]
+    UnsupportedUrl,
+    #[error(transparent)]
+    Sqlx(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+    /// For the job queue's bookkeeping writes (claims, heartbeats, progress,
+    /// finishes). On PostgreSQL its sessions commit without waiting for the
+    /// WAL flush: a crash of the database server can forget the last fraction
+    /// of a second of them, which at worst reruns an idempotent job from its
+    /// last checkpoint, while sparing two fsyncs per job. Enqueues and
+    /// checkpoints (with the data they describe) stay on `pool`. On SQLite
+    /// it is `pool`.
+    pub bookkeeping: AnyPool,
+    write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Db {
+    /// Opens a pool for `url`. SQLite gets WAL, a busy timeout and foreign keys
+    /// on every connection.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Db, DbError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(DbError::UnsupportedUrl);
+        };
+        let pool = Self::pool(url, backend, max_connections).await?;
+        let bookkeeping = match backend {
+            Backend::Sqlite => pool.clone(),
+            Backend::Postgres => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                let url = format!("{url}{separator}options=-c%20synchronous_commit%3Doff");
+                Self::pool(&url, backend, max_connections.clamp(1, 8)).await?
+            }
+        };
+        Ok(Db {
+            pool,
+            backend,
+            bookkeeping,
+            write_gate: Default::default(),
+        })
+    }
+
+    async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
+        let options = AnyConnectOptions::from_str(url)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                             PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(pool)
+    }
+
+    /// On SQLite, waits for this process's turn to write. SQLite has one
+    /// writer at a time; concurrent writers otherwise meet in its busy
+    /// handler, which sleeps in milliseconds. Hot write paths (the job queue)
+    /// take the gate so they queue in memory instead. `None` on PostgreSQL.
+    pub async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.backend {
+            Backend::Sqlite => Some(self.write_gate.lock().await),
+            Backend::Postgres => None,
+        }
+    }
+
+    /// Applies the migrations of this backend that have not run yet.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS.run(&self.pool).await?,
+            Backend::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
+        }
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.bookkeeping.close().await;
+    }
+
+    /// One real round trip, for `/health`.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+/// Wall-clock now as Unix milliseconds, the representation of every stored
+/// timestamp.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Renders a stored timestamp for a JSON response (RFC 3339, UTC).
+pub fn to_rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// True when `err` is a unique-constraint violation on either backend.
+pub fn is_unique_violation(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation()
+                || db.code().as_deref() == Some("23505")
+                || db.message().contains("UNIQUE constraint failed")
+        }
+        _ => false,
+    }
+}

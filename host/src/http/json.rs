@@ -1,0 +1,50 @@
+//! Extractors of our own so that malformed requests get our error shape
+//! instead of axum's plain-text rejections.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::FromRequest;
+use axum::extract::FromRequestParts;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+
+/// `axum::Json` with our error body on rejection (400 malformed, 422 wrong shape,
+/// 415 wrong content type reported as 400).
+#[derive(Debug, Clone, Copy, Default, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::JsonDataError(e) => ApiError::validation("body", e.body_text()),
+            other => ApiError::BadRequest(other.body_text()),
+        }
+    }
+}
+
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct Query<T>(pub T);
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::validation("query", rejection.body_text())
+    }
+}

@@ -1,0 +1,126 @@
+//! Router assembly and the cross-cutting HTTP pieces. Areas own their routes;
+//! this module only mounts them and wraps them in middleware.
+
+pub mod error;
+pub mod json;
+pub mod metrics;
+pub mod middleware;
+mod openapi;
+pub mod rate_limit;
+pub mod service;
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{header, HeaderName, HeaderValue, Method};
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::IntoResponse;
+use axum::{Extension, Router};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::app::AppState;
+use error::ApiError;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Every route of the service, and the OpenAPI document describing them.
+pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let api = OpenApiRouter::new()
+        .nest("/api/v1/auth", crate::auth::router(state))
+        .nest("/api/v1/tenant", crate::tenancy::router())
+        .nest("/api/v1/invites", crate::invites::router(state))
+        .nest("/api/v1/jobs", crate::jobs::router())
+        .merge(crate::plugins::router())
+        .merge(crate::integrations::router())
+        .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
+    let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
+        .merge(service::router())
+        .merge(api)
+        .split_for_parts();
+    let doc_json = doc
+        .to_pretty_json()
+        .expect("the OpenAPI document serializes");
+
+    let router = routes
+        .merge(service::assets())
+        .fallback(|request: Request| async move {
+            ApiError::NotFound(if request.uri().path().starts_with("/api") {
+                "route"
+            } else {
+                "page"
+            })
+        })
+        .method_not_allowed_fallback(|| async {
+            (
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                axum::Json(error::ErrorBody {
+                    detail: "method not allowed on this route".into(),
+                    kind: "method_not_allowed".into(),
+                    field: None,
+                    upstream_status: None,
+                    permission_hint: None,
+                    path: None,
+                }),
+            )
+                .into_response()
+        })
+        .layer(Extension(service::OpenApiJson(Arc::new(doc_json))))
+        .layer(from_fn_with_state(
+            state.clone(),
+            crate::auth::resolve_identity,
+        ))
+        .layer(from_fn(metrics::track))
+        .layer(from_fn(middleware::internal_errors))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(
+                    tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO),
+                ),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(cors(&state.settings.cors_origin_list()))
+        .with_state(state.clone());
+    (router, doc)
+}
+
+/// The span every log line of a request carries. It names the route
+/// template, never the raw path: paths can hold invite tokens.
+fn request_span(request: &Request) -> tracing::Span {
+    let request_id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+        .unwrap_or("unmatched");
+    tracing::info_span!("request", request_id, method = %request.method(), route)
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let origins: Vec<HeaderValue> = origins.iter().filter_map(|o| o.parse().ok()).collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_credentials(true)
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::ACCEPT,
+            REQUEST_ID,
+        ])
+        .expose_headers([REQUEST_ID, header::RETRY_AFTER])
+}

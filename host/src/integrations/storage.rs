@@ -1,0 +1,347 @@
+//! Integration configs and the rows syncs write, scoped by tenant.
+
+use serde_json::Value;
+use sqlx::{Any, Transaction};
+
+use super::SecretBox;
+use crate::auth::TenantId;
+use crate::db::{now_ms, Db};
+use crate::plugins::{InventoryRow, MappedRow};
+
+#[derive(Debug, Clone)]
+pub struct StoredConfig {
+    /// Non-secret fields.
+    pub settings: Value,
+    /// Secret fields, decrypted.
+    pub secrets: Value,
+    pub updated_at: i64,
+}
+
+impl StoredConfig {
+    /// Settings and secrets in one object: what the host uses.
+    pub fn full(&self) -> Value {
+        let mut full = self.settings.clone();
+        if let (Some(target), Some(secrets)) = (full.as_object_mut(), self.secrets.as_object()) {
+            for (k, v) in secrets {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        full
+    }
+}
+
+pub async fn config(
+    db: &Db,
+    secret_box: &SecretBox,
+    tenant: &TenantId,
+    integration: &str,
+) -> anyhow::Result<Option<StoredConfig>> {
+    let row: Option<(String, String, i64)> = sqlx::query_as(
+        "SELECT settings, secrets, updated_at FROM integration_configs WHERE tenant_id = $1 AND integration = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(integration)
+    .fetch_optional(&db.pool)
+    .await?;
+    let Some((settings, sealed, updated_at)) = row else {
+        return Ok(None);
+    };
+    Ok(Some(StoredConfig {
+        settings: serde_json::from_str(&settings)?,
+        secrets: serde_json::from_str(&secret_box.open(&sealed)?)?,
+        updated_at,
+    }))
+}
+
+/// Stores the config; returns its `updated_at`.
+pub async fn save_config(
+    db: &Db,
+    secret_box: &SecretBox,
+    tenant: &TenantId,
+    integration: &str,
+    settings: &Value,
+    secrets: &Value,
+) -> sqlx::Result<i64> {
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO integration_configs (tenant_id, integration, settings, secrets, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $5) \
+         ON CONFLICT (tenant_id, integration) DO UPDATE SET settings = excluded.settings, \
+         secrets = excluded.secrets, updated_at = excluded.updated_at",
+    )
+    .bind(tenant.as_str())
+    .bind(integration)
+    .bind(settings.to_string())
+    .bind(secret_box.seal(&secrets.to_string()))
+    .bind(now)
+    .execute(&db.pool)
+    .await?;
+    Ok(now)
+}
+
+/// Removes the config and everything the integration synced, in one
+/// transaction. False when there was no config.
+pub async fn delete_config(db: &Db, tenant: &TenantId, integration: &str) -> sqlx::Result<bool> {
+    let mut tx = db.pool.begin().await?;
+    let deleted =
+        sqlx::query("DELETE FROM integration_configs WHERE tenant_id = $1 AND integration = $2")
+            .bind(tenant.as_str())
+            .bind(integration)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    for table in ["inventory_items", "source_records"] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
+        ))
+        .bind(tenant.as_str())
+        .bind(integration)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(deleted == 1)
+}
+
+/// The identity of an inventory row within its source: one row per device,
+/// application and version.
+fn item_key(item: &InventoryRow) -> String {
+    let device = item
+        .device_id
+        .as_deref()
+        .or(item.device_name.as_deref())
+        .unwrap_or("");
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        device.to_lowercase(),
+        item.application_name
+            .as_deref()
+            .unwrap_or("")
+            .to_lowercase(),
+        item.version.as_deref().unwrap_or("")
+    )
+}
+
+/// Rows per multi-row INSERT: well under SQLite's parameter limit (17
+/// columns x 500 = 8,500) and large enough that statement overhead vanishes.
+const UPSERT_CHUNK: usize = 50;
+
+/// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders.
+fn values_placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let cells: Vec<String> = (1..=columns)
+                .map(|c| format!("${}", r * columns + c))
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Upserts a page of rows, stamping them with `run`, inside the caller's
+/// transaction (which also holds the job's checkpoint). Rows with the same
+/// key within the page keep the last one, since one statement may not touch
+/// a row twice.
+pub async fn upsert_rows(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+    rows: &[MappedRow],
+) -> sqlx::Result<()> {
+    let now = now_ms();
+    let mut items: Vec<(String, &InventoryRow)> = vec![];
+    let mut records: Vec<&crate::plugins::RecordRow> = vec![];
+    let mut seen_items = std::collections::HashMap::new();
+    let mut seen_records = std::collections::HashMap::new();
+    for row in rows {
+        match row {
+            MappedRow::Inventory(item) => {
+                let key = item_key(item);
+                match seen_items.get(&key) {
+                    Some(&i) => items[i] = (key, item),
+                    None => {
+                        seen_items.insert(key.clone(), items.len());
+                        items.push((key, item));
+                    }
+                }
+            }
+            MappedRow::Record(record) => match seen_records.get(&(record.kind, &record.key)) {
+                Some(&i) => records[i] = record,
+                None => {
+                    seen_records.insert((record.kind, &record.key), records.len());
+                    records.push(record);
+                }
+            },
+        }
+    }
+    for chunk in items.chunks(UPSERT_CHUNK) {
+        let statement = format!(
+            "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
+             os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
+             group_ids, seen_run, updated_at) VALUES {} \
+             ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
+             device_id = excluded.device_id, os_platform = excluded.os_platform, \
+             os_version = excluded.os_version, user_email = excluded.user_email, \
+             user_name = excluded.user_name, application_name = excluded.application_name, \
+             vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
+             client_id = excluded.client_id, group_ids = excluded.group_ids, \
+             seen_run = excluded.seen_run, updated_at = excluded.updated_at",
+            values_placeholders(chunk.len(), 17)
+        );
+        let mut query = sqlx::query(&statement);
+        for (key, item) in chunk {
+            query = query
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(key.as_str())
+                .bind(item.device_name.as_deref())
+                .bind(item.device_id.as_deref())
+                .bind(item.os_platform.as_deref())
+                .bind(item.os_version.as_deref())
+                .bind(item.user_email.as_deref())
+                .bind(item.user_name.as_deref())
+                .bind(item.application_name.as_deref())
+                .bind(item.vendor.as_deref())
+                .bind(item.version.as_deref())
+                .bind(item.publisher.as_deref())
+                .bind(item.client_id.as_deref())
+                .bind(serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()))
+                .bind(run)
+                .bind(now);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    for chunk in records.chunks(UPSERT_CHUNK) {
+        let statement = format!(
+            "INSERT INTO source_records (tenant_id, source, kind, record_key, device_name, client_id, \
+             group_ids, body, seen_run, updated_at) VALUES {} \
+             ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET \
+             device_name = excluded.device_name, client_id = excluded.client_id, \
+             group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
+             updated_at = excluded.updated_at",
+            values_placeholders(chunk.len(), 10)
+        );
+        let mut query = sqlx::query(&statement);
+        for record in chunk {
+            query = query
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(record.kind)
+                .bind(record.key.as_str())
+                .bind(record.device_name.as_deref())
+                .bind(record.client_id.as_deref())
+                .bind(serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()))
+                .bind(record.body.to_string())
+                .bind(run)
+                .bind(now);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// After a complete run: deletes the source's rows that run did not report
+/// (devices gone upstream or out of scope). Returns (items, records) deleted.
+pub async fn prune_unseen(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+) -> sqlx::Result<(u64, u64)> {
+    let mut tx = db.pool.begin().await?;
+    let mut deleted = [0u64; 2];
+    for (i, table) in ["inventory_items", "source_records"].iter().enumerate() {
+        deleted[i] = sqlx::query(&format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3"
+        ))
+        .bind(tenant.as_str())
+        .bind(source)
+        .bind(run)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    }
+    tx.commit().await?;
+    Ok((deleted[0], deleted[1]))
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SourceStats {
+    pub inventory_items: i64,
+    pub devices: i64,
+    pub applications: i64,
+    /// Source records by kind (device, user, threat, finding, ticket).
+    pub records: std::collections::BTreeMap<String, i64>,
+}
+
+pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<SourceStats> {
+    let (items, devices, applications): (i64, i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT device_name), COUNT(DISTINCT application_name) \
+         FROM inventory_items WHERE tenant_id = $1 AND source = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_one(&db.pool)
+    .await?;
+    let kinds: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT kind, COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2 GROUP BY kind",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(SourceStats {
+        inventory_items: items,
+        devices,
+        applications,
+        records: kinds.into_iter().collect(),
+    })
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct RecordRowView {
+    pub record_key: String,
+    pub device_name: Option<String>,
+    pub client_id: Option<String>,
+    pub group_ids: String,
+    pub body: String,
+    pub updated_at: i64,
+}
+
+/// Source records of one kind, by device name, paginated.
+pub async fn records(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    kind: &str,
+    device_name: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<RecordRowView>, i64)> {
+    let condition = "tenant_id = $1 AND source = $2 AND kind = $3 \
+                     AND (CAST($4 AS TEXT) IS NULL OR LOWER(device_name) = LOWER($4))";
+    let rows = sqlx::query_as(&format!(
+        "SELECT record_key, device_name, client_id, group_ids, body, updated_at FROM source_records \
+         WHERE {condition} ORDER BY device_name, record_key LIMIT $5 OFFSET $6"
+    ))
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(kind)
+    .bind(device_name)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM source_records WHERE {condition}"
+    ))
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(kind)
+    .bind(device_name)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((rows, total))
+}

@@ -1,0 +1,152 @@
+//! The sync pipeline, one handler for every connector: fetch a page, map it,
+//! upsert its rows with the checkpoint in one transaction, report progress,
+//! repeat; after a complete run, prune what the run did not see and ask for
+//! a rollup rebuild.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::{storage, SecretBox};
+use crate::jobs::{JobContext, JobFailure, JobHandler};
+use crate::plugins::{CallError, CallScope, MappedRow, Plugins};
+
+/// The job kind that rebuilds a tenant's software rollup. Syncs enqueue it
+/// (deduplicated per tenant); the inventory area registers its handler.
+pub const ROLLUP_KIND: &str = "rollup";
+
+pub struct SyncHandler {
+    pub plugins: Arc<Plugins>,
+    pub secrets: SecretBox,
+    pub connector: String,
+}
+
+/// Where a run stands: written with every page.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    /// The run's id (the job id): rows are stamped with it, and a complete
+    /// run prunes rows stamped otherwise.
+    run: String,
+    stream_index: usize,
+    cursor: Option<String>,
+    rows: i64,
+    rejected: i64,
+}
+
+fn failure(err: CallError) -> JobFailure {
+    JobFailure::Failed(err.to_string())
+}
+
+#[async_trait]
+impl JobHandler for SyncHandler {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        let connector = self
+            .plugins
+            .connector(&self.connector)
+            .ok_or_else(|| {
+                JobFailure::Failed(format!("connector {} is not loaded", self.connector))
+            })?
+            .clone();
+        let db = ctx.db();
+        let tenant = ctx.tenant_id();
+        let config = storage::config(db, &self.secrets, tenant, &self.connector)
+            .await?
+            .ok_or_else(|| {
+                JobFailure::Failed(format!(
+                    "{} is not configured for this tenant",
+                    self.connector
+                ))
+            })?
+            .full();
+        let mut at: Checkpoint = ctx
+            .checkpoint()
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_else(|| Checkpoint {
+                run: ctx.job_id().to_string(),
+                stream_index: 0,
+                cursor: None,
+                rows: 0,
+                rejected: 0,
+            });
+        let scope = CallScope {
+            plugin: self.connector.clone(),
+            tenant_id: Some(tenant.as_str().to_string()),
+            job_id: Some(ctx.job_id().to_string()),
+        };
+        let streams = connector.descriptor.streams.clone();
+        while at.stream_index < streams.len() {
+            let stream = &streams[at.stream_index];
+            let (records, next) = self
+                .plugins
+                .fetch(
+                    &connector,
+                    scope.clone(),
+                    &config,
+                    stream,
+                    at.cursor.as_deref(),
+                )
+                .await
+                .map_err(failure)?;
+            let mapped = self
+                .plugins
+                .map_records(&connector, scope.clone(), stream, &records)
+                .await
+                .map_err(failure)?;
+            let mut rows: Vec<MappedRow> = Vec::with_capacity(mapped.len());
+            for (record, result) in records.iter().zip(mapped) {
+                match result {
+                    Ok(mut mapped_rows) => rows.append(&mut mapped_rows),
+                    Err(reason) => {
+                        at.rejected += 1;
+                        if at.rejected <= 20 {
+                            let key = record
+                                .get("Id")
+                                .or_else(|| record.get("id"))
+                                .cloned()
+                                .unwrap_or(Value::Null);
+                            tracing::warn!(connector = %self.connector, stream, %key, %reason, "record rejected by map");
+                        }
+                    }
+                }
+            }
+            at.rows += rows.len() as i64;
+            let next_at = match next {
+                Some(cursor) => Checkpoint {
+                    cursor: Some(cursor),
+                    ..at.clone()
+                },
+                None => Checkpoint {
+                    stream_index: at.stream_index + 1,
+                    cursor: None,
+                    ..at.clone()
+                },
+            };
+            let mut tx = db.pool.begin().await?;
+            storage::upsert_rows(&mut tx, tenant, &self.connector, &at.run, &rows).await?;
+            ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
+            tx.commit().await?;
+            ctx.progress(
+                stream,
+                at.rows,
+                0,
+                &format!("{} rows, {} records rejected", at.rows, at.rejected),
+            )
+            .await?;
+            at = next_at;
+        }
+        let (items, records) = storage::prune_unseen(db, tenant, &self.connector, &at.run).await?;
+        ctx.progress(
+            "done",
+            at.rows,
+            at.rows,
+            &format!(
+                "{} rows, {} records rejected, pruned {items} items and {records} records",
+                at.rows, at.rejected
+            ),
+        )
+        .await?;
+        crate::jobs::enqueue(db, tenant, ROLLUP_KIND, &json!({"after": ctx.kind()})).await?;
+        Ok(())
+    }
+}

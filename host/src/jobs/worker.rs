@@ -1,0 +1,265 @@
+//! The worker pool: claims jobs, runs their handlers, keeps their leases
+//! alive and records how they ended.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::context::StopReason;
+use super::storage::{self, Enqueued, JobRow, JobStatus};
+use super::{JobContext, JobFailure, QueueTiming, Registry, RunningJobs, Wakeup};
+use crate::auth::TenantId;
+use crate::db::Db;
+
+/// How long a stopped handler may take to return before it is aborted.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The queue as one process sees it: its handlers, its worker id, its timing.
+pub struct Queue {
+    pub db: Db,
+    pub registry: Registry,
+    pub timing: QueueTiming,
+    /// Unique to this process start; every claim carries it.
+    pub worker_id: String,
+    pub wakeup: Wakeup,
+    pub running: RunningJobs,
+    /// The registry's kinds, the only ones this process claims.
+    kinds: Vec<String>,
+}
+
+/// How one run of a job ended, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    Recorded(JobStatus),
+    /// The lease was lost; the job belongs to another worker now.
+    LeaseLost,
+}
+
+impl Queue {
+    pub fn new(db: Db, registry: Registry, timing: QueueTiming) -> Queue {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+        let worker_id = format!(
+            "{host}-{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        Queue {
+            db,
+            kinds: registry.kinds(),
+            registry,
+            timing,
+            worker_id,
+            wakeup: Wakeup::default(),
+            running: RunningJobs::default(),
+        }
+    }
+
+    fn lease_ms(&self) -> i64 {
+        self.timing.lease.as_millis() as i64
+    }
+
+    /// Enqueues (deduplicated on tenant and kind) and wakes the workers.
+    pub async fn enqueue(
+        &self,
+        tenant: &TenantId,
+        kind: &str,
+        args: &Value,
+    ) -> sqlx::Result<Enqueued> {
+        let enqueued = storage::enqueue(&self.db, tenant, kind, args).await?;
+        if enqueued.created {
+            self.wakeup.wake();
+        }
+        Ok(enqueued)
+    }
+
+    /// Claims one job and runs it to its end. For tests and tools; the pool
+    /// does the same continuously.
+    pub async fn run_one(self: &Arc<Self>) -> sqlx::Result<Option<(String, RunOutcome)>> {
+        let Some(job) = storage::claim(&self.db, &self.worker_id, &self.kinds, 1, self.lease_ms())
+            .await?
+            .pop()
+        else {
+            return Ok(None);
+        };
+        let id = job.id.clone();
+        Ok(Some((id, self.clone().run(job).await)))
+    }
+
+    /// Starts `slots` worker loops, each claiming and running one job at a
+    /// time; they stop claiming when `shutdown` fires, and running jobs are
+    /// handed back to the queue.
+    pub fn spawn_pool(
+        self: &Arc<Self>,
+        slots: usize,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        let mut loops = tokio::task::JoinSet::new();
+        for _ in 0..slots.max(1) {
+            loops.spawn(self.clone().work(shutdown.clone()));
+        }
+        tokio::spawn(async move { while loops.join_next().await.is_some() {} })
+    }
+
+    async fn work(self: Arc<Self>, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            let claimed =
+                storage::claim(&self.db, &self.worker_id, &self.kinds, 1, self.lease_ms()).await;
+            match claimed.map(|mut jobs| jobs.pop()) {
+                Ok(Some(job)) => self.run_until_shutdown(job, &shutdown).await,
+                Ok(None) => {
+                    tokio::select! {
+                        _ = self.wakeup.woken() => {}
+                        _ = tokio::time::sleep(self.timing.poll_interval) => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "claiming a job failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.timing.poll_interval) => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run_until_shutdown(&self, job: JobRow, shutdown: &CancellationToken) {
+        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
+        self.run_in(ctx, shutdown).await;
+    }
+
+    async fn run(self: Arc<Self>, job: JobRow) -> RunOutcome {
+        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
+        self.run_in(ctx, &CancellationToken::new()).await
+    }
+
+    #[tracing::instrument(skip_all, fields(job_id = %ctx.job_id(), kind = %ctx.kind(), tenant_id = %ctx.tenant_id().as_str(), attempt = ctx.attempt()))]
+    async fn run_in(&self, ctx: JobContext, shutdown: &CancellationToken) -> RunOutcome {
+        let Some(registration) = self.registry.get(ctx.kind()).cloned() else {
+            let message = format!("no handler for job kind {}", ctx.kind());
+            return self.record_failure(&ctx, &message).await;
+        };
+        self.running.insert(&ctx);
+        let handler = registration.handler.clone();
+        let run_ctx = ctx.clone();
+        // Polled in place (no task per job); a panic is caught here and
+        // becomes the job's error. Dropping the future aborts the handler.
+        let mut handle = std::pin::pin!(async move {
+            std::panic::AssertUnwindSafe(handler.run(&run_ctx))
+                .catch_unwind()
+                .await
+        });
+        let mut heartbeat = tokio::time::interval(self.timing.heartbeat);
+        heartbeat.tick().await;
+        let stall_ms = registration.stall_timeout.as_millis() as i64;
+        let result = loop {
+            tokio::select! {
+                result = &mut handle => break Some(result),
+                _ = heartbeat.tick() => {
+                    match storage::heartbeat(&self.db, ctx.fence(), self.lease_ms()).await {
+                        Ok(None) => ctx.stop(StopReason::LeaseLost),
+                        Ok(Some(true)) => ctx.stop(StopReason::Canceled),
+                        Ok(Some(false)) => {}
+                        Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+                    }
+                    if ctx.millis_since_progress() > stall_ms {
+                        ctx.stop(StopReason::Stalled);
+                    }
+                }
+                _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
+                    ctx.stop(StopReason::Shutdown);
+                }
+                _ = ctx.stop_token().cancelled() => {
+                    break tokio::time::timeout(STOP_GRACE, &mut handle).await.ok();
+                }
+            }
+        };
+        self.running.remove(ctx.job_id());
+        let outcome = match (ctx.stop_reason(), result) {
+            (Some(StopReason::LeaseLost), _) => RunOutcome::LeaseLost,
+            (Some(StopReason::Canceled), _) => self.record(
+                &ctx,
+                storage::finish_canceled(&self.db, ctx.fence()).await,
+                JobStatus::Canceled,
+            ),
+            (Some(StopReason::Shutdown), _) => {
+                match storage::release(&self.db, ctx.fence()).await {
+                    Ok(true) => RunOutcome::Recorded(JobStatus::Queued),
+                    _ => RunOutcome::LeaseLost,
+                }
+            }
+            (Some(StopReason::Stalled), _) => {
+                let message = format!(
+                    "no progress for {} s; stopped",
+                    registration.stall_timeout.as_secs()
+                );
+                self.record_failure(&ctx, &message).await
+            }
+            (None, Some(Ok(Ok(())))) => self.record(
+                &ctx,
+                storage::finish_success(&self.db, ctx.fence()).await,
+                JobStatus::Success,
+            ),
+            (None, Some(Ok(Err(JobFailure::Failed(message))))) => {
+                self.record_failure(&ctx, &message).await
+            }
+            (None, Some(Ok(Err(JobFailure::LeaseLost(_))))) => RunOutcome::LeaseLost,
+            (None, Some(Err(panic))) => {
+                let message = panic_message(panic);
+                self.record_failure(&ctx, &message).await
+            }
+            (None, None) => {
+                self.record_failure(&ctx, "handler did not stop in time")
+                    .await
+            }
+        };
+        tracing::info!(?outcome, "job run ended");
+        outcome
+    }
+
+    fn record(
+        &self,
+        ctx: &JobContext,
+        written: sqlx::Result<bool>,
+        status: JobStatus,
+    ) -> RunOutcome {
+        match written {
+            Ok(true) => RunOutcome::Recorded(status),
+            Ok(false) => RunOutcome::LeaseLost,
+            Err(err) => {
+                tracing::error!(job_id = %ctx.job_id(), error = %err, "recording the job's end failed");
+                RunOutcome::LeaseLost
+            }
+        }
+    }
+
+    async fn record_failure(&self, ctx: &JobContext, message: &str) -> RunOutcome {
+        let backoff =
+            self.timing.retry_backoff.as_millis() as i64 * (1i64 << ctx.attempt().clamp(0, 10));
+        match storage::finish_failure(&self.db, ctx.fence(), message, backoff).await {
+            Ok(Some(status)) => {
+                tracing::warn!(error = message, ?status, "job run failed");
+                RunOutcome::Recorded(status)
+            }
+            Ok(None) => RunOutcome::LeaseLost,
+            Err(err) => {
+                tracing::error!(job_id = %ctx.job_id(), error = %err, "recording the job's failure failed");
+                RunOutcome::LeaseLost
+            }
+        }
+    }
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("handler panicked: {text}")
+}

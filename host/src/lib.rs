@@ -1,0 +1,16 @@
+//! Cairn's host: storage, auth, tenancy and the HTTP API. See ARCHITECTURE.md
+//! at the repository root for the map.
+
+pub mod app;
+pub mod auth;
+pub mod db;
+pub mod http;
+pub mod integrations;
+pub mod inventory;
+pub mod invites;
+pub mod jobs;
+pub mod mail;
+pub mod plugins;
+pub mod server;
+pub mod settings;
+pub mod tenancy;

@@ -1,0 +1,67 @@
+//! The wasmtime engine and the compiled-artifact cache.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine};
+
+/// How often the epoch advances; call deadlines are counted in these.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+pub fn new_engine() -> anyhow::Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config)?;
+    // Advance the epoch for as long as the engine lives; a weak handle lets
+    // the thread end with it.
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("cairn-wasm-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })?;
+    Ok(engine)
+}
+
+/// Compiles `bytes`, or loads the artifact cached under `cache_dir` for this
+/// engine and this exact file. Returns the component and the file's SHA-256.
+pub fn compile_cached(
+    engine: &Engine,
+    cache_dir: &Path,
+    bytes: &[u8],
+) -> anyhow::Result<(Component, String)> {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let artifact: PathBuf = cache_dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
+    if artifact.is_file() {
+        // SAFETY: the artifact was written by `Component::serialize` of an
+        // engine with the same compatibility hash (it is in the file name),
+        // into a directory only this service writes.
+        match unsafe { Component::deserialize_file(engine, &artifact) } {
+            Ok(component) => return Ok((component, sha256)),
+            Err(err) => {
+                tracing::warn!(path = %artifact.display(), error = %err, "discarding unreadable cached artifact")
+            }
+        }
+    }
+    // Binary only: a text (WAT) file is not a plugin.
+    let component = Component::from_binary(engine, bytes)?;
+    if std::fs::create_dir_all(cache_dir).is_ok() {
+        let tmp = artifact.with_extension("tmp");
+        if let Ok(serialized) = component.serialize() {
+            if std::fs::write(&tmp, serialized).is_ok() {
+                let _ = std::fs::rename(&tmp, &artifact);
+            }
+        }
+    }
+    Ok((component, sha256))
+}

@@ -1,0 +1,350 @@
+//! Finding, compiling and checking plugins at start.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use wasmtime::component::{InstancePre, Linker};
+use wasmtime::{Engine, Store};
+
+use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
+use super::outbound::{Credentials, HostPolicy, Outbound, TokenCache};
+use super::rows::MappedRow;
+use super::runtime::{
+    self, connector_world, csv_world, CallError, CallLimits, CallScope, PluginState,
+};
+use crate::settings::Settings;
+
+/// A file that was not loaded, and why.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Skipped {
+    pub file: String,
+    pub reason: String,
+}
+
+pub struct LoadedConnector {
+    pub descriptor: ConnectorDescriptor,
+    pub file: PathBuf,
+    pub sha256: String,
+    pre: connector_world::ConnectorPre<PluginState>,
+}
+
+pub struct LoadedCsvProvider {
+    pub descriptor: CsvDescriptor,
+    pub file: PathBuf,
+    pub sha256: String,
+    #[allow(dead_code)]
+    pre: csv_world::CsvProviderPre<PluginState>,
+}
+
+/// Every plugin this process loaded.
+pub struct Plugins {
+    engine: Engine,
+    pub connectors: Vec<Arc<LoadedConnector>>,
+    pub csv_providers: Vec<Arc<LoadedCsvProvider>>,
+    pub skipped: Vec<Skipped>,
+    limits: CallLimits,
+    plain_http_hosts: Vec<String>,
+    max_response_bytes: usize,
+    http_timeout: Duration,
+    tokens: Arc<TokenCache>,
+}
+
+impl Plugins {
+    /// Loads every `.wasm` file of `settings.connectors_dir`. Problems with a
+    /// file skip that file; only an unusable engine is an error.
+    pub async fn load(settings: &Settings) -> anyhow::Result<Plugins> {
+        let engine = super::engine::new_engine()?;
+        let linker = runtime::linker(&engine)?;
+        let mut plugins = Plugins {
+            engine,
+            connectors: vec![],
+            csv_providers: vec![],
+            skipped: vec![],
+            limits: CallLimits {
+                memory_bytes: settings.plugin_memory_mb * 1024 * 1024,
+                deadline: Duration::from_secs(settings.plugin_call_timeout_secs.max(1)),
+            },
+            plain_http_hosts: settings.plugin_plain_http_host_list(),
+            max_response_bytes: settings.plugin_max_response_mb * 1024 * 1024,
+            http_timeout: Duration::from_secs(settings.plugin_http_timeout_secs.max(1)),
+            tokens: Arc::default(),
+        };
+        let cache_dir = settings.data_dir.join("plugin-cache");
+        for file in wasm_files(&settings.connectors_dir) {
+            if let Err(reason) = plugins.load_file(&linker, &cache_dir, &file).await {
+                tracing::warn!(file = %file.display(), %reason, "plugin skipped");
+                plugins.skipped.push(Skipped {
+                    file: file.display().to_string(),
+                    reason,
+                });
+            }
+        }
+        tracing::info!(
+            connectors = plugins.connectors.len(),
+            csv_providers = plugins.csv_providers.len(),
+            skipped = plugins.skipped.len(),
+            dir = %settings.connectors_dir.display(),
+            "plugins loaded"
+        );
+        Ok(plugins)
+    }
+
+    async fn load_file(
+        &mut self,
+        linker: &Linker<PluginState>,
+        cache_dir: &Path,
+        file: &Path,
+    ) -> Result<(), String> {
+        let bytes = std::fs::read(file).map_err(|e| format!("unreadable: {e}"))?;
+        let (component, sha256) = super::engine::compile_cached(&self.engine, cache_dir, &bytes)
+            .map_err(|e| format!("not a valid component: {e:#}"))?;
+        let pre: InstancePre<PluginState> = linker
+            .instantiate_pre(&component)
+            .map_err(|e| format!("imports something the host does not provide: {e:#}"))?;
+        let scope = CallScope {
+            plugin: file.display().to_string(),
+            ..CallScope::default()
+        };
+        if let Ok(connector) = connector_world::ConnectorPre::new(pre.clone()) {
+            let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+            let instance = connector
+                .instantiate_async(&mut store)
+                .await
+                .map_err(|e| format!("cannot be instantiated: {e:#}"))?;
+            let raw = instance.call_describe(&mut store).await.map_err(|e| {
+                format!(
+                    "describe failed: {}",
+                    runtime::classify_trap(&store, e, self.limits)
+                )
+            })?;
+            let descriptor: ConnectorDescriptor =
+                serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
+            check_sdk(&descriptor.sdk_version)?;
+            if self
+                .connectors
+                .iter()
+                .any(|c| c.descriptor.id == descriptor.id)
+            {
+                return Err(format!(
+                    "a connector with id {} is already loaded",
+                    descriptor.id
+                ));
+            }
+            tracing::info!(id = %descriptor.id, version = %descriptor.version, sdk = %descriptor.sdk_version, "connector loaded");
+            self.connectors.push(Arc::new(LoadedConnector {
+                descriptor,
+                file: file.to_path_buf(),
+                sha256,
+                pre: connector,
+            }));
+            return Ok(());
+        }
+        if let Ok(provider) = csv_world::CsvProviderPre::new(pre) {
+            let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+            let instance = provider
+                .instantiate_async(&mut store)
+                .await
+                .map_err(|e| format!("cannot be instantiated: {e:#}"))?;
+            let raw = instance.call_describe(&mut store).await.map_err(|e| {
+                format!(
+                    "describe failed: {}",
+                    runtime::classify_trap(&store, e, self.limits)
+                )
+            })?;
+            let descriptor: CsvDescriptor =
+                serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
+            check_sdk(&descriptor.sdk_version)?;
+            if self
+                .csv_providers
+                .iter()
+                .any(|p| p.descriptor.key == descriptor.key)
+            {
+                return Err(format!(
+                    "a CSV provider with key {} is already loaded",
+                    descriptor.key
+                ));
+            }
+            self.csv_providers.push(Arc::new(LoadedCsvProvider {
+                descriptor,
+                file: file.to_path_buf(),
+                sha256,
+                pre: provider,
+            }));
+            return Ok(());
+        }
+        Err("exports neither the connector nor the csv-provider world".into())
+    }
+
+    pub fn connector(&self, id: &str) -> Option<&Arc<LoadedConnector>> {
+        self.connectors.iter().find(|c| c.descriptor.id == id)
+    }
+
+    /// The outbound gate of a call for `connector`: `config` is the tenant's
+    /// full config, secrets included, which stays in the host.
+    pub fn outbound(
+        &self,
+        connector: &LoadedConnector,
+        scope: &CallScope,
+        config: &Value,
+    ) -> Outbound {
+        let policy =
+            HostPolicy::for_connector(&connector.descriptor, config, &self.plain_http_hosts);
+        let credentials = Credentials {
+            scheme: connector.descriptor.auth.clone(),
+            config: config.clone(),
+            cache: self.tokens.clone(),
+            cache_key: format!(
+                "{}/{}",
+                scope.tenant_id.as_deref().unwrap_or("-"),
+                connector.descriptor.id
+            ),
+        };
+        Outbound::new(
+            policy,
+            Some(credentials),
+            self.http_timeout,
+            self.max_response_bytes,
+            Duration::from_millis(500),
+        )
+    }
+
+    /// The config a component sees: the tenant's config without its secrets.
+    pub fn component_config(connector: &LoadedConnector, config: &Value) -> Value {
+        let mut visible = config.clone();
+        if let Some(object) = visible.as_object_mut() {
+            for field in &connector.descriptor.secret_fields {
+                object.remove(field);
+            }
+        }
+        visible
+    }
+
+    /// A fresh sandboxed instance of `connector` for one call: a trap or a
+    /// timeout can never leave a broken instance for the next call.
+    async fn instance(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        outbound: Option<Outbound>,
+    ) -> Result<(Store<PluginState>, connector_world::Connector), CallError> {
+        let mut store = runtime::new_store(&self.engine, scope, outbound, self.limits);
+        let instance = connector
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+        Ok((store, instance))
+    }
+
+    /// One page of `stream`: the raw records and the next cursor.
+    pub async fn fetch(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        config: &Value,
+        stream: &str,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Value>, Option<String>), CallError> {
+        let outbound = self.outbound(connector, &scope, config);
+        let visible = Self::component_config(connector, config);
+        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+        let result = instance
+            .call_fetch(&mut store, &visible.to_string(), stream, cursor)
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+        let (records, next) = result.map_err(CallError::from)?;
+        match runtime::parse_json(&records)? {
+            Value::Array(records) => Ok((records, next)),
+            _ => Err(CallError::Protocol(
+                "fetch did not return a JSON array".into(),
+            )),
+        }
+    }
+
+    /// Maps raw records of `stream`; one result per record. No HTTP: mapping
+    /// is pure.
+    pub async fn map_records(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        stream: &str,
+        records: &[Value],
+    ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
+        let (mut store, instance) = self.instance(connector, scope, None).await?;
+        let raw: Vec<String> = records.iter().map(Value::to_string).collect();
+        let mapped = instance
+            .call_map_records(&mut store, stream, &raw)
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+        Ok(mapped
+            .into_iter()
+            .map(|result| result.map(|rows| rows.into_iter().map(MappedRow::from).collect()))
+            .collect())
+    }
+
+    /// Runs a live action (`invoke`) with its JSON input.
+    pub async fn invoke(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        config: &Value,
+        action: &str,
+        input: &Value,
+    ) -> Result<Value, CallError> {
+        let outbound = self.outbound(connector, &scope, config);
+        let visible = Self::component_config(connector, config);
+        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+        let answer = instance
+            .call_invoke(&mut store, &visible.to_string(), action, &input.to_string())
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+            .map_err(CallError::from)?;
+        runtime::parse_json(&answer)
+    }
+
+    /// Runs `check` (test connection).
+    pub async fn check(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        config: &Value,
+    ) -> Result<(), CallError> {
+        let outbound = self.outbound(connector, &scope, config);
+        let visible = Self::component_config(connector, config);
+        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+        instance
+            .call_check(&mut store, &visible.to_string())
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+            .map_err(CallError::from)
+    }
+}
+
+fn check_sdk(version: &str) -> Result<(), String> {
+    if sdk_supported(version) {
+        Ok(())
+    } else {
+        Err(format!(
+            "built with cairn-sdk {version}; this host supports {}",
+            super::SUPPORTED_SDK.join(", ")
+        ))
+    }
+}
+
+fn wasm_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}

@@ -1,0 +1,31 @@
+//! WebAssembly plugins: connectors and CSV providers loaded at start from a
+//! directory, each call in a fresh sandboxed instance.
+//!
+//! - [`loader`] scans the directory, compiles (with an on-disk cache keyed by
+//!   the engine's compatibility hash and the file's SHA-256), type-checks,
+//!   reads each descriptor and checks its SDK version. A bad file is logged
+//!   and skipped.
+//! - [`runtime`] runs one call: a new store with a memory cap, an epoch
+//!   deadline, WASI with no filesystem, environment or sockets, and the host
+//!   imports (`send`, `log`, `now-ms`).
+//! - [`outbound`] is the `send` import: the allow-list, plain-http grants,
+//!   response caps and 429 retries.
+//!
+//! Nothing here names a vendor: what a connector is comes from its descriptor.
+
+pub mod descriptor;
+mod engine;
+pub mod loader;
+pub mod outbound;
+mod routes;
+pub mod rows;
+pub mod runtime;
+
+pub use descriptor::{AuthScheme, ConnectorDescriptor, CsvDescriptor};
+pub use loader::{LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
+pub use routes::router;
+pub use rows::{InventoryRow, MappedRow, RecordRow};
+pub use runtime::{CallError, CallScope};
+
+/// SDK versions this host loads (major.minor of `cairn-sdk`).
+pub const SUPPORTED_SDK: &[&str] = &["0.1"];

@@ -1,0 +1,525 @@
+//! The `send` import: every request a plugin makes passes here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::runtime::connector_world::cairn::plugin::types as wit;
+use super::runtime::CallScope;
+use super::{AuthScheme, ConnectorDescriptor};
+
+/// Most times a 429 is waited out before the error reaches the plugin.
+const MAX_RATE_LIMIT_RETRIES: u32 = 4;
+/// The longest `Retry-After` the host waits in one go.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What one call may reach, and how.
+#[derive(Clone)]
+pub struct Outbound {
+    client: reqwest::Client,
+    policy: Arc<HostPolicy>,
+    max_response_bytes: usize,
+    backoff_base: Duration,
+    credentials: Option<Arc<Credentials>>,
+}
+
+/// Tokens obtained by token exchange, per tenant and connector, reused
+/// across calls until 60 s before they expire.
+#[derive(Default)]
+pub struct TokenCache(std::sync::Mutex<std::collections::HashMap<String, CachedToken>>);
+
+#[derive(Clone)]
+struct CachedToken {
+    token: String,
+    expires_at_ms: i64,
+}
+
+impl TokenCache {
+    /// The cached token for `key` unless it expires within the margin.
+    fn valid(&self, key: &str) -> Option<String> {
+        let now = crate::db::now_ms();
+        self.0
+            .lock()
+            .expect("token cache lock")
+            .get(key)
+            .filter(|t| t.expires_at_ms - TOKEN_REFRESH_MARGIN_MS > now)
+            .map(|t| t.token.clone())
+    }
+
+    fn store(&self, key: &str, token: &str, expires_at_ms: i64) {
+        self.0.lock().expect("token cache lock").insert(
+            key.to_string(),
+            CachedToken {
+                token: token.to_string(),
+                expires_at_ms,
+            },
+        );
+    }
+}
+
+/// How long before its expiry a cached token is replaced.
+const TOKEN_REFRESH_MARGIN_MS: i64 = 60_000;
+
+/// The connector's auth scheme with the tenant's full config (secrets
+/// included). Lives in the host only; the component never sees it.
+pub struct Credentials {
+    pub scheme: AuthScheme,
+    pub config: Value,
+    pub cache: Arc<TokenCache>,
+    /// `<tenant>/<connector>`.
+    pub cache_key: String,
+}
+
+impl Credentials {
+    fn field(&self, name: &str) -> Result<&str, wit::PluginError> {
+        self.config[name]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| wit::PluginError::Config(format!("{name} is not set")))
+    }
+}
+
+/// Hosts a call may reach: those the plugin asked for, resolved against the
+/// tenant's config. Plain http only to hosts the operator granted.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    pub allowed_hosts: Vec<String>,
+    pub plain_http_hosts: Vec<String>,
+}
+
+impl HostPolicy {
+    /// Resolves `requested_hosts` (literal hosts, or `{config.field}` for the
+    /// host of a URL in the config) against `config`.
+    pub fn for_connector(
+        descriptor: &ConnectorDescriptor,
+        config: &Value,
+        plain_http_hosts: &[String],
+    ) -> HostPolicy {
+        let allowed_hosts = descriptor
+            .requested_hosts
+            .iter()
+            .filter_map(|requested| {
+                match requested
+                    .strip_prefix("{config.")
+                    .and_then(|r| r.strip_suffix('}'))
+                {
+                    Some(field) => config[field]
+                        .as_str()
+                        .and_then(|u| url::Url::parse(u).ok())
+                        .and_then(|u| u.host_str().map(str::to_ascii_lowercase)),
+                    None => Some(requested.to_ascii_lowercase()),
+                }
+            })
+            .collect();
+        HostPolicy {
+            allowed_hosts,
+            plain_http_hosts: plain_http_hosts
+                .iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    /// `Err` with the reason when `url` may not be requested.
+    pub fn check(&self, url: &url::Url) -> Result<(), String> {
+        let host = url
+            .host_str()
+            .map(str::to_ascii_lowercase)
+            .ok_or("URL has no host")?;
+        if !self.allowed_hosts.contains(&host) {
+            return Err(format!("host {host} is not on this connector's allow-list"));
+        }
+        match url.scheme() {
+            "https" => Ok(()),
+            "http" if self.plain_http_hosts.contains(&host) => Ok(()),
+            "http" => Err(format!("plain http to {host} is not allowed; use https")),
+            other => Err(format!("scheme {other} is not allowed")),
+        }
+    }
+}
+
+impl Outbound {
+    pub fn new(
+        policy: HostPolicy,
+        credentials: Option<Credentials>,
+        timeout: Duration,
+        max_response_bytes: usize,
+        backoff_base: Duration,
+    ) -> Outbound {
+        let policy = Arc::new(policy);
+        let redirect_policy = {
+            let policy = policy.clone();
+            reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 5 {
+                    return attempt.error("too many redirects");
+                }
+                match policy.check(attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(reason) => attempt.error(format!("redirect refused: {reason}")),
+                }
+            })
+        };
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(redirect_policy)
+            .build()
+            .expect("a plain reqwest client builds");
+        Outbound {
+            client,
+            policy,
+            max_response_bytes,
+            backoff_base,
+            credentials: credentials.map(Arc::new),
+        }
+    }
+
+    /// The header that authenticates a request, logging in first if the
+    /// scheme needs a token and none is cached (or `fresh` is asked for).
+    async fn auth_header(&self, fresh: bool) -> Result<Option<(String, String)>, wit::PluginError> {
+        let Some(credentials) = &self.credentials else {
+            return Ok(None);
+        };
+        match &credentials.scheme {
+            AuthScheme::None => Ok(None),
+            AuthScheme::StaticHeader {
+                header,
+                prefix,
+                secret_field,
+            } => Ok(Some((
+                header.clone(),
+                format!("{prefix}{}", credentials.field(secret_field)?),
+            ))),
+            AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. } => {
+                let token = match credentials
+                    .cache
+                    .valid(&credentials.cache_key)
+                    .filter(|_| !fresh)
+                {
+                    Some(token) => token,
+                    None if matches!(credentials.scheme, AuthScheme::TokenExchange { .. }) => {
+                        self.exchange_token(credentials).await?
+                    }
+                    None => self.client_credentials_token(credentials).await?,
+                };
+                Ok(Some(("Authorization".into(), format!("Bearer {token}"))))
+            }
+        }
+    }
+
+    /// OAuth 2.0 client credentials at `{auth_url}/<tenant>/oauth2/v2.0/token`,
+    /// with the client secret, or else a client assertion: a short JWT signed
+    /// with the certificate's private key (RS256, `x5t` from the thumbprint).
+    async fn client_credentials_token(
+        &self,
+        credentials: &Credentials,
+    ) -> Result<String, wit::PluginError> {
+        let AuthScheme::OauthClientCredentials {
+            auth_url_field,
+            tenant_field,
+            client_id_field,
+            client_secret_field,
+            thumbprint_field,
+            private_key_field,
+            scope,
+        } = &credentials.scheme
+        else {
+            return Err(wit::PluginError::Config("not an OAuth scheme".into()));
+        };
+        let auth_url = credentials.field(auth_url_field)?.trim_end_matches('/');
+        let directory_tenant = credentials.field(tenant_field)?;
+        let client_id = credentials.field(client_id_field)?;
+        let token_url = format!("{auth_url}/{directory_tenant}/oauth2/v2.0/token");
+        let url = url::Url::parse(&token_url)
+            .map_err(|e| wit::PluginError::Config(format!("{auth_url_field} is not a URL: {e}")))?;
+        self.policy.check(&url).map_err(wit::PluginError::Config)?;
+        let secret = client_secret_field
+            .as_deref()
+            .and_then(|f| credentials.config[f].as_str())
+            .filter(|s| !s.is_empty());
+        let mut form: Vec<(&str, String)> = vec![
+            ("grant_type", "client_credentials".into()),
+            ("client_id", client_id.into()),
+            ("scope", scope.clone()),
+        ];
+        match secret {
+            Some(secret) => form.push(("client_secret", secret.into())),
+            None => {
+                let (Some(thumbprint_field), Some(key_field)) =
+                    (thumbprint_field, private_key_field)
+                else {
+                    return Err(wit::PluginError::Config(
+                        "neither a client secret nor a certificate is configured".into(),
+                    ));
+                };
+                let assertion = client_assertion(
+                    &token_url,
+                    client_id,
+                    credentials.field(thumbprint_field)?,
+                    credentials.field(key_field)?,
+                )?;
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
+                ));
+                form.push(("client_assertion", assertion));
+            }
+        }
+        let response = self
+            .client
+            .post(url)
+            .form(&form)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = response.status().as_u16();
+        if status == 400 || status == 401 || status == 403 {
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            let reason = body["error_description"]
+                .as_str()
+                .or(body["error"].as_str())
+                .unwrap_or("refused");
+            return Err(wit::PluginError::Auth(wit::AuthFailure {
+                status: if status == 403 { 403 } else { 401 },
+                message: format!("token request refused: {}", reason.chars().take(300).collect::<String>()),
+                permission_hint: "check the app registration's client id, secret or certificate, and that admin consent was granted".into(),
+            }));
+        }
+        if !(200..300).contains(&status) {
+            return Err(wit::PluginError::Upstream(format!(
+                "token endpoint answered {status}"
+            )));
+        }
+        let answer: Value = response.json().await.map_err(|e| {
+            wit::PluginError::Upstream(format!("unreadable token response: {}", e.without_url()))
+        })?;
+        let token = answer["access_token"]
+            .as_str()
+            .ok_or_else(|| wit::PluginError::Upstream("token response has no access_token".into()))?
+            .to_string();
+        let expires_in = answer["expires_in"].as_i64().unwrap_or(3600);
+        credentials.cache.store(
+            &credentials.cache_key,
+            &token,
+            crate::db::now_ms() + expires_in * 1000,
+        );
+        Ok(token)
+    }
+
+    /// POST `{base_url}{path}` with `{UserName, Password}`; caches the
+    /// `AccessToken` until its `ExpirationDate`.
+    async fn exchange_token(&self, credentials: &Credentials) -> Result<String, wit::PluginError> {
+        let AuthScheme::TokenExchange {
+            base_url_field,
+            path,
+            username_field,
+            password_field,
+            client_id_field,
+            client_id_header,
+        } = &credentials.scheme
+        else {
+            return Err(wit::PluginError::Config(
+                "not a token exchange scheme".into(),
+            ));
+        };
+        let base = credentials.field(base_url_field)?.trim_end_matches('/');
+        let url = url::Url::parse(&format!("{base}{path}"))
+            .map_err(|e| wit::PluginError::Config(format!("{base_url_field} is not a URL: {e}")))?;
+        self.policy.check(&url).map_err(wit::PluginError::Config)?;
+        let body = serde_json::json!({
+            "UserName": credentials.field(username_field)?,
+            "Password": credentials.field(password_field)?,
+        });
+        let mut request = self.client.post(url).json(&body);
+        if let (Some(field), Some(header)) = (client_id_field, client_id_header) {
+            if let Some(client_id) = credentials.config[field].as_str().filter(|v| !v.is_empty()) {
+                request = request.header(header.as_str(), client_id);
+            }
+        }
+        let response = request.send().await.map_err(transport_error)?;
+        let status = response.status().as_u16();
+        if status == 401 || status == 403 {
+            return Err(wit::PluginError::Auth(wit::AuthFailure {
+                status,
+                message: "the upstream refused the username and password".into(),
+                permission_hint: "check the integration's username, password and client id".into(),
+            }));
+        }
+        if !(200..300).contains(&status) {
+            return Err(wit::PluginError::Upstream(format!(
+                "token exchange answered {status}"
+            )));
+        }
+        let answer: Value = response.json().await.map_err(|e| {
+            wit::PluginError::Upstream(format!("unreadable token response: {}", e.without_url()))
+        })?;
+        let token = answer["AccessToken"]
+            .as_str()
+            .ok_or_else(|| wit::PluginError::Upstream("token response has no AccessToken".into()))?
+            .to_string();
+        let expires_at_ms = answer["ExpirationDate"]
+            .as_str()
+            .and_then(parse_expiry)
+            .unwrap_or_else(|| crate::db::now_ms() + 15 * 60_000);
+        credentials
+            .cache
+            .store(&credentials.cache_key, &token, expires_at_ms);
+        Ok(token)
+    }
+
+    pub async fn send(
+        &self,
+        scope: &CallScope,
+        request: wit::HttpRequest,
+    ) -> Result<wit::HttpResponse, wit::PluginError> {
+        let url = url::Url::parse(&request.url)
+            .map_err(|e| wit::PluginError::Config(format!("not an absolute URL: {e}")))?;
+        if let Err(reason) = self.policy.check(&url) {
+            tracing::warn!(plugin = %scope.plugin, host = url.host_str().unwrap_or(""), "outbound request denied: {reason}");
+            return Err(wit::PluginError::Config(reason));
+        }
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| wit::PluginError::Config(format!("bad method {}", request.method)))?;
+        let mut attempt = 0;
+        let mut auth = self.auth_header(false).await?;
+        let mut relogged = false;
+        loop {
+            let mut builder = self.client.request(method.clone(), url.clone());
+            for header in &request.headers {
+                // Credentials are the host's to set.
+                let reserved = ["host", "authorization", "cookie"];
+                if !reserved.iter().any(|r| header.name.eq_ignore_ascii_case(r)) {
+                    builder = builder.header(header.name.as_str(), header.value.as_str());
+                }
+            }
+            if let Some((name, value)) = &auth {
+                builder = builder.header(name.as_str(), value.as_str());
+            }
+            if !request.body.is_empty() {
+                builder = builder.body(request.body.clone());
+            }
+            let response = builder.send().await.map_err(transport_error)?;
+            let exchanges_tokens = matches!(
+                self.credentials.as_deref().map(|c| &c.scheme),
+                Some(AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. })
+            );
+            if response.status().as_u16() == 401 && exchanges_tokens && !relogged {
+                // The token expired early or was revoked: one re-login, one retry.
+                tracing::info!(plugin = %scope.plugin, "upstream 401; logging in again");
+                auth = self.auth_header(true).await?;
+                relogged = true;
+                continue;
+            }
+            if response.status().as_u16() == 429 && attempt < MAX_RATE_LIMIT_RETRIES {
+                let wait = retry_after(&response).unwrap_or(self.backoff_base * 2u32.pow(attempt));
+                tracing::info!(plugin = %scope.plugin, wait_ms = wait.as_millis() as u64, "upstream 429; waiting");
+                tokio::time::sleep(wait.min(MAX_RETRY_AFTER)).await;
+                attempt += 1;
+                continue;
+            }
+            if response.status().as_u16() == 429 {
+                let secs = retry_after(&response)
+                    .map(|d| d.as_secs() as u32)
+                    .unwrap_or(60);
+                return Err(wit::PluginError::RateLimited(secs));
+            }
+            return self.read(response).await;
+        }
+    }
+
+    async fn read(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<wit::HttpResponse, wit::PluginError> {
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                value.to_str().ok().map(|v| wit::Header {
+                    name: name.to_string(),
+                    value: v.to_string(),
+                })
+            })
+            .collect();
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(transport_error)?;
+            if body.len() + chunk.len() > self.max_response_bytes {
+                return Err(wit::PluginError::Upstream(format!(
+                    "response larger than {} MiB",
+                    self.max_response_bytes / (1024 * 1024)
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(wit::HttpResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// The JWT a client presents instead of a secret: issuer and subject the
+/// client id, audience the token endpoint, ten minutes of life, signed RS256
+/// with the certificate's key and naming the certificate by thumbprint.
+fn client_assertion(
+    token_url: &str,
+    client_id: &str,
+    thumbprint_hex: &str,
+    private_key_pem: &str,
+) -> Result<String, wit::PluginError> {
+    use base64::Engine;
+    let thumbprint = hex::decode(thumbprint_hex.replace([':', ' '], ""))
+        .map_err(|_| wit::PluginError::Config("thumbprint must be hex".into()))?;
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.x5t = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(thumbprint));
+    let now = crate::db::now_ms() / 1000;
+    let claims = serde_json::json!({
+        "aud": token_url,
+        "iss": client_id,
+        "sub": client_id,
+        "jti": uuid::Uuid::new_v4().to_string(),
+        "nbf": now,
+        "exp": now + 600,
+    });
+    let key =
+        jsonwebtoken::EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|_| {
+            wit::PluginError::Config("private_key is not an RSA private key in PEM".into())
+        })?;
+    jsonwebtoken::encode(&header, &claims, &key)
+        .map_err(|e| wit::PluginError::Config(format!("cannot sign the client assertion: {e}")))
+}
+
+/// `ExpirationDate` as RFC 3339, or as a naive date-time taken as UTC.
+fn parse_expiry(raw: &str) -> Option<i64> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Some(at.timestamp_millis());
+    }
+    chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f")
+        .ok()
+        .map(|at| at.and_utc().timestamp_millis())
+}
+
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+fn transport_error(err: reqwest::Error) -> wit::PluginError {
+    if err.is_redirect() {
+        return wit::PluginError::Config(format!("{err}"));
+    }
+    // The URL may carry query parameters; say what failed without it.
+    wit::PluginError::Transient(format!("request failed: {}", err.without_url()))
+}

@@ -1,0 +1,247 @@
+//! One sandboxed call into a plugin.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::engine::EPOCH_TICK;
+use super::outbound::Outbound;
+
+pub(crate) mod connector_world {
+    wasmtime::component::bindgen!({
+        path: "../sdk/wit/v0.1",
+        world: "connector",
+        imports: { default: async },
+        exports: { default: async },
+    });
+}
+
+pub(crate) mod csv_world {
+    wasmtime::component::bindgen!({
+        path: "../sdk/wit/v0.1",
+        world: "csv-provider",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "cairn:plugin/types": super::connector_world::cairn::plugin::types,
+            "cairn:plugin/host": super::connector_world::cairn::plugin::host,
+        },
+    });
+}
+
+use connector_world::cairn::plugin::types as wit;
+
+/// Who a call is for, so its logs can say so.
+#[derive(Debug, Clone, Default)]
+pub struct CallScope {
+    pub plugin: String,
+    pub tenant_id: Option<String>,
+    pub job_id: Option<String>,
+}
+
+/// Limits of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    pub memory_bytes: usize,
+    pub deadline: Duration,
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    #[error("config: {0}")]
+    Config(String),
+    #[error("upstream authentication failed ({status}): {message}")]
+    Auth {
+        status: u16,
+        message: String,
+        permission_hint: String,
+    },
+    #[error("upstream rate limit; retry in {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u32 },
+    #[error("transient upstream failure: {0}")]
+    Transient(String),
+    #[error("upstream failure: {0}")]
+    Upstream(String),
+    #[error("the plugin ran past its {0:?} deadline and was stopped")]
+    Timeout(Duration),
+    #[error("the plugin exceeded its memory cap of {0} MiB and was stopped")]
+    MemoryExceeded(usize),
+    #[error("the plugin crashed: {0}")]
+    Crashed(String),
+    #[error("the plugin returned something unreadable: {0}")]
+    Protocol(String),
+}
+
+impl From<wit::PluginError> for CallError {
+    fn from(err: wit::PluginError) -> Self {
+        match err {
+            wit::PluginError::Config(m) => CallError::Config(m),
+            wit::PluginError::Auth(a) => CallError::Auth {
+                status: a.status,
+                message: a.message,
+                permission_hint: a.permission_hint,
+            },
+            wit::PluginError::RateLimited(s) => CallError::RateLimited {
+                retry_after_secs: s,
+            },
+            wit::PluginError::Transient(m) => CallError::Transient(m),
+            wit::PluginError::Upstream(m) => CallError::Upstream(m),
+        }
+    }
+}
+
+/// A memory cap that remembers it said no, to tell an out-of-memory trap
+/// from any other.
+struct MemoryCap {
+    max_bytes: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.max_bytes;
+        self.hit |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+pub struct PluginState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory: MemoryCap,
+    scope: CallScope,
+    outbound: Option<Outbound>,
+    last_panic: Option<String>,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wit::Host for PluginState {}
+
+impl connector_world::cairn::plugin::host::Host for PluginState {
+    async fn send(
+        &mut self,
+        request: wit::HttpRequest,
+    ) -> Result<wit::HttpResponse, wit::PluginError> {
+        match &self.outbound {
+            Some(outbound) => outbound.send(&self.scope, request).await,
+            None => Err(wit::PluginError::Config(
+                "this plugin may not make requests".into(),
+            )),
+        }
+    }
+
+    async fn log(&mut self, level: wit::LogLevel, message: String) {
+        let scope = &self.scope;
+        let tenant = scope.tenant_id.as_deref().unwrap_or("-");
+        let job = scope.job_id.as_deref().unwrap_or("-");
+        if let Some(panic) = message.strip_prefix("panic: ") {
+            self.last_panic = Some(panic.chars().take(2000).collect());
+        }
+        match level {
+            wit::LogLevel::Trace => {
+                tracing::trace!(plugin = %scope.plugin, tenant, job, "{message}")
+            }
+            wit::LogLevel::Debug => {
+                tracing::debug!(plugin = %scope.plugin, tenant, job, "{message}")
+            }
+            wit::LogLevel::Info => tracing::info!(plugin = %scope.plugin, tenant, job, "{message}"),
+            wit::LogLevel::Warn => tracing::warn!(plugin = %scope.plugin, tenant, job, "{message}"),
+            wit::LogLevel::Error => {
+                tracing::error!(plugin = %scope.plugin, tenant, job, "{message}")
+            }
+        }
+    }
+
+    async fn now_ms(&mut self) -> u64 {
+        crate::db::now_ms().max(0) as u64
+    }
+}
+
+/// The linker every plugin instance is made with: WASI (with nothing
+/// granted) plus the host interface.
+pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    connector_world::Connector::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    Ok(linker)
+}
+
+/// A store for one call: fresh every time, so a trap or timeout never
+/// leaves a broken instance behind.
+pub fn new_store(
+    engine: &Engine,
+    scope: CallScope,
+    outbound: Option<Outbound>,
+    limits: CallLimits,
+) -> Store<PluginState> {
+    let wasi = WasiCtxBuilder::new()
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build();
+    let state = PluginState {
+        wasi,
+        table: ResourceTable::new(),
+        memory: MemoryCap {
+            max_bytes: limits.memory_bytes,
+            hit: false,
+        },
+        scope,
+        outbound,
+        last_panic: None,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.memory);
+    let ticks = (limits.deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+    store
+}
+
+/// Turns a trap (or any wasmtime error) of a call into a [`CallError`].
+pub fn classify_trap(
+    store: &Store<PluginState>,
+    err: wasmtime::Error,
+    limits: CallLimits,
+) -> CallError {
+    if store.data().memory.hit {
+        return CallError::MemoryExceeded(limits.memory_bytes / (1024 * 1024));
+    }
+    if let Some(wasmtime::Trap::Interrupt) = err.downcast_ref::<wasmtime::Trap>() {
+        return CallError::Timeout(limits.deadline);
+    }
+    match &store.data().last_panic {
+        Some(panic) => CallError::Crashed(format!("panicked: {panic}")),
+        None => CallError::Crashed(format!("{err:#}").chars().take(500).collect()),
+    }
+}
+
+pub fn parse_json(raw: &str) -> Result<Value, CallError> {
+    serde_json::from_str(raw).map_err(|e| CallError::Protocol(e.to_string()))
+}

@@ -1,0 +1,164 @@
+//! Starting and stopping the service: used by `cairn serve` and by the tests,
+//! which run the real server on a real socket.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::AppState;
+use crate::db::Backend;
+use crate::jobs::Registry;
+use crate::settings::Settings;
+
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    shutdown: CancellationToken,
+    http: JoinHandle<std::io::Result<()>>,
+    workers: Option<JoinHandle<()>>,
+    background: Vec<JoinHandle<()>>,
+}
+
+/// The handlers of every job kind the service itself defines.
+pub fn builtin_jobs() -> Registry {
+    Registry::default()
+}
+
+/// Binds, prepares state, starts the job workers and serves until
+/// [`RunningServer::stop`]. `settings` must have been prepared.
+pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
+    start_with_jobs(settings, builtin_jobs()).await
+}
+
+/// As [`start`], with the given job handlers (tests add their own kinds).
+pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Result<RunningServer> {
+    let listen = settings.listen_addr()?;
+    let workers = settings.job_workers;
+    let state = AppState::new(settings, jobs).await?;
+    seed_default_tenant(&state).await?;
+    let (router, _) = crate::http::router(&state);
+    let listener = TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let shutdown = CancellationToken::new();
+    let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    let http_shutdown = shutdown.clone();
+    let http = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { http_shutdown.cancelled().await })
+            .await
+    });
+    let mut background = vec![
+        spawn_rate_limit_shrinker(state.clone(), shutdown.clone()),
+        crate::jobs::reaper::spawn(state.jobs.clone(), shutdown.clone()),
+    ];
+    if state.db.backend == Backend::Postgres {
+        background.push(crate::jobs::Wakeup::spawn_postgres_listener(
+            state.settings.database_url.clone(),
+            state.jobs.wakeup.clone(),
+            shutdown.clone(),
+        ));
+    }
+    let workers = (workers > 0).then(|| state.jobs.spawn_pool(workers, shutdown.clone()));
+    tracing::info!(%addr, backend = state.db.backend.name(), worker_id = %state.jobs.worker_id, "cairn listening");
+    Ok(RunningServer {
+        addr,
+        state,
+        shutdown,
+        http,
+        workers,
+        background,
+    })
+}
+
+/// Fills the default tenant's empty integration configs from settings.
+async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
+    let settings = &state.settings;
+    if settings.default_tenant_id.is_empty() {
+        return Ok(());
+    }
+    let seeds = crate::integrations::seed::seed_configs(&settings.seed_configs)?;
+    let tenant = crate::auth::TenantId(settings.default_tenant_id.clone());
+    let exists: Option<String> = sqlx::query_scalar("SELECT id FROM tenants WHERE id = $1")
+        .bind(tenant.as_str())
+        .fetch_optional(&state.db.pool)
+        .await?;
+    if exists.is_none() {
+        tracing::warn!(
+            tenant_id = tenant.as_str(),
+            "default_tenant_id names no tenant; seeding skipped"
+        );
+        return Ok(());
+    }
+    crate::integrations::seed::seed_default_tenant(
+        &state.db,
+        &state.secrets,
+        &state.plugins,
+        &tenant,
+        &seeds,
+    )
+    .await?;
+    Ok(())
+}
+
+fn spawn_rate_limit_shrinker(state: AppState, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => state.limits.shrink(),
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+impl RunningServer {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight requests finish, hands running jobs
+    /// back to the queue, closes the pool.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        if let Some(workers) = self.workers.take() {
+            workers.await?;
+        }
+        for task in self.background.drain(..) {
+            let _ = task.await;
+        }
+        (&mut self.http).await??;
+        self.state.db.close().await;
+        Ok(())
+    }
+
+    /// Serves until SIGINT or SIGTERM, then stops gracefully.
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        self.stop().await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut sig) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            sig.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,347 @@
+//! Deployment settings: defaults, then an optional TOML file, then `CAIRN_*`
+//! environment variables. Secrets the operator did not give are generated once
+//! into the data directory (mode 0600) and reused on every start.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use ipnet::IpNet;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("invalid settings: {0}")]
+    Invalid(String),
+    #[error("cannot prepare data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Every setting the service reads. The README lists them with their
+/// environment variable names (`CAIRN_` + upper-case field name).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Address the HTTP server listens on.
+    pub listen: String,
+    /// Directory for the embedded database, generated secrets and blobs.
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`; empty means SQLite under `data_dir`.
+    pub database_url: String,
+    /// Largest number of pooled database connections.
+    pub database_max_connections: u32,
+    /// Name reported by `/health` (development, staging, production, ...).
+    pub environment: String,
+    /// Base URL users reach the service at; used in invite links and to
+    /// decide whether cookies are marked `Secure`.
+    pub public_url: String,
+    /// Comma-separated browser origins allowed by CORS.
+    pub cors_origins: String,
+    /// Requests per minute per client (user when signed in, else address)
+    /// on routes without their own limit. 0 disables the default limit.
+    pub rate_limit_per_minute: u32,
+    /// Comma-separated addresses or CIDR ranges that may read `/metrics`.
+    pub metrics_allow: String,
+    /// Comma-separated proxy addresses whose `X-Forwarded-For` is trusted.
+    pub trusted_proxies: String,
+    /// `text` or `json`.
+    pub log_format: String,
+    /// HS256 key for access tokens; generated into the data directory if empty.
+    pub jwt_secret: String,
+    /// 32-byte hex key for secrets at rest; generated if empty.
+    pub encryption_key: String,
+    /// Lifetime of an access token, seconds.
+    pub access_token_ttl_secs: i64,
+    /// Lifetime of a refresh token, seconds.
+    pub refresh_token_ttl_secs: i64,
+    /// Lifetime of a browser session, seconds.
+    pub session_ttl_secs: i64,
+    /// Lifetime of a bridge token, seconds.
+    pub bridge_token_ttl_secs: i64,
+    /// Default lifetime of an invite, seconds.
+    pub invite_ttl_secs: i64,
+    /// SMTP server for invites; empty disables mail (invite links are logged).
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    pub smtp_username: String,
+    pub smtp_password: String,
+    pub smtp_from: String,
+    /// `starttls`, `tls` or `none`.
+    pub smtp_security: String,
+    /// Concurrent job runners in this process; 0 runs none (API only).
+    pub job_workers: usize,
+    /// A claimed job's lease, extended by each heartbeat.
+    pub job_lease_secs: u64,
+    pub job_heartbeat_secs: u64,
+    pub job_reaper_interval_secs: u64,
+    /// How often idle workers look for work without a wake-up.
+    pub job_poll_interval_ms: u64,
+    /// Base of the exponential retry backoff (doubled per attempt).
+    pub job_retry_backoff_ms: u64,
+    /// Finished jobs older than this are pruned ...
+    pub job_retention_days: u64,
+    /// ... except the newest this many per tenant and kind.
+    pub job_history_keep: i64,
+    /// Directory of connector and CSV provider `.wasm` files.
+    pub connectors_dir: PathBuf,
+    /// Memory cap of one plugin call.
+    pub plugin_memory_mb: usize,
+    /// Deadline of one plugin call (its HTTP waits included).
+    pub plugin_call_timeout_secs: u64,
+    /// Timeout of one outbound HTTP request.
+    pub plugin_http_timeout_secs: u64,
+    /// Largest upstream response a plugin may receive.
+    pub plugin_max_response_mb: usize,
+    /// Comma-separated hosts plugins may reach over plain http (tests, labs).
+    pub plugin_plain_http_hosts: String,
+    /// Tenant whose empty integration configs are filled from
+    /// `seed_configs` at start; empty disables seeding.
+    pub default_tenant_id: String,
+    /// JSON object: integration id -> config, used to seed the default
+    /// tenant. Existing configs are never overwritten.
+    pub seed_configs: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: "127.0.0.1:8000".into(),
+            data_dir: PathBuf::from("data"),
+            database_url: String::new(),
+            database_max_connections: 16,
+            environment: "development".into(),
+            public_url: String::new(),
+            cors_origins: String::new(),
+            rate_limit_per_minute: 600,
+            metrics_allow: "127.0.0.1/32,::1/128".into(),
+            trusted_proxies: String::new(),
+            log_format: "text".into(),
+            jwt_secret: String::new(),
+            encryption_key: String::new(),
+            access_token_ttl_secs: 15 * 60,
+            refresh_token_ttl_secs: 30 * 24 * 3600,
+            session_ttl_secs: 7 * 24 * 3600,
+            bridge_token_ttl_secs: 5 * 60,
+            invite_ttl_secs: 7 * 24 * 3600,
+            smtp_host: String::new(),
+            smtp_port: 587,
+            smtp_username: String::new(),
+            smtp_password: String::new(),
+            smtp_from: "Cairn <no-reply@localhost>".into(),
+            smtp_security: "starttls".into(),
+            job_workers: 4,
+            job_lease_secs: 60,
+            job_heartbeat_secs: 15,
+            job_reaper_interval_secs: 60,
+            job_poll_interval_ms: 1000,
+            job_retry_backoff_ms: 5000,
+            job_retention_days: 14,
+            job_history_keep: 20,
+            connectors_dir: PathBuf::from("target/components/wasm32-wasip2/release"),
+            plugin_memory_mb: 256,
+            plugin_call_timeout_secs: 120,
+            plugin_http_timeout_secs: 30,
+            plugin_max_response_mb: 64,
+            plugin_plain_http_hosts: String::new(),
+            default_tenant_id: String::new(),
+            seed_configs: String::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    // Hand-written so that secrets never reach a log line through `{:?}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("listen", &self.listen)
+            .field("data_dir", &self.data_dir)
+            .field("database", &self.database_kind())
+            .field("environment", &self.environment)
+            .field("public_url", &self.public_url)
+            .field("cors_origins", &self.cors_origins)
+            .field("rate_limit_per_minute", &self.rate_limit_per_minute)
+            .field("smtp_host", &self.smtp_host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// Loads defaults, then `CAIRN_CONFIG` (or `cairn.toml` if present), then
+    /// `CAIRN_*` variables.
+    pub fn load() -> Result<Settings, SettingsError> {
+        let file = std::env::var("CAIRN_CONFIG").unwrap_or_else(|_| "cairn.toml".into());
+        Figment::from(Serialized::defaults(Settings::default()))
+            .merge(Toml::file(file))
+            .merge(Env::prefixed("CAIRN_").ignore(&["config"]))
+            .extract()
+            .map_err(|e| SettingsError::Invalid(e.to_string()))
+    }
+
+    /// Fills in derived values and generated secrets; creates the data directory.
+    pub fn prepare(mut self) -> Result<Settings, SettingsError> {
+        std::fs::create_dir_all(&self.data_dir).map_err(|source| SettingsError::DataDir {
+            path: self.data_dir.clone(),
+            source,
+        })?;
+        if self.database_url.is_empty() {
+            self.database_url = format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir.join("cairn.db").display()
+            );
+        }
+        if self.public_url.is_empty() {
+            self.public_url = format!("http://{}", self.listen);
+        }
+        if self.jwt_secret.is_empty() {
+            self.jwt_secret = generated_secret(&self.data_dir, "jwt_secret")?;
+        }
+        if self.encryption_key.is_empty() {
+            self.encryption_key = generated_secret(&self.data_dir, "encryption_key")?;
+        }
+        self.listen_addr()?;
+        self.metrics_allow_list()?;
+        self.trusted_proxy_list()?;
+        Ok(self)
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, SettingsError> {
+        self.listen
+            .parse()
+            .map_err(|_| SettingsError::Invalid(format!("listen: not an address: {}", self.listen)))
+    }
+
+    pub fn database_kind(&self) -> &'static str {
+        if self.database_url.starts_with("postgres") {
+            "postgres"
+        } else {
+            "sqlite"
+        }
+    }
+
+    pub fn cors_origin_list(&self) -> Vec<String> {
+        comma_list(&self.cors_origins)
+    }
+
+    pub fn metrics_allow_list(&self) -> Result<Vec<IpNet>, SettingsError> {
+        parse_nets("metrics_allow", &self.metrics_allow)
+    }
+
+    pub fn trusted_proxy_list(&self) -> Result<Vec<IpNet>, SettingsError> {
+        parse_nets("trusted_proxies", &self.trusted_proxies)
+    }
+
+    /// Cookies are `Secure` when the service is reached over https.
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.starts_with("https://")
+    }
+
+    pub fn plugin_plain_http_host_list(&self) -> Vec<String> {
+        comma_list(&self.plugin_plain_http_hosts)
+    }
+
+    pub fn smtp_enabled(&self) -> bool {
+        !self.smtp_host.is_empty()
+    }
+}
+
+fn comma_list(raw: &str) -> Vec<String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn parse_nets(name: &str, raw: &str) -> Result<Vec<IpNet>, SettingsError> {
+    comma_list(raw)
+        .into_iter()
+        .map(|item| {
+            item.parse::<IpNet>()
+                .or_else(|_| item.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    SettingsError::Invalid(format!("{name}: not an address or range: {item}"))
+                })
+        })
+        .collect()
+}
+
+/// Reads `data_dir/name`, or writes 32 random bytes (hex) there with mode 0600.
+fn generated_secret(data_dir: &Path, name: &str) -> Result<String, SettingsError> {
+    let path = data_dir.join(name);
+    let io_err = |source| SettingsError::DataDir {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(existing) if !existing.trim().is_empty() => return Ok(existing.trim().to_string()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(e)),
+    }
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let secret = hex::encode(bytes);
+    write_private_file(&path, &secret).map_err(io_err)?;
+    Ok(secret)
+}
+
+#[cfg(unix)]
+fn write_private_file(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn write_private_file(path: &Path, contents: &str) -> std::io::Result<()> {
+    std::fs::write(path, contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_secrets_are_private_and_reused() {
+        let dir = std::env::temp_dir().join(format!("cairn-settings-{}", uuid::Uuid::new_v4()));
+        let settings = Settings {
+            data_dir: dir.clone(),
+            ..Settings::default()
+        };
+        let first = settings.clone().prepare().unwrap();
+        let second = settings.prepare().unwrap();
+        assert_eq!(first.jwt_secret, second.jwt_secret);
+        assert_eq!(first.jwt_secret.len(), 64);
+        assert_ne!(first.jwt_secret, first.encryption_key);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("jwt_secret"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_listen_address_is_refused() {
+        let settings = Settings {
+            listen: "nowhere".into(),
+            data_dir: std::env::temp_dir().join(format!("cairn-settings-{}", uuid::Uuid::new_v4())),
+            ..Settings::default()
+        };
+        assert!(matches!(settings.prepare(), Err(SettingsError::Invalid(_))));
+    }
+}

@@ -1,0 +1,249 @@
+//! Glue between the generated bindings and the SDK's types. Not part of the
+//! API; the export macros call into it.
+
+#[cfg(all(feature = "connector", feature = "csv-provider"))]
+compile_error!("enable one of the cairn-sdk features `connector` and `csv-provider`, not both");
+
+#[cfg(feature = "connector")]
+pub mod connector {
+    wit_bindgen::generate!({
+        path: "wit/v0.1",
+        world: "connector",
+        pub_export_macro: true,
+        default_bindings_module: "cairn_sdk::__private::connector",
+    });
+}
+
+#[cfg(feature = "csv-provider")]
+pub mod csv_provider {
+    wit_bindgen::generate!({
+        path: "wit/v0.1",
+        world: "csv-provider",
+        pub_export_macro: true,
+        default_bindings_module: "cairn_sdk::__private::csv_provider",
+    });
+}
+
+#[cfg(feature = "connector")]
+use connector::cairn::plugin::{host, types as wit};
+#[cfg(all(feature = "csv-provider", not(feature = "connector")))]
+use csv_provider::cairn::plugin::{host, types as wit};
+
+use crate::{Error, InventoryItem, LogLevel, RecordKind, Row};
+
+/// Sends panic messages to the host log before the trap, so the host can
+/// report why the call failed.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            log(LogLevel::Error, &format!("panic: {info}"));
+        }));
+    });
+}
+
+pub fn log(level: LogLevel, message: &str) {
+    let level = match level {
+        LogLevel::Trace => wit::LogLevel::Trace,
+        LogLevel::Debug => wit::LogLevel::Debug,
+        LogLevel::Info => wit::LogLevel::Info,
+        LogLevel::Warn => wit::LogLevel::Warn,
+        LogLevel::Error => wit::LogLevel::Error,
+    };
+    host::log(level, message);
+}
+
+pub fn send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<crate::http::Response, Error> {
+    let request = wit::HttpRequest {
+        method: method.to_string(),
+        url: url.to_string(),
+        headers: headers
+            .iter()
+            .map(|(name, value)| wit::Header {
+                name: name.to_string(),
+                value: value.to_string(),
+            })
+            .collect(),
+        body: body.to_vec(),
+    };
+    host::send(&request)
+        .map(|r| crate::http::Response {
+            status: r.status,
+            headers: r.headers.into_iter().map(|h| (h.name, h.value)).collect(),
+            body: r.body,
+        })
+        .map_err(error_from_wit)
+}
+
+fn error_from_wit(err: wit::PluginError) -> Error {
+    match err {
+        wit::PluginError::Config(m) => Error::Config(m),
+        wit::PluginError::Auth(a) => Error::Auth {
+            status: a.status,
+            message: a.message,
+            permission_hint: a.permission_hint,
+        },
+        wit::PluginError::RateLimited(s) => Error::RateLimited {
+            retry_after_secs: s,
+        },
+        wit::PluginError::Transient(m) => Error::Transient(m),
+        wit::PluginError::Upstream(m) => Error::Upstream(m),
+    }
+}
+
+#[cfg(feature = "connector")]
+fn error_to_wit(err: Error) -> wit::PluginError {
+    match err {
+        Error::Config(m) => wit::PluginError::Config(m),
+        Error::Auth {
+            status,
+            message,
+            permission_hint,
+        } => wit::PluginError::Auth(wit::AuthFailure {
+            status,
+            message,
+            permission_hint,
+        }),
+        Error::RateLimited { retry_after_secs } => wit::PluginError::RateLimited(retry_after_secs),
+        Error::Transient(m) => wit::PluginError::Transient(m),
+        Error::Upstream(m) => wit::PluginError::Upstream(m),
+    }
+}
+
+fn row_to_wit(row: Row) -> wit::Row {
+    match row {
+        Row::Inventory(item) => wit::Row::Inventory(inventory_to_wit(item)),
+        Row::Record(record) => wit::Row::Record(wit::SourceRecord {
+            kind: match record.kind {
+                RecordKind::Device => wit::RecordKind::Device,
+                RecordKind::User => wit::RecordKind::User,
+                RecordKind::Threat => wit::RecordKind::Threat,
+                RecordKind::Finding => wit::RecordKind::Finding,
+                RecordKind::Ticket => wit::RecordKind::Ticket,
+            },
+            key: record.key,
+            device_name: record.device_name,
+            client_id: record.client_id,
+            group_ids: record.group_ids,
+            body: record.body.to_string(),
+        }),
+    }
+}
+
+fn inventory_to_wit(item: InventoryItem) -> wit::InventoryItem {
+    wit::InventoryItem {
+        device_name: item.device_name,
+        device_id: item.device_id,
+        os_platform: item.os_platform,
+        os_version: item.os_version,
+        user_email: item.user_email,
+        user_name: item.user_name,
+        application_name: item.application_name,
+        vendor: item.vendor,
+        version: item.version,
+        publisher: item.publisher,
+        client_id: item.client_id,
+        group_ids: item.group_ids,
+    }
+}
+
+#[cfg(feature = "connector")]
+fn parse_config(config: &str) -> Result<serde_json::Value, wit::PluginError> {
+    serde_json::from_str(config)
+        .map_err(|e| wit::PluginError::Config(format!("config is not JSON: {e}")))
+}
+
+#[cfg(feature = "connector")]
+pub use connector_exports::*;
+
+#[cfg(feature = "connector")]
+mod connector_exports {
+    use super::*;
+    use crate::Connector;
+
+    pub fn describe_connector<C: Connector>() -> String {
+        install_panic_hook();
+        let mut descriptor = C::describe();
+        descriptor.sdk_version = crate::SDK_VERSION.to_string();
+        serde_json::to_string(&descriptor).unwrap_or_default()
+    }
+
+    pub fn check<C: Connector>(config: String) -> Result<(), wit::PluginError> {
+        install_panic_hook();
+        C::check(&parse_config(&config)?).map_err(error_to_wit)
+    }
+
+    pub fn fetch<C: Connector>(
+        config: String,
+        stream: String,
+        cursor: Option<String>,
+    ) -> Result<(String, Option<String>), wit::PluginError> {
+        install_panic_hook();
+        let page =
+            C::fetch(&parse_config(&config)?, &stream, cursor.as_deref()).map_err(error_to_wit)?;
+        let records = serde_json::Value::Array(page.records).to_string();
+        Ok((records, page.next_cursor))
+    }
+
+    pub fn map_records<C: Connector>(
+        stream: String,
+        records: Vec<String>,
+    ) -> Vec<Result<Vec<wit::Row>, String>> {
+        install_panic_hook();
+        records
+            .iter()
+            .map(|raw| {
+                let record: serde_json::Value =
+                    serde_json::from_str(raw).map_err(|e| format!("record is not JSON: {e}"))?;
+                C::map_record(&stream, &record)
+                    .map(|rows| rows.into_iter().map(row_to_wit).collect())
+            })
+            .collect()
+    }
+
+    pub fn invoke<C: Connector>(
+        config: String,
+        action: String,
+        input: String,
+    ) -> Result<String, wit::PluginError> {
+        install_panic_hook();
+        let input: serde_json::Value = serde_json::from_str(&input)
+            .map_err(|e| wit::PluginError::Config(format!("input is not JSON: {e}")))?;
+        C::invoke(&parse_config(&config)?, &action, &input)
+            .map(|v| v.to_string())
+            .map_err(error_to_wit)
+    }
+}
+
+#[cfg(feature = "csv-provider")]
+pub use csv_exports::*;
+
+#[cfg(feature = "csv-provider")]
+mod csv_exports {
+    use super::*;
+    use crate::CsvProvider;
+
+    pub fn describe_csv<P: CsvProvider>() -> String {
+        install_panic_hook();
+        let mut descriptor = P::describe();
+        descriptor.sdk_version = crate::SDK_VERSION.to_string();
+        serde_json::to_string(&descriptor).unwrap_or_default()
+    }
+
+    pub fn map_rows<P: CsvProvider>(
+        headers: Vec<String>,
+        rows: Vec<Vec<String>>,
+    ) -> Vec<Result<Vec<wit::Row>, String>> {
+        install_panic_hook();
+        rows.iter()
+            .map(|cells| {
+                P::map_row(&headers, cells).map(|rows| rows.into_iter().map(row_to_wit).collect())
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,101 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a connector tells the host about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Descriptor {
+    /// Unique id; also the route prefix (`/api/v1/<id>/...`), e.g. `rmm`.
+    pub id: String,
+    /// Human name of the upstream product.
+    pub name: String,
+    /// The connector's own version.
+    pub version: String,
+    /// Set by the SDK; do not fill in.
+    #[serde(default)]
+    pub sdk_version: String,
+    /// JSON Schema of the config object the tenant stores.
+    pub config_schema: Value,
+    /// Config fields that are secrets: encrypted at rest, redacted on read,
+    /// never passed to the component.
+    pub secret_fields: Vec<String>,
+    /// Streams `fetch` serves, synced in this order.
+    pub streams: Vec<String>,
+    /// Hosts this connector may call. `{config.field}` takes the host of a
+    /// URL in the config, e.g. `{config.base_url}`.
+    pub requested_hosts: Vec<String>,
+    /// How the host authenticates outbound calls.
+    pub auth: AuthScheme,
+    /// Live actions `invoke` supports.
+    #[serde(default)]
+    pub actions: Vec<String>,
+}
+
+/// How the host attaches credentials to the component's requests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AuthScheme {
+    /// No credentials.
+    None,
+    /// A static header, e.g. `Authorization: ApiToken <token>`.
+    StaticHeader {
+        header: String,
+        /// Text before the secret, e.g. `"ApiToken "`.
+        prefix: String,
+        secret_field: String,
+    },
+    /// POST `{base_url}{path}` with `{UserName, Password}` (and optionally a
+    /// client-id header); the response's `AccessToken` is sent as a bearer
+    /// token until 60 s before `ExpirationDate`; a 401 re-logs in once.
+    TokenExchange {
+        base_url_field: String,
+        path: String,
+        username_field: String,
+        password_field: String,
+        client_id_field: Option<String>,
+        client_id_header: Option<String>,
+    },
+    /// OAuth 2.0 client credentials against `{auth_url}/<tenant>/oauth2/v2.0/token`
+    /// with a client secret or a certificate (JWT client assertion).
+    OauthClientCredentials {
+        auth_url_field: String,
+        tenant_field: String,
+        client_id_field: String,
+        client_secret_field: Option<String>,
+        thumbprint_field: Option<String>,
+        private_key_field: Option<String>,
+        scope: String,
+    },
+}
+
+/// What a CSV provider accepts and produces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CsvDescriptor {
+    /// Unique key; the route segment of `/api/v1/csv-sources/{key}` and the
+    /// `source` of the rows it writes.
+    pub key: String,
+    pub name: String,
+    pub category: String,
+    pub target: CsvTarget,
+    /// Set by the SDK; do not fill in.
+    #[serde(default)]
+    pub sdk_version: String,
+    /// Header cells that identify the header row (matched ignoring case,
+    /// spaces and punctuation); rows before it are preamble.
+    pub header_signals: Vec<String>,
+    /// Canonical column name -> accepted header spellings.
+    pub column_aliases: Vec<(String, Vec<String>)>,
+}
+
+/// Where a CSV provider's rows go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CsvTarget {
+    /// Inventory items, rolled up into Software.
+    Software,
+    /// Reference records.
+    Records,
+    /// Device enrichment.
+    Device,
+    /// User enrichment.
+    User,
+}

@@ -1,0 +1,63 @@
+/// Why a connector call failed. The host turns these into typed API errors
+/// and decides about retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The config is unusable; say which field.
+    Config(String),
+    /// The upstream refused the credentials (401) or the permission (403).
+    Auth {
+        status: u16,
+        message: String,
+        /// The permission to grant, e.g. `DeviceManagementManagedDevices.Read.All`.
+        permission_hint: String,
+    },
+    /// The upstream asked to wait this many seconds.
+    RateLimited { retry_after_secs: u32 },
+    /// Worth retrying later (timeouts, 5xx).
+    Transient(String),
+    /// Any other upstream failure.
+    Upstream(String),
+}
+
+impl Error {
+    /// The usual mapping of an upstream HTTP status to an error.
+    pub fn from_status(status: u16, body: &str) -> Error {
+        let snippet: String = body.chars().take(300).collect();
+        match status {
+            401 | 403 => Error::Auth {
+                status,
+                message: snippet,
+                permission_hint: String::new(),
+            },
+            429 => Error::RateLimited {
+                retry_after_secs: 30,
+            },
+            500..=599 => Error::Transient(format!("upstream status {status}: {snippet}")),
+            _ => Error::Upstream(format!("upstream status {status}: {snippet}")),
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Config(m) => write!(f, "config: {m}"),
+            Error::Auth {
+                status, message, ..
+            } => write!(f, "auth ({status}): {message}"),
+            Error::RateLimited { retry_after_secs } => {
+                write!(f, "rate limited; retry in {retry_after_secs} s")
+            }
+            Error::Transient(m) => write!(f, "transient: {m}"),
+            Error::Upstream(m) => write!(f, "upstream: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<serde_json::Error> for Error {
+    fn from(err: serde_json::Error) -> Self {
+        Error::Upstream(format!("unreadable upstream JSON: {err}"))
+    }
+}

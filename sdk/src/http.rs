@@ -1,0 +1,64 @@
+//! Outbound HTTP through the host. The host checks the URL against the
+//! allow-list, attaches credentials, caps size and time, and waits out 429s.
+
+use serde_json::Value;
+
+use crate::Error;
+
+/// A response from the upstream.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The body as JSON; non-2xx statuses become the usual [`Error`].
+    pub fn json(&self) -> Result<Value, Error> {
+        if !(200..300).contains(&self.status) {
+            return Err(Error::from_status(
+                self.status,
+                &String::from_utf8_lossy(&self.body),
+            ));
+        }
+        Ok(serde_json::from_slice(&self.body)?)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends a request. `url` must be absolute.
+pub fn send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Response, Error> {
+    crate::__private::send(method, url, headers, body)
+}
+
+/// GET `url` and parse JSON.
+pub fn get_json(url: &str) -> Result<Value, Error> {
+    send("GET", url, &[("accept", "application/json")], &[])?.json()
+}
+
+/// POST a JSON body and parse the JSON answer.
+pub fn post_json(url: &str, body: &Value) -> Result<Value, Error> {
+    let bytes = serde_json::to_vec(body)?;
+    send(
+        "POST",
+        url,
+        &[
+            ("accept", "application/json"),
+            ("content-type", "application/json"),
+        ],
+        &bytes,
+    )?
+    .json()
+}

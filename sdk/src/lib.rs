@@ -1,0 +1,164 @@
+//! # cairn-sdk
+//!
+//! Write a Cairn connector (an integration that syncs devices, software,
+//! users, threats, findings or tickets from an upstream API) or a CSV
+//! provider as a WebAssembly component.
+//!
+//! A connector is a type implementing [`Connector`], exported with
+//! [`export_connector!`]; a CSV provider implements [`CsvProvider`] and is
+//! exported with [`export_csv_provider!`]. Build with
+//! `cargo build --release --target wasm32-wasip2` and drop the `.wasm` file
+//! into the host's connectors directory. See `sdk/README.md`.
+//!
+//! Enable the SDK feature of the world you implement: `connector` or
+//! `csv-provider`.
+//!
+//! Credentials never reach a component: the descriptor names an
+//! [`AuthScheme`] and the host signs every request [`http::send`] makes.
+
+mod descriptor;
+mod error;
+pub mod http;
+mod rows;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use descriptor::{AuthScheme, CsvDescriptor, CsvTarget, Descriptor};
+pub use error::Error;
+pub use rows::{InventoryItem, RecordKind, Row, SourceRecord};
+pub use serde_json::{json, Value};
+
+/// The version of this SDK, stamped into every component through its
+/// descriptor; the host refuses components built against a version it does
+/// not support.
+pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The tenant's stored config for this connector, as JSON. Secret fields are
+/// present only for the host's own use and arrive here redacted.
+pub type Config = Value;
+
+/// One page of raw upstream records and where the next page starts.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// Raw records as the upstream sent them; [`Connector::map_record`] maps each.
+    pub records: Vec<Value>,
+    /// Opaque cursor of the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// An integration. Only [`Connector::describe`], [`Connector::fetch`] and
+/// [`Connector::map_record`] must be written; the rest have documented
+/// defaults.
+pub trait Connector {
+    /// Static facts: id, area, config schema, streams, hosts, auth scheme.
+    fn describe() -> Descriptor;
+
+    /// Checks that the config works with one cheap live call. The default
+    /// fetches the first page of the first stream.
+    fn check(config: &Config) -> Result<(), Error> {
+        let descriptor = Self::describe();
+        match descriptor.streams.first() {
+            Some(stream) => Self::fetch(config, stream, None).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Fetches one page of `stream` starting at `cursor` (`None`: the start).
+    fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error>;
+
+    /// Maps one raw record of `stream` to rows. An error rejects this record
+    /// only; the rest of the page goes on.
+    fn map_record(stream: &str, record: &Value) -> Result<Vec<Row>, String>;
+
+    /// A live operation such as creating a ticket or a payment link. The
+    /// default supports none.
+    fn invoke(config: &Config, action: &str, input: &Value) -> Result<Value, Error> {
+        let _ = (config, input);
+        Err(Error::Config(format!("unsupported action: {action}")))
+    }
+}
+
+/// A CSV/Excel provider: says which columns it understands and maps rows.
+pub trait CsvProvider {
+    fn describe() -> CsvDescriptor;
+
+    /// Maps one data row; `headers` are the file's header cells (already
+    /// matched to the descriptor's columns by the host), `cells` the row's
+    /// cells in the same order.
+    fn map_row(headers: &[String], cells: &[String]) -> Result<Vec<Row>, String>;
+}
+
+/// Writes a line to the host's log, tagged with the connector, tenant and job.
+pub fn log(level: LogLevel, message: &str) {
+    __private::log(level, message)
+}
+
+/// Log levels for [`log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// Exports `$t` (a [`Connector`]) as this component's implementation.
+#[cfg(feature = "connector")]
+#[macro_export]
+macro_rules! export_connector {
+    ($t:ty) => {
+        struct __CairnConnectorExport;
+        impl $crate::__private::connector::Guest for __CairnConnectorExport {
+            fn describe() -> ::std::string::String {
+                $crate::__private::describe_connector::<$t>()
+            }
+            fn check(config: ::std::string::String) -> ::std::result::Result<(), $crate::__private::connector::PluginError> {
+                $crate::__private::check::<$t>(config)
+            }
+            fn fetch(
+                config: ::std::string::String,
+                stream: ::std::string::String,
+                cursor: ::std::option::Option<::std::string::String>,
+            ) -> ::std::result::Result<(::std::string::String, ::std::option::Option<::std::string::String>), $crate::__private::connector::PluginError> {
+                $crate::__private::fetch::<$t>(config, stream, cursor)
+            }
+            fn map_records(
+                stream: ::std::string::String,
+                records: ::std::vec::Vec<::std::string::String>,
+            ) -> ::std::vec::Vec<::std::result::Result<::std::vec::Vec<$crate::__private::connector::Row>, ::std::string::String>> {
+                $crate::__private::map_records::<$t>(stream, records)
+            }
+            fn invoke(
+                config: ::std::string::String,
+                action: ::std::string::String,
+                input: ::std::string::String,
+            ) -> ::std::result::Result<::std::string::String, $crate::__private::connector::PluginError> {
+                $crate::__private::invoke::<$t>(config, action, input)
+            }
+        }
+        $crate::__private::connector::export!(__CairnConnectorExport with_types_in $crate::__private::connector);
+    };
+}
+
+/// Exports `$t` (a [`CsvProvider`]) as this component's implementation.
+#[cfg(feature = "csv-provider")]
+#[macro_export]
+macro_rules! export_csv_provider {
+    ($t:ty) => {
+        struct __CairnCsvProviderExport;
+        impl $crate::__private::csv_provider::Guest for __CairnCsvProviderExport {
+            fn describe() -> ::std::string::String {
+                $crate::__private::describe_csv::<$t>()
+            }
+            fn map_rows(
+                headers: ::std::vec::Vec<::std::string::String>,
+                rows: ::std::vec::Vec<::std::vec::Vec<::std::string::String>>,
+            ) -> ::std::vec::Vec<::std::result::Result<::std::vec::Vec<$crate::__private::csv_provider::Row>, ::std::string::String>> {
+                $crate::__private::map_rows::<$t>(headers, rows)
+            }
+        }
+        $crate::__private::csv_provider::export!(__CairnCsvProviderExport with_types_in $crate::__private::csv_provider);
+    };
+}

@@ -1,0 +1,144 @@
+//! No password, token or secret ever reaches a log line. Its own test binary
+//! because it installs the process-wide log subscriber.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_rmm::{
+    computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
+};
+use cairn_tests::smtp::FakeSmtp;
+use cairn_tests::{Auth, Backend, TestApp, PASSWORD};
+use serde_json::json;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_is_ever_logged() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    tracing_subscriber::fmt()
+        // Everything but the compiler's own tracing, which is huge and holds
+        // no request data.
+        .with_env_filter("trace,cranelift_codegen=off,cranelift_frontend=off,regalloc2=off,wasmtime_cranelift=off,wasmtime_internal_cranelift=off,wasmtime_environ=off")
+        .json()
+        .with_current_span(true)
+        .with_writer(move || sink.clone())
+        .init();
+
+    let smtp = FakeSmtp::start().await;
+    let rmm = FakeRmm::start(RmmData {
+        clients: vec![json!({"Id": 1, "Name": "Acme"})],
+        computers: vec![computer(1, "WS-01", (1, "Acme"), &[])],
+        ..RmmData::default()
+    })
+    .await;
+    let connectors = connectors_dir(&["connectors/rmm"], &[]);
+    let app = TestApp::start_with(Backend::Sqlite, |s| {
+        s.smtp_host = "127.0.0.1".into();
+        s.smtp_port = smtp.port;
+        s.smtp_security = "none".into();
+        s.connectors_dir = connectors;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    .expect("sqlite always runs");
+    let owner = app.register("owner@example.com").await;
+    let login = app.login("owner@example.com").await;
+    let (invite_token, _) = app.invite(&owner, "new@example.com", "member").await;
+    app.get(&format!("/api/v1/invites/{invite_token}"), &Auth::None)
+        .await;
+    let accepted = app
+        .post(
+            &format!("/api/v1/invites/{invite_token}/accept"),
+            &Auth::None,
+            json!({"password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(accepted.status, 201);
+    app.post(
+        "/api/v1/auth/refresh",
+        &Auth::None,
+        json!({"refresh_token": login.refresh_token}),
+    )
+    .await;
+    app.post(
+        "/api/v1/auth/login",
+        &Auth::None,
+        json!({"email": "owner@example.com", "password": "WrongPassword!"}),
+    )
+    .await;
+    app.get("/api/v1/auth/me", &login.cookie()).await;
+    app.post("/api/v1/auth/bridge-token", &login.cookie(), json!({}))
+        .await;
+    // An integration: config, test-connection, a full sync, a failing login.
+    let configured = app
+        .post(
+            "/api/v1/rmm/config",
+            &owner.bearer(),
+            json!({"base_url": rmm.base_url, "username": RMM_USER, "password": RMM_PASSWORD}),
+        )
+        .await;
+    assert_eq!(configured.status, 200, "{}", configured.text);
+    assert_eq!(
+        app.post("/api/v1/rmm/test-connection", &owner.bearer(), json!({}))
+            .await
+            .status,
+        200
+    );
+    let job_id = app
+        .post("/api/v1/rmm/sync", &owner.bearer(), json!({}))
+        .await
+        .body["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = app.wait_for_job(&owner, &job_id).await;
+    assert_eq!(done["status"], "success", "{done}");
+    let upstream_tokens: Vec<String> = rmm.data.lock().unwrap().tokens.keys().cloned().collect();
+    assert!(!upstream_tokens.is_empty());
+    let jwt_secret = app.server.state.settings.jwt_secret.clone();
+    let encryption_key = app.server.state.settings.encryption_key.clone();
+    app.finish().await;
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("request_id"),
+        "log lines carry the request id"
+    );
+    assert!(
+        logs.contains("registered new tenant owner"),
+        "the flows above were logged at all"
+    );
+    for secret in [
+        PASSWORD,
+        "WrongPassword!",
+        &owner.access_token,
+        &owner.refresh_token,
+        &owner.session,
+        &login.access_token,
+        &login.refresh_token,
+        &login.session,
+        &invite_token,
+        &jwt_secret,
+        &encryption_key,
+    ] {
+        assert!(
+            !logs.contains(secret),
+            "a secret reached the logs: {secret}"
+        );
+    }
+}

@@ -1,0 +1,600 @@
+//! The integration lifecycle over HTTP with the test connector and its fake
+//! upstream: config, test-connection, sync, sync-status, stats, devices,
+//! pruning, delete, and tenant isolation.
+
+use std::time::{Duration, Instant};
+
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_inventory::{device, FakeInventory, TOKEN};
+use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use serde_json::{json, Value};
+
+backend_tests!(
+    startup_seeds_empty_configs_of_the_default_tenant,
+    credential_store_round_trip,
+    misbehaving_syncs_fail_with_reasons_and_retry,
+    configure_sync_and_prune_end_to_end,
+    bad_config_is_refused_with_the_field,
+    upstream_auth_failure_is_typed_and_secret_free,
+    tenants_cannot_see_each_others_integrations,
+);
+
+const ID: &str = "misbehave";
+
+async fn app(backend: Backend) -> Option<TestApp> {
+    let dir = connectors_dir(&["misbehave"], &[]);
+    TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.plugin_call_timeout_secs = 2;
+        s.job_poll_interval_ms = 50;
+        s.job_retry_backoff_ms = 0;
+    })
+    .await
+}
+
+/// Waits until the job has run `attempts` times and is not running.
+async fn wait_attempts(app: &TestApp, account: &Account, job_id: &str, attempts: i64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let job = app
+            .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
+            .await;
+        if job.body["attempts"].as_i64() >= Some(attempts) && job.body["status"] != "running" {
+            return job.body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job did not reach {attempts} attempts: {}",
+            job.text
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
+    // The database exists before the service starts, with the default tenant
+    // and one integration already configured.
+    let scratch =
+        std::env::temp_dir().join(format!("cairn-seed-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let postgres = match backend {
+        Backend::Postgres => match cairn_tests::PostgresDatabase::create().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+        Backend::Sqlite => None,
+    };
+    let url = match &postgres {
+        Some(db) => db.url.clone(),
+        None => format!("sqlite://{}?mode=rwc", scratch.join("seed.db").display()),
+    };
+    let key = "33".repeat(32);
+    let db = cairn::db::Db::connect(&url, 2).await.unwrap();
+    db.migrate().await.unwrap();
+    let tenant = cairn::auth::TenantId("tenant-default".into());
+    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'MSP', 'UTC', 0, 0)")
+        .bind(tenant.as_str())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let secret_box = cairn::integrations::SecretBox::new(&key).unwrap();
+    cairn::integrations::storage::save_config(
+        &db,
+        &secret_box,
+        &tenant,
+        "misbehave",
+        &json!({"base_url": "http://127.0.0.1:9", "site": "Original"}),
+        &json!({"api_token": TOKEN}),
+    )
+    .await
+    .unwrap();
+    db.close().await;
+
+    let dir = connectors_dir(&["misbehave", "connectors/rmm"], &[]);
+    let seeds = json!({
+        "rmm": {"base_url": "https://automate.example.com/cwa/api/v1", "username": "svc", "password": "seeded-secret"},
+        "misbehave": {"base_url": "http://127.0.0.1:9", "api_token": "would-overwrite", "site": "Seeded"},
+        "scanner": {"api_key": "not loaded here"}
+    })
+    .to_string();
+    let seed_url = url.clone();
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.database_url = seed_url;
+        s.encryption_key = key;
+        s.default_tenant_id = "tenant-default".into();
+        s.seed_configs = seeds;
+    })
+    .await
+    else {
+        return;
+    };
+    let state = &app.server.state;
+    let rmm = cairn::integrations::storage::config(&state.db, &state.secrets, &tenant, "rmm")
+        .await
+        .unwrap()
+        .expect("rmm seeded");
+    assert_eq!(rmm.settings["username"], "svc");
+    assert_eq!(rmm.secrets["password"], "seeded-secret");
+    assert!(
+        rmm.settings.get("password").is_none(),
+        "the password is stored as a secret"
+    );
+    let kept =
+        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant, "misbehave")
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(
+        kept.settings["site"], "Original",
+        "an existing config is never overwritten"
+    );
+    assert_eq!(kept.secrets["api_token"], TOKEN);
+    app.finish().await;
+    if let Some(pg) = postgres {
+        pg.drop().await;
+    }
+    let _ = std::fs::remove_dir_all(scratch);
+}
+
+async fn credential_store_round_trip(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    let member = app.add_member(&owner, "member@example.com", "member").await;
+    let other = app.register("other@example.com").await;
+    configure(&app, &owner, "http://127.0.0.1:9", TOKEN).await;
+
+    let listed = app.get("/api/v1/integrations/", &owner.bearer()).await;
+    assert_eq!(listed.body["connectors"][0]["configured"], true);
+    let theirs = app.get("/api/v1/integrations/", &other.bearer()).await;
+    assert_eq!(theirs.body["connectors"][0]["configured"], false);
+
+    // Storing credentials merges into the config and is validated.
+    let new_token = "rotated-token-9876";
+    let stored = app
+        .post(
+            "/api/v1/integrations/credentials",
+            &owner.bearer(),
+            json!({"platform": ID, "credentials": {"api_token": new_token}}),
+        )
+        .await;
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    assert_eq!(
+        stored.body["config"]["site"], "HQ",
+        "other settings are kept"
+    );
+    assert_eq!(stored.body["config"]["api_token"], "********");
+    app.post(
+        "/api/v1/integrations/credentials",
+        &owner.bearer(),
+        json!({"platform": ID, "credentials": {"api_token": "short"}}),
+    )
+    .await
+    .assert_error(422);
+    app.post(
+        "/api/v1/integrations/credentials",
+        &member.bearer(),
+        json!({"platform": ID, "credentials": {"api_token": new_token}}),
+    )
+    .await
+    .assert_error(403);
+    app.post(
+        "/api/v1/integrations/credentials",
+        &owner.bearer(),
+        json!({"platform": "nosuch", "credentials": {}}),
+    )
+    .await
+    .assert_error(404);
+
+    let read = app
+        .get(
+            &format!("/api/v1/integrations/credentials/{ID}"),
+            &member.bearer(),
+        )
+        .await;
+    assert_eq!(read.status, 200);
+    assert!(!read.text.contains(new_token) && !read.text.contains(TOKEN));
+    app.get(
+        &format!("/api/v1/integrations/credentials/{ID}"),
+        &other.bearer(),
+    )
+    .await
+    .assert_error(404);
+    app.delete(
+        &format!("/api/v1/integrations/credentials/{ID}"),
+        &other.bearer(),
+    )
+    .await
+    .assert_error(404);
+
+    let deleted = app
+        .delete(
+            &format!("/api/v1/integrations/credentials/{ID}"),
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(deleted.status, 204);
+    let after = app
+        .get(
+            &format!("/api/v1/integrations/credentials/{ID}"),
+            &owner.bearer(),
+        )
+        .await;
+    assert!(
+        after.body["config"].get("api_token").is_none(),
+        "the secret is gone"
+    );
+    assert_eq!(after.body["config"]["site"], "HQ");
+    app.finish().await;
+}
+
+async fn misbehaving_syncs_fail_with_reasons_and_retry(backend: Backend) {
+    let upstream = FakeInventory::start(vec![device("d1", "WS-01", &[])]).await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+
+    // An endless loop: each attempt is stopped at the deadline, the job is
+    // retried, and the API answers all along.
+    let config = json!({"base_url": upstream.url, "api_token": TOKEN, "misbehave": "loop"});
+    assert_eq!(
+        app.post(&format!("/api/v1/{ID}/config"), &owner.bearer(), config)
+            .await
+            .status,
+        200
+    );
+    let job_id = app
+        .post(&format!("/api/v1/{ID}/sync"), &owner.bearer(), json!({}))
+        .await
+        .body["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Count answers rather than time them: a loaded CI machine may be slow,
+    // but every request must still be answered while the guest spins.
+    for _ in 0..10 {
+        assert_eq!(
+            app.get("/health", &cairn_tests::Auth::None).await.status,
+            200
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let job = wait_attempts(&app, &owner, &job_id, 2).await;
+    assert!(job["error"].as_str().unwrap().contains("deadline"), "{job}");
+    let job = wait_attempts(&app, &owner, &job_id, 3).await;
+    assert_eq!(job["status"], "error", "{job}");
+
+    // A panic's message reaches the job's error.
+    let config = json!({"base_url": upstream.url, "api_token": TOKEN, "misbehave": "panic"});
+    assert_eq!(
+        app.post(&format!("/api/v1/{ID}/config"), &owner.bearer(), config)
+            .await
+            .status,
+        200
+    );
+    let job_id = app
+        .post(&format!("/api/v1/{ID}/sync"), &owner.bearer(), json!({}))
+        .await
+        .body["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = wait_attempts(&app, &owner, &job_id, 1).await;
+    assert!(
+        job["error"]
+            .as_str()
+            .unwrap()
+            .contains("the parser fell over"),
+        "{job}"
+    );
+    app.finish().await;
+}
+
+async fn configure(app: &TestApp, admin: &Account, upstream: &str, token: &str) -> Value {
+    let resp = app
+        .post(
+            &format!("/api/v1/{ID}/config"),
+            &admin.bearer(),
+            json!({"base_url": upstream, "api_token": token, "site": "HQ"}),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    resp.body
+}
+
+/// Starts a sync and waits for it to end; returns the final job.
+async fn sync(app: &TestApp, account: &Account) -> Value {
+    let started = app
+        .post(&format!("/api/v1/{ID}/sync"), &account.bearer(), json!({}))
+        .await;
+    assert_eq!(started.status, 202, "{}", started.text);
+    let job_id = started.body["job_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = app
+            .get(&format!("/api/v1/{ID}/sync-status"), &account.bearer())
+            .await;
+        let current = &status.body["current"];
+        if current["id"] == job_id.as_str()
+            && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
+        {
+            return current.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sync did not finish: {}",
+            status.text
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn configure_sync_and_prune_end_to_end(backend: Backend) {
+    let upstream = FakeInventory::start(vec![
+        device("d1", "WS-01", &[("7-Zip", "23.01"), ("Firefox", "128.0")]),
+        device("d2", "WS-02", &[("7-Zip", "23.01")]),
+        device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
+    ])
+    .await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+
+    let listed = app.get("/api/v1/integrations/", &owner.bearer()).await;
+    assert_eq!(listed.body["connectors"][0]["descriptor"]["id"], ID);
+    let empty = app
+        .get(&format!("/api/v1/{ID}/config"), &owner.bearer())
+        .await;
+    assert_eq!(empty.body["configured"], false);
+
+    let saved = configure(&app, &owner, &upstream.url, TOKEN).await;
+    assert_eq!(saved["config"]["api_token"], "********");
+    assert_eq!(saved["config"]["site"], "HQ");
+    let read = app
+        .get(&format!("/api/v1/{ID}/config"), &owner.cookie())
+        .await;
+    assert_eq!(read.body["config"]["api_token"], "********");
+    assert!(!read.text.contains(TOKEN), "the secret is never read back");
+    // Stored encrypted, not in the clear.
+    let stored: Vec<String> = sqlx::query_scalar("SELECT secrets FROM integration_configs")
+        .fetch_all(&app.db().pool)
+        .await
+        .unwrap();
+    assert!(!stored[0].contains(TOKEN));
+    // Saving the redacted form back keeps the secret.
+    let resaved = app
+        .post(
+            &format!("/api/v1/{ID}/config"),
+            &owner.bearer(),
+            json!({"base_url": upstream.url, "api_token": "********", "site": "Branch"}),
+        )
+        .await;
+    assert_eq!(resaved.status, 200, "{}", resaved.text);
+
+    let tested = app
+        .post(
+            &format!("/api/v1/{ID}/test-connection"),
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+    assert_eq!(tested.body["ok"], true);
+
+    let job = sync(&app, &owner).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["progress"]["phase"], "done");
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
+        .await;
+    assert_eq!(stats.body["inventory_items"], 4);
+    assert_eq!(stats.body["devices"], 3);
+    assert_eq!(stats.body["records"]["device"], 3);
+    let devices = app
+        .get(&format!("/api/v1/{ID}/devices"), &owner.bearer())
+        .await;
+    assert_eq!(devices.body["total"], 3);
+    let one = app
+        .get(
+            &format!("/api/v1/{ID}/device-by-name/ws-01"),
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert_eq!(one.body["record"]["apps"][1]["name"], "Firefox");
+    app.get(
+        &format!("/api/v1/{ID}/device-by-name/NOPE"),
+        &owner.bearer(),
+    )
+    .await
+    .assert_error(404);
+    // The run asked for a rollup rebuild.
+    let rollups = app.get("/api/v1/jobs?kind=rollup", &owner.bearer()).await;
+    assert_eq!(rollups.body["total"], 1);
+
+    // A device removed upstream is pruned by the next complete run.
+    upstream.set_devices(vec![
+        device("d1", "WS-01", &[("7-Zip", "24.08")]),
+        device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
+    ]);
+    let job = sync(&app, &owner).await;
+    assert_eq!(job["status"], "success", "{job}");
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
+        .await;
+    assert_eq!(stats.body["devices"], 2);
+    assert_eq!(
+        stats.body["inventory_items"], 2,
+        "old versions and the gone device are pruned"
+    );
+    app.get(
+        &format!("/api/v1/{ID}/device-by-name/WS-02"),
+        &owner.bearer(),
+    )
+    .await
+    .assert_error(404);
+    let history = app
+        .get(&format!("/api/v1/{ID}/sync-status"), &owner.bearer())
+        .await;
+    assert_eq!(history.body["history"].as_array().unwrap().len(), 2);
+
+    // Deleting the config removes what was synced.
+    let deleted = app
+        .delete(&format!("/api/v1/{ID}/config"), &owner.bearer())
+        .await;
+    assert_eq!(deleted.status, 204);
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
+        .await;
+    assert_eq!(stats.body["inventory_items"], 0);
+    assert_eq!(stats.body["devices"], 0);
+    app.delete(&format!("/api/v1/{ID}/config"), &owner.bearer())
+        .await
+        .assert_error(404);
+    app.post(&format!("/api/v1/{ID}/sync"), &owner.bearer(), json!({}))
+        .await
+        .assert_error(409);
+    app.finish().await;
+}
+
+async fn bad_config_is_refused_with_the_field(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    let member = app.add_member(&owner, "member@example.com", "member").await;
+    for (body, field) in [
+        (json!({"base_url": "http://x.example"}), "api_token"),
+        (
+            json!({"base_url": "ftp://x.example", "api_token": TOKEN}),
+            "base_url",
+        ),
+        (
+            json!({"base_url": "http://x.example", "api_token": "short"}),
+            "api_token",
+        ),
+    ] {
+        let resp = app
+            .post(&format!("/api/v1/{ID}/config"), &owner.bearer(), body)
+            .await;
+        resp.assert_error(422);
+        assert_eq!(resp.body["field"], field, "{}", resp.text);
+    }
+    app.post(
+        &format!("/api/v1/{ID}/config"),
+        &owner.bearer(),
+        json!([1, 2]),
+    )
+    .await
+    .assert_error(422);
+    app.post(
+        &format!("/api/v1/{ID}/config"),
+        &member.bearer(),
+        json!({"base_url": "http://x.example", "api_token": TOKEN}),
+    )
+    .await
+    .assert_error(403);
+    app.get("/api/v1/nosuch/config", &owner.bearer())
+        .await
+        .assert_error(404);
+    app.post(
+        &format!("/api/v1/{ID}/test-connection"),
+        &owner.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(409);
+    // Nothing was stored.
+    assert_eq!(
+        app.get(&format!("/api/v1/{ID}/config"), &owner.bearer())
+            .await
+            .body["configured"],
+        false
+    );
+    app.finish().await;
+}
+
+async fn upstream_auth_failure_is_typed_and_secret_free(backend: Backend) {
+    let upstream = FakeInventory::start(vec![device("d1", "WS-01", &[])]).await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    let wrong = "wrong-token-also-secret";
+    configure(&app, &owner, &upstream.url, wrong).await;
+    let tested = app
+        .post(
+            &format!("/api/v1/{ID}/test-connection"),
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    tested.assert_error(502);
+    assert_eq!(tested.body["type"], "upstream_auth_error");
+    assert_eq!(tested.body["upstream_status"], 401);
+    assert!(!tested.text.contains(wrong));
+
+    let job = sync(&app, &owner).await;
+    // An auth failure fails the run (and is retried like any failure); the
+    // error is on the job and names the status, never the secret.
+    let error = job["error"].as_str().unwrap_or_default();
+    assert!(error.contains("401"), "{job}");
+    let jobs = app.get("/api/v1/jobs", &owner.bearer()).await;
+    assert!(!jobs.text.contains(wrong), "no secret in a job error");
+    app.finish().await;
+}
+
+async fn tenants_cannot_see_each_others_integrations(backend: Backend) {
+    let upstream = FakeInventory::start(vec![device("d1", "WS-01", &[("7-Zip", "23.01")])]).await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let alpha = app.register("owner@alpha.example").await;
+    let beta = app.register("owner@beta.example").await;
+    configure(&app, &alpha, &upstream.url, TOKEN).await;
+    assert_eq!(sync(&app, &alpha).await["status"], "success");
+
+    let config = app
+        .get(&format!("/api/v1/{ID}/config"), &beta.bearer())
+        .await;
+    assert_eq!(config.body["configured"], false);
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &beta.bearer())
+        .await;
+    assert_eq!(stats.body["inventory_items"], 0);
+    assert_eq!(
+        app.get(&format!("/api/v1/{ID}/devices"), &beta.bearer())
+            .await
+            .body["total"],
+        0
+    );
+    app.get(
+        &format!("/api/v1/{ID}/device-by-name/WS-01"),
+        &beta.bearer(),
+    )
+    .await
+    .assert_error(404);
+    assert_eq!(
+        app.get(&format!("/api/v1/{ID}/sync-status"), &beta.bearer())
+            .await
+            .body["history"],
+        json!([])
+    );
+    app.post(&format!("/api/v1/{ID}/sync"), &beta.bearer(), json!({}))
+        .await
+        .assert_error(409);
+    app.delete(&format!("/api/v1/{ID}/config"), &beta.bearer())
+        .await
+        .assert_error(404);
+    // Alpha's data is intact.
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &alpha.bearer())
+        .await;
+    assert_eq!(stats.body["inventory_items"], 1);
+    app.finish().await;
+}

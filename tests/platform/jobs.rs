@@ -1,0 +1,726 @@
+//! The durable job queue, on both backends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use cairn::auth::TenantId;
+use cairn::jobs::storage::{self, Fence};
+use cairn::jobs::{
+    JobContext, JobFailure, JobHandler, JobStatus, Queue, QueueTiming, Registry, RunOutcome,
+};
+use cairn_tests::{backend_tests, Auth, Backend, TestApp};
+use serde_json::json;
+
+backend_tests!(
+    concurrent_enqueues_make_one_job_per_tenant_and_kind,
+    eight_workers_run_each_of_500_jobs_once,
+    failing_handler_retries_then_errors_with_its_message,
+    reaper_requeues_or_fails_expired_leases,
+    zombie_writes_change_nothing_after_reclaim,
+    jobs_of_one_kind_never_overlap,
+    stalled_and_panicking_handlers_fail_with_reasons,
+    cancel_queued_and_running_jobs,
+    jobs_api_filters_pages_and_isolates_tenants,
+    pruning_keeps_recent_history,
+);
+
+const TICK: Duration = Duration::from_millis(20);
+
+fn fast(s: &mut cairn::settings::Settings) {
+    s.job_heartbeat_secs = 1;
+    s.job_lease_secs = 3;
+    s.job_reaper_interval_secs = 1;
+    s.job_poll_interval_ms = 50;
+    s.job_retry_backoff_ms = 0;
+}
+
+fn no_workers(s: &mut cairn::settings::Settings) {
+    fast(s);
+    s.job_workers = 0;
+}
+
+/// A handler from a closure.
+struct FnHandler<F>(F);
+
+#[async_trait]
+impl<F, Fut> JobHandler for FnHandler<F>
+where
+    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
+{
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        (self.0)(ctx.clone()).await
+    }
+}
+
+fn registry_with<F, Fut>(kinds: &[&str], stall: Duration, f: F) -> Registry
+where
+    F: Fn(JobContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
+{
+    let mut registry = Registry::default();
+    for kind in kinds {
+        registry.register(kind, FnHandler(f.clone()), stall);
+    }
+    registry
+}
+
+async fn job(app: &TestApp, tenant: &TenantId, id: &str) -> storage::JobRow {
+    storage::job(app.db(), tenant, id)
+        .await
+        .unwrap()
+        .expect("job exists")
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+async fn concurrent_enqueues_make_one_job_per_tenant_and_kind(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let alpha = app.create_tenant("alpha").await;
+    let beta = app.create_tenant("beta").await;
+    let db = app.db().clone();
+    let attempts: Vec<_> = (0..8)
+        .map(|i| {
+            let db = db.clone();
+            let tenant = if i % 4 == 3 {
+                beta.clone()
+            } else {
+                alpha.clone()
+            };
+            tokio::spawn(async move {
+                (
+                    tenant.clone(),
+                    storage::enqueue(&db, &tenant, "rmm_sync", &json!({"n": i}))
+                        .await
+                        .unwrap(),
+                )
+            })
+        })
+        .collect();
+    let mut ids: HashMap<String, Vec<(String, bool)>> = HashMap::new();
+    for attempt in attempts {
+        let (tenant, enqueued) = attempt.await.unwrap();
+        ids.entry(tenant.0)
+            .or_default()
+            .push((enqueued.job_id, enqueued.created));
+    }
+    for (tenant, results) in &ids {
+        let first = &results[0].0;
+        assert!(
+            results.iter().all(|(id, _)| id == first),
+            "{tenant}: every caller gets the one job's id"
+        );
+        assert_eq!(
+            results.iter().filter(|(_, created)| *created).count(),
+            1,
+            "{tenant}: exactly one created"
+        );
+    }
+    assert_ne!(
+        ids[&alpha.0][0].0, ids[&beta.0][0].0,
+        "tenants get their own jobs"
+    );
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 2);
+    // Another kind for the same tenant is a separate job.
+    let other = storage::enqueue(&db, &alpha, "mdm_sync", &json!({}))
+        .await
+        .unwrap();
+    assert!(other.created);
+    app.finish().await;
+}
+
+async fn eight_workers_run_each_of_500_jobs_once(backend: Backend) {
+    let runs: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let kinds: Vec<String> = (0..100).map(|i| format!("count_{i}")).collect();
+    let kind_refs: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    let counter = runs.clone();
+    let registry = registry_with(&kind_refs, Duration::from_secs(60), move |ctx| {
+        let counter = counter.clone();
+        async move {
+            *counter
+                .lock()
+                .unwrap()
+                .entry(ctx.job_id().to_string())
+                .or_default() += 1;
+            Ok(())
+        }
+    });
+    let Some(app) = TestApp::start_with_jobs(
+        backend,
+        |s| {
+            fast(s);
+            s.job_workers = 4;
+        },
+        registry.clone(),
+    )
+    .await
+    else {
+        return;
+    };
+    // A second queue on the same database stands for a second process.
+    let mut timing = QueueTiming::from_settings(&app.server.state.settings);
+    timing.poll_interval = Duration::from_millis(50);
+    let other = Arc::new(Queue::new(app.db().clone(), registry, timing));
+    let stop_other = tokio_util::sync::CancellationToken::new();
+    let other_pool = other.spawn_pool(4, stop_other.clone());
+
+    let mut expected = vec![];
+    for t in 0..5 {
+        let tenant = app.create_tenant(&format!("t{t}")).await;
+        for kind in &kinds {
+            expected.push(
+                storage::enqueue(app.db(), &tenant, kind, &json!({}))
+                    .await
+                    .unwrap()
+                    .job_id,
+            );
+        }
+    }
+    assert_eq!(expected.len(), 500);
+    let db = app.db().clone();
+    wait_for(
+        "500 jobs to succeed",
+        Duration::from_secs(120),
+        async || {
+            let done: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status = 'success'")
+                    .fetch_one(&db.pool)
+                    .await
+                    .unwrap();
+            done == 500
+        },
+    )
+    .await;
+    stop_other.cancel();
+    other_pool.await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    assert_eq!(runs.len(), 500);
+    assert!(
+        runs.values().all(|&n| n == 1),
+        "a job ran more than once: {:?}",
+        runs.iter().find(|(_, n)| **n != 1)
+    );
+    let workers: Vec<String> = sqlx::query_scalar("SELECT DISTINCT worker_id FROM jobs")
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(workers.len(), 2, "both pools took part: {workers:?}");
+    app.finish().await;
+}
+
+async fn failing_handler_retries_then_errors_with_its_message(backend: Backend) {
+    let registry = registry_with(&["flaky"], Duration::from_secs(60), |_ctx| async {
+        Err(JobFailure::Failed("upstream said no".into()))
+    });
+    let Some(app) = TestApp::start_with_jobs(backend, no_workers, registry).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let id = storage::enqueue(app.db(), &tenant, "flaky", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let queue = app.server.state.jobs.clone();
+    for attempt in 1..=3 {
+        let (ran, outcome) = queue.run_one().await.unwrap().expect("a job to run");
+        assert_eq!(ran, id);
+        let row = job(&app, &tenant, &id).await;
+        assert_eq!(row.attempts, attempt);
+        assert_eq!(row.error.as_deref(), Some("upstream said no"));
+        let expected = if attempt < 3 {
+            JobStatus::Queued
+        } else {
+            JobStatus::Error
+        };
+        assert_eq!(row.status(), expected, "after attempt {attempt}");
+        assert_eq!(outcome, RunOutcome::Recorded(expected));
+    }
+    assert!(
+        queue.run_one().await.unwrap().is_none(),
+        "an errored job is not claimed again"
+    );
+    assert!(job(&app, &tenant, &id).await.finished_at.is_some());
+    app.finish().await;
+}
+
+fn kinds(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+async fn expire_lease(app: &TestApp, id: &str) {
+    sqlx::query("UPDATE jobs SET lease_until = lease_until - 600000, heartbeat_at = heartbeat_at - 600000 WHERE id = $1")
+        .bind(id)
+        .execute(&app.db().pool)
+        .await
+        .unwrap();
+}
+
+async fn reaper_requeues_or_fails_expired_leases(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let db = app.db();
+    let mut ids = vec![];
+    for kind in ["retryable", "exhausted", "alive", "finished"] {
+        ids.push(
+            storage::enqueue(db, &tenant, kind, &json!({}))
+                .await
+                .unwrap()
+                .job_id,
+        );
+    }
+    let claimed = storage::claim(
+        db,
+        "worker-a",
+        &kinds(&["retryable", "exhausted", "alive", "finished"]),
+        10,
+        60_000,
+    )
+    .await
+    .unwrap();
+    assert_eq!(claimed.len(), 4);
+    let finished = Fence {
+        job_id: ids[3].clone(),
+        worker_id: "worker-a".into(),
+        attempts: 1,
+    };
+    assert!(storage::finish_success(db, &finished).await.unwrap());
+    sqlx::query("UPDATE jobs SET attempts = 3 WHERE id = $1")
+        .bind(&ids[1])
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    for id in [&ids[0], &ids[1], &ids[3]] {
+        expire_lease(&app, id).await;
+    }
+    let reaped = storage::reap_expired(db).await.unwrap();
+    assert_eq!(reaped, 2);
+    let retryable = job(&app, &tenant, &ids[0]).await;
+    assert_eq!(retryable.status(), JobStatus::Queued);
+    assert_eq!(retryable.attempts, 1);
+    let exhausted = job(&app, &tenant, &ids[1]).await;
+    assert_eq!(exhausted.status(), JobStatus::Error);
+    assert!(exhausted.error.unwrap().contains("lease expired"));
+    assert_eq!(
+        job(&app, &tenant, &ids[2]).await.status(),
+        JobStatus::Running
+    );
+    assert_eq!(
+        job(&app, &tenant, &ids[3]).await.status(),
+        JobStatus::Success
+    );
+    // A second pass finds nothing more to do.
+    assert_eq!(storage::reap_expired(db).await.unwrap(), 0);
+    app.finish().await;
+}
+
+async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let db = app.db();
+    let id = storage::enqueue(db, &tenant, "sync", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let first = storage::claim(db, "worker-a", &kinds(&["sync"]), 1, 60_000)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let zombie = Fence {
+        job_id: id.clone(),
+        worker_id: "worker-a".into(),
+        attempts: first.attempts,
+    };
+    expire_lease(&app, &id).await;
+    storage::reap_expired(db).await.unwrap();
+    let second = storage::claim(db, "worker-b", &kinds(&["sync"]), 1, 60_000)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(second.attempts, 2);
+    let owner = Fence {
+        job_id: id.clone(),
+        worker_id: "worker-b".into(),
+        attempts: 2,
+    };
+    assert!(
+        storage::set_progress(db, &owner, &json!({"phase": "b"}), 60_000)
+            .await
+            .unwrap()
+    );
+
+    assert_eq!(storage::heartbeat(db, &zombie, 60_000).await.unwrap(), None);
+    assert!(
+        !storage::set_progress(db, &zombie, &json!({"phase": "zombie"}), 60_000)
+            .await
+            .unwrap()
+    );
+    let mut tx = db.pool.begin().await.unwrap();
+    assert!(
+        !storage::set_checkpoint(&mut tx, db.backend, &zombie, &json!({"next": 99}), 60_000)
+            .await
+            .unwrap()
+    );
+    tx.rollback().await.unwrap();
+    assert!(!storage::finish_success(db, &zombie).await.unwrap());
+    assert_eq!(
+        storage::finish_failure(db, &zombie, "zombie", 0)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!storage::finish_canceled(db, &zombie).await.unwrap());
+    assert!(!storage::release(db, &zombie).await.unwrap());
+
+    let row = job(&app, &tenant, &id).await;
+    assert_eq!(row.status(), JobStatus::Running);
+    assert_eq!(row.worker_id.as_deref(), Some("worker-b"));
+    assert_eq!(row.progress, json!({"phase": "b"}).to_string());
+    assert!(row.checkpoint.is_none());
+    assert!(row.error.is_none());
+    assert!(storage::finish_success(db, &owner).await.unwrap());
+    app.finish().await;
+}
+
+async fn jobs_of_one_kind_never_overlap(backend: Backend) {
+    let spans: Arc<Mutex<Vec<(Instant, Instant)>>> = Arc::default();
+    let recorder = spans.clone();
+    let registry = registry_with(&["exclusive"], Duration::from_secs(60), move |_ctx| {
+        let recorder = recorder.clone();
+        async move {
+            let start = Instant::now();
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            recorder.lock().unwrap().push((start, Instant::now()));
+            Ok(())
+        }
+    });
+    let Some(app) = TestApp::start_with_jobs(
+        backend,
+        |s| {
+            fast(s);
+            s.job_workers = 8;
+        },
+        registry,
+    )
+    .await
+    else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let queue = app.server.state.jobs.clone();
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        queue
+            .enqueue(&tenant, "exclusive", &json!({}))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let db = app.db().clone();
+    wait_for("the last run to end", Duration::from_secs(10), async || {
+        let active: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        active == 0
+    })
+    .await;
+    let mut spans = spans.lock().unwrap().clone();
+    assert!(spans.len() >= 5, "only {} runs", spans.len());
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "two runs of one kind overlapped");
+    }
+    app.finish().await;
+}
+
+async fn stalled_and_panicking_handlers_fail_with_reasons(backend: Backend) {
+    let mut registry = registry_with(&["stuck"], Duration::from_millis(1500), |ctx| async move {
+        ctx.stop_token().cancelled().await;
+        Ok(())
+    });
+    registry.register(
+        "boom",
+        FnHandler(|_ctx: JobContext| async move {
+            if true {
+                panic!("the parser fell over");
+            }
+            Ok(())
+        }),
+        Duration::from_secs(60),
+    );
+    let Some(app) = TestApp::start_with_jobs(backend, no_workers, registry).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let queue = app.server.state.jobs.clone();
+    let stuck = queue
+        .enqueue(&tenant, "stuck", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let (_, outcome) = queue.run_one().await.unwrap().unwrap();
+    assert_eq!(outcome, RunOutcome::Recorded(JobStatus::Queued));
+    let row = job(&app, &tenant, &stuck).await;
+    assert!(
+        row.error.as_deref().unwrap().contains("no progress"),
+        "{:?}",
+        row.error
+    );
+
+    let boom = queue
+        .enqueue(&tenant, "boom", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    sqlx::query("UPDATE jobs SET run_after = run_after + 3600000 WHERE id = $1")
+        .bind(&stuck)
+        .execute(&app.db().pool)
+        .await
+        .unwrap();
+    queue.run_one().await.unwrap().unwrap();
+    let row = job(&app, &tenant, &boom).await;
+    assert_eq!(
+        row.error.as_deref(),
+        Some("handler panicked: the parser fell over")
+    );
+    // The service is fine.
+    assert_eq!(app.get("/health", &Auth::None).await.status, 200);
+    app.finish().await;
+}
+
+async fn cancel_queued_and_running_jobs(backend: Backend) {
+    let registry = registry_with(&["long"], Duration::from_secs(60), |ctx| async move {
+        let mut done = 0;
+        loop {
+            ctx.progress("working", done, 0, "").await?;
+            done += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let Some(app) = TestApp::start_with_jobs(backend, fast, registry).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    let outsider = app.register("outsider@example.com").await;
+    let tenant = TenantId(owner.tenant_id.clone());
+
+    // Queued: no worker here handles "parked" jobs, so it waits, and is
+    // canceled at once.
+    let parked = storage::enqueue(app.db(), &tenant, "parked", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    app.post(
+        &format!("/api/v1/jobs/{parked}/cancel"),
+        &outsider.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(404);
+    let canceled = app
+        .post(
+            &format!("/api/v1/jobs/{parked}/cancel"),
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(canceled.status, 200, "{}", canceled.text);
+    assert_eq!(canceled.body["status"], "canceled");
+    app.post(
+        &format!("/api/v1/jobs/{parked}/cancel"),
+        &owner.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(409);
+
+    // Running: asked to stop, ends canceled.
+    let long = app
+        .server
+        .state
+        .jobs
+        .enqueue(&tenant, "long", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    wait_for("the job to run", Duration::from_secs(10), async || {
+        app.get(&format!("/api/v1/jobs/{long}"), &owner.bearer())
+            .await
+            .body["progress"]["done"]
+            .as_i64()
+            > Some(2)
+    })
+    .await;
+    let asked = app
+        .post(
+            &format!("/api/v1/jobs/{long}/cancel"),
+            &owner.cookie(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(asked.status, 202, "{}", asked.text);
+    wait_for(
+        "the job to end canceled",
+        Duration::from_secs(10),
+        async || {
+            app.get(&format!("/api/v1/jobs/{long}"), &owner.bearer())
+                .await
+                .body["status"]
+                == "canceled"
+        },
+    )
+    .await;
+    app.finish().await;
+}
+
+async fn jobs_api_filters_pages_and_isolates_tenants(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    let other = app.register("other@example.com").await;
+    let tenant = TenantId(owner.tenant_id.clone());
+    let mut ids = vec![];
+    for kind in ["rmm_sync", "mdm_sync", "csv_parse"] {
+        ids.push(
+            storage::enqueue(app.db(), &tenant, kind, &json!({"upload": kind}))
+                .await
+                .unwrap()
+                .job_id,
+        );
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let theirs = storage::enqueue(
+        app.db(),
+        &TenantId(other.tenant_id.clone()),
+        "rmm_sync",
+        &json!({}),
+    )
+    .await
+    .unwrap()
+    .job_id;
+
+    let all = app.get("/api/v1/jobs", &owner.bearer()).await;
+    assert_eq!(all.status, 200, "{}", all.text);
+    assert_eq!(all.body["total"], 3);
+    let listed: Vec<&str> = all.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()],
+        "newest first"
+    );
+    assert_eq!(all.body["items"][0]["args"], json!({"upload": "csv_parse"}));
+    assert_eq!(all.body["items"][0]["max_attempts"], 3);
+    assert_eq!(all.body["items"][0]["attempts"], 0);
+
+    let rmm = app
+        .get("/api/v1/jobs?kind=rmm_sync&status=queued", &owner.bearer())
+        .await;
+    assert_eq!(rmm.body["total"], 1);
+    assert_eq!(rmm.body["items"][0]["id"], ids[0]);
+    let page = app
+        .get("/api/v1/jobs?limit=2&offset=2", &owner.bearer())
+        .await;
+    assert_eq!(page.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get("/api/v1/jobs?status=success", &owner.bearer())
+            .await
+            .body["total"],
+        0
+    );
+    app.get("/api/v1/jobs?status=bogus", &owner.bearer())
+        .await
+        .assert_error(422);
+    app.get("/api/v1/jobs?limit=0", &owner.bearer())
+        .await
+        .assert_error(422);
+    app.get("/api/v1/jobs", &Auth::None).await.assert_error(401);
+
+    let one = app
+        .get(&format!("/api/v1/jobs/{}", ids[1]), &owner.cookie())
+        .await;
+    assert_eq!(one.body["kind"], "mdm_sync");
+    // The other tenant's job is invisible and untouchable.
+    app.get(&format!("/api/v1/jobs/{theirs}"), &owner.bearer())
+        .await
+        .assert_error(404);
+    app.post(
+        &format!("/api/v1/jobs/{theirs}/cancel"),
+        &owner.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(404);
+    let others = app.get("/api/v1/jobs", &other.bearer()).await;
+    assert_eq!(others.body["total"], 1);
+    assert_eq!(others.body["items"][0]["status"], "queued");
+    app.finish().await;
+}
+
+async fn pruning_keeps_recent_history(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let db = app.db();
+    let old = chrono::Utc::now().timestamp_millis() - 30 * 86_400_000;
+    for i in 0..30i64 {
+        sqlx::query(
+            "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, run_after, created_at, finished_at) \
+             VALUES ($1, $2, 'rmm_sync', '{}', 'success', '{}', 0, $3, $3)",
+        )
+        .bind(format!("old-{i:02}"))
+        .bind(tenant.as_str())
+        .bind(old + i)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    let recent = storage::enqueue(db, &tenant, "mdm_sync", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let pruned = storage::prune_finished(db, old + 1_000_000, 20)
+        .await
+        .unwrap();
+    assert_eq!(pruned, 10);
+    let kept: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM jobs WHERE kind = 'rmm_sync' ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        kept.first().map(String::as_str),
+        Some("old-10"),
+        "the newest 20 survive"
+    );
+    assert_eq!(kept.len(), 20);
+    assert!(storage::job(db, &tenant, &recent).await.unwrap().is_some());
+    app.finish().await;
+}

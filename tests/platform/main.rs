@@ -1,0 +1,10 @@
+//! Platform core over HTTP, on SQLite and PostgreSQL.
+
+mod auth;
+mod integrations;
+mod invites;
+mod jobs;
+mod oauth;
+mod rmm;
+mod service;
+mod tenancy;

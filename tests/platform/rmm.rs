@@ -1,0 +1,225 @@
+//! The rmm connector end to end over HTTP against a fake ConnectWise
+//! Automate: config, test-connection, live clients, sync, pruning, scope,
+//! token expiry with one re-login, and 429s waited out.
+
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
+use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use serde_json::{json, Value};
+
+backend_tests!(
+    rmm_sync_prunes_scopes_and_survives_expiry_and_throttling,
+    rmm_bad_credentials_are_typed
+);
+
+async fn app(backend: Backend) -> Option<TestApp> {
+    let dir = connectors_dir(&["connectors/rmm"], &[]);
+    TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+        s.job_retry_backoff_ms = 0;
+    })
+    .await
+}
+
+fn fake_data() -> RmmData {
+    let mut data = RmmData {
+        clients: vec![
+            json!({"Id": 1, "Name": "Acme"}),
+            json!({"Id": 2, "Name": "Globex"}),
+        ],
+        groups: vec![
+            json!({"Id": 10, "Name": "Servers"}),
+            json!({"Id": 11, "Name": "Finance"}),
+        ],
+        computers: vec![
+            computer(101, "ACME-WS-01", (1, "Acme"), &["11"]),
+            computer(102, "ACME-SRV-01", (1, "Acme"), &["10", "11"]),
+            computer(201, "GLOBEX-WS-01", (2, "Globex"), &[]),
+            computer(202, "GLOBEX-SRV-01", (2, "Globex"), &["10"]),
+        ],
+        ..RmmData::default()
+    };
+    data.software.insert(
+        101,
+        apps(&[("7-Zip 23.01 (x64)", "23.01"), ("Mozilla Firefox", "128.0")]),
+    );
+    data.software
+        .insert(102, apps(&[("Microsoft SQL Server 2019", "15.0.2000.5")]));
+    data.software.insert(201, apps(&[("Slack", "4.41.105")]));
+    data.software.insert(202, apps(&[("OpenSSH", "9.6")]));
+    data
+}
+
+async fn configure(app: &TestApp, admin: &Account, rmm: &FakeRmm, extra: Value) {
+    let mut config = json!({
+        "base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
+        "client_id": "integrator-42", "page_size": 2,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    let resp = app
+        .post("/api/v1/rmm/config", &admin.bearer(), config)
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(resp.body["config"]["password"], "********");
+}
+
+async fn sync(app: &TestApp, account: &Account) -> Value {
+    let started = app
+        .post("/api/v1/rmm/sync", &account.bearer(), json!({}))
+        .await;
+    assert_eq!(started.status, 202, "{}", started.text);
+    app.wait_for_job(account, started.body["job_id"].as_str().unwrap())
+        .await
+}
+
+async fn device_names(app: &TestApp, account: &Account) -> Vec<String> {
+    let devices = app.get("/api/v1/rmm/devices", &account.bearer()).await;
+    let mut names: Vec<String> = devices.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device_name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Backend) {
+    let rmm = FakeRmm::start(fake_data()).await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    configure(&app, &owner, &rmm, json!({})).await;
+
+    let tested = app
+        .post("/api/v1/rmm/test-connection", &owner.bearer(), json!({}))
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+    let clients = app.get("/api/v1/rmm/clients", &owner.bearer()).await;
+    assert_eq!(clients.status, 200, "{}", clients.text);
+    assert_eq!(clients.body.as_array().unwrap().len(), 2);
+    assert_eq!(clients.body[1]["Name"], "Globex");
+    assert!(rmm
+        .data
+        .lock()
+        .unwrap()
+        .client_id_headers
+        .iter()
+        .all(|h| h == "integrator-42"));
+
+    // Everything, in pages of two.
+    let job = sync(&app, &owner).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(
+        device_names(&app, &owner).await,
+        ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01", "GLOBEX-WS-01"]
+    );
+    let stats = app.get("/api/v1/rmm/stats", &owner.bearer()).await;
+    assert_eq!(stats.body["inventory_items"], 5);
+    let one = app
+        .get("/api/v1/rmm/device-by-name/acme-ws-01", &owner.bearer())
+        .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert_eq!(one.body["client_id"], "1");
+    assert_eq!(
+        one.body["record"]["OperatingSystemName"],
+        "Microsoft Windows 11 Pro x64"
+    );
+    let logins_after_first = rmm.logins();
+    assert!(logins_after_first >= 1);
+
+    // A computer removed upstream is pruned.
+    rmm.data
+        .lock()
+        .unwrap()
+        .computers
+        .retain(|c| c["Id"] != 201);
+    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(
+        device_names(&app, &owner).await,
+        ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]
+    );
+    assert_eq!(
+        rmm.logins(),
+        logins_after_first,
+        "the cached token was reused"
+    );
+
+    // An expired token: exactly one re-login, and the sync still succeeds.
+    rmm.expire_tokens();
+    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(rmm.logins(), logins_after_first + 1);
+
+    // 429s are waited out and retried.
+    rmm.data.lock().unwrap().throttle_next = 2;
+    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(rmm.data.lock().unwrap().throttled, 2);
+
+    // Narrowed to one client: the other client's rows are pruned.
+    configure(
+        &app,
+        &owner,
+        &rmm,
+        json!({"password": "********", "scope_client_ids": ["1"]}),
+    )
+    .await;
+    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(
+        device_names(&app, &owner).await,
+        ["ACME-SRV-01", "ACME-WS-01"]
+    );
+
+    // Scoped by group name: overlapping groups are unioned by Id, and each
+    // row carries every scoped group it was found in.
+    configure(
+        &app,
+        &owner,
+        &rmm,
+        json!({"password": "********", "scope_group_names": ["Servers", "Finance"]}),
+    )
+    .await;
+    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(
+        device_names(&app, &owner).await,
+        ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]
+    );
+    let server = app
+        .get("/api/v1/rmm/device-by-name/ACME-SRV-01", &owner.bearer())
+        .await;
+    assert_eq!(server.body["group_ids"], json!(["10", "11"]));
+
+    // The password never comes back.
+    let config = app.get("/api/v1/rmm/config", &owner.bearer()).await;
+    assert!(!config.text.contains(PASSWORD));
+    let jobs = app.get("/api/v1/jobs?kind=rmm_sync", &owner.bearer()).await;
+    assert!(!jobs.text.contains(PASSWORD));
+    app.finish().await;
+}
+
+async fn rmm_bad_credentials_are_typed(backend: Backend) {
+    let rmm = FakeRmm::start(fake_data()).await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    configure(&app, &owner, &rmm, json!({"password": "not-the-password"})).await;
+    let tested = app
+        .post("/api/v1/rmm/test-connection", &owner.bearer(), json!({}))
+        .await;
+    tested.assert_error(502);
+    assert_eq!(tested.body["type"], "upstream_auth_error");
+    assert_eq!(tested.body["upstream_status"], 401);
+    assert!(tested.body["permission_hint"]
+        .as_str()
+        .unwrap()
+        .contains("password"));
+    app.get("/api/v1/rmm/nonsense", &owner.bearer())
+        .await
+        .assert_error(404);
+    app.finish().await;
+}

@@ -1,0 +1,238 @@
+use cairn_tests::{backend_tests, Auth, Backend, TestApp};
+use serde_json::json;
+
+backend_tests!(
+    health_and_root,
+    openapi_lists_every_route,
+    docs_pages_work_offline,
+    unknown_routes_and_methods_get_json,
+    internal_failures_are_json_500_with_path,
+    metrics_by_route_and_address,
+    cors_allows_only_configured_origins,
+);
+
+async fn health_and_root(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, |s| s.environment = "staging".into()).await else {
+        return;
+    };
+    let health = app.get("/health", &Auth::None).await;
+    assert_eq!(health.status, 200);
+    assert_eq!(health.body["status"], "ok");
+    assert_eq!(health.body["environment"], "staging");
+    assert_eq!(health.body["database"], "ok");
+    let expected = if backend == Backend::Sqlite {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    assert_eq!(health.body["backend"], expected);
+    let root = app.get("/", &Auth::None).await;
+    assert_eq!(root.body["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(root.body["docs"], "/docs");
+    assert!(health.headers.contains_key("x-request-id"));
+
+    // With the database gone, health says so instead of claiming ok.
+    app.db().pool.close().await;
+    let down = app.get("/health", &Auth::None).await;
+    assert_eq!(down.status, 503);
+    assert_eq!(down.body["database"], "unreachable");
+    app.finish().await;
+}
+
+async fn openapi_lists_every_route(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let doc = app.get("/openapi.json", &Auth::None).await;
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.body["openapi"], "3.1.0");
+    let expected = [
+        ("get", "/health"),
+        ("get", "/"),
+        ("get", "/metrics"),
+        ("get", "/openapi.json"),
+        ("get", "/docs"),
+        ("get", "/redoc"),
+        ("post", "/api/v1/auth/register"),
+        ("post", "/api/v1/auth/login"),
+        ("get", "/api/v1/auth/me"),
+        ("post", "/api/v1/auth/refresh"),
+        ("post", "/api/v1/auth/bridge-token"),
+        ("post", "/api/v1/auth/logout"),
+        ("get", "/api/v1/tenant/me"),
+        ("patch", "/api/v1/tenant/me"),
+        ("get", "/api/v1/tenant/members"),
+        ("patch", "/api/v1/tenant/members/{member_id}"),
+        ("delete", "/api/v1/tenant/members/{member_id}"),
+        ("post", "/api/v1/invites"),
+        ("get", "/api/v1/invites"),
+        ("get", "/api/v1/invites/{invite}"),
+        ("post", "/api/v1/invites/{invite}/accept"),
+        ("delete", "/api/v1/invites/{invite}"),
+        ("get", "/api/v1/jobs"),
+        ("get", "/api/v1/jobs/{job_id}"),
+        ("post", "/api/v1/jobs/{job_id}/cancel"),
+        ("get", "/api/v1/integrations/"),
+        ("get", "/api/v1/{integration}/config"),
+        ("post", "/api/v1/{integration}/config"),
+        ("delete", "/api/v1/{integration}/config"),
+        ("post", "/api/v1/{integration}/test-connection"),
+        ("post", "/api/v1/{integration}/sync"),
+        ("get", "/api/v1/{integration}/sync-status"),
+        ("get", "/api/v1/{integration}/stats"),
+        ("get", "/api/v1/{integration}/devices"),
+        ("get", "/api/v1/{integration}/device-by-name/{device_name}"),
+        ("get", "/api/v1/{integration}/{action}"),
+        ("post", "/api/v1/integrations/credentials"),
+        ("get", "/api/v1/integrations/credentials/{platform}"),
+        ("delete", "/api/v1/integrations/credentials/{platform}"),
+    ];
+    for (method, path) in expected {
+        let op = &doc.body["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} missing from /openapi.json");
+        assert!(
+            op["responses"].is_object(),
+            "{method} {path} has no responses"
+        );
+    }
+    // Public routes say so; the rest inherit the document's security.
+    assert_eq!(
+        doc.body["paths"]["/api/v1/auth/login"]["post"]["security"],
+        json!([{}])
+    );
+    assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
+    assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
+    app.finish().await;
+}
+
+async fn docs_pages_work_offline(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    for (page, asset) in [
+        ("/docs", "/docs/assets/swagger-ui-bundle.js"),
+        ("/redoc", "/docs/assets/redoc.standalone.js"),
+    ] {
+        let html = app.get(page, &Auth::None).await;
+        assert_eq!(html.status, 200);
+        assert!(html.text.contains(asset), "{page} loads {asset}");
+        assert!(
+            !html.text.contains("https://"),
+            "{page} needs nothing from the internet"
+        );
+        let js = app.get(asset, &Auth::None).await;
+        assert_eq!(js.status, 200);
+        assert!(js.text.len() > 100_000, "{asset} is the real bundle");
+    }
+    assert_eq!(
+        app.get("/docs/assets/swagger-ui.css", &Auth::None)
+            .await
+            .status,
+        200
+    );
+    app.finish().await;
+}
+
+async fn unknown_routes_and_methods_get_json(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    app.get("/api/v1/no-such-thing", &Auth::None)
+        .await
+        .assert_error(404);
+    app.call(reqwest::Method::PUT, "/api/v1/auth/me", &Auth::None, None)
+        .await
+        .assert_error(405);
+    app.finish().await;
+}
+
+async fn internal_failures_are_json_500_with_path(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let ada = app.register("ada@example.com").await;
+    app.db().pool.close().await;
+    let failed = app.get("/api/v1/tenant/members", &ada.bearer()).await;
+    failed.assert_error(500);
+    assert_eq!(failed.body["type"], "internal_error");
+    assert_eq!(failed.body["path"], "/api/v1/tenant/members");
+    assert!(
+        !failed.text.to_lowercase().contains("pool"),
+        "no internals: {}",
+        failed.text
+    );
+    app.finish().await;
+}
+
+async fn metrics_by_route_and_address(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    app.get("/health", &Auth::None).await;
+    app.get("/api/v1/auth/me", &Auth::None).await;
+    let metrics = app.get("/metrics", &Auth::None).await;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.text.contains("http_requests_total"),
+        "{}",
+        metrics.text
+    );
+    assert!(metrics.text.contains(r#"route="/api/v1/auth/me""#));
+    assert!(metrics.text.contains(r#"status="401""#));
+    assert!(metrics
+        .text
+        .contains("http_request_duration_seconds_bucket"));
+    app.finish().await;
+
+    let Some(closed) =
+        TestApp::start_with(backend, |s| s.metrics_allow = "10.0.0.0/8".into()).await
+    else {
+        return;
+    };
+    closed.get("/metrics", &Auth::None).await.assert_error(403);
+    closed.finish().await;
+}
+
+async fn cors_allows_only_configured_origins(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, |s| {
+        s.cors_origins = "https://app.example.com, https://admin.example.com".into()
+    })
+    .await
+    else {
+        return;
+    };
+    let preflight = |origin: &'static str| {
+        app.http
+            .request(
+                reqwest::Method::OPTIONS,
+                format!("{}/api/v1/auth/me", app.url),
+            )
+            .header("origin", origin)
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "authorization")
+            .send()
+    };
+    let allowed = preflight("https://app.example.com").await.unwrap();
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    assert_eq!(
+        allowed.headers()["access-control-allow-credentials"],
+        "true"
+    );
+    let methods = allowed.headers()["access-control-allow-methods"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        methods.contains("PATCH") && !methods.contains("TRACE"),
+        "{methods}"
+    );
+    let refused = preflight("https://evil.example.com").await.unwrap();
+    assert!(refused
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
+    app.finish().await;
+}

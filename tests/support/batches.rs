@@ -1,0 +1,50 @@
+//! A checkpointed test job kind: applies numbered batches, each in one
+//! transaction with the checkpoint that says which batch comes next, so a
+//! batch is applied exactly once however often the job is interrupted.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairn::jobs::{JobContext, JobFailure, JobHandler};
+use serde_json::json;
+
+pub const KIND: &str = "test_batches";
+
+pub struct Batches;
+
+#[async_trait]
+impl JobHandler for Batches {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        let db = ctx.db();
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS test_batches_applied \
+             (job_id TEXT NOT NULL, batch BIGINT NOT NULL, attempt BIGINT NOT NULL)",
+        )
+        .execute(&db.pool)
+        .await?;
+        let total = ctx.args()["batches"].as_i64().unwrap_or(10);
+        let delay = Duration::from_millis(ctx.args()["delay_ms"].as_u64().unwrap_or(50));
+        let mut next = ctx
+            .checkpoint()
+            .and_then(|c| c["next"].as_i64())
+            .unwrap_or(0);
+        while next < total {
+            let mut tx = db.pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO test_batches_applied (job_id, batch, attempt) VALUES ($1, $2, $3)",
+            )
+            .bind(ctx.job_id())
+            .bind(next)
+            .bind(ctx.attempt())
+            .execute(&mut *tx)
+            .await?;
+            ctx.save_checkpoint_in(&mut tx, &json!({"next": next + 1}))
+                .await?;
+            tx.commit().await?;
+            next += 1;
+            ctx.progress("applying", next, total, "").await?;
+            tokio::time::sleep(delay).await;
+        }
+        Ok(())
+    }
+}

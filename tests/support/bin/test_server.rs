@@ -1,0 +1,23 @@
+//! `cairn serve` with the test job kinds registered.
+
+use std::time::Duration;
+
+use cairn::settings::Settings;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let settings = Settings::load()?.prepare()?;
+    tracing_subscriber::fmt()
+        .with_env_filter("info,sqlx=warn")
+        .with_writer(std::io::stderr)
+        .init();
+    let mut jobs = cairn::server::builtin_jobs();
+    jobs.register(
+        cairn_tests::batches::KIND,
+        cairn_tests::batches::Batches,
+        Duration::from_secs(60),
+    );
+    let server = cairn::server::start_with_jobs(settings, jobs).await?;
+    println!("listening on {}", server.addr);
+    server.run_until_signal().await
+}

@@ -1,0 +1,263 @@
+//! A fake ConnectWise Automate REST API v1 on 127.0.0.1: token exchange with
+//! expiring tokens (401 once expired), `page`/`pageSize` paging,
+//! `condition=Client.Id=<id>`, groups, per-computer software, and 429s with
+//! `Retry-After` on request.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{json, Value};
+
+pub const USERNAME: &str = "svc-cairn";
+pub const PASSWORD: &str = "Pa55-w0rd-n0t-for-logs";
+
+#[derive(Default)]
+pub struct RmmData {
+    pub clients: Vec<Value>,
+    pub groups: Vec<Value>,
+    /// Computers as Automate returns them, plus `_groups` (group ids) which
+    /// the fake strips from responses.
+    pub computers: Vec<Value>,
+    pub software: HashMap<i64, Vec<Value>>,
+    pub tokens: HashMap<String, i64>,
+    pub logins: u32,
+    pub client_id_headers: Vec<String>,
+    /// The next this-many data requests get 429.
+    pub throttle_next: u32,
+    pub throttled: u32,
+}
+
+#[derive(Clone)]
+pub struct FakeRmm {
+    pub base_url: String,
+    pub data: Arc<Mutex<RmmData>>,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl FakeRmm {
+    pub async fn start(data: RmmData) -> FakeRmm {
+        let data = Arc::new(Mutex::new(data));
+        let api = axum::Router::new()
+            .route("/apitoken", post(token))
+            .route("/Clients", get(clients))
+            .route("/Groups", get(groups))
+            .route("/Groups/{id}/Computers", get(group_computers))
+            .route("/Computers", get(computers))
+            .route("/Computers/{id}/Software", get(software))
+            .with_state(data.clone());
+        let app = axum::Router::new().nest("/cwa/api/v1", api);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        FakeRmm {
+            base_url: format!("http://{addr}/cwa/api/v1"),
+            data,
+        }
+    }
+
+    /// Every issued token stops working, as after its ExpirationDate.
+    pub fn expire_tokens(&self) {
+        for expiry in self.data.lock().unwrap().tokens.values_mut() {
+            *expiry = now_ms() - 1;
+        }
+    }
+
+    pub fn logins(&self) -> u32 {
+        self.data.lock().unwrap().logins
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Paging {
+    page: Option<usize>,
+    #[serde(rename = "pageSize")]
+    page_size: Option<usize>,
+    condition: Option<String>,
+}
+
+/// One page of `items`, cloning only that page, without the fake's own
+/// `_groups` field.
+fn page<'a>(items: impl Iterator<Item = &'a Value>, paging: &Paging) -> Response {
+    let size = paging.page_size.unwrap_or(50).max(1);
+    let page = paging.page.unwrap_or(1).max(1);
+    let items: Vec<Value> = items
+        .skip((page - 1) * size)
+        .take(size)
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(object) = item.as_object_mut() {
+                object.remove("_groups");
+            }
+            item
+        })
+        .collect();
+    axum::Json(Value::Array(items)).into_response()
+}
+
+/// Answers a data request: refused (throttling, token) or `respond`ed.
+fn listing(
+    data: &Mutex<RmmData>,
+    headers: &HeaderMap,
+    respond: impl FnOnce(&RmmData) -> Response,
+) -> Response {
+    let mut data = data.lock().unwrap();
+    if let Some(refused) = admit(&mut data, headers) {
+        return refused;
+    }
+    respond(&data)
+}
+
+/// The refusal, if any: 429 when throttling, 401 without a live token.
+fn admit(data: &mut RmmData, headers: &HeaderMap) -> Option<Response> {
+    if data.throttle_next > 0 {
+        data.throttle_next -= 1;
+        data.throttled += 1;
+        return Some(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", "1")],
+                "slow down",
+            )
+                .into_response(),
+        );
+    }
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    match data.tokens.get(token) {
+        Some(expiry) if *expiry > now_ms() => None,
+        _ => Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({"Message": "Authorization has been denied"})),
+            )
+                .into_response(),
+        ),
+    }
+}
+
+async fn token(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let mut data = data.lock().unwrap();
+    if body["UserName"] != USERNAME || body["Password"] != PASSWORD {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"Message": "Invalid credentials"})),
+        )
+            .into_response();
+    }
+    if let Some(client_id) = headers.get("clientid").and_then(|v| v.to_str().ok()) {
+        data.client_id_headers.push(client_id.to_string());
+    }
+    data.logins += 1;
+    let token = format!("tok-{}-{}", data.logins, uuid::Uuid::new_v4().simple());
+    let expires = chrono::Utc::now() + chrono::Duration::hours(1);
+    data.tokens
+        .insert(token.clone(), expires.timestamp_millis());
+    axum::Json(json!({
+        "AccessToken": token,
+        "TokenType": "Bearer",
+        "ExpirationDate": expires.format("%Y-%m-%dT%H:%M:%S").to_string(),
+    }))
+    .into_response()
+}
+
+async fn clients(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Query(paging): Query<Paging>,
+) -> Response {
+    listing(&data, &headers, |data| page(data.clients.iter(), &paging))
+}
+
+async fn groups(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Query(paging): Query<Paging>,
+) -> Response {
+    listing(&data, &headers, |data| page(data.groups.iter(), &paging))
+}
+
+async fn computers(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Query(paging): Query<Paging>,
+) -> Response {
+    let client = paging
+        .condition
+        .as_deref()
+        .and_then(|c| c.strip_prefix("Client.Id="))
+        .and_then(|id| id.trim().parse::<i64>().ok());
+    if paging.condition.is_some() && client.is_none() {
+        return (StatusCode::BAD_REQUEST, "unsupported condition").into_response();
+    }
+    listing(&data, &headers, |data| {
+        let of_client = data
+            .computers
+            .iter()
+            .filter(|c| client.is_none_or(|id| c["Client"]["Id"] == id));
+        page(of_client, &paging)
+    })
+}
+
+async fn group_computers(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Path(group): Path<String>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    listing(&data, &headers, |data| {
+        let in_group = data.computers.iter().filter(|c| {
+            c["_groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g.as_str() == Some(&group)))
+        });
+        page(in_group, &paging)
+    })
+}
+
+async fn software(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    listing(&data, &headers, |data| {
+        page(data.software.get(&id).into_iter().flatten(), &paging)
+    })
+}
+
+/// A computer of `client` in `groups`.
+pub fn computer(id: i64, name: &str, client: (i64, &str), groups: &[&str]) -> Value {
+    json!({
+        "Id": id,
+        "ComputerName": name,
+        "Client": {"Id": client.0, "Name": client.1},
+        "Location": {"Id": 1, "Name": "HQ"},
+        "OperatingSystemName": "Microsoft Windows 11 Pro x64",
+        "OperatingSystemVersion": "10.0.22631",
+        "LastUserName": "ACME\\jdoe",
+        "_groups": groups,
+    })
+}
+
+/// Software entries as Automate lists them.
+pub fn apps(names: &[(&str, &str)]) -> Vec<Value> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, (name, version))| json!({"Id": i + 1, "Name": name, "Version": version, "Publisher": "Vendor"}))
+        .collect()
+}

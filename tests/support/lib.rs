@@ -1,0 +1,420 @@
+//! Test support: start the real service on a fresh database of either
+//! backend, and talk to it over HTTP.
+
+pub mod batches;
+pub mod components;
+pub mod fake_inventory;
+pub mod fake_oauth;
+pub mod fake_rmm;
+pub mod smtp;
+
+use std::path::PathBuf;
+
+use cairn::server::RunningServer;
+use cairn::settings::Settings;
+use reqwest::header::HeaderMap;
+use reqwest::Method;
+use serde_json::{json, Value};
+use sqlx::{Connection, Executor, PgConnection};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates `sqlite::<name>` and `postgres::<name>` tests from each
+/// `async fn <name>(backend: Backend)` listed.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// The admin URL of the PostgreSQL server the tests use, or `None` when that
+/// backend is skipped. `CAIRN_TEST_POSTGRES_URL=skip` skips it;
+/// `CAIRN_REQUIRE_POSTGRES=1` turns an unreachable server into a failure.
+async fn postgres_admin_url() -> Option<String> {
+    let url =
+        std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.into());
+    let required = std::env::var("CAIRN_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+    if url == "skip" {
+        assert!(
+            !required,
+            "PostgreSQL is required but CAIRN_TEST_POSTGRES_URL=skip"
+        );
+        return None;
+    }
+    match PgConnection::connect(&url).await {
+        Ok(conn) => {
+            let _ = conn.close().await;
+            Some(url)
+        }
+        Err(err) if !required => {
+            eprintln!("SKIPPED: PostgreSQL backend not reachable at {url}: {err}");
+            None
+        }
+        Err(err) => panic!(
+            "PostgreSQL is required (CAIRN_REQUIRE_POSTGRES=1) but {url} is unreachable: {err}"
+        ),
+    }
+}
+
+fn with_database(admin_url: &str, database: &str) -> String {
+    let (base, _) = admin_url.rsplit_once('/').expect("URL has a database path");
+    format!("{base}/{database}")
+}
+
+/// A fresh PostgreSQL database for one test.
+pub struct PostgresDatabase {
+    pub url: String,
+    admin: String,
+    name: String,
+}
+
+impl PostgresDatabase {
+    /// `None` when the PostgreSQL backend is skipped here.
+    pub async fn create() -> Option<PostgresDatabase> {
+        let admin = postgres_admin_url().await?;
+        let name = format!("cairn_t_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = PgConnection::connect(&admin)
+            .await
+            .expect("connect to PostgreSQL");
+        conn.execute(format!("CREATE DATABASE {name}").as_str())
+            .await
+            .expect("create test database");
+        Some(PostgresDatabase {
+            url: with_database(&admin, &name),
+            admin,
+            name,
+        })
+    }
+
+    pub async fn drop(self) {
+        if let Ok(mut conn) = PgConnection::connect(&self.admin).await {
+            let _ = conn
+                .execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
+                .await;
+        }
+    }
+}
+
+/// A running service on its own fresh database and data directory.
+pub struct TestApp {
+    pub url: String,
+    pub server: RunningServer,
+    pub http: reqwest::Client,
+    data_dir: PathBuf,
+    postgres: Option<PostgresDatabase>,
+}
+
+impl TestApp {
+    /// Starts the service, or returns `None` when `backend` is skipped here.
+    pub async fn start(backend: Backend) -> Option<TestApp> {
+        Self::start_with(backend, |_| {}).await
+    }
+
+    pub async fn start_with(
+        backend: Backend,
+        configure: impl FnOnce(&mut Settings),
+    ) -> Option<TestApp> {
+        Self::start_with_jobs(backend, configure, cairn::server::builtin_jobs()).await
+    }
+
+    /// Starts the service with extra job handlers registered.
+    pub async fn start_with_jobs(
+        backend: Backend,
+        configure: impl FnOnce(&mut Settings),
+        jobs: cairn::jobs::Registry,
+    ) -> Option<TestApp> {
+        let data_dir =
+            std::env::temp_dir().join(format!("cairn-test-{}", uuid::Uuid::new_v4().simple()));
+        let mut settings = Settings {
+            listen: "127.0.0.1:0".into(),
+            data_dir: data_dir.clone(),
+            // Tests make many requests from one address; the default limit has
+            // its own test.
+            rate_limit_per_minute: 0,
+            ..Settings::default()
+        };
+        let mut postgres = None;
+        if backend == Backend::Postgres {
+            let database = PostgresDatabase::create().await?;
+            settings.database_url = database.url.clone();
+            postgres = Some(database);
+        }
+        configure(&mut settings);
+        let settings = settings.prepare().expect("valid settings");
+        let server = cairn::server::start_with_jobs(settings, jobs)
+            .await
+            .expect("service starts");
+        Some(TestApp {
+            url: server.base_url(),
+            server,
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            data_dir,
+            postgres,
+        })
+    }
+
+    /// Stops the service and removes its database and data directory.
+    pub async fn finish(self) {
+        self.server.stop().await.expect("clean shutdown");
+        if let Some(database) = self.postgres {
+            database.drop().await;
+        }
+        let _ = std::fs::remove_dir_all(self.data_dir);
+    }
+
+    pub fn db(&self) -> &cairn::db::Db {
+        &self.server.state.db
+    }
+
+    /// A tenant row made directly, for tests that need many tenants but no
+    /// accounts (registration is rate limited).
+    pub async fn create_tenant(&self, name: &str) -> cairn::auth::TenantId {
+        let id = uuid::Uuid::now_v7().to_string();
+        sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, $2, 'UTC', 0, 0)")
+            .bind(&id)
+            .bind(name)
+            .execute(&self.db().pool)
+            .await
+            .expect("insert tenant");
+        cairn::auth::TenantId(id)
+    }
+
+    pub async fn call(&self, method: Method, path: &str, auth: &Auth, body: Option<Value>) -> Resp {
+        let mut request = self.http.request(method, format!("{}{path}", self.url));
+        request = auth.apply(request);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        Resp::from(request.send().await.expect("request sent")).await
+    }
+
+    pub async fn get(&self, path: &str, auth: &Auth) -> Resp {
+        self.call(Method::GET, path, auth, None).await
+    }
+
+    pub async fn post(&self, path: &str, auth: &Auth, body: Value) -> Resp {
+        self.call(Method::POST, path, auth, Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, auth: &Auth, body: Value) -> Resp {
+        self.call(Method::PATCH, path, auth, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, auth: &Auth) -> Resp {
+        self.call(Method::DELETE, path, auth, None).await
+    }
+
+    /// Registers a new account (and with it a new tenant).
+    pub async fn register(&self, email: &str) -> Account {
+        let resp = self
+            .post(
+                "/api/v1/auth/register",
+                &Auth::None,
+                json!({"email": email, "password": PASSWORD, "organization": format!("org of {email}")}),
+            )
+            .await;
+        assert_eq!(resp.status, 201, "register {email}: {}", resp.body);
+        Account::from_sign_in(&resp)
+    }
+
+    /// Signs in an existing account.
+    pub async fn login(&self, email: &str) -> Account {
+        let resp = self
+            .post(
+                "/api/v1/auth/login",
+                &Auth::None,
+                json!({"email": email, "password": PASSWORD}),
+            )
+            .await;
+        assert_eq!(resp.status, 200, "login {email}: {}", resp.body);
+        Account::from_sign_in(&resp)
+    }
+
+    /// Polls `GET /api/v1/jobs/{job_id}` until the job ends in success or
+    /// error (60 s at most) and returns it.
+    pub async fn wait_for_job(&self, account: &Account, job_id: &str) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let job = self
+                .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
+                .await;
+            if ["success", "error"].contains(&job.body["status"].as_str().unwrap_or("")) {
+                return job.body;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job did not finish: {}",
+                job.text
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `admin` invites `email` with `role`; returns the invite token and id.
+    pub async fn invite(&self, admin: &Account, email: &str, role: &str) -> (String, String) {
+        let resp = self
+            .post(
+                "/api/v1/invites",
+                &admin.bearer(),
+                json!({"email": email, "role": role}),
+            )
+            .await;
+        assert_eq!(resp.status, 201, "invite {email}: {}", resp.body);
+        (
+            resp.body["token"].as_str().unwrap().to_string(),
+            resp.body["invite"]["id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Invites `email` into `admin`'s tenant with `role` and accepts.
+    pub async fn add_member(&self, admin: &Account, email: &str, role: &str) -> Account {
+        let (token, _) = self.invite(admin, email, role).await;
+        let resp = self
+            .post(
+                &format!("/api/v1/invites/{token}/accept"),
+                &Auth::None,
+                json!({"password": PASSWORD}),
+            )
+            .await;
+        assert_eq!(resp.status, 201, "accept for {email}: {}", resp.body);
+        Account::from_sign_in(&resp)
+    }
+}
+
+pub const PASSWORD: &str = "correct horse battery";
+
+/// How a request authenticates.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    None,
+    Bearer(String),
+    Cookie(String),
+}
+
+impl Auth {
+    fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Auth::None => request,
+            Auth::Bearer(token) => request.bearer_auth(token),
+            Auth::Cookie(value) => request.header("cookie", format!("cairn.session_token={value}")),
+        }
+    }
+}
+
+/// A signed-in account as the tests hold it.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub user_id: String,
+    pub tenant_id: String,
+    pub email: String,
+    pub access_token: String,
+    pub refresh_token: String,
+    pub session: String,
+}
+
+impl Account {
+    pub fn from_sign_in(resp: &Resp) -> Account {
+        Account {
+            user_id: resp.body["user"]["id"].as_str().unwrap().to_string(),
+            tenant_id: resp.body["user"]["tenant_id"].as_str().unwrap().to_string(),
+            email: resp.body["user"]["email"].as_str().unwrap().to_string(),
+            access_token: resp.body["access_token"].as_str().unwrap().to_string(),
+            refresh_token: resp.body["refresh_token"].as_str().unwrap().to_string(),
+            session: resp
+                .session_cookie()
+                .expect("sign-in sets the session cookie"),
+        }
+    }
+
+    pub fn bearer(&self) -> Auth {
+        Auth::Bearer(self.access_token.clone())
+    }
+
+    pub fn cookie(&self) -> Auth {
+        Auth::Cookie(self.session.clone())
+    }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+}
+
+impl Resp {
+    async fn from(response: reqwest::Response) -> Resp {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            body,
+            text,
+        }
+    }
+
+    /// The value of the session cookie this response sets, if any.
+    pub fn session_cookie(&self) -> Option<String> {
+        self.set_cookie_header()
+            .and_then(|h| h.split(';').next())
+            .and_then(|pair| pair.strip_prefix("cairn.session_token="))
+            .map(String::from)
+    }
+
+    pub fn set_cookie_header(&self) -> Option<&str> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with("cairn.session_token="))
+    }
+
+    /// Asserts the status and that the body is one of our JSON errors.
+    pub fn assert_error(&self, status: u16) -> &Resp {
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        assert!(
+            self.body["detail"].is_string(),
+            "error body lacks detail: {}",
+            self.text
+        );
+        assert!(
+            self.body["type"].is_string(),
+            "error body lacks type: {}",
+            self.text
+        );
+        self
+    }
+}
