@@ -4,6 +4,7 @@
 pub mod app;
 pub mod auth;
 pub mod db;
+pub mod devices;
 pub mod http;
 pub mod integrations;
 pub mod inventory;

@@ -24,7 +24,9 @@ pub struct RunningServer {
 
 /// The handlers of every job kind the service itself defines.
 pub fn builtin_jobs() -> Registry {
-    Registry::default()
+    let mut registry = Registry::default();
+    crate::inventory::rollup::register(&mut registry);
+    registry
 }
 
 /// Binds, prepares state, starts the job workers and serves until
@@ -53,6 +55,11 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     let mut background = vec![
         spawn_rate_limit_shrinker(state.clone(), shutdown.clone()),
         crate::jobs::reaper::spawn(state.jobs.clone(), shutdown.clone()),
+        crate::inventory::rollup::spawn_sweeper(
+            state.db.clone(),
+            state.jobs.timing.reaper_interval,
+            shutdown.clone(),
+        ),
     ];
     if state.db.backend == Backend::Postgres {
         background.push(crate::jobs::Wakeup::spawn_postgres_listener(

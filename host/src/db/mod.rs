@@ -161,3 +161,16 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
         _ => false,
     }
 }
+
+/// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders.
+pub fn values_placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let cells: Vec<String> = (1..=columns)
+                .map(|c| format!("${}", r * columns + c))
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -103,6 +103,21 @@ impl ApiError {
     }
 }
 
+impl From<crate::inventory::search::SearchError> for ApiError {
+    fn from(err: crate::inventory::search::SearchError) -> Self {
+        use crate::inventory::search::SearchError;
+        match err {
+            SearchError::Value { field, message } => ApiError::Validation { field, message },
+            SearchError::Sort(_) => ApiError::validation("sort", err.to_string()),
+            SearchError::Page(message) => {
+                let field = if message.starts_with("skip") { "skip" } else { "limit" };
+                ApiError::validation(field, message)
+            }
+            SearchError::Database(err) => err.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
         ApiError::Internal(err.into())

@@ -35,6 +35,8 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .nest("/api/v1/jobs", crate::jobs::router())
         .merge(crate::plugins::router())
         .merge(crate::integrations::router())
+        .merge(crate::inventory::router())
+        .merge(crate::devices::router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())

@@ -126,19 +126,6 @@ fn item_key(item: &InventoryRow) -> String {
 /// columns x 500 = 8,500) and large enough that statement overhead vanishes.
 const UPSERT_CHUNK: usize = 50;
 
-/// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders.
-fn values_placeholders(rows: usize, columns: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let cells: Vec<String> = (1..=columns)
-                .map(|c| format!("${}", r * columns + c))
-                .collect();
-            format!("({})", cells.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Upserts a page of rows, stamping them with `run`, inside the caller's
 /// transaction (which also holds the job's checkpoint). Rows with the same
 /// key within the page keep the last one, since one statement may not touch
@@ -188,7 +175,7 @@ pub async fn upsert_rows(
              vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
              client_id = excluded.client_id, group_ids = excluded.group_ids, \
              seen_run = excluded.seen_run, updated_at = excluded.updated_at",
-            values_placeholders(chunk.len(), 17)
+            crate::db::values_placeholders(chunk.len(), 17)
         );
         let mut query = sqlx::query(&statement);
         for (key, item) in chunk {
@@ -221,7 +208,7 @@ pub async fn upsert_rows(
              device_name = excluded.device_name, client_id = excluded.client_id, \
              group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
              updated_at = excluded.updated_at",
-            values_placeholders(chunk.len(), 10)
+            crate::db::values_placeholders(chunk.len(), 10)
         );
         let mut query = sqlx::query(&statement);
         for record in chunk {

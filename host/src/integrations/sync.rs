@@ -12,10 +12,6 @@ use super::{storage, SecretBox};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 use crate::plugins::{CallError, CallScope, MappedRow, Plugins};
 
-/// The job kind that rebuilds a tenant's software rollup. Syncs enqueue it
-/// (deduplicated per tenant); the inventory area registers its handler.
-pub const ROLLUP_KIND: &str = "rollup";
-
 pub struct SyncHandler {
     pub plugins: Arc<Plugins>,
     pub secrets: SecretBox,
@@ -146,7 +142,7 @@ impl JobHandler for SyncHandler {
             ),
         )
         .await?;
-        crate::jobs::enqueue(db, tenant, ROLLUP_KIND, &json!({"after": ctx.kind()})).await?;
+        crate::inventory::rollup::request(db, tenant, ctx.kind()).await?;
         Ok(())
     }
 }

@@ -1,4 +1,13 @@
-//! The inventory: software rollup, asset reconciliation, search. So far only
-//! the version ordering the rollup uses (newest and oldest version).
+//! The inventory: the software rollup and the NetBIOS asset view derived
+//! from inventory items, structured search over both, and the
+//! `/api/v1/inventory` routes.
 
+pub mod normalize;
+pub mod rollup;
 pub mod version;
+pub mod applications;
+pub mod routes;
+pub mod search;
+
+pub use routes::router;
+pub mod storage;

@@ -1,0 +1,233 @@
+//! `/api/v1/devices`: inventory items, devices by name, the NetBIOS asset
+//! view and its structured search.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::assets::{self, AssetRow, AssetView};
+use super::storage::{self, DeviceStats, DeviceView};
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::http::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::json::{Json, Path, Query};
+use crate::inventory::normalize;
+use crate::inventory::routes::ItemPage;
+use crate::inventory::search::{self, page_bounds, Combinator, QueryGroup, QueryNode, QueryRule, SearchRequest};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(items))
+        .routes(routes!(devices))
+        .routes(routes!(search_assets))
+        .routes(routes!(by_device_id))
+        .routes(routes!(by_name))
+        .routes(routes!(stats))
+        .routes(routes!(by_application))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Substring to look for (case-insensitive).
+    search: Option<String>,
+    /// Default 0.
+    skip: Option<i64>,
+    /// Default 50, at most 500.
+    limit: Option<i64>,
+}
+
+/// Inventory items of every source; `search` matches device, application
+/// or vendor.
+#[utoipa::path(get, path = "/api/v1/devices/items", tag = "devices",
+    params(ListParams),
+    responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
+async fn items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ListParams>,
+) -> ApiResult<Json<ItemPage>> {
+    let (skip, limit) = page_bounds(params.skip, params.limit)?;
+    let (items, total) = crate::inventory::storage::items(
+        &state.db,
+        &caller.tenant_id,
+        params.search.as_deref(),
+        skip,
+        limit,
+    )
+    .await?;
+    Ok(Json(ItemPage {
+        items,
+        total,
+        skip,
+        limit,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DevicePage {
+    items: Vec<DeviceView>,
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+/// Unique device names across all sources (exact names, not merged), with
+/// CSV device-enrichment records matched on the exact name or its first 15
+/// characters.
+#[utoipa::path(get, path = "/api/v1/devices/devices", tag = "devices",
+    params(ListParams),
+    responses((status = 200, body = DevicePage), (status = 422, body = ErrorBody)))]
+async fn devices(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ListParams>,
+) -> ApiResult<Json<DevicePage>> {
+    let (skip, limit) = page_bounds(params.skip, params.limit)?;
+    let enrichment: Vec<String> = state
+        .plugins
+        .csv_providers
+        .iter()
+        .filter(|p| p.descriptor.target == "device")
+        .map(|p| p.descriptor.key.clone())
+        .collect();
+    let (items, total) = storage::devices(
+        &state.db,
+        &caller.tenant_id,
+        params.search.as_deref(),
+        &enrichment,
+        skip,
+        limit,
+    )
+    .await?;
+    Ok(Json(DevicePage {
+        items,
+        total,
+        skip,
+        limit,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AssetPage {
+    items: Vec<AssetView>,
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+impl From<search::Page<AssetRow>> for AssetPage {
+    fn from(page: search::Page<AssetRow>) -> Self {
+        AssetPage {
+            items: page
+                .items
+                .into_iter()
+                .map(|r| AssetView::from_row(r, false))
+                .collect(),
+            total: page.total,
+            skip: page.skip,
+            limit: page.limit,
+        }
+    }
+}
+
+/// Structured search over assets (the NetBIOS view). Bare fields:
+/// device_name (any name the asset was seen under), device_id,
+/// os_platform, os_version, user_email, user_name, application_name (any
+/// application on it), application_count (number), source (any reporting
+/// integration), last_seen (date). Source fields: `mdm.` compliance_state,
+/// management_state, owner_type, serial_number, model, manufacturer,
+/// os_version, user_principal_name, is_encrypted (boolean), is_supervised
+/// (boolean), free_storage_bytes (number); `edr.` agent_version,
+/// computer_name, os_name, site_name, domain, network_status, machine_type,
+/// infected, is_active, is_decommissioned, is_up_to_date (booleans),
+/// threat_count (number); `scan.` hostname, fqdn, ip_address, os,
+/// risk_score, vulnerabilities_count, critical_count, high_count (numbers).
+/// For the list fields a rule matches when any element does and a negated
+/// rule when none does. Default sort: device_name.
+#[utoipa::path(post, path = "/api/v1/devices/devices/search", tag = "devices",
+    request_body = SearchRequest,
+    responses((status = 200, body = AssetPage), (status = 422, body = ErrorBody)))]
+async fn search_assets(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(request): Json<SearchRequest>,
+) -> ApiResult<Json<AssetPage>> {
+    let page = search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
+    Ok(Json(page.into()))
+}
+
+/// One asset by its managed-device UUID (or the device id a source
+/// reported), with its applications.
+#[utoipa::path(get, path = "/api/v1/devices/device/{device_id}", tag = "devices",
+    params(("device_id" = String, Path)),
+    responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
+async fn by_device_id(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(device_id): Path<String>,
+) -> ApiResult<Json<AssetView>> {
+    storage::asset_where(&state.db, &caller.tenant_id, "a.device_id = $2", &device_id)
+        .await?
+        .map(|row| Json(AssetView::from_row(row, true)))
+        .ok_or(ApiError::NotFound("device"))
+}
+
+/// One asset by any of its names: the full DNS name and its 15-character
+/// NetBIOS form find the same asset.
+#[utoipa::path(get, path = "/api/v1/devices/by-name/{device_name}", tag = "devices",
+    params(("device_name" = String, Path)),
+    responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
+async fn by_name(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(device_name): Path<String>,
+) -> ApiResult<Json<AssetView>> {
+    let key = normalize::netbios_key(Some(&device_name));
+    if key.is_empty() {
+        return Err(ApiError::NotFound("device"));
+    }
+    storage::asset_where(&state.db, &caller.tenant_id, "a.asset_key = $2", &key)
+        .await?
+        .map(|row| Json(AssetView::from_row(row, true)))
+        .ok_or(ApiError::NotFound("device"))
+}
+
+/// Devices and inventory items per reporting integration.
+#[utoipa::path(get, path = "/api/v1/devices/stats", tag = "devices",
+    responses((status = 200, body = DeviceStats)))]
+async fn stats(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<DeviceStats>> {
+    Ok(Json(storage::stats(&state.db, &caller.tenant_id).await?))
+}
+
+/// Assets with the application installed (its rollup name, any case).
+#[utoipa::path(get, path = "/api/v1/devices/by-application/{application_name}", tag = "devices",
+    params(("application_name" = String, Path), ListParams),
+    responses((status = 200, body = AssetPage), (status = 422, body = ErrorBody)))]
+async fn by_application(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(application_name): Path<String>,
+    Query(params): Query<ListParams>,
+) -> ApiResult<Json<AssetPage>> {
+    let request = SearchRequest {
+        query: Some(QueryGroup {
+            kind: None,
+            combinator: Combinator::And,
+            rules: vec![QueryNode::Rule(QueryRule {
+                field: "application_name".into(),
+                operator: "equals".into(),
+                value: Some(json!(application_name)),
+            })],
+        }),
+        search: params.search,
+        skip: params.skip,
+        limit: params.limit,
+        sort: None,
+    };
+    let page = search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
+    Ok(Json(page.into()))
+}

@@ -1,0 +1,132 @@
+//! The software rollup as clients read it: the search allow-list, the row
+//! and its JSON view.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::rollup::VersionCount;
+use super::search::{Catalog, Column, Field, FieldType, Table};
+use crate::db::to_rfc3339;
+
+/// The applications allow-list of the spec.
+pub struct ApplicationFields;
+
+impl Catalog for ApplicationFields {
+    fn field(&self, name: &str) -> Option<Field> {
+        use FieldType::*;
+        let (column, ty) = match name {
+            "name" => (Column::Plain("a.name"), Text),
+            "vendor" => (Column::Plain("a.vendor"), Text),
+            "product" => (Column::Plain("a.product"), Text),
+            // Any version installed somewhere, not only the most common.
+            "version" => (Column::List("a.versions"), Text),
+            "device_count" => (Column::Plain("a.device_count"), Number),
+            "site" => (Column::Plain("a.site"), Text),
+            "publisher" => (Column::Plain("a.publisher"), Text),
+            "platform" => (Column::List("a.platforms"), Text),
+            "size_bytes" => (Column::Plain("a.size_bytes"), Number),
+            "category" => (Column::Plain("a.category"), Text),
+            "install_status" => (Column::Plain("a.install_status"), Text),
+            _ => return None,
+        };
+        Some(Field { column, ty })
+    }
+}
+
+pub const COLUMNS: &str = "a.id, a.name, a.vendor, a.device_count, a.most_common_version, \
+    a.newest_version, a.oldest_version, a.version_counts, a.platforms, a.sources, a.publisher, \
+    a.product, a.site, a.size_bytes, a.category, a.install_status, a.rollup_at";
+
+pub fn table() -> Table<'static> {
+    Table {
+        from: "applications a",
+        columns: COLUMNS,
+        tenant_column: "a.tenant_id",
+        catalog: &ApplicationFields,
+        text_fields: &["name", "vendor", "publisher"],
+        default_sort: "-device_count",
+        tiebreak: "a.name",
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct ApplicationRow {
+    id: String,
+    name: String,
+    vendor: Option<String>,
+    device_count: i64,
+    most_common_version: Option<String>,
+    newest_version: Option<String>,
+    oldest_version: Option<String>,
+    version_counts: String,
+    platforms: String,
+    sources: String,
+    publisher: Option<String>,
+    product: Option<String>,
+    site: Option<String>,
+    size_bytes: Option<f64>,
+    category: Option<String>,
+    install_status: Option<String>,
+    rollup_at: i64,
+}
+
+/// One application of the software rollup.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApplicationView {
+    pub id: String,
+    /// Normalized name (installer-id suffixes removed).
+    pub name: String,
+    /// The vendor on the most devices.
+    pub vendor: Option<String>,
+    /// Distinct device names across all versions.
+    pub device_count: i64,
+    pub most_common_version: Option<String>,
+    pub newest_version: Option<String>,
+    pub oldest_version: Option<String>,
+    /// Devices per version, most devices first.
+    pub version_counts: Vec<VersionCount>,
+    pub platforms: Vec<String>,
+    /// Reporting integrations and CSV providers, sorted.
+    pub sources: Vec<String>,
+    pub publisher: Option<String>,
+    /// Filled only when a source reports it.
+    pub product: Option<String>,
+    pub site: Option<String>,
+    pub size_bytes: Option<f64>,
+    pub category: Option<String>,
+    pub install_status: Option<String>,
+    /// CVEs matched to this application; 0 until vulnerability data exists.
+    pub cve_count: i64,
+    /// When the rebuild that produced this row ran.
+    pub rollup_at: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned + Default>(raw: &str) -> T {
+    serde_json::from_str(raw).unwrap_or_default()
+}
+
+impl From<ApplicationRow> for ApplicationView {
+    fn from(row: ApplicationRow) -> Self {
+        ApplicationView {
+            id: row.id,
+            name: row.name,
+            vendor: row.vendor,
+            device_count: row.device_count,
+            most_common_version: row.most_common_version,
+            newest_version: row.newest_version,
+            oldest_version: row.oldest_version,
+            version_counts: parse(&row.version_counts),
+            platforms: parse(&row.platforms),
+            sources: parse(&row.sources),
+            publisher: row.publisher,
+            product: row.product,
+            site: row.site,
+            size_bytes: row.size_bytes,
+            category: row.category,
+            install_status: row.install_status,
+            // The vulnerability area does not exist yet; nothing can match.
+            cve_count: 0,
+            rollup_at: to_rfc3339(row.rollup_at),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! How raw inventory values become the keys and labels the rollup and the
+//! asset view group by. Pure functions, so each rule is tested on its own.
+
+/// Characters the NetBIOS name of a device keeps; a full DNS name and its
+/// short form share their first 15.
+pub const NETBIOS_LEN: usize = 15;
+
+/// Drops NUL bytes and other control characters, which some agents report
+/// inside names and which would break exports and display.
+pub fn strip_control(value: &str) -> String {
+    value.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// [`strip_control`] and trim; `None` when nothing is left.
+pub fn clean(value: Option<&str>) -> Option<String> {
+    let cleaned = strip_control(value?);
+    let trimmed = cleaned.trim();
+    (!trimmed.is_empty()).then(|| trimmed.to_string())
+}
+
+/// The name an application is rolled up under: control characters stripped,
+/// and a trailing parenthetical that is only an installer id (a hex run of
+/// 8 or more characters, or a GUID, braces allowed) removed with its
+/// surrounding whitespace. `(x64)`, `(64-bit)`, `(en-us)` stay.
+pub fn application_name(raw: &str) -> Option<String> {
+    let cleaned = strip_control(raw);
+    let mut name = cleaned.trim();
+    if let Some(inner) = name.strip_suffix(')') {
+        if let Some(open) = inner.rfind('(') {
+            if is_installer_id(inner[open + 1..].trim()) {
+                name = inner[..open].trim_end();
+            }
+        }
+    }
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn is_installer_id(text: &str) -> bool {
+    let text = text
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .unwrap_or(text);
+    is_guid(text) || (text.len() >= 8 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn is_guid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, len)| g.len() == len && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The key assets are grouped by: the device name (missing counts as empty)
+/// uppercased and cut to its first 15 characters.
+pub fn netbios_key(device_name: Option<&str>) -> String {
+    strip_control(device_name.unwrap_or(""))
+        .trim()
+        .to_uppercase()
+        .chars()
+        .take(NETBIOS_LEN)
+        .collect()
+}
+
+/// The host part of a DNS name (`ws-01` of `ws-01.corp.example.com`).
+pub fn short_host(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// `windows` → `Windows`: first letter upper, the rest lower.
+pub fn title_case(label: &str) -> String {
+    let mut chars = label.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect(),
+        None => String::new(),
+    }
+}
+
+/// Platform labels deduplicated case-insensitively, each shown in Title
+/// case, sorted.
+pub fn platforms<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut seen: Vec<String> = labels
+        .into_iter()
+        .filter_map(|l| clean(Some(l)))
+        .map(|l| title_case(&l))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installer_ids_are_stripped_and_qualifiers_kept() {
+        let cases = [
+            ("Google Chrome", "Google Chrome"),
+            ("Microsoft Edge (x64)", "Microsoft Edge (x64)"),
+            ("7-Zip 23.01 (64-bit)", "7-Zip 23.01 (64-bit)"),
+            ("Office 16 Click-to-Run (en-us)", "Office 16 Click-to-Run (en-us)"),
+            ("Zoom (a1b2c3d4)", "Zoom"),
+            ("Zoom (A1B2C3D4E5F6)", "Zoom"),
+            ("Zoom (a1b2c3d)", "Zoom (a1b2c3d)"),
+            ("Teams (3f2504e0-4f89-11d3-9a0c-0305e82c3301)  ", "Teams"),
+            ("Teams  ({3F2504E0-4F89-11D3-9A0C-0305E82C3301})", "Teams"),
+            ("Teams (3f2504e0-4f89-11d3-9a0c)", "Teams (3f2504e0-4f89-11d3-9a0c)"),
+            ("Agent (deadbeef) beta", "Agent (deadbeef) beta"),
+            ("Nul\0Name\u{7}", "NulName"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(application_name(raw).as_deref(), Some(want), "{raw:?}");
+        }
+        assert_eq!(application_name("  "), None);
+        assert_eq!(application_name("(deadbeefdeadbeef)"), None);
+    }
+
+    #[test]
+    fn netbios_key_is_the_first_fifteen_uppercased() {
+        assert_eq!(
+            netbios_key(Some("WORKSTATION-ACCOUNTING-01.corp.example.com")),
+            "WORKSTATION-ACC"
+        );
+        assert_eq!(netbios_key(Some("workstation-acc")), "WORKSTATION-ACC");
+        assert_eq!(netbios_key(None), "");
+        assert_eq!(short_host("ws-01.corp.example.com"), "ws-01");
+    }
+
+    #[test]
+    fn platforms_dedupe_case_insensitively_in_title_case() {
+        assert_eq!(
+            platforms(["windows", "WINDOWS", "Windows", "macos", " linux ", ""]),
+            vec!["Linux", "Macos", "Windows"]
+        );
+    }
+}

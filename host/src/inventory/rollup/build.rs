@@ -1,0 +1,605 @@
+//! The rebuild's arithmetic: inventory rows in, applications and assets out.
+//! No I/O, so every rollup rule is tested here on plain values.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::inventory::normalize::{self, clean};
+use crate::inventory::version::compare_versions;
+
+/// The integrations whose device records attach to assets, and the key each
+/// detail is shown under.
+pub const MDM_SOURCE: &str = "mdm";
+pub const EDR_SOURCE: &str = "edr";
+pub const SCANNER_SOURCE: &str = "scanner";
+
+/// One inventory row as the rebuild reads it.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct ItemRow {
+    pub source: String,
+    pub device_name: Option<String>,
+    pub device_id: Option<String>,
+    pub os_platform: Option<String>,
+    pub os_version: Option<String>,
+    pub user_email: Option<String>,
+    pub user_name: Option<String>,
+    pub application_name: Option<String>,
+    pub vendor: Option<String>,
+    pub version: Option<String>,
+    pub publisher: Option<String>,
+    pub updated_at: i64,
+}
+
+/// A device record of an mdm, edr or scanner integration.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeviceRecord {
+    pub source: String,
+    pub device_name: Option<String>,
+    pub body: String,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct VersionCount {
+    pub version: String,
+    pub count: i64,
+}
+
+/// One application of the rollup, before it is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Application {
+    pub name: String,
+    pub vendor: Option<String>,
+    pub device_count: i64,
+    pub most_common_version: Option<String>,
+    pub newest_version: Option<String>,
+    pub oldest_version: Option<String>,
+    pub version_counts: Vec<VersionCount>,
+    pub platforms: Vec<String>,
+    pub sources: Vec<String>,
+    pub publisher: Option<String>,
+}
+
+/// A vendor as the rollup attributes applications to it (dominant vendor).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vendor {
+    pub name: String,
+    pub application_count: i64,
+    /// Distinct devices with any of its applications.
+    pub device_count: i64,
+}
+
+/// One asset of the NetBIOS view, before it is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asset {
+    pub key: String,
+    /// The longest name observed.
+    pub device_name: String,
+    pub names: Vec<String>,
+    pub device_id: Option<String>,
+    pub os_platform: Option<String>,
+    pub os_version: Option<String>,
+    pub user_email: Option<String>,
+    pub user_name: Option<String>,
+    pub applications: Vec<String>,
+    pub sources: Vec<String>,
+    pub mdm: Option<Value>,
+    pub edr: Option<Value>,
+    pub scan: Option<Value>,
+    pub last_seen: i64,
+}
+
+/// Device names become small integers so that the per-version and
+/// per-vendor device sets of a million rows stay compact.
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<String, u32>,
+}
+
+impl Interner {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+}
+
+#[derive(Default)]
+struct ApplicationTally {
+    devices: HashSet<u32>,
+    versions: HashMap<String, HashSet<u32>>,
+    vendors: HashMap<String, HashSet<u32>>,
+    platforms: HashSet<String>,
+    sources: BTreeSet<String>,
+    publisher: Option<String>,
+}
+
+/// The newest value of a field across an asset's rows.
+#[derive(Default)]
+struct Latest(Option<(i64, String)>);
+
+impl Latest {
+    fn offer(&mut self, at: i64, value: Option<String>) {
+        if let Some(value) = value {
+            if self.0.as_ref().is_none_or(|(seen, _)| at >= *seen) {
+                self.0 = Some((at, value));
+            }
+        }
+    }
+
+    fn get(self) -> Option<String> {
+        self.0.map(|(_, v)| v)
+    }
+}
+
+#[derive(Default)]
+struct AssetTally {
+    names: BTreeSet<String>,
+    mdm_device_id: Option<String>,
+    device_id: Latest,
+    os_platform: Latest,
+    os_version: Latest,
+    user_email: Latest,
+    user_name: Latest,
+    applications: BTreeSet<String>,
+    sources: BTreeSet<String>,
+    last_seen: i64,
+}
+
+/// Accumulates rows one at a time, so the reader can stream them.
+#[derive(Default)]
+pub struct Rollup {
+    devices: Interner,
+    applications: HashMap<String, ApplicationTally>,
+    assets: HashMap<String, AssetTally>,
+}
+
+impl Rollup {
+    pub fn add(&mut self, row: ItemRow) {
+        let device_name = clean(row.device_name.as_deref());
+        let source = normalize::strip_control(&row.source);
+        let application = row
+            .application_name
+            .as_deref()
+            .and_then(normalize::application_name);
+        if let Some(name) = &device_name {
+            let asset = self
+                .assets
+                .entry(normalize::netbios_key(Some(name)))
+                .or_default();
+            asset.names.insert(name.clone());
+            let device_id = clean(row.device_id.as_deref());
+            if source == MDM_SOURCE && asset.mdm_device_id.is_none() {
+                asset.mdm_device_id = device_id.clone();
+            }
+            asset.device_id.offer(row.updated_at, device_id);
+            asset
+                .os_platform
+                .offer(row.updated_at, clean(row.os_platform.as_deref()));
+            asset
+                .os_version
+                .offer(row.updated_at, clean(row.os_version.as_deref()));
+            asset
+                .user_email
+                .offer(row.updated_at, clean(row.user_email.as_deref()));
+            asset
+                .user_name
+                .offer(row.updated_at, clean(row.user_name.as_deref()));
+            if let Some(app) = &application {
+                asset.applications.insert(app.clone());
+            }
+            asset.sources.insert(source.clone());
+            asset.last_seen = asset.last_seen.max(row.updated_at);
+        }
+        let Some(application) = application else {
+            return;
+        };
+        let tally = self.applications.entry(application).or_default();
+        let device = device_name.as_deref().map(|n| self.devices.id(n));
+        if let Some(device) = device {
+            tally.devices.insert(device);
+        }
+        if let Some(version) = clean(row.version.as_deref()) {
+            let holders = tally.versions.entry(version).or_default();
+            holders.extend(device);
+        }
+        if let Some(vendor) = clean(row.vendor.as_deref()) {
+            let holders = tally.vendors.entry(vendor).or_default();
+            holders.extend(device);
+        }
+        if let Some(platform) = clean(row.os_platform.as_deref()) {
+            tally.platforms.insert(platform);
+        }
+        tally.sources.insert(source);
+        if let Some(publisher) = clean(row.publisher.as_deref()) {
+            if tally.publisher.as_ref().is_none_or(|p| publisher > *p) {
+                tally.publisher = Some(publisher);
+            }
+        }
+    }
+
+    /// The applications sorted by name, and the vendors they are
+    /// attributed to, sorted by name.
+    pub fn applications(&mut self) -> (Vec<Application>, Vec<Vendor>) {
+        let mut vendors: HashMap<String, (i64, HashSet<u32>)> = HashMap::new();
+        let mut out: Vec<Application> = std::mem::take(&mut self.applications)
+            .into_iter()
+            .map(|(name, tally)| {
+                let devices = tally.devices.clone();
+                let app = application(name, tally);
+                if let Some(vendor) = &app.vendor {
+                    let entry = vendors.entry(vendor.clone()).or_default();
+                    entry.0 += 1;
+                    entry.1.extend(devices);
+                }
+                app
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut vendors: Vec<Vendor> = vendors
+            .into_iter()
+            .map(|(name, (apps, devices))| Vendor {
+                name,
+                application_count: apps,
+                device_count: devices.len() as i64,
+            })
+            .collect();
+        vendors.sort_by(|a, b| a.name.cmp(&b.name));
+        (out, vendors)
+    }
+
+    /// The assets, with mdm, edr and scanner detail attached, sorted by key.
+    pub fn assets(&mut self, records: Vec<DeviceRecord>) -> Vec<Asset> {
+        let details = DetailIndex::new(records);
+        let mut out: Vec<Asset> = std::mem::take(&mut self.assets)
+            .into_iter()
+            .map(|(key, tally)| asset(key, tally, &details))
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+}
+
+fn application(name: String, tally: ApplicationTally) -> Application {
+    // Dominant vendor: on the most devices; ties go to the first by name so
+    // a rebuild of the same data always agrees with itself.
+    let vendor = tally
+        .vendors
+        .iter()
+        .max_by(|(a, da), (b, db)| da.len().cmp(&db.len()).then_with(|| b.cmp(a)))
+        .map(|(v, _)| v.clone());
+    let mut version_counts: Vec<VersionCount> = tally
+        .versions
+        .iter()
+        .map(|(version, holders)| VersionCount {
+            version: version.clone(),
+            count: holders.len() as i64,
+        })
+        .collect();
+    // Most devices first; among equals the newest, which is the version an
+    // analyst would call current.
+    version_counts.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| compare_versions(&b.version, &a.version))
+    });
+    let newest = tally
+        .versions
+        .keys()
+        .max_by(|a, b| compare_versions(a, b))
+        .cloned();
+    let oldest = tally
+        .versions
+        .keys()
+        .min_by(|a, b| compare_versions(a, b))
+        .cloned();
+    Application {
+        name,
+        vendor,
+        device_count: tally.devices.len() as i64,
+        most_common_version: version_counts.first().map(|v| v.version.clone()),
+        newest_version: newest,
+        oldest_version: oldest,
+        version_counts,
+        platforms: normalize::platforms(tally.platforms.iter().map(String::as_str)),
+        sources: tally.sources.into_iter().collect(),
+        publisher: tally.publisher,
+    }
+}
+
+/// Device records of the detail sources, by lowercased name. A scanner
+/// record is also found by the short host of its FQDN.
+struct DetailIndex {
+    by_source: HashMap<&'static str, HashMap<String, (i64, Value)>>,
+}
+
+impl DetailIndex {
+    fn new(records: Vec<DeviceRecord>) -> DetailIndex {
+        let mut by_source: HashMap<&'static str, HashMap<String, (i64, Value)>> = HashMap::new();
+        for record in records {
+            let Some(source) = [MDM_SOURCE, EDR_SOURCE, SCANNER_SOURCE]
+                .into_iter()
+                .find(|s| *s == record.source)
+            else {
+                continue;
+            };
+            let Some(name) = clean(record.device_name.as_deref()) else {
+                continue;
+            };
+            let body: Value = serde_json::from_str(&record.body).unwrap_or(Value::Null);
+            let mut names = vec![name.to_lowercase()];
+            if source == SCANNER_SOURCE {
+                names.push(normalize::short_host(&name).to_lowercase());
+            }
+            let index = by_source.entry(source).or_default();
+            for name in names {
+                let newer = index
+                    .get(&name)
+                    .is_none_or(|(at, _)| record.updated_at >= *at);
+                if newer {
+                    index.insert(name, (record.updated_at, body.clone()));
+                }
+            }
+        }
+        DetailIndex { by_source }
+    }
+
+    /// The newest record of `source` matching any of the asset's names.
+    fn find(&self, source: &str, names: &BTreeSet<String>) -> Option<Value> {
+        let index = self.by_source.get(source)?;
+        names
+            .iter()
+            .filter_map(|n| index.get(&n.to_lowercase()))
+            .max_by_key(|(at, _)| *at)
+            .map(|(_, body)| body.clone())
+    }
+}
+
+/// The id an mdm record gives its device (Graph's `id`, or the
+/// `managed_device_id` an SDK connector sets).
+fn managed_device_id(mdm: &Value) -> Option<String> {
+    ["managed_device_id", "id"]
+        .iter()
+        .find_map(|k| mdm.get(*k).and_then(Value::as_str))
+        .and_then(|id| clean(Some(id)))
+}
+
+fn asset(key: String, tally: AssetTally, details: &DetailIndex) -> Asset {
+    let device_name = tally
+        .names
+        .iter()
+        .max_by(|a, b| a.chars().count().cmp(&b.chars().count()).then_with(|| b.cmp(a)))
+        .cloned()
+        .unwrap_or_default();
+    let mdm = details.find(MDM_SOURCE, &tally.names);
+    let edr = details.find(EDR_SOURCE, &tally.names);
+    let scan = details.find(SCANNER_SOURCE, &tally.names);
+    let mut sources = tally.sources;
+    if scan.is_some() {
+        sources.insert(SCANNER_SOURCE.to_string());
+    }
+    let device_id = mdm
+        .as_ref()
+        .and_then(managed_device_id)
+        .or(tally.mdm_device_id)
+        .or(tally.device_id.get());
+    Asset {
+        key,
+        device_name,
+        names: tally.names.into_iter().collect(),
+        device_id,
+        os_platform: tally.os_platform.get(),
+        os_version: tally.os_version.get(),
+        user_email: tally.user_email.get().map(|e| e.to_lowercase()),
+        user_name: tally.user_name.get(),
+        applications: tally.applications.into_iter().collect(),
+        sources: sources.into_iter().collect(),
+        mdm,
+        edr,
+        scan,
+        last_seen: tally.last_seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn row(device: &str, app: &str, vendor: &str, version: &str) -> ItemRow {
+        ItemRow {
+            source: "rmm".into(),
+            device_name: Some(device.into()),
+            application_name: Some(app.into()),
+            vendor: Some(vendor.into()),
+            version: Some(version.into()),
+            os_platform: Some("windows".into()),
+            ..ItemRow::default()
+        }
+    }
+
+    fn rollup(rows: Vec<ItemRow>) -> Vec<Application> {
+        let mut rollup = Rollup::default();
+        rows.into_iter().for_each(|r| rollup.add(r));
+        rollup.applications().0
+    }
+
+    #[test]
+    fn groups_by_name_only_and_skips_empty_names() {
+        let apps = rollup(vec![
+            row("A", "Chrome", "Google LLC", "1"),
+            row("B", "Chrome", "Google Inc.", "1"),
+            row("C", "", "x", "1"),
+            ItemRow {
+                application_name: None,
+                ..row("D", "", "x", "1")
+            },
+        ]);
+        assert_eq!(apps.len(), 1);
+        assert_eq!(apps[0].name, "Chrome");
+        assert_eq!(apps[0].device_count, 2);
+    }
+
+    #[test]
+    fn installer_id_suffixes_merge_into_one_application() {
+        let apps = rollup(vec![
+            row("A", "Teams (3f2504e0-4f89-11d3-9a0c-0305e82c3301)", "Microsoft", "1.0"),
+            row("B", "Teams (deadbeef01)", "Microsoft", "1.1"),
+            row("C", "Teams", "Microsoft", "1.1"),
+            row("C", "Teams (x64)", "Microsoft", "1.1"),
+        ]);
+        let names: Vec<&str> = apps.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["Teams", "Teams (x64)"]);
+        assert_eq!(apps[0].device_count, 3);
+        assert_eq!(
+            apps[0].version_counts,
+            [
+                VersionCount { version: "1.1".into(), count: 2 },
+                VersionCount { version: "1.0".into(), count: 1 }
+            ]
+        );
+    }
+
+    #[test]
+    fn dominant_vendor_is_on_the_most_distinct_devices() {
+        // Many rows on one device do not outvote two devices.
+        let apps = rollup(vec![
+            row("A", "Zoom", "Zoom Video", "1"),
+            row("A", "Zoom", "Zoom Video", "2"),
+            row("A", "Zoom", "Zoom Video", "3"),
+            row("B", "Zoom", "Zoom Video Communications", "1"),
+            row("C", "Zoom", "Zoom Video Communications", "1"),
+        ]);
+        assert_eq!(apps[0].vendor.as_deref(), Some("Zoom Video Communications"));
+    }
+
+    #[test]
+    fn device_count_is_distinct_names_across_versions() {
+        let apps = rollup(vec![
+            row("A", "7-Zip", "Igor", "22.01"),
+            row("A", "7-Zip", "Igor", "23.01"),
+            row("B", "7-Zip", "Igor", "23.01"),
+        ]);
+        assert_eq!(apps[0].device_count, 2);
+        assert_eq!(apps[0].most_common_version.as_deref(), Some("23.01"));
+    }
+
+    #[test]
+    fn newest_and_oldest_follow_version_ordering() {
+        let apps = rollup(vec![
+            row("A", "App", "V", "10.0.19045.3803"),
+            row("B", "App", "V", "10.0.9200.1"),
+            row("C", "App", "V", "9.9"),
+            row("D", "App", "V", "10.0.19045.3803"),
+        ]);
+        assert_eq!(apps[0].newest_version.as_deref(), Some("10.0.19045.3803"));
+        assert_eq!(apps[0].oldest_version.as_deref(), Some("9.9"));
+        assert_eq!(apps[0].most_common_version.as_deref(), Some("10.0.19045.3803"));
+    }
+
+    #[test]
+    fn platforms_sources_and_publisher() {
+        let apps = rollup(vec![
+            ItemRow {
+                os_platform: Some("WINDOWS".into()),
+                publisher: Some("Acme A".into()),
+                ..row("A", "App", "V", "1")
+            },
+            ItemRow {
+                source: "edr".into(),
+                os_platform: Some("macOS".into()),
+                publisher: Some("Acme B".into()),
+                ..row("B", "App", "V", "1")
+            },
+            ItemRow {
+                source: "csv-software".into(),
+                ..row("C", "App", "V", "1")
+            },
+        ]);
+        assert_eq!(apps[0].platforms, ["Macos", "Windows"]);
+        assert_eq!(apps[0].sources, ["csv-software", "edr", "rmm"]);
+        assert_eq!(apps[0].publisher.as_deref(), Some("Acme B"));
+    }
+
+    #[test]
+    fn control_characters_are_stripped_from_values() {
+        let apps = rollup(vec![row("A\0", "Note\u{1}pad\0", "Ven\u{7f}dor", "1.\u{0}0")]);
+        assert_eq!(apps[0].name, "Notepad");
+        assert_eq!(apps[0].vendor.as_deref(), Some("Vendor"));
+        assert_eq!(apps[0].most_common_version.as_deref(), Some("1.0"));
+    }
+
+    #[test]
+    fn vendors_count_their_applications_and_distinct_devices() {
+        let mut rollup = Rollup::default();
+        for r in [
+            row("A", "Word", "Microsoft", "1"),
+            row("A", "Excel", "Microsoft", "1"),
+            row("B", "Excel", "Microsoft", "1"),
+            row("B", "Chrome", "Google", "1"),
+        ] {
+            rollup.add(r);
+        }
+        let (_, vendors) = rollup.applications();
+        assert_eq!(
+            vendors,
+            [
+                Vendor { name: "Google".into(), application_count: 1, device_count: 1 },
+                Vendor { name: "Microsoft".into(), application_count: 2, device_count: 2 },
+            ]
+        );
+    }
+
+    #[test]
+    fn netbios_forms_merge_with_detail_from_each_source() {
+        let mut rollup = Rollup::default();
+        rollup.add(ItemRow {
+            updated_at: 5,
+            ..row("WORKSTATION-ACCOUNTING-01.corp.example.com", "Excel", "Microsoft", "16")
+        });
+        rollup.add(ItemRow {
+            source: "edr".into(),
+            device_id: Some("agent-7".into()),
+            updated_at: 9,
+            ..row("WORKSTATION-ACC", "Chrome", "Google", "120")
+        });
+        let records = vec![
+            DeviceRecord {
+                source: "mdm".into(),
+                device_name: Some("workstation-accounting-01.corp.example.com".into()),
+                body: json!({"id": "5f1c-uuid", "compliance_state": "compliant"}).to_string(),
+                updated_at: 1,
+            },
+            DeviceRecord {
+                source: "edr".into(),
+                device_name: Some("WORKSTATION-ACC".into()),
+                body: json!({"infected": false}).to_string(),
+                updated_at: 1,
+            },
+            DeviceRecord {
+                source: "scanner".into(),
+                device_name: Some("workstation-acc.corp.example.com".into()),
+                body: json!({"risk_score": 7.5}).to_string(),
+                updated_at: 1,
+            },
+        ];
+        let assets = rollup.assets(records);
+        assert_eq!(assets.len(), 1);
+        let asset = &assets[0];
+        assert_eq!(asset.key, "WORKSTATION-ACC");
+        assert_eq!(asset.device_name, "WORKSTATION-ACCOUNTING-01.corp.example.com");
+        assert_eq!(asset.device_id.as_deref(), Some("5f1c-uuid"));
+        assert_eq!(asset.applications, ["Chrome", "Excel"]);
+        assert_eq!(asset.sources, ["edr", "rmm", "scanner"]);
+        assert_eq!(asset.mdm.as_ref().unwrap()["compliance_state"], "compliant");
+        assert_eq!(asset.edr.as_ref().unwrap()["infected"], false);
+        assert_eq!(asset.scan.as_ref().unwrap()["risk_score"], 7.5);
+        assert_eq!(asset.last_seen, 9);
+    }
+}

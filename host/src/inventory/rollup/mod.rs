@@ -1,0 +1,131 @@
+//! The rollup rebuild: after every sync (and CSV ingest) the tenant's
+//! applications and assets are derived again from its inventory items.
+//!
+//! One rebuild per tenant at a time comes from the job queue's dedupe on
+//! (tenant, kind). A request that arrives while a rebuild runs must not be
+//! lost in that dedupe, so requests also bump a counter in `rollup_state`:
+//! the running rebuild goes round once more when the counter moved, and a
+//! sweep re-enqueues any tenant whose counter is still ahead (the narrow
+//! window between a rebuild's last check and its job finishing).
+
+pub mod build;
+pub mod store;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::TenantId;
+use crate::db::Db;
+use crate::jobs::{JobContext, JobFailure, JobHandler, Registry};
+pub use build::VersionCount;
+
+/// The job kind of a rebuild.
+pub const ROLLUP_KIND: &str = "rollup";
+
+/// A rebuild reports progress at each phase; none takes this long.
+const STALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub fn register(registry: &mut Registry) {
+    registry.register(ROLLUP_KIND, RollupHandler, STALL_TIMEOUT);
+}
+
+/// Asks for a rebuild of the tenant's rollup; `reason` is kept on the job.
+pub async fn request(db: &Db, tenant: &TenantId, reason: &str) -> sqlx::Result<()> {
+    store::bump_requested(db, tenant).await?;
+    crate::jobs::enqueue(db, tenant, ROLLUP_KIND, &json!({"after": reason})).await?;
+    Ok(())
+}
+
+/// What one rebuild read and wrote.
+#[derive(Debug, Clone, Copy)]
+pub struct RebuildStats {
+    pub items: u64,
+    pub applications: usize,
+    pub assets: usize,
+    pub rollup_at: i64,
+}
+
+/// Rebuilds the tenant's applications and assets from its inventory now.
+pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result<RebuildStats> {
+    let mut rollup = build::Rollup::default();
+    let items = store::read_items(db, tenant, &mut rollup).await?;
+    let records = store::read_device_records(db, tenant).await?;
+    let (applications, vendors) = rollup.applications();
+    let derived = store::Derived {
+        assets: rollup.assets(records),
+        applications,
+        vendors,
+    };
+    store::write(db, tenant, rollup_at, &derived).await?;
+    Ok(RebuildStats {
+        items,
+        applications: derived.applications.len(),
+        assets: derived.assets.len(),
+        rollup_at,
+    })
+}
+
+/// Rebuilds until no request is left unanswered; returns the last run's
+/// figures.
+pub async fn rebuild_until_current(db: &Db, tenant: &TenantId) -> sqlx::Result<RebuildStats> {
+    loop {
+        let (requested, rollup_at) = store::begin(db, tenant).await?;
+        let stats = rebuild(db, tenant, rollup_at).await?;
+        if !store::finish(db, tenant, requested).await? {
+            return Ok(stats);
+        }
+    }
+}
+
+struct RollupHandler;
+
+#[async_trait]
+impl JobHandler for RollupHandler {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        ctx.progress("rebuilding", 0, 1, "reading inventory").await?;
+        let stats = rebuild_until_current(ctx.db(), ctx.tenant_id()).await?;
+        ctx.progress(
+            "done",
+            1,
+            1,
+            &format!(
+                "{} inventory items rolled up into {} applications and {} assets",
+                stats.items, stats.applications, stats.assets
+            ),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// Re-enqueues rebuilds whose request outran the job that would have
+/// answered it.
+pub fn spawn_sweeper(db: Db, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.cancelled() => return,
+            }
+            let tenants = match store::behind(&db).await {
+                Ok(tenants) => tenants,
+                Err(err) => {
+                    tracing::warn!(error = %err, "reading rollup requests failed");
+                    continue;
+                }
+            };
+            for tenant in tenants {
+                let tenant = TenantId(tenant);
+                let args = json!({"after": "an unanswered request"});
+                if let Err(err) = crate::jobs::enqueue(&db, &tenant, ROLLUP_KIND, &args).await {
+                    tracing::warn!(error = %err, "re-enqueueing a rollup failed");
+                }
+            }
+        }
+    })
+}

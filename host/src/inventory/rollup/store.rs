@@ -1,0 +1,273 @@
+//! Reading what the rebuild needs and writing what it derived.
+
+use futures::TryStreamExt;
+use sqlx::{Any, Transaction};
+
+use super::build::{
+    Application, Asset, DeviceRecord, ItemRow, Rollup, Vendor, EDR_SOURCE, MDM_SOURCE, SCANNER_SOURCE,
+};
+use crate::auth::TenantId;
+use crate::db::{now_ms, values_placeholders, Db};
+
+/// Rows per transaction, as the spec fixes it.
+pub const BATCH: usize = 1000;
+/// Rows per multi-row statement inside a batch: large enough that statement
+/// overhead vanishes, small enough that binding stays cheap.
+const STATEMENT_ROWS: usize = 50;
+
+/// Streams the tenant's inventory into `rollup` without holding every row.
+pub async fn read_items(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
+    let mut rows = sqlx::query_as::<_, ItemRow>(
+        "SELECT source, device_name, device_id, os_platform, os_version, user_email, user_name, \
+         application_name, vendor, version, publisher, updated_at \
+         FROM inventory_items WHERE tenant_id = $1",
+    )
+    .bind(tenant.as_str())
+    .fetch(&db.pool);
+    let mut count = 0;
+    while let Some(row) = rows.try_next().await? {
+        rollup.add(row);
+        count += 1;
+    }
+    Ok(count)
+}
+
+pub async fn read_device_records(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceRecord>> {
+    sqlx::query_as(
+        "SELECT source, device_name, body, updated_at FROM source_records \
+         WHERE tenant_id = $1 AND kind = 'device' AND source IN ($2, $3, $4)",
+    )
+    .bind(tenant.as_str())
+    .bind(MDM_SOURCE)
+    .bind(EDR_SOURCE)
+    .bind(SCANNER_SOURCE)
+    .fetch_all(&db.pool)
+    .await
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+async fn upsert_applications(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    rollup_at: i64,
+    apps: &[Application],
+) -> sqlx::Result<()> {
+    for chunk in apps.chunks(STATEMENT_ROWS) {
+        let statement = format!(
+            "INSERT INTO applications (id, tenant_id, name, vendor, device_count, most_common_version, \
+             newest_version, oldest_version, version_counts, versions, platforms, sources, publisher, rollup_at) \
+             VALUES {} ON CONFLICT (tenant_id, name) DO UPDATE SET vendor = excluded.vendor, \
+             device_count = excluded.device_count, most_common_version = excluded.most_common_version, \
+             newest_version = excluded.newest_version, oldest_version = excluded.oldest_version, \
+             version_counts = excluded.version_counts, versions = excluded.versions, \
+             platforms = excluded.platforms, sources = excluded.sources, \
+             publisher = excluded.publisher, rollup_at = excluded.rollup_at",
+            values_placeholders(chunk.len(), 14)
+        );
+        let mut query = sqlx::query(&statement);
+        for app in chunk {
+            let versions: Vec<&str> = app.version_counts.iter().map(|v| v.version.as_str()).collect();
+            query = query
+                .bind(uuid::Uuid::now_v7().to_string())
+                .bind(tenant.as_str())
+                .bind(app.name.as_str())
+                .bind(app.vendor.as_deref())
+                .bind(app.device_count)
+                .bind(app.most_common_version.as_deref())
+                .bind(app.newest_version.as_deref())
+                .bind(app.oldest_version.as_deref())
+                .bind(json(&app.version_counts))
+                .bind(json(&versions))
+                .bind(json(&app.platforms))
+                .bind(json(&app.sources))
+                .bind(app.publisher.as_deref())
+                .bind(rollup_at);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+async fn upsert_assets(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    rollup_at: i64,
+    assets: &[Asset],
+) -> sqlx::Result<()> {
+    for chunk in assets.chunks(STATEMENT_ROWS) {
+        let statement = format!(
+            "INSERT INTO assets (tenant_id, asset_key, device_name, device_id, os_platform, os_version, \
+             user_email, user_name, application_count, names, applications, sources, mdm, edr, scan, \
+             last_seen, rollup_at) VALUES {} ON CONFLICT (tenant_id, asset_key) DO UPDATE SET \
+             device_name = excluded.device_name, device_id = excluded.device_id, \
+             os_platform = excluded.os_platform, os_version = excluded.os_version, \
+             user_email = excluded.user_email, user_name = excluded.user_name, \
+             application_count = excluded.application_count, names = excluded.names, \
+             applications = excluded.applications, sources = excluded.sources, mdm = excluded.mdm, \
+             edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
+             rollup_at = excluded.rollup_at",
+            values_placeholders(chunk.len(), 17)
+        );
+        let mut query = sqlx::query(&statement);
+        for asset in chunk {
+            query = query
+                .bind(tenant.as_str())
+                .bind(asset.key.as_str())
+                .bind(asset.device_name.as_str())
+                .bind(asset.device_id.as_deref())
+                .bind(asset.os_platform.as_deref())
+                .bind(asset.os_version.as_deref())
+                .bind(asset.user_email.as_deref())
+                .bind(asset.user_name.as_deref())
+                .bind(asset.applications.len() as i64)
+                .bind(json(&asset.names))
+                .bind(json(&asset.applications))
+                .bind(json(&asset.sources))
+                .bind(asset.mdm.as_ref().map(json))
+                .bind(asset.edr.as_ref().map(json))
+                .bind(asset.scan.as_ref().map(json))
+                .bind(asset.last_seen)
+                .bind(rollup_at);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+async fn upsert_vendors(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    rollup_at: i64,
+    vendors: &[Vendor],
+) -> sqlx::Result<()> {
+    for chunk in vendors.chunks(STATEMENT_ROWS) {
+        let statement = format!(
+            "INSERT INTO vendors (tenant_id, name, application_count, device_count, rollup_at) VALUES {} \
+             ON CONFLICT (tenant_id, name) DO UPDATE SET application_count = excluded.application_count, \
+             device_count = excluded.device_count, rollup_at = excluded.rollup_at",
+            values_placeholders(chunk.len(), 5)
+        );
+        let mut query = sqlx::query(&statement);
+        for vendor in chunk {
+            query = query
+                .bind(tenant.as_str())
+                .bind(vendor.name.as_str())
+                .bind(vendor.application_count)
+                .bind(vendor.device_count)
+                .bind(rollup_at);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// What one rebuild derived.
+pub struct Derived {
+    pub applications: Vec<Application>,
+    pub vendors: Vec<Vendor>,
+    pub assets: Vec<Asset>,
+}
+
+/// Writes the rebuild in transactions of [`BATCH`] rows, then deletes the
+/// tenant's rows another rebuild stamped: readers see every application
+/// throughout, old or new, never an empty list.
+pub async fn write(
+    db: &Db,
+    tenant: &TenantId,
+    rollup_at: i64,
+    derived: &Derived,
+) -> sqlx::Result<()> {
+    for batch in derived.applications.chunks(BATCH) {
+        let _turn = db.write_turn().await;
+        let mut tx = db.pool.begin().await?;
+        upsert_applications(&mut tx, tenant, rollup_at, batch).await?;
+        tx.commit().await?;
+    }
+    for batch in derived.assets.chunks(BATCH) {
+        let _turn = db.write_turn().await;
+        let mut tx = db.pool.begin().await?;
+        upsert_assets(&mut tx, tenant, rollup_at, batch).await?;
+        tx.commit().await?;
+    }
+    for batch in derived.vendors.chunks(BATCH) {
+        let _turn = db.write_turn().await;
+        let mut tx = db.pool.begin().await?;
+        upsert_vendors(&mut tx, tenant, rollup_at, batch).await?;
+        tx.commit().await?;
+    }
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    for table in ["applications", "assets", "vendors"] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND rollup_at <> $2"
+        ))
+        .bind(tenant.as_str())
+        .bind(rollup_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// Asks for a rebuild: bumps the tenant's request counter. Returns it.
+pub async fn bump_requested(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
+    let _turn = db.write_turn().await;
+    sqlx::query_scalar(
+        "INSERT INTO rollup_state (tenant_id, requested, built) VALUES ($1, 1, 0) \
+         ON CONFLICT (tenant_id) DO UPDATE SET requested = rollup_state.requested + 1 \
+         RETURNING requested",
+    )
+    .bind(tenant.as_str())
+    .fetch_one(&db.pool)
+    .await
+}
+
+/// The request counter a rebuild starts from, and its `rollup_at`: later
+/// than the previous rebuild's even within one millisecond, so the stale
+/// sweep never spares an old row.
+pub async fn begin(db: &Db, tenant: &TenantId) -> sqlx::Result<(i64, i64)> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let previous: Option<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT requested, rollup_at FROM rollup_state WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (requested, last) = previous.unwrap_or((0, None));
+    let rollup_at = now_ms().max(last.unwrap_or(0) + 1);
+    sqlx::query(
+        "INSERT INTO rollup_state (tenant_id, requested, built, rollup_at) VALUES ($1, $2, 0, $3) \
+         ON CONFLICT (tenant_id) DO UPDATE SET rollup_at = excluded.rollup_at",
+    )
+    .bind(tenant.as_str())
+    .bind(requested)
+    .bind(rollup_at)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok((requested, rollup_at))
+}
+
+/// Records that the rebuild started at `requested` is written. True when
+/// another request came in meanwhile.
+pub async fn finish(db: &Db, tenant: &TenantId, requested: i64) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let now: i64 = sqlx::query_scalar(
+        "UPDATE rollup_state SET built = $2 WHERE tenant_id = $1 RETURNING requested",
+    )
+    .bind(tenant.as_str())
+    .bind(requested)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok(now > requested)
+}
+
+/// Tenants with a request no rebuild has answered.
+pub async fn behind(db: &Db) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT tenant_id FROM rollup_state WHERE requested > built")
+        .fetch_all(&db.pool)
+        .await
+}

@@ -1,0 +1,249 @@
+//! `/api/v1/inventory`: the software rollup, its search, items, vendors
+//! and counts. Uploads belong to the CSV area.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::applications::{self, ApplicationRow, ApplicationView};
+use super::search::{self, page_bounds, QueryGroup, QueryNode, QueryRule, SearchRequest};
+use super::storage::{self, AppName, InventoryStats, ItemView, VendorView};
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::http::error::{ApiError, ApiResult, ErrorBody};
+use crate::http::json::{Json, Path, Query};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_applications))
+        .routes(routes!(search_applications))
+        .routes(routes!(application))
+        .routes(routes!(stats))
+        .routes(routes!(items))
+        .routes(routes!(vendors))
+        .routes(routes!(apps_list))
+}
+
+/// A page of applications.
+#[derive(Serialize, ToSchema)]
+pub struct ApplicationPage {
+    items: Vec<ApplicationView>,
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+impl From<search::Page<ApplicationRow>> for ApplicationPage {
+    fn from(page: search::Page<ApplicationRow>) -> Self {
+        ApplicationPage {
+            items: page.items.into_iter().map(Into::into).collect(),
+            total: page.total,
+            skip: page.skip,
+            limit: page.limit,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ApplicationListParams {
+    /// Substring of name, vendor or publisher (case-insensitive).
+    search: Option<String>,
+    /// Exact vendor (case-insensitive).
+    vendor: Option<String>,
+    /// Default 0.
+    skip: Option<i64>,
+    /// Default 50, at most 500.
+    limit: Option<i64>,
+    /// An allow-listed field, `-` for descending; default `-device_count`.
+    sort: Option<String>,
+}
+
+/// The software rollup, most installed first.
+#[utoipa::path(get, path = "/api/v1/inventory/applications", tag = "inventory",
+    params(ApplicationListParams),
+    responses((status = 200, body = ApplicationPage), (status = 422, body = ErrorBody)))]
+async fn list_applications(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ApplicationListParams>,
+) -> ApiResult<Json<ApplicationPage>> {
+    let query = params.vendor.map(|vendor| QueryGroup {
+        kind: None,
+        combinator: search::Combinator::And,
+        rules: vec![QueryNode::Rule(QueryRule {
+            field: "vendor".into(),
+            operator: "equals".into(),
+            value: Some(json!(vendor)),
+        })],
+    });
+    let request = SearchRequest {
+        query,
+        search: params.search,
+        skip: params.skip,
+        limit: params.limit,
+        sort: params.sort,
+    };
+    let page = search::run(&state.db, &caller.tenant_id, &applications::table(), &request).await?;
+    Ok(Json(page.into()))
+}
+
+/// Structured search over the software rollup. Allow-listed fields: name,
+/// vendor, product, version (any installed version), device_count (number),
+/// site, publisher, platform (any platform), size_bytes (number), category,
+/// install_status. Rules on other fields are skipped and rules with unknown
+/// operators dropped; gt/gte/lt/lte apply to numbers only and
+/// contains/starts_with/ends_with to text only. A value that cannot be read
+/// as its field's type is a 422.
+#[utoipa::path(post, path = "/api/v1/inventory/applications/search", tag = "inventory",
+    request_body = SearchRequest,
+    responses((status = 200, body = ApplicationPage), (status = 422, body = ErrorBody)))]
+async fn search_applications(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(request): Json<SearchRequest>,
+) -> ApiResult<Json<ApplicationPage>> {
+    let page = search::run(&state.db, &caller.tenant_id, &applications::table(), &request).await?;
+    Ok(Json(page.into()))
+}
+
+/// One application of the rollup.
+#[utoipa::path(get, path = "/api/v1/inventory/applications/{app_id}", tag = "inventory",
+    params(("app_id" = String, Path)),
+    responses((status = 200, body = ApplicationView), (status = 404, body = ErrorBody)))]
+async fn application(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(app_id): Path<String>,
+) -> ApiResult<Json<ApplicationView>> {
+    let row: Option<ApplicationRow> = sqlx::query_as(&format!(
+        "SELECT {} FROM applications a WHERE a.tenant_id = $1 AND a.id = $2",
+        applications::COLUMNS
+    ))
+    .bind(caller.tenant_id.as_str())
+    .bind(&app_id)
+    .fetch_optional(&state.db.pool)
+    .await?;
+    row.map(|r| Json(r.into()))
+        .ok_or(ApiError::NotFound("application"))
+}
+
+/// Counts of applications, devices (assets), vendors and vulnerabilities.
+#[utoipa::path(get, path = "/api/v1/inventory/stats", tag = "inventory",
+    responses((status = 200, body = InventoryStats)))]
+async fn stats(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<InventoryStats>> {
+    Ok(Json(storage::stats(&state.db, &caller.tenant_id).await?))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ItemParams {
+    /// A device: every name sharing its NetBIOS key is included.
+    device_name: Option<String>,
+    /// An application of the rollup, by its normalized name.
+    application: Option<String>,
+    skip: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// A page of inventory items.
+#[derive(Serialize, ToSchema)]
+pub struct ItemPage {
+    pub items: Vec<ItemView>,
+    pub total: i64,
+    pub skip: i64,
+    pub limit: i64,
+}
+
+/// Inventory items of one device or one application (give exactly one).
+#[utoipa::path(get, path = "/api/v1/inventory/items", tag = "inventory",
+    params(ItemParams),
+    responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
+async fn items(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ItemParams>,
+) -> ApiResult<Json<ItemPage>> {
+    let (skip, limit) = page_bounds(params.skip, params.limit)?;
+    let db = &state.db;
+    let tenant = &caller.tenant_id;
+    let (items, total) = match (params.device_name, params.application) {
+        (Some(device), None) => storage::items_of_device(db, tenant, &device, skip, limit).await?,
+        (None, Some(app)) => storage::items_of_application(db, tenant, &app, skip, limit).await?,
+        _ => {
+            return Err(ApiError::validation(
+                "device_name",
+                "give exactly one of device_name and application",
+            ))
+        }
+    };
+    Ok(Json(ItemPage {
+        items,
+        total,
+        skip,
+        limit,
+    }))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NamedListParams {
+    /// Substring of the name (case-insensitive).
+    search: Option<String>,
+    skip: Option<i64>,
+    limit: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VendorPage {
+    items: Vec<VendorView>,
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+/// Vendors of the rollup with application, device and CVE counts, most
+/// devices first.
+#[utoipa::path(get, path = "/api/v1/inventory/vendors", tag = "inventory",
+    params(NamedListParams),
+    responses((status = 200, body = VendorPage), (status = 422, body = ErrorBody)))]
+async fn vendors(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<NamedListParams>,
+) -> ApiResult<Json<VendorPage>> {
+    let (skip, limit) = page_bounds(params.skip, params.limit)?;
+    let (items, total) = storage::vendors(
+        &state.db,
+        &caller.tenant_id,
+        params.search.as_deref(),
+        skip,
+        limit,
+    )
+    .await?;
+    Ok(Json(VendorPage {
+        items,
+        total,
+        skip,
+        limit,
+    }))
+}
+
+/// Application names with device and CVE counts for autocomplete: names
+/// starting with `search` first, then names containing it.
+#[utoipa::path(get, path = "/api/v1/inventory/apps-list", tag = "inventory",
+    params(NamedListParams),
+    responses((status = 200, body = Vec<AppName>), (status = 422, body = ErrorBody)))]
+async fn apps_list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<NamedListParams>,
+) -> ApiResult<Json<Vec<AppName>>> {
+    let (_, limit) = page_bounds(None, params.limit)?;
+    Ok(Json(
+        storage::app_names(&state.db, &caller.tenant_id, params.search.as_deref(), limit).await?,
+    ))
+}

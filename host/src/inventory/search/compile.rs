@@ -1,0 +1,359 @@
+//! Query trees to parameterized SQL, one body of SQL for both backends
+//! except where JSON is read.
+//!
+//! Every predicate a rule produces is two-valued (never NULL), so `NOT`
+//! around it, and the `none` and `not_all` combinators, mean exactly "does
+//! not match". User text only ever travels as a bound parameter; field names
+//! reach SQL only through the catalog, which maps allowed names to fixed
+//! expressions.
+
+use sqlx::any::AnyArguments;
+use sqlx::Arguments;
+
+use super::query::{Combinator, Operator, QueryGroup, QueryNode, QueryRule};
+use super::SearchError;
+use crate::db::Backend;
+
+/// A field's type: what values are coerced to and which operators apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    Text,
+    Number,
+    Boolean,
+    /// Stored as milliseconds since the epoch; values may be RFC 3339,
+    /// `YYYY-MM-DD` or milliseconds.
+    Date,
+}
+
+/// Where a field's value lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Column {
+    /// A column or fixed SQL expression of the searched table.
+    Plain(&'static str),
+    /// A JSON array of strings in a column; a rule matches when an element
+    /// does, and a negated rule when no element matches its positive form.
+    List(&'static str),
+    /// A key of a JSON object in a column; only values of the field's JSON
+    /// type count, anything else reads as missing.
+    JsonKey {
+        column: &'static str,
+        key: &'static str,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub column: Column,
+    pub ty: FieldType,
+}
+
+/// The allow-list of one search.
+pub trait Catalog: Sync {
+    fn field(&self, name: &str) -> Option<Field>;
+
+    /// The field `sort` names; by default the rule field of that name.
+    fn sort_field(&self, name: &str) -> Option<Field> {
+        self.field(name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Param {
+    Text(String),
+    Number(f64),
+    Int(i64),
+}
+
+/// SQL text and the parameters it binds, numbered from a chosen start so
+/// the caller can put its own (the tenant) first.
+pub struct Compiler<'c> {
+    backend: Backend,
+    catalog: &'c dyn Catalog,
+    first: usize,
+    params: Vec<Param>,
+}
+
+impl<'c> Compiler<'c> {
+    pub fn new(backend: Backend, catalog: &'c dyn Catalog, first_placeholder: usize) -> Self {
+        Compiler {
+            backend,
+            catalog,
+            first: first_placeholder,
+            params: vec![],
+        }
+    }
+
+    /// The group's condition; `None` when it adds nothing (empty, or every
+    /// rule skipped).
+    pub fn group(&mut self, group: &QueryGroup) -> Result<Option<String>, SearchError> {
+        let mut parts = vec![];
+        for node in &group.rules {
+            let part = match node {
+                QueryNode::Group(inner) => self.group(inner)?,
+                QueryNode::Rule(rule) => self.rule(rule)?,
+            };
+            parts.extend(part);
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let (joiner, negate) = match group.combinator {
+            Combinator::And => (" AND ", false),
+            Combinator::Or => (" OR ", false),
+            Combinator::None => (" OR ", true),
+            Combinator::NotAll => (" AND ", true),
+        };
+        let joined = format!("({})", parts.join(joiner));
+        Ok(Some(if negate {
+            format!("(NOT {joined})")
+        } else {
+            joined
+        }))
+    }
+
+    /// Appends the bound values, in placeholder order.
+    pub fn bind_into(&self, args: &mut AnyArguments<'_>) {
+        for param in &self.params {
+            // Adding an owned String, f64 or i64 to AnyArguments cannot fail.
+            let _ = match param {
+                Param::Text(t) => args.add(t.clone()),
+                Param::Number(n) => args.add(*n),
+                Param::Int(i) => args.add(*i),
+            };
+        }
+    }
+
+    /// The next free placeholder number.
+    pub fn next_placeholder(&self) -> usize {
+        self.first + self.params.len()
+    }
+
+    /// `ORDER BY` for `sort` (a field, optionally with a leading `-`), with
+    /// `tiebreak` last so pages never overlap. Missing values sort last in
+    /// both directions, on both backends.
+    pub fn order_by(&self, sort: &str, tiebreak: &str) -> Result<String, SearchError> {
+        let (name, descending) = match sort.strip_prefix('-') {
+            Some(name) => (name, true),
+            None => (sort, false),
+        };
+        let field = self
+            .catalog
+            .sort_field(name)
+            .filter(|f| !matches!(f.column, Column::List(_)))
+            .ok_or_else(|| SearchError::Sort(name.to_string()))?;
+        let expr = self.value_expr(&field);
+        let direction = if descending { "DESC" } else { "ASC" };
+        let expr = if field.ty == FieldType::Text {
+            format!("LOWER({expr})")
+        } else {
+            expr
+        };
+        Ok(format!(
+            "({expr}) IS NULL, {expr} {direction}, {tiebreak} {direction}"
+        ))
+    }
+
+    fn push(&mut self, param: Param) -> String {
+        self.params.push(param);
+        format!("${}", self.first + self.params.len() - 1)
+    }
+
+    fn rule(&mut self, rule: &QueryRule) -> Result<Option<String>, SearchError> {
+        let Some(field) = self.catalog.field(&rule.field) else {
+            return Ok(None);
+        };
+        let Some(operator) = Operator::parse(&rule.operator) else {
+            return Ok(None);
+        };
+        let (positive, negated) = operator.positive();
+        if !applies(positive, field.ty) {
+            return Ok(None);
+        }
+        let condition = match &field.column {
+            Column::List(column) => {
+                let element = "j.value".to_string();
+                let inner = self.predicate(&element, FieldType::Text, positive, rule)?;
+                let exists = format!("EXISTS (SELECT 1 FROM {} WHERE {inner})", self.list_source(column));
+                if negated {
+                    format!("(NOT {exists})")
+                } else {
+                    exists
+                }
+            }
+            _ => {
+                let expr = self.value_expr(&field);
+                let inner = self.predicate(&expr, field.ty, positive, rule)?;
+                if negated {
+                    format!("(NOT {inner})")
+                } else {
+                    inner
+                }
+            }
+        };
+        Ok(Some(condition))
+    }
+
+    /// The positive predicate of `operator` on `expr`, true only where the
+    /// value is present and matches.
+    fn predicate(
+        &mut self,
+        expr: &str,
+        ty: FieldType,
+        operator: Operator,
+        rule: &QueryRule,
+    ) -> Result<String, SearchError> {
+        use Operator::*;
+        if operator == IsNotEmpty {
+            return Ok(match ty {
+                FieldType::Text => format!("({expr} IS NOT NULL AND {expr} <> '')"),
+                _ => format!("({expr} IS NOT NULL)"),
+            });
+        }
+        let raw = super::coerce::raw_value(rule)?;
+        if operator == In {
+            let mut placeholders = vec![];
+            for item in super::coerce::list(&raw) {
+                let param = self.param(ty, &item, rule)?;
+                placeholders.push(param);
+            }
+            if placeholders.is_empty() {
+                return Ok("(1 = 0)".into());
+            }
+            let subject = if ty == FieldType::Text {
+                format!("LOWER({expr})")
+            } else {
+                expr.to_string()
+            };
+            let placeholders: Vec<String> = placeholders
+                .into_iter()
+                .map(|p| if ty == FieldType::Text { format!("LOWER({p})") } else { p })
+                .collect();
+            return Ok(format!(
+                "({expr} IS NOT NULL AND {subject} IN ({}))",
+                placeholders.join(", ")
+            ));
+        }
+        if ty != FieldType::Text {
+            let param = self.param(ty, &raw, rule)?;
+            let op = match operator {
+                Equals => "=",
+                Gt => ">",
+                Gte => ">=",
+                Lt => "<",
+                Lte => "<=",
+                _ => unreachable!("applies() admits only these for non-text fields"),
+            };
+            return Ok(format!("({expr} IS NOT NULL AND {expr} {op} {param})"));
+        }
+        let pattern = match operator {
+            Equals => {
+                let param = self.push(Param::Text(raw));
+                return Ok(format!("({expr} IS NOT NULL AND LOWER({expr}) = LOWER({param}))"));
+            }
+            Contains => format!("%{}%", escape_like(&raw)),
+            StartsWith => format!("{}%", escape_like(&raw)),
+            EndsWith => format!("%{}", escape_like(&raw)),
+            _ => unreachable!("applies() admits only these for text fields"),
+        };
+        let param = self.push(Param::Text(pattern));
+        Ok(format!(
+            "({expr} IS NOT NULL AND LOWER({expr}) LIKE LOWER({param}) ESCAPE '\\')"
+        ))
+    }
+
+    fn param(&mut self, ty: FieldType, raw: &str, rule: &QueryRule) -> Result<String, SearchError> {
+        let param = match ty {
+            FieldType::Text => Param::Text(raw.to_string()),
+            FieldType::Number => Param::Number(super::coerce::number(raw, rule)?),
+            FieldType::Boolean => Param::Int(super::coerce::boolean(raw, rule)? as i64),
+            FieldType::Date => Param::Int(super::coerce::date_ms(raw, rule)?),
+        };
+        Ok(self.push(param))
+    }
+
+    /// The SQL expression of a scalar field.
+    fn value_expr(&self, field: &Field) -> String {
+        match &field.column {
+            Column::Plain(expr) | Column::List(expr) => expr.to_string(),
+            Column::JsonKey { column, key } => self.json_key(column, key, field.ty),
+        }
+    }
+
+    fn json_key(&self, column: &str, key: &str, ty: FieldType) -> String {
+        match self.backend {
+            Backend::Sqlite => {
+                let path = format!("'$.\"{key}\"'");
+                match ty {
+                    FieldType::Text => format!(
+                        "(CASE WHEN json_type({column}, {path}) = 'text' THEN json_extract({column}, {path}) END)"
+                    ),
+                    FieldType::Number | FieldType::Date => format!(
+                        "(CASE WHEN json_type({column}, {path}) IN ('integer', 'real') THEN json_extract({column}, {path}) END)"
+                    ),
+                    FieldType::Boolean => format!(
+                        "(CASE json_type({column}, {path}) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END)"
+                    ),
+                }
+            }
+            Backend::Postgres => {
+                let node = format!("(CAST({column} AS jsonb) -> '{key}')");
+                let text = format!("(CAST({column} AS jsonb) ->> '{key}')");
+                match ty {
+                    FieldType::Text => {
+                        format!("(CASE WHEN jsonb_typeof({node}) = 'string' THEN {text} END)")
+                    }
+                    FieldType::Number | FieldType::Date => format!(
+                        "(CASE WHEN jsonb_typeof({node}) = 'number' THEN CAST({text} AS DOUBLE PRECISION) END)"
+                    ),
+                    FieldType::Boolean => format!(
+                        "(CASE WHEN jsonb_typeof({node}) = 'boolean' THEN (CASE WHEN {text} = 'true' THEN 1 ELSE 0 END) END)"
+                    ),
+                }
+            }
+        }
+    }
+
+    /// A row source of the elements of a JSON array column, as `j.value`.
+    fn list_source(&self, column: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("json_each({column}) AS j"),
+            Backend::Postgres => {
+                format!("jsonb_array_elements_text(CAST({column} AS jsonb)) AS j(value)")
+            }
+        }
+    }
+}
+
+/// Whether an operator (in its positive form) means anything for a type;
+/// a rule where it does not is dropped like an unknown operator.
+fn applies(operator: Operator, ty: FieldType) -> bool {
+    use Operator::*;
+    match operator {
+        IsNotEmpty | Equals | In => true,
+        Contains | StartsWith | EndsWith => ty == FieldType::Text,
+        Gt | Gte | Lt | Lte => matches!(ty, FieldType::Number | FieldType::Date),
+        _ => false,
+    }
+}
+
+/// Makes user text literal inside a LIKE pattern (escape character `\`).
+pub fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_metacharacters_are_escaped() {
+        assert_eq!(escape_like(r"50%_a\b"), r"50\%\_a\\b");
+    }
+}

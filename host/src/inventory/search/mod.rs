@@ -1,0 +1,153 @@
+//! Structured search: a SearchRequest compiled to parameterized SQL over
+//! one table, always scoped to the caller's tenant. Each searchable area
+//! supplies a [`Table`] with its allow-list ([`Catalog`]).
+
+mod coerce;
+mod compile;
+mod query;
+
+use serde::Serialize;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Arguments, FromRow};
+
+pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType};
+pub use query::{
+    Combinator, GroupKind, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
+    DEFAULT_LIMIT, MAX_LIMIT,
+};
+
+use crate::auth::TenantId;
+use crate::db::Db;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// A rule's value cannot be read as its field's type.
+    #[error("{field}: {message}")]
+    Value { field: String, message: String },
+    #[error("`{0}` is not a sortable field of this search")]
+    Sort(String),
+    #[error("{0}")]
+    Page(&'static str),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// A searchable table.
+pub struct Table<'a> {
+    /// `FROM` clause naming the table with an alias, e.g. `applications a`.
+    pub from: &'static str,
+    /// Selected columns, matching the row type.
+    pub columns: &'static str,
+    pub tenant_column: &'static str,
+    pub catalog: &'a dyn Catalog,
+    /// Fields the free-text `search` is matched against (any of them).
+    pub text_fields: &'static [&'static str],
+    pub default_sort: &'static str,
+    /// A unique column, last in every order, so pages never overlap.
+    pub tiebreak: &'static str,
+}
+
+/// One page of results and how many match in all.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: i64,
+    pub skip: i64,
+    pub limit: i64,
+}
+
+/// `skip` and `limit` checked: negative values are refused, limits above
+/// [`MAX_LIMIT`] cut to it.
+pub fn page_bounds(skip: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), SearchError> {
+    let skip = skip.unwrap_or(0);
+    if skip < 0 {
+        return Err(SearchError::Page("skip must not be negative"));
+    }
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if limit < 1 {
+        return Err(SearchError::Page("limit must be at least 1"));
+    }
+    Ok((skip, limit.min(MAX_LIMIT)))
+}
+
+/// The request's rules and free text as one group.
+fn effective_query(table: &Table<'_>, request: &SearchRequest) -> QueryGroup {
+    let mut rules = vec![];
+    if let Some(query) = &request.query {
+        rules.push(QueryNode::Group(query.clone()));
+    }
+    if let Some(text) = request.search.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        rules.push(QueryNode::Group(QueryGroup {
+            kind: None,
+            combinator: Combinator::Or,
+            rules: table
+                .text_fields
+                .iter()
+                .map(|field| {
+                    QueryNode::Rule(QueryRule {
+                        field: field.to_string(),
+                        operator: "contains".into(),
+                        value: Some(text.into()),
+                    })
+                })
+                .collect(),
+        }));
+    }
+    QueryGroup {
+        kind: None,
+        combinator: Combinator::And,
+        rules,
+    }
+}
+
+/// Runs the search: the tenant filter, then the compiled rules.
+pub async fn run<T>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    request: &SearchRequest,
+) -> Result<Page<T>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let (skip, limit) = page_bounds(request.skip, request.limit)?;
+    let mut compiler = Compiler::new(db.backend, table.catalog, 2);
+    let condition = compiler
+        .group(&effective_query(table, request))?
+        .map(|c| format!(" AND {c}"))
+        .unwrap_or_default();
+    let order = compiler.order_by(
+        request.sort.as_deref().unwrap_or(table.default_sort),
+        table.tiebreak,
+    )?;
+    let filter = format!("{} = $1{condition}", table.tenant_column);
+    let arguments = || {
+        let mut args = AnyArguments::default();
+        let _ = args.add(tenant.as_str().to_string());
+        compiler.bind_into(&mut args);
+        args
+    };
+    let next = compiler.next_placeholder();
+    let select = format!(
+        "SELECT {} FROM {} WHERE {filter} ORDER BY {order} LIMIT ${next} OFFSET ${}",
+        table.columns,
+        table.from,
+        next + 1
+    );
+    let mut page_args = arguments();
+    let _ = page_args.add(limit);
+    let _ = page_args.add(skip);
+    let items = sqlx::query_as_with::<_, T, _>(&select, page_args)
+        .fetch_all(&db.pool)
+        .await?;
+    let count = format!("SELECT COUNT(*) FROM {} WHERE {filter}", table.from);
+    let total: i64 = sqlx::query_scalar_with(&count, arguments())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(Page {
+        items,
+        total,
+        skip,
+        limit,
+    })
+}

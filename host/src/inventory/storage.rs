@@ -1,0 +1,271 @@
+//! Reads of the inventory area beyond structured search: items, vendors,
+//! autocomplete and counts. Every query is scoped by tenant.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::normalize;
+use super::search::escape_like;
+use crate::auth::TenantId;
+use crate::db::{to_rfc3339, Db};
+
+/// One inventory row as clients read it.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct ItemView {
+    pub source: String,
+    pub device_name: Option<String>,
+    pub device_id: Option<String>,
+    pub os_platform: Option<String>,
+    pub os_version: Option<String>,
+    pub user_email: Option<String>,
+    pub user_name: Option<String>,
+    pub application_name: Option<String>,
+    pub vendor: Option<String>,
+    pub version: Option<String>,
+    pub publisher: Option<String>,
+    pub client_id: Option<String>,
+    #[serde(skip)]
+    pub updated_at: i64,
+    #[sqlx(skip)]
+    pub synced_at: String,
+}
+
+const ITEM_COLUMNS: &str = "source, device_name, device_id, os_platform, os_version, user_email, \
+    user_name, application_name, vendor, version, publisher, client_id, updated_at";
+
+fn with_time(mut items: Vec<ItemView>) -> Vec<ItemView> {
+    for item in &mut items {
+        item.synced_at = to_rfc3339(item.updated_at);
+    }
+    items
+}
+
+/// The asset's observed names: every spelling that shares its NetBIOS key.
+pub async fn asset_names(db: &Db, tenant: &TenantId, device_name: &str) -> sqlx::Result<Vec<String>> {
+    let names: Option<String> =
+        sqlx::query_scalar("SELECT names FROM assets WHERE tenant_id = $1 AND asset_key = $2")
+            .bind(tenant.as_str())
+            .bind(normalize::netbios_key(Some(device_name)))
+            .fetch_optional(&db.pool)
+            .await?;
+    let mut names: Vec<String> = names
+        .and_then(|n| serde_json::from_str(&n).ok())
+        .unwrap_or_default();
+    // Rows synced since the last rebuild are found by the name asked for.
+    if !names.iter().any(|n| n == device_name) {
+        names.push(device_name.to_string());
+    }
+    Ok(names)
+}
+
+/// Items of one asset (all its names), by application then version.
+pub async fn items_of_device(
+    db: &Db,
+    tenant: &TenantId,
+    device_name: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ItemView>, i64)> {
+    let names = asset_names(db, tenant, device_name).await?;
+    let names_json = serde_json::to_string(&names).unwrap_or_default();
+    let filter = match db.backend {
+        crate::db::Backend::Sqlite => {
+            "tenant_id = $1 AND device_name IN (SELECT value FROM json_each($2))"
+        }
+        crate::db::Backend::Postgres => {
+            "tenant_id = $1 AND device_name IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))"
+        }
+    };
+    let items = sqlx::query_as(&format!(
+        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
+         ORDER BY application_name, version, source, item_key LIMIT $3 OFFSET $4"
+    ))
+    .bind(tenant.as_str())
+    .bind(&names_json)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM inventory_items WHERE {filter}"))
+        .bind(tenant.as_str())
+        .bind(&names_json)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((with_time(items), total))
+}
+
+/// Items rolled up into the application `name`: raw names that normalize
+/// to it (so `Teams ({guid})` rows belong to `Teams`).
+pub async fn items_of_application(
+    db: &Db,
+    tenant: &TenantId,
+    name: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ItemView>, i64)> {
+    // Every raw spelling starts with the normalized name; the prefix
+    // narrows the scan, normalizing decides.
+    let candidates: Vec<ItemView> = sqlx::query_as(&format!(
+        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE tenant_id = $1 \
+         AND LOWER(application_name) LIKE LOWER($2) ESCAPE '\\' \
+         ORDER BY device_name, version, source, item_key"
+    ))
+    .bind(tenant.as_str())
+    .bind(format!("{}%", escape_like(name)))
+    .fetch_all(&db.pool)
+    .await?;
+    let matching: Vec<ItemView> = candidates
+        .into_iter()
+        .filter(|i| {
+            i.application_name
+                .as_deref()
+                .and_then(normalize::application_name)
+                .is_some_and(|n| n == name)
+        })
+        .collect();
+    let total = matching.len() as i64;
+    let page = matching
+        .into_iter()
+        .skip(skip as usize)
+        .take(limit as usize)
+        .collect();
+    Ok((with_time(page), total))
+}
+
+/// All items of the tenant, optionally narrowed by free text over device,
+/// application and vendor.
+pub async fn items(
+    db: &Db,
+    tenant: &TenantId,
+    search: Option<&str>,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ItemView>, i64)> {
+    let pattern = search.map(|s| format!("%{}%", escape_like(s)));
+    let filter = "tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL \
+                  OR LOWER(device_name) LIKE LOWER($2) ESCAPE '\\' \
+                  OR LOWER(application_name) LIKE LOWER($2) ESCAPE '\\' \
+                  OR LOWER(vendor) LIKE LOWER($2) ESCAPE '\\')";
+    let items = sqlx::query_as(&format!(
+        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
+         ORDER BY device_name, application_name, version, source, item_key LIMIT $3 OFFSET $4"
+    ))
+    .bind(tenant.as_str())
+    .bind(pattern.as_deref())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM inventory_items WHERE {filter}"))
+        .bind(tenant.as_str())
+        .bind(pattern.as_deref())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((with_time(items), total))
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct VendorView {
+    pub name: String,
+    /// Applications whose dominant vendor this is.
+    pub application_count: i64,
+    /// Distinct devices with any of those applications.
+    pub device_count: i64,
+    /// CVEs across its applications; 0 until vulnerability data exists.
+    #[sqlx(default)]
+    pub cve_count: i64,
+}
+
+pub async fn vendors(
+    db: &Db,
+    tenant: &TenantId,
+    search: Option<&str>,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<VendorView>, i64)> {
+    let pattern = search.map(|s| format!("%{}%", escape_like(s)));
+    let filter =
+        "tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR LOWER(name) LIKE LOWER($2) ESCAPE '\\')";
+    let rows = sqlx::query_as(&format!(
+        "SELECT name, application_count, device_count FROM vendors WHERE {filter} \
+         ORDER BY device_count DESC, name LIMIT $3 OFFSET $4"
+    ))
+    .bind(tenant.as_str())
+    .bind(pattern.as_deref())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM vendors WHERE {filter}"))
+        .bind(tenant.as_str())
+        .bind(pattern.as_deref())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows, total))
+}
+
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct AppName {
+    pub name: String,
+    pub device_count: i64,
+    /// 0 until vulnerability data exists.
+    #[sqlx(default)]
+    pub cve_count: i64,
+}
+
+/// Application names starting with (then containing) `search`, most
+/// installed first: what an autocomplete box wants.
+pub async fn app_names(
+    db: &Db,
+    tenant: &TenantId,
+    search: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<AppName>> {
+    let escaped = search.map(escape_like).unwrap_or_default();
+    sqlx::query_as(
+        "SELECT name, device_count FROM applications WHERE tenant_id = $1 \
+         AND LOWER(name) LIKE LOWER($2) ESCAPE '\\' \
+         ORDER BY CASE WHEN LOWER(name) LIKE LOWER($3) ESCAPE '\\' THEN 0 ELSE 1 END, \
+         device_count DESC, name LIMIT $4",
+    )
+    .bind(tenant.as_str())
+    .bind(format!("%{escaped}%"))
+    .bind(format!("{escaped}%"))
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InventoryStats {
+    pub applications: i64,
+    /// Assets of the NetBIOS view.
+    pub devices: i64,
+    pub vendors: i64,
+    /// 0 until vulnerability data exists.
+    pub vulnerabilities: i64,
+    /// When the rollup was last rebuilt; absent before the first rebuild.
+    pub rollup_at: Option<String>,
+}
+
+pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<InventoryStats> {
+    let mut counts = [0i64; 3];
+    for (i, table) in ["applications", "assets", "vendors"].iter().enumerate() {
+        counts[i] = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"))
+            .bind(tenant.as_str())
+            .fetch_one(&db.pool)
+            .await?;
+    }
+    let rollup_at: Option<Option<i64>> =
+        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(InventoryStats {
+        applications: counts[0],
+        devices: counts[1],
+        vendors: counts[2],
+        vulnerabilities: 0,
+        rollup_at: rollup_at.flatten().map(to_rfc3339),
+    })
+}
