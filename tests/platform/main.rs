@@ -2,6 +2,8 @@
 
 mod auth;
 mod integrations;
+mod inventory;
+mod search;
 mod invites;
 mod jobs;
 mod oauth;

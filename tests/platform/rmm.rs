@@ -121,6 +121,26 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
     );
     let stats = app.get("/api/v1/rmm/stats", &owner.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 5);
+    // A complete sync asks for a rollup rebuild.
+    let rollup = app.wait_for_rollup(&owner).await;
+    assert_eq!(rollup["status"], "success", "{rollup}");
+    let apps = app
+        .get("/api/v1/inventory/applications?sort=name", &owner.bearer())
+        .await;
+    let names: Vec<&str> = apps.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["7-Zip 23.01 (x64)", "Microsoft SQL Server 2019", "Mozilla Firefox", "OpenSSH", "Slack"]
+    );
+    let asset = app
+        .get("/api/v1/devices/by-name/ACME-WS-01", &owner.bearer())
+        .await;
+    assert_eq!(asset.body["sources"], json!(["rmm"]), "{}", asset.text);
     let one = app
         .get("/api/v1/rmm/device-by-name/acme-ws-01", &owner.bearer())
         .await;

@@ -6,6 +6,7 @@ pub mod components;
 pub mod fake_inventory;
 pub mod fake_oauth;
 pub mod fake_rmm;
+pub mod inventory;
 pub mod smtp;
 
 use std::path::PathBuf;

@@ -120,11 +120,19 @@ fn item_key(item: &InventoryRow) -> String {
             .to_lowercase(),
         item.version.as_deref().unwrap_or("")
     )
+    .replace('\0', "")
 }
 
 /// Rows per multi-row INSERT: well under SQLite's parameter limit (17
 /// columns x 500 = 8,500) and large enough that statement overhead vanishes.
 const UPSERT_CHUNK: usize = 50;
+
+/// PostgreSQL refuses NUL in text, and upstream agents do send it; it is
+/// dropped here so one bad name cannot fail a whole page. The rollup strips
+/// the other control characters.
+fn text(value: &Option<String>) -> Option<String> {
+    value.as_ref().map(|v| v.replace('\0', ""))
+}
 
 /// Upserts a page of rows, stamping them with `run`, inside the caller's
 /// transaction (which also holds the job's checkpoint). Rows with the same
@@ -183,17 +191,17 @@ pub async fn upsert_rows(
                 .bind(tenant.as_str())
                 .bind(source)
                 .bind(key.as_str())
-                .bind(item.device_name.as_deref())
-                .bind(item.device_id.as_deref())
-                .bind(item.os_platform.as_deref())
-                .bind(item.os_version.as_deref())
-                .bind(item.user_email.as_deref())
-                .bind(item.user_name.as_deref())
-                .bind(item.application_name.as_deref())
-                .bind(item.vendor.as_deref())
-                .bind(item.version.as_deref())
-                .bind(item.publisher.as_deref())
-                .bind(item.client_id.as_deref())
+                .bind(text(&item.device_name))
+                .bind(text(&item.device_id))
+                .bind(text(&item.os_platform))
+                .bind(text(&item.os_version))
+                .bind(text(&item.user_email))
+                .bind(text(&item.user_name))
+                .bind(text(&item.application_name))
+                .bind(text(&item.vendor))
+                .bind(text(&item.version))
+                .bind(text(&item.publisher))
+                .bind(text(&item.client_id))
                 .bind(serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()))
                 .bind(run)
                 .bind(now);
@@ -216,8 +224,8 @@ pub async fn upsert_rows(
                 .bind(tenant.as_str())
                 .bind(source)
                 .bind(record.kind)
-                .bind(record.key.as_str())
-                .bind(record.device_name.as_deref())
+                .bind(record.key.replace('\0', ""))
+                .bind(text(&record.device_name))
                 .bind(record.client_id.as_deref())
                 .bind(serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()))
                 .bind(record.body.to_string())

@@ -11,6 +11,22 @@ pub fn strip_control(value: &str) -> String {
     value.chars().filter(|c| !c.is_control()).collect()
 }
 
+/// A JSON value with control characters stripped from every string and
+/// object key (PostgreSQL's jsonb also refuses `\u0000`).
+pub fn strip_control_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(strip_control(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(strip_control_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (strip_control(&k), strip_control_json(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// [`strip_control`] and trim; `None` when nothing is left.
 pub fn clean(value: Option<&str>) -> Option<String> {
     let cleaned = strip_control(value?);
@@ -115,6 +131,15 @@ mod tests {
         }
         assert_eq!(application_name("  "), None);
         assert_eq!(application_name("(deadbeefdeadbeef)"), None);
+    }
+
+    #[test]
+    fn json_keys_and_strings_lose_control_characters() {
+        let raw = serde_json::json!({"na\u{0}me": ["a\u{7}b", {"k": "v\u{0}"}], "n": 1});
+        assert_eq!(
+            strip_control_json(raw),
+            serde_json::json!({"name": ["ab", {"k": "v"}], "n": 1})
+        );
     }
 
     #[test]

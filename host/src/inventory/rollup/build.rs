@@ -331,7 +331,9 @@ impl DetailIndex {
             let Some(name) = clean(record.device_name.as_deref()) else {
                 continue;
             };
-            let body: Value = serde_json::from_str(&record.body).unwrap_or(Value::Null);
+            let body = serde_json::from_str(&record.body)
+                .map(normalize::strip_control_json)
+                .unwrap_or(Value::Null);
             let mut names = vec![name.to_lowercase()];
             if source == SCANNER_SOURCE {
                 names.push(normalize::short_host(&name).to_lowercase());

@@ -149,7 +149,7 @@ impl<'c> Compiler<'c> {
             expr
         };
         Ok(format!(
-            "({expr}) IS NULL, {expr} {direction}, {tiebreak} {direction}"
+            "({expr}) IS NULL, {expr} {direction}, {tiebreak} ASC"
         ))
     }
 

@@ -1,0 +1,91 @@
+//! Seeding inventory through the host's own write path (the one syncs use)
+//! and waiting for the rollup rebuild the way a client would.
+
+use cairn::auth::TenantId;
+use cairn::integrations::storage::upsert_rows;
+use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use serde_json::Value;
+
+use crate::{Account, TestApp};
+
+/// An inventory row with the fields tests vary.
+pub fn item(
+    device: &str,
+    application: &str,
+    vendor: &str,
+    version: &str,
+    platform: &str,
+) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some(platform.into()),
+        os_version: None,
+        user_email: None,
+        user_name: None,
+        application_name: Some(application.into()),
+        vendor: Some(vendor.into()),
+        version: Some(version.into()),
+        publisher: None,
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// A device record of an mdm, edr or scanner integration.
+pub fn device_record(device: &str, body: Value) -> MappedRow {
+    MappedRow::Record(RecordRow {
+        kind: "device",
+        key: device.to_lowercase(),
+        device_name: Some(device.into()),
+        client_id: None,
+        group_ids: vec![],
+        body,
+    })
+}
+
+impl TestApp {
+    /// Writes `rows` as `source` reported them for the account's tenant.
+    pub async fn seed(&self, account: &Account, source: &str, rows: &[MappedRow]) {
+        let tenant = TenantId(account.tenant_id.clone());
+        let mut tx = self.db().pool.begin().await.unwrap();
+        upsert_rows(&mut tx, &tenant, source, "seed", rows)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    /// Asks for a rollup rebuild, as a sync does, and waits until every
+    /// rebuild of the tenant has finished; returns the last rebuild job.
+    pub async fn rebuild(&self, account: &Account) -> Value {
+        let tenant = TenantId(account.tenant_id.clone());
+        cairn::inventory::rollup::request(self.db(), &tenant, "test")
+            .await
+            .unwrap();
+        self.wait_for_rollup(account).await
+    }
+
+    /// Waits until the tenant has a finished rollup job and none queued or
+    /// running; returns the newest.
+    pub async fn wait_for_rollup(&self, account: &Account) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let jobs = self
+                .get("/api/v1/jobs?kind=rollup", &account.bearer())
+                .await;
+            let items = jobs.body["items"].as_array().cloned().unwrap_or_default();
+            let active = items
+                .iter()
+                .any(|j| ["queued", "running"].contains(&j["status"].as_str().unwrap_or("")));
+            if !items.is_empty() && !active {
+                return items[0].clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rollup did not finish: {}",
+                jobs.text
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
