@@ -68,13 +68,43 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     let rows = vec![
         // Installer-id suffixes merge; (x64) stays its own application.
         item("WS-01", guid, "Microsoft", "1.5.0.30767", "windows"),
-        item("WS-02", "Teams Machine-Wide Installer (a1b2c3d4e5)", "Microsoft Corporation", "1.6.0.1", "Windows"),
-        item("WS-03", "Teams Machine-Wide Installer", "Microsoft Corporation", "1.6.0.1", "WINDOWS"),
-        item("WS-03", "7-Zip 23.01 (x64)", "Igor Pavlov", "23.01", "windows"),
+        item(
+            "WS-02",
+            "Teams Machine-Wide Installer (a1b2c3d4e5)",
+            "Microsoft Corporation",
+            "1.6.0.1",
+            "Windows",
+        ),
+        item(
+            "WS-03",
+            "Teams Machine-Wide Installer",
+            "Microsoft Corporation",
+            "1.6.0.1",
+            "WINDOWS",
+        ),
+        item(
+            "WS-03",
+            "7-Zip 23.01 (x64)",
+            "Igor Pavlov",
+            "23.01",
+            "windows",
+        ),
         // The dominant vendor is on the most devices.
-        item("WS-04", "Teams Machine-Wide Installer", "Microsoft Corporation", "1.6.0.1", "macos"),
+        item(
+            "WS-04",
+            "Teams Machine-Wide Installer",
+            "Microsoft Corporation",
+            "1.6.0.1",
+            "macos",
+        ),
         // Versions of one device count once per version, the device once.
-        item("WS-04", "Teams Machine-Wide Installer", "Microsoft Corporation", "1.10.0.2", "macos"),
+        item(
+            "WS-04",
+            "Teams Machine-Wide Installer",
+            "Microsoft Corporation",
+            "1.10.0.2",
+            "macos",
+        ),
         // No name: no application.
         item("WS-05", "", "Nobody", "1", "linux"),
         // Control characters and NULs are stripped.
@@ -84,7 +114,13 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     app.seed(
         &owner,
         "edr",
-        &[item("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", "22.01", "windows")],
+        &[item(
+            "WS-01",
+            "7-Zip 23.01 (x64)",
+            "Igor Pavlov",
+            "22.01",
+            "windows",
+        )],
     )
     .await;
     let job = app.rebuild(&owner).await;
@@ -97,7 +133,11 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     let page = applications(&app, &owner, "").await;
     assert_eq!(
         names(&page),
-        ["7-Zip 23.01 (x64)", "Notepad++", "Teams Machine-Wide Installer"]
+        [
+            "7-Zip 23.01 (x64)",
+            "Notepad++",
+            "Teams Machine-Wide Installer"
+        ]
     );
     let teams = by_name(&page, "Teams Machine-Wide Installer");
     assert_eq!(teams["device_count"], 4);
@@ -158,13 +198,37 @@ async fn application_routes_filter_page_and_count(backend: Backend) {
     let owner = app.register("owner@msp.example").await;
     let mut rows = vec![];
     for d in 0..6 {
-        rows.push(item(&format!("PC-{d}"), "Google Chrome", "Google", "120.0", "windows"));
+        rows.push(item(
+            &format!("PC-{d}"),
+            "Google Chrome",
+            "Google",
+            "120.0",
+            "windows",
+        ));
     }
     for d in 0..3 {
-        rows.push(item(&format!("PC-{d}"), "Google Drive", "Google", "85.0", "windows"));
-        rows.push(item(&format!("PC-{d}"), "Mozilla Firefox", "Mozilla", "128.0", "windows"));
+        rows.push(item(
+            &format!("PC-{d}"),
+            "Google Drive",
+            "Google",
+            "85.0",
+            "windows",
+        ));
+        rows.push(item(
+            &format!("PC-{d}"),
+            "Mozilla Firefox",
+            "Mozilla",
+            "128.0",
+            "windows",
+        ));
     }
-    rows.push(item("PC-0", "Zoom (deadbeefcafe)", "Zoom", "5.17", "windows"));
+    rows.push(item(
+        "PC-0",
+        "Zoom (deadbeefcafe)",
+        "Zoom",
+        "5.17",
+        "windows",
+    ));
     rows.push(item("PC-1", "Zoom", "Zoom", "5.16", "windows"));
     app.seed(&owner, "rmm", &rows).await;
     app.rebuild(&owner).await;
@@ -192,19 +256,28 @@ async fn application_routes_filter_page_and_count(backend: Backend) {
     assert_eq!(sorted["items"][0]["name"], "Zoom");
     for bad in ["?sort=tenant_id", "?skip=-1", "?limit=0", "?limit=abc"] {
         let resp = app
-            .get(&format!("/api/v1/inventory/applications{bad}"), &owner.bearer())
+            .get(
+                &format!("/api/v1/inventory/applications{bad}"),
+                &owner.bearer(),
+            )
             .await;
         resp.assert_error(422);
     }
     // Limits above the maximum are cut to it.
-    assert_eq!(applications(&app, &owner, "?limit=100000").await["limit"], 500);
+    assert_eq!(
+        applications(&app, &owner, "?limit=100000").await["limit"],
+        500
+    );
 
     let chrome_id = by_name(&applications(&app, &owner, "").await, "Google Chrome")["id"]
         .as_str()
         .unwrap()
         .to_string();
     let one = app
-        .get(&format!("/api/v1/inventory/applications/{chrome_id}"), &owner.bearer())
+        .get(
+            &format!("/api/v1/inventory/applications/{chrome_id}"),
+            &owner.bearer(),
+        )
         .await;
     assert_eq!(one.body["device_count"], 6, "{}", one.text);
     app.get("/api/v1/inventory/applications/nope", &owner.bearer())
@@ -219,10 +292,17 @@ async fn application_routes_filter_page_and_count(backend: Backend) {
     let list = app
         .get("/api/v1/inventory/apps-list?search=o", &owner.bearer())
         .await;
-    assert_eq!(list.body[0], json!({"name": "Google Chrome", "device_count": 6, "cve_count": 0}));
+    assert_eq!(
+        list.body[0],
+        json!({"name": "Google Chrome", "device_count": 6, "cve_count": 0})
+    );
     let stats = app.get("/api/v1/inventory/stats", &owner.bearer()).await;
     assert_eq!(
-        (&stats.body["applications"], &stats.body["devices"], &stats.body["vendors"]),
+        (
+            &stats.body["applications"],
+            &stats.body["devices"],
+            &stats.body["vendors"]
+        ),
         (&json!(4), &json!(6), &json!(3))
     );
 
@@ -232,7 +312,10 @@ async fn application_routes_filter_page_and_count(backend: Backend) {
         .await;
     assert_eq!(zoom.body["total"], 2, "{}", zoom.text);
     let pc0 = app
-        .get("/api/v1/inventory/items?device_name=pc-0&limit=2", &owner.bearer())
+        .get(
+            "/api/v1/inventory/items?device_name=pc-0&limit=2",
+            &owner.bearer(),
+        )
         .await;
     assert_eq!(pc0.body["total"], 4, "{}", pc0.text);
     assert_eq!(pc0.body["items"].as_array().unwrap().len(), 2);
@@ -257,7 +340,13 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         "rmm",
         &[
             item(long, "Microsoft Excel", "Microsoft", "16.0", "windows"),
-            item("OTHER-PC", "Microsoft Excel", "Microsoft", "16.0", "windows"),
+            item(
+                "OTHER-PC",
+                "Microsoft Excel",
+                "Microsoft",
+                "16.0",
+                "windows",
+            ),
         ],
     )
     .await;
@@ -311,7 +400,10 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         assert_eq!(asset["device_id"], uuid);
         assert_eq!(asset["user_email"], "ann@corp.example.com");
         assert_eq!(asset["sources"], json!(["edr", "rmm", "scanner"]));
-        assert_eq!(asset["applications"], json!(["Google Chrome", "Microsoft Excel"]));
+        assert_eq!(
+            asset["applications"],
+            json!(["Google Chrome", "Microsoft Excel"])
+        );
         assert_eq!(asset["mdm"]["compliance_state"], "compliant");
         assert_eq!(asset["edr"]["agent_version"], "23.4");
         assert_eq!(asset["scan"]["risk_score"], 7.5);
@@ -331,7 +423,10 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
     let devices = app.get("/api/v1/devices/devices", &owner.bearer()).await;
     assert_eq!(devices.body["total"], 3, "{}", devices.text);
     let by_app = app
-        .get("/api/v1/devices/by-application/microsoft%20excel", &owner.bearer())
+        .get(
+            "/api/v1/devices/by-application/microsoft%20excel",
+            &owner.bearer(),
+        )
         .await;
     assert_eq!(by_app.body["total"], 2, "{}", by_app.text);
     let stats = app.get("/api/v1/devices/stats", &owner.bearer()).await;
@@ -347,21 +442,66 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
 
     // Asset search: bare fields before the joins, source fields after.
     let cases = [
-        (json!({"field": "device_name", "operator": "equals", "value": "workstation-acc"}), 1),
-        (json!({"field": "application_name", "operator": "equals", "value": "google chrome"}), 1),
-        (json!({"field": "application_name", "operator": "not_contains", "value": "chrome"}), 1),
-        (json!({"field": "source", "operator": "equals", "value": "scanner"}), 1),
-        (json!({"field": "mdm.compliance_state", "operator": "equals", "value": "Compliant"}), 1),
-        (json!({"field": "mdm.serial_number", "operator": "is_empty"}), 1),
-        (json!({"field": "edr.infected", "operator": "equals", "value": "false"}), 1),
-        (json!({"field": "edr.infected", "operator": "equals", "value": true}), 0),
-        (json!({"field": "edr.threat_count", "operator": "lte", "value": "0"}), 1),
-        (json!({"field": "scan.risk_score", "operator": "gte", "value": 7}), 1),
-        (json!({"field": "scan.risk_score", "operator": "gt", "value": "7.5"}), 0),
-        (json!({"field": "application_count", "operator": "equals", "value": "2"}), 1),
-        (json!({"field": "last_seen", "operator": "gt", "value": "2000-01-01"}), 2),
-        (json!({"field": "last_seen", "operator": "lt", "value": "2000-01-01T00:00:00Z"}), 0),
-        (json!({"field": "scan.tenant_id", "operator": "is_empty"}), 2),
+        (
+            json!({"field": "device_name", "operator": "equals", "value": "workstation-acc"}),
+            1,
+        ),
+        (
+            json!({"field": "application_name", "operator": "equals", "value": "google chrome"}),
+            1,
+        ),
+        (
+            json!({"field": "application_name", "operator": "not_contains", "value": "chrome"}),
+            1,
+        ),
+        (
+            json!({"field": "source", "operator": "equals", "value": "scanner"}),
+            1,
+        ),
+        (
+            json!({"field": "mdm.compliance_state", "operator": "equals", "value": "Compliant"}),
+            1,
+        ),
+        (
+            json!({"field": "mdm.serial_number", "operator": "is_empty"}),
+            1,
+        ),
+        (
+            json!({"field": "edr.infected", "operator": "equals", "value": "false"}),
+            1,
+        ),
+        (
+            json!({"field": "edr.infected", "operator": "equals", "value": true}),
+            0,
+        ),
+        (
+            json!({"field": "edr.threat_count", "operator": "lte", "value": "0"}),
+            1,
+        ),
+        (
+            json!({"field": "scan.risk_score", "operator": "gte", "value": 7}),
+            1,
+        ),
+        (
+            json!({"field": "scan.risk_score", "operator": "gt", "value": "7.5"}),
+            0,
+        ),
+        (
+            json!({"field": "application_count", "operator": "equals", "value": "2"}),
+            1,
+        ),
+        (
+            json!({"field": "last_seen", "operator": "gt", "value": "2000-01-01"}),
+            2,
+        ),
+        (
+            json!({"field": "last_seen", "operator": "lt", "value": "2000-01-01T00:00:00Z"}),
+            0,
+        ),
+        (
+            json!({"field": "scan.tenant_id", "operator": "is_empty"}),
+            2,
+        ),
     ];
     for (rule, want) in cases {
         let mut rule = rule;
@@ -405,8 +545,12 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
         })],
     )
     .await;
-    app.seed(&bob, "rmm", &[item("BOB-PC", "Bob App", "Bobco", "2.0", "linux")])
-        .await;
+    app.seed(
+        &bob,
+        "rmm",
+        &[item("BOB-PC", "Bob App", "Bobco", "2.0", "linux")],
+    )
+    .await;
     app.rebuild(&alice).await;
     app.rebuild(&bob).await;
     let secret_id = applications(&app, &alice, "").await["items"][0]["id"]
@@ -448,7 +592,11 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
     for path in empty {
         let resp = app.get(path, &bob.bearer()).await;
         assert_eq!(resp.body["total"], 0, "{path}: {}", resp.text);
-        assert_eq!(app.get(path, &alice.bearer()).await.body["total"], 1, "{path}");
+        assert_eq!(
+            app.get(path, &alice.bearer()).await.body["total"],
+            1,
+            "{path}"
+        );
     }
     let found = app
         .post(
@@ -460,7 +608,9 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
     assert_eq!(found.body["total"], 0);
     let vendors = app.get("/api/v1/inventory/vendors", &bob.bearer()).await;
     assert_eq!(vendors.body["total"], 1);
-    let list = app.get("/api/v1/inventory/apps-list?search=secret", &bob.bearer()).await;
+    let list = app
+        .get("/api/v1/inventory/apps-list?search=secret", &bob.bearer())
+        .await;
     assert_eq!(list.body, json!([]));
     let stats = app.get("/api/v1/devices/stats", &bob.bearer()).await;
     assert_eq!(stats.body["assets"], 1);

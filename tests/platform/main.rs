@@ -3,10 +3,10 @@
 mod auth;
 mod integrations;
 mod inventory;
-mod search;
 mod invites;
 mod jobs;
 mod oauth;
 mod rmm;
+mod search;
 mod service;
 mod tenancy;

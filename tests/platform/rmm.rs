@@ -135,7 +135,13 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         .collect();
     assert_eq!(
         names,
-        ["7-Zip 23.01 (x64)", "Microsoft SQL Server 2019", "Mozilla Firefox", "OpenSSH", "Slack"]
+        [
+            "7-Zip 23.01 (x64)",
+            "Microsoft SQL Server 2019",
+            "Mozilla Firefox",
+            "OpenSSH",
+            "Slack"
+        ]
     );
     let asset = app
         .get("/api/v1/devices/by-name/ACME-WS-01", &owner.bearer())

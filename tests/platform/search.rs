@@ -19,7 +19,11 @@ async fn app(backend: Backend) -> Option<TestApp> {
 
 async fn search(app: &TestApp, account: &Account, body: Value) -> Value {
     let resp = app
-        .post("/api/v1/inventory/applications/search", &account.bearer(), body.clone())
+        .post(
+            "/api/v1/inventory/applications/search",
+            &account.bearer(),
+            body.clone(),
+        )
         .await;
     assert_eq!(resp.status, 200, "{body}: {}", resp.text);
     resp.body
@@ -59,7 +63,10 @@ const ALL: [&str; 7] = [
 ];
 
 fn all_but(excluded: &[&str]) -> Vec<&'static str> {
-    ALL.iter().copied().filter(|n| !excluded.contains(n)).collect()
+    ALL.iter()
+        .copied()
+        .filter(|n| !excluded.contains(n))
+        .collect()
 }
 
 async fn every_operator_combinator_and_hostile_value(backend: Backend) {
@@ -69,13 +76,24 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
     let owner = app.register("owner@msp.example").await;
     let other = app.register("other@elsewhere.example").await;
     let mut rows = vec![];
-    for (d, version) in [("D1", "120.0"), ("D2", "120.0"), ("D3", "120.0"), ("D4", "119.0")] {
+    for (d, version) in [
+        ("D1", "120.0"),
+        ("D2", "120.0"),
+        ("D3", "120.0"),
+        ("D4", "119.0"),
+    ] {
         rows.push(item(d, "Google Chrome", "Google", version, "windows"));
     }
     for d in ["D1", "D2"] {
         rows.push(item(d, "Mozilla Firefox", "Mozilla", "128.0", "macos"));
     }
-    rows.push(item("D5", "100% Pure_Tool", r"O'Reilly \ Co", "1.0", "linux"));
+    rows.push(item(
+        "D5",
+        "100% Pure_Tool",
+        r"O'Reilly \ Co",
+        "1.0",
+        "linux",
+    ));
     rows.push(item("D6", "100x Pure-Tool", "Decoy", "1.0", "linux"));
     rows.push(item("D5", "a.b*c", "Regex", "2.0", "windows"));
     rows.push(item("D6", "aXbbc", "Regex", "2.0", "windows"));
@@ -83,94 +101,236 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
         rows.push(item(d, "OpenSSH", "", "9.6", "linux"));
     }
     app.seed(&owner, "rmm", &rows).await;
-    app.seed(&other, "rmm", &[item("X1", "Google Chrome Secret", "Google", "1", "windows")])
-        .await;
+    app.seed(
+        &other,
+        "rmm",
+        &[item("X1", "Google Chrome Secret", "Google", "1", "windows")],
+    )
+    .await;
     app.rebuild(&owner).await;
     app.rebuild(&other).await;
 
     let cases: Vec<(Value, Vec<&str>)> = vec![
         // Text.
-        (rule("name", "contains", json!("CHROME")), vec!["Google Chrome"]),
-        (rule("name", "not_contains", json!("o")), vec!["a.b*c", "aXbbc"]),
+        (
+            rule("name", "contains", json!("CHROME")),
+            vec!["Google Chrome"],
+        ),
+        (
+            rule("name", "not_contains", json!("o")),
+            vec!["a.b*c", "aXbbc"],
+        ),
         (rule("name", "equals", json!("openssh")), vec!["OpenSSH"]),
-        (rule("name", "not_equals", json!("OpenSSH")), all_but(&["OpenSSH"])),
-        (rule("name", "starts_with", json!("100%")), vec!["100% Pure_Tool"]),
-        (rule("name", "not_starts_with", json!("100")), all_but(&["100% Pure_Tool", "100x Pure-Tool"])),
-        (rule("name", "ends_with", json!("_tool")), vec!["100% Pure_Tool"]),
-        (rule("name", "not_ends_with", json!("C")), all_but(&["a.b*c", "aXbbc"])),
-        (rule("name", "in", json!("openssh, a.b*c")), vec!["OpenSSH", "a.b*c"]),
-        (rule("name", "in", json!(["OpenSSH", "aXbbc"])), vec!["OpenSSH", "aXbbc"]),
-        (rule("name", "not_in", json!("OpenSSH,a.b*c")), all_but(&["OpenSSH", "a.b*c"])),
+        (
+            rule("name", "not_equals", json!("OpenSSH")),
+            all_but(&["OpenSSH"]),
+        ),
+        (
+            rule("name", "starts_with", json!("100%")),
+            vec!["100% Pure_Tool"],
+        ),
+        (
+            rule("name", "not_starts_with", json!("100")),
+            all_but(&["100% Pure_Tool", "100x Pure-Tool"]),
+        ),
+        (
+            rule("name", "ends_with", json!("_tool")),
+            vec!["100% Pure_Tool"],
+        ),
+        (
+            rule("name", "not_ends_with", json!("C")),
+            all_but(&["a.b*c", "aXbbc"]),
+        ),
+        (
+            rule("name", "in", json!("openssh, a.b*c")),
+            vec!["OpenSSH", "a.b*c"],
+        ),
+        (
+            rule("name", "in", json!(["OpenSSH", "aXbbc"])),
+            vec!["OpenSSH", "aXbbc"],
+        ),
+        (
+            rule("name", "not_in", json!("OpenSSH,a.b*c")),
+            all_but(&["OpenSSH", "a.b*c"]),
+        ),
         (rule("vendor", "is_empty", Value::Null), vec!["OpenSSH"]),
-        (rule("vendor", "is_not_empty", Value::Null), all_but(&["OpenSSH"])),
+        (
+            rule("vendor", "is_not_empty", Value::Null),
+            all_but(&["OpenSSH"]),
+        ),
         (rule("name", "gt", json!("a")), ALL.to_vec()),
         // Hostile values match only what they literally say.
         (rule("name", "contains", json!("a.b*c")), vec!["a.b*c"]),
         (rule("name", "contains", json!("%")), vec!["100% Pure_Tool"]),
         (rule("name", "contains", json!("_")), vec!["100% Pure_Tool"]),
         (rule("name", "equals", json!("%")), vec![]),
-        (rule("vendor", "equals", json!(r"O'Reilly \ Co")), vec!["100% Pure_Tool"]),
-        (rule("vendor", "contains", json!("'")), vec!["100% Pure_Tool"]),
-        (rule("vendor", "contains", json!(r"\")), vec!["100% Pure_Tool"]),
+        (
+            rule("vendor", "equals", json!(r"O'Reilly \ Co")),
+            vec!["100% Pure_Tool"],
+        ),
+        (
+            rule("vendor", "contains", json!("'")),
+            vec!["100% Pure_Tool"],
+        ),
+        (
+            rule("vendor", "contains", json!(r"\")),
+            vec!["100% Pure_Tool"],
+        ),
         (rule("vendor", "contains", json!("' OR '1'='1")), vec![]),
         (rule("name", "contains", json!("[a-z]+")), vec![]),
         // Numbers.
-        (rule("device_count", "equals", json!(4)), vec!["Google Chrome"]),
-        (rule("device_count", "not_equals", json!("1")), vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"]),
-        (rule("device_count", "gt", json!("2")), vec!["Google Chrome", "OpenSSH"]),
-        (rule("device_count", "gte", json!(3)), vec!["Google Chrome", "OpenSSH"]),
-        (rule("device_count", "lt", json!(2)), vec!["100% Pure_Tool", "100x Pure-Tool", "a.b*c", "aXbbc"]),
-        (rule("device_count", "lte", json!("2.0")), all_but(&["Google Chrome", "OpenSSH"])),
-        (rule("device_count", "in", json!("2, 3")), vec!["Mozilla Firefox", "OpenSSH"]),
-        (rule("device_count", "not_in", json!("1")), vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"]),
+        (
+            rule("device_count", "equals", json!(4)),
+            vec!["Google Chrome"],
+        ),
+        (
+            rule("device_count", "not_equals", json!("1")),
+            vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"],
+        ),
+        (
+            rule("device_count", "gt", json!("2")),
+            vec!["Google Chrome", "OpenSSH"],
+        ),
+        (
+            rule("device_count", "gte", json!(3)),
+            vec!["Google Chrome", "OpenSSH"],
+        ),
+        (
+            rule("device_count", "lt", json!(2)),
+            vec!["100% Pure_Tool", "100x Pure-Tool", "a.b*c", "aXbbc"],
+        ),
+        (
+            rule("device_count", "lte", json!("2.0")),
+            all_but(&["Google Chrome", "OpenSSH"]),
+        ),
+        (
+            rule("device_count", "in", json!("2, 3")),
+            vec!["Mozilla Firefox", "OpenSSH"],
+        ),
+        (
+            rule("device_count", "not_in", json!("1")),
+            vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"],
+        ),
         (rule("size_bytes", "is_empty", Value::Null), ALL.to_vec()),
         (rule("size_bytes", "is_not_empty", Value::Null), vec![]),
         (rule("device_count", "contains", json!("4")), ALL.to_vec()),
         // Lists: any element matches; negations mean no element does.
-        (rule("version", "equals", json!("119.0")), vec!["Google Chrome"]),
-        (rule("version", "contains", json!("12")), vec!["Google Chrome", "Mozilla Firefox"]),
-        (rule("version", "not_equals", json!("120.0")), all_but(&["Google Chrome"])),
-        (rule("platform", "equals", json!("linux")), vec!["100% Pure_Tool", "100x Pure-Tool", "OpenSSH"]),
-        (rule("platform", "not_in", json!("windows,linux")), vec!["Mozilla Firefox"]),
-        (rule("platform", "starts_with", json!("mac")), vec!["Mozilla Firefox"]),
-        // Unknown fields are skipped, unknown operators dropped.
-        (rule("tenant_id", "equals", json!(other.tenant_id)), ALL.to_vec()),
-        (rule("1=1", "equals", json!("1")), ALL.to_vec()),
-        (rule("name", "matches", json!(".*")), ALL.to_vec()),
-        (rule("name", "equals; DROP TABLE applications", json!("x")), ALL.to_vec()),
-        // Combinators.
         (
-            group("and", vec![rule("vendor", "equals", json!("Regex")), rule("name", "starts_with", json!("a."))]),
-            vec!["a.b*c"],
+            rule("version", "equals", json!("119.0")),
+            vec!["Google Chrome"],
         ),
         (
-            group("or", vec![rule("name", "equals", json!("OpenSSH")), rule("device_count", "gt", json!(3))]),
-            vec!["Google Chrome", "OpenSSH"],
+            rule("version", "contains", json!("12")),
+            vec!["Google Chrome", "Mozilla Firefox"],
         ),
         (
-            group("none", vec![rule("platform", "equals", json!("windows")), rule("platform", "equals", json!("linux"))]),
+            rule("version", "not_equals", json!("120.0")),
+            all_but(&["Google Chrome"]),
+        ),
+        (
+            rule("platform", "equals", json!("linux")),
+            vec!["100% Pure_Tool", "100x Pure-Tool", "OpenSSH"],
+        ),
+        (
+            rule("platform", "not_in", json!("windows,linux")),
             vec!["Mozilla Firefox"],
         ),
         (
-            group("not_all", vec![rule("vendor", "equals", json!("Regex")), rule("name", "equals", json!("aXbbc"))]),
+            rule("platform", "starts_with", json!("mac")),
+            vec!["Mozilla Firefox"],
+        ),
+        // Unknown fields are skipped, unknown operators dropped.
+        (
+            rule("tenant_id", "equals", json!(other.tenant_id)),
+            ALL.to_vec(),
+        ),
+        (rule("1=1", "equals", json!("1")), ALL.to_vec()),
+        (rule("name", "matches", json!(".*")), ALL.to_vec()),
+        (
+            rule("name", "equals; DROP TABLE applications", json!("x")),
+            ALL.to_vec(),
+        ),
+        // Combinators.
+        (
+            group(
+                "and",
+                vec![
+                    rule("vendor", "equals", json!("Regex")),
+                    rule("name", "starts_with", json!("a.")),
+                ],
+            ),
+            vec!["a.b*c"],
+        ),
+        (
+            group(
+                "or",
+                vec![
+                    rule("name", "equals", json!("OpenSSH")),
+                    rule("device_count", "gt", json!(3)),
+                ],
+            ),
+            vec!["Google Chrome", "OpenSSH"],
+        ),
+        (
+            group(
+                "none",
+                vec![
+                    rule("platform", "equals", json!("windows")),
+                    rule("platform", "equals", json!("linux")),
+                ],
+            ),
+            vec!["Mozilla Firefox"],
+        ),
+        (
+            group(
+                "not_all",
+                vec![
+                    rule("vendor", "equals", json!("Regex")),
+                    rule("name", "equals", json!("aXbbc")),
+                ],
+            ),
             all_but(&["aXbbc"]),
         ),
         (group("and", vec![]), ALL.to_vec()),
         (group("none", vec![]), ALL.to_vec()),
-        (group("or", vec![group("and", vec![]), rule("nope", "equals", json!("x"))]), ALL.to_vec()),
+        (
+            group(
+                "or",
+                vec![group("and", vec![]), rule("nope", "equals", json!("x"))],
+            ),
+            ALL.to_vec(),
+        ),
         // Five deep.
         (
-            group("and", vec![group("or", vec![group("and", vec![group("or", vec![group(
+            group(
                 "and",
-                vec![rule("name", "contains", json!("fire"))],
-            )])])])]),
+                vec![group(
+                    "or",
+                    vec![group(
+                        "and",
+                        vec![group(
+                            "or",
+                            vec![group("and", vec![rule("name", "contains", json!("fire"))])],
+                        )],
+                    )],
+                )],
+            ),
             vec!["Mozilla Firefox"],
         ),
         (
-            group("none", vec![group("or", vec![group("and", vec![group("none", vec![group(
-                "or",
-                vec![rule("name", "equals", json!("OpenSSH"))],
-            )])])])]),
+            group(
+                "none",
+                vec![group(
+                    "or",
+                    vec![group(
+                        "and",
+                        vec![group(
+                            "none",
+                            vec![group("or", vec![rule("name", "equals", json!("OpenSSH"))])],
+                        )],
+                    )],
+                )],
+            ),
             vec!["OpenSSH"],
         ),
     ];
@@ -192,23 +352,41 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
         json!({"sort": "-device_count", "skip": 1, "limit": 2, "search": "o"}),
     )
     .await;
-    let listed: Vec<&str> = page["items"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    let listed: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
     assert_eq!(listed, ["OpenSSH", "Mozilla Firefox"]);
     assert_eq!(page["total"], 5);
 
     // Bad requests are the client's and say which part is wrong.
     let bad = [
-        (json!({"query": group("and", vec![rule("device_count", "gt", json!("many"))])}), "device_count"),
-        (json!({"query": group("and", vec![rule("name", "equals", Value::Null)])}), "name"),
+        (
+            json!({"query": group("and", vec![rule("device_count", "gt", json!("many"))])}),
+            "device_count",
+        ),
+        (
+            json!({"query": group("and", vec![rule("name", "equals", Value::Null)])}),
+            "name",
+        ),
         (json!({"query": group("xor", vec![])}), "body"),
-        (json!({"query": {"combinator": "and", "rules": [{"kind": "other"}]}}), "body"),
+        (
+            json!({"query": {"combinator": "and", "rules": [{"kind": "other"}]}}),
+            "body",
+        ),
         (json!({"sort": "secret"}), "sort"),
         (json!({"limit": -5}), "limit"),
         (json!({"unknown": 1}), "body"),
     ];
     for (body, field) in bad {
         let resp = app
-            .post("/api/v1/inventory/applications/search", &owner.bearer(), body.clone())
+            .post(
+                "/api/v1/inventory/applications/search",
+                &owner.bearer(),
+                body.clone(),
+            )
             .await;
         resp.assert_error(422);
         if field != "body" {
@@ -223,9 +401,23 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
 const TEXT_FIELDS: [&str; 3] = ["name", "vendor", "publisher"];
 const LIST_FIELDS: [&str; 2] = ["version", "platform"];
 const OPERATORS: [&str; 17] = [
-    "contains", "not_contains", "equals", "not_equals", "starts_with", "not_starts_with",
-    "ends_with", "not_ends_with", "gt", "gte", "lt", "lte", "is_empty", "is_not_empty", "in",
-    "not_in", "bogus",
+    "contains",
+    "not_contains",
+    "equals",
+    "not_equals",
+    "starts_with",
+    "not_starts_with",
+    "ends_with",
+    "not_ends_with",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "is_empty",
+    "is_not_empty",
+    "in",
+    "not_in",
+    "bogus",
 ];
 /// Small alphabet with LIKE metacharacters, so collisions and escapes are
 /// common.
@@ -233,7 +425,9 @@ const ALPHABET: [&str; 8] = ["a", "B", "%", "_", "\\", "'", ".", " "];
 
 fn word(rng: &mut StdRng, max: usize) -> String {
     let len = rng.gen_range(0..=max);
-    (0..len).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
+    (0..len)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
+        .collect()
 }
 
 fn random_rule(rng: &mut StdRng) -> Value {
@@ -285,7 +479,10 @@ fn values(app: &Value, field: &str) -> Vec<String> {
             .iter()
             .map(|v| v.as_str().unwrap().to_string())
             .collect(),
-        _ => app[field].as_str().map(|s| vec![s.to_string()]).unwrap_or_default(),
+        _ => app[field]
+            .as_str()
+            .map(|s| vec![s.to_string()])
+            .unwrap_or_default(),
     }
 }
 
@@ -309,7 +506,13 @@ fn eval_rule(app: &Value, rule: &Value) -> Option<bool> {
     };
     if field == "device_count" {
         let n = app["device_count"].as_f64().unwrap();
-        let v: f64 = value.split(',').next().unwrap_or("0").trim().parse().unwrap_or(0.0);
+        let v: f64 = value
+            .split(',')
+            .next()
+            .unwrap_or("0")
+            .trim()
+            .parse()
+            .unwrap_or(0.0);
         let hit = match positive {
             "equals" => n == v,
             "gt" => n > v,
@@ -338,7 +541,16 @@ fn eval_rule(app: &Value, rule: &Value) -> Option<bool> {
             _ => false,
         }
     };
-    if !["contains", "equals", "starts_with", "ends_with", "is_not_empty", "in"].contains(&positive) {
+    if ![
+        "contains",
+        "equals",
+        "starts_with",
+        "ends_with",
+        "is_not_empty",
+        "in",
+    ]
+    .contains(&positive)
+    {
         return None;
     }
     Some(values(app, field).iter().any(matches) != negated)

@@ -12,7 +12,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("http") => http(),
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
-        _ => Err("usage: cargo xtask bench <http|jobs|sync>".into()),
+        Some("inventory") => per_backend("bench-inventory"),
+        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory>".into()),
     }
 }
 

@@ -75,7 +75,11 @@ impl AssetFields {
             "last_seen",
         ];
         let mut names: Vec<String> = bare.iter().map(|s| s.to_string()).collect();
-        for (prefix, fields) in [("mdm", MDM_FIELDS), ("edr", EDR_FIELDS), ("scan", SCAN_FIELDS)] {
+        for (prefix, fields) in [
+            ("mdm", MDM_FIELDS),
+            ("edr", EDR_FIELDS),
+            ("scan", SCAN_FIELDS),
+        ] {
             names.extend(fields.iter().map(|(k, _)| format!("{prefix}.{k}")));
         }
         names

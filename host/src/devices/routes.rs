@@ -16,7 +16,9 @@ use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::normalize;
 use crate::inventory::routes::ItemPage;
-use crate::inventory::search::{self, page_bounds, Combinator, QueryGroup, QueryNode, QueryRule, SearchRequest};
+use crate::inventory::search::{
+    self, page_bounds, Combinator, QueryGroup, QueryNode, QueryRule, SearchRequest,
+};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -110,7 +110,11 @@ impl From<crate::inventory::search::SearchError> for ApiError {
             SearchError::Value { field, message } => ApiError::Validation { field, message },
             SearchError::Sort(_) => ApiError::validation("sort", err.to_string()),
             SearchError::Page(message) => {
-                let field = if message.starts_with("skip") { "skip" } else { "limit" };
+                let field = if message.starts_with("skip") {
+                    "skip"
+                } else {
+                    "limit"
+                };
                 ApiError::validation(field, message)
             }
             SearchError::Database(err) => err.into(),

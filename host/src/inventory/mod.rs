@@ -2,12 +2,12 @@
 //! from inventory items, structured search over both, and the
 //! `/api/v1/inventory` routes.
 
+pub mod applications;
 pub mod normalize;
 pub mod rollup;
-pub mod version;
-pub mod applications;
 pub mod routes;
 pub mod search;
+pub mod version;
 
 pub use routes::router;
 pub mod storage;

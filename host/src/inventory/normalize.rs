@@ -88,7 +88,10 @@ pub fn short_host(name: &str) -> &str {
 pub fn title_case(label: &str) -> String {
     let mut chars = label.chars();
     match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect(),
+        Some(first) => first
+            .to_uppercase()
+            .chain(chars.flat_map(char::to_lowercase))
+            .collect(),
         None => String::new(),
     }
 }
@@ -116,13 +119,19 @@ mod tests {
             ("Google Chrome", "Google Chrome"),
             ("Microsoft Edge (x64)", "Microsoft Edge (x64)"),
             ("7-Zip 23.01 (64-bit)", "7-Zip 23.01 (64-bit)"),
-            ("Office 16 Click-to-Run (en-us)", "Office 16 Click-to-Run (en-us)"),
+            (
+                "Office 16 Click-to-Run (en-us)",
+                "Office 16 Click-to-Run (en-us)",
+            ),
             ("Zoom (a1b2c3d4)", "Zoom"),
             ("Zoom (A1B2C3D4E5F6)", "Zoom"),
             ("Zoom (a1b2c3d)", "Zoom (a1b2c3d)"),
             ("Teams (3f2504e0-4f89-11d3-9a0c-0305e82c3301)  ", "Teams"),
             ("Teams  ({3F2504E0-4F89-11D3-9A0C-0305E82C3301})", "Teams"),
-            ("Teams (3f2504e0-4f89-11d3-9a0c)", "Teams (3f2504e0-4f89-11d3-9a0c)"),
+            (
+                "Teams (3f2504e0-4f89-11d3-9a0c)",
+                "Teams (3f2504e0-4f89-11d3-9a0c)",
+            ),
             ("Agent (deadbeef) beta", "Agent (deadbeef) beta"),
             ("Nul\0Name\u{7}", "NulName"),
         ];

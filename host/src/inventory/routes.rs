@@ -87,7 +87,13 @@ async fn list_applications(
         limit: params.limit,
         sort: params.sort,
     };
-    let page = search::run(&state.db, &caller.tenant_id, &applications::table(), &request).await?;
+    let page = search::run(
+        &state.db,
+        &caller.tenant_id,
+        &applications::table(),
+        &request,
+    )
+    .await?;
     Ok(Json(page.into()))
 }
 
@@ -106,7 +112,13 @@ async fn search_applications(
     caller: Caller,
     Json(request): Json<SearchRequest>,
 ) -> ApiResult<Json<ApplicationPage>> {
-    let page = search::run(&state.db, &caller.tenant_id, &applications::table(), &request).await?;
+    let page = search::run(
+        &state.db,
+        &caller.tenant_id,
+        &applications::table(),
+        &request,
+    )
+    .await?;
     Ok(Json(page.into()))
 }
 
@@ -244,6 +256,12 @@ async fn apps_list(
 ) -> ApiResult<Json<Vec<AppName>>> {
     let (_, limit) = page_bounds(None, params.limit)?;
     Ok(Json(
-        storage::app_names(&state.db, &caller.tenant_id, params.search.as_deref(), limit).await?,
+        storage::app_names(
+            &state.db,
+            &caller.tenant_id,
+            params.search.as_deref(),
+            limit,
+        )
+        .await?,
     ))
 }

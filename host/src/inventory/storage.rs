@@ -41,7 +41,11 @@ fn with_time(mut items: Vec<ItemView>) -> Vec<ItemView> {
 }
 
 /// The asset's observed names: every spelling that shares its NetBIOS key.
-pub async fn asset_names(db: &Db, tenant: &TenantId, device_name: &str) -> sqlx::Result<Vec<String>> {
+pub async fn asset_names(
+    db: &Db,
+    tenant: &TenantId,
+    device_name: &str,
+) -> sqlx::Result<Vec<String>> {
     let names: Option<String> =
         sqlx::query_scalar("SELECT names FROM assets WHERE tenant_id = $1 AND asset_key = $2")
             .bind(tenant.as_str())
@@ -86,11 +90,13 @@ pub async fn items_of_device(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM inventory_items WHERE {filter}"))
-        .bind(tenant.as_str())
-        .bind(&names_json)
-        .fetch_one(&db.pool)
-        .await?;
+    let total = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
+    ))
+    .bind(tenant.as_str())
+    .bind(&names_json)
+    .fetch_one(&db.pool)
+    .await?;
     Ok((with_time(items), total))
 }
 
@@ -156,11 +162,13 @@ pub async fn items(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM inventory_items WHERE {filter}"))
-        .bind(tenant.as_str())
-        .bind(pattern.as_deref())
-        .fetch_one(&db.pool)
-        .await?;
+    let total = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
+    ))
+    .bind(tenant.as_str())
+    .bind(pattern.as_deref())
+    .fetch_one(&db.pool)
+    .await?;
     Ok((with_time(items), total))
 }
 
@@ -251,10 +259,12 @@ pub struct InventoryStats {
 pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<InventoryStats> {
     let mut counts = [0i64; 3];
     for (i, table) in ["applications", "assets", "vendors"].iter().enumerate() {
-        counts[i] = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"))
-            .bind(tenant.as_str())
-            .fetch_one(&db.pool)
-            .await?;
+        counts[i] = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"
+        ))
+        .bind(tenant.as_str())
+        .fetch_one(&db.pool)
+        .await?;
     }
     let rollup_at: Option<Option<i64>> =
         sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")

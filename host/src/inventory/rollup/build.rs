@@ -375,7 +375,12 @@ fn asset(key: String, tally: AssetTally, details: &DetailIndex) -> Asset {
     let device_name = tally
         .names
         .iter()
-        .max_by(|a, b| a.chars().count().cmp(&b.chars().count()).then_with(|| b.cmp(a)))
+        .max_by(|a, b| {
+            a.chars()
+                .count()
+                .cmp(&b.chars().count())
+                .then_with(|| b.cmp(a))
+        })
         .cloned()
         .unwrap_or_default();
     let mdm = details.find(MDM_SOURCE, &tally.names);
@@ -451,7 +456,12 @@ mod tests {
     #[test]
     fn installer_id_suffixes_merge_into_one_application() {
         let apps = rollup(vec![
-            row("A", "Teams (3f2504e0-4f89-11d3-9a0c-0305e82c3301)", "Microsoft", "1.0"),
+            row(
+                "A",
+                "Teams (3f2504e0-4f89-11d3-9a0c-0305e82c3301)",
+                "Microsoft",
+                "1.0",
+            ),
             row("B", "Teams (deadbeef01)", "Microsoft", "1.1"),
             row("C", "Teams", "Microsoft", "1.1"),
             row("C", "Teams (x64)", "Microsoft", "1.1"),
@@ -462,8 +472,14 @@ mod tests {
         assert_eq!(
             apps[0].version_counts,
             [
-                VersionCount { version: "1.1".into(), count: 2 },
-                VersionCount { version: "1.0".into(), count: 1 }
+                VersionCount {
+                    version: "1.1".into(),
+                    count: 2
+                },
+                VersionCount {
+                    version: "1.0".into(),
+                    count: 1
+                }
             ]
         );
     }
@@ -502,7 +518,10 @@ mod tests {
         ]);
         assert_eq!(apps[0].newest_version.as_deref(), Some("10.0.19045.3803"));
         assert_eq!(apps[0].oldest_version.as_deref(), Some("9.9"));
-        assert_eq!(apps[0].most_common_version.as_deref(), Some("10.0.19045.3803"));
+        assert_eq!(
+            apps[0].most_common_version.as_deref(),
+            Some("10.0.19045.3803")
+        );
     }
 
     #[test]
@@ -531,7 +550,12 @@ mod tests {
 
     #[test]
     fn control_characters_are_stripped_from_values() {
-        let apps = rollup(vec![row("A\0", "Note\u{1}pad\0", "Ven\u{7f}dor", "1.\u{0}0")]);
+        let apps = rollup(vec![row(
+            "A\0",
+            "Note\u{1}pad\0",
+            "Ven\u{7f}dor",
+            "1.\u{0}0",
+        )]);
         assert_eq!(apps[0].name, "Notepad");
         assert_eq!(apps[0].vendor.as_deref(), Some("Vendor"));
         assert_eq!(apps[0].most_common_version.as_deref(), Some("1.0"));
@@ -552,8 +576,16 @@ mod tests {
         assert_eq!(
             vendors,
             [
-                Vendor { name: "Google".into(), application_count: 1, device_count: 1 },
-                Vendor { name: "Microsoft".into(), application_count: 2, device_count: 2 },
+                Vendor {
+                    name: "Google".into(),
+                    application_count: 1,
+                    device_count: 1
+                },
+                Vendor {
+                    name: "Microsoft".into(),
+                    application_count: 2,
+                    device_count: 2
+                },
             ]
         );
     }
@@ -563,7 +595,12 @@ mod tests {
         let mut rollup = Rollup::default();
         rollup.add(ItemRow {
             updated_at: 5,
-            ..row("WORKSTATION-ACCOUNTING-01.corp.example.com", "Excel", "Microsoft", "16")
+            ..row(
+                "WORKSTATION-ACCOUNTING-01.corp.example.com",
+                "Excel",
+                "Microsoft",
+                "16",
+            )
         });
         rollup.add(ItemRow {
             source: "edr".into(),
@@ -595,7 +632,10 @@ mod tests {
         assert_eq!(assets.len(), 1);
         let asset = &assets[0];
         assert_eq!(asset.key, "WORKSTATION-ACC");
-        assert_eq!(asset.device_name, "WORKSTATION-ACCOUNTING-01.corp.example.com");
+        assert_eq!(
+            asset.device_name,
+            "WORKSTATION-ACCOUNTING-01.corp.example.com"
+        );
         assert_eq!(asset.device_id.as_deref(), Some("5f1c-uuid"));
         assert_eq!(asset.applications, ["Chrome", "Excel"]);
         assert_eq!(asset.sources, ["edr", "rmm", "scanner"]);

@@ -86,7 +86,8 @@ struct RollupHandler;
 #[async_trait]
 impl JobHandler for RollupHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        ctx.progress("rebuilding", 0, 1, "reading inventory").await?;
+        ctx.progress("rebuilding", 0, 1, "reading inventory")
+            .await?;
         let stats = rebuild_until_current(ctx.db(), ctx.tenant_id()).await?;
         ctx.progress(
             "done",

@@ -4,7 +4,8 @@ use futures::TryStreamExt;
 use sqlx::{Any, Transaction};
 
 use super::build::{
-    Application, Asset, DeviceRecord, ItemRow, Rollup, Vendor, EDR_SOURCE, MDM_SOURCE, SCANNER_SOURCE,
+    Application, Asset, DeviceRecord, ItemRow, Rollup, Vendor, EDR_SOURCE, MDM_SOURCE,
+    SCANNER_SOURCE,
 };
 use crate::auth::TenantId;
 use crate::db::{now_ms, values_placeholders, Db};
@@ -69,7 +70,11 @@ async fn upsert_applications(
         );
         let mut query = sqlx::query(&statement);
         for app in chunk {
-            let versions: Vec<&str> = app.version_counts.iter().map(|v| v.version.as_str()).collect();
+            let versions: Vec<&str> = app
+                .version_counts
+                .iter()
+                .map(|v| v.version.as_str())
+                .collect();
             query = query
                 .bind(uuid::Uuid::now_v7().to_string())
                 .bind(tenant.as_str())

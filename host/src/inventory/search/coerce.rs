@@ -73,7 +73,10 @@ pub fn date_ms(raw: &str, rule: &QueryRule) -> Result<i64, SearchError> {
         return Ok(at.timestamp_millis());
     }
     if let Ok(day) = chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d") {
-        return Ok(day.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_millis());
+        return Ok(day
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp_millis());
     }
     Err(invalid(rule, "a date (RFC 3339 or YYYY-MM-DD)"))
 }

@@ -173,7 +173,10 @@ impl<'c> Compiler<'c> {
             Column::List(column) => {
                 let element = "j.value".to_string();
                 let inner = self.predicate(&element, FieldType::Text, positive, rule)?;
-                let exists = format!("EXISTS (SELECT 1 FROM {} WHERE {inner})", self.list_source(column));
+                let exists = format!(
+                    "EXISTS (SELECT 1 FROM {} WHERE {inner})",
+                    self.list_source(column)
+                );
                 if negated {
                     format!("(NOT {exists})")
                 } else {
@@ -226,7 +229,13 @@ impl<'c> Compiler<'c> {
             };
             let placeholders: Vec<String> = placeholders
                 .into_iter()
-                .map(|p| if ty == FieldType::Text { format!("LOWER({p})") } else { p })
+                .map(|p| {
+                    if ty == FieldType::Text {
+                        format!("LOWER({p})")
+                    } else {
+                        p
+                    }
+                })
                 .collect();
             return Ok(format!(
                 "({expr} IS NOT NULL AND {subject} IN ({}))",
@@ -248,7 +257,9 @@ impl<'c> Compiler<'c> {
         let pattern = match operator {
             Equals => {
                 let param = self.push(Param::Text(raw));
-                return Ok(format!("({expr} IS NOT NULL AND LOWER({expr}) = LOWER({param}))"));
+                return Ok(format!(
+                    "({expr} IS NOT NULL AND LOWER({expr}) = LOWER({param}))"
+                ));
             }
             Contains => format!("%{}%", escape_like(&raw)),
             StartsWith => format!("{}%", escape_like(&raw)),

@@ -76,7 +76,12 @@ fn effective_query(table: &Table<'_>, request: &SearchRequest) -> QueryGroup {
     if let Some(query) = &request.query {
         rules.push(QueryNode::Group(query.clone()));
     }
-    if let Some(text) = request.search.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+    if let Some(text) = request
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
         rules.push(QueryNode::Group(QueryGroup {
             kind: None,
             combinator: Combinator::Or,

@@ -1,0 +1,335 @@
+//! The inventory goals, through the real service on one backend:
+//! - rollup rebuild of 1,000,000 inventory rows (50,000 devices, 2,000
+//!   distinct applications written with realistic name variants): seconds
+//!   and peak memory;
+//! - structured search over 100,000 devices with a nested three-rule query:
+//!   p50/p99 over HTTP;
+//! - `GET /inventory/applications` pages of 50 over 30,000 applications:
+//!   p50/p99 over HTTP.
+//!
+//! Usage: bench-inventory sqlite|postgres [rows]
+
+use std::time::{Duration, Instant};
+
+use cairn::auth::TenantId;
+use cairn::integrations::storage::upsert_rows;
+use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use serde_json::{json, Value};
+
+const DEVICES: usize = 50_000;
+const APPLICATIONS: usize = 2_000;
+const SEARCH_DEVICES: usize = 100_000;
+const LIST_APPLICATIONS: usize = 30_000;
+const SAMPLES: usize = 300;
+
+fn row(device: String, app: String, vendor: String, version: String, platform: &str) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device),
+        device_id: None,
+        os_platform: Some(platform.into()),
+        os_version: Some("10.0.19045".into()),
+        user_email: None,
+        user_name: None,
+        application_name: Some(app),
+        vendor: Some(vendor),
+        version: Some(version),
+        publisher: None,
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// The name an agent reports for application `a` on device `d`: some
+/// installers append their product code, some are (x64) builds, vendors
+/// are spelled two ways.
+fn variant(a: usize, d: usize) -> (String, String) {
+    let base = format!("Application {a:04}");
+    let name = match (a % 10, d % 3) {
+        (0, 0) => format!("{base} ({:08x}{:04x})", a * 7919, d % 65536),
+        (1, _) => format!("{base} ({{{:08X}-4F89-11D3-9A0C-{:012X}}})", a, d),
+        (2, _) => format!("{base} (x64)"),
+        _ => base,
+    };
+    let vendor = if d % 5 == 0 {
+        format!("Vendor {} Inc.", a % 150)
+    } else {
+        format!("Vendor {}", a % 150)
+    };
+    (name, vendor)
+}
+
+async fn write_pages(
+    db: &cairn::db::Db,
+    tenant: &TenantId,
+    source: &str,
+    rows: impl Iterator<Item = MappedRow>,
+) -> anyhow::Result<usize> {
+    let mut page = Vec::with_capacity(5000);
+    let mut written = 0;
+    let mut flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
+        let mut tx = db.pool.begin().await?;
+        upsert_rows(&mut tx, tenant, source, "bench", page).await?;
+        tx.commit().await?;
+        page.clear();
+        Ok(())
+    };
+    for row in rows {
+        page.push(row);
+        written += 1;
+        if page.len() == 5000 {
+            flush(&mut page).await?;
+        }
+    }
+    flush(&mut page).await?;
+    Ok(written)
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let index = ((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1;
+    samples[index].as_secs_f64() * 1000.0
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    async fn register(&self, email: &str) -> anyhow::Result<(String, TenantId)> {
+        let resp: Value = self
+            .http
+            .post(format!("{}/api/v1/auth/register", self.base))
+            .json(&json!({"email": email, "password": "bench-password-1", "name": "Bench"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let token = resp["access_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let tenant = resp["user"]["tenant_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        Ok((token, TenantId(tenant)))
+    }
+
+    async fn timed(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<(Duration, Value)> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let started = Instant::now();
+        let value: Value = request.send().await?.error_for_status()?.json().await?;
+        Ok((started.elapsed(), value))
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
+    let rows: usize = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
+    let (db, url) = cairn_bench::fresh_database(&backend).await?;
+    db.close().await;
+    let data_dir = std::env::temp_dir().join(format!("cairn-bench-inv-{}", std::process::id()));
+    let settings = cairn::settings::Settings {
+        listen: "127.0.0.1:0".into(),
+        database_url: url.clone(),
+        data_dir: data_dir.clone(),
+        rate_limit_per_minute: 0,
+        job_workers: 0,
+        ..Default::default()
+    }
+    .prepare()?;
+    let server = cairn::server::start(settings).await?;
+    let db = server.state.db.clone();
+    let client = Client {
+        http: reqwest::Client::new(),
+        base: server.base_url(),
+    };
+    println!("cairn inventory benchmark: {backend}");
+
+    // Rollup: 1,000,000 rows over 50,000 devices and 2,000 applications.
+    let (_, rollup_tenant) = client.register("rollup@bench.example").await?;
+    let per_device = rows / DEVICES;
+    let seeded = Instant::now();
+    let written = write_pages(
+        &db,
+        &rollup_tenant,
+        "rmm",
+        (0..DEVICES).flat_map(|d| {
+            (0..per_device).map(move |k| {
+                // Each device gets a spread of the catalogue.
+                let a = (d * 7 + k * 101) % APPLICATIONS;
+                let (name, vendor) = variant(a, d);
+                let version = format!("{}.{}.{}", a % 9, d % 4, k % 3);
+                let platform = ["windows", "Windows", "macOS", "linux"][d % 4];
+                row(
+                    format!("WS-{d:06}.corp.example.com"),
+                    name,
+                    vendor,
+                    version,
+                    platform,
+                )
+            })
+        }),
+    )
+    .await?;
+    println!(
+        "  seeded {written} inventory rows in {:.1} s",
+        seeded.elapsed().as_secs_f64()
+    );
+    let rss_before = cairn_bench::peak_rss_mib();
+    let started = Instant::now();
+    let stats = cairn::inventory::rollup::rebuild_until_current(&db, &rollup_tenant).await?;
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "  rollup: {} rows -> {} applications, {} assets in {secs:.2} s; peak memory {:.0} MiB (before the rebuild {rss_before:.0} MiB)",
+        stats.items,
+        stats.applications,
+        stats.assets,
+        cairn_bench::peak_rss_mib()
+    );
+
+    // Search: 100,000 devices, three apps each, half with an edr record.
+    let (search_token, search_tenant) = client.register("search@bench.example").await?;
+    write_pages(
+        &db,
+        &search_tenant,
+        "rmm",
+        (0..SEARCH_DEVICES).flat_map(|d| {
+            let platform = if d % 3 == 0 { "macos" } else { "windows" };
+            [
+                row(
+                    format!("PC-{d:06}"),
+                    "Google Chrome".into(),
+                    "Google".into(),
+                    format!("120.0.{}", d % 50),
+                    platform,
+                ),
+                row(
+                    format!("PC-{d:06}"),
+                    format!("Line of business {}", d % 400),
+                    "Acme".into(),
+                    "1.0".into(),
+                    platform,
+                ),
+                row(
+                    format!("PC-{d:06}"),
+                    "7-Zip 23.01 (x64)".into(),
+                    "Igor Pavlov".into(),
+                    "23.01".into(),
+                    platform,
+                ),
+            ]
+        }),
+    )
+    .await?;
+    write_pages(
+        &db,
+        &search_tenant,
+        "edr",
+        (0..SEARCH_DEVICES).step_by(2).map(|d| {
+            MappedRow::Record(RecordRow {
+                kind: "device",
+                key: format!("agent-{d}"),
+                device_name: Some(format!("PC-{d:06}")),
+                client_id: None,
+                group_ids: vec![],
+                body: json!({"agent_version": "23.4", "infected": d % 17 == 0, "threat_count": d % 5}),
+            })
+        }),
+    )
+    .await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(&db, &search_tenant).await?;
+    let query = json!({
+        "query": {"kind": "group", "combinator": "and", "rules": [
+            {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"},
+            {"kind": "group", "combinator": "or", "rules": [
+                {"kind": "rule", "field": "edr.threat_count", "operator": "gte", "value": "3"},
+                {"kind": "rule", "field": "device_name", "operator": "starts_with", "value": "PC-0999"}
+            ]}
+        ]},
+        "limit": 50
+    });
+    let mut samples = vec![];
+    let mut total = Value::Null;
+    for _ in 0..SAMPLES {
+        let (took, body) = client
+            .timed(
+                &search_token,
+                reqwest::Method::POST,
+                "/api/v1/devices/devices/search",
+                Some(&query),
+            )
+            .await?;
+        total = body["total"].clone();
+        samples.push(took);
+    }
+    println!(
+        "  device search over {} assets (nested three rules, {total} matches, page of 50): p50 {:.1} ms, p99 {:.1} ms",
+        built.assets,
+        percentile(&mut samples, 0.50),
+        percentile(&mut samples, 0.99)
+    );
+
+    // List: 30,000 applications, pages of 50.
+    let (list_token, list_tenant) = client.register("list@bench.example").await?;
+    write_pages(
+        &db,
+        &list_tenant,
+        "rmm",
+        (0..LIST_APPLICATIONS).flat_map(|a| {
+            (0..1 + a % 3).map(move |d| {
+                row(
+                    format!("HOST-{:04}", (a + d) % 5000),
+                    format!("Product {a:05}"),
+                    format!("Vendor {}", a % 700),
+                    "1.0".into(),
+                    "windows",
+                )
+            })
+        }),
+    )
+    .await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(&db, &list_tenant).await?;
+    let mut samples = vec![];
+    for i in 0..SAMPLES {
+        let skip = (i * 97) % (LIST_APPLICATIONS - 50);
+        let (took, _) = client
+            .timed(
+                &list_token,
+                reqwest::Method::GET,
+                &format!("/api/v1/inventory/applications?limit=50&skip={skip}"),
+                None,
+            )
+            .await?;
+        samples.push(took);
+    }
+    println!(
+        "  GET /inventory/applications over {} applications (page of 50, varying skip): p50 {:.1} ms, p99 {:.1} ms",
+        built.applications,
+        percentile(&mut samples, 0.50),
+        percentile(&mut samples, 0.99)
+    );
+
+    server.stop().await?;
+    cairn_bench::drop_database(db, &url).await;
+    let _ = std::fs::remove_dir_all(data_dir);
+    Ok(())
+}
