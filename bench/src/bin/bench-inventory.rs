@@ -50,7 +50,7 @@ fn variant(a: usize, d: usize) -> (String, String) {
         (2, _) => format!("{base} (x64)"),
         _ => base,
     };
-    let vendor = if d % 5 == 0 {
+    let vendor = if d.is_multiple_of(5) {
         format!("Vendor {} Inc.", a % 150)
     } else {
         format!("Vendor {}", a % 150)
@@ -66,7 +66,7 @@ async fn write_pages(
 ) -> anyhow::Result<usize> {
     let mut page = Vec::with_capacity(5000);
     let mut written = 0;
-    let mut flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
+    let flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
         let mut tx = db.pool.begin().await?;
         upsert_rows(&mut tx, tenant, source, "bench", page).await?;
         tx.commit().await?;
@@ -213,7 +213,11 @@ async fn main() -> anyhow::Result<()> {
         &search_tenant,
         "rmm",
         (0..SEARCH_DEVICES).flat_map(|d| {
-            let platform = if d % 3 == 0 { "macos" } else { "windows" };
+            let platform = if d.is_multiple_of(3) {
+                "macos"
+            } else {
+                "windows"
+            };
             [
                 row(
                     format!("PC-{d:06}"),
@@ -251,7 +255,7 @@ async fn main() -> anyhow::Result<()> {
                 device_name: Some(format!("PC-{d:06}")),
                 client_id: None,
                 group_ids: vec![],
-                body: json!({"agent_version": "23.4", "infected": d % 17 == 0, "threat_count": d % 5}),
+                body: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "threat_count": d % 5}),
             })
         }),
     )
