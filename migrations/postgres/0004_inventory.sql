@@ -25,7 +25,7 @@ CREATE TABLE applications (
     rollup_at           BIGINT NOT NULL,
     UNIQUE (tenant_id, name)
 );
-CREATE INDEX applications_by_devices ON applications(tenant_id, device_count, name);
+CREATE INDEX applications_by_devices ON applications(tenant_id, device_count DESC, name);
 CREATE INDEX applications_by_vendor ON applications(tenant_id, vendor);
 
 CREATE TABLE assets (

@@ -109,9 +109,9 @@ impl Catalog for AssetFields {
             "user_email" => (Column::Plain("a.user_email"), Text),
             "user_name" => (Column::Plain("a.user_name"), Text),
             "application_name" => (Column::List("a.applications"), Text),
-            "application_count" => (Column::Plain("a.application_count"), Number),
+            "application_count" => (Column::Required("a.application_count"), Number),
             "source" => (Column::List("a.sources"), Text),
-            "last_seen" => (Column::Plain("a.last_seen"), FieldType::Date),
+            "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
             _ => return None,
         };
         Some(Field { column, ty })
@@ -121,7 +121,7 @@ impl Catalog for AssetFields {
         match name {
             // Sorting uses the display name.
             "device_name" => Some(Field {
-                column: Column::Plain("a.device_name"),
+                column: Column::Required("a.device_name"),
                 ty: Text,
             }),
             _ => self.field(name),

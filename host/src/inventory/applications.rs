@@ -15,12 +15,12 @@ impl Catalog for ApplicationFields {
     fn field(&self, name: &str) -> Option<Field> {
         use FieldType::*;
         let (column, ty) = match name {
-            "name" => (Column::Plain("a.name"), Text),
+            "name" => (Column::Required("a.name"), Text),
             "vendor" => (Column::Plain("a.vendor"), Text),
             "product" => (Column::Plain("a.product"), Text),
             // Any version installed somewhere, not only the most common.
             "version" => (Column::List("a.versions"), Text),
-            "device_count" => (Column::Plain("a.device_count"), Number),
+            "device_count" => (Column::Required("a.device_count"), Number),
             "site" => (Column::Plain("a.site"), Text),
             "publisher" => (Column::Plain("a.publisher"), Text),
             "platform" => (Column::List("a.platforms"), Text),

@@ -30,6 +30,9 @@ pub enum FieldType {
 pub enum Column {
     /// A column or fixed SQL expression of the searched table.
     Plain(&'static str),
+    /// A `NOT NULL` column: sorts without the missing-values-last term, so
+    /// an index on it can serve the order.
+    Required(&'static str),
     /// A JSON array of strings in a column; a rule matches when an element
     /// does, and a negated rule when no element matches its positive form.
     List(&'static str),
@@ -148,9 +151,10 @@ impl<'c> Compiler<'c> {
         } else {
             expr
         };
-        Ok(format!(
-            "({expr}) IS NULL, {expr} {direction}, {tiebreak} ASC"
-        ))
+        Ok(match field.column {
+            Column::Required(_) => format!("{expr} {direction}, {tiebreak} ASC"),
+            _ => format!("({expr}) IS NULL, {expr} {direction}, {tiebreak} ASC"),
+        })
     }
 
     fn push(&mut self, param: Param) -> String {
@@ -285,7 +289,7 @@ impl<'c> Compiler<'c> {
     /// The SQL expression of a scalar field.
     fn value_expr(&self, field: &Field) -> String {
         match &field.column {
-            Column::Plain(expr) | Column::List(expr) => expr.to_string(),
+            Column::Plain(expr) | Column::Required(expr) | Column::List(expr) => expr.to_string(),
             Column::JsonKey { column, key } => self.json_key(column, key, field.ty),
         }
     }
