@@ -7,7 +7,8 @@
 //! - `GET /inventory/applications` pages of 50 over 30,000 applications:
 //!   p50/p99 over HTTP.
 //!
-//! Usage: bench-inventory sqlite|postgres [rows]
+//! Usage: bench-inventory sqlite|postgres [rows]; `BENCH_ONLY=search,list`
+//! runs only the named parts (rollup, search, list).
 
 use std::time::{Duration, Instant};
 
@@ -163,13 +164,30 @@ async fn main() -> anyhow::Result<()> {
         base: server.base_url(),
     };
     println!("cairn inventory benchmark: {backend}");
+    let only = std::env::var("BENCH_ONLY").unwrap_or_else(|_| "rollup,search,list".into());
+    if only.contains("rollup") {
+        rollup(&db, &client, rows).await?;
+    }
+    if only.contains("search") {
+        search(&db, &client).await?;
+    }
+    if only.contains("list") {
+        list(&db, &client).await?;
+    }
+    server.stop().await?;
+    cairn_bench::drop_database(db, &url).await;
+    let _ = std::fs::remove_dir_all(data_dir);
+    Ok(())
+}
+
+async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Result<()> {
 
     // Rollup: 1,000,000 rows over 50,000 devices and 2,000 applications.
     let (_, rollup_tenant) = client.register("rollup@bench.example").await?;
     let per_device = rows / DEVICES;
     let seeded = Instant::now();
     let written = write_pages(
-        &db,
+        db,
         &rollup_tenant,
         "rmm",
         (0..DEVICES).flat_map(|d| {
@@ -196,7 +214,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let rss_before = cairn_bench::peak_rss_mib();
     let started = Instant::now();
-    let stats = cairn::inventory::rollup::rebuild_until_current(&db, &rollup_tenant).await?;
+    let stats = cairn::inventory::rollup::rebuild_until_current(db, &rollup_tenant).await?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "  rollup: {} rows -> {} applications, {} assets in {secs:.2} s; peak memory {:.0} MiB (before the rebuild {rss_before:.0} MiB)",
@@ -206,10 +224,14 @@ async fn main() -> anyhow::Result<()> {
         cairn_bench::peak_rss_mib()
     );
 
-    // Search: 100,000 devices, three apps each, half with an edr record.
+    Ok(())
+}
+
+async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
+    // 100,000 devices, three apps each, half with an edr record.
     let (search_token, search_tenant) = client.register("search@bench.example").await?;
     write_pages(
-        &db,
+        db,
         &search_tenant,
         "rmm",
         (0..SEARCH_DEVICES).flat_map(|d| {
@@ -245,7 +267,7 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     write_pages(
-        &db,
+        db,
         &search_tenant,
         "edr",
         (0..SEARCH_DEVICES).step_by(2).map(|d| {
@@ -260,7 +282,7 @@ async fn main() -> anyhow::Result<()> {
         }),
     )
     .await?;
-    let built = cairn::inventory::rollup::rebuild_until_current(&db, &search_tenant).await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(db, &search_tenant).await?;
     let query = json!({
         "query": {"kind": "group", "combinator": "and", "rules": [
             {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"},
@@ -292,10 +314,14 @@ async fn main() -> anyhow::Result<()> {
         percentile(&mut samples, 0.99)
     );
 
-    // List: 30,000 applications, pages of 50.
+    Ok(())
+}
+
+async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
+    // 30,000 applications, pages of 50.
     let (list_token, list_tenant) = client.register("list@bench.example").await?;
     write_pages(
-        &db,
+        db,
         &list_tenant,
         "rmm",
         (0..LIST_APPLICATIONS).flat_map(|a| {
@@ -311,7 +337,7 @@ async fn main() -> anyhow::Result<()> {
         }),
     )
     .await?;
-    let built = cairn::inventory::rollup::rebuild_until_current(&db, &list_tenant).await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(db, &list_tenant).await?;
     let mut samples = vec![];
     for i in 0..SAMPLES {
         let skip = (i * 97) % (LIST_APPLICATIONS - 50);
@@ -331,9 +357,5 @@ async fn main() -> anyhow::Result<()> {
         percentile(&mut samples, 0.50),
         percentile(&mut samples, 0.99)
     );
-
-    server.stop().await?;
-    cairn_bench::drop_database(db, &url).await;
-    let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }
