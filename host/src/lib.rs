@@ -12,6 +12,7 @@ pub mod invites;
 pub mod jobs;
 pub mod mail;
 pub mod plugins;
+pub mod portal;
 pub mod server;
 pub mod settings;
 pub mod tenancy;

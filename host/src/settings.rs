@@ -105,6 +105,12 @@ pub struct Settings {
     /// JSON object: integration id -> config, used to seed the default
     /// tenant. Existing configs are never overwritten.
     pub seed_configs: String,
+    /// Where portal documents are stored; empty means `<data_dir>/portal-files`.
+    pub portal_files_dir: PathBuf,
+    /// Largest portal document upload.
+    pub portal_max_upload_mb: u64,
+    /// Lifetime of a signed download URL.
+    pub portal_download_ttl_secs: u64,
 }
 
 impl Default for Settings {
@@ -148,6 +154,9 @@ impl Default for Settings {
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,
             plugin_plain_http_hosts: String::new(),
+            portal_files_dir: PathBuf::new(),
+            portal_max_upload_mb: 100,
+            portal_download_ttl_secs: 300,
             default_tenant_id: String::new(),
             seed_configs: String::new(),
         }
@@ -196,6 +205,9 @@ impl Settings {
         }
         if self.public_url.is_empty() {
             self.public_url = format!("http://{}", self.listen);
+        }
+        if self.portal_files_dir.as_os_str().is_empty() {
+            self.portal_files_dir = self.data_dir.join("portal-files");
         }
         if self.jwt_secret.is_empty() {
             self.jwt_secret = generated_secret(&self.data_dir, "jwt_secret")?;

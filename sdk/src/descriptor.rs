@@ -28,6 +28,45 @@ pub struct Descriptor {
     /// Live actions `invoke` supports.
     #[serde(default)]
     pub actions: Vec<String>,
+    /// How the upstream signs the webhooks it sends to Cairn, if it sends
+    /// any. The host verifies the signature before the body reaches the
+    /// component; `None`: the connector takes no webhooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookSignature>,
+}
+
+/// A webhook signature in the "timestamped HMAC-SHA256" style (as Stripe
+/// signs its events).
+///
+/// The upstream sends a header (named by [`header`](Self::header)) whose
+/// value is a comma-separated list of `key=value` pairs:
+///
+/// ```text
+/// t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=<hex HMAC-SHA256>...]
+/// ```
+///
+/// Each `v1` is the hex HMAC-SHA256, keyed with the tenant's
+/// config field [`secret_field`](Self::secret_field), of the string
+/// `"{t}.{raw body}"` (the timestamp, a dot, then the request body exactly
+/// as received). Several `v1` values may be present (for example while the
+/// upstream rotates its secret); one matching is enough. Other keys are
+/// ignored.
+///
+/// The **host** verifies the signature before any component sees the
+/// body: the secret is a config secret and never enters a component. It
+/// rejects a request without the header, without a matching `v1`, or whose
+/// `t` is older than [`tolerance_secs`](Self::tolerance_secs) (replay
+/// protection).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookSignature {
+    /// The request header carrying the signature, e.g. `Stripe-Signature`
+    /// (matched ignoring case).
+    pub header: String,
+    /// The config field holding the signing secret; list it in
+    /// [`Descriptor::secret_fields`] too.
+    pub secret_field: String,
+    /// The largest accepted age of `t`, in seconds (Stripe uses 300).
+    pub tolerance_secs: u64,
 }
 
 /// How the host attaches credentials to the component's requests.
@@ -98,4 +137,49 @@ pub enum CsvTarget {
     Device,
     /// User enrichment.
     User,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(webhook: Option<WebhookSignature>) -> Descriptor {
+        Descriptor {
+            id: "x".into(),
+            name: "X".into(),
+            version: "0.1.0".into(),
+            sdk_version: String::new(),
+            config_schema: Value::Null,
+            secret_fields: vec![],
+            streams: vec![],
+            requested_hosts: vec![],
+            auth: AuthScheme::None,
+            actions: vec![],
+            webhook,
+        }
+    }
+
+    #[test]
+    fn webhook_is_omitted_when_absent_and_defaults_to_none() {
+        let json = serde_json::to_value(descriptor(None)).unwrap();
+        assert!(json.get("webhook").is_none());
+        let back: Descriptor = serde_json::from_value(json).unwrap();
+        assert!(back.webhook.is_none());
+    }
+
+    #[test]
+    fn webhook_round_trips() {
+        let signature = WebhookSignature {
+            header: "Stripe-Signature".into(),
+            secret_field: "webhook_secret".into(),
+            tolerance_secs: 300,
+        };
+        let json = serde_json::to_value(descriptor(Some(signature.clone()))).unwrap();
+        assert_eq!(
+            json["webhook"],
+            serde_json::json!({"header": "Stripe-Signature", "secret_field": "webhook_secret", "tolerance_secs": 300})
+        );
+        let back: Descriptor = serde_json::from_value(json).unwrap();
+        assert_eq!(back.webhook, Some(signature));
+    }
 }

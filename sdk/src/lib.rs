@@ -24,7 +24,7 @@ mod rows;
 #[doc(hidden)]
 pub mod __private;
 
-pub use descriptor::{AuthScheme, CsvDescriptor, CsvTarget, Descriptor};
+pub use descriptor::{AuthScheme, CsvDescriptor, CsvTarget, Descriptor, WebhookSignature};
 pub use error::Error;
 pub use rows::{InventoryItem, RecordKind, Row, SourceRecord};
 pub use serde_json::{json, Value};

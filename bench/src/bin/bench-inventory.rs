@@ -181,7 +181,6 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Result<()> {
-
     // Rollup: 1,000,000 rows over 50,000 devices and 2,000 applications.
     let (_, rollup_tenant) = client.register("rollup@bench.example").await?;
     let per_device = rows / DEVICES;

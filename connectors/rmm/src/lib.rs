@@ -55,6 +55,7 @@ impl Connector for Rmm {
                 client_id_header: Some("ClientID".into()),
             },
             actions: vec!["clients".into()],
+            webhook: None,
         }
     }
 

@@ -23,6 +23,13 @@ pub enum ApiError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// An upload failed one of the upload checks (`check` names it:
+    /// extension, size, content or filename).
+    #[error("upload rejected: {message}")]
+    UploadRejected {
+        check: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     Gone(String),
     #[error("too many requests; retry in {retry_after_secs} s")]
@@ -73,7 +80,7 @@ impl ApiError {
 
     pub fn status_code(&self) -> StatusCode {
         match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequest(_) | ApiError::UploadRejected { .. } => StatusCode::BAD_REQUEST,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -89,6 +96,7 @@ impl ApiError {
     fn kind(&self) -> &'static str {
         match self {
             ApiError::BadRequest(_) => "bad_request",
+            ApiError::UploadRejected { .. } => "upload_rejected",
             ApiError::Validation { .. } => "validation_error",
             ApiError::Unauthorized(_) => "not_authenticated",
             ApiError::Forbidden(_) => "forbidden",
@@ -140,6 +148,7 @@ impl IntoResponse for ApiError {
         };
         let field = match &self {
             ApiError::Validation { field, .. } => Some(field.clone()),
+            ApiError::UploadRejected { check, .. } => Some(check.to_string()),
             _ => None,
         };
         let (upstream_status, permission_hint) = match &self {

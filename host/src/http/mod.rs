@@ -37,6 +37,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::integrations::router())
         .merge(crate::inventory::router())
         .merge(crate::devices::router())
+        .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
@@ -46,7 +47,23 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .to_pretty_json()
         .expect("the OpenAPI document serializes");
 
+    let (portal, portal_doc) = crate::portal::api();
+    let portal_json = portal_doc
+        .to_pretty_json()
+        .expect("the portal OpenAPI document serializes");
+    let portal = portal
+        .route(
+            "/api/openapi.json",
+            axum::routing::get(move || async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    portal_json,
+                )
+            }),
+        )
+        .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let router = routes
+        .merge(portal)
         .merge(service::assets())
         .fallback(|request: Request| async move {
             ApiError::NotFound(if request.uri().path().starts_with("/api") {

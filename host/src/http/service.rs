@@ -144,10 +144,12 @@ async fn docs() -> Html<&'static str> {
         r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Cairn API</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
-<body><p style="font-family:sans-serif;margin:1em">Reference docs: <a href="/redoc">/redoc</a> · schema: <a href="/openapi.json">/openapi.json</a></p>
+<body><p style="font-family:sans-serif;margin:1em">Reference docs: <a href="/redoc">/redoc</a> · schema: <a href="/openapi.json">/openapi.json</a>
+· client portal API (<code>/api</code>, version 0.1.0): <a href="/docs?spec=portal">docs</a>, <a href="/api/openapi.json">/api/openapi.json</a></p>
 <div id="swagger-ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui", withCredentials: true });</script>
+<script>const portal = new URLSearchParams(location.search).get("spec") === "portal";
+window.ui = SwaggerUIBundle({ url: portal ? "/api/openapi.json" : "/openapi.json", dom_id: "#swagger-ui", withCredentials: true });</script>
 </body></html>"##,
     )
 }

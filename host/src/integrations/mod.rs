@@ -9,7 +9,7 @@ pub mod seed;
 pub mod storage;
 pub mod sync;
 
-pub use routes::router;
+pub use routes::{call_error, router};
 pub use secrets::SecretBox;
 
 /// Shown instead of a stored secret; sending it back keeps the secret.

@@ -19,6 +19,19 @@ pub struct ConnectorDescriptor {
     pub auth: AuthScheme,
     #[serde(default)]
     pub actions: Vec<String>,
+    /// How the provider signs the webhooks it sends, when it sends any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookSignature>,
+}
+
+/// Timestamped HMAC-SHA256 webhook signatures (`t=<secs>,v1=<hex>` over
+/// `"{t}.{body}"`), verified by the host with the config secret
+/// `secret_field`; older than `tolerance_secs` is refused.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WebhookSignature {
+    pub header: String,
+    pub secret_field: String,
+    pub tolerance_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -21,7 +21,7 @@ mod routes;
 pub mod rows;
 pub mod runtime;
 
-pub use descriptor::{AuthScheme, ConnectorDescriptor, CsvDescriptor};
+pub use descriptor::{AuthScheme, ConnectorDescriptor, CsvDescriptor, WebhookSignature};
 pub use loader::{LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use routes::router;
 pub use rows::{InventoryRow, MappedRow, RecordRow};

@@ -38,6 +38,7 @@ impl Connector for Misbehave {
                 secret_field: "api_token".into(),
             },
             actions: vec![],
+            webhook: None,
         }
     }
 

@@ -41,6 +41,7 @@ impl Connector for OauthProbe {
                 scope: "https://graph.example/.default".into(),
             },
             actions: vec![],
+            webhook: None,
         }
     }
 
