@@ -21,8 +21,16 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
-    /// Print the OpenAPI document.
-    Openapi,
+    /// Print the OpenAPI document (`--portal`: the client portal API's).
+    Openapi {
+        #[arg(long)]
+        portal: bool,
+    },
+    /// Run the client portal: customers (portal clients) and their API keys.
+    Portal {
+        #[command(subcommand)]
+        command: PortalCommand,
+    },
     /// Work with the plugins in the connectors directory.
     Connectors {
         #[command(subcommand)]
@@ -34,6 +42,97 @@ enum Command {
 enum ConnectorsCommand {
     /// List the connectors and CSV providers that load, and the files skipped.
     List,
+}
+
+#[derive(Subcommand)]
+enum PortalCommand {
+    /// Add a portal client (a customer company) to a tenant.
+    AddClient {
+        #[arg(long)]
+        tenant: String,
+        name: String,
+    },
+    /// List a tenant's portal clients.
+    Clients {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Mint an API key for a client (given by id or name); prints it once.
+    MintKey {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        client: String,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List a client's keys (prefixes only).
+    Keys {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        client: String,
+    },
+    /// Revoke a key by id.
+    RevokeKey {
+        #[arg(long)]
+        tenant: String,
+        key_id: String,
+    },
+}
+
+async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<()> {
+    use cairn::auth::TenantId;
+    use cairn::portal::clients;
+    let db = cairn::db::Db::connect(&settings.database_url, 2).await?;
+    db.migrate().await?;
+    let client_id = async |tenant: &TenantId, client: &str| -> anyhow::Result<String> {
+        if clients::exists(&db, tenant, client).await? {
+            return Ok(client.to_string());
+        }
+        clients::id_by_name(&db, tenant, client)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no portal client {client} in tenant {}", tenant.as_str()))
+    };
+    match command {
+        PortalCommand::AddClient { tenant, name } => {
+            let client = clients::create(&db, &TenantId(tenant), &name).await?;
+            println!("{}\t{}", client.id, client.name);
+        }
+        PortalCommand::Clients { tenant } => {
+            for client in clients::list(&db, &TenantId(tenant)).await? {
+                println!("{}\t{}\t{}", client.id, client.name, client.created_at);
+            }
+        }
+        PortalCommand::MintKey { tenant, client, label } => {
+            let tenant = TenantId(tenant);
+            let id = client_id(&tenant, &client).await?;
+            let minted = clients::mint_key(&db, &tenant, &id, label.as_deref()).await?;
+            println!("{}", minted.key);
+            eprintln!("key id {} (shown once; store it now)", minted.view.id);
+        }
+        PortalCommand::Keys { tenant, client } => {
+            let tenant = TenantId(tenant);
+            let id = client_id(&tenant, &client).await?;
+            for key in clients::list_keys(&db, &tenant, &id).await? {
+                println!(
+                    "{}\t{}...\t{}\tlast used {}\t{}",
+                    key.id,
+                    key.prefix,
+                    key.label.unwrap_or_default(),
+                    key.last_used_at.unwrap_or_else(|| "never".into()),
+                    key.revoked_at.map(|at| format!("revoked {at}")).unwrap_or_default()
+                );
+            }
+        }
+        PortalCommand::RevokeKey { tenant, key_id } => {
+            if !clients::revoke_key(&db, &TenantId(tenant), &key_id).await? {
+                anyhow::bail!("no key {key_id} in that tenant");
+            }
+            println!("revoked {key_id}");
+        }
+    }
+    Ok(())
 }
 
 fn init_logging(settings: &Settings) {
@@ -106,12 +205,17 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Openapi => {
-            let state =
-                cairn::app::AppState::new(settings, cairn::jobs::Registry::default()).await?;
-            let (_, doc) = cairn::http::router(&state);
+        Command::Openapi { portal } => {
+            let doc = if portal {
+                cairn::portal::api().1
+            } else {
+                let state =
+                    cairn::app::AppState::new(settings, cairn::jobs::Registry::default()).await?;
+                cairn::http::router(&state).1
+            };
             println!("{}", doc.to_pretty_json()?);
             Ok(())
         }
+        Command::Portal { command } => portal(&settings, command).await,
     }
 }

@@ -55,8 +55,8 @@ pub struct Descriptor {
 /// The **host** verifies the signature before any component sees the
 /// body: the secret is a config secret and never enters a component. It
 /// rejects a request without the header, without a matching `v1`, or whose
-/// `t` is older than [`tolerance_secs`](Self::tolerance_secs) (replay
-/// protection).
+/// `t` is more than [`tolerance_secs`](Self::tolerance_secs) away from its
+/// clock, older or newer (replay protection).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookSignature {
     /// The request header carrying the signature, e.g. `Stripe-Signature`
@@ -65,7 +65,8 @@ pub struct WebhookSignature {
     /// The config field holding the signing secret; list it in
     /// [`Descriptor::secret_fields`] too.
     pub secret_field: String,
-    /// The largest accepted age of `t`, in seconds (Stripe uses 300).
+    /// The largest accepted distance of `t` from the host's clock, in
+    /// seconds (Stripe uses 300).
     pub tolerance_secs: u64,
 }
 

@@ -6,6 +6,7 @@ mod inventory;
 mod invites;
 mod jobs;
 mod oauth;
+mod portal;
 mod rmm;
 mod search;
 mod service;

@@ -97,6 +97,17 @@ async fn openapi_lists_every_route(backend: Backend) {
         ("get", "/api/v1/devices/by-name/{device_name}"),
         ("get", "/api/v1/devices/stats"),
         ("get", "/api/v1/devices/by-application/{application_name}"),
+        ("post", "/api/v1/portal/clients"),
+        ("get", "/api/v1/portal/clients"),
+        ("post", "/api/v1/portal/clients/{client_id}/keys"),
+        ("get", "/api/v1/portal/clients/{client_id}/keys"),
+        ("delete", "/api/v1/portal/keys/{key_id}"),
+        ("post", "/api/v1/portal/clients/{client_id}/invoices"),
+        ("get", "/api/v1/portal/invoices"),
+        ("get", "/api/v1/portal/invoices/{invoice_id}"),
+        ("patch", "/api/v1/portal/invoices/{invoice_id}"),
+        ("post", "/api/v1/portal/invoices/{invoice_id}/status"),
+        ("post", "/api/v1/portal/webhooks/{integration}/{tenant_id}"),
         ("post", "/api/v1/integrations/credentials"),
         ("get", "/api/v1/integrations/credentials/{platform}"),
         ("delete", "/api/v1/integrations/credentials/{platform}"),
@@ -116,6 +127,27 @@ async fn openapi_lists_every_route(backend: Backend) {
     );
     assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
     assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
+
+    // The client portal API has its own document, interface version 0.1.0,
+    // and is not mixed into the main one.
+    let portal = app.get("/api/openapi.json", &Auth::None).await;
+    assert_eq!(portal.status, 200);
+    assert_eq!(portal.body["openapi"], "3.1.0");
+    assert_eq!(portal.body["info"]["version"], "0.1.0");
+    for (method, path) in [
+        ("get", "/api/invoices"),
+        ("get", "/api/invoices/{id}"),
+        ("post", "/api/invoices/{id}/pay"),
+        ("get", "/api/files"),
+        ("post", "/api/files"),
+        ("get", "/api/files/{id}/download"),
+    ] {
+        assert!(portal.body["paths"][path][method].is_object(), "{method} {path}");
+        assert!(doc.body["paths"][path].is_null(), "{path} in the main document");
+    }
+    assert!(portal.body["components"]["securitySchemes"]["portal_key"].is_object());
+    let docs = app.get("/docs", &Auth::None).await;
+    assert!(docs.text.contains("/api/openapi.json"), "/docs links the portal API");
     app.finish().await;
 }
 

@@ -5,6 +5,7 @@ pub mod batches;
 pub mod components;
 pub mod fake_inventory;
 pub mod fake_oauth;
+pub mod fake_payments;
 pub mod fake_rmm;
 pub mod inventory;
 pub mod smtp;
@@ -370,7 +371,7 @@ pub struct Resp {
 }
 
 impl Resp {
-    async fn from(response: reqwest::Response) -> Resp {
+    pub async fn from(response: reqwest::Response) -> Resp {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.unwrap_or_default();

@@ -13,7 +13,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
         Some("inventory") => per_backend("bench-inventory"),
-        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory>".into()),
+        Some("portal") => {
+            build_bench("bench-portal")?;
+            process::run("target/release/bench-portal", &[], &[])
+        }
+        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|portal>".into()),
     }
 }
 
@@ -189,7 +193,7 @@ fn http() -> Result<(), String> {
 
 /// Runs a benchmark program of `bench/` on SQLite, then on PostgreSQL when
 /// one is reachable.
-fn per_backend(program: &str) -> Result<(), String> {
+fn build_bench(program: &str) -> Result<(), String> {
     process::run(
         "cargo",
         &[
@@ -202,7 +206,11 @@ fn per_backend(program: &str) -> Result<(), String> {
             program,
         ],
         &[],
-    )?;
+    )
+}
+
+fn per_backend(program: &str) -> Result<(), String> {
+    build_bench(program)?;
     let binary = format!("target/release/{program}");
     process::run(&binary, &["sqlite"], &[])?;
     let url = std::env::var("CAIRN_BENCH_POSTGRES_URL")

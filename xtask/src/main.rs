@@ -85,26 +85,30 @@ fn validate_openapi() -> Result<(), String> {
         return Ok(());
     }
     let dir = std::env::temp_dir().join(format!("cairn-openapi-{}", std::process::id()));
-    let doc = process::output(
-        "cargo",
-        &["run", "--quiet", "-p", "cairn", "--", "openapi"],
-        &[(
-            "CAIRN_DATA_DIR",
-            dir.to_str().unwrap_or("/tmp/cairn-openapi"),
-        )],
-    )?;
-    let path = dir.join("openapi.json");
-    std::fs::write(&path, doc).map_err(|e| e.to_string())?;
-    process::run(
-        "python3",
-        &[
-            "-m",
-            "openapi_spec_validator",
-            path.to_str().unwrap_or_default(),
-        ],
-        &[],
-    )?;
-    println!("== /openapi.json is a valid OpenAPI 3.1 document");
+    for (flag, file) in [(None, "openapi.json"), (Some("--portal"), "portal-openapi.json")] {
+        let mut args = vec!["run", "--quiet", "-p", "cairn", "--", "openapi"];
+        args.extend(flag);
+        let doc = process::output(
+            "cargo",
+            &args,
+            &[(
+                "CAIRN_DATA_DIR",
+                dir.to_str().unwrap_or("/tmp/cairn-openapi"),
+            )],
+        )?;
+        let path = dir.join(file);
+        std::fs::write(&path, doc).map_err(|e| e.to_string())?;
+        process::run(
+            "python3",
+            &[
+                "-m",
+                "openapi_spec_validator",
+                path.to_str().unwrap_or_default(),
+            ],
+            &[],
+        )?;
+    }
+    println!("== /openapi.json and /api/openapi.json are valid OpenAPI 3.1 documents");
     let _ = std::fs::remove_dir_all(dir);
     Ok(())
 }
