@@ -92,7 +92,9 @@ async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<(
         }
         clients::id_by_name(&db, tenant, client)
             .await?
-            .ok_or_else(|| anyhow::anyhow!("no portal client {client} in tenant {}", tenant.as_str()))
+            .ok_or_else(|| {
+                anyhow::anyhow!("no portal client {client} in tenant {}", tenant.as_str())
+            })
     };
     match command {
         PortalCommand::AddClient { tenant, name } => {
@@ -104,7 +106,11 @@ async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<(
                 println!("{}\t{}\t{}", client.id, client.name, client.created_at);
             }
         }
-        PortalCommand::MintKey { tenant, client, label } => {
+        PortalCommand::MintKey {
+            tenant,
+            client,
+            label,
+        } => {
             let tenant = TenantId(tenant);
             let id = client_id(&tenant, &client).await?;
             let minted = clients::mint_key(&db, &tenant, &id, label.as_deref()).await?;
@@ -121,7 +127,9 @@ async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<(
                     key.prefix,
                     key.label.unwrap_or_default(),
                     key.last_used_at.unwrap_or_else(|| "never".into()),
-                    key.revoked_at.map(|at| format!("revoked {at}")).unwrap_or_default()
+                    key.revoked_at
+                        .map(|at| format!("revoked {at}"))
+                        .unwrap_or_default()
                 );
             }
         }

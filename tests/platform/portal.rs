@@ -27,7 +27,11 @@ async fn app(backend: Backend) -> Option<TestApp> {
 /// A portal client of the admin's tenant and a key for it.
 async fn client_with_key(app: &TestApp, admin: &Account, name: &str) -> (String, Auth) {
     let client = app
-        .post("/api/v1/portal/clients", &admin.bearer(), json!({"name": name}))
+        .post(
+            "/api/v1/portal/clients",
+            &admin.bearer(),
+            json!({"name": name}),
+        )
         .await;
     assert_eq!(client.status, 201, "{}", client.text);
     let id = client.body["id"].as_str().unwrap().to_string();
@@ -44,7 +48,13 @@ async fn client_with_key(app: &TestApp, admin: &Account, name: &str) -> (String,
     (id, Auth::Bearer(secret))
 }
 
-async fn invoice(app: &TestApp, admin: &Account, client: &str, number: &str, status: &str) -> String {
+async fn invoice(
+    app: &TestApp,
+    admin: &Account,
+    client: &str,
+    number: &str,
+    status: &str,
+) -> String {
     let created = app
         .post(
             &format!("/api/v1/portal/clients/{client}/invoices"),
@@ -99,7 +109,9 @@ async fn portal_keys_fail_closed(backend: Backend) {
     let (client_id, key) = client_with_key(&app, &admin, "Acme Corp").await;
     assert_eq!(app.get("/api/invoices", &key).await.status, 200);
 
-    let Auth::Bearer(secret) = &key else { unreachable!() };
+    let Auth::Bearer(secret) = &key else {
+        unreachable!()
+    };
     let unknown = format!("chp_live_{}", "A".repeat(40));
     let wrong_prefix = secret.replace("chp_live_", "chp_test_");
     let failures = [
@@ -127,10 +139,16 @@ async fn portal_keys_fail_closed(backend: Backend) {
 
     // Use is recorded; a revoked key stops at once.
     let keys = app
-        .get(&format!("/api/v1/portal/clients/{client_id}/keys"), &admin.bearer())
+        .get(
+            &format!("/api/v1/portal/clients/{client_id}/keys"),
+            &admin.bearer(),
+        )
         .await;
     assert!(keys.body[0]["last_used_at"].is_string(), "{}", keys.text);
-    assert!(keys.body[0].get("key").is_none(), "keys are never shown again");
+    assert!(
+        keys.body[0].get("key").is_none(),
+        "keys are never shown again"
+    );
     let key_id = keys.body[0]["id"].as_str().unwrap();
     let member = app.add_member(&admin, "member@msp.example", "member").await;
     app.delete(&format!("/api/v1/portal/keys/{key_id}"), &member.bearer())
@@ -162,7 +180,13 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
     let acme_file = acme_file.body["id"].as_str().unwrap().to_string();
 
     let listed = app.get("/api/invoices", &acme_key).await;
-    let numbers: Vec<&str> = listed.body.as_array().unwrap().iter().map(|i| i["number"].as_str().unwrap()).collect();
+    let numbers: Vec<&str> = listed
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["number"].as_str().unwrap())
+        .collect();
     assert_eq!(numbers, ["A-2", "A-1"], "newest first, Acme's only");
     for (key, own) in [(&globex_key, "G-1"), (&initech_key, "I-1")] {
         let listed = app.get("/api/invoices", key).await;
@@ -170,8 +194,15 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
         assert_eq!(listed.body[0]["number"], own);
         assert_eq!(app.get("/api/files", key).await.body, json!([]));
     }
-    for (key, foreign) in [(&globex_key, &acme_invoice), (&initech_key, &acme_invoice), (&acme_key, &initech_invoice), (&acme_key, &globex_invoice)] {
-        app.get(&format!("/api/invoices/{foreign}"), key).await.assert_error(404);
+    for (key, foreign) in [
+        (&globex_key, &acme_invoice),
+        (&initech_key, &acme_invoice),
+        (&acme_key, &initech_invoice),
+        (&acme_key, &globex_invoice),
+    ] {
+        app.get(&format!("/api/invoices/{foreign}"), key)
+            .await
+            .assert_error(404);
         app.post(&format!("/api/invoices/{foreign}/pay"), key, json!({}))
             .await
             .assert_error(404);
@@ -181,17 +212,26 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
             .await
             .assert_error(404);
     }
-    let own = app.get(&format!("/api/invoices/{acme_invoice}"), &acme_key).await;
+    let own = app
+        .get(&format!("/api/invoices/{acme_invoice}"), &acme_key)
+        .await;
     assert_eq!(own.body["amountCents"], 125_000);
     assert_eq!(own.body["dueAt"], 1_798_761_600);
 
     // Admins of another tenant reach none of it.
-    app.get(&format!("/api/v1/portal/invoices/{acme_invoice}"), &other_msp.bearer())
-        .await
-        .assert_error(404);
-    app.post(&format!("/api/v1/portal/clients/{acme}/keys"), &other_msp.bearer(), json!({}))
-        .await
-        .assert_error(404);
+    app.get(
+        &format!("/api/v1/portal/invoices/{acme_invoice}"),
+        &other_msp.bearer(),
+    )
+    .await
+    .assert_error(404);
+    app.post(
+        &format!("/api/v1/portal/clients/{acme}/keys"),
+        &other_msp.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(404);
     app.post(
         &format!("/api/v1/portal/invoices/{acme_invoice}/status"),
         &other_msp.bearer(),
@@ -199,7 +239,9 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
     )
     .await
     .assert_error(404);
-    let theirs = app.get("/api/v1/portal/invoices", &other_msp.bearer()).await;
+    let theirs = app
+        .get("/api/v1/portal/invoices", &other_msp.bearer())
+        .await;
     assert_eq!(theirs.body.as_array().unwrap().len(), 1);
     app.finish().await;
 }
@@ -227,14 +269,25 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
         .assert_error(409);
 
     let sent = invoice(&app, &admin, &client, "INV-2", "sent").await;
-    let paid = app.post(&format!("/api/invoices/{sent}/pay"), &key, json!({})).await;
+    let paid = app
+        .post(&format!("/api/invoices/{sent}/pay"), &key, json!({}))
+        .await;
     assert_eq!(paid.status, 200, "{}", paid.text);
     let url = paid.body["paymentUrl"].as_str().unwrap().to_string();
     assert!(url.starts_with(&provider.base_url), "{url}");
-    let again = app.post(&format!("/api/invoices/{sent}/pay"), &key, json!({})).await;
-    assert_eq!(again.body["paymentUrl"], url.as_str(), "a valid link is reused");
+    let again = app
+        .post(&format!("/api/invoices/{sent}/pay"), &key, json!({}))
+        .await;
+    assert_eq!(
+        again.body["paymentUrl"],
+        url.as_str(),
+        "a valid link is reused"
+    );
     assert_eq!(provider.sessions_created(), 1);
-    assert_eq!(app.get(&format!("/api/invoices/{sent}"), &key).await.body["paymentUrl"], url.as_str());
+    assert_eq!(
+        app.get(&format!("/api/invoices/{sent}"), &key).await.body["paymentUrl"],
+        url.as_str()
+    );
 
     let session_id = url.rsplit('/').next().unwrap().to_string();
     let body = fake_payments::completed_event(&session_id, &sent, 1_790_000_000);
@@ -256,13 +309,30 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
     deliver(Some(fake_payments::sign("whsec_wrong", now, &body)), &body)
         .await
         .assert_error(400);
-    deliver(Some(fake_payments::sign(fake_payments::WEBHOOK_SECRET, now - 3600, &body)), &body)
-        .await
-        .assert_error(400);
-    deliver(Some(fake_payments::sign(fake_payments::WEBHOOK_SECRET, now, &body)), "{}")
-        .await
-        .assert_error(400);
-    assert_eq!(app.get(&format!("/api/invoices/{sent}"), &key).await.body["status"], "sent");
+    deliver(
+        Some(fake_payments::sign(
+            fake_payments::WEBHOOK_SECRET,
+            now - 3600,
+            &body,
+        )),
+        &body,
+    )
+    .await
+    .assert_error(400);
+    deliver(
+        Some(fake_payments::sign(
+            fake_payments::WEBHOOK_SECRET,
+            now,
+            &body,
+        )),
+        "{}",
+    )
+    .await
+    .assert_error(400);
+    assert_eq!(
+        app.get(&format!("/api/invoices/{sent}"), &key).await.body["status"],
+        "sent"
+    );
 
     let signature = fake_payments::sign(fake_payments::WEBHOOK_SECRET, now, &body);
     let applied = deliver(Some(signature.clone()), &body).await;
@@ -274,7 +344,10 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
     let replay = deliver(Some(signature), &body).await;
     assert_eq!(replay.status, 200);
     assert_eq!(replay.body["result"], "duplicate");
-    assert_eq!(app.get(&format!("/api/invoices/{sent}"), &key).await.body["paidAt"], 1_790_000_000);
+    assert_eq!(
+        app.get(&format!("/api/invoices/{sent}"), &key).await.body["paidAt"],
+        1_790_000_000
+    );
 
     // Paid and void invoices cannot be paid; final states stay final.
     app.post(&format!("/api/invoices/{sent}/pay"), &key, json!({}))
@@ -282,20 +355,32 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
         .assert_error(409);
     let void = invoice(&app, &admin, &client, "INV-3", "draft").await;
     let voided = app
-        .post(&format!("/api/v1/portal/invoices/{void}/status"), &admin.bearer(), json!({"status": "void"}))
+        .post(
+            &format!("/api/v1/portal/invoices/{void}/status"),
+            &admin.bearer(),
+            json!({"status": "void"}),
+        )
         .await;
     assert_eq!(voided.status, 200);
     app.post(&format!("/api/invoices/{void}/pay"), &key, json!({}))
         .await
         .assert_error(409);
     for (id, status) in [(&sent, "void"), (&void, "sent"), (&sent, "draft")] {
-        app.post(&format!("/api/v1/portal/invoices/{id}/status"), &admin.bearer(), json!({"status": status}))
-            .await
-            .assert_error(409);
-    }
-    app.patch(&format!("/api/v1/portal/invoices/{sent}"), &admin.bearer(), json!({"amountCents": 1}))
+        app.post(
+            &format!("/api/v1/portal/invoices/{id}/status"),
+            &admin.bearer(),
+            json!({"status": status}),
+        )
         .await
         .assert_error(409);
+    }
+    app.patch(
+        &format!("/api/v1/portal/invoices/{sent}"),
+        &admin.bearer(),
+        json!({"amountCents": 1}),
+    )
+    .await
+    .assert_error(409);
     app.post(
         &format!("/api/v1/portal/clients/{client}/invoices"),
         &admin.bearer(),
@@ -334,13 +419,26 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
         assert_eq!(resp.body["type"], "upload_rejected", "{name}");
         assert_eq!(resp.body["field"], check, "{name}: {}", resp.text);
     }
-    let hostile = upload(&app, &key, "../../etc/pa\u{7}ss\nwd.txt", b"hello".to_vec()).await;
+    let hostile = upload(&app, &key, "../../etc/pa\tsswd.txt", b"hello".to_vec()).await;
     assert_eq!(hostile.status, 201, "{}", hostile.text);
     assert_eq!(hostile.body["name"], "passwd.txt");
+    // A line break cannot even travel in a part header: the form is refused.
+    let broken = upload(&app, &key, "a\nb.txt", b"hello".to_vec()).await;
+    broken.assert_error(400);
 
     let files = app.get("/api/files", &key).await;
-    let names: Vec<&str> = files.body.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["passwd.txt", "report.pdf"], "rejected uploads left nothing");
+    let names: Vec<&str> = files
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["passwd.txt", "report.pdf"],
+        "rejected uploads left nothing"
+    );
     let leftovers = std::fs::read_dir(app.server.state.settings.portal_files_dir.join("tmp"))
         .map(|d| d.count())
         .unwrap_or(0);
@@ -350,13 +448,22 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
     let redirect = app.get(&format!("/api/files/{id}/download"), &key).await;
     assert_eq!(redirect.status, 302, "{}", redirect.text);
     let location = redirect.headers["location"].to_str().unwrap().to_string();
-    let fetched = app.http.get(format!("{}{location}", app.url)).send().await.unwrap();
+    let fetched = app
+        .http
+        .get(format!("{}{location}", app.url))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(fetched.status(), 200);
     assert_eq!(fetched.headers()["content-type"], "application/pdf");
     assert_eq!(fetched.bytes().await.unwrap().to_vec(), pdf);
 
     let tampered = format!("{}0", &location[..location.len() - 1]);
-    let tampered = if tampered == location { format!("{}1", &location[..location.len() - 1]) } else { tampered };
+    let tampered = if tampered == location {
+        format!("{}1", &location[..location.len() - 1])
+    } else {
+        tampered
+    };
     app.get(&tampered, &Auth::None).await.assert_error(403);
     let other_file = hostile.body["id"].as_str().unwrap();
     app.get(&location.replace(id, other_file), &Auth::None)

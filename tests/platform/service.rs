@@ -142,12 +142,21 @@ async fn openapi_lists_every_route(backend: Backend) {
         ("post", "/api/files"),
         ("get", "/api/files/{id}/download"),
     ] {
-        assert!(portal.body["paths"][path][method].is_object(), "{method} {path}");
-        assert!(doc.body["paths"][path].is_null(), "{path} in the main document");
+        assert!(
+            portal.body["paths"][path][method].is_object(),
+            "{method} {path}"
+        );
+        assert!(
+            doc.body["paths"][path].is_null(),
+            "{path} in the main document"
+        );
     }
     assert!(portal.body["components"]["securitySchemes"]["portal_key"].is_object());
     let docs = app.get("/docs", &Auth::None).await;
-    assert!(docs.text.contains("/api/openapi.json"), "/docs links the portal API");
+    assert!(
+        docs.text.contains("/api/openapi.json"),
+        "/docs links the portal API"
+    );
     app.finish().await;
 }
 

@@ -85,7 +85,10 @@ fn validate_openapi() -> Result<(), String> {
         return Ok(());
     }
     let dir = std::env::temp_dir().join(format!("cairn-openapi-{}", std::process::id()));
-    for (flag, file) in [(None, "openapi.json"), (Some("--portal"), "portal-openapi.json")] {
+    for (flag, file) in [
+        (None, "openapi.json"),
+        (Some("--portal"), "portal-openapi.json"),
+    ] {
         let mut args = vec!["run", "--quiet", "-p", "cairn", "--", "openapi"];
         args.extend(flag);
         let doc = process::output(

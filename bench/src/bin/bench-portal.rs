@@ -42,7 +42,10 @@ async fn main() -> anyhow::Result<()> {
         .error_for_status()?
         .json()
         .await?;
-    let token = admin["access_token"].as_str().unwrap_or_default().to_string();
+    let token = admin["access_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let client: Value = http
         .post(format!("{base}/api/v1/portal/clients"))
         .bearer_auth(&token)
@@ -68,9 +71,11 @@ async fn main() -> anyhow::Result<()> {
     let line = b"device,application,vendor,version\n";
     let chunk: Vec<u8> = line.iter().copied().cycle().take(CHUNK).collect();
     let bytes = (megabytes * CHUNK) as u64;
-    let body = futures::stream::iter((0..megabytes).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
-    let part = reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(body), bytes)
-        .file_name("inventory-export.csv");
+    let body =
+        futures::stream::iter((0..megabytes).map(move |_| Ok::<_, std::io::Error>(chunk.clone())));
+    let part =
+        reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(body), bytes)
+            .file_name("inventory-export.csv");
     let started = Instant::now();
     let uploaded: Value = http
         .post(format!("{base}/api/files"))
@@ -83,7 +88,10 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let up_secs = started.elapsed().as_secs_f64();
     let id = uploaded["id"].as_str().unwrap_or_default();
-    anyhow::ensure!(uploaded["sizeBytes"].as_u64() == Some(bytes), "stored {uploaded}");
+    anyhow::ensure!(
+        uploaded["sizeBytes"].as_u64() == Some(bytes),
+        "stored {uploaded}"
+    );
 
     let started = Instant::now();
     let redirect = http
@@ -111,7 +119,9 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(received == bytes, "downloaded {received} of {bytes} bytes");
 
     let mb = bytes as f64 / (1024.0 * 1024.0);
-    println!("cairn portal document benchmark: {megabytes} MB through /api/files (local store, SQLite)");
+    println!(
+        "cairn portal document benchmark: {megabytes} MB through /api/files (local store, SQLite)"
+    );
     println!("  upload   {up_secs:.1} s, {:.0} MB/s", mb / up_secs);
     println!("  download {down_secs:.1} s, {:.0} MB/s", mb / down_secs);
     println!(
