@@ -22,12 +22,12 @@ use crate::inventory::search::{
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(items))
-        .routes(routes!(devices))
+        .routes(routes!(device_items))
+        .routes(routes!(unique_devices))
         .routes(routes!(search_assets))
         .routes(routes!(by_device_id))
         .routes(routes!(by_name))
-        .routes(routes!(stats))
+        .routes(routes!(device_stats))
         .routes(routes!(by_application))
 }
 
@@ -47,7 +47,7 @@ pub struct ListParams {
 #[utoipa::path(get, path = "/api/v1/devices/items", tag = "devices",
     params(ListParams),
     responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
-async fn items(
+async fn device_items(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ListParams>,
@@ -83,7 +83,7 @@ pub struct DevicePage {
 #[utoipa::path(get, path = "/api/v1/devices/devices", tag = "devices",
     params(ListParams),
     responses((status = 200, body = DevicePage), (status = 422, body = ErrorBody)))]
-async fn devices(
+async fn unique_devices(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ListParams>,
@@ -201,7 +201,10 @@ async fn by_name(
 /// Devices and inventory items per reporting integration.
 #[utoipa::path(get, path = "/api/v1/devices/stats", tag = "devices",
     responses((status = 200, body = DeviceStats)))]
-async fn stats(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<DeviceStats>> {
+async fn device_stats(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<DeviceStats>> {
     Ok(Json(storage::stats(&state.db, &caller.tenant_id).await?))
 }
 

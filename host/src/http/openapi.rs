@@ -14,6 +14,13 @@ use utoipa::{Modify, OpenApi};
                        `{detail, type}` (`field` on validation errors, `path` on 500s).",
         license(name = "Apache-2.0")
     ),
+    // The query tree is recursive, so its node types are registered here
+    // rather than inlined where they are used.
+    components(schemas(
+        crate::inventory::search::QueryNode,
+        crate::inventory::search::QueryRule,
+        crate::inventory::search::QueryGroup,
+    )),
     modifiers(&SecuritySchemes),
     security(("session_cookie" = []), ("bearer" = [])),
     tags(
@@ -23,6 +30,9 @@ use utoipa::{Modify, OpenApi};
         (name = "invites", description = "Inviting people into a tenant"),
         (name = "jobs", description = "Background jobs: syncs and file parsing"),
         (name = "integrations", description = "Loaded connectors and CSV providers"),
+        (name = "inventory", description = "Software rollup, items, vendors and structured search"),
+        (name = "devices", description = "Assets (NetBIOS view), device names and asset search"),
+        (name = "portal", description = "Running the client portal: clients, keys, invoices, payment webhooks"),
     )
 )]
 struct ApiDoc;

@@ -21,8 +21,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_applications))
         .routes(routes!(search_applications))
         .routes(routes!(application))
-        .routes(routes!(stats))
-        .routes(routes!(items))
+        .routes(routes!(inventory_stats))
+        .routes(routes!(inventory_items))
         .routes(routes!(vendors))
         .routes(routes!(apps_list))
 }
@@ -146,7 +146,10 @@ async fn application(
 /// Counts of applications, devices (assets), vendors and vulnerabilities.
 #[utoipa::path(get, path = "/api/v1/inventory/stats", tag = "inventory",
     responses((status = 200, body = InventoryStats)))]
-async fn stats(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<InventoryStats>> {
+async fn inventory_stats(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<InventoryStats>> {
     Ok(Json(storage::stats(&state.db, &caller.tenant_id).await?))
 }
 
@@ -174,7 +177,7 @@ pub struct ItemPage {
 #[utoipa::path(get, path = "/api/v1/inventory/items", tag = "inventory",
     params(ItemParams),
     responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
-async fn items(
+async fn inventory_items(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ItemParams>,
