@@ -3,7 +3,7 @@
 //! sync write path and rebuilt by the rollup job.
 
 use cairn::plugins::{InventoryRow, MappedRow};
-use cairn_tests::inventory::{device_record, item};
+use cairn_tests::inventory::{device_record, item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
@@ -46,17 +46,6 @@ fn by_name<'a>(page: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|a| a["name"] == name)
         .unwrap_or_else(|| panic!("{name} missing from {page}"))
-}
-
-fn names(page: &Value) -> Vec<String> {
-    let mut names: Vec<String> = page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    names
 }
 
 async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend) {
@@ -132,7 +121,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
 
     let page = applications(&app, &owner, "").await;
     assert_eq!(
-        names(&page),
+        sorted_names(&page),
         [
             "7-Zip 23.01 (x64)",
             "Notepad++",
@@ -179,7 +168,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     app.rebuild(&owner).await;
     let page = applications(&app, &owner, "").await;
     assert_eq!(
-        names(&page),
+        sorted_names(&page),
         ["7-Zip 23.01 (x64)", "Teams Machine-Wide Installer"]
     );
     let teams = by_name(&page, "Teams Machine-Wide Installer");
@@ -245,11 +234,11 @@ async fn application_routes_filter_page_and_count(backend: Backend) {
         .collect();
     assert_eq!(listed, ["Google Drive", "Mozilla Firefox"]);
     assert_eq!(
-        names(&applications(&app, &owner, "?vendor=GOOGLE").await),
+        sorted_names(&applications(&app, &owner, "?vendor=GOOGLE").await),
         ["Google Chrome", "Google Drive"]
     );
     assert_eq!(
-        names(&applications(&app, &owner, "?search=fire").await),
+        sorted_names(&applications(&app, &owner, "?search=fire").await),
         ["Mozilla Firefox"]
     );
     let sorted = applications(&app, &owner, "?sort=-name").await;
@@ -558,7 +547,10 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
         .unwrap()
         .to_string();
 
-    assert_eq!(names(&applications(&app, &bob, "").await), ["Bob App"]);
+    assert_eq!(
+        sorted_names(&applications(&app, &bob, "").await),
+        ["Bob App"]
+    );
     // Hostile field names are skipped, never reaching another tenant's rows.
     for field in ["tenant_id", "a.tenant_id", "1=1", "name) OR (1=1"] {
         let resp = app

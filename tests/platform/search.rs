@@ -2,7 +2,7 @@
 //! type, each combinator, deep nesting, hostile values, and a differential
 //! test against a plain in-memory evaluator.
 
-use cairn_tests::inventory::item;
+use cairn_tests::inventory::{item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,17 +27,6 @@ async fn search(app: &TestApp, account: &Account, body: Value) -> Value {
         .await;
     assert_eq!(resp.status, 200, "{body}: {}", resp.text);
     resp.body
-}
-
-fn sorted_names(page: &Value) -> Vec<String> {
-    let mut names: Vec<String> = page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    names
 }
 
 fn rule(field: &str, operator: &str, value: Value) -> Value {

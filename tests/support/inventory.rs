@@ -32,6 +32,18 @@ pub fn item(
     })
 }
 
+/// The `name`s of a page of applications (`{"items": [...]}`), sorted.
+pub fn sorted_names(page: &Value) -> Vec<String> {
+    let mut names: Vec<String> = page["items"]
+        .as_array()
+        .expect("a page")
+        .iter()
+        .map(|a| a["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A device record of an mdm, edr or scanner integration.
 pub fn device_record(device: &str, body: Value) -> MappedRow {
     MappedRow::Record(RecordRow {

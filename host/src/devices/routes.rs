@@ -2,9 +2,9 @@
 //! view and its structured search.
 
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -15,10 +15,10 @@ use crate::auth::Caller;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::normalize;
-use crate::inventory::routes::ItemPage;
 use crate::inventory::search::{
-    self, page_bounds, Combinator, QueryGroup, QueryNode, QueryRule, SearchRequest,
+    self, page_bounds, Combinator, Page, QueryGroup, QueryNode, QueryRule, SearchRequest,
 };
+use crate::inventory::storage::ItemView;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,12 +46,12 @@ pub struct ListParams {
 /// or vendor.
 #[utoipa::path(get, path = "/api/v1/devices/items", tag = "devices",
     params(ListParams),
-    responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<ItemView>), (status = 422, body = ErrorBody)))]
 async fn device_items(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ListParams>,
-) -> ApiResult<Json<ItemPage>> {
+) -> ApiResult<Json<Page<ItemView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let (items, total) = crate::inventory::storage::items(
         &state.db,
@@ -61,7 +61,7 @@ async fn device_items(
         limit,
     )
     .await?;
-    Ok(Json(ItemPage {
+    Ok(Json(Page {
         items,
         total,
         skip,
@@ -69,25 +69,17 @@ async fn device_items(
     }))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct DevicePage {
-    items: Vec<DeviceView>,
-    total: i64,
-    skip: i64,
-    limit: i64,
-}
-
 /// Unique device names across all sources (exact names, not merged), with
 /// CSV device-enrichment records matched on the exact name or its first 15
 /// characters.
 #[utoipa::path(get, path = "/api/v1/devices/devices", tag = "devices",
     params(ListParams),
-    responses((status = 200, body = DevicePage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<DeviceView>), (status = 422, body = ErrorBody)))]
 async fn unique_devices(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ListParams>,
-) -> ApiResult<Json<DevicePage>> {
+) -> ApiResult<Json<Page<DeviceView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let enrichment: Vec<String> = state
         .plugins
@@ -105,35 +97,12 @@ async fn unique_devices(
         limit,
     )
     .await?;
-    Ok(Json(DevicePage {
+    Ok(Json(Page {
         items,
         total,
         skip,
         limit,
     }))
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct AssetPage {
-    items: Vec<AssetView>,
-    total: i64,
-    skip: i64,
-    limit: i64,
-}
-
-impl From<search::Page<AssetRow>> for AssetPage {
-    fn from(page: search::Page<AssetRow>) -> Self {
-        AssetPage {
-            items: page
-                .items
-                .into_iter()
-                .map(|r| AssetView::from_row(r, false))
-                .collect(),
-            total: page.total,
-            skip: page.skip,
-            limit: page.limit,
-        }
-    }
 }
 
 /// Structured search over assets (the NetBIOS view). Bare fields:
@@ -152,14 +121,15 @@ impl From<search::Page<AssetRow>> for AssetPage {
 /// rule when none does. Default sort: device_name.
 #[utoipa::path(post, path = "/api/v1/devices/devices/search", tag = "devices",
     request_body = SearchRequest,
-    responses((status = 200, body = AssetPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn search_assets(
     State(state): State<AppState>,
     caller: Caller,
     Json(request): Json<SearchRequest>,
-) -> ApiResult<Json<AssetPage>> {
-    let page = search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    Ok(Json(page.into()))
+) -> ApiResult<Json<Page<AssetView>>> {
+    let page: Page<AssetRow> =
+        search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
+    Ok(Json(page.map(|r| AssetView::from_row(r, false))))
 }
 
 /// One asset by its managed-device UUID (or the device id a source
@@ -211,13 +181,13 @@ async fn device_stats(
 /// Assets with the application installed (its rollup name, any case).
 #[utoipa::path(get, path = "/api/v1/devices/by-application/{application_name}", tag = "devices",
     params(("application_name" = String, Path), ListParams),
-    responses((status = 200, body = AssetPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn by_application(
     State(state): State<AppState>,
     caller: Caller,
     Path(application_name): Path<String>,
     Query(params): Query<ListParams>,
-) -> ApiResult<Json<AssetPage>> {
+) -> ApiResult<Json<Page<AssetView>>> {
     let request = SearchRequest {
         query: Some(QueryGroup {
             kind: None,
@@ -233,6 +203,7 @@ async fn by_application(
         limit: params.limit,
         sort: None,
     };
-    let page = search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    Ok(Json(page.into()))
+    let page: Page<AssetRow> =
+        search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
+    Ok(Json(page.map(|r| AssetView::from_row(r, false))))
 }

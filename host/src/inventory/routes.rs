@@ -2,14 +2,14 @@
 //! and counts. Uploads belong to the CSV area.
 
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::applications::{self, ApplicationRow, ApplicationView};
-use super::search::{self, page_bounds, QueryGroup, QueryNode, QueryRule, SearchRequest};
+use super::search::{self, page_bounds, Page, QueryGroup, QueryNode, QueryRule, SearchRequest};
 use super::storage::{self, AppName, InventoryStats, ItemView, VendorView};
 use crate::app::AppState;
 use crate::auth::Caller;
@@ -25,26 +25,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(inventory_items))
         .routes(routes!(vendors))
         .routes(routes!(apps_list))
-}
-
-/// A page of applications.
-#[derive(Serialize, ToSchema)]
-pub struct ApplicationPage {
-    items: Vec<ApplicationView>,
-    total: i64,
-    skip: i64,
-    limit: i64,
-}
-
-impl From<search::Page<ApplicationRow>> for ApplicationPage {
-    fn from(page: search::Page<ApplicationRow>) -> Self {
-        ApplicationPage {
-            items: page.items.into_iter().map(Into::into).collect(),
-            total: page.total,
-            skip: page.skip,
-            limit: page.limit,
-        }
-    }
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -65,12 +45,12 @@ pub struct ApplicationListParams {
 /// The software rollup, most installed first.
 #[utoipa::path(get, path = "/api/v1/inventory/applications", tag = "inventory",
     params(ApplicationListParams),
-    responses((status = 200, body = ApplicationPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn list_applications(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ApplicationListParams>,
-) -> ApiResult<Json<ApplicationPage>> {
+) -> ApiResult<Json<Page<ApplicationView>>> {
     let query = params.vendor.map(|vendor| QueryGroup {
         kind: None,
         combinator: search::Combinator::And,
@@ -87,14 +67,14 @@ async fn list_applications(
         limit: params.limit,
         sort: params.sort,
     };
-    let page = search::run(
+    let page: Page<ApplicationRow> = search::run(
         &state.db,
         &caller.tenant_id,
         &applications::table(),
         &request,
     )
     .await?;
-    Ok(Json(page.into()))
+    Ok(Json(page.map(Into::into)))
 }
 
 /// Structured search over the software rollup. Allow-listed fields: name,
@@ -106,20 +86,20 @@ async fn list_applications(
 /// as its field's type is a 422.
 #[utoipa::path(post, path = "/api/v1/inventory/applications/search", tag = "inventory",
     request_body = SearchRequest,
-    responses((status = 200, body = ApplicationPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn search_applications(
     State(state): State<AppState>,
     caller: Caller,
     Json(request): Json<SearchRequest>,
-) -> ApiResult<Json<ApplicationPage>> {
-    let page = search::run(
+) -> ApiResult<Json<Page<ApplicationView>>> {
+    let page: Page<ApplicationRow> = search::run(
         &state.db,
         &caller.tenant_id,
         &applications::table(),
         &request,
     )
     .await?;
-    Ok(Json(page.into()))
+    Ok(Json(page.map(Into::into)))
 }
 
 /// One application of the rollup.
@@ -164,24 +144,15 @@ pub struct ItemParams {
     limit: Option<i64>,
 }
 
-/// A page of inventory items.
-#[derive(Serialize, ToSchema)]
-pub struct ItemPage {
-    pub items: Vec<ItemView>,
-    pub total: i64,
-    pub skip: i64,
-    pub limit: i64,
-}
-
 /// Inventory items of one device or one application (give exactly one).
 #[utoipa::path(get, path = "/api/v1/inventory/items", tag = "inventory",
     params(ItemParams),
-    responses((status = 200, body = ItemPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<ItemView>), (status = 422, body = ErrorBody)))]
 async fn inventory_items(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<ItemParams>,
-) -> ApiResult<Json<ItemPage>> {
+) -> ApiResult<Json<Page<ItemView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let db = &state.db;
     let tenant = &caller.tenant_id;
@@ -195,7 +166,7 @@ async fn inventory_items(
             ))
         }
     };
-    Ok(Json(ItemPage {
+    Ok(Json(Page {
         items,
         total,
         skip,
@@ -212,24 +183,16 @@ pub struct NamedListParams {
     limit: Option<i64>,
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct VendorPage {
-    items: Vec<VendorView>,
-    total: i64,
-    skip: i64,
-    limit: i64,
-}
-
 /// Vendors of the rollup with application, device and CVE counts, most
 /// devices first.
 #[utoipa::path(get, path = "/api/v1/inventory/vendors", tag = "inventory",
     params(NamedListParams),
-    responses((status = 200, body = VendorPage), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Page<VendorView>), (status = 422, body = ErrorBody)))]
 async fn vendors(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<NamedListParams>,
-) -> ApiResult<Json<VendorPage>> {
+) -> ApiResult<Json<Page<VendorView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let (items, total) = storage::vendors(
         &state.db,
@@ -239,7 +202,7 @@ async fn vendors(
         limit,
     )
     .await?;
-    Ok(Json(VendorPage {
+    Ok(Json(Page {
         items,
         total,
         skip,

@@ -275,7 +275,7 @@ pub async fn list(db: &Db, tenant: &TenantId, client_id: &str) -> sqlx::Result<V
     .await
 }
 
-/// The file's id, name, type and storage key, if it belongs to the client.
+/// The file's id, if it belongs to the client.
 pub async fn owned(
     db: &Db,
     tenant: &TenantId,

@@ -15,6 +15,7 @@ use crate::http::error::ApiError;
 
 pub const KEY_PREFIX: &str = "chp_live_";
 const KEY_BODY_LEN: usize = 40;
+const LAST_USED_RESOLUTION_MS: i64 = 60_000;
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// A fresh key (shown to the caller once).
@@ -70,17 +71,26 @@ impl FromRequestParts<AppState> for PortalClient {
         if !well_formed(key) {
             return Err(unauthorized("malformed API key"));
         }
-        let _turn = state.db.write_turn().await;
-        let found: Option<(String, String, String)> = sqlx::query_as(
-            "UPDATE portal_keys SET last_used_at = $2 WHERE key_hash = $1 AND revoked_at IS NULL \
-             RETURNING id, tenant_id, client_id",
+        let found: Option<(String, String, String, Option<i64>)> = sqlx::query_as(
+            "SELECT id, tenant_id, client_id, last_used_at FROM portal_keys \
+             WHERE key_hash = $1 AND revoked_at IS NULL",
         )
         .bind(hash(key))
-        .bind(now_ms())
         .fetch_optional(&state.db.pool)
         .await?;
-        let (_, tenant_id, client_id) =
+        let (key_id, tenant_id, client_id, last_used) =
             found.ok_or_else(|| unauthorized("unknown or revoked API key"))?;
+        // Last use to the minute is what an admin needs; writing on every
+        // request would serialize reads behind SQLite's single writer.
+        let now = now_ms();
+        if last_used.is_none_or(|at| now - at > LAST_USED_RESOLUTION_MS) {
+            let _turn = state.db.write_turn().await;
+            sqlx::query("UPDATE portal_keys SET last_used_at = $2 WHERE id = $1")
+                .bind(&key_id)
+                .bind(now)
+                .execute(&state.db.pool)
+                .await?;
+        }
         Ok(PortalClient {
             tenant_id: TenantId(tenant_id),
             client_id,

@@ -47,13 +47,26 @@ pub struct Table<'a> {
     pub tiebreak: &'static str,
 }
 
-/// One page of results and how many match in all.
+/// One page of results and how many match in all: the shape of every
+/// inventory and devices list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub total: i64,
     pub skip: i64,
     pub limit: i64,
+}
+
+impl<T> Page<T> {
+    /// The same page with each item converted (row to view).
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            total: self.total,
+            skip: self.skip,
+            limit: self.limit,
+        }
+    }
 }
 
 /// `skip` and `limit` checked: negative values are refused, limits above
