@@ -368,6 +368,19 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
         (json!({"sort": "secret"}), "sort"),
         (json!({"limit": -5}), "limit"),
         (json!({"unknown": 1}), "body"),
+        (
+            json!({"query": group("and", vec![rule("name", "in", json!(vec!["x"; 1001]))])}),
+            "name",
+        ),
+        (
+            json!({"query": group(
+                "or",
+                (0..10_001)
+                    .map(|i| rule("name", "equals", json!(i.to_string())))
+                    .collect(),
+            )}),
+            "query",
+        ),
     ];
     for (body, field) in bad {
         let resp = app
@@ -379,7 +392,7 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
             .await;
         resp.assert_error(422);
         if field != "body" {
-            assert_eq!(resp.body["field"], field, "{body}: {}", resp.text);
+            assert_eq!(resp.body["field"], field, "{}", resp.text);
         }
     }
     app.finish().await;

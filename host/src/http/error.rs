@@ -120,8 +120,10 @@ impl From<crate::inventory::search::SearchError> for ApiError {
             SearchError::Page(message) => {
                 let field = if message.starts_with("skip") {
                     "skip"
-                } else {
+                } else if message.starts_with("limit") {
                     "limit"
+                } else {
+                    "query"
                 };
                 ApiError::validation(field, message)
             }

@@ -60,6 +60,9 @@ pub trait Catalog: Sync {
     }
 }
 
+/// Values one `in` rule may list.
+pub const MAX_IN_VALUES: usize = 1000;
+
 #[derive(Debug, Clone, PartialEq)]
 enum Param {
     Text(String),
@@ -218,8 +221,15 @@ impl<'c> Compiler<'c> {
         }
         let raw = super::coerce::raw_value(rule)?;
         if operator == In {
+            let items = super::coerce::list(&raw);
+            if items.len() > MAX_IN_VALUES {
+                return Err(SearchError::Value {
+                    field: rule.field.clone(),
+                    message: format!("`{}` takes at most {MAX_IN_VALUES} values", rule.operator),
+                });
+            }
             let mut placeholders = vec![];
-            for item in super::coerce::list(&raw) {
+            for item in items {
                 let param = self.param(ty, &item, rule)?;
                 placeholders.push(param);
             }

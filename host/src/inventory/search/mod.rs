@@ -32,6 +32,9 @@ pub enum SearchError {
     Database(#[from] sqlx::Error),
 }
 
+/// Bound values one search may carry.
+const MAX_PARAMETERS: usize = 10_000;
+
 /// A searchable table.
 pub struct Table<'a> {
     /// `FROM` clause naming the table with an alias, e.g. `applications a`.
@@ -134,6 +137,11 @@ where
         .group(&effective_query(table, request))?
         .map(|c| format!(" AND {c}"))
         .unwrap_or_default();
+    // Well under SQLite's 32,766 bound parameters, so a huge query is the
+    // client's error rather than the database's.
+    if compiler.next_placeholder() > MAX_PARAMETERS {
+        return Err(SearchError::Page("the query has too many values; split it"));
+    }
     let order = compiler.order_by(
         request.sort.as_deref().unwrap_or(table.default_sort),
         table.tiebreak,
