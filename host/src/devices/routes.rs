@@ -2,9 +2,7 @@
 //! view and its structured search.
 
 use axum::extract::State;
-use serde::Deserialize;
 use serde_json::json;
-use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -16,7 +14,8 @@ use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::normalize;
 use crate::inventory::search::{
-    self, page_bounds, Combinator, Page, QueryGroup, QueryNode, QueryRule, SearchRequest,
+    self, page_bounds, Combinator, ListParams, Page, QueryGroup, QueryNode, QueryRule,
+    SearchRequest,
 };
 use crate::inventory::storage::ItemView;
 
@@ -29,17 +28,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(by_name))
         .routes(routes!(device_stats))
         .routes(routes!(by_application))
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListParams {
-    /// Substring to look for (case-insensitive).
-    search: Option<String>,
-    /// Default 0.
-    skip: Option<i64>,
-    /// Default 50, at most 500.
-    limit: Option<i64>,
 }
 
 /// Inventory items of every source; `search` matches device, application

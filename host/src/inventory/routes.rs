@@ -9,7 +9,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::applications::{self, ApplicationRow, ApplicationView};
-use super::search::{self, page_bounds, Page, QueryGroup, QueryNode, QueryRule, SearchRequest};
+use super::search::{
+    self, page_bounds, ListParams, Page, QueryGroup, QueryNode, QueryRule, SearchRequest,
+};
 use super::storage::{self, AppName, InventoryStats, ItemView, VendorView};
 use crate::app::AppState;
 use crate::auth::Caller;
@@ -174,24 +176,15 @@ async fn inventory_items(
     }))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct NamedListParams {
-    /// Substring of the name (case-insensitive).
-    search: Option<String>,
-    skip: Option<i64>,
-    limit: Option<i64>,
-}
-
 /// Vendors of the rollup with application, device and CVE counts, most
 /// devices first.
 #[utoipa::path(get, path = "/api/v1/inventory/vendors", tag = "inventory",
-    params(NamedListParams),
+    params(ListParams),
     responses((status = 200, body = Page<VendorView>), (status = 422, body = ErrorBody)))]
 async fn vendors(
     State(state): State<AppState>,
     caller: Caller,
-    Query(params): Query<NamedListParams>,
+    Query(params): Query<ListParams>,
 ) -> ApiResult<Json<Page<VendorView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let (items, total) = storage::vendors(
@@ -213,19 +206,20 @@ async fn vendors(
 /// Application names with device and CVE counts for autocomplete: names
 /// starting with `search` first, then names containing it.
 #[utoipa::path(get, path = "/api/v1/inventory/apps-list", tag = "inventory",
-    params(NamedListParams),
+    params(ListParams),
     responses((status = 200, body = Vec<AppName>), (status = 422, body = ErrorBody)))]
 async fn apps_list(
     State(state): State<AppState>,
     caller: Caller,
-    Query(params): Query<NamedListParams>,
+    Query(params): Query<ListParams>,
 ) -> ApiResult<Json<Vec<AppName>>> {
-    let (_, limit) = page_bounds(None, params.limit)?;
+    let (skip, limit) = page_bounds(params.skip, params.limit)?;
     Ok(Json(
         storage::app_names(
             &state.db,
             &caller.tenant_id,
             params.search.as_deref(),
+            skip,
             limit,
         )
         .await?,

@@ -227,6 +227,7 @@ pub async fn app_names(
     db: &Db,
     tenant: &TenantId,
     search: Option<&str>,
+    skip: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<AppName>> {
     let escaped = search.map(escape_like).unwrap_or_default();
@@ -234,12 +235,13 @@ pub async fn app_names(
         "SELECT name, device_count FROM applications WHERE tenant_id = $1 \
          AND LOWER(name) LIKE LOWER($2) ESCAPE '\\' \
          ORDER BY CASE WHEN LOWER(name) LIKE LOWER($3) ESCAPE '\\' THEN 0 ELSE 1 END, \
-         device_count DESC, name LIMIT $4",
+         device_count DESC, name LIMIT $4 OFFSET $5",
     )
     .bind(tenant.as_str())
     .bind(format!("%{escaped}%"))
     .bind(format!("{escaped}%"))
     .bind(limit)
+    .bind(skip)
     .fetch_all(&db.pool)
     .await
 }

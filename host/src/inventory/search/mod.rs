@@ -12,7 +12,7 @@ use sqlx::{Arguments, FromRow};
 
 pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType};
 pub use query::{
-    Combinator, GroupKind, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
+    Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
     DEFAULT_LIMIT, MAX_LIMIT,
 };
 

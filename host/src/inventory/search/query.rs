@@ -27,6 +27,19 @@ pub struct SearchRequest {
     pub sort: Option<String>,
 }
 
+/// Free text and a page: the query string of every plain inventory and
+/// devices list.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Substring to look for (case-insensitive).
+    pub search: Option<String>,
+    /// Default 0.
+    pub skip: Option<i64>,
+    /// Default 50, at most 500.
+    pub limit: Option<i64>,
+}
+
 /// Rules combined by `combinator`; rules may themselves be groups.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct QueryGroup {
