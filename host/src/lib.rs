@@ -16,3 +16,4 @@ pub mod portal;
 pub mod server;
 pub mod settings;
 pub mod tenancy;
+pub mod uploads;

@@ -111,6 +111,17 @@ impl ApiError {
     }
 }
 
+impl From<crate::uploads::UploadError> for ApiError {
+    fn from(err: crate::uploads::UploadError) -> Self {
+        use crate::uploads::UploadError;
+        match err {
+            UploadError::Rejected { check, message } => ApiError::UploadRejected { check, message },
+            UploadError::Body(_) => ApiError::BadRequest(err.to_string()),
+            UploadError::Io(err) => ApiError::Internal(err.into()),
+        }
+    }
+}
+
 impl From<crate::inventory::search::SearchError> for ApiError {
     fn from(err: crate::inventory::search::SearchError) -> Self {
         use crate::inventory::search::SearchError;

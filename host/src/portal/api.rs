@@ -19,6 +19,7 @@ use crate::app::AppState;
 use crate::db::now_ms;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
+use crate::uploads::{self, DOCUMENTS};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -126,10 +127,10 @@ async fn upload_file(
                 message: "send exactly one part named `file`".into(),
             });
         }
-        let received = store.receive(field, max_bytes).await?;
+        let received = uploads::receive(field, DOCUMENTS, &store.tmp_dir(), max_bytes).await?;
         let id = uuid::Uuid::now_v7().to_string();
         let key = format!("{}/{}", client.tenant_id.as_str(), id);
-        if let Err(err) = store.keep(&received, &key).await {
+        if let Err(err) = received.persist(&store.path(&key)).await {
             received.discard().await;
             return Err(ApiError::Internal(err.into()));
         }
