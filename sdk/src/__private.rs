@@ -242,7 +242,8 @@ mod csv_exports {
         install_panic_hook();
         rows.iter()
             .map(|cells| {
-                P::map_row(&headers, cells).map(|rows| rows.into_iter().map(row_to_wit).collect())
+                P::map_row(&crate::CsvRow::new(&headers, cells))
+                    .map(|rows| rows.into_iter().map(row_to_wit).collect())
             })
             .collect()
     }

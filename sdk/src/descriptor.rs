@@ -119,10 +119,15 @@ pub struct CsvDescriptor {
     /// Set by the SDK; do not fill in.
     #[serde(default)]
     pub sdk_version: String,
-    /// Header cells that identify the header row (matched ignoring case,
-    /// spaces and punctuation); rows before it are preamble.
+    /// Canonical columns that identify the header row: the first row in
+    /// which every one of them is found (by its name or an alias, ignoring
+    /// case, spaces and punctuation) is the header; rows before it are
+    /// preamble (report titles, dates, blank lines).
     pub header_signals: Vec<String>,
-    /// Canonical column name -> accepted header spellings.
+    /// Canonical column name -> the other header spellings it accepts.
+    /// Matching ignores case, spaces and punctuation, so `"Device Name"`,
+    /// `"device_name"` and `"DEVICE-NAME"` are one spelling. Data rows reach
+    /// [`crate::CsvProvider::map_row`] keyed by canonical name.
     pub column_aliases: Vec<(String, Vec<String>)>,
 }
 
@@ -183,4 +188,17 @@ mod tests {
         let back: Descriptor = serde_json::from_value(json).unwrap();
         assert_eq!(back.webhook, Some(signature));
     }
+}
+
+/// Builds [`CsvDescriptor::column_aliases`] from string literals:
+/// `column_aliases(&[("device_name", &["hostname", "computer"])])`.
+pub fn column_aliases(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    list.iter()
+        .map(|(column, spellings)| {
+            (
+                column.to_string(),
+                spellings.iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect()
 }

@@ -16,6 +16,7 @@
 //! Credentials never reach a component: the descriptor names an
 //! [`AuthScheme`] and the host signs every request [`http::send`] makes.
 
+mod csv_row;
 mod descriptor;
 mod error;
 pub mod http;
@@ -24,7 +25,10 @@ mod rows;
 #[doc(hidden)]
 pub mod __private;
 
-pub use descriptor::{AuthScheme, CsvDescriptor, CsvTarget, Descriptor, WebhookSignature};
+pub use csv_row::CsvRow;
+pub use descriptor::{
+    column_aliases, AuthScheme, CsvDescriptor, CsvTarget, Descriptor, WebhookSignature,
+};
 pub use error::Error;
 pub use rows::{InventoryItem, RecordKind, Row, SourceRecord};
 pub use serde_json::{json, Value};
@@ -83,10 +87,10 @@ pub trait Connector {
 pub trait CsvProvider {
     fn describe() -> CsvDescriptor;
 
-    /// Maps one data row; `headers` are the file's header cells (already
-    /// matched to the descriptor's columns by the host), `cells` the row's
-    /// cells in the same order.
-    fn map_row(headers: &[String], cells: &[String]) -> Result<Vec<Row>, String>;
+    /// Maps one data row to rows (usually one). An error rejects this row
+    /// only, and its message is shown to the operator with the row number:
+    /// say what is wrong and which column to fix.
+    fn map_row(row: &CsvRow) -> Result<Vec<Row>, String>;
 }
 
 /// Writes a line to the host's log, tagged with the connector, tenant and job.

@@ -36,7 +36,6 @@ pub struct LoadedCsvProvider {
     pub descriptor: CsvDescriptor,
     pub file: PathBuf,
     pub sha256: String,
-    #[allow(dead_code)]
     pre: csv_world::CsvProviderPre<PluginState>,
 }
 
@@ -278,6 +277,35 @@ impl Plugins {
         let raw: Vec<String> = records.iter().map(Value::to_string).collect();
         let mapped = instance
             .call_map_records(&mut store, stream, &raw)
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+        Ok(mapped
+            .into_iter()
+            .map(|result| result.map(|rows| rows.into_iter().map(MappedRow::from).collect()))
+            .collect())
+    }
+
+    pub fn csv_provider(&self, key: &str) -> Option<&Arc<LoadedCsvProvider>> {
+        self.csv_providers.iter().find(|p| p.descriptor.key == key)
+    }
+
+    /// Maps a batch of CSV data rows (cells in `headers` order) through
+    /// `provider`, in a fresh sandboxed instance with no network.
+    pub async fn map_rows(
+        &self,
+        provider: &LoadedCsvProvider,
+        scope: CallScope,
+        headers: &[String],
+        rows: &[Vec<String>],
+    ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
+        let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+        let instance = provider
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+        let mapped = instance
+            .call_map_rows(&mut store, headers, rows)
             .await
             .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
         Ok(mapped
