@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod csv_sources;
 pub mod db;
 pub mod devices;
 pub mod http;

@@ -60,6 +60,11 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             state.jobs.timing.reaper_interval,
             shutdown.clone(),
         ),
+        crate::csv_sources::spawn_sweeper(
+            state.db.clone(),
+            state.jobs.timing.reaper_interval,
+            shutdown.clone(),
+        ),
     ];
     if state.db.backend == Backend::Postgres {
         background.push(crate::jobs::Wakeup::spawn_postgres_listener(

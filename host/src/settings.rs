@@ -105,6 +105,11 @@ pub struct Settings {
     /// JSON object: integration id -> config, used to seed the default
     /// tenant. Existing configs are never overwritten.
     pub seed_configs: String,
+    /// Where CSV/Excel uploads wait for their parse; empty means
+    /// `<data_dir>/csv-uploads`.
+    pub csv_uploads_dir: PathBuf,
+    /// Largest CSV/Excel upload.
+    pub csv_max_upload_mb: u64,
     /// Where portal documents are stored; empty means `<data_dir>/portal-files`.
     pub portal_files_dir: PathBuf,
     /// Largest portal document upload.
@@ -154,6 +159,8 @@ impl Default for Settings {
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,
             plugin_plain_http_hosts: String::new(),
+            csv_uploads_dir: PathBuf::new(),
+            csv_max_upload_mb: 100,
             portal_files_dir: PathBuf::new(),
             portal_max_upload_mb: 100,
             portal_download_ttl_secs: 300,
@@ -205,6 +212,9 @@ impl Settings {
         }
         if self.public_url.is_empty() {
             self.public_url = format!("http://{}", self.listen);
+        }
+        if self.csv_uploads_dir.as_os_str().is_empty() {
+            self.csv_uploads_dir = self.data_dir.join("csv-uploads");
         }
         if self.portal_files_dir.as_os_str().is_empty() {
             self.portal_files_dir = self.data_dir.join("portal-files");

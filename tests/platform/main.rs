@@ -1,6 +1,7 @@
 //! Platform core over HTTP, on SQLite and PostgreSQL.
 
 mod auth;
+mod csv_sources;
 mod integrations;
 mod inventory;
 mod invites;

@@ -51,9 +51,15 @@ pub fn connector(name: &str) -> PathBuf {
     build("connectors", name, "target/components")
 }
 
+/// The `.wasm` file of the repository's CSV provider `name` (`csv-providers/`).
+pub fn csv_provider(name: &str) -> PathBuf {
+    build("csv-providers", name, "target/components")
+}
+
 /// A fresh directory holding the given components (and any extra files).
-/// `connectors/<name>` is one of the repository's connectors; a bare name is
-/// a test component.
+/// `connectors/<name>` is one of the repository's connectors,
+/// `csv-providers/<name>` one of its CSV providers; a bare name is a test
+/// component.
 pub fn connectors_dir(components: &[&str], extra: &[(&str, &[u8])]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "cairn-connectors-{}",
@@ -61,9 +67,12 @@ pub fn connectors_dir(components: &[&str], extra: &[(&str, &[u8])]) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).expect("connectors dir");
     for name in components {
-        let built = match name.strip_prefix("connectors/") {
-            Some(connector_name) => connector(connector_name),
-            None => test_component(name),
+        let built = if let Some(connector_name) = name.strip_prefix("connectors/") {
+            connector(connector_name)
+        } else if let Some(provider_name) = name.strip_prefix("csv-providers/") {
+            csv_provider(provider_name)
+        } else {
+            test_component(name)
         };
         let file = name.rsplit('/').next().unwrap_or(name);
         std::fs::copy(built, dir.join(format!("{file}.wasm"))).expect("copy component");

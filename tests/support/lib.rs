@@ -9,6 +9,7 @@ pub mod fake_payments;
 pub mod fake_rmm;
 pub mod inventory;
 pub mod smtp;
+pub mod spreadsheets;
 
 use std::path::PathBuf;
 
