@@ -201,7 +201,7 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
     assert_eq!(upload["header_row"], 4);
     assert_eq!(upload["rows_imported"], 2);
     // Found by the exact name and by its 15-character NetBIOS form.
-    for name in ["accounting-workstation-07.acme.local", "ACCOUNTING-WORKS"] {
+    for name in ["accounting-workstation-07.acme.local", "ACCOUNTING-WORK"] {
         let record = app
             .get(
                 &format!("/api/v1/csv-sources/asset-register/device-by-name/{name}"),
@@ -219,7 +219,7 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
     .await
     .assert_error(404);
     // The devices view joins the register on the truncated hostname.
-    let csv = "device,application\nACCOUNTING-WORKS,Excel\n";
+    let csv = "device,application\nACCOUNTING-WORK,Excel\n";
     let software = app
         .ingest(&admin, "software-inventory", "sw.csv", csv.into())
         .await;

@@ -59,7 +59,8 @@ async fn device_items(
 
 /// Unique device names across all sources (exact names, not merged), with
 /// CSV device-enrichment records matched on the exact name or its first 15
-/// characters.
+/// characters, either way round (a register of full DNS names enriches the
+/// NetBIOS names and the other way).
 #[utoipa::path(get, path = "/api/v1/devices/devices", tag = "devices",
     params(ListParams),
     responses((status = 200, body = Page<DeviceView>), (status = 422, body = ErrorBody)))]

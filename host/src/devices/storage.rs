@@ -147,11 +147,13 @@ async fn enrichment_for(
     let sources_json = serde_json::to_string(sources).unwrap_or_default();
     let condition = match db.backend {
         Backend::Sqlite => {
-            "LOWER(device_name) IN (SELECT value FROM json_each($2)) \
+            "(LOWER(device_name) IN (SELECT value FROM json_each($2)) \
+               OR SUBSTR(LOWER(device_name), 1, 15) IN (SELECT value FROM json_each($2))) \
              AND source IN (SELECT value FROM json_each($3))"
         }
         Backend::Postgres => {
-            "LOWER(device_name) IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb))) \
+            "(LOWER(device_name) IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb))) \
+               OR SUBSTR(LOWER(device_name), 1, 15) IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))) \
              AND source IN (SELECT jsonb_array_elements_text(CAST($3 AS jsonb)))"
         }
     };
@@ -164,8 +166,17 @@ async fn enrichment_for(
     .bind(sources_json)
     .fetch_all(&db.pool)
     .await?;
+    // A record is found by its own name and by its NetBIOS form, so a
+    // register listing full DNS names enriches the short names too.
     for (name, source, body) in rows {
-        let body = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let short = truncated(&name);
+        if short != name {
+            out.entry(short)
+                .or_default()
+                .entry(source.clone())
+                .or_insert_with(|| body.clone());
+        }
         out.entry(name).or_default().insert(source, body);
     }
     Ok(out)
