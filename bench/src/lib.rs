@@ -56,7 +56,12 @@ pub async fn drop_database(db: Db, url: &str) {
 
 /// Peak resident memory of this process so far, in MiB (Linux).
 pub fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+    peak_rss_mib_of("self")
+}
+
+/// Peak resident memory of process `pid` (or `self`) so far, in MiB (Linux).
+pub fn peak_rss_mib_of(pid: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()

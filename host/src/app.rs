@@ -66,11 +66,7 @@ impl AppState {
                 SYNC_STALL_TIMEOUT,
             );
         }
-        crate::csv_sources::register(
-            &mut jobs,
-            plugins.clone(),
-            settings.csv_uploads_dir.clone(),
-        );
+        crate::csv_sources::register(&mut jobs, plugins.clone(), settings.csv_uploads_dir.clone());
         let inner = Inner {
             plugins,
             secrets,

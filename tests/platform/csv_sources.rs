@@ -118,9 +118,7 @@ async fn software_csv_with_title_rows_lands_and_rolls_up(backend: Backend) {
         ]
     );
     // The same upload through the generic routes.
-    let listed = app
-        .get("/api/v1/inventory/uploads", &admin.bearer())
-        .await;
+    let listed = app.get("/api/v1/inventory/uploads", &admin.bearer()).await;
     assert_eq!(listed.body["total"], 1);
     assert_eq!(listed.body["items"][0]["id"], id);
     let detail = app
@@ -135,7 +133,11 @@ async fn software_csv_with_title_rows_lands_and_rolls_up(backend: Backend) {
             &admin.bearer(),
         )
         .await;
-    assert_eq!(chrome.body["items"][0]["device_count"], 2, "{}", chrome.text);
+    assert_eq!(
+        chrome.body["items"][0]["device_count"], 2,
+        "{}",
+        chrome.text
+    );
     assert_eq!(
         chrome.body["items"][0]["sources"],
         serde_json::json!(["software-inventory"])
@@ -161,7 +163,12 @@ async fn utf16_semicolon_intune_export_lands(backend: Backend) {
                 k1;Überwachung Client;Müller GmbH;2,5;2.5.0.1;d-1;LAPTOP-ÅSA;Windows 11 Pro;10.0.22631;Windows;u1;Asa@Example.com;Åsa Berg\r\n\
                 k2;Microsoft Teams;Microsoft Corporation;24215.1007;24215.1007.3082.1590;d-2;MBP-KLAUS;macOS;14.6;macOS;u2;klaus@example.com;Klaus\r\n";
     let upload = app
-        .ingest(&admin, "intune-discovered-apps", "AppInvRawData.csv", utf16le(text))
+        .ingest(
+            &admin,
+            "intune-discovered-apps",
+            "AppInvRawData.csv",
+            utf16le(text),
+        )
         .await;
     assert_eq!(upload["status"], "succeeded", "{upload}");
     assert_eq!(upload["rows_imported"], 2);
@@ -189,8 +196,20 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
         vec!["Acme Corp asset register"],
         vec!["Exported 2026-11-01 by the service desk"],
         vec![],
-        vec!["Host Name", "Serial No.", "Site", "Assigned To", "Warranty Expiry"],
-        vec!["ACCOUNTING-WORKSTATION-07.acme.local", "5CG1234XYZ", "Leeds", "alice", "2027-03-31"],
+        vec![
+            "Host Name",
+            "Serial No.",
+            "Site",
+            "Assigned To",
+            "Warranty Expiry",
+        ],
+        vec![
+            "ACCOUNTING-WORKSTATION-07.acme.local",
+            "5CG1234XYZ",
+            "Leeds",
+            "alice",
+            "2027-03-31",
+        ],
         vec!["pc-002", "C02ABC123", "York", "bob", ""],
     ]);
     let upload = app
@@ -224,12 +243,9 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
         .ingest(&admin, "software-inventory", "sw.csv", csv.into())
         .await;
     assert_eq!(software["status"], "succeeded", "{software}");
-    let devices = app
-        .get("/api/v1/devices/devices", &admin.bearer())
-        .await;
+    let devices = app.get("/api/v1/devices/devices", &admin.bearer()).await;
     assert_eq!(
-        devices.body["items"][0]["enrichment"]["asset-register"]["owner"],
-        "alice",
+        devices.body["items"][0]["enrichment"]["asset-register"]["owner"], "alice",
         "{}",
         devices.text
     );
@@ -251,7 +267,10 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
     assert_eq!(upload["status"], "succeeded", "{upload}");
     assert_eq!(upload["rows_imported"], 3);
     let records = app
-        .get("/api/v1/csv-sources/nessus-findings/records", &admin.bearer())
+        .get(
+            "/api/v1/csv-sources/nessus-findings/records",
+            &admin.bearer(),
+        )
         .await;
     assert_eq!(records.body["total"], 3, "{}", records.text);
     let terrapin = records.body["items"]
@@ -281,8 +300,14 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
         .iter()
         .map(|r| format!("{}: {}", r["row"], r["reason"].as_str().unwrap()))
         .collect();
-    assert!(reasons[0].starts_with("4: badge_admin is \"maybe\""), "{reasons:?}");
-    assert!(reasons[1].starts_with("5: ") && reasons[1].contains("email"), "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("4: badge_admin is \"maybe\""),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("5: ") && reasons[1].contains("email"),
+        "{reasons:?}"
+    );
     let users = app
         .get("/api/v1/csv-sources/badge-roster/records", &admin.bearer())
         .await;
@@ -290,17 +315,27 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
     assert_eq!(alice["record_key"], "alice@example.com");
     assert_eq!(alice["kind"], "user");
     assert_eq!(alice["body"]["flags"]["badge_admin"], true);
-    assert_eq!(users.body["items"][1]["body"]["flags"]["badge_admin"], false);
+    assert_eq!(
+        users.body["items"][1]["body"]["flags"]["badge_admin"],
+        false
+    );
 
     let sources = app.get("/api/v1/csv-sources/", &admin.bearer()).await;
-    let keys: Vec<&str> = sources.body
+    let keys: Vec<&str> = sources
+        .body
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["key"].as_str().unwrap())
         .collect();
     assert_eq!(keys.len(), 5, "{keys:?}");
-    for key in ["asset-register", "badge-roster", "intune-discovered-apps", "nessus-findings", "software-inventory"] {
+    for key in [
+        "asset-register",
+        "badge-roster",
+        "intune-discovered-apps",
+        "nessus-findings",
+        "software-inventory",
+    ] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
     app.finish().await;
@@ -311,7 +346,8 @@ async fn reupload_replaces_and_failed_parse_keeps_old_data(backend: Backend) {
         return;
     };
     let admin = app.register("admin@msp.example").await;
-    let first = "device,application,version\nPC-1,Zoom,5.0\nPC-1,Slack,4.1\nPC-2,Zoom,5.0\nPC-2,Zoom,5.0\n";
+    let first =
+        "device,application,version\nPC-1,Zoom,5.0\nPC-1,Slack,4.1\nPC-2,Zoom,5.0\nPC-2,Zoom,5.0\n";
     let upload = app
         .ingest(&admin, "software-inventory", "a.csv", first.into())
         .await;
@@ -342,11 +378,17 @@ async fn reupload_replaces_and_failed_parse_keeps_old_data(backend: Backend) {
     );
     // Purging is for admins; a member is refused.
     let member = app.add_member(&admin, "member@msp.example", "member").await;
-    app.delete("/api/v1/csv-sources/software-inventory/data", &member.bearer())
-        .await
-        .assert_error(403);
+    app.delete(
+        "/api/v1/csv-sources/software-inventory/data",
+        &member.bearer(),
+    )
+    .await
+    .assert_error(403);
     let purged = app
-        .delete("/api/v1/csv-sources/software-inventory/data", &admin.bearer())
+        .delete(
+            "/api/v1/csv-sources/software-inventory/data",
+            &admin.bearer(),
+        )
         .await;
     assert_eq!(purged.body["deleted"], 1, "{}", purged.text);
     assert!(items(&app, &admin, "software-inventory").await.is_empty());
@@ -389,9 +431,7 @@ async fn bad_uploads_are_refused_with_a_reason(backend: Backend) {
         ("line.csv", one_line, "is longer than"),
     ];
     for (name, bytes, reason) in failing {
-        let upload = app
-            .ingest(&admin, "software-inventory", name, bytes)
-            .await;
+        let upload = app.ingest(&admin, "software-inventory", name, bytes).await;
         assert_eq!(upload["status"], "failed", "{name}: {upload}");
         assert!(
             upload["error"].as_str().unwrap().contains(reason),
@@ -411,13 +451,24 @@ async fn bad_uploads_are_refused_with_a_reason(backend: Backend) {
         "column application_name contains the control character U+0007"
     );
     assert_eq!(upload["rejections"][0]["row"], 2);
-    assert_eq!(items(&app, &admin, "software-inventory").await, ["PC-3|Teams||"]);
+    assert_eq!(
+        items(&app, &admin, "software-inventory").await,
+        ["PC-3|Teams||"]
+    );
 
     // Unknown sources are 404; the service is still up.
-    app.upload_file(&admin, "/api/v1/csv-sources/nope/upload", "a.csv", good.into())
-        .await
-        .assert_error(404);
-    assert_eq!(app.get("/health", &cairn_tests::Auth::None).await.status, 200);
+    app.upload_file(
+        &admin,
+        "/api/v1/csv-sources/nope/upload",
+        "a.csv",
+        good.into(),
+    )
+    .await
+    .assert_error(404);
+    assert_eq!(
+        app.get("/health", &cairn_tests::Auth::None).await.status,
+        200
+    );
     app.finish().await;
 }
 
@@ -434,7 +485,12 @@ async fn csv_sources_are_scoped_by_tenant(backend: Backend) {
     assert_eq!(upload["status"], "succeeded", "{upload}");
     let id = upload["id"].as_str().unwrap();
     let software = app
-        .ingest(&alice, "software-inventory", "sw.csv", "device,application\nPC-1,Zoom\n".into())
+        .ingest(
+            &alice,
+            "software-inventory",
+            "sw.csv",
+            "device,application\nPC-1,Zoom\n".into(),
+        )
         .await;
     let software_id = software["id"].as_str().unwrap();
 
@@ -453,8 +509,16 @@ async fn csv_sources_are_scoped_by_tenant(backend: Backend) {
         "/api/v1/inventory/uploads",
     ];
     for path in empty {
-        assert_eq!(app.get(path, &bob.bearer()).await.body["total"], 0, "{path}");
-        assert_eq!(app.get(path, &alice.bearer()).await.body["total"], 1, "{path}");
+        assert_eq!(
+            app.get(path, &bob.bearer()).await.body["total"],
+            0,
+            "{path}"
+        );
+        assert_eq!(
+            app.get(path, &alice.bearer()).await.body["total"],
+            1,
+            "{path}"
+        );
     }
     let stats = app
         .get("/api/v1/csv-sources/asset-register", &bob.bearer())
@@ -467,11 +531,19 @@ async fn csv_sources_are_scoped_by_tenant(backend: Backend) {
         .await;
     assert_eq!(purged.body["deleted"], 0);
     let upload = app
-        .ingest(&bob, "asset-register", "assets.csv", "hostname,serial\nPC-9,SN9\n".into())
+        .ingest(
+            &bob,
+            "asset-register",
+            "assets.csv",
+            "hostname,serial\nPC-9,SN9\n".into(),
+        )
         .await;
     assert_eq!(upload["status"], "succeeded");
     let alice_records = app
-        .get("/api/v1/csv-sources/asset-register/records", &alice.bearer())
+        .get(
+            "/api/v1/csv-sources/asset-register/records",
+            &alice.bearer(),
+        )
         .await;
     assert_eq!(alice_records.body["total"], 1);
     assert_eq!(alice_records.body["items"][0]["device_name"], "PC-1");

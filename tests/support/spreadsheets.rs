@@ -55,7 +55,13 @@ pub fn zip_bomb(inflated_mb: usize) -> Vec<u8> {
 
 impl TestApp {
     /// Uploads `bytes` as `name` to `path` (a CSV source's upload route).
-    pub async fn upload_file(&self, account: &Account, path: &str, name: &str, bytes: Vec<u8>) -> Resp {
+    pub async fn upload_file(
+        &self,
+        account: &Account,
+        path: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Resp {
         let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_string());
         let form = reqwest::multipart::Form::new().part("file", part);
         let response = self
@@ -94,7 +100,13 @@ impl TestApp {
     }
 
     /// Uploads to `source` and waits for the parse; returns the upload.
-    pub async fn ingest(&self, account: &Account, source: &str, name: &str, bytes: Vec<u8>) -> Value {
+    pub async fn ingest(
+        &self,
+        account: &Account,
+        source: &str,
+        name: &str,
+        bytes: Vec<u8>,
+    ) -> Value {
         let accepted = self
             .upload_file(
                 account,

@@ -13,11 +13,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
         Some("inventory") => per_backend("bench-inventory"),
+        Some("csv") => {
+            crate::components::build_all("release")?;
+            process::run(
+                "cargo",
+                &["build", "--release", "--quiet", "-p", "cairn"],
+                &[],
+            )?;
+            per_backend("bench-csv")
+        }
         Some("portal") => {
             build_bench("bench-portal")?;
             process::run("target/release/bench-portal", &[], &[])
         }
-        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|portal>".into()),
+        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|csv|portal>".into()),
     }
 }
 

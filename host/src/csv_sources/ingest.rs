@@ -187,7 +187,13 @@ impl CsvParseHandler {
         ctx.progress("replacing", report.rows_read as i64, upload.size_bytes, "")
             .await?;
         let inserted = staging
-            .replace(ctx.db(), ctx.tenant_id(), &upload.source_key, &upload.id, report)
+            .replace(
+                ctx.db(),
+                ctx.tenant_id(),
+                &upload.source_key,
+                &upload.id,
+                report,
+            )
             .await
             .map_err(|e| Outcome::Job(e.into()))?;
         tracing::info!(
@@ -228,7 +234,10 @@ impl CsvParseHandler {
         while let Some(chunk) = chunks.recv().await {
             let rows = match chunk {
                 Chunk::Failed(err) => return Err(Outcome::Rejected(err.to_string())),
-                Chunk::Header { row, columns: matched } => {
+                Chunk::Header {
+                    row,
+                    columns: matched,
+                } => {
                     report.header_row = Some(row);
                     filled = vec![0; matched.len()];
                     report.columns = matched.clone();
@@ -324,7 +333,10 @@ fn spawn_reader(
                     header_found = true;
                     let matched = columns.match_header(&cells);
                     return tx
-                        .blocking_send(Chunk::Header { row, columns: matched })
+                        .blocking_send(Chunk::Header {
+                            row,
+                            columns: matched,
+                        })
                         .is_ok();
                 }
                 return searched < header::MAX_PREAMBLE_ROWS;
@@ -416,9 +428,11 @@ fn stage(
                 staging.push_item(&item_key(&item), &item)?;
             }
             (false, MappedRow::Record(record)) => staging.push_record(&record)?,
-            (true, MappedRow::Record(_)) => {
-                reject(report, number, "the provider returned a record for a software source".into())
-            }
+            (true, MappedRow::Record(_)) => reject(
+                report,
+                number,
+                "the provider returned a record for a software source".into(),
+            ),
             (false, MappedRow::Inventory(_)) => reject(
                 report,
                 number,

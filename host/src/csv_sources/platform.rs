@@ -13,8 +13,17 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
     } else if starts(&["mac", "osx", "os x"]) || contains(&["macos", "mac os", "darwin"]) {
         Some("macos")
     } else if contains(&[
-        "linux", "ubuntu", "debian", "red hat", "rhel", "centos", "fedora", "suse", "alpine",
-        "rocky", "almalinux",
+        "linux",
+        "ubuntu",
+        "debian",
+        "red hat",
+        "rhel",
+        "centos",
+        "fedora",
+        "suse",
+        "alpine",
+        "rocky",
+        "almalinux",
     ]) {
         Some("linux")
     } else {

@@ -175,7 +175,11 @@ async fn accept(
         received.discard().await;
         return Err(ApiError::Internal(err.into()));
     }
-    let sheet = options.sheet.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let sheet = options
+        .sheet
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     let inserted = storage::insert(
         &state.db,
         &caller.tenant_id,

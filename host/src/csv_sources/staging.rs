@@ -34,7 +34,11 @@ pub struct Staging {
 }
 
 impl Staging {
-    pub fn create(dir: &Path, upload_id: &str, destination: Destination) -> std::io::Result<Staging> {
+    pub fn create(
+        dir: &Path,
+        upload_id: &str,
+        destination: Destination,
+    ) -> std::io::Result<Staging> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{upload_id}.staging"));
         let out = BufWriter::with_capacity(1024 * 1024, File::create(&path)?);

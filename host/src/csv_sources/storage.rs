@@ -424,7 +424,10 @@ pub async fn records(
     .bind(source_key)
     .fetch_one(&db.pool)
     .await?;
-    Ok((rows.into_iter().map(SourceRecordView::parsed).collect(), total))
+    Ok((
+        rows.into_iter().map(SourceRecordView::parsed).collect(),
+        total,
+    ))
 }
 
 /// The source's device record for `name`: the exact name first (case
@@ -437,7 +440,10 @@ pub async fn device_record(
     name: &str,
 ) -> sqlx::Result<Option<SourceRecordView>> {
     let lower = name.to_lowercase();
-    let short: String = lower.chars().take(crate::inventory::normalize::NETBIOS_LEN).collect();
+    let short: String = lower
+        .chars()
+        .take(crate::inventory::normalize::NETBIOS_LEN)
+        .collect();
     let row: Option<SourceRecordView> = sqlx::query_as(
         "SELECT kind, record_key, device_name, body FROM source_records \
          WHERE tenant_id = $1 AND source = $2 AND kind = 'device' \

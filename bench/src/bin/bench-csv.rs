@@ -1,0 +1,284 @@
+//! CSV and Excel ingestion through the generic software provider, against
+//! a release build of the service in its own process on one backend:
+//! - a ~100 MB software inventory CSV (about 1,000,000 rows, with title
+//!   rows above the header);
+//! - a ~50 MB xlsx workbook of the same shape.
+//!
+//! Each is uploaded over HTTP and timed until its upload reads
+//! `succeeded` (upload, parse, mapping in the WASM provider, staging and
+//! the replacing transaction); prints seconds, rows/s and the service's
+//! peak memory, then how long the rollup it triggered took.
+//!
+//! Usage (from the repository root, after `cargo xtask components` and a
+//! release build of `cairn`): bench-csv sqlite|postgres [csv-rows] [xlsx-rows]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const DEVICES: usize = 50_000;
+const APPLICATIONS: usize = 2_000;
+const PLATFORMS: [&str; 4] = [
+    "Windows 10 Enterprise",
+    "Win11",
+    "macOS 14.6",
+    "Ubuntu 22.04",
+];
+
+/// Row `i` of the inventory: (device, application, vendor, version,
+/// platform, email, user, publisher).
+fn row(i: usize) -> [String; 8] {
+    let device = i % DEVICES;
+    let app = (i / DEVICES * 7919 + device * 31) % APPLICATIONS;
+    [
+        format!("DEVICE-{device:06}.corp.example"),
+        format!("Application {app:04} (x64)"),
+        format!("Vendor {} Inc.", app % 150),
+        format!("{}.{}.{}", app % 30, device % 12, (i / DEVICES) % 1000),
+        PLATFORMS[device % 4].to_string(),
+        format!("user{:05}@corp.example", device % 20_000),
+        format!("User {:05}", device % 20_000),
+        format!("Publisher {}", app % 150),
+    ]
+}
+
+const HEADER: [&str; 8] = [
+    "Computer Name",
+    "Software",
+    "Manufacturer",
+    "Version",
+    "Operating System",
+    "E-mail",
+    "Logged On User",
+    "Publisher",
+];
+
+fn write_csv(path: &Path, rows: usize) -> anyhow::Result<u64> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "Software inventory export")?;
+    writeln!(out, "Generated 2026-11-21 for all sites")?;
+    writeln!(out, "{}", HEADER.join(","))?;
+    for i in 0..rows {
+        writeln!(out, "{}", row(i).join(","))?;
+    }
+    out.flush()?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+fn write_xlsx(path: &Path, rows: usize) -> anyhow::Result<u64> {
+    let mut workbook = rust_xlsxwriter::Workbook::new();
+    let sheet = workbook.add_worksheet_with_constant_memory();
+    sheet.write_string(0, 0, "Software inventory export")?;
+    for (c, title) in HEADER.iter().enumerate() {
+        sheet.write_string(2, c as u16, *title)?;
+    }
+    for i in 0..rows {
+        for (c, cell) in row(i).iter().enumerate() {
+            sheet.write_string(i as u32 + 3, c as u16, cell)?;
+        }
+    }
+    workbook.save(path)?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+/// The service in its own process, so its memory is its own.
+struct Service {
+    child: Child,
+    url: String,
+}
+
+impl Service {
+    fn start(database_url: &str, data_dir: &Path, connectors: &Path) -> anyhow::Result<Service> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new("target/release/cairn")
+            .arg("serve")
+            .env("CAIRN_LISTEN", &listen)
+            .env("CAIRN_DATABASE_URL", database_url)
+            .env("CAIRN_DATA_DIR", data_dir)
+            .env("CAIRN_CONNECTORS_DIR", connectors)
+            .env("CAIRN_CSV_MAX_UPLOAD_MB", "200")
+            .env("CAIRN_RATE_LIMIT_PER_MINUTE", "0")
+            .env("CAIRN_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()?;
+        Ok(Service {
+            child,
+            url: format!("http://{listen}"),
+        })
+    }
+
+    fn peak_mib(&self) -> f64 {
+        cairn_bench::peak_rss_mib_of(&self.child.id().to_string())
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Figures {
+    seconds: f64,
+    rows: u64,
+    peak_mib: f64,
+    rollup_seconds: f64,
+}
+
+async fn ingest(
+    backend: &str,
+    connectors: &Path,
+    file: &Path,
+    name: &str,
+) -> anyhow::Result<Figures> {
+    let (db, url) = cairn_bench::fresh_database(backend).await?;
+    db.close().await;
+    let data_dir =
+        std::env::temp_dir().join(format!("cairn-bench-csv-{}", uuid::Uuid::new_v4().simple()));
+    let service = Service::start(&url, &data_dir, connectors)?;
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http
+        .get(format!("{}/health", service.url))
+        .send()
+        .await
+        .is_err()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the service did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let admin: Value = http
+        .post(format!("{}/api/v1/auth/register", service.url))
+        .json(&json!({"email": "admin@bench.example", "password": "bench-password-1"}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let token = admin["access_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    let started = Instant::now();
+    let size = std::fs::metadata(file)?.len();
+    let body = reqwest::Body::from(tokio::fs::File::open(file).await?);
+    let part = reqwest::multipart::Part::stream_with_length(body, size).file_name(name.to_string());
+    let accepted: Value = http
+        .post(format!("{}/api/v1/inventory/upload", service.url))
+        .bearer_auth(&token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let id = accepted["id"].as_str().unwrap_or_default().to_string();
+    let upload = loop {
+        let upload: Value = http
+            .get(format!("{}/api/v1/inventory/uploads/{id}", service.url))
+            .bearer_auth(&token)
+            .send()
+            .await?
+            .json()
+            .await?;
+        if upload["status"] == "succeeded" || upload["status"] == "failed" {
+            break upload;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let peak_mib = service.peak_mib();
+    anyhow::ensure!(upload["status"] == "succeeded", "upload failed: {upload}");
+    let rows = upload["rows_imported"].as_u64().unwrap_or(0);
+
+    let rollup_started = Instant::now();
+    loop {
+        let jobs: Value = http
+            .get(format!("{}/api/v1/jobs?kind=rollup", service.url))
+            .bearer_auth(&token)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let items = jobs["items"].as_array().cloned().unwrap_or_default();
+        if !items.is_empty()
+            && items
+                .iter()
+                .all(|j| j["status"] == "success" || j["status"] == "error")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rollup_seconds = rollup_started.elapsed().as_secs_f64();
+    drop(service);
+    let db = cairn::db::Db::connect(&url, 1).await?;
+    cairn_bench::drop_database(db, &url).await;
+    let _ = std::fs::remove_dir_all(data_dir);
+    Ok(Figures {
+        seconds,
+        rows,
+        peak_mib,
+        rollup_seconds,
+    })
+}
+
+fn connectors_dir() -> anyhow::Result<PathBuf> {
+    let built = Path::new("target/components/wasm32-wasip2/release/software_inventory.wasm");
+    anyhow::ensure!(
+        built.is_file(),
+        "{} is missing; run `cargo xtask components` first",
+        built.display()
+    );
+    let dir = std::env::temp_dir().join(format!("cairn-bench-providers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(built, dir.join("software_inventory.wasm"))?;
+    Ok(dir)
+}
+
+fn report(label: &str, bytes: u64, figures: &Figures) {
+    println!(
+        "  {label}: {:.0} MB, {} rows in {:.1} s = {:.0} rows/s, {:.1} MB/s; service peak memory {:.0} MiB; then the rollup of those rows took {:.1} s",
+        bytes as f64 / 1e6,
+        figures.rows,
+        figures.seconds,
+        figures.rows as f64 / figures.seconds,
+        bytes as f64 / 1e6 / figures.seconds,
+        figures.peak_mib,
+        figures.rollup_seconds,
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let backend = args.get(1).map(String::as_str).unwrap_or("sqlite");
+    let csv_rows: usize = args
+        .get(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
+    let xlsx_rows: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(800_000);
+    let connectors = connectors_dir()?;
+    let work = std::env::temp_dir().join(format!("cairn-bench-files-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let csv = work.join("inventory.csv");
+    let xlsx = work.join("inventory.xlsx");
+    let csv_bytes = write_csv(&csv, csv_rows)?;
+    let xlsx_bytes = write_xlsx(&xlsx, xlsx_rows)?;
+    println!("cairn CSV ingestion benchmark ({backend}): generic software provider, upload to `succeeded`");
+    let figures = ingest(backend, &connectors, &csv, "inventory.csv").await?;
+    report("CSV ", csv_bytes, &figures);
+    let figures = ingest(backend, &connectors, &xlsx, "inventory.xlsx").await?;
+    report("xlsx", xlsx_bytes, &figures);
+    let _ = std::fs::remove_dir_all(work);
+    let _ = std::fs::remove_dir_all(connectors);
+    Ok(())
+}
