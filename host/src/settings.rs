@@ -271,6 +271,12 @@ impl Settings {
                         missing.join(", ")
                     )));
                 }
+                // S3 refuses presigned URLs valid for longer than 7 days.
+                if !(1..=7 * 24 * 3600).contains(&self.portal_download_ttl_secs) {
+                    return Err(SettingsError::Invalid(
+                        "portal_download_ttl_secs: an S3 presigned URL lasts 1 s to 7 days".into(),
+                    ));
+                }
                 for (name, value) in [
                     ("portal_s3_endpoint", &self.portal_s3_endpoint),
                     ("portal_s3_web_base_url", &self.portal_s3_web_base_url),
@@ -460,6 +466,11 @@ mod tests {
             bad_endpoint.prepare(),
             Err(SettingsError::Invalid(_))
         ));
+        let too_long = Settings {
+            portal_download_ttl_secs: 8 * 24 * 3600,
+            ..s3.clone()
+        };
+        assert!(matches!(too_long.prepare(), Err(SettingsError::Invalid(_))));
         let unknown = Settings {
             portal_store: "ftp".into(),
             ..s3
