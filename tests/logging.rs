@@ -8,6 +8,7 @@ use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_rmm::{
     computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
 };
+use cairn_tests::fake_s3::{self, FakeS3};
 use cairn_tests::smtp::FakeSmtp;
 use cairn_tests::{Auth, Backend, TestApp, PASSWORD};
 use serde_json::json;
@@ -45,8 +46,10 @@ async fn no_secret_is_ever_logged() {
         ..RmmData::default()
     })
     .await;
+    let s3 = FakeS3::start().await;
     let connectors = connectors_dir(&["connectors/rmm"], &[]);
     let app = TestApp::start_with(Backend::Sqlite, |s| {
+        s3.configure(s);
         s.smtp_host = "127.0.0.1".into();
         s.smtp_port = smtp.port;
         s.smtp_security = "none".into();
@@ -110,6 +113,56 @@ async fn no_secret_is_ever_logged() {
     assert_eq!(done["status"], "success", "{done}");
     let upstream_tokens: Vec<String> = rmm.data.lock().unwrap().tokens.keys().cloned().collect();
     assert!(!upstream_tokens.is_empty());
+    // A portal key, a document kept in S3 and its presigned download URL.
+    let client = app
+        .post(
+            "/api/v1/portal/clients",
+            &owner.bearer(),
+            json!({"name": "Acme"}),
+        )
+        .await;
+    let client_id = client.body["id"].as_str().unwrap();
+    let portal_key = app
+        .post(
+            &format!("/api/v1/portal/clients/{client_id}/keys"),
+            &owner.bearer(),
+            json!({}),
+        )
+        .await
+        .body["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(b"minutes".to_vec()).file_name("notes.txt"),
+    );
+    let uploaded = app
+        .http
+        .post(format!("{}/api/files", app.url))
+        .bearer_auth(&portal_key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let file_id = uploaded.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let download = app
+        .get(
+            &format!("/api/files/{file_id}/download"),
+            &Auth::Bearer(portal_key.clone()),
+        )
+        .await;
+    let location = download.headers["location"].to_str().unwrap().to_string();
+    let presigned_signature = location
+        .rsplit_once("X-Amz-Signature=")
+        .expect("a presigned URL")
+        .1
+        .to_string();
+    assert_eq!(app.http.get(&location).send().await.unwrap().status(), 200);
     let jwt_secret = app.server.state.settings.jwt_secret.clone();
     let encryption_key = app.server.state.settings.encryption_key.clone();
     app.finish().await;
@@ -135,6 +188,9 @@ async fn no_secret_is_ever_logged() {
         &invite_token,
         &jwt_secret,
         &encryption_key,
+        &portal_key,
+        fake_s3::SECRET_ACCESS_KEY,
+        &presigned_signature,
     ] {
         assert!(
             !logs.contains(secret),

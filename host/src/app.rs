@@ -13,6 +13,7 @@ use crate::integrations::{sync::SyncHandler, SecretBox};
 use crate::jobs::{Queue, QueueTiming, Registry};
 use crate::mail::Mailer;
 use crate::plugins::Plugins;
+use crate::portal::store::BlobStore;
 use crate::settings::Settings;
 
 /// A sync that reports no progress for this long fails (the spec's
@@ -34,6 +35,8 @@ pub struct Inner {
     pub plugins: Arc<Plugins>,
     /// Encrypts integration secrets at rest.
     pub secrets: SecretBox,
+    /// Where new portal documents are kept.
+    pub portal_store: BlobStore,
 }
 
 impl Deref for AppState {
@@ -81,6 +84,7 @@ impl AppState {
                 settings.trusted_proxy_list()?,
             ),
             mailer: Mailer::from_settings(&settings)?,
+            portal_store: BlobStore::from_settings(&settings)?,
             metrics: crate::http::metrics::handle(),
             metrics_allow: settings.metrics_allow_list()?,
             db,

@@ -111,7 +111,20 @@ pub struct Settings {
     /// Largest CSV/Excel upload.
     pub csv_max_upload_mb: u64,
     /// Where portal documents are stored; empty means `<data_dir>/portal-files`.
+    /// Uploads wait here while they are checked, whichever store keeps them.
     pub portal_files_dir: PathBuf,
+    /// Which store keeps new portal documents: `local` (`portal_files_dir`)
+    /// or `s3` (an S3-compatible bucket, `portal_s3_*`).
+    pub portal_store: String,
+    /// Base URL of the S3-compatible service, e.g. `https://s3.eu-west-1.amazonaws.com`.
+    pub portal_s3_endpoint: String,
+    pub portal_s3_bucket: String,
+    pub portal_s3_region: String,
+    pub portal_s3_access_key_id: String,
+    pub portal_s3_secret_access_key: String,
+    /// Base of a document's `spWebUrl` (the key is appended); empty means
+    /// `<endpoint>/<bucket>`.
+    pub portal_s3_web_base_url: String,
     /// Largest portal document upload.
     pub portal_max_upload_mb: u64,
     /// Lifetime of a signed download URL.
@@ -162,6 +175,13 @@ impl Default for Settings {
             csv_uploads_dir: PathBuf::new(),
             csv_max_upload_mb: 100,
             portal_files_dir: PathBuf::new(),
+            portal_store: "local".into(),
+            portal_s3_endpoint: String::new(),
+            portal_s3_bucket: String::new(),
+            portal_s3_region: "us-east-1".into(),
+            portal_s3_access_key_id: String::new(),
+            portal_s3_secret_access_key: String::new(),
+            portal_s3_web_base_url: String::new(),
             portal_max_upload_mb: 100,
             portal_download_ttl_secs: 300,
             default_tenant_id: String::new(),
@@ -182,6 +202,9 @@ impl std::fmt::Debug for Settings {
             .field("cors_origins", &self.cors_origins)
             .field("rate_limit_per_minute", &self.rate_limit_per_minute)
             .field("smtp_host", &self.smtp_host)
+            .field("portal_store", &self.portal_store)
+            .field("portal_s3_endpoint", &self.portal_s3_endpoint)
+            .field("portal_s3_bucket", &self.portal_s3_bucket)
             .finish_non_exhaustive()
     }
 }
@@ -228,7 +251,58 @@ impl Settings {
         self.listen_addr()?;
         self.metrics_allow_list()?;
         self.trusted_proxy_list()?;
+        self.check_portal_store()?;
         Ok(self)
+    }
+
+    /// The S3 store needs all of its settings; finding out at the first
+    /// upload would be too late.
+    fn check_portal_store(&self) -> Result<(), SettingsError> {
+        match self.portal_store.as_str() {
+            "local" => Ok(()),
+            "s3" => {
+                let missing: Vec<&str> = [
+                    ("portal_s3_endpoint", &self.portal_s3_endpoint),
+                    ("portal_s3_bucket", &self.portal_s3_bucket),
+                    ("portal_s3_region", &self.portal_s3_region),
+                    ("portal_s3_access_key_id", &self.portal_s3_access_key_id),
+                    (
+                        "portal_s3_secret_access_key",
+                        &self.portal_s3_secret_access_key,
+                    ),
+                ]
+                .into_iter()
+                .filter(|(_, value)| value.trim().is_empty())
+                .map(|(name, _)| name)
+                .collect();
+                if !missing.is_empty() {
+                    return Err(SettingsError::Invalid(format!(
+                        "portal_store = \"s3\" needs {}",
+                        missing.join(", ")
+                    )));
+                }
+                // S3 refuses presigned URLs valid for longer than 7 days.
+                if !(1..=7 * 24 * 3600).contains(&self.portal_download_ttl_secs) {
+                    return Err(SettingsError::Invalid(
+                        "portal_download_ttl_secs: an S3 presigned URL lasts 1 s to 7 days".into(),
+                    ));
+                }
+                for (name, value) in [
+                    ("portal_s3_endpoint", &self.portal_s3_endpoint),
+                    ("portal_s3_web_base_url", &self.portal_s3_web_base_url),
+                ] {
+                    if !value.is_empty() && !is_http_url(value) {
+                        return Err(SettingsError::Invalid(format!(
+                            "{name}: not an http(s) URL: {value}"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            other => Err(SettingsError::Invalid(format!(
+                "portal_store: expected \"local\" or \"s3\", got \"{other}\""
+            ))),
+        }
     }
 
     pub fn listen_addr(&self) -> Result<SocketAddr, SettingsError> {
@@ -269,6 +343,11 @@ impl Settings {
     pub fn smtp_enabled(&self) -> bool {
         !self.smtp_host.is_empty()
     }
+}
+
+fn is_http_url(raw: &str) -> bool {
+    url::Url::parse(raw)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 fn comma_list(raw: &str) -> Vec<String> {
@@ -355,6 +434,59 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_incomplete_s3_store_is_refused_at_startup() {
+        let data_dir =
+            std::env::temp_dir().join(format!("cairn-settings-{}", uuid::Uuid::new_v4()));
+        let s3 = Settings {
+            data_dir: data_dir.clone(),
+            portal_store: "s3".into(),
+            portal_s3_endpoint: "http://127.0.0.1:9000".into(),
+            portal_s3_bucket: "docs".into(),
+            portal_s3_access_key_id: "AKID".into(),
+            portal_s3_secret_access_key: "secret".into(),
+            ..Settings::default()
+        };
+        assert!(s3.clone().prepare().is_ok());
+        let no_secret = Settings {
+            portal_s3_secret_access_key: String::new(),
+            ..s3.clone()
+        };
+        match no_secret.prepare() {
+            Err(SettingsError::Invalid(message)) => {
+                assert!(message.contains("portal_s3_secret_access_key"), "{message}")
+            }
+            other => panic!("expected a settings error, got {other:?}"),
+        }
+        let no_bucket = Settings {
+            portal_s3_bucket: " ".into(),
+            ..s3.clone()
+        };
+        assert!(matches!(
+            no_bucket.prepare(),
+            Err(SettingsError::Invalid(_))
+        ));
+        let bad_endpoint = Settings {
+            portal_s3_endpoint: "127.0.0.1:9000".into(),
+            ..s3.clone()
+        };
+        assert!(matches!(
+            bad_endpoint.prepare(),
+            Err(SettingsError::Invalid(_))
+        ));
+        let too_long = Settings {
+            portal_download_ttl_secs: 8 * 24 * 3600,
+            ..s3.clone()
+        };
+        assert!(matches!(too_long.prepare(), Err(SettingsError::Invalid(_))));
+        let unknown = Settings {
+            portal_store: "ftp".into(),
+            ..s3
+        };
+        assert!(matches!(unknown.prepare(), Err(SettingsError::Invalid(_))));
+        let _ = std::fs::remove_dir_all(data_dir);
     }
 
     #[test]

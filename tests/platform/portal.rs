@@ -1,9 +1,14 @@
 //! The client portal over HTTP: keys, isolation between clients and
 //! tenants, the pay flow against a fake Stripe-style provider with signed
-//! webhooks, document uploads and signed download links.
+//! webhooks, document uploads and signed download links, in the local
+//! store and in an S3-compatible bucket (a fake S3 that checks every
+//! request's SigV4 signature).
+
+use std::collections::HashMap;
 
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_payments::{self, FakePayments};
+use cairn_tests::fake_s3::{self, FakeS3};
 use cairn_tests::{backend_tests, Account, Auth, Backend, Resp, TestApp};
 use serde_json::json;
 
@@ -12,6 +17,8 @@ backend_tests!(
     portal_clients_see_only_their_own,
     invoices_are_paid_through_the_provider_and_its_webhook,
     uploads_are_validated_and_downloads_are_signed,
+    documents_go_to_s3_and_downloads_are_presigned,
+    a_failed_s3_upload_leaves_nothing_behind,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -22,6 +29,43 @@ async fn app(backend: Backend) -> Option<TestApp> {
         s.portal_max_upload_mb = 1;
     })
     .await
+}
+
+/// The service with its portal store in `s3`; no connectors.
+async fn s3_app(backend: Backend, s3: &FakeS3) -> Option<TestApp> {
+    let dir = connectors_dir(&[], &[]);
+    TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.portal_max_upload_mb = 12;
+        s3.configure(s);
+    })
+    .await
+}
+
+/// Text larger than one multipart part (8 MiB), so it goes up in two.
+fn multipart_sized_text() -> Vec<u8> {
+    (0..9 * 1024 * 1024 + 123)
+        .map(|i: usize| {
+            if i % 80 == 79 {
+                b'\n'
+            } else {
+                b'a' + (i % 26) as u8
+            }
+        })
+        .collect()
+}
+
+fn executable() -> Vec<u8> {
+    let mut exe = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00".to_vec();
+    exe.extend(vec![0u8; 512]);
+    exe
+}
+
+/// Temporary upload files left in the service's data directory.
+fn leftover_tmp_files(app: &TestApp) -> usize {
+    std::fs::read_dir(app.server.state.settings.portal_files_dir.join("tmp"))
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 /// A portal client of the admin's tenant and a key for it.
@@ -405,10 +449,8 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
     assert_eq!(good.body["contentType"], "application/pdf");
     assert!(good.body["spWebUrl"].is_null());
 
-    let mut exe = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00".to_vec();
-    exe.extend(vec![0u8; 512]);
     let rejected: [(&str, Vec<u8>, &str); 4] = [
-        ("invoice.pdf", exe, "content"),
+        ("invoice.pdf", executable(), "content"),
         ("empty.pdf", vec![], "size"),
         ("big.txt", vec![b'a'; 1024 * 1024 + 1], "size"),
         ("tool.exe", b"MZ".to_vec(), "extension"),
@@ -439,10 +481,7 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
         ["passwd.txt", "report.pdf"],
         "rejected uploads left nothing"
     );
-    let leftovers = std::fs::read_dir(app.server.state.settings.portal_files_dir.join("tmp"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    assert_eq!(leftovers, 0, "no temporary files remain");
+    assert_eq!(leftover_tmp_files(&app), 0, "no temporary files remain");
 
     let id = good.body["id"].as_str().unwrap();
     let redirect = app.get(&format!("/api/files/{id}/download"), &key).await;
@@ -472,5 +511,201 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
     let signer = cairn::portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
     let expired = signer.link(id, chrono::Utc::now().timestamp() - 1);
     app.get(&expired, &Auth::None).await.assert_error(410);
+    app.finish().await;
+}
+
+async fn documents_go_to_s3_and_downloads_are_presigned(backend: Backend) {
+    let s3 = FakeS3::start().await;
+    let Some(app) = s3_app(backend, &s3).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let (_, key) = client_with_key(&app, &admin, "Acme").await;
+    let (_, other_key) = client_with_key(&app, &admin, "Globex").await;
+
+    let pdf = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n".to_vec();
+    let good = upload(&app, &key, "report.pdf", pdf.clone()).await;
+    assert_eq!(good.status, 201, "{}", good.text);
+    let id = good.body["id"].as_str().unwrap().to_string();
+    let object_key = format!("{}/{id}", admin.tenant_id);
+    let object_url = format!("{}/{}/{object_key}", s3.endpoint, fake_s3::BUCKET);
+    assert_eq!(good.body["spWebUrl"], object_url.as_str());
+    assert_eq!(good.body["sizeBytes"], pdf.len());
+    let object = s3
+        .object(&object_key)
+        .expect("the document is in the bucket");
+    assert_eq!(object.bytes, pdf);
+    assert_eq!(object.content_type.as_deref(), Some("application/pdf"));
+    assert_eq!(
+        object.content_disposition.as_deref(),
+        Some("attachment; filename=\"report.pdf\"")
+    );
+    assert!(
+        !app.server
+            .state
+            .settings
+            .portal_files_dir
+            .join(&object_key)
+            .exists(),
+        "nothing is kept locally"
+    );
+    assert_eq!(leftover_tmp_files(&app), 0);
+
+    let listed = app.get("/api/files", &key).await;
+    assert_eq!(listed.body.as_array().unwrap().len(), 1, "{}", listed.text);
+    assert_eq!(listed.body[0]["id"], id.as_str());
+    assert_eq!(listed.body[0]["spWebUrl"], object_url.as_str());
+    assert_eq!(app.get("/api/files", &other_key).await.body, json!([]));
+
+    let redirect = app.get(&format!("/api/files/{id}/download"), &key).await;
+    assert_eq!(redirect.status, 302, "{}", redirect.text);
+    let location = redirect.headers["location"].to_str().unwrap().to_string();
+    assert!(
+        location.starts_with(&format!("{object_url}?")),
+        "{location}"
+    );
+    let params: HashMap<String, String> = reqwest::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert!(
+        params["X-Amz-Credential"].starts_with(&format!("{}/", fake_s3::ACCESS_KEY_ID)),
+        "{location}"
+    );
+    assert_eq!(params["X-Amz-Expires"], "300", "portal_download_ttl_secs");
+    let signature = params["X-Amz-Signature"].clone();
+    assert_eq!(signature.len(), 64, "{location}");
+    let fetched = app.http.get(&location).send().await.unwrap();
+    assert_eq!(fetched.status(), 200);
+    assert_eq!(fetched.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        fetched.headers()["content-disposition"],
+        "attachment; filename=\"report.pdf\""
+    );
+    assert_eq!(fetched.bytes().await.unwrap().to_vec(), pdf);
+    assert_eq!(
+        s3.refused_signatures(),
+        0,
+        "every request the service sent carried a valid signature"
+    );
+
+    // The presigned URL is the credential: any change to it is refused.
+    let flipped: String = signature
+        .chars()
+        .enumerate()
+        .map(|(i, c)| match (i, c) {
+            (63, '0') => '1',
+            (63, _) => '0',
+            (_, c) => c,
+        })
+        .collect();
+    let tampered = [
+        location.replace(&signature, &flipped),
+        location.replace("X-Amz-Expires=300", "X-Amz-Expires=3000"),
+        location.replace(&id, &uuid::Uuid::now_v7().to_string()),
+    ];
+    for url in &tampered {
+        let refused = app.http.get(url).send().await.unwrap();
+        assert_eq!(refused.status(), 403, "{url}");
+    }
+    let long_ago = chrono::Utc::now() - chrono::Duration::hours(1);
+    let expired = app
+        .http
+        .get(s3.presigned_get(&object_key, long_ago, 60))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expired.status(), 403);
+    assert!(expired
+        .text()
+        .await
+        .unwrap()
+        .contains("Request has expired"));
+    // The fake's own signing is the same as the service's: a fresh URL works.
+    let fresh = app
+        .http
+        .get(s3.presigned_get(&object_key, chrono::Utc::now(), 60))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fresh.status(), 200);
+    assert_eq!(s3.refused_signatures(), tampered.len() + 1);
+
+    // Scoping is unchanged, and the local content route never serves an
+    // S3 document, whatever its signature.
+    app.get(&format!("/api/files/{id}/download"), &other_key)
+        .await
+        .assert_error(404);
+    let signer = cairn::portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
+    let local_link = signer.link(&id, chrono::Utc::now().timestamp() + 60);
+    app.get(&local_link, &Auth::None).await.assert_error(404);
+
+    let rejected = upload(&app, &key, "invoice.pdf", executable()).await;
+    rejected.assert_error(400);
+    assert_eq!(rejected.body["field"], "content");
+    assert_eq!(
+        s3.keys(),
+        std::slice::from_ref(&object_key),
+        "a refused upload is not stored"
+    );
+
+    // A document larger than a part goes up as a multipart upload.
+    let big = multipart_sized_text();
+    let ledger = upload(&app, &key, "ledger.txt", big.clone()).await;
+    assert_eq!(ledger.status, 201, "{}", ledger.text);
+    assert_eq!(s3.multipart_completed(), 1);
+    assert_eq!(s3.open_uploads(), 0);
+    let ledger_key = format!(
+        "{}/{}",
+        admin.tenant_id,
+        ledger.body["id"].as_str().unwrap()
+    );
+    let stored = s3
+        .object(&ledger_key)
+        .expect("the large document is stored");
+    assert!(stored.bytes == big, "the parts add up to the document");
+    assert_eq!(stored.content_type.as_deref(), Some("text/plain"));
+    assert_eq!(leftover_tmp_files(&app), 0);
+    assert!(s3
+        .keys()
+        .iter()
+        .all(|k| k.starts_with(&format!("{}/", admin.tenant_id))));
+    assert_eq!(s3.refused_signatures(), tampered.len() + 1);
+    app.finish().await;
+}
+
+async fn a_failed_s3_upload_leaves_nothing_behind(backend: Backend) {
+    let s3 = FakeS3::start().await;
+    let Some(app) = s3_app(backend, &s3).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let (_, key) = client_with_key(&app, &admin, "Acme").await;
+
+    // The bucket refuses the object; then a part; then the completion.
+    s3.fail_next("PutObject", 403);
+    upload(&app, &key, "notes.txt", b"hello".to_vec())
+        .await
+        .assert_error(500);
+    s3.fail_next("UploadPart", 400);
+    upload(&app, &key, "ledger.txt", multipart_sized_text())
+        .await
+        .assert_error(500);
+    s3.fail_next("CompleteMultipartUpload", 400);
+    upload(&app, &key, "ledger.txt", multipart_sized_text())
+        .await
+        .assert_error(500);
+
+    assert!(s3.keys().is_empty(), "{:?}", s3.keys());
+    assert_eq!(s3.open_uploads(), 0, "failed multipart uploads are aborted");
+    assert_eq!(app.get("/api/files", &key).await.body, json!([]));
+    assert_eq!(leftover_tmp_files(&app), 0);
+
+    // The store works again once the bucket does.
+    let ok = upload(&app, &key, "notes.txt", b"hello".to_vec()).await;
+    assert_eq!(ok.status, 201, "{}", ok.text);
+    assert_eq!(s3.keys().len(), 1);
+    assert_eq!(s3.refused_signatures(), 0);
     app.finish().await;
 }

@@ -7,6 +7,7 @@ pub mod fake_inventory;
 pub mod fake_oauth;
 pub mod fake_payments;
 pub mod fake_rmm;
+pub mod fake_s3;
 pub mod inventory;
 pub mod smtp;
 pub mod spreadsheets;

@@ -70,7 +70,7 @@ fn write_csv(path: &Path, rows: usize) -> anyhow::Result<u64> {
 
 fn write_xlsx(path: &Path, rows: usize) -> anyhow::Result<u64> {
     let mut workbook = rust_xlsxwriter::Workbook::new();
-    let sheet = workbook.add_worksheet_with_constant_memory();
+    let sheet = workbook.add_worksheet();
     sheet.write_string(0, 0, "Software inventory export")?;
     for (c, title) in HEADER.iter().enumerate() {
         sheet.write_string(2, c as u16, *title)?;

@@ -122,6 +122,14 @@ impl From<crate::uploads::UploadError> for ApiError {
     }
 }
 
+impl From<crate::portal::store::StoreError> for ApiError {
+    // Nothing in a store failure is the client's to fix, and its detail
+    // (endpoints, bucket) is not the client's to see: it is logged.
+    fn from(err: crate::portal::store::StoreError) -> Self {
+        ApiError::Internal(err.into())
+    }
+}
+
 impl From<crate::inventory::search::SearchError> for ApiError {
     fn from(err: crate::inventory::search::SearchError) -> Self {
         use crate::inventory::search::SearchError;

@@ -11,10 +11,11 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::files::{self, File, LinkSigner, LocalStore};
+use super::files::{self, File, LinkSigner};
 use super::invoices::{self, Invoice};
 use super::keys::PortalClient;
 use super::payments;
+use super::store::{LocalStore, StoreKind};
 use crate::app::AppState;
 use crate::db::now_ms;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
@@ -110,7 +111,6 @@ async fn upload_file(
     client: PortalClient,
     mut multipart: Multipart,
 ) -> ApiResult<(StatusCode, Json<File>)> {
-    let store = LocalStore::new(state.settings.portal_files_dir.clone());
     let max_bytes = state.settings.portal_max_upload_mb * 1024 * 1024;
     let mut stored = None;
     while let Some(field) = multipart
@@ -127,29 +127,16 @@ async fn upload_file(
                 message: "send exactly one part named `file`".into(),
             });
         }
-        let received = uploads::receive(field, DOCUMENTS, &store.tmp_dir(), max_bytes).await?;
-        let id = uuid::Uuid::now_v7().to_string();
-        let key = format!("{}/{}", client.tenant_id.as_str(), id);
-        if let Err(err) = received.persist(&store.path(&key)).await {
-            received.discard().await;
-            return Err(ApiError::Internal(err.into()));
-        }
-        let file = files::insert(
-            &state.db,
-            &client.tenant_id,
-            &client.client_id,
-            &id,
-            &received,
-            &key,
-        )
-        .await;
-        match file {
-            Ok(file) => stored = Some(file),
-            Err(err) => {
-                let _ = tokio::fs::remove_file(store.path(&key)).await;
-                return Err(err.into());
-            }
-        }
+        let received =
+            uploads::receive(field, DOCUMENTS, &state.portal_store.tmp_dir(), max_bytes).await?;
+        // A task of its own: a client hanging up must not cancel the request
+        // between storing the object and writing its row.
+        let keeping = tokio::spawn(keep_upload(state.clone(), client.clone(), received));
+        stored = Some(
+            keeping
+                .await
+                .map_err(|e| ApiError::Internal(anyhow::anyhow!("storing an upload: {e}")))??,
+        );
     }
     let file = stored.ok_or_else(|| ApiError::UploadRejected {
         check: "file",
@@ -158,21 +145,64 @@ async fn upload_file(
     Ok((StatusCode::CREATED, Json(file)))
 }
 
-/// Redirects (302) to a signed download link valid for a few minutes.
+/// Keeps a checked upload in the configured store and records it; on any
+/// failure neither the object nor the row remains.
+async fn keep_upload(
+    state: AppState,
+    client: PortalClient,
+    received: uploads::Received,
+) -> ApiResult<File> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let key = format!("{}/{}", client.tenant_id.as_str(), id);
+    let kept = state.portal_store.keep(&received, &key).await?;
+    let inserted = files::insert(
+        &state.db,
+        &client.tenant_id,
+        &client.client_id,
+        &id,
+        &received,
+        &key,
+        &kept,
+    )
+    .await;
+    match inserted {
+        Ok(file) => Ok(file),
+        Err(err) => {
+            if let Err(cleanup) = state.portal_store.remove(&key).await {
+                tracing::error!(error = %cleanup, key, "removing a stored upload without a row failed");
+            }
+            Err(err.into())
+        }
+    }
+}
+
+/// Redirects (302) to a download link valid for `portal_download_ttl_secs`:
+/// a signed link to `/api/files/{id}/content` for the local store, a
+/// presigned URL of the object for the S3 store.
 #[utoipa::path(get, path = "/api/files/{id}/download", tag = "files",
     params(("id" = String, Path)),
-    responses((status = 302, description = "`Location` is the short-lived signed URL"),
+    responses((status = 302, description = "`Location` is the short-lived signed or presigned URL"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn download_file(
     State(state): State<AppState>,
     client: PortalClient,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    files::owned(&state.db, &client.tenant_id, &client.client_id, &id)
+    let stored = files::owned(&state.db, &client.tenant_id, &client.client_id, &id)
         .await?
         .ok_or(ApiError::NotFound("file"))?;
-    let expires = now_ms() / 1000 + state.settings.portal_download_ttl_secs as i64;
-    let link = LinkSigner::new(&state.settings.jwt_secret).link(&id, expires);
+    let ttl = state.settings.portal_download_ttl_secs;
+    let link = match stored.store {
+        StoreKind::Local => {
+            LinkSigner::new(&state.settings.jwt_secret).link(&id, now_ms() / 1000 + ttl as i64)
+        }
+        StoreKind::S3 => {
+            state
+                .portal_store
+                .presigned_get(&stored.storage_key, std::time::Duration::from_secs(ttl))
+                .await?
+        }
+    };
     Ok((StatusCode::FOUND, [(header::LOCATION, link)]).into_response())
 }
 
@@ -183,8 +213,9 @@ pub struct SignedLink {
     signature: String,
 }
 
-/// The document's bytes, for a signed link from `/download` (no API key:
-/// the link is the credential). A changed or expired link is refused.
+/// The document's bytes, for a signed link from `/download` to a document
+/// of the local store (no API key: the link is the credential). A changed
+/// or expired link is refused.
 #[utoipa::path(get, path = "/api/files/{id}/content", tag = "files", security(()),
     params(("id" = String, Path), SignedLink),
     responses((status = 200, description = "the document"), (status = 403, body = ErrorBody),
@@ -208,11 +239,7 @@ async fn file_content(
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     let body = Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024));
-    let ascii: String = name
-        .chars()
-        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
-        .collect();
-    let disposition = format!("attachment; filename=\"{ascii}\"");
+    let disposition = files::attachment_disposition(&name);
     Ok((
         [
             (

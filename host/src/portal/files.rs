@@ -1,8 +1,6 @@
-//! Portal documents: the local blob store (streamed both ways, never whole
-//! in memory) and short-lived signed download URLs. Validation is
-//! `crate::uploads`.
-
-use std::path::PathBuf;
+//! Portal documents: their rows, and the short-lived signed download links
+//! of the local store. Validation is `crate::uploads`; where the bytes live
+//! is `store.rs`.
 
 use hmac::{Hmac, Mac};
 use serde::Serialize;
@@ -14,6 +12,8 @@ use crate::db::{now_ms, Db};
 use crate::http::error::ApiError;
 use crate::uploads::Received;
 
+use super::store::{Kept, StoreKind};
+
 /// A stored document.
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
@@ -22,31 +22,22 @@ pub struct File {
     pub name: String,
     pub size_bytes: i64,
     pub content_type: Option<String>,
-    /// Web address in the document store; the local store has none.
-    #[sqlx(default)]
+    /// Web address of the document in its store (the S3 object's URL, or
+    /// `portal_s3_web_base_url` + key); null in the local store, which has
+    /// none.
     pub sp_web_url: Option<String>,
 }
 
-/// Where documents live: a directory, one file per document.
-#[derive(Clone)]
-pub struct LocalStore {
-    root: PathBuf,
-}
+const FILE_COLUMNS: &str = "id, name, size_bytes, content_type, sp_web_url";
 
-impl LocalStore {
-    pub fn new(root: PathBuf) -> LocalStore {
-        LocalStore { root }
-    }
-
-    pub fn path(&self, storage_key: &str) -> PathBuf {
-        self.root.join(storage_key)
-    }
-
-    /// Where uploads wait while they are checked: inside the store, so
-    /// keeping one is a rename.
-    pub fn tmp_dir(&self) -> PathBuf {
-        self.root.join("tmp")
-    }
+/// The `Content-Disposition` a document is served with: its name, kept to
+/// the characters a quoted header parameter can carry.
+pub fn attachment_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
+        .collect();
+    format!("attachment; filename=\"{ascii}\"")
 }
 
 pub async fn insert(
@@ -56,12 +47,13 @@ pub async fn insert(
     id: &str,
     received: &Received,
     storage_key: &str,
+    kept: &Kept,
 ) -> sqlx::Result<File> {
     let _turn = db.write_turn().await;
-    sqlx::query_as(
-        "INSERT INTO portal_files (id, tenant_id, client_id, name, size_bytes, content_type, storage_key, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, name, size_bytes, content_type",
-    )
+    sqlx::query_as(&format!(
+        "INSERT INTO portal_files (id, tenant_id, client_id, name, size_bytes, content_type, storage_key, \
+         store, sp_web_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {FILE_COLUMNS}",
+    ))
     .bind(id)
     .bind(tenant.as_str())
     .bind(client_id)
@@ -69,46 +61,66 @@ pub async fn insert(
     .bind(received.size as i64)
     .bind(&received.content_type)
     .bind(storage_key)
+    .bind(kept.kind.as_str())
+    .bind(&kept.web_url)
     .bind(now_ms())
     .fetch_one(&db.pool)
     .await
 }
 
 pub async fn list(db: &Db, tenant: &TenantId, client_id: &str) -> sqlx::Result<Vec<File>> {
-    sqlx::query_as(
-        "SELECT id, name, size_bytes, content_type FROM portal_files \
+    sqlx::query_as(&format!(
+        "SELECT {FILE_COLUMNS} FROM portal_files \
          WHERE tenant_id = $1 AND client_id = $2 ORDER BY created_at DESC, id DESC",
-    )
+    ))
     .bind(tenant.as_str())
     .bind(client_id)
     .fetch_all(&db.pool)
     .await
 }
 
-/// The file's id, if it belongs to the client.
+/// Where one of the client's documents is kept.
+#[derive(Debug)]
+pub struct Stored {
+    pub storage_key: String,
+    pub store: StoreKind,
+}
+
+/// Where the file is kept, if it belongs to the client.
 pub async fn owned(
     db: &Db,
     tenant: &TenantId,
     client_id: &str,
     id: &str,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
-        "SELECT id FROM portal_files WHERE tenant_id = $1 AND client_id = $2 AND id = $3",
+) -> Result<Option<Stored>, ApiError> {
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT storage_key, store FROM portal_files WHERE tenant_id = $1 AND client_id = $2 AND id = $3",
     )
     .bind(tenant.as_str())
     .bind(client_id)
     .bind(id)
     .fetch_optional(&db.pool)
-    .await
+    .await?;
+    row.map(|(storage_key, store)| {
+        let store = StoreKind::parse(&store).ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!(
+                "portal file {id} has unknown store {store:?}"
+            ))
+        })?;
+        Ok(Stored { storage_key, store })
+    })
+    .transpose()
 }
 
-/// What a signed link serves: name, type, size, storage key.
+/// What a signed link serves: name, type, size, storage key. Only the local
+/// store's documents are served this way.
 pub async fn for_download(
     db: &Db,
     id: &str,
 ) -> sqlx::Result<Option<(String, Option<String>, i64, String)>> {
     sqlx::query_as(
-        "SELECT name, content_type, size_bytes, storage_key FROM portal_files WHERE id = $1",
+        "SELECT name, content_type, size_bytes, storage_key FROM portal_files \
+         WHERE id = $1 AND store = 'local'",
     )
     .bind(id)
     .fetch_optional(&db.pool)

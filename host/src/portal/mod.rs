@@ -2,7 +2,8 @@
 //! through a payments connector and exchange documents, with a `chp_live_`
 //! key. `api.rs` is the portal API under `/api` (its own OpenAPI document,
 //! interface version 0.1.0); `admin.rs` is how tenant admins run it under
-//! `/api/v1/portal`.
+//! `/api/v1/portal`. Documents are kept by `store.rs` (a local directory or
+//! an S3-compatible bucket).
 
 mod admin;
 mod api;
@@ -11,6 +12,7 @@ pub mod files;
 pub mod invoices;
 pub mod keys;
 pub mod payments;
+pub mod store;
 
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{InfoBuilder, OpenApi, OpenApiBuilder};
