@@ -34,12 +34,12 @@ fn row(i: usize) -> [String; 8] {
     let device = i % DEVICES;
     let app = (i / DEVICES * 7919 + device * 31) % APPLICATIONS;
     [
-        format!("DEVICE-{device:06}.corp.example"),
+        format!("DEVICE-{device:06}"),
         format!("Application {app:04} (x64)"),
         format!("Vendor {} Inc.", app % 150),
         format!("{}.{}.{}", app % 30, device % 12, (i / DEVICES) % 1000),
         PLATFORMS[device % 4].to_string(),
-        format!("user{:05}@corp.example", device % 20_000),
+        format!("u{:05}@corp.example", device % 20_000),
         format!("User {:05}", device % 20_000),
         format!("Publisher {}", app % 150),
     ]
@@ -72,13 +72,19 @@ fn write_xlsx(path: &Path, rows: usize) -> anyhow::Result<u64> {
     let mut workbook = rust_xlsxwriter::Workbook::new();
     let sheet = workbook.add_worksheet();
     sheet.write_string(0, 0, "Software inventory export")?;
-    for (c, title) in HEADER.iter().enumerate() {
+    // Two columns the provider does not use, as real exports carry.
+    let extra = ["Install Location", "Installed On"];
+    for (c, title) in HEADER.iter().chain(&extra).enumerate() {
         sheet.write_string(2, c as u16, *title)?;
     }
     for i in 0..rows {
-        for (c, cell) in row(i).iter().enumerate() {
-            sheet.write_string(i as u32 + 3, c as u16, cell)?;
+        let r = i as u32 + 3;
+        let cells = row(i);
+        for (c, cell) in cells.iter().enumerate() {
+            sheet.write_string(r, c as u16, cell)?;
         }
+        sheet.write_string(r, 8, format!("C:\\Program Files\\{}\\", cells[1]))?;
+        sheet.write_string(r, 9, format!("2026-{:02}-{:02}", i % 12 + 1, i % 28 + 1))?;
     }
     workbook.save(path)?;
     Ok(std::fs::metadata(path)?.len())
@@ -265,7 +271,10 @@ async fn main() -> anyhow::Result<()> {
         .get(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000);
-    let xlsx_rows: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(800_000);
+    let xlsx_rows: usize = args
+        .get(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
     let connectors = connectors_dir()?;
     let work = std::env::temp_dir().join(format!("cairn-bench-files-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;

@@ -26,6 +26,8 @@ const MAP_BATCH: usize = 2000;
 /// Rejections kept on the upload (the count is always exact).
 const MAX_REJECTIONS: usize = 20;
 const SAMPLE_ROWS: usize = 5;
+/// The queue's last attempt at a job (`max_attempts`).
+const LAST_ATTEMPT: i64 = 3;
 /// A parse that reports nothing for this long has stalled.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -93,6 +95,13 @@ impl JobHandler for CsvParseHandler {
                     self.fail(ctx, &upload, &report, "the parse was canceled")
                         .await?;
                     return Err(LeaseLost(StopReason::Canceled).into());
+                }
+                Err(Outcome::Job(JobFailure::Failed(err))) if ctx.attempt() >= LAST_ATTEMPT => {
+                    // The queue gives up on the job now; the upload must
+                    // not wait for a parse that will never come.
+                    let reason = format!("the parse failed {LAST_ATTEMPT} times: {err}");
+                    self.fail(ctx, &upload, &report, &reason).await?;
+                    return Err(JobFailure::Failed(err));
                 }
                 Err(Outcome::Job(err)) => return Err(err),
             }

@@ -62,6 +62,26 @@ impl Queue {
         self.timing.lease.as_millis() as i64
     }
 
+    /// Extends the lease every heartbeat interval and stops the run when
+    /// the lease is lost, a cancel was asked for, or progress stalled.
+    /// Never returns.
+    async fn beat(&self, ctx: &JobContext, stall_ms: i64) {
+        let mut heartbeat = tokio::time::interval(self.timing.heartbeat);
+        heartbeat.tick().await;
+        loop {
+            heartbeat.tick().await;
+            match storage::heartbeat(&self.db, ctx.fence(), self.lease_ms()).await {
+                Ok(None) => ctx.stop(StopReason::LeaseLost),
+                Ok(Some(true)) => ctx.stop(StopReason::Canceled),
+                Ok(Some(false)) => {}
+                Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+            }
+            if ctx.millis_since_progress() > stall_ms {
+                ctx.stop(StopReason::Stalled);
+            }
+        }
+    }
+
     /// Enqueues (deduplicated on tenant and kind) and wakes the workers.
     pub async fn enqueue(
         &self,
@@ -154,23 +174,16 @@ impl Queue {
                 .catch_unwind()
                 .await
         });
-        let mut heartbeat = tokio::time::interval(self.timing.heartbeat);
-        heartbeat.tick().await;
+        // The heartbeat is a future of its own, polled beside the handler:
+        // awaited inside a select arm it would starve the handler, and a
+        // handler holding SQLite's write turn would then never let the
+        // heartbeat's own write through.
         let stall_ms = registration.stall_timeout.as_millis() as i64;
+        let mut beats = std::pin::pin!(self.beat(&ctx, stall_ms));
         let result = loop {
             tokio::select! {
                 result = &mut handle => break Some(result),
-                _ = heartbeat.tick() => {
-                    match storage::heartbeat(&self.db, ctx.fence(), self.lease_ms()).await {
-                        Ok(None) => ctx.stop(StopReason::LeaseLost),
-                        Ok(Some(true)) => ctx.stop(StopReason::Canceled),
-                        Ok(Some(false)) => {}
-                        Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
-                    }
-                    if ctx.millis_since_progress() > stall_ms {
-                        ctx.stop(StopReason::Stalled);
-                    }
-                }
+                _ = &mut beats => {}
                 _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
                     ctx.stop(StopReason::Shutdown);
                 }
