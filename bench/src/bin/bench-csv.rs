@@ -36,10 +36,10 @@ fn row(i: usize) -> [String; 8] {
     [
         format!("DEVICE-{device:06}"),
         format!("Application {app:04} (x64)"),
-        format!("Vendor {} Inc.", app % 150),
+        format!("Vendor {}", app % 150),
         format!("{}.{}.{}", app % 30, device % 12, (i / DEVICES) % 1000),
         PLATFORMS[device % 4].to_string(),
-        format!("u{:05}@corp.example", device % 20_000),
+        format!("u{:05}@corp.com", device % 20_000),
         format!("User {:05}", device % 20_000),
         format!("Publisher {}", app % 150),
     ]

@@ -22,7 +22,7 @@ use crate::plugins::{CallScope, LoadedCsvProvider, Plugins};
 
 pub const CSV_PARSE_KIND: &str = "csv_parse";
 /// Rows per call into the provider.
-const MAP_BATCH: usize = 2000;
+const MAP_BATCH: usize = 5000;
 /// Rejections kept on the upload (the count is always exact).
 const MAX_REJECTIONS: usize = 20;
 const SAMPLE_ROWS: usize = 5;
@@ -377,7 +377,19 @@ fn spawn_reader(
 fn reject(report: &mut ParseReport, row: u64, reason: String) {
     report.rows_rejected += 1;
     if report.rejections.len() < MAX_REJECTIONS {
-        report.rejections.push(Rejection { row, reason });
+        report.rejections.push(Rejection {
+            row,
+            reason: shortened(&reason),
+        });
+    }
+}
+
+/// What the upload keeps of a cell or a reason: enough to recognise it.
+fn shortened(text: &str) -> String {
+    const KEEP: usize = 200;
+    match text.char_indices().nth(KEEP) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
     }
 }
 
@@ -401,7 +413,7 @@ fn sample(columns: &[String], cells: &[String]) -> Value {
     let object: Map<String, Value> = columns
         .iter()
         .zip(cells)
-        .map(|(column, cell)| (column.clone(), json!(cell)))
+        .map(|(column, cell)| (column.clone(), json!(shortened(cell))))
         .collect();
     Value::Object(object)
 }

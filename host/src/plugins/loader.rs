@@ -157,6 +157,7 @@ impl Plugins {
             let descriptor: CsvDescriptor =
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
+            check_csv_descriptor(&descriptor)?;
             if self
                 .csv_providers
                 .iter()
@@ -375,4 +376,30 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     files.sort();
     files
+}
+
+/// A CSV provider's key is a route segment and its target picks the table
+/// its rows go to; refuse what the host could not serve.
+fn check_csv_descriptor(descriptor: &CsvDescriptor) -> Result<(), String> {
+    let key_ok = !descriptor.key.is_empty()
+        && descriptor
+            .key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !key_ok {
+        return Err(format!(
+            "CSV provider key {:?} must be lower-case letters, digits and dashes",
+            descriptor.key
+        ));
+    }
+    if !["software", "records", "device", "user"].contains(&descriptor.target.as_str()) {
+        return Err(format!(
+            "CSV provider target {:?} is not software, records, device or user",
+            descriptor.target
+        ));
+    }
+    if descriptor.header_signals.is_empty() {
+        return Err("a CSV provider needs at least one header signal".into());
+    }
+    Ok(())
 }
