@@ -144,31 +144,11 @@ async fn accept(
     caller: &Caller,
     provider: &LoadedCsvProvider,
     options: UploadOptions,
-    mut multipart: Multipart,
+    multipart: Multipart,
 ) -> ApiResult<(StatusCode, Json<UploadView>)> {
     let max_bytes = state.settings.csv_max_upload_mb * 1024 * 1024;
     let tmp_dir = state.settings.csv_uploads_dir.join("tmp");
-    let mut received = None;
-    while let Some(field) = multipart
-        .next_field()
-        .await
-        .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?
-    {
-        if field.name() != Some("file") {
-            continue;
-        }
-        if received.is_some() {
-            return Err(ApiError::UploadRejected {
-                check: "file",
-                message: "send exactly one part named `file`".into(),
-            });
-        }
-        received = Some(uploads::receive(field, SPREADSHEETS, &tmp_dir, max_bytes).await?);
-    }
-    let received = received.ok_or_else(|| ApiError::UploadRejected {
-        check: "file",
-        message: "no part named `file` in the form".into(),
-    })?;
+    let received = uploads::receive_one(multipart, SPREADSHEETS, &tmp_dir, max_bytes).await?;
     let id = uuid::Uuid::now_v7().to_string();
     let target = upload_path(&state.settings.csv_uploads_dir, &caller.tenant_id, &id);
     if let Err(err) = received.persist(&target).await {

@@ -109,39 +109,21 @@ async fn list_files(
 async fn upload_file(
     State(state): State<AppState>,
     client: PortalClient,
-    mut multipart: Multipart,
+    multipart: Multipart,
 ) -> ApiResult<(StatusCode, Json<File>)> {
     let max_bytes = state.settings.portal_max_upload_mb * 1024 * 1024;
-    let mut stored = None;
-    while let Some(field) = multipart
-        .next_field()
+    let received = uploads::receive_one(
+        multipart,
+        DOCUMENTS,
+        &state.portal_store.tmp_dir(),
+        max_bytes,
+    )
+    .await?;
+    // A task of its own: a client hanging up must not cancel the request
+    // between storing the object and writing its row.
+    let file = tokio::spawn(keep_upload(state.clone(), client, received))
         .await
-        .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?
-    {
-        if field.name() != Some("file") {
-            continue;
-        }
-        if stored.is_some() {
-            return Err(ApiError::UploadRejected {
-                check: "file",
-                message: "send exactly one part named `file`".into(),
-            });
-        }
-        let received =
-            uploads::receive(field, DOCUMENTS, &state.portal_store.tmp_dir(), max_bytes).await?;
-        // A task of its own: a client hanging up must not cancel the request
-        // between storing the object and writing its row.
-        let keeping = tokio::spawn(keep_upload(state.clone(), client.clone(), received));
-        stored = Some(
-            keeping
-                .await
-                .map_err(|e| ApiError::Internal(anyhow::anyhow!("storing an upload: {e}")))??,
-        );
-    }
-    let file = stored.ok_or_else(|| ApiError::UploadRejected {
-        check: "file",
-        message: "no part named `file` in the form".into(),
-    })?;
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("storing an upload: {e}")))??;
     Ok((StatusCode::CREATED, Json(file)))
 }
 

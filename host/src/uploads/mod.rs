@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use axum::extract::multipart::Field;
+use axum::extract::Multipart;
 use tokio::io::AsyncWriteExt;
 
 /// Bytes the content is sniffed from.
@@ -192,6 +193,42 @@ impl Received {
     pub async fn discard(self) {
         let _ = tokio::fs::remove_file(&self.tmp).await;
     }
+}
+
+/// Reads a form that carries exactly one part named `file` (other parts are
+/// ignored) and receives it as [`receive`] does. A second `file` part
+/// rejects the upload and removes the first, so a refused form keeps
+/// nothing.
+pub async fn receive_one(
+    mut multipart: Multipart,
+    kind: UploadKind,
+    tmp_dir: &Path,
+    max_bytes: u64,
+) -> Result<Received, UploadError> {
+    let mut received: Option<Received> = None;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(err) => {
+                if let Some(first) = received {
+                    first.discard().await;
+                }
+                return Err(UploadError::Body(format!(
+                    "malformed multipart body: {err}"
+                )));
+            }
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        if let Some(first) = received.take() {
+            first.discard().await;
+            return Err(reject("file", "send exactly one part named `file`"));
+        }
+        received = Some(receive(field, kind, tmp_dir, max_bytes).await?);
+    }
+    received.ok_or_else(|| reject("file", "no part named `file` in the form"))
 }
 
 /// Streams the multipart field into `tmp_dir`, checking size as it goes and
