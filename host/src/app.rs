@@ -70,6 +70,7 @@ impl AppState {
             );
         }
         crate::csv_sources::register(&mut jobs, plugins.clone(), settings.csv_uploads_dir.clone());
+        crate::vulnerabilities::register(&mut jobs, &settings)?;
         let inner = Inner {
             plugins,
             secrets,

@@ -18,3 +18,4 @@ pub mod server;
 pub mod settings;
 pub mod tenancy;
 pub mod uploads;
+pub mod vulnerabilities;

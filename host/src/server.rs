@@ -66,6 +66,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             shutdown.clone(),
         ),
     ];
+    if state.settings.vuln_schedule {
+        background.push(crate::vulnerabilities::sources::spawn_schedule(
+            state.db.clone(),
+            state.settings.clone(),
+            shutdown.clone(),
+        ));
+    }
     if state.db.backend == Backend::Postgres {
         background.push(crate::jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),

@@ -129,6 +129,28 @@ pub struct Settings {
     pub portal_max_upload_mb: u64,
     /// Lifetime of a signed download URL.
     pub portal_download_ttl_secs: u64,
+    /// NVD CVE API 2.0 endpoint (a private mirror or a test fake works).
+    pub nvd_api_url: String,
+    /// NVD API key, sent in the `apiKey` header; empty: none (slower pace).
+    pub nvd_api_key: String,
+    /// Pause between NVD requests; 0 means NVD's guidance: 6 s without a
+    /// key, 0.6 s with one.
+    pub nvd_request_delay_ms: u64,
+    /// Results per NVD page (at most 2,000; halved when NVD refuses it).
+    pub nvd_results_per_page: u64,
+    /// CISA KEV catalog (JSON).
+    pub kev_url: String,
+    /// FIRST EPSS scores (CSV, plain or gzip).
+    pub epss_url: String,
+    /// Whether the service loads NVD (every `nvd_interval_secs`), KEV and
+    /// EPSS on its own. Off: only `cairn vuln import` and `cairn vuln sync`.
+    pub vuln_schedule: bool,
+    pub nvd_interval_secs: u64,
+    pub kev_interval_secs: u64,
+    pub epss_interval_secs: u64,
+    /// A translation table replacing the shipped one (JSON, same shape as
+    /// `host/src/vulnerabilities/translations.json`); empty: the shipped one.
+    pub vuln_translations_path: PathBuf,
 }
 
 impl Default for Settings {
@@ -186,6 +208,17 @@ impl Default for Settings {
             portal_download_ttl_secs: 300,
             default_tenant_id: String::new(),
             seed_configs: String::new(),
+            nvd_api_url: "https://services.nvd.nist.gov/rest/json/cves/2.0".into(),
+            nvd_api_key: String::new(),
+            nvd_request_delay_ms: 0,
+            nvd_results_per_page: 2000,
+            kev_url: "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json".into(),
+            epss_url: "https://epss.cyentia.com/epss_scores-current.csv.gz".into(),
+            vuln_schedule: true,
+            nvd_interval_secs: 2 * 3600,
+            kev_interval_secs: 3600,
+            epss_interval_secs: 24 * 3600,
+            vuln_translations_path: PathBuf::new(),
         }
     }
 }
@@ -205,6 +238,8 @@ impl std::fmt::Debug for Settings {
             .field("portal_store", &self.portal_store)
             .field("portal_s3_endpoint", &self.portal_s3_endpoint)
             .field("portal_s3_bucket", &self.portal_s3_bucket)
+            .field("nvd_api_url", &self.nvd_api_url)
+            .field("vuln_schedule", &self.vuln_schedule)
             .finish_non_exhaustive()
     }
 }

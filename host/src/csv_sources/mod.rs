@@ -11,7 +11,7 @@
 
 mod ingest;
 mod parse;
-mod platform;
+pub mod platform;
 mod routes;
 mod staging;
 pub mod storage;

@@ -281,3 +281,70 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<InventoryStats> {
         rollup_at: rollup_at.flatten().map(to_rfc3339),
     })
 }
+
+/// One installed application as vulnerability matching reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InstalledSoftware {
+    pub device_name: String,
+    pub application_name: String,
+    /// The publisher, else the vendor the source reported.
+    pub publisher: Option<String>,
+    pub version: Option<String>,
+    pub os_platform: Option<String>,
+}
+
+/// Which of a tenant's software to read.
+#[derive(Debug, Clone, Default)]
+pub struct SoftwareScope {
+    /// Only the application whose rolled-up name is this.
+    pub application: Option<String>,
+    /// Only software whose vendor or publisher is this (case-insensitive).
+    pub vendor: Option<String>,
+    /// Only this asset (all its names).
+    pub device_name: Option<String>,
+}
+
+/// Distinct (device, application, publisher, version, platform) of a
+/// tenant's inventory, within `scope`.
+pub async fn installed_software(
+    db: &Db,
+    tenant: &TenantId,
+    scope: &SoftwareScope,
+) -> sqlx::Result<Vec<InstalledSoftware>> {
+    let names = match &scope.device_name {
+        Some(device) => Some(serde_json::to_string(&asset_names(db, tenant, device).await?).unwrap_or_default()),
+        None => None,
+    };
+    let device_filter = match db.backend {
+        crate::db::Backend::Sqlite => "device_name IN (SELECT value FROM json_each($4))",
+        crate::db::Backend::Postgres => {
+            "device_name IN (SELECT jsonb_array_elements_text(CAST($4 AS jsonb)))"
+        }
+    };
+    let prefix = scope
+        .application
+        .as_deref()
+        .map(|a| format!("{}%", escape_like(a)));
+    let rows: Vec<InstalledSoftware> = sqlx::query_as(&format!(
+        "SELECT DISTINCT device_name, application_name, COALESCE(publisher, vendor) AS publisher, \
+         version, os_platform FROM inventory_items WHERE tenant_id = $1 \
+         AND device_name IS NOT NULL AND application_name IS NOT NULL \
+         AND (CAST($2 AS TEXT) IS NULL OR LOWER(application_name) LIKE LOWER($2) ESCAPE '\\') \
+         AND (CAST($3 AS TEXT) IS NULL OR LOWER(vendor) = LOWER($3) OR LOWER(publisher) = LOWER($3)) \
+         AND (CAST($4 AS TEXT) IS NULL OR {device_filter})"
+    ))
+    .bind(tenant.as_str())
+    .bind(prefix.as_deref())
+    .bind(scope.vendor.as_deref())
+    .bind(names.as_deref())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(match &scope.application {
+        // The prefix narrows; the rollup's name rule decides.
+        Some(name) => rows
+            .into_iter()
+            .filter(|r| normalize::application_name(&r.application_name).is_some_and(|n| &n == name))
+            .collect(),
+        None => rows,
+    })
+}

@@ -1,28 +1,44 @@
-//! Version ordering for software inventory: split on `.`, `-`, `_` and `+`;
-//! numeric chunks compare numerically, other chunks lexically.
+//! Version ordering for software inventory and vulnerability ranges: split
+//! on `.`, `-`, `_` and `+` (and where digits meet letters, so `2.8.123e`
+//! and `rc1` split too); numeric chunks compare numerically, other chunks
+//! lexically, ignoring case.
 //!
-//! Where the rule says nothing, these choices make it a total order:
-//! - a numeric chunk sorts after a text chunk in the same place, so `1.0.1`
-//!   is newer than `1.0.rc1`;
-//! - when one version runs out of chunks, it sorts first (`1.0` < `1.0.1`,
-//!   and also `1.0` < `1.0-beta`: the rule has no notion of pre-releases);
-//! - versions whose chunks all compare equal (`1.01` and `1.1`, `1-0` and
-//!   `1.0`) are ordered by their text, so only identical strings are equal.
+//! Where the spec's rule says nothing, these choices make it a total order
+//! that ranges can trust:
+//! - a missing chunk counts as `0`, so `5.10` and `5.10.0` are the same
+//!   release (a range ending before `5.10.0` does not contain `5.10`);
+//! - pre-release words (`alpha`, `beta`, `rc`, `pre`, `preview`, `dev`, ...)
+//!   sort before any number in the same place, so `2.15.0-rc1` < `2.15.0`
+//!   and `1.0.rc1` < `1.0.1`; other words sort after numbers, so OpenSSL's
+//!   `1.0.1a` > `1.0.1`;
+//! - [`compare_versions`] breaks ties between versions of the same release
+//!   (`1.01` and `1.1`, `5.10` and `5.10.0`) by their text, so only
+//!   identical strings are equal; [`compare_release`] does not.
 
 use std::cmp::Ordering;
 
 const SEPARATORS: [char; 4] = ['.', '-', '_', '+'];
 
+/// Words that mark a version before its release.
+const PRE_RELEASE: [&str; 11] = [
+    "alpha", "beta", "rc", "pre", "preview", "dev", "snapshot", "canary", "nightly", "insider",
+    "eap",
+];
+
 /// Orders two version strings; see the module docs for the rule.
 pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    compare_release(a, b).then_with(|| a.cmp(b))
+}
+
+/// Orders two versions as releases: `Equal` when every chunk compares
+/// equal (`24.09` and `24.9`, `5.10` and `5.10.0`). Range checks use this.
+pub fn compare_release(a: &str, b: &str) -> Ordering {
     let mut left = chunks(a);
     let mut right = chunks(b);
     loop {
         match (left.next(), right.next()) {
-            (None, None) => return a.cmp(b),
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => match compare_chunks(x, y) {
+            (None, None) => return Ordering::Equal,
+            (x, y) => match Chunk::of(x).cmp(&Chunk::of(y)) {
                 Ordering::Equal => continue,
                 unequal => return unequal,
             },
@@ -30,27 +46,53 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
     }
 }
 
-fn chunks(version: &str) -> impl Iterator<Item = &str> {
-    version.split(SEPARATORS).filter(|c| !c.is_empty())
+/// One chunk's place in the order: pre-release words, then numbers (a
+/// missing chunk is the number 0), then other words.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Chunk<'a> {
+    PreRelease(String),
+    /// Digits without leading zeros: longer is larger, then digit by digit.
+    Number(usize, &'a str),
+    Word(String),
 }
 
-fn is_numeric(chunk: &str) -> bool {
-    chunk.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn compare_chunks(x: &str, y: &str) -> Ordering {
-    match (is_numeric(x), is_numeric(y)) {
-        (true, true) => {
-            // Numerically, for numbers of any length: without leading zeros,
-            // a longer number is larger; equal lengths compare digit by digit.
-            let x = x.trim_start_matches('0');
-            let y = y.trim_start_matches('0');
-            x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+impl<'a> Chunk<'a> {
+    fn of(chunk: Option<&'a str>) -> Chunk<'a> {
+        let Some(chunk) = chunk else {
+            return Chunk::Number(0, "");
+        };
+        if chunk.bytes().all(|b| b.is_ascii_digit()) {
+            let digits = chunk.trim_start_matches('0');
+            return Chunk::Number(digits.len(), digits);
         }
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        (false, false) => x.cmp(y),
+        let word = chunk.to_lowercase();
+        if PRE_RELEASE.contains(&word.as_str()) {
+            Chunk::PreRelease(word)
+        } else {
+            Chunk::Word(word)
+        }
     }
+}
+
+/// The chunks of a version: separated by [`SEPARATORS`], and split where a
+/// run of digits meets other characters.
+fn chunks(version: &str) -> impl Iterator<Item = &str> {
+    version
+        .split(SEPARATORS)
+        .filter(|c| !c.is_empty())
+        .flat_map(|part| {
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            let bytes = part.as_bytes();
+            for i in 1..bytes.len() {
+                if bytes[i].is_ascii_digit() != bytes[i - 1].is_ascii_digit() {
+                    pieces.push(&part[start..i]);
+                    start = i;
+                }
+            }
+            pieces.push(&part[start..]);
+            pieces
+        })
 }
 
 /// The newest of `versions` by [`compare_versions`].
@@ -97,6 +139,17 @@ mod tests {
             ("1.0.rc1", "1.0.1", Less),
             ("2.4.1+build.7", "2.4.1+build.12", Less),
             ("1.0", "1.0.1", Less),
+            ("2.15.0-rc1", "2.15.0", Less),
+            ("1.0-beta", "1.0", Less),
+            ("112.0.5615.121", "112.0.5615.49", Greater),
+            // Letters after digits: a post-release (OpenSSL) unless a
+            // pre-release word.
+            ("1.0.1a", "1.0.1", Greater),
+            ("1.0.1a", "1.0.1b", Less),
+            ("2.8.123e", "2.8.123", Greater),
+            ("3.12.0b1", "3.12.0", Greater),
+            // The same release, spelled differently, still differs.
+            ("5.10", "5.10.0", Less),
             // Separators are interchangeable; underscores too.
             ("7_0_3", "7.0.4", Less),
             ("23.01", "23.01", Equal),
@@ -122,8 +175,46 @@ mod tests {
         assert_eq!(newest(std::iter::empty()), None);
     }
 
+    #[test]
+    fn releases_ignore_spelling() {
+        assert_eq!(compare_release("5.10", "5.10.0"), Equal);
+        assert_eq!(compare_release("24.09", "24.9"), Equal);
+        assert_eq!(compare_release("1.0-RC1", "1.0.rc.1"), Equal);
+        assert_eq!(compare_release("", "0"), Equal);
+    }
+
+    #[test]
+    fn rpm_vectors_on_plain_versions() {
+        // rpm's own vectors (../shared/fixtures/versions/rpmvercmp.csv)
+        // where its rule and ours agree: digits and dots, no tilde, caret
+        // or leading letters (rpm orders those by rules of its own).
+        let path = format!(
+            "{}/../../shared/fixtures/versions/rpmvercmp.csv",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(path).expect("fixture");
+        let mut checked = 0;
+        for line in text.lines().skip(1) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let (a, b, expected) = (cells[0], cells[1], cells[2]);
+            let plain = |v: &str| v.chars().all(|c| c.is_ascii_digit() || c == '.') && !v.is_empty();
+            if !(plain(a) && plain(b)) {
+                continue;
+            }
+            let expected = match expected {
+                "-1" => Less,
+                "1" => Greater,
+                _ => Equal,
+            };
+            assert_eq!(compare_release(a, b), expected, "{a} vs {b}");
+            checked += 1;
+        }
+        assert!(checked >= 10, "only {checked} vectors checked");
+    }
+
     fn version() -> impl Strategy<Value = String> {
-        proptest::string::string_regex("[0-9a-c.+_-]{0,10}").expect("valid regex")
+        proptest::string::string_regex("([0-9a-c]|rc|beta)([0-9a-c.+_-]|rc|beta){0,8}")
+            .expect("valid regex")
     }
 
     proptest! {

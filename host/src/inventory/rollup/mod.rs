@@ -89,6 +89,8 @@ impl JobHandler for RollupHandler {
         ctx.progress("rebuilding", 0, 1, "reading inventory")
             .await?;
         let stats = rebuild_until_current(ctx.db(), ctx.tenant_id()).await?;
+        // The inventory changed: its vulnerabilities may have too.
+        crate::vulnerabilities::inventory_changed(ctx.db(), ctx.tenant_id()).await?;
         ctx.progress(
             "done",
             1,

@@ -1,0 +1,109 @@
+//! CPE 2.3 formatted strings (`cpe:2.3:part:vendor:product:version:update:...`)
+//! split into the parts matching needs, with `\`-escapes honoured.
+
+/// The parts of a CPE 2.3 name that matching reads. Values keep CPE's
+/// conventions: `*` is ANY, `-` is NA; escapes are removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpe {
+    pub part: String,
+    pub vendor: String,
+    pub product: String,
+    pub version: String,
+    pub update: String,
+    pub target_sw: String,
+}
+
+impl Cpe {
+    /// Parses `cpe:2.3:...` with its 11 attributes; `None` when malformed.
+    pub fn parse(criteria: &str) -> Option<Cpe> {
+        let rest = criteria.strip_prefix("cpe:2.3:")?;
+        let mut fields = Vec::with_capacity(11);
+        let mut current = String::new();
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some(next) = chars.next() {
+                        current.push(next);
+                    }
+                }
+                ':' => fields.push(std::mem::take(&mut current)),
+                _ => current.push(c),
+            }
+        }
+        fields.push(current);
+        if fields.len() != 11 || fields[1].is_empty() || fields[2].is_empty() {
+            return None;
+        }
+        let lower = |s: &str| s.to_lowercase();
+        Some(Cpe {
+            part: lower(&fields[0]),
+            vendor: lower(&fields[1]),
+            product: lower(&fields[2]),
+            version: fields[3].clone(),
+            update: lower(&fields[4]),
+            target_sw: lower(&fields[9]),
+        })
+    }
+}
+
+/// Whether a CPE attribute value means "any value".
+pub fn is_any(value: &str) -> bool {
+    value.is_empty() || value == "*"
+}
+
+/// The platform a CPE names when it is an operating system (or an OS-wide
+/// `target_sw`): `windows`, `macos` or `linux`; `None` for anything else
+/// (hardware, firmware, mobile systems, ecosystems).
+pub fn platform_of(vendor: &str, product: &str) -> Option<&'static str> {
+    match (vendor, product) {
+        ("microsoft", p) if p.starts_with("windows") => Some("windows"),
+        ("apple", "macos" | "mac_os_x" | "mac_os" | "macos_server") => Some("macos"),
+        ("linux", "linux_kernel") => Some("linux"),
+        ("debian", "debian_linux")
+        | ("canonical", "ubuntu_linux")
+        | ("redhat", "enterprise_linux")
+        | ("fedoraproject", "fedora") => Some("linux"),
+        _ => None,
+    }
+}
+
+/// The platform a `target_sw` value restricts a CPE to. `Ok(None)`: no
+/// restriction; `Err(())`: a target none of our device platforms is
+/// (android, iphone_os, an ecosystem such as `node.js`).
+pub fn target_platform(target_sw: &str) -> Result<Option<&'static str>, ()> {
+    match target_sw {
+        "" | "*" | "-" => Ok(None),
+        "windows" => Ok(Some("windows")),
+        "macos" | "mac_os_x" | "mac_os" | "macos_x" => Ok(Some("macos")),
+        "linux" | "linux_kernel" => Ok(Some("linux")),
+        _ => Err(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_parts_and_escapes() {
+        let cpe = Cpe::parse("cpe:2.3:a:7-zip:7-zip:*:*:*:*:*:*:*:*").unwrap();
+        assert_eq!((cpe.vendor.as_str(), cpe.product.as_str()), ("7-zip", "7-zip"));
+        let cpe = Cpe::parse("cpe:2.3:a:mozilla:firefox:*:*:*:*:*:android:*:*").unwrap();
+        assert_eq!(cpe.target_sw, "android");
+        let cpe = Cpe::parse("cpe:2.3:a:apache:log4j:2.0:rc1:*:*:*:*:*:*").unwrap();
+        assert_eq!((cpe.version.as_str(), cpe.update.as_str()), ("2.0", "rc1"));
+        let cpe = Cpe::parse(r"cpe:2.3:a:notepad-plus-plus:notepad\+\+:8.1:*:*:*:*:*:*:*").unwrap();
+        assert_eq!(cpe.product, "notepad++");
+        assert!(Cpe::parse("cpe:2.3:a:only:three").is_none());
+        assert!(Cpe::parse("cpe:/a:old:format").is_none());
+    }
+
+    #[test]
+    fn platforms() {
+        assert_eq!(platform_of("microsoft", "windows_10_22h2"), Some("windows"));
+        assert_eq!(platform_of("siemens", "6bk1602-0aa12-0tp0"), None);
+        assert_eq!(target_platform("android"), Err(()));
+        assert_eq!(target_platform("*"), Ok(None));
+    }
+}

@@ -1,0 +1,557 @@
+//! The global reference store: CVEs and their match rows, the CPE product
+//! dictionary, CWE, KEV and EPSS. Shared by every tenant; never written by
+//! a request of one. Writes go in batches inside one transaction each, as
+//! bound JSON arrays (`json_each` / `jsonb_array_elements`), so thousands
+//! of rows cost one statement.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{json, Value};
+use sqlx::Row;
+
+use super::feeds::{Cwe, EpssScore, KevEntry};
+use super::identify::ProductKey;
+use super::matching::CandidateRow;
+use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD};
+use crate::db::{now_ms, Backend, Db};
+
+/// What one batch of CVE records did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CveWrite {
+    pub written: u64,
+    /// Older than (or as old as) what is stored: left alone.
+    pub unchanged: u64,
+}
+
+/// `FROM` clause over the bound JSON array `$n`, one row per element as
+/// `value`.
+fn json_rows(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_each(${n})"),
+        Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
+    }
+}
+
+/// PostgreSQL's jsonb refuses NUL; nothing in reference text needs it.
+fn text(value: &str) -> String {
+    if value.contains('\0') {
+        value.replace('\0', "")
+    } else {
+        value.to_string()
+    }
+}
+
+fn flag(value: bool) -> i64 {
+    i64::from(value)
+}
+
+fn match_row_json(cve_id: &str, source: &str, seq: usize, row: &MatchRow) -> Value {
+    json!([
+        cve_id,
+        source,
+        seq,
+        text(&row.vendor),
+        text(&row.product),
+        row.part,
+        text(&row.cpe_version),
+        text(&row.cpe_update),
+        text(&row.target_sw),
+        text(&row.criteria),
+        row.match_id,
+        row.version_start.as_deref().map(text),
+        flag(row.start_including),
+        row.version_end.as_deref().map(text),
+        flag(row.end_including),
+        flag(row.vulnerable),
+        flag(row.negate),
+        serde_json::to_string(&row.platforms).unwrap_or_else(|_| "[]".into()),
+    ])
+}
+
+struct Stored {
+    source: String,
+    last_modified: i64,
+    cna_modified: Option<i64>,
+}
+
+/// Writes a batch of records, keeping the newest: an NVD record replaces
+/// the CVE and its NVD rows unless the stored NVD version is as new; a CVE
+/// 5 record replaces the CNA rows unless they are as new, and the CVE
+/// itself only where NVD has not described it. Products whose rows changed
+/// are stamped with this write's generation.
+pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite> {
+    if records.is_empty() {
+        return Ok(CveWrite::default());
+    }
+    let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    let ids_json = serde_json::to_string(&ids).unwrap_or_default();
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let existing: HashMap<String, Stored> = sqlx::query(&format!(
+        "SELECT id, source, last_modified, cna_modified FROM vuln_cves \
+         WHERE id IN (SELECT value FROM (SELECT value->>0 AS value FROM {}) ids)",
+        json_rows(db.backend, 1)
+    ))
+    .bind(
+        serde_json::to_string(&ids.iter().map(|i| json!([i])).collect::<Vec<_>>())
+            .unwrap_or_default(),
+    )
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|row| {
+        (
+            row.get::<String, _>(0),
+            Stored {
+                source: row.get(1),
+                last_modified: row.get(2),
+                cna_modified: row.get(3),
+            },
+        )
+    })
+    .collect();
+    drop(ids_json);
+
+    let mut cve_rows = Vec::new();
+    let mut replace_nvd = Vec::new();
+    let mut replace_cna = Vec::new();
+    let mut cna_stamps = Vec::new();
+    let mut match_rows = Vec::new();
+    let mut outcome = CveWrite::default();
+    for record in records {
+        let stored = existing.get(&record.id);
+        let (write_main, write_cna) = match record.source {
+            SOURCE_NVD => {
+                let newer = stored.is_none_or(|s| {
+                    s.source != SOURCE_NVD || s.last_modified < record.last_modified
+                });
+                (newer, newer && record.cna_rows.is_some())
+            }
+            _ => {
+                let main = stored.is_none_or(|s| {
+                    s.source == SOURCE_CVE5 && s.last_modified < record.last_modified
+                });
+                let cna = stored
+                    .and_then(|s| s.cna_modified)
+                    .is_none_or(|at| at < record.last_modified);
+                (main, cna)
+            }
+        };
+        if !write_main && !write_cna {
+            outcome.unchanged += 1;
+            continue;
+        }
+        outcome.written += 1;
+        if write_main {
+            cve_rows.push(json!([
+                record.id,
+                text(&record.description),
+                record.status,
+                record.published,
+                record.last_modified,
+                record.severity,
+                record.cvss_score,
+                record.cvss_version,
+                record.cvss_vector,
+                text(&record.metrics.to_string()),
+                serde_json::to_string(&record.cwe_ids).unwrap_or_else(|_| "[]".into()),
+                text(&record.references.to_string()),
+                flag(record.has_nvd_config),
+                record.source,
+            ]));
+        }
+        if write_main && record.source == SOURCE_NVD {
+            replace_nvd.push(json!([record.id]));
+            for (seq, row) in record.nvd_rows.iter().enumerate() {
+                match_rows.push(match_row_json(&record.id, SOURCE_NVD, seq, row));
+            }
+        }
+        if write_cna {
+            replace_cna.push(json!([record.id]));
+            cna_stamps.push(json!([record.id, record.last_modified]));
+            for (seq, row) in record.cna_rows.iter().flatten().enumerate() {
+                match_rows.push(match_row_json(&record.id, SOURCE_CNA, seq, row));
+            }
+        }
+    }
+    let generation = now_ms();
+    let rows = json_rows(db.backend, 1);
+    // Products losing rows change too: stamp them before the rows go.
+    for (ids, source) in [(&replace_nvd, SOURCE_NVD), (&replace_cna, SOURCE_CNA)] {
+        if ids.is_empty() {
+            continue;
+        }
+        let ids = serde_json::to_string(ids).unwrap_or_default();
+        sqlx::query(&format!(
+            "INSERT INTO vuln_product_changes (vendor, product, generation) \
+             SELECT DISTINCT vendor, product, CAST($2 AS BIGINT) FROM vuln_match_rows \
+             WHERE source = $3 AND cve_id IN (SELECT value->>0 FROM {rows}) \
+             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
+        ))
+        .bind(&ids)
+        .bind(generation)
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
+            "DELETE FROM vuln_match_rows WHERE source = $2 \
+             AND cve_id IN (SELECT value->>0 FROM {rows})"
+        ))
+        .bind(&ids)
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
+    }
+    if !cve_rows.is_empty() {
+        sqlx::query(&format!(
+            "INSERT INTO vuln_cves (id, description, status, published, last_modified, severity, \
+             cvss_score, cvss_version, cvss_vector, metrics, cwe_ids, refs, has_nvd_config, \
+             source, imported_at) \
+             SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT), \
+             CAST(value->>4 AS BIGINT), value->>5, CAST(value->>6 AS DOUBLE PRECISION), \
+             value->>7, value->>8, value->>9, value->>10, value->>11, \
+             CAST(value->>12 AS BIGINT), value->>13, CAST($2 AS BIGINT) FROM {rows} WHERE true \
+             ON CONFLICT (id) DO UPDATE SET description = excluded.description, \
+             status = excluded.status, published = excluded.published, \
+             last_modified = excluded.last_modified, severity = excluded.severity, \
+             cvss_score = excluded.cvss_score, cvss_version = excluded.cvss_version, \
+             cvss_vector = excluded.cvss_vector, metrics = excluded.metrics, \
+             cwe_ids = excluded.cwe_ids, refs = excluded.refs, \
+             has_nvd_config = excluded.has_nvd_config, source = excluded.source, \
+             imported_at = excluded.imported_at"
+        ))
+        .bind(serde_json::to_string(&cve_rows).unwrap_or_default())
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+    }
+    if !cna_stamps.is_empty() {
+        sqlx::query(&format!(
+            "UPDATE vuln_cves SET cna_modified = (SELECT CAST(value->>1 AS BIGINT) FROM {rows} \
+             WHERE value->>0 = vuln_cves.id) \
+             WHERE id IN (SELECT value->>0 FROM {rows})"
+        ))
+        .bind(serde_json::to_string(&cna_stamps).unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
+    }
+    for chunk in match_rows.chunks(5_000) {
+        let chunk = serde_json::to_string(chunk).unwrap_or_default();
+        sqlx::query(&format!(
+            "INSERT INTO vuln_match_rows (cve_id, source, seq, vendor, product, part, \
+             cpe_version, cpe_update, target_sw, criteria, match_id, version_start, \
+             start_including, version_end, end_including, vulnerable, negate, platforms) \
+             SELECT value->>0, value->>1, CAST(value->>2 AS BIGINT), value->>3, value->>4, \
+             value->>5, value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, \
+             CAST(value->>12 AS BIGINT), value->>13, CAST(value->>14 AS BIGINT), \
+             CAST(value->>15 AS BIGINT), CAST(value->>16 AS BIGINT), value->>17 \
+             FROM {rows} WHERE true ON CONFLICT (cve_id, source, seq) DO NOTHING"
+        ))
+        .bind(&chunk)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
+            "INSERT INTO vuln_product_changes (vendor, product, generation) \
+             SELECT DISTINCT value->>3, value->>4, CAST($2 AS BIGINT) FROM {rows} WHERE true \
+             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
+        ))
+        .bind(&chunk)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
+            "INSERT INTO vuln_cpe_products (vendor, product) \
+             SELECT DISTINCT value->>3, value->>4 FROM {rows} WHERE value->>1 = 'nvd' \
+             ON CONFLICT (vendor, product) DO NOTHING"
+        ))
+        .bind(&chunk)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(outcome)
+}
+
+/// Adds CPE dictionary entries (vendor, product, title).
+pub async fn write_cpe_products(
+    db: &Db,
+    products: &[(ProductKey, Option<String>)],
+) -> sqlx::Result<u64> {
+    let rows: Vec<Value> = products
+        .iter()
+        .map(|(k, title)| json!([k.vendor, k.product, title.as_deref().map(text)]))
+        .collect();
+    let _turn = db.write_turn().await;
+    let mut written = 0;
+    for chunk in rows.chunks(5_000) {
+        written += sqlx::query(&format!(
+            "INSERT INTO vuln_cpe_products (vendor, product, title) \
+             SELECT value->>0, value->>1, value->>2 FROM {} WHERE true \
+             ON CONFLICT (vendor, product) DO UPDATE SET title = excluded.title",
+            json_rows(db.backend, 1)
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .execute(&db.pool)
+        .await?
+        .rows_affected();
+    }
+    Ok(written)
+}
+
+pub async fn write_kev(db: &Db, entries: &[KevEntry]) -> sqlx::Result<u64> {
+    let rows: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            json!([
+                e.cve_id,
+                text(&e.vendor_project),
+                text(&e.product),
+                text(&e.vulnerability_name),
+                e.date_added,
+                e.due_date,
+                e.known_ransomware_campaign_use,
+                text(&e.required_action)
+            ])
+        })
+        .collect();
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    for chunk in rows.chunks(5_000) {
+        sqlx::query(&format!(
+            "INSERT INTO vuln_kev (cve_id, vendor_project, product, name, date_added, due_date, \
+             ransomware_use, required_action) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+             value->>7 FROM {} WHERE true \
+             ON CONFLICT (cve_id) DO UPDATE SET vendor_project = excluded.vendor_project, \
+             product = excluded.product, name = excluded.name, date_added = excluded.date_added, \
+             due_date = excluded.due_date, ransomware_use = excluded.ransomware_use, \
+             required_action = excluded.required_action",
+            json_rows(db.backend, 1)
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(rows.len() as u64)
+}
+
+pub async fn write_epss(db: &Db, date: &str, scores: &[EpssScore]) -> sqlx::Result<u64> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    for chunk in scores.chunks(10_000) {
+        let rows: Vec<Value> = chunk
+            .iter()
+            .map(|s| json!([s.cve_id, s.score, s.percentile]))
+            .collect();
+        sqlx::query(&format!(
+            "INSERT INTO vuln_epss (cve_id, score, percentile, score_date) \
+             SELECT value->>0, CAST(value->>1 AS DOUBLE PRECISION), \
+             CAST(value->>2 AS DOUBLE PRECISION), $2 FROM {} WHERE true \
+             ON CONFLICT (cve_id) DO UPDATE SET score = excluded.score, \
+             percentile = excluded.percentile, score_date = excluded.score_date",
+            json_rows(db.backend, 1)
+        ))
+        .bind(serde_json::to_string(&rows).unwrap_or_default())
+        .bind(date)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(scores.len() as u64)
+}
+
+pub async fn write_cwes(db: &Db, cwes: &[Cwe]) -> sqlx::Result<u64> {
+    let rows: Vec<Value> = cwes
+        .iter()
+        .map(|c| json!([c.id, text(&c.name), text(&c.description)]))
+        .collect();
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    for chunk in rows.chunks(5_000) {
+        sqlx::query(&format!(
+            "INSERT INTO vuln_cwes (id, name, description) \
+             SELECT value->>0, value->>1, value->>2 FROM {} WHERE true \
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
+             description = excluded.description",
+            json_rows(db.backend, 1)
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(rows.len() as u64)
+}
+
+fn keys_json(keys: &[&ProductKey]) -> String {
+    serde_json::to_string(
+        &keys
+            .iter()
+            .map(|k| json!([k.vendor, k.product]))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_default()
+}
+
+/// The products among `keys` that the dictionary knows.
+pub async fn known_products(db: &Db, keys: &[&ProductKey]) -> sqlx::Result<HashSet<ProductKey>> {
+    let mut known = HashSet::new();
+    for chunk in keys.chunks(2_000) {
+        let rows = sqlx::query(&format!(
+            "SELECT p.vendor, p.product FROM vuln_cpe_products p \
+             JOIN (SELECT value->>0 AS v, value->>1 AS p FROM {}) k \
+             ON p.vendor = k.v AND p.product = k.p",
+            json_rows(db.backend, 1)
+        ))
+        .bind(keys_json(chunk))
+        .fetch_all(&db.pool)
+        .await?;
+        known.extend(rows.into_iter().map(|r| ProductKey {
+            vendor: r.get(0),
+            product: r.get(1),
+        }));
+    }
+    Ok(known)
+}
+
+/// Every match row of the given products (NVD and CNA), with its CVE's
+/// status, grouped by product.
+pub async fn rows_for_products(
+    db: &Db,
+    keys: &[&ProductKey],
+) -> sqlx::Result<HashMap<ProductKey, Vec<CandidateRow>>> {
+    let mut out: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
+    for chunk in keys.chunks(1_000) {
+        let rows = sqlx::query(&format!(
+            "SELECT m.cve_id, m.source, m.vendor, m.product, m.part, m.cpe_version, \
+             m.cpe_update, m.target_sw, m.criteria, m.match_id, m.version_start, \
+             m.start_including, m.version_end, m.end_including, m.vulnerable, m.negate, \
+             m.platforms, c.status, c.has_nvd_config \
+             FROM vuln_match_rows m \
+             JOIN (SELECT value->>0 AS v, value->>1 AS p FROM {}) k \
+             ON m.vendor = k.v AND m.product = k.p \
+             JOIN vuln_cves c ON c.id = m.cve_id \
+             ORDER BY m.cve_id, m.source DESC, m.seq",
+            json_rows(db.backend, 1)
+        ))
+        .bind(keys_json(chunk))
+        .fetch_all(&db.pool)
+        .await?;
+        for r in rows {
+            let key = ProductKey {
+                vendor: r.get(2),
+                product: r.get(3),
+            };
+            let platforms: String = r.get(16);
+            let status: String = r.get(17);
+            let candidate = CandidateRow {
+                cve_id: r.get(0),
+                source: r.get(1),
+                row: MatchRow {
+                    vendor: key.vendor.clone(),
+                    product: key.product.clone(),
+                    part: r.get(4),
+                    cpe_version: r.get(5),
+                    cpe_update: r.get(6),
+                    target_sw: r.get(7),
+                    criteria: r.get(8),
+                    match_id: r.get(9),
+                    version_start: r.get(10),
+                    start_including: r.get::<i64, _>(11) != 0,
+                    version_end: r.get(12),
+                    end_including: r.get::<i64, _>(13) != 0,
+                    vulnerable: r.get::<i64, _>(14) != 0,
+                    negate: r.get::<i64, _>(15) != 0,
+                    platforms: serde_json::from_str(&platforms).unwrap_or_default(),
+                },
+                rejected: status.eq_ignore_ascii_case("rejected"),
+                has_nvd_config: r.get::<i64, _>(18) != 0,
+            };
+            out.entry(key).or_default().push(candidate);
+        }
+    }
+    Ok(out)
+}
+
+/// The newest generation of reference match data (0 when none).
+pub async fn generation(db: &Db) -> sqlx::Result<i64> {
+    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(generation) FROM vuln_product_changes")
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(max.unwrap_or(0))
+}
+
+/// Products whose rows changed after `generation`.
+pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<HashSet<ProductKey>> {
+    let rows = sqlx::query("SELECT vendor, product FROM vuln_product_changes WHERE generation > $1")
+        .bind(generation)
+        .fetch_all(&db.pool)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ProductKey {
+            vendor: r.get(0),
+            product: r.get(1),
+        })
+        .collect())
+}
+
+/// Where a source stands (its resume position) and when it last ran.
+#[derive(Debug, Clone)]
+pub struct SourceState {
+    pub position: Option<String>,
+    pub updated_at: i64,
+    pub detail: Value,
+}
+
+pub async fn source_state(db: &Db, source: &str) -> sqlx::Result<Option<SourceState>> {
+    let row = sqlx::query("SELECT position, updated_at, detail FROM vuln_source_state WHERE source = $1")
+        .bind(source)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(row.map(|r| SourceState {
+        position: r.get(0),
+        updated_at: r.get(1),
+        detail: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or(Value::Null),
+    }))
+}
+
+pub async fn set_source_state(
+    db: &Db,
+    source: &str,
+    position: Option<&str>,
+    detail: &Value,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO vuln_source_state (source, position, updated_at, detail) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (source) DO UPDATE SET position = excluded.position, \
+         updated_at = excluded.updated_at, detail = excluded.detail",
+    )
+    .bind(source)
+    .bind(position)
+    .bind(now_ms())
+    .bind(detail.to_string())
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+/// Counts of the reference tables, for `/vulnerabilities/sources`.
+pub async fn counts(db: &Db) -> sqlx::Result<Vec<(&'static str, i64)>> {
+    let mut out = vec![];
+    for (name, table) in [
+        ("cves", "vuln_cves"),
+        ("match_rows", "vuln_match_rows"),
+        ("cpe_products", "vuln_cpe_products"),
+        ("cwes", "vuln_cwes"),
+        ("kev", "vuln_kev"),
+        ("epss", "vuln_epss"),
+    ] {
+        let count: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&db.pool)
+            .await?;
+        out.push((name, count));
+    }
+    Ok(out)
+}

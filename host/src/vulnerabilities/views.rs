@@ -1,0 +1,661 @@
+//! What the vulnerabilities routes read: findings aggregated per CVE, the
+//! devices of one CVE, scans, statistics, unmatched applications. Every
+//! query is scoped by tenant; reference data (CVE text, scores, KEV, EPSS)
+//! is joined in as it is now.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::Row;
+use utoipa::ToSchema;
+
+use super::scan::ScanScope;
+use crate::auth::TenantId;
+use crate::db::{to_rfc3339, Db};
+use crate::inventory::search::escape_like;
+
+/// A CVE found on the tenant's devices.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VulnerabilityView {
+    pub cve_id: String,
+    pub description: String,
+    /// `critical`, `high`, `medium`, `low`, `none`; absent when no score.
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub cvss_version: Option<String>,
+    /// EPSS probability (0-1) and percentile, when FIRST scored it.
+    pub epss_score: Option<f64>,
+    pub epss_percentile: Option<f64>,
+    /// In CISA's Known Exploited Vulnerabilities catalog.
+    pub kev: bool,
+    pub kev_due_date: Option<String>,
+    pub published: Option<String>,
+    /// Distinct devices with a finding of this CVE (in the status asked).
+    pub device_count: i64,
+    /// Applications (as installed) with this CVE.
+    pub applications: Vec<String>,
+    /// The smallest fixing versions seen across those findings.
+    pub fix_versions: Vec<String>,
+    pub first_seen: String,
+    pub last_seen: String,
+}
+
+/// Filters of `GET /vulnerabilities/`.
+#[derive(Debug, Default)]
+pub struct VulnerabilityFilter {
+    pub status: String,
+    pub severities: Vec<String>,
+    pub kev: Option<bool>,
+    pub epss_min: Option<f64>,
+    pub search: Option<String>,
+    pub application: Option<String>,
+    pub device: Option<String>,
+}
+
+/// Sort keys of the list, as SQL over the aggregate's columns.
+pub fn sort_sql(sort: &str) -> Option<&'static str> {
+    Some(match sort {
+        "-cvss_score" | "" => "cvss_score DESC NULLS LAST, f.cve_id",
+        "cvss_score" => "cvss_score ASC NULLS LAST, f.cve_id",
+        "-epss_score" => "epss_score DESC NULLS LAST, f.cve_id",
+        "epss_score" => "epss_score ASC NULLS LAST, f.cve_id",
+        "-device_count" => "device_count DESC, f.cve_id",
+        "device_count" => "device_count ASC, f.cve_id",
+        "-published" => "published DESC NULLS LAST, f.cve_id",
+        "published" => "published ASC NULLS LAST, f.cve_id",
+        "cve_id" => "f.cve_id ASC",
+        "-cve_id" => "f.cve_id DESC",
+        "-first_seen" => "first_seen DESC, f.cve_id",
+        "first_seen" => "first_seen ASC, f.cve_id",
+        _ => return None,
+    })
+}
+
+pub async fn vulnerabilities(
+    db: &Db,
+    tenant: &TenantId,
+    filter: &VulnerabilityFilter,
+    order: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<VulnerabilityView>, i64)> {
+    let severities = serde_json::to_string(&filter.severities).unwrap_or_default();
+    let any_severity = filter.severities.is_empty();
+    let pattern = filter
+        .search
+        .as_deref()
+        .map(|s| format!("%{}%", escape_like(s)));
+    let severity_in = match db.backend {
+        crate::db::Backend::Sqlite => "COALESCE(c.severity, 'unknown') IN (SELECT value FROM json_each($3))",
+        crate::db::Backend::Postgres => {
+            "COALESCE(c.severity, 'unknown') IN (SELECT jsonb_array_elements_text(CAST($3 AS jsonb)))"
+        }
+    };
+    let filter_sql = format!(
+        "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) \
+         AND ($4 = 1 OR {severity_in}) \
+         AND (CAST($5 AS BIGINT) IS NULL OR (CAST($5 AS BIGINT) = 1 AND k.cve_id IS NOT NULL) \
+              OR (CAST($5 AS BIGINT) = 0 AND k.cve_id IS NULL)) \
+         AND (CAST($6 AS DOUBLE PRECISION) IS NULL OR e.score >= CAST($6 AS DOUBLE PRECISION)) \
+         AND (CAST($7 AS TEXT) IS NULL OR LOWER(f.cve_id) LIKE LOWER($7) ESCAPE '\\' \
+              OR LOWER(c.description) LIKE LOWER($7) ESCAPE '\\' \
+              OR LOWER(f.application_name) LIKE LOWER($7) ESCAPE '\\') \
+         AND (CAST($8 AS TEXT) IS NULL OR f.application_name = $8) \
+         AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9)"
+    );
+    let from = "FROM vuln_findings f JOIN vuln_cves c ON c.id = f.cve_id \
+                LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+                LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id";
+    fn bind_all<'q>(
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        tenant: &TenantId,
+        filter: &VulnerabilityFilter,
+        severities: &str,
+        any_severity: bool,
+        pattern: &Option<String>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        q.bind(tenant.as_str().to_string())
+            .bind(filter.status.clone())
+            .bind(severities.to_string())
+            .bind(i64::from(any_severity))
+            .bind(filter.kev.map(i64::from))
+            .bind(filter.epss_min)
+            .bind(pattern.clone())
+            .bind(filter.application.clone())
+            .bind(filter.device.clone())
+    }
+    let select = format!(
+        "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
+         e.score AS epss_score, e.percentile, k.cve_id IS NOT NULL, k.due_date, \
+         c.published AS published, COUNT(DISTINCT f.device_name) AS device_count, \
+         MIN(f.first_seen) AS first_seen, MAX(f.last_seen) \
+         {from} WHERE {filter_sql} \
+         GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
+         e.percentile, k.cve_id, k.due_date, c.published \
+         ORDER BY {order} LIMIT $10 OFFSET $11"
+    );
+    let count = format!("SELECT COUNT(DISTINCT f.cve_id) {from} WHERE {filter_sql}");
+    let rows = bind_all(sqlx::query(&select), tenant, filter, &severities, any_severity, &pattern)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = bind_all(sqlx::query(&count), tenant, filter, &severities, any_severity, &pattern)
+    .fetch_one(&db.pool)
+    .await?
+    .get(0);
+    let mut items: Vec<VulnerabilityView> = rows
+        .into_iter()
+        .map(|r| VulnerabilityView {
+            cve_id: r.get(0),
+            description: r.get(1),
+            severity: r.get(2),
+            cvss_score: r.get(3),
+            cvss_version: r.get(4),
+            epss_score: r.get(5),
+            epss_percentile: r.get(6),
+            kev: r.try_get::<bool, _>(7).unwrap_or_else(|_| r.get::<i64, _>(7) != 0),
+            kev_due_date: r.get(8),
+            published: r.get::<Option<i64>, _>(9).map(to_rfc3339),
+            device_count: r.get(10),
+            first_seen: to_rfc3339(r.get(11)),
+            last_seen: to_rfc3339(r.get(12)),
+            applications: vec![],
+            fix_versions: vec![],
+        })
+        .collect();
+    // Applications and fixes of the page's CVEs, in one query.
+    let ids: Vec<&str> = items.iter().map(|i| i.cve_id.as_str()).collect();
+    if !ids.is_empty() {
+        let ids_in = match db.backend {
+            crate::db::Backend::Sqlite => "cve_id IN (SELECT value FROM json_each($2))",
+            crate::db::Backend::Postgres => {
+                "cve_id IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))"
+            }
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT DISTINCT cve_id, application_name, fix_version FROM vuln_findings \
+             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) \
+             ORDER BY cve_id, application_name"
+        ))
+        .bind(tenant.as_str())
+        .bind(serde_json::to_string(&ids).unwrap_or_default())
+        .bind(&filter.status)
+        .fetch_all(&db.pool)
+        .await?;
+        let mut by_cve: HashMap<String, (Vec<String>, Vec<String>)> = HashMap::new();
+        for r in rows {
+            let entry = by_cve.entry(r.get(0)).or_default();
+            let app: String = r.get(1);
+            if !entry.0.contains(&app) {
+                entry.0.push(app);
+            }
+            if let Some(fix) = r.get::<Option<String>, _>(2) {
+                if !entry.1.contains(&fix) {
+                    entry.1.push(fix);
+                }
+            }
+        }
+        for item in &mut items {
+            if let Some((apps, fixes)) = by_cve.remove(&item.cve_id) {
+                item.applications = apps;
+                item.fix_versions = fixes;
+                item.fix_versions
+                    .sort_by(|a, b| crate::inventory::version::compare_versions(a, b));
+            }
+        }
+    }
+    Ok((items, total))
+}
+
+/// One finding: a CVE of one application version on one device, with how
+/// it was matched.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FindingView {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    /// The CPE product the application was identified as.
+    pub cpe: String,
+    /// `open` or `fixed`.
+    pub status: String,
+    pub fix_version: Option<String>,
+    /// Where the match came from: `nvd` (an NVD configuration) or `cna`
+    /// (the CNA's affected data).
+    pub source: String,
+    /// The CPE match criteria (or CNA product) that matched.
+    pub criteria: String,
+    /// NVD's matchCriteriaId, for NVD matches.
+    pub match_id: Option<String>,
+    /// The version range evaluated, e.g. `>= 2.0.1, < 2.3.1`.
+    pub version_range: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub fixed_at: Option<String>,
+}
+
+pub async fn cve_findings(
+    db: &Db,
+    tenant: &TenantId,
+    cve_id: &str,
+    status: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<FindingView>, i64)> {
+    let filter = "tenant_id = $1 AND cve_id = $2 AND ($3 = 'all' OR status = $3)";
+    let rows = sqlx::query(&format!(
+        "SELECT device_name, application_name, version, cve_id, vendor, product, status, \
+         fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at \
+         FROM vuln_findings WHERE {filter} \
+         ORDER BY device_name, application_name, version LIMIT $4 OFFSET $5"
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .bind(status)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM vuln_findings WHERE {filter}"))
+        .bind(tenant.as_str())
+        .bind(cve_id)
+        .bind(status)
+        .fetch_one(&db.pool)
+        .await?;
+    let items = rows
+        .into_iter()
+        .map(|r| FindingView {
+            device_name: r.get(0),
+            application_name: r.get(1),
+            version: r.get(2),
+            cve_id: r.get(3),
+            cpe: format!("{}:{}", r.get::<String, _>(4), r.get::<String, _>(5)),
+            status: r.get(6),
+            fix_version: r.get(7),
+            source: r.get(8),
+            criteria: r.get(9),
+            match_id: r.get(10),
+            version_range: r.get(11),
+            first_seen: to_rfc3339(r.get(12)),
+            last_seen: to_rfc3339(r.get(13)),
+            fixed_at: r.get::<Option<i64>, _>(14).map(to_rfc3339),
+        })
+        .collect();
+    Ok((items, total))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScanView {
+    pub id: String,
+    /// `queued`, `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub scope: ScanScope,
+    pub job_id: Option<String>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    /// Distinct applications (name, publisher) read.
+    pub applications: i64,
+    pub devices: i64,
+    /// Findings the scan confirmed or found.
+    pub findings: i64,
+    /// Findings that were not open before this scan.
+    pub new_findings: i64,
+    /// Open findings this scan no longer found (now fixed).
+    pub fixed_findings: i64,
+    /// Distinct CVEs found, by severity.
+    #[schema(value_type = Object)]
+    pub by_severity: Value,
+}
+
+const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
+    applications, devices, findings, new_findings, fixed_findings, by_severity";
+
+fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
+    ScanView {
+        id: r.get(0),
+        status: r.get(1),
+        scope: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
+        job_id: r.get(3),
+        error: r.get(4),
+        created_at: to_rfc3339(r.get(5)),
+        finished_at: r.get::<Option<i64>, _>(6).map(to_rfc3339),
+        applications: r.get(7),
+        devices: r.get(8),
+        findings: r.get(9),
+        new_findings: r.get(10),
+        fixed_findings: r.get(11),
+        by_severity: serde_json::from_str(&r.get::<String, _>(12)).unwrap_or(Value::Null),
+    }
+}
+
+pub async fn scans(db: &Db, tenant: &TenantId, skip: i64, limit: i64) -> sqlx::Result<(Vec<ScanView>, i64)> {
+    let rows = sqlx::query(&format!(
+        "SELECT {SCAN_COLUMNS} FROM vuln_scans WHERE tenant_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+    ))
+    .bind(tenant.as_str())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar("SELECT COUNT(*) FROM vuln_scans WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows.into_iter().map(scan_view).collect(), total))
+}
+
+pub async fn scan(db: &Db, tenant: &TenantId, scan_id: &str) -> sqlx::Result<Option<ScanView>> {
+    let row = sqlx::query(&format!(
+        "SELECT {SCAN_COLUMNS} FROM vuln_scans WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(scan_view))
+}
+
+/// A CVE a scan found.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScanVulnerability {
+    pub cve_id: String,
+    pub description: String,
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub epss_score: Option<f64>,
+    pub kev: bool,
+    pub device_count: i64,
+}
+
+pub async fn scan_vulnerabilities(
+    db: &Db,
+    tenant: &TenantId,
+    scan_id: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ScanVulnerability>, i64)> {
+    let rows = sqlx::query(
+        "SELECT s.cve_id, c.description, c.severity, c.cvss_score, e.score, k.cve_id IS NOT NULL, \
+         s.device_count FROM vuln_scan_cves s JOIN vuln_cves c ON c.id = s.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = s.cve_id LEFT JOIN vuln_epss e ON e.cve_id = s.cve_id \
+         WHERE s.tenant_id = $1 AND s.scan_id = $2 \
+         ORDER BY c.cvss_score DESC NULLS LAST, s.cve_id LIMIT $3 OFFSET $4",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM vuln_scan_cves WHERE tenant_id = $1 AND scan_id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((
+        rows.into_iter()
+            .map(|r| ScanVulnerability {
+                cve_id: r.get(0),
+                description: r.get(1),
+                severity: r.get(2),
+                cvss_score: r.get(3),
+                epss_score: r.get(4),
+                kev: r.try_get::<bool, _>(5).unwrap_or_else(|_| r.get::<i64, _>(5) != 0),
+                device_count: r.get(6),
+            })
+            .collect(),
+        total,
+    ))
+}
+
+/// A device a scan found a CVE on.
+#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct AffectedDevice {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub fix_version: Option<String>,
+}
+
+/// `None` when the scan did not find the CVE (or is not the tenant's).
+pub async fn scan_cve_devices(
+    db: &Db,
+    tenant: &TenantId,
+    scan_id: &str,
+    cve_id: &str,
+) -> sqlx::Result<Option<Vec<AffectedDevice>>> {
+    let affected: Option<String> = sqlx::query_scalar(
+        "SELECT affected FROM vuln_scan_cves WHERE tenant_id = $1 AND scan_id = $2 AND cve_id = $3",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .bind(cve_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(affected.map(|a| {
+        let mut devices: Vec<AffectedDevice> = serde_json::from_str(&a).unwrap_or_default();
+        devices.sort_by(|x, y| {
+            (&x.device_name, &x.application_name).cmp(&(&y.device_name, &y.application_name))
+        });
+        devices
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CountedName {
+    pub name: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrendPoint {
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// Findings first seen that day.
+    pub opened: i64,
+    /// Findings fixed that day.
+    pub fixed: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VulnerabilityStats {
+    /// Distinct CVEs with an open finding.
+    pub open_cves: i64,
+    pub open_findings: i64,
+    pub affected_devices: i64,
+    /// Distinct open CVEs by severity.
+    pub by_severity: HashMap<String, i64>,
+    /// Distinct open CVEs in CISA KEV.
+    pub kev_cves: i64,
+    /// The CVEs on the most devices.
+    pub top_cves: Vec<CountedName>,
+    /// The applications with the most distinct open CVEs.
+    pub top_applications: Vec<CountedName>,
+    /// Findings opened and fixed per day, last 30 days, oldest first.
+    pub trend: Vec<TrendPoint>,
+}
+
+pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStats> {
+    let t = tenant.as_str();
+    let row = sqlx::query(
+        "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM vuln_findings \
+         WHERE tenant_id = $1 AND status = 'open'",
+    )
+    .bind(t)
+    .fetch_one(&db.pool)
+    .await?;
+    let by_severity = sqlx::query(
+        "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM vuln_findings f \
+         JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND f.status = 'open' \
+         GROUP BY COALESCE(c.severity, 'unknown')",
+    )
+    .bind(t)
+    .fetch_all(&db.pool)
+    .await?
+    .into_iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect();
+    let kev_cves = sqlx::query_scalar(
+        "SELECT COUNT(DISTINCT f.cve_id) FROM vuln_findings f JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND f.status = 'open'",
+    )
+    .bind(t)
+    .fetch_one(&db.pool)
+    .await?;
+    let counted = |rows: Vec<sqlx::any::AnyRow>| {
+        rows.into_iter()
+            .map(|r| CountedName {
+                name: r.get(0),
+                count: r.get(1),
+            })
+            .collect()
+    };
+    let top_cves = counted(
+        sqlx::query(
+            "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM vuln_findings \
+             WHERE tenant_id = $1 AND status = 'open' GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10",
+        )
+        .bind(t)
+        .fetch_all(&db.pool)
+        .await?,
+    );
+    let top_applications = counted(
+        sqlx::query(
+            "SELECT application_name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings \
+             WHERE tenant_id = $1 AND status = 'open' GROUP BY application_name \
+             ORDER BY n DESC, application_name LIMIT 10",
+        )
+        .bind(t)
+        .fetch_all(&db.pool)
+        .await?,
+    );
+    const DAY: i64 = 86_400_000;
+    let today = crate::db::now_ms() / DAY;
+    let since = (today - 29) * DAY;
+    let mut trend: Vec<TrendPoint> = (0..30)
+        .map(|i| TrendPoint {
+            date: chrono::DateTime::from_timestamp_millis((today - 29 + i) * DAY)
+                .unwrap_or_default()
+                .format("%Y-%m-%d")
+                .to_string(),
+            opened: 0,
+            fixed: 0,
+        })
+        .collect();
+    for (column, opened) in [("first_seen", true), ("fixed_at", false)] {
+        let rows = sqlx::query(&format!(
+            "SELECT {column} / {DAY} AS day, COUNT(*) FROM vuln_findings \
+             WHERE tenant_id = $1 AND {column} >= $2 GROUP BY {column} / {DAY}"
+        ))
+        .bind(t)
+        .bind(since)
+        .fetch_all(&db.pool)
+        .await?;
+        for r in rows {
+            let index = r.get::<i64, _>(0) - (today - 29);
+            if let Some(point) = usize::try_from(index).ok().and_then(|i| trend.get_mut(i)) {
+                if opened {
+                    point.opened = r.get(1);
+                } else {
+                    point.fixed = r.get(1);
+                }
+            }
+        }
+    }
+    Ok(VulnerabilityStats {
+        open_cves: row.get(0),
+        open_findings: row.get(1),
+        affected_devices: row.get(2),
+        by_severity,
+        kev_cves,
+        top_cves,
+        top_applications,
+        trend,
+    })
+}
+
+/// An application the matcher could not map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnmatchedApplication {
+    /// The name matching reads (the key to map with).
+    pub application: String,
+    /// One installed name it was seen as.
+    pub name: String,
+    pub publisher: Option<String>,
+    pub reason: String,
+    /// Products that fit equally well, when several did.
+    pub candidates: Vec<String>,
+    pub device_count: i64,
+    pub seen_at: String,
+}
+
+pub async fn unmatched(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<UnmatchedApplication>, i64)> {
+    let rows = sqlx::query(
+        "SELECT app_key, name, publisher, reason, candidates, device_count, seen_at \
+         FROM vuln_unmatched_apps WHERE tenant_id = $1 \
+         ORDER BY device_count DESC, app_key LIMIT $2 OFFSET $3",
+    )
+    .bind(tenant.as_str())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar("SELECT COUNT(*) FROM vuln_unmatched_apps WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((
+        rows.into_iter()
+            .map(|r| UnmatchedApplication {
+                application: r.get(0),
+                name: r.get(1),
+                publisher: r.get(2),
+                reason: r.get(3),
+                candidates: serde_json::from_str(&r.get::<String, _>(4)).unwrap_or_default(),
+                device_count: r.get(5),
+                seen_at: to_rfc3339(r.get(6)),
+            })
+            .collect(),
+        total,
+    ))
+}
+
+/// Distinct open CVEs of the tenant.
+pub async fn open_cve_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT COUNT(DISTINCT cve_id) FROM vuln_findings WHERE tenant_id = $1 AND status = 'open'",
+    )
+    .bind(tenant.as_str())
+    .fetch_one(&db.pool)
+    .await
+}
+
+/// Open CVE ids per installed application name.
+pub async fn open_cves_by_application(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<HashMap<String, Vec<String>>> {
+    let rows = sqlx::query(
+        "SELECT DISTINCT application_name, cve_id FROM vuln_findings \
+         WHERE tenant_id = $1 AND status = 'open'",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for r in rows {
+        out.entry(r.get(0)).or_default().push(r.get(1));
+    }
+    Ok(out)
+}
