@@ -31,6 +31,11 @@ enum Command {
         #[command(subcommand)]
         command: PortalCommand,
     },
+    /// The CVE knowledge base: offline imports and on-demand source loads.
+    Vuln {
+        #[command(subcommand)]
+        command: VulnCommand,
+    },
     /// Work with the plugins in the connectors directory.
     Connectors {
         #[command(subcommand)]
@@ -42,6 +47,62 @@ enum Command {
 enum ConnectorsCommand {
     /// List the connectors and CSV providers that load, and the files skipped.
     List,
+}
+
+#[derive(Subcommand)]
+enum VulnCommand {
+    /// Import files: NVD JSON 2.0 (feeds or API pages), CVE JSON 5 records
+    /// (single files or a zip of the CVE List), the KEV JSON, the EPSS CSV,
+    /// the CWE XML, an NVD CPE dictionary; plain, .gz or .zip; directories
+    /// are read file by file. Idempotent: the newest lastModified wins.
+    Import {
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+    },
+    /// Load one source now from its configured URL: nvd, kev or epss.
+    Sync { source: String },
+}
+
+async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
+    use cairn::vulnerabilities::{import, sources};
+    let db = cairn::db::Db::connect(&settings.database_url, 2).await?;
+    db.migrate().await?;
+    match command {
+        VulnCommand::Import { paths } => {
+            let started = std::time::Instant::now();
+            let reports = import::import_paths(&db, &paths).await?;
+            for r in &reports {
+                println!(
+                    "{}\t{}\tread {}\twritten {}\tunchanged {}\tskipped {}",
+                    r.file, r.kind, r.records, r.written, r.unchanged, r.skipped
+                );
+                for error in &r.errors {
+                    println!("  skipped: {error}");
+                }
+            }
+            eprintln!("imported in {:.1} s", started.elapsed().as_secs_f64());
+            if reports.iter().any(|r| r.written > 0 && (r.kind == "nvd" || r.kind == "cve5")) {
+                cairn::vulnerabilities::request_rescans(&db).await?;
+            }
+        }
+        VulnCommand::Sync { source } => {
+            let config = sources::SourceConfig::from_settings(settings);
+            let run = match source.as_str() {
+                sources::NVD => sources::sync_nvd(&db, &config, &sources::PrintProgress).await?,
+                sources::KEV => sources::sync_kev(&db, &config).await?,
+                sources::EPSS => sources::sync_epss(&db, &config).await?,
+                other => anyhow::bail!("unknown source {other}; use nvd, kev or epss"),
+            };
+            println!(
+                "{source}: {} requests, {} records, {} written",
+                run.requests, run.records, run.written
+            );
+            if source == sources::NVD && run.written > 0 {
+                cairn::vulnerabilities::request_rescans(&db).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -225,5 +286,6 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Portal { command } => portal(&settings, command).await,
+        Command::Vuln { command } => vuln(&settings, command).await,
     }
 }

@@ -42,7 +42,7 @@ impl Cpe {
             product: lower(&fields[2]),
             version: fields[3].clone(),
             update: lower(&fields[4]),
-            target_sw: lower(&fields[9]),
+            target_sw: lower(&fields[8]),
         })
     }
 }

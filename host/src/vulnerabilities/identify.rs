@@ -398,15 +398,9 @@ mod golden {
             "cisco:webex",
             "dell:supportassist_for_business_pcs",
             "dell:supportassist_for_home_pcs",
-            "apple:bonjour",
             "sublimehq:sublime_text",
-            "notion:notion",
-            "logmein:logmein",
-            "malwarebytes:malwarebytes",
             "n-able:take_control",
             "box:box",
-            "lastpass:lastpass",
-            "spotify:spotify",
             "eclipse:jetty",
         ];
         rows.iter()
