@@ -4,6 +4,7 @@
 pub mod batches;
 pub mod components;
 pub mod fake_inventory;
+pub mod fake_nvd;
 pub mod fake_oauth;
 pub mod fake_payments;
 pub mod fake_rmm;
@@ -149,6 +150,13 @@ impl TestApp {
         configure: impl FnOnce(&mut Settings),
         jobs: cairn::jobs::Registry,
     ) -> Option<TestApp> {
+        // `CAIRN_TEST_LOG=error` (any filter) shows the service's logs.
+        if let Ok(filter) = std::env::var("CAIRN_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         let data_dir =
             std::env::temp_dir().join(format!("cairn-test-{}", uuid::Uuid::new_v4().simple()));
         let mut settings = Settings {
@@ -157,6 +165,9 @@ impl TestApp {
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,
+            // No test reaches the real NVD, KEV or EPSS; the ones that
+            // load reference data point the sources at fakes.
+            vuln_schedule: false,
             ..Settings::default()
         };
         let mut postgres = None;

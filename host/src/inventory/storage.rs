@@ -179,7 +179,7 @@ pub struct VendorView {
     pub application_count: i64,
     /// Distinct devices with any of those applications.
     pub device_count: i64,
-    /// CVEs across its applications; 0 until vulnerability data exists.
+    /// Distinct open CVEs across its applications.
     #[sqlx(default)]
     pub cve_count: i64,
 }
@@ -209,14 +209,51 @@ pub async fn vendors(
         .bind(pattern.as_deref())
         .fetch_one(&db.pool)
         .await?;
+    let mut rows: Vec<VendorView> = rows;
+    if !rows.is_empty() {
+        let by_app = cves_by_rolled_up_name(db, tenant).await?;
+        if !by_app.is_empty() {
+            let apps: Vec<(String, Option<String>)> = sqlx::query_as(
+                "SELECT name, vendor FROM applications WHERE tenant_id = $1 AND vendor IS NOT NULL",
+            )
+            .bind(tenant.as_str())
+            .fetch_all(&db.pool)
+            .await?;
+            for vendor in &mut rows {
+                let cves: std::collections::HashSet<&String> = apps
+                    .iter()
+                    .filter(|(_, v)| v.as_deref() == Some(vendor.name.as_str()))
+                    .filter_map(|(name, _)| by_app.get(name))
+                    .flatten()
+                    .collect();
+                vendor.cve_count = cves.len() as i64;
+            }
+        }
+    }
     Ok((rows, total))
+}
+
+/// Open CVE ids per application of the rollup (installed names folded the
+/// way the rollup folds them).
+async fn cves_by_rolled_up_name(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<std::collections::HashMap<String, std::collections::HashSet<String>>> {
+    let mut out: std::collections::HashMap<String, std::collections::HashSet<String>> =
+        Default::default();
+    for (installed, cves) in crate::vulnerabilities::views::open_cves_by_application(db, tenant).await? {
+        if let Some(name) = normalize::application_name(&installed) {
+            out.entry(name).or_default().extend(cves);
+        }
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 pub struct AppName {
     pub name: String,
     pub device_count: i64,
-    /// 0 until vulnerability data exists.
+    /// Distinct open CVEs of the application.
     #[sqlx(default)]
     pub cve_count: i64,
 }
@@ -231,7 +268,7 @@ pub async fn app_names(
     limit: i64,
 ) -> sqlx::Result<Vec<AppName>> {
     let escaped = search.map(escape_like).unwrap_or_default();
-    sqlx::query_as(
+    let names: Vec<AppName> = sqlx::query_as(
         "SELECT name, device_count FROM applications WHERE tenant_id = $1 \
          AND LOWER(name) LIKE LOWER($2) ESCAPE '\\' \
          ORDER BY CASE WHEN LOWER(name) LIKE LOWER($3) ESCAPE '\\' THEN 0 ELSE 1 END, \
@@ -244,6 +281,15 @@ pub async fn app_names(
     .bind(skip)
     .fetch_all(&db.pool)
     .await
+    .map(|names: Vec<AppName>| names)?;
+    let by_app = cves_by_rolled_up_name(db, tenant).await?;
+    Ok(names
+        .into_iter()
+        .map(|mut n| {
+            n.cve_count = by_app.get(&n.name).map_or(0, |c| c.len() as i64);
+            n
+        })
+        .collect())
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -252,7 +298,7 @@ pub struct InventoryStats {
     /// Assets of the NetBIOS view.
     pub devices: i64,
     pub vendors: i64,
-    /// 0 until vulnerability data exists.
+    /// Distinct CVEs with an open finding on the tenant's devices.
     pub vulnerabilities: i64,
     /// When the rollup was last rebuilt; absent before the first rebuild.
     pub rollup_at: Option<String>,
@@ -277,7 +323,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<InventoryStats> {
         applications: counts[0],
         devices: counts[1],
         vendors: counts[2],
-        vulnerabilities: 0,
+        vulnerabilities: crate::vulnerabilities::views::open_cve_count(db, tenant).await?,
         rollup_at: rollup_at.flatten().map(to_rfc3339),
     })
 }

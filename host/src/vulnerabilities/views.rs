@@ -97,7 +97,7 @@ pub async fn vulnerabilities(
          AND ($4 = 1 OR {severity_in}) \
          AND (CAST($5 AS BIGINT) IS NULL OR (CAST($5 AS BIGINT) = 1 AND k.cve_id IS NOT NULL) \
               OR (CAST($5 AS BIGINT) = 0 AND k.cve_id IS NULL)) \
-         AND (CAST($6 AS DOUBLE PRECISION) IS NULL OR e.score >= CAST($6 AS DOUBLE PRECISION)) \
+         AND (CAST($6 AS TEXT) IS NULL OR e.score >= CAST(CAST($6 AS TEXT) AS DOUBLE PRECISION)) \
          AND (CAST($7 AS TEXT) IS NULL OR LOWER(f.cve_id) LIKE LOWER($7) ESCAPE '\\' \
               OR LOWER(c.description) LIKE LOWER($7) ESCAPE '\\' \
               OR LOWER(f.application_name) LIKE LOWER($7) ESCAPE '\\') \
@@ -120,7 +120,9 @@ pub async fn vulnerabilities(
             .bind(severities.to_string())
             .bind(i64::from(any_severity))
             .bind(filter.kev.map(i64::from))
-            .bind(filter.epss_min)
+            // As text: sqlx's Any driver sends f64 in a form PostgreSQL
+            // refuses for an untyped parameter.
+            .bind(filter.epss_min.map(|e| e.to_string()))
             .bind(pattern.clone())
             .bind(filter.application.clone())
             .bind(filter.device.clone())

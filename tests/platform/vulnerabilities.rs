@@ -1,0 +1,598 @@
+//! The CVE knowledge base and matching, end to end: the real NVD records
+//! of `../shared/fixtures/nvd` served by a fake NVD CVE API 2.0 (paging, a
+//! 403 and a 503 on the way), KEV and EPSS from their real fixtures, a CVE
+//! 5 record through the import, then real Windows display names in the
+//! inventory matched exactly against them.
+
+use std::collections::BTreeSet;
+
+use cairn::auth::TenantId;
+use cairn::plugins::{InventoryRow, MappedRow};
+use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
+use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use serde_json::{json, Value};
+
+backend_tests!(
+    fixtures_match_exactly_the_expected_cves,
+    vulnerability_routes_are_scoped_by_tenant,
+    bad_input_is_refused_with_the_field,
+);
+
+/// A 7-Zip record NVD rejected: it must never match.
+fn rejected_record() -> Value {
+    json!({
+        "id": "CVE-2099-0001",
+        "sourceIdentifier": "cve@mitre.org",
+        "published": "2025-01-01T00:00:00.000",
+        "lastModified": "2025-02-01T00:00:00.000",
+        "vulnStatus": "Rejected",
+        "descriptions": [{"lang": "en", "value": "Rejected reason: not a vulnerability."}],
+        "metrics": {},
+        "configurations": [{"nodes": [{"operator": "OR", "negate": false, "cpeMatch": [
+            {"vulnerable": true, "criteria": "cpe:2.3:a:7-zip:7-zip:*:*:*:*:*:*:*:*",
+             "versionEndExcluding": "99.0", "matchCriteriaId": "00000000-0000-0000-0000-000000000001"}
+        ]}]}],
+        "references": []
+    })
+}
+
+/// A PuTTY record with a start-excluding and an end-including bound, under
+/// an id the real EPSS fixture scores (CVE-1999-0001).
+fn putty_record() -> Value {
+    json!({
+        "id": "CVE-1999-0001",
+        "sourceIdentifier": "cve@mitre.org",
+        "published": "1999-12-30T05:00:00.000",
+        "lastModified": "2025-04-03T01:03:51.193",
+        "vulnStatus": "Modified",
+        "descriptions": [{"lang": "en", "value": "Test record for PuTTY bounds."}],
+        "metrics": {"cvssMetricV2": [{"source": "nvd@nist.gov", "type": "Primary",
+            "cvssData": {"version": "2.0", "vectorString": "AV:N/AC:L/Au:N/C:N/I:N/A:P", "baseScore": 5.0},
+            "baseSeverity": "MEDIUM"}]},
+        "configurations": [{"nodes": [{"operator": "OR", "negate": false, "cpeMatch": [
+            {"vulnerable": true, "criteria": "cpe:2.3:a:putty:putty:*:*:*:*:*:*:*:*",
+             "versionStartExcluding": "0.70", "versionEndIncluding": "0.80",
+             "matchCriteriaId": "00000000-0000-0000-0000-000000000002"}
+        ]}]}],
+        "references": []
+    })
+}
+
+/// CVE-2024-24691 as its CNA published it (CVE JSON 5): NVD has no
+/// configuration for it, so this is the only way to match it.
+fn zoom_cve5_record() -> Value {
+    json!({
+        "dataType": "CVE_RECORD",
+        "dataVersion": "5.1",
+        "cveMetadata": {"cveId": "CVE-2024-24691", "assignerShortName": "Zoom", "state": "PUBLISHED",
+            "datePublished": "2024-02-14T00:00:00.000Z", "dateUpdated": "2024-09-20T15:15:16.393Z"},
+        "containers": {"cna": {
+            "affected": [{"vendor": "Zoom Communications, Inc.", "product": "Zoom Desktop Client for Windows",
+                "defaultStatus": "unaffected",
+                "versions": [{"version": "0", "lessThan": "5.16.5", "status": "affected", "versionType": "custom"}]}],
+            "descriptions": [{"lang": "en", "value": "Improper input validation in Zoom Desktop Client for Windows."}],
+            "metrics": [{"cvssV3_1": {"version": "3.1", "baseScore": 9.6, "baseSeverity": "CRITICAL",
+                "vectorString": "CVSS:3.1/AV:N/AC:L/PR:N/UI:R/S:C/C:H/I:H/A:H"}}],
+            "problemTypes": [{"descriptions": [{"cweId": "CWE-176", "lang": "en", "type": "CWE"}]}],
+            "references": [{"url": "https://www.zoom.com/en/trust/security-bulletin/ZSB-24008/"}]
+        }}
+    })
+}
+
+async fn app_with_sources(backend: Backend, nvd: &FakeNvd) -> Option<TestApp> {
+    let (api, kev, epss) = (nvd.api_url(), nvd.kev_url(), nvd.epss_url());
+    TestApp::start_with(backend, move |s| {
+        s.job_poll_interval_ms = 50;
+        s.job_retry_backoff_ms = 100;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.nvd_api_url = api;
+        s.nvd_api_key = "nvd-key-for-tests".into();
+        s.nvd_request_delay_ms = 10;
+        s.nvd_results_per_page = 3;
+        s.kev_url = kev;
+        s.epss_url = epss;
+    })
+    .await
+}
+
+/// Runs a reference source's job and waits for it to succeed.
+async fn run_source(app: &TestApp, source: &str) {
+    let tenant = cairn::vulnerabilities::sources::reference_tenant();
+    let job = cairn::jobs::enqueue(
+        app.db(),
+        &tenant,
+        &cairn::vulnerabilities::sources::job_kind(source),
+        &json!({}),
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, error): (String, Option<String>) =
+            sqlx::query_as("SELECT status, error FROM jobs WHERE id = $1")
+                .bind(&job.job_id)
+                .fetch_one(&app.db().pool)
+                .await
+                .unwrap();
+        match status.as_str() {
+            "success" => return,
+            "error" => panic!("{source} job failed: {error:?}"),
+            _ => {}
+        }
+        assert!(std::time::Instant::now() < deadline, "{source} job did not finish");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn software(device: &str, name: &str, publisher: &str, version: &str, platform: &str) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some(platform.into()),
+        os_version: None,
+        user_email: None,
+        user_name: None,
+        application_name: Some(name.into()),
+        vendor: None,
+        version: Some(version.into()),
+        publisher: Some(publisher.into()),
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// Starts a full scan and waits until it has finished; returns it.
+async fn scan(app: &TestApp, account: &Account, body: Value) -> Value {
+    let started = app.post("/api/v1/vulnerabilities/scan", &account.bearer(), body).await;
+    assert_eq!(started.status, 202, "{}", started.text);
+    wait_for_scan(app, account, started.body["id"].as_str().unwrap()).await
+}
+
+async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let resp = app
+            .get(&format!("/api/v1/vulnerabilities/scans/{id}"), &account.bearer())
+            .await;
+        assert_eq!(resp.status, 200, "{}", resp.text);
+        match resp.body["status"].as_str().unwrap_or("") {
+            "succeeded" => return resp.body,
+            "failed" => panic!("scan failed: {}", resp.text),
+            _ => {}
+        }
+        assert!(std::time::Instant::now() < deadline, "scan did not finish: {}", resp.text);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// (device, application, version, CVE) of every open finding.
+async fn open_findings(app: &TestApp, account: &Account) -> BTreeSet<(String, String, String, String)> {
+    let list = app
+        .get("/api/v1/vulnerabilities/?limit=500", &account.bearer())
+        .await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    let mut out = BTreeSet::new();
+    for vulnerability in list.body["items"].as_array().unwrap() {
+        let cve = vulnerability["cve_id"].as_str().unwrap();
+        let devices = app
+            .get(
+                &format!("/api/v1/vulnerabilities/cve/{cve}/devices?limit=500"),
+                &account.bearer(),
+            )
+            .await;
+        for f in devices.body["items"].as_array().unwrap() {
+            out.insert((
+                f["device_name"].as_str().unwrap().to_string(),
+                f["application_name"].as_str().unwrap().to_string(),
+                f["version"].as_str().unwrap().to_string(),
+                cve.to_string(),
+            ));
+        }
+    }
+    out
+}
+
+fn finding(device: &str, app: &str, version: &str, cve: &str) -> (String, String, String, String) {
+    (device.into(), app.into(), version.into(), cve.into())
+}
+
+/// Loads the fixtures into a fresh service through its real sources.
+async fn loaded(backend: Backend) -> Option<(TestApp, FakeNvd)> {
+    let mut records = fixture_records();
+    records.push(rejected_record());
+    records.push(putty_record());
+    let nvd = FakeNvd::start(records).await;
+    // The first request is refused as NVD rate-limits (403), the third
+    // as it fails (503); both are retried.
+    nvd.data.lock().unwrap().refusals = vec![(1, 403), (3, 503)];
+    let app = app_with_sources(backend, &nvd).await?;
+    run_source(&app, "nvd").await;
+    run_source(&app, "kev").await;
+    run_source(&app, "epss").await;
+    let dir = std::env::temp_dir().join(format!("cairn-cve5-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("CVE-2024-24691.json");
+    std::fs::write(&file, zoom_cve5_record().to_string()).unwrap();
+    let reports = cairn::vulnerabilities::import::import_paths(app.db(), &[dir.clone()])
+        .await
+        .unwrap();
+    assert_eq!(reports[0].kind, "cve5");
+    assert_eq!(reports[0].written, 1, "{reports:?}");
+    let _ = std::fs::remove_dir_all(dir);
+    Some((app, nvd))
+}
+
+async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
+    let Some((app, nvd)) = loaded(backend).await else {
+        return;
+    };
+    {
+        let data = nvd.data.lock().unwrap();
+        // 9 records at 3 a page: 3 pages (+1 empty-safe) plus 2 refusals.
+        let pages: Vec<&String> = data.requests.iter().map(|(q, _)| q).collect();
+        assert!(pages.iter().any(|q| q.contains("startIndex=6")), "{pages:?}");
+        assert!(pages.iter().all(|q| q.contains("resultsPerPage=3")), "{pages:?}");
+        assert_eq!(data.requests.len(), 5, "{pages:?}");
+        assert!(data
+            .requests
+            .iter()
+            .all(|(_, key)| key.as_deref() == Some("nvd-key-for-tests")));
+    }
+    let sources = app
+        .get("/api/v1/vulnerabilities/sources", &app.register("viewer@msp.example").await.bearer())
+        .await;
+    assert_eq!(sources.body["counts"]["cves"], 9, "{}", sources.text);
+    assert_eq!(sources.body["counts"]["kev"], 4);
+    assert_eq!(sources.body["counts"]["epss"], 198);
+
+    let owner = app.register("owner@msp.example").await;
+    let rows = vec![
+        // Chrome: end excluding 112.0.5615.121.
+        software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.49", "Windows"),
+        software("WS-02", "Google Chrome", "Google LLC", "112.0.5615.121", "Windows"),
+        // Not Chrome, whatever its name and version say.
+        software("WS-02", "Chrome Remote Desktop Host", "Google LLC", "112.0.5615.49", "Windows"),
+        // 7-Zip: below 24.09 and at it; an empty version matches nothing;
+        // the rejected CVE matches nothing.
+        software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08", "windows"),
+        software("WS-02", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09", "windows"),
+        software("WS-03", "7-Zip 23.01 (x64)", "Igor Pavlov", "", "windows"),
+        // Firefox: 97.0.1 is inside; 97.0.2 is the fix, and the Android
+        // row (< 97.3.0) never applies to Windows.
+        software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.1", "Windows 11"),
+        software("WS-02", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.2", "Windows 11"),
+        software("WS-03", "Mozilla Firefox 91.6.0 ESR (x64 en-US)", "Mozilla", "91.6.0", "windows"),
+        // Edge: one build below the fix.
+        software("WS-03", "Microsoft Edge", "Microsoft Corporation", "121.0.2277.82", "windows"),
+        // Zoom: the NVD rows name their platform; the CNA record (no NVD
+        // configuration) covers the Windows desktop client below 5.16.5,
+        // and not the Mac.
+        software("WS-01", "Zoom", "Zoom Video Communications, Inc.", "5.9.1", "windows"),
+        software("MAC-01", "zoom.us", "Zoom Video Communications, Inc.", "5.9.0", "macOS"),
+        software("WS-02", "Zoom", "Zoom Video Communications, Inc.", "5.16.5", "windows"),
+        // Log4j (found through the dictionary): start including 2.4.0,
+        // end excluding 2.15.0; exact 2.0-rc1.
+        software("SRV-01", "log4j", "Apache Software Foundation", "2.4.0", "linux"),
+        software("SRV-02", "log4j", "Apache Software Foundation", "2.15.0", "linux"),
+        software("SRV-03", "log4j", "Apache Software Foundation", "2.0-rc1", "linux"),
+        // PuTTY: start excluding 0.70, end including 0.80.
+        software("WS-01", "PuTTY release 0.70 (64-bit)", "Simon Tatham", "0.70.0.0", "windows"),
+        software("WS-02", "PuTTY release 0.71 (64-bit)", "Simon Tatham", "0.71.0.0", "windows"),
+        software("WS-03", "PuTTY release 0.80 (64-bit)", "Simon Tatham", "0.80.0.0", "windows"),
+        software("WS-04", "PuTTY release 0.81 (64-bit)", "Simon Tatham", "0.81.0.0", "windows"),
+        // Xcode on a Mac, below 13.3.
+        software("MAC-01", "Xcode", "Apple", "13.2.1", "macOS"),
+        // Mapped by the tenant below to the firmware of an AND
+        // configuration (needs Siemens hardware) and to its hardware
+        // (vulnerable: false): neither may match on a PC.
+        software("WS-04", "SIMATIC Firmware Tool", "Siemens", "2.0", "windows"),
+        software("WS-04", "SIMATIC Hardware Tool", "Siemens", "1.0", "windows"),
+        // Percussion Rhythmyx, mapped by the tenant: end including 7.3.2.
+        software("SRV-01", "Rhythmyx CMS", "Percussion", "7.3.2", "windows"),
+        software("SRV-02", "Rhythmyx CMS", "Percussion", "7.3.3", "windows"),
+        // Nothing knows this one: it waits in the unmatched list.
+        software("WS-04", "Contoso Widget 3.1 (x64)", "Contoso Ltd.", "3.1", "windows"),
+    ];
+    app.seed(&owner, "rmm", &rows).await;
+    for (application, cpe) in [
+        ("SIMATIC Firmware Tool", "siemens:6bk1602-0aa12-0tp0_firmware"),
+        ("SIMATIC Hardware Tool", "siemens:6bk1602-0aa12-0tp0"),
+        ("Rhythmyx CMS", "percussion:rhythmyx"),
+    ] {
+        let put = app
+            .call(
+                reqwest::Method::PUT,
+                "/api/v1/vulnerabilities/mappings",
+                &owner.bearer(),
+                Some(json!({"application": application, "cpe": cpe})),
+            )
+            .await;
+        assert_eq!(put.status, 200, "{}", put.text);
+    }
+    let first = scan(&app, &owner, json!({})).await;
+    let expected: BTreeSet<_> = [
+        finding("WS-01", "Google Chrome", "112.0.5615.49", "CVE-2023-2033"),
+        finding("WS-01", "7-Zip 24.08 (x64)", "24.08", "CVE-2025-0411"),
+        finding("WS-01", "Mozilla Firefox (x64 en-US)", "97.0.1", "CVE-2022-26485"),
+        finding("WS-03", "Mozilla Firefox 91.6.0 ESR (x64 en-US)", "91.6.0", "CVE-2022-26485"),
+        finding("WS-03", "Microsoft Edge", "121.0.2277.82", "CVE-2024-21388"),
+        finding("WS-01", "Zoom", "5.9.1", "CVE-2022-22784"),
+        finding("WS-01", "Zoom", "5.9.1", "CVE-2024-24691"),
+        finding("MAC-01", "zoom.us", "5.9.0", "CVE-2022-22784"),
+        finding("SRV-01", "log4j", "2.4.0", "CVE-2021-44228"),
+        finding("SRV-03", "log4j", "2.0-rc1", "CVE-2021-44228"),
+        finding("WS-02", "PuTTY release 0.71 (64-bit)", "0.71.0.0", "CVE-1999-0001"),
+        finding("WS-03", "PuTTY release 0.80 (64-bit)", "0.80.0.0", "CVE-1999-0001"),
+        finding("MAC-01", "Xcode", "13.2.1", "CVE-2021-44228"),
+        finding("SRV-01", "Rhythmyx CMS", "7.3.2", "CVE-2021-44228"),
+    ]
+    .into_iter()
+    .collect();
+    let found = open_findings(&app, &owner).await;
+    assert_eq!(found, expected, "first scan: {first}");
+    assert_eq!(first["findings"], 14);
+    assert_eq!(first["new_findings"], 14);
+
+    // KEV and EPSS flow into the list; provenance and fixes into findings.
+    let list = app
+        .get("/api/v1/vulnerabilities/?kev=true&sort=cve_id", &owner.bearer())
+        .await;
+    let kev: Vec<&str> = list.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["cve_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(kev, ["CVE-2021-44228", "CVE-2022-26485", "CVE-2023-2033", "CVE-2025-0411"]);
+    let putty = app
+        .get("/api/v1/vulnerabilities/?epss_min=0.03&search=putty", &owner.bearer())
+        .await;
+    assert_eq!(putty.body["total"], 1, "{}", putty.text);
+    assert_eq!(putty.body["items"][0]["epss_score"], 0.03351);
+    assert_eq!(putty.body["items"][0]["severity"], "medium");
+    let chrome = app
+        .get("/api/v1/vulnerabilities/cve/CVE-2023-2033/devices", &owner.bearer())
+        .await;
+    let f = &chrome.body["items"][0];
+    assert_eq!(f["fix_version"], "112.0.5615.121");
+    assert_eq!(f["source"], "nvd");
+    assert_eq!(f["cpe"], "google:chrome");
+    assert_eq!(f["version_range"], "< 112.0.5615.121");
+    assert!(f["criteria"].as_str().unwrap().starts_with("cpe:2.3:a:google:chrome:"));
+    assert!(f["match_id"].is_string());
+    let zoom_cna = app
+        .get("/api/v1/vulnerabilities/cve/CVE-2024-24691/devices", &owner.bearer())
+        .await;
+    assert_eq!(zoom_cna.body["items"][0]["source"], "cna");
+    assert_eq!(zoom_cna.body["items"][0]["fix_version"], "5.16.5");
+    let log4j = app
+        .get("/api/v1/vulnerabilities/cve/CVE-2021-44228/devices", &owner.bearer())
+        .await;
+    let srv01 = log4j.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["device_name"] == "SRV-01" && f["application_name"] == "log4j")
+        .unwrap();
+    assert_eq!(srv01["version_range"], ">= 2.4.0, < 2.12.2");
+    assert_eq!(srv01["fix_version"], "2.12.2");
+
+    // Scan records, stats and the inventory's counts agree.
+    let scan_cves = app
+        .get(
+            &format!("/api/v1/vulnerabilities/scans/{}/vulnerabilities", first["id"].as_str().unwrap()),
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(scan_cves.body["total"], 8, "{}", scan_cves.text);
+    let devices = app
+        .get(
+            &format!(
+                "/api/v1/vulnerabilities/scans/{}/vulnerabilities/CVE-2021-44228/devices",
+                first["id"].as_str().unwrap()
+            ),
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(devices.body["total"], 4, "{}", devices.text);
+    let stats = app.get("/api/v1/vulnerabilities/stats", &owner.bearer()).await;
+    assert_eq!(stats.body["open_cves"], 8, "{}", stats.text);
+    assert_eq!(stats.body["kev_cves"], 4);
+    assert_eq!(stats.body["by_severity"]["critical"].as_i64().unwrap() >= 1, true);
+    assert_eq!(stats.body["top_cves"][0]["name"], "CVE-2021-44228");
+    let inventory = app.get("/api/v1/inventory/stats", &owner.bearer()).await;
+    assert_eq!(inventory.body["vulnerabilities"], 8, "{}", inventory.text);
+    let unmatched = app.get("/api/v1/vulnerabilities/unmatched", &owner.bearer()).await;
+    let names: Vec<&str> = unmatched.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["application"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["contoso widget"], "{}", unmatched.text);
+
+    // Upgrading 7-Zip and Chrome on WS-01 fixes their findings; a second
+    // scan changes nothing else.
+    let tenant = TenantId(owner.tenant_id.clone());
+    let mut tx = app.db().pool.begin().await.unwrap();
+    let after: Vec<MappedRow> = rows
+        .iter()
+        .map(|row| match row {
+            MappedRow::Inventory(item) if item.device_name.as_deref() == Some("WS-01")
+                && item.application_name.as_deref() == Some("7-Zip 24.08 (x64)") =>
+            {
+                software("WS-01", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09", "windows")
+            }
+            MappedRow::Inventory(item) if item.device_name.as_deref() == Some("WS-01")
+                && item.application_name.as_deref() == Some("Google Chrome") =>
+            {
+                software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.121", "Windows")
+            }
+            other => other.clone(),
+        })
+        .collect();
+    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", "run-2", &after)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    cairn::integrations::storage::prune_unseen(app.db(), &tenant, "rmm", "run-2")
+        .await
+        .unwrap();
+    // Mapping the unmatched application to nothing takes it off the list.
+    let put = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/vulnerabilities/mappings",
+            &owner.bearer(),
+            Some(json!({"application": "Contoso Widget 4.0", "cpe": null})),
+        )
+        .await;
+    assert_eq!(put.body["application"], "contoso widget", "{}", put.text);
+    let second = scan(&app, &owner, json!({})).await;
+    let unmatched = app.get("/api/v1/vulnerabilities/unmatched", &owner.bearer()).await;
+    assert_eq!(unmatched.body["total"], 0, "{}", unmatched.text);
+    assert_eq!(second["fixed_findings"], 2, "{second}");
+    assert_eq!(second["new_findings"], 0);
+    let fixed = app
+        .get("/api/v1/vulnerabilities/?status=fixed&sort=cve_id", &owner.bearer())
+        .await;
+    let fixed: Vec<&str> = fixed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["cve_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(fixed, ["CVE-2023-2033", "CVE-2025-0411"]);
+    assert_eq!(open_findings(&app, &owner).await.len(), 12);
+
+    // A device scan covers that device only.
+    let device_scan = app
+        .post(
+            "/api/v1/vulnerabilities/scan-device",
+            &owner.bearer(),
+            json!({"device_name": "MAC-01"}),
+        )
+        .await;
+    assert_eq!(device_scan.status, 202, "{}", device_scan.text);
+    let done = wait_for_scan(&app, &owner, device_scan.body["id"].as_str().unwrap()).await;
+    assert_eq!(done["findings"], 2, "{done}");
+    assert_eq!(done["devices"], 1);
+    app.finish().await;
+}
+
+async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
+    let Some((app, _nvd)) = loaded(backend).await else {
+        return;
+    };
+    let a = app.register("a@msp.example").await;
+    let b = app.register("b@other.example").await;
+    app.seed(
+        &a,
+        "rmm",
+        &[software("A-PC", "Google Chrome", "Google LLC", "112.0.5615.49", "windows")],
+    )
+    .await;
+    let scan_a = scan(&app, &a, json!({})).await;
+    let id = scan_a["id"].as_str().unwrap();
+    assert_eq!(scan_a["findings"], 1);
+    let put = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/vulnerabilities/mappings",
+            &a.bearer(),
+            Some(json!({"application": "Foo", "cpe": "foo:foo"})),
+        )
+        .await;
+    assert_eq!(put.status, 200);
+    // B sees none of it, through every route.
+    for path in [
+        "/api/v1/vulnerabilities/".to_string(),
+        "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices".to_string(),
+        "/api/v1/vulnerabilities/scans".to_string(),
+        "/api/v1/vulnerabilities/unmatched".to_string(),
+    ] {
+        let resp = app.get(&path, &b.bearer()).await;
+        assert_eq!(resp.status, 200, "{path}: {}", resp.text);
+        assert_eq!(resp.body["total"], 0, "{path}: {}", resp.text);
+    }
+    for path in [
+        format!("/api/v1/vulnerabilities/scans/{id}"),
+        format!("/api/v1/vulnerabilities/scans/{id}/vulnerabilities"),
+        format!("/api/v1/vulnerabilities/scans/{id}/vulnerabilities/CVE-2023-2033/devices"),
+    ] {
+        app.get(&path, &b.bearer()).await.assert_error(404);
+    }
+    let stats = app.get("/api/v1/vulnerabilities/stats", &b.bearer()).await;
+    assert_eq!(stats.body["open_cves"], 0);
+    let mappings = app.get("/api/v1/vulnerabilities/mappings", &b.bearer()).await;
+    assert_eq!(mappings.body, json!([]));
+    app.delete("/api/v1/vulnerabilities/mappings/Foo", &b.bearer())
+        .await
+        .assert_error(404);
+    app.post(
+        "/api/v1/vulnerabilities/scan-device",
+        &b.bearer(),
+        json!({"device_name": "A-PC"}),
+    )
+    .await
+    .assert_error(404);
+    // B's own full scan finds nothing and fixes nothing of A's.
+    let scan_b = scan(&app, &b, json!({})).await;
+    assert_eq!(scan_b["findings"], 0);
+    assert_eq!(scan_b["fixed_findings"], 0);
+    let still = app.get("/api/v1/vulnerabilities/", &a.bearer()).await;
+    assert_eq!(still.body["total"], 1);
+    app.finish().await;
+}
+
+async fn bad_input_is_refused_with_the_field(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let member = app.add_member(&owner, "member@msp.example", "member").await;
+    for (path, field) in [
+        ("/api/v1/vulnerabilities/?severity=urgent", "severity"),
+        ("/api/v1/vulnerabilities/?sort=drop table", "sort"),
+        ("/api/v1/vulnerabilities/?epss_min=2", "epss_min"),
+        ("/api/v1/vulnerabilities/?status=gone", "status"),
+        ("/api/v1/vulnerabilities/cve/CVE-1/devices?status=x", "status"),
+    ] {
+        let resp = app.get(path, &owner.bearer()).await;
+        resp.assert_error(422);
+        assert_eq!(resp.body["field"], field, "{path}: {}", resp.text);
+    }
+    let resp = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/vulnerabilities/mappings",
+            &owner.bearer(),
+            Some(json!({"application": "7-Zip", "cpe": "not a cpe"})),
+        )
+        .await;
+    resp.assert_error(422);
+    assert_eq!(resp.body["field"], "cpe");
+    app.call(
+        reqwest::Method::PUT,
+        "/api/v1/vulnerabilities/mappings",
+        &member.bearer(),
+        Some(json!({"application": "7-Zip", "cpe": "7-zip:7-zip"})),
+    )
+    .await
+    .assert_error(403);
+    let resp = app
+        .post("/api/v1/vulnerabilities/scan", &owner.bearer(), json!({"application": ""}))
+        .await;
+    resp.assert_error(422);
+    app.post("/api/v1/vulnerabilities/scan", &owner.bearer(), json!({"nonsense": 1}))
+        .await
+        .assert_error(422);
+    app.post(
+        "/api/v1/vulnerabilities/scan-device",
+        &owner.bearer(),
+        json!({"device_name": "NOWHERE"}),
+    )
+    .await
+    .assert_error(404);
+    app.finish().await;
+}

@@ -1,0 +1,170 @@
+//! A fake NVD CVE API 2.0 on 127.0.0.1, with the KEV catalog and the EPSS
+//! CSV beside it: `startIndex`/`resultsPerPage` paging with NVD's page
+//! envelope, `lastModStartDate`/`lastModEndDate` filtering, and refusals
+//! on request (403 as NVD rate-limits, 503 as it fails).
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{json, Value};
+
+/// The real fixtures directory of the steering repository.
+pub fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures")
+}
+
+/// Every NVD record of `fixtures/nvd`, as NVD API `cve` objects.
+pub fn fixture_records() -> Vec<Value> {
+    let mut paths: Vec<_> = std::fs::read_dir(fixtures().join("nvd"))
+        .expect("nvd fixtures")
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+#[derive(Default)]
+pub struct NvdData {
+    pub records: Vec<Value>,
+    /// Statuses to answer with, one per request, before serving normally.
+    pub refusals: Vec<(usize, u16)>,
+    /// Every request's query string and `apiKey` header.
+    pub requests: Vec<(String, Option<String>)>,
+}
+
+#[derive(Clone)]
+pub struct FakeNvd {
+    pub base_url: String,
+    pub data: Arc<Mutex<NvdData>>,
+}
+
+impl FakeNvd {
+    pub fn api_url(&self) -> String {
+        format!("{}/rest/json/cves/2.0", self.base_url)
+    }
+    pub fn kev_url(&self) -> String {
+        format!("{}/kev.json", self.base_url)
+    }
+    pub fn epss_url(&self) -> String {
+        format!("{}/epss_scores-current.csv.gz", self.base_url)
+    }
+
+    pub async fn start(records: Vec<Value>) -> FakeNvd {
+        let data = Arc::new(Mutex::new(NvdData {
+            records,
+            ..Default::default()
+        }));
+        let app = axum::Router::new()
+            .route("/rest/json/cves/2.0", get(cves))
+            .route("/kev.json", get(kev))
+            .route("/epss_scores-current.csv.gz", get(epss))
+            .with_state(data.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeNvd {
+            base_url: format!("http://{addr}"),
+            data,
+        }
+    }
+}
+
+fn nvd_time(raw: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    chrono::DateTime::parse_from_rfc3339(raw).ok().or_else(|| {
+        chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f")
+            .ok()
+            .map(|t| t.and_utc().fixed_offset())
+    })
+}
+
+async fn cves(
+    State(data): State<Arc<Mutex<NvdData>>>,
+    headers: HeaderMap,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let mut data = data.lock().unwrap();
+    let raw_query: Vec<String> = {
+        let mut pairs: Vec<_> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        pairs.sort();
+        pairs
+    };
+    data.requests.push((
+        raw_query.join("&"),
+        headers
+            .get("apiKey")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    ));
+    let request_number = data.requests.len();
+    if let Some((_, status)) = data.refusals.iter().find(|(n, _)| *n == request_number) {
+        let status = StatusCode::from_u16(*status).unwrap();
+        return (status, "refused by the fake").into_response();
+    }
+    let per_page: usize = query
+        .get("resultsPerPage")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    if per_page > 2000 {
+        return (StatusCode::NOT_FOUND, "").into_response();
+    }
+    let start: usize = query
+        .get("startIndex")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let window = match (query.get("lastModStartDate"), query.get("lastModEndDate")) {
+        (Some(a), Some(b)) => match (nvd_time(a), nvd_time(b)) {
+            (Some(a), Some(b)) if (b - a).num_days() <= 120 => Some((a, b)),
+            _ => return (StatusCode::BAD_REQUEST, "bad date range").into_response(),
+        },
+        (None, None) => None,
+        _ => return (StatusCode::BAD_REQUEST, "both dates or neither").into_response(),
+    };
+    let matching: Vec<&Value> = data
+        .records
+        .iter()
+        .filter(|r| match window {
+            None => true,
+            Some((a, b)) => r["lastModified"]
+                .as_str()
+                .and_then(nvd_time)
+                .is_some_and(|t| t >= a && t <= b),
+        })
+        .collect();
+    let page: Vec<Value> = matching
+        .iter()
+        .skip(start)
+        .take(per_page)
+        .map(|r| json!({"cve": r}))
+        .collect();
+    axum::Json(json!({
+        "resultsPerPage": page.len(),
+        "startIndex": start,
+        "totalResults": matching.len(),
+        "format": "NVD_CVE",
+        "version": "2.0",
+        "timestamp": "2026-11-23T12:00:00.000",
+        "vulnerabilities": page,
+    }))
+    .into_response()
+}
+
+async fn kev() -> Response {
+    let bytes = std::fs::read(fixtures().join("kev/known_exploited_vulnerabilities_selected.json")).unwrap();
+    ([("content-type", "application/json")], bytes).into_response()
+}
+
+async fn epss() -> Response {
+    let plain = std::fs::read(fixtures().join("epss/epss_scores-current_first200.csv")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    ([("content-type", "application/gzip")], gz.finish().unwrap()).into_response()
+}
