@@ -81,7 +81,10 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
                 }
             }
             eprintln!("imported in {:.1} s", started.elapsed().as_secs_f64());
-            if reports.iter().any(|r| r.written > 0 && (r.kind == "nvd" || r.kind == "cve5")) {
+            if reports
+                .iter()
+                .any(|r| r.written > 0 && (r.kind == "nvd" || r.kind == "cve5"))
+            {
                 cairn::vulnerabilities::request_rescans(&db).await?;
             }
         }

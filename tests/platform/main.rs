@@ -10,6 +10,6 @@ mod oauth;
 mod portal;
 mod rmm;
 mod search;
-mod vulnerabilities;
 mod service;
 mod tenancy;
+mod vulnerabilities;

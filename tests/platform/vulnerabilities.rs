@@ -119,7 +119,10 @@ async fn run_source(app: &TestApp, source: &str) {
             "error" => panic!("{source} job failed: {error:?}"),
             _ => {}
         }
-        assert!(std::time::Instant::now() < deadline, "{source} job did not finish");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{source} job did not finish"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -143,7 +146,9 @@ fn software(device: &str, name: &str, publisher: &str, version: &str, platform: 
 
 /// Starts a full scan and waits until it has finished; returns it.
 async fn scan(app: &TestApp, account: &Account, body: Value) -> Value {
-    let started = app.post("/api/v1/vulnerabilities/scan", &account.bearer(), body).await;
+    let started = app
+        .post("/api/v1/vulnerabilities/scan", &account.bearer(), body)
+        .await;
     assert_eq!(started.status, 202, "{}", started.text);
     wait_for_scan(app, account, started.body["id"].as_str().unwrap()).await
 }
@@ -152,7 +157,10 @@ async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let resp = app
-            .get(&format!("/api/v1/vulnerabilities/scans/{id}"), &account.bearer())
+            .get(
+                &format!("/api/v1/vulnerabilities/scans/{id}"),
+                &account.bearer(),
+            )
             .await;
         assert_eq!(resp.status, 200, "{}", resp.text);
         match resp.body["status"].as_str().unwrap_or("") {
@@ -160,13 +168,20 @@ async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
             "failed" => panic!("scan failed: {}", resp.text),
             _ => {}
         }
-        assert!(std::time::Instant::now() < deadline, "scan did not finish: {}", resp.text);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "scan did not finish: {}",
+            resp.text
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 
 /// (device, application, version, CVE) of every open finding.
-async fn open_findings(app: &TestApp, account: &Account) -> BTreeSet<(String, String, String, String)> {
+async fn open_findings(
+    app: &TestApp,
+    account: &Account,
+) -> BTreeSet<(String, String, String, String)> {
     let list = app
         .get("/api/v1/vulnerabilities/?limit=500", &account.bearer())
         .await;
@@ -230,8 +245,14 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         let data = nvd.data.lock().unwrap();
         // 9 records at 3 a page: 3 pages (+1 empty-safe) plus 2 refusals.
         let pages: Vec<&String> = data.requests.iter().map(|(q, _)| q).collect();
-        assert!(pages.iter().any(|q| q.contains("startIndex=6")), "{pages:?}");
-        assert!(pages.iter().all(|q| q.contains("resultsPerPage=3")), "{pages:?}");
+        assert!(
+            pages.iter().any(|q| q.contains("startIndex=6")),
+            "{pages:?}"
+        );
+        assert!(
+            pages.iter().all(|q| q.contains("resultsPerPage=3")),
+            "{pages:?}"
+        );
         assert_eq!(data.requests.len(), 5, "{pages:?}");
         assert!(data
             .requests
@@ -239,7 +260,10 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
             .all(|(_, key)| key.as_deref() == Some("nvd-key-for-tests")));
     }
     let sources = app
-        .get("/api/v1/vulnerabilities/sources", &app.register("viewer@msp.example").await.bearer())
+        .get(
+            "/api/v1/vulnerabilities/sources",
+            &app.register("viewer@msp.example").await.bearer(),
+        )
         .await;
     assert_eq!(sources.body["counts"]["cves"], 9, "{}", sources.text);
     assert_eq!(sources.body["counts"]["kev"], 4);
@@ -248,54 +272,189 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     let owner = app.register("owner@msp.example").await;
     let rows = vec![
         // Chrome: end excluding 112.0.5615.121.
-        software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.49", "Windows"),
-        software("WS-02", "Google Chrome", "Google LLC", "112.0.5615.121", "Windows"),
+        software(
+            "WS-01",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.49",
+            "Windows",
+        ),
+        software(
+            "WS-02",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.121",
+            "Windows",
+        ),
         // Not Chrome, whatever its name and version say.
-        software("WS-02", "Chrome Remote Desktop Host", "Google LLC", "112.0.5615.49", "Windows"),
+        software(
+            "WS-02",
+            "Chrome Remote Desktop Host",
+            "Google LLC",
+            "112.0.5615.49",
+            "Windows",
+        ),
         // 7-Zip: below 24.09 and at it; an empty version matches nothing;
         // the rejected CVE matches nothing.
-        software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08", "windows"),
-        software("WS-02", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09", "windows"),
+        software(
+            "WS-01",
+            "7-Zip 24.08 (x64)",
+            "Igor Pavlov",
+            "24.08",
+            "windows",
+        ),
+        software(
+            "WS-02",
+            "7-Zip 24.09 (x64)",
+            "Igor Pavlov",
+            "24.09",
+            "windows",
+        ),
         software("WS-03", "7-Zip 23.01 (x64)", "Igor Pavlov", "", "windows"),
         // Firefox: 97.0.1 is inside; 97.0.2 is the fix, and the Android
         // row (< 97.3.0) never applies to Windows.
-        software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.1", "Windows 11"),
-        software("WS-02", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.2", "Windows 11"),
-        software("WS-03", "Mozilla Firefox 91.6.0 ESR (x64 en-US)", "Mozilla", "91.6.0", "windows"),
+        software(
+            "WS-01",
+            "Mozilla Firefox (x64 en-US)",
+            "Mozilla",
+            "97.0.1",
+            "Windows 11",
+        ),
+        software(
+            "WS-02",
+            "Mozilla Firefox (x64 en-US)",
+            "Mozilla",
+            "97.0.2",
+            "Windows 11",
+        ),
+        software(
+            "WS-03",
+            "Mozilla Firefox 91.6.0 ESR (x64 en-US)",
+            "Mozilla",
+            "91.6.0",
+            "windows",
+        ),
         // Edge: one build below the fix.
-        software("WS-03", "Microsoft Edge", "Microsoft Corporation", "121.0.2277.82", "windows"),
+        software(
+            "WS-03",
+            "Microsoft Edge",
+            "Microsoft Corporation",
+            "121.0.2277.82",
+            "windows",
+        ),
         // Zoom: the NVD rows name their platform; the CNA record (no NVD
         // configuration) covers the Windows desktop client below 5.16.5,
         // and not the Mac.
-        software("WS-01", "Zoom", "Zoom Video Communications, Inc.", "5.9.1", "windows"),
-        software("MAC-01", "zoom.us", "Zoom Video Communications, Inc.", "5.9.0", "macOS"),
-        software("WS-02", "Zoom", "Zoom Video Communications, Inc.", "5.16.5", "windows"),
+        software(
+            "WS-01",
+            "Zoom",
+            "Zoom Video Communications, Inc.",
+            "5.9.1",
+            "windows",
+        ),
+        software(
+            "MAC-01",
+            "zoom.us",
+            "Zoom Video Communications, Inc.",
+            "5.9.0",
+            "macOS",
+        ),
+        software(
+            "WS-02",
+            "Zoom",
+            "Zoom Video Communications, Inc.",
+            "5.16.5",
+            "windows",
+        ),
         // Log4j (found through the dictionary): start including 2.4.0,
         // end excluding 2.15.0; exact 2.0-rc1.
-        software("SRV-01", "log4j", "Apache Software Foundation", "2.4.0", "linux"),
-        software("SRV-02", "log4j", "Apache Software Foundation", "2.15.0", "linux"),
-        software("SRV-03", "log4j", "Apache Software Foundation", "2.0-rc1", "linux"),
+        software(
+            "SRV-01",
+            "log4j",
+            "Apache Software Foundation",
+            "2.4.0",
+            "linux",
+        ),
+        software(
+            "SRV-02",
+            "log4j",
+            "Apache Software Foundation",
+            "2.15.0",
+            "linux",
+        ),
+        software(
+            "SRV-03",
+            "log4j",
+            "Apache Software Foundation",
+            "2.0-rc1",
+            "linux",
+        ),
         // PuTTY: start excluding 0.70, end including 0.80.
-        software("WS-01", "PuTTY release 0.70 (64-bit)", "Simon Tatham", "0.70.0.0", "windows"),
-        software("WS-02", "PuTTY release 0.71 (64-bit)", "Simon Tatham", "0.71.0.0", "windows"),
-        software("WS-03", "PuTTY release 0.80 (64-bit)", "Simon Tatham", "0.80.0.0", "windows"),
-        software("WS-04", "PuTTY release 0.81 (64-bit)", "Simon Tatham", "0.81.0.0", "windows"),
+        software(
+            "WS-01",
+            "PuTTY release 0.70 (64-bit)",
+            "Simon Tatham",
+            "0.70.0.0",
+            "windows",
+        ),
+        software(
+            "WS-02",
+            "PuTTY release 0.71 (64-bit)",
+            "Simon Tatham",
+            "0.71.0.0",
+            "windows",
+        ),
+        software(
+            "WS-03",
+            "PuTTY release 0.80 (64-bit)",
+            "Simon Tatham",
+            "0.80.0.0",
+            "windows",
+        ),
+        software(
+            "WS-04",
+            "PuTTY release 0.81 (64-bit)",
+            "Simon Tatham",
+            "0.81.0.0",
+            "windows",
+        ),
         // Xcode on a Mac, below 13.3.
         software("MAC-01", "Xcode", "Apple", "13.2.1", "macOS"),
         // Mapped by the tenant below to the firmware of an AND
         // configuration (needs Siemens hardware) and to its hardware
         // (vulnerable: false): neither may match on a PC.
-        software("WS-04", "SIMATIC Firmware Tool", "Siemens", "2.0", "windows"),
-        software("WS-04", "SIMATIC Hardware Tool", "Siemens", "1.0", "windows"),
+        software(
+            "WS-04",
+            "SIMATIC Firmware Tool",
+            "Siemens",
+            "2.0",
+            "windows",
+        ),
+        software(
+            "WS-04",
+            "SIMATIC Hardware Tool",
+            "Siemens",
+            "1.0",
+            "windows",
+        ),
         // Percussion Rhythmyx, mapped by the tenant: end including 7.3.2.
         software("SRV-01", "Rhythmyx CMS", "Percussion", "7.3.2", "windows"),
         software("SRV-02", "Rhythmyx CMS", "Percussion", "7.3.3", "windows"),
         // Nothing knows this one: it waits in the unmatched list.
-        software("WS-04", "Contoso Widget 3.1 (x64)", "Contoso Ltd.", "3.1", "windows"),
+        software(
+            "WS-04",
+            "Contoso Widget 3.1 (x64)",
+            "Contoso Ltd.",
+            "3.1",
+            "windows",
+        ),
     ];
     app.seed(&owner, "rmm", &rows).await;
     for (application, cpe) in [
-        ("SIMATIC Firmware Tool", "siemens:6bk1602-0aa12-0tp0_firmware"),
+        (
+            "SIMATIC Firmware Tool",
+            "siemens:6bk1602-0aa12-0tp0_firmware",
+        ),
         ("SIMATIC Hardware Tool", "siemens:6bk1602-0aa12-0tp0"),
         ("Rhythmyx CMS", "percussion:rhythmyx"),
     ] {
@@ -313,16 +472,36 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     let expected: BTreeSet<_> = [
         finding("WS-01", "Google Chrome", "112.0.5615.49", "CVE-2023-2033"),
         finding("WS-01", "7-Zip 24.08 (x64)", "24.08", "CVE-2025-0411"),
-        finding("WS-01", "Mozilla Firefox (x64 en-US)", "97.0.1", "CVE-2022-26485"),
-        finding("WS-03", "Mozilla Firefox 91.6.0 ESR (x64 en-US)", "91.6.0", "CVE-2022-26485"),
+        finding(
+            "WS-01",
+            "Mozilla Firefox (x64 en-US)",
+            "97.0.1",
+            "CVE-2022-26485",
+        ),
+        finding(
+            "WS-03",
+            "Mozilla Firefox 91.6.0 ESR (x64 en-US)",
+            "91.6.0",
+            "CVE-2022-26485",
+        ),
         finding("WS-03", "Microsoft Edge", "121.0.2277.82", "CVE-2024-21388"),
         finding("WS-01", "Zoom", "5.9.1", "CVE-2022-22784"),
         finding("WS-01", "Zoom", "5.9.1", "CVE-2024-24691"),
         finding("MAC-01", "zoom.us", "5.9.0", "CVE-2022-22784"),
         finding("SRV-01", "log4j", "2.4.0", "CVE-2021-44228"),
         finding("SRV-03", "log4j", "2.0-rc1", "CVE-2021-44228"),
-        finding("WS-02", "PuTTY release 0.71 (64-bit)", "0.71.0.0", "CVE-1999-0001"),
-        finding("WS-03", "PuTTY release 0.80 (64-bit)", "0.80.0.0", "CVE-1999-0001"),
+        finding(
+            "WS-02",
+            "PuTTY release 0.71 (64-bit)",
+            "0.71.0.0",
+            "CVE-1999-0001",
+        ),
+        finding(
+            "WS-03",
+            "PuTTY release 0.80 (64-bit)",
+            "0.80.0.0",
+            "CVE-1999-0001",
+        ),
         finding("MAC-01", "Xcode", "13.2.1", "CVE-2021-44228"),
         finding("SRV-01", "Rhythmyx CMS", "7.3.2", "CVE-2021-44228"),
     ]
@@ -335,7 +514,10 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
 
     // KEV and EPSS flow into the list; provenance and fixes into findings.
     let list = app
-        .get("/api/v1/vulnerabilities/?kev=true&sort=cve_id", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/?kev=true&sort=cve_id",
+            &owner.bearer(),
+        )
         .await;
     let kev: Vec<&str> = list.body["items"]
         .as_array()
@@ -343,30 +525,53 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         .iter()
         .map(|v| v["cve_id"].as_str().unwrap())
         .collect();
-    assert_eq!(kev, ["CVE-2021-44228", "CVE-2022-26485", "CVE-2023-2033", "CVE-2025-0411"]);
+    assert_eq!(
+        kev,
+        [
+            "CVE-2021-44228",
+            "CVE-2022-26485",
+            "CVE-2023-2033",
+            "CVE-2025-0411"
+        ]
+    );
     let putty = app
-        .get("/api/v1/vulnerabilities/?epss_min=0.03&search=putty", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/?epss_min=0.03&search=putty",
+            &owner.bearer(),
+        )
         .await;
     assert_eq!(putty.body["total"], 1, "{}", putty.text);
     assert_eq!(putty.body["items"][0]["epss_score"], 0.03351);
     assert_eq!(putty.body["items"][0]["severity"], "medium");
     let chrome = app
-        .get("/api/v1/vulnerabilities/cve/CVE-2023-2033/devices", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices",
+            &owner.bearer(),
+        )
         .await;
     let f = &chrome.body["items"][0];
     assert_eq!(f["fix_version"], "112.0.5615.121");
     assert_eq!(f["source"], "nvd");
     assert_eq!(f["cpe"], "google:chrome");
     assert_eq!(f["version_range"], "< 112.0.5615.121");
-    assert!(f["criteria"].as_str().unwrap().starts_with("cpe:2.3:a:google:chrome:"));
+    assert!(f["criteria"]
+        .as_str()
+        .unwrap()
+        .starts_with("cpe:2.3:a:google:chrome:"));
     assert!(f["match_id"].is_string());
     let zoom_cna = app
-        .get("/api/v1/vulnerabilities/cve/CVE-2024-24691/devices", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2024-24691/devices",
+            &owner.bearer(),
+        )
         .await;
     assert_eq!(zoom_cna.body["items"][0]["source"], "cna");
     assert_eq!(zoom_cna.body["items"][0]["fix_version"], "5.16.5");
     let log4j = app
-        .get("/api/v1/vulnerabilities/cve/CVE-2021-44228/devices", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2021-44228/devices",
+            &owner.bearer(),
+        )
         .await;
     let srv01 = log4j.body["items"]
         .as_array()
@@ -380,7 +585,10 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     // Scan records, stats and the inventory's counts agree.
     let scan_cves = app
         .get(
-            &format!("/api/v1/vulnerabilities/scans/{}/vulnerabilities", first["id"].as_str().unwrap()),
+            &format!(
+                "/api/v1/vulnerabilities/scans/{}/vulnerabilities",
+                first["id"].as_str().unwrap()
+            ),
             &owner.bearer(),
         )
         .await;
@@ -395,14 +603,21 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         )
         .await;
     assert_eq!(devices.body["total"], 4, "{}", devices.text);
-    let stats = app.get("/api/v1/vulnerabilities/stats", &owner.bearer()).await;
+    let stats = app
+        .get("/api/v1/vulnerabilities/stats", &owner.bearer())
+        .await;
     assert_eq!(stats.body["open_cves"], 8, "{}", stats.text);
     assert_eq!(stats.body["kev_cves"], 4);
-    assert_eq!(stats.body["by_severity"]["critical"].as_i64().unwrap() >= 1, true);
+    assert_eq!(
+        stats.body["by_severity"]["critical"].as_i64().unwrap() >= 1,
+        true
+    );
     assert_eq!(stats.body["top_cves"][0]["name"], "CVE-2021-44228");
     let inventory = app.get("/api/v1/inventory/stats", &owner.bearer()).await;
     assert_eq!(inventory.body["vulnerabilities"], 8, "{}", inventory.text);
-    let unmatched = app.get("/api/v1/vulnerabilities/unmatched", &owner.bearer()).await;
+    let unmatched = app
+        .get("/api/v1/vulnerabilities/unmatched", &owner.bearer())
+        .await;
     let names: Vec<&str> = unmatched.body["items"]
         .as_array()
         .unwrap()
@@ -418,15 +633,29 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     let after: Vec<MappedRow> = rows
         .iter()
         .map(|row| match row {
-            MappedRow::Inventory(item) if item.device_name.as_deref() == Some("WS-01")
-                && item.application_name.as_deref() == Some("7-Zip 24.08 (x64)") =>
+            MappedRow::Inventory(item)
+                if item.device_name.as_deref() == Some("WS-01")
+                    && item.application_name.as_deref() == Some("7-Zip 24.08 (x64)") =>
             {
-                software("WS-01", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09", "windows")
+                software(
+                    "WS-01",
+                    "7-Zip 24.09 (x64)",
+                    "Igor Pavlov",
+                    "24.09",
+                    "windows",
+                )
             }
-            MappedRow::Inventory(item) if item.device_name.as_deref() == Some("WS-01")
-                && item.application_name.as_deref() == Some("Google Chrome") =>
+            MappedRow::Inventory(item)
+                if item.device_name.as_deref() == Some("WS-01")
+                    && item.application_name.as_deref() == Some("Google Chrome") =>
             {
-                software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.121", "Windows")
+                software(
+                    "WS-01",
+                    "Google Chrome",
+                    "Google LLC",
+                    "112.0.5615.121",
+                    "Windows",
+                )
             }
             other => other.clone(),
         })
@@ -449,12 +678,17 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         .await;
     assert_eq!(put.body["application"], "contoso widget", "{}", put.text);
     let second = scan(&app, &owner, json!({})).await;
-    let unmatched = app.get("/api/v1/vulnerabilities/unmatched", &owner.bearer()).await;
+    let unmatched = app
+        .get("/api/v1/vulnerabilities/unmatched", &owner.bearer())
+        .await;
     assert_eq!(unmatched.body["total"], 0, "{}", unmatched.text);
     assert_eq!(second["fixed_findings"], 2, "{second}");
     assert_eq!(second["new_findings"], 0);
     let fixed = app
-        .get("/api/v1/vulnerabilities/?status=fixed&sort=cve_id", &owner.bearer())
+        .get(
+            "/api/v1/vulnerabilities/?status=fixed&sort=cve_id",
+            &owner.bearer(),
+        )
         .await;
     let fixed: Vec<&str> = fixed.body["items"]
         .as_array()
@@ -489,7 +723,13 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
     app.seed(
         &a,
         "rmm",
-        &[software("A-PC", "Google Chrome", "Google LLC", "112.0.5615.49", "windows")],
+        &[software(
+            "A-PC",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.49",
+            "windows",
+        )],
     )
     .await;
     let scan_a = scan(&app, &a, json!({})).await;
@@ -524,7 +764,9 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
     }
     let stats = app.get("/api/v1/vulnerabilities/stats", &b.bearer()).await;
     assert_eq!(stats.body["open_cves"], 0);
-    let mappings = app.get("/api/v1/vulnerabilities/mappings", &b.bearer()).await;
+    let mappings = app
+        .get("/api/v1/vulnerabilities/mappings", &b.bearer())
+        .await;
     assert_eq!(mappings.body, json!([]));
     app.delete("/api/v1/vulnerabilities/mappings/Foo", &b.bearer())
         .await
@@ -556,7 +798,10 @@ async fn bad_input_is_refused_with_the_field(backend: Backend) {
         ("/api/v1/vulnerabilities/?sort=drop table", "sort"),
         ("/api/v1/vulnerabilities/?epss_min=2", "epss_min"),
         ("/api/v1/vulnerabilities/?status=gone", "status"),
-        ("/api/v1/vulnerabilities/cve/CVE-1/devices?status=x", "status"),
+        (
+            "/api/v1/vulnerabilities/cve/CVE-1/devices?status=x",
+            "status",
+        ),
     ] {
         let resp = app.get(path, &owner.bearer()).await;
         resp.assert_error(422);
@@ -581,12 +826,20 @@ async fn bad_input_is_refused_with_the_field(backend: Backend) {
     .await
     .assert_error(403);
     let resp = app
-        .post("/api/v1/vulnerabilities/scan", &owner.bearer(), json!({"application": ""}))
+        .post(
+            "/api/v1/vulnerabilities/scan",
+            &owner.bearer(),
+            json!({"application": ""}),
+        )
         .await;
     resp.assert_error(422);
-    app.post("/api/v1/vulnerabilities/scan", &owner.bearer(), json!({"nonsense": 1}))
-        .await
-        .assert_error(422);
+    app.post(
+        "/api/v1/vulnerabilities/scan",
+        &owner.bearer(),
+        json!({"nonsense": 1}),
+    )
+    .await
+    .assert_error(422);
     app.post(
         "/api/v1/vulnerabilities/scan-device",
         &owner.bearer(),

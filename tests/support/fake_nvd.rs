@@ -158,7 +158,8 @@ async fn cves(
 }
 
 async fn kev() -> Response {
-    let bytes = std::fs::read(fixtures().join("kev/known_exploited_vulnerabilities_selected.json")).unwrap();
+    let bytes = std::fs::read(fixtures().join("kev/known_exploited_vulnerabilities_selected.json"))
+        .unwrap();
     ([("content-type", "application/json")], bytes).into_response()
 }
 

@@ -13,6 +13,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
         Some("inventory") => per_backend("bench-inventory"),
+        Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
             crate::components::build_all("release")?;
             process::run(
@@ -26,7 +27,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             build_bench("bench-portal")?;
             process::run("target/release/bench-portal", &[], &[])
         }
-        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|csv|portal>".into()),
+        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|vuln|csv|portal>".into()),
     }
 }
 

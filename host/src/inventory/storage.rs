@@ -241,7 +241,9 @@ async fn cves_by_rolled_up_name(
 ) -> sqlx::Result<std::collections::HashMap<String, std::collections::HashSet<String>>> {
     let mut out: std::collections::HashMap<String, std::collections::HashSet<String>> =
         Default::default();
-    for (installed, cves) in crate::vulnerabilities::views::open_cves_by_application(db, tenant).await? {
+    for (installed, cves) in
+        crate::vulnerabilities::views::open_cves_by_application(db, tenant).await?
+    {
         if let Some(name) = normalize::application_name(&installed) {
             out.entry(name).or_default().extend(cves);
         }
@@ -358,7 +360,9 @@ pub async fn installed_software(
     scope: &SoftwareScope,
 ) -> sqlx::Result<Vec<InstalledSoftware>> {
     let names = match &scope.device_name {
-        Some(device) => Some(serde_json::to_string(&asset_names(db, tenant, device).await?).unwrap_or_default()),
+        Some(device) => {
+            Some(serde_json::to_string(&asset_names(db, tenant, device).await?).unwrap_or_default())
+        }
         None => None,
     };
     let device_filter = match db.backend {
@@ -389,7 +393,9 @@ pub async fn installed_software(
         // The prefix narrows; the rollup's name rule decides.
         Some(name) => rows
             .into_iter()
-            .filter(|r| normalize::application_name(&r.application_name).is_some_and(|n| &n == name))
+            .filter(|r| {
+                normalize::application_name(&r.application_name).is_some_and(|n| &n == name)
+            })
             .collect(),
         None => rows,
     })

@@ -197,7 +197,8 @@ mod tests {
         for line in text.lines().skip(1) {
             let cells: Vec<&str> = line.split(',').collect();
             let (a, b, expected) = (cells[0], cells[1], cells[2]);
-            let plain = |v: &str| v.chars().all(|c| c.is_ascii_digit() || c == '.') && !v.is_empty();
+            let plain =
+                |v: &str| v.chars().all(|c| c.is_ascii_digit() || c == '.') && !v.is_empty();
             if !(plain(a) && plain(b)) {
                 continue;
             }

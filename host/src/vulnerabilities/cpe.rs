@@ -88,7 +88,10 @@ mod tests {
     #[test]
     fn parses_parts_and_escapes() {
         let cpe = Cpe::parse("cpe:2.3:a:7-zip:7-zip:*:*:*:*:*:*:*:*").unwrap();
-        assert_eq!((cpe.vendor.as_str(), cpe.product.as_str()), ("7-zip", "7-zip"));
+        assert_eq!(
+            (cpe.vendor.as_str(), cpe.product.as_str()),
+            ("7-zip", "7-zip")
+        );
         let cpe = Cpe::parse("cpe:2.3:a:mozilla:firefox:*:*:*:*:*:android:*:*").unwrap();
         assert_eq!(cpe.target_sw, "android");
         let cpe = Cpe::parse("cpe:2.3:a:apache:log4j:2.0:rc1:*:*:*:*:*:*").unwrap();

@@ -147,13 +147,12 @@ pub fn parse_cwe(reader: impl BufRead) -> Result<Vec<Cwe>, FeedError> {
             }
             Event::Start(e) if current.is_some() => {
                 depth_in_weakness += 1;
-                in_description = depth_in_weakness == 1 && e.local_name().as_ref() == b"Description";
+                in_description =
+                    depth_in_weakness == 1 && e.local_name().as_ref() == b"Description";
             }
             Event::Text(text) if in_description => {
                 if let Some(cwe) = current.as_mut() {
-                    let text = text
-                        .decode()
-                        .map_err(|e| FeedError::Cwe(e.to_string()))?;
+                    let text = text.decode().map_err(|e| FeedError::Cwe(e.to_string()))?;
                     cwe.description.push_str(&text);
                 }
             }
@@ -206,7 +205,8 @@ mod tests {
 
     #[test]
     fn kev_fixture() {
-        let entries = parse_kev(&fixture("kev/known_exploited_vulnerabilities_first50.json")).unwrap();
+        let entries =
+            parse_kev(&fixture("kev/known_exploited_vulnerabilities_first50.json")).unwrap();
         assert_eq!(entries.len(), 50);
         assert_eq!(entries[0].cve_id, "CVE-2025-48384");
         assert!(!entries[0].date_added.is_empty());
@@ -239,7 +239,10 @@ mod tests {
         let cwes = parse_cwe(&xml[..]).unwrap();
         assert_eq!(cwes.len(), 2);
         assert_eq!(cwes[0].id, "CWE-79");
-        assert_eq!(cwes[0].description, "The product does not neutralize <input>.");
+        assert_eq!(
+            cwes[0].description,
+            "The product does not neutralize <input>."
+        );
         assert_eq!(cwes[1].name, "Deserialization of Untrusted Data");
     }
 }

@@ -100,16 +100,19 @@ pub async fn tenant_overrides(
     db: &Db,
     tenant: &TenantId,
 ) -> sqlx::Result<HashMap<String, Option<ProductKey>>> {
-    let rows = sqlx::query("SELECT app_key, vendor, product FROM vuln_app_mappings WHERE tenant_id = $1")
-        .bind(tenant.as_str())
-        .fetch_all(&db.pool)
-        .await?;
+    let rows =
+        sqlx::query("SELECT app_key, vendor, product FROM vuln_app_mappings WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_all(&db.pool)
+            .await?;
     Ok(rows
         .into_iter()
         .map(|r| {
             let vendor: Option<String> = r.get(1);
             let product: Option<String> = r.get(2);
-            let key = vendor.zip(product).map(|(vendor, product)| ProductKey { vendor, product });
+            let key = vendor
+                .zip(product)
+                .map(|(vendor, product)| ProductKey { vendor, product });
             (r.get(0), key)
         })
         .collect())
@@ -274,12 +277,15 @@ pub async fn apply_scan(
             w.version.to_string(),
             w.hit.cve_id.clone(),
         );
-        by_cve.entry(w.hit.cve_id.as_str()).or_default().push(json!({
-            "device_name": w.device_name,
-            "application_name": w.application_name,
-            "version": w.version,
-            "fix_version": w.hit.fix_version,
-        }));
+        by_cve
+            .entry(w.hit.cve_id.as_str())
+            .or_default()
+            .push(json!({
+                "device_name": w.device_name,
+                "application_name": w.application_name,
+                "version": w.version,
+                "fix_version": w.hit.fix_version,
+            }));
         let unchanged = existing.get(&key).is_some_and(|e| {
             e.status == OPEN
                 && e.source == w.hit.source
@@ -321,7 +327,10 @@ pub async fn apply_scan(
     let cve_ids: Vec<&str> = by_cve.keys().copied().collect();
     let severity = super::scan::severities(db, &cve_ids).await?;
     for cve in &cve_ids {
-        let level = severity.get(*cve).cloned().unwrap_or_else(|| "unknown".into());
+        let level = severity
+            .get(*cve)
+            .cloned()
+            .unwrap_or_else(|| "unknown".into());
         *counts.by_severity.entry(level).or_default() += 1;
     }
     counts.new_findings = written.new;
@@ -333,11 +342,13 @@ pub async fn apply_scan(
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     if scope.is_full() {
-        sqlx::query("UPDATE vuln_findings SET last_seen = $2 WHERE tenant_id = $1 AND status = 'open'")
-            .bind(tenant.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE vuln_findings SET last_seen = $2 WHERE tenant_id = $1 AND status = 'open'",
+        )
+        .bind(tenant.as_str())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
     }
     for chunk in refresh.chunks(5_000) {
         sqlx::query(&format!(
@@ -411,7 +422,11 @@ pub async fn apply_scan(
                 .iter()
                 .filter_map(|a| a["device_name"].as_str())
                 .collect();
-            json!([cve, devices.len(), Value::Array(affected.clone()).to_string()])
+            json!([
+                cve,
+                devices.len(),
+                Value::Array(affected.clone()).to_string()
+            ])
         })
         .collect();
     for chunk in scan_cves.chunks(2_000) {

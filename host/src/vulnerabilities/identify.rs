@@ -242,9 +242,31 @@ fn slug(text: &str) -> String {
 pub fn clean_publisher(publisher: &str) -> String {
     let lower = publisher.to_lowercase().replace([',', '®', '™'], " ");
     let legal = [
-        "inc", "inc.", "llc", "ltd", "ltd.", "limited", "corporation", "corp", "corp.", "gmbh",
-        "co.", "s.a.", "ab", "the", "incorporated", "pty", "s.r.o.", "spol.", "r.o.", "software",
-        "systems", "technologies", "team", "foundation", "community",
+        "inc",
+        "inc.",
+        "llc",
+        "ltd",
+        "ltd.",
+        "limited",
+        "corporation",
+        "corp",
+        "corp.",
+        "gmbh",
+        "co.",
+        "s.a.",
+        "ab",
+        "the",
+        "incorporated",
+        "pty",
+        "s.r.o.",
+        "spol.",
+        "r.o.",
+        "software",
+        "systems",
+        "technologies",
+        "team",
+        "foundation",
+        "community",
     ];
     let words: Vec<&str> = lower
         .split_whitespace()
@@ -358,14 +380,20 @@ mod tests {
             ("Git version 2.39.2", "git"),
             ("PuTTY release 0.80 (64-bit)", "putty"),
             ("Wireshark 4.2.0 64-bit", "wireshark"),
-            ("Java(TM) SE Development Kit 17.0.9 (64-bit)", "java se development kit"),
+            (
+                "Java(TM) SE Development Kit 17.0.9 (64-bit)",
+                "java se development kit",
+            ),
             ("Intel® Graphics Driver", "intel graphics driver"),
             ("OpenVPN 2.6.8-I001 amd64", "openvpn"),
         ] {
             assert_eq!(clean_name(raw), clean, "{raw}");
         }
         assert_eq!(clean_publisher("Google LLC"), "google");
-        assert_eq!(clean_publisher("Zoom Video Communications, Inc."), "zoom video communications");
+        assert_eq!(
+            clean_publisher("Zoom Video Communications, Inc."),
+            "zoom video communications"
+        );
     }
 }
 
@@ -443,7 +471,12 @@ mod golden {
                 }
                 (Some(_), Some(g)) => {
                     wrong += 1;
-                    failures.push(format!("WRONG {} -> {} (expected {})", row[0], g.text(), row[4]));
+                    failures.push(format!(
+                        "WRONG {} -> {} (expected {})",
+                        row[0],
+                        g.text(),
+                        row[4]
+                    ));
                 }
                 _ => unreachable!(),
             }

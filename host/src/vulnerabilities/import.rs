@@ -109,7 +109,10 @@ fn sniff(head: &[u8]) -> Option<Kind> {
 }
 
 /// Imports every path (files; a directory's files in name order).
-pub async fn import_paths(db: &Db, paths: &[std::path::PathBuf]) -> Result<Vec<ImportReport>, ImportError> {
+pub async fn import_paths(
+    db: &Db,
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<ImportReport>, ImportError> {
     let mut files = vec![];
     for path in paths {
         if path.is_dir() {
@@ -248,7 +251,10 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
     for (entry, kind, bytes) in catalogs {
         reports.push(match kind {
             Kind::Nvd | Kind::CpeDictionary => {
-                import_stream(db, &entry, move || Ok(Box::new(std::io::Cursor::new(bytes)) as Box<dyn BufRead + Send>)).await?
+                import_stream(db, &entry, move || {
+                    Ok(Box::new(std::io::Cursor::new(bytes)) as Box<dyn BufRead + Send>)
+                })
+                .await?
             }
             _ => import_small(db, &entry, kind, &bytes).await?,
         });
@@ -275,37 +281,43 @@ pub async fn import_stream(
 ) -> Result<ImportReport, ImportError> {
     let (sender, mut receiver) = mpsc::channel::<Batch>(2);
     let file = name.to_string();
-    let reader = tokio::task::spawn_blocking(move || -> Result<(Kind, ImportReport, Vec<u8>), ImportError> {
-        let io = |source| ImportError::Io {
-            path: file.clone(),
-            source,
-        };
-        let mut reader = open().map_err(io)?;
-        let head = reader.fill_buf().map_err(io)?;
-        let head = head[..head.len().min(65_536)].to_vec();
-        let kind = sniff(&head).ok_or_else(|| ImportError::Format {
+    let reader = tokio::task::spawn_blocking(
+        move || -> Result<(Kind, ImportReport, Vec<u8>), ImportError> {
+            let io = |source| ImportError::Io {
+                path: file.clone(),
+                source,
+            };
+            let mut reader = open().map_err(io)?;
+            let head = reader.fill_buf().map_err(io)?;
+            let head = head[..head.len().min(65_536)].to_vec();
+            let kind = sniff(&head).ok_or_else(|| ImportError::Format {
             path: file.clone(),
             reason: "not a file cairn can import (NVD JSON 2.0, CVE JSON 5, KEV JSON, EPSS CSV, CWE XML, CPE dictionary JSON; plain, .gz or .zip)".into(),
         })?;
-        let mut report = ImportReport::new(&file, kind_name(kind));
-        match kind {
-            Kind::Nvd | Kind::CpeDictionary => {
-                let key = if kind == Kind::Nvd { "vulnerabilities" } else { "products" };
-                stream_array(reader, key, kind, &sender, &mut report).map_err(|reason| {
-                    ImportError::Format {
-                        path: file.clone(),
-                        reason,
-                    }
-                })?;
-                Ok((kind, report, vec![]))
+            let mut report = ImportReport::new(&file, kind_name(kind));
+            match kind {
+                Kind::Nvd | Kind::CpeDictionary => {
+                    let key = if kind == Kind::Nvd {
+                        "vulnerabilities"
+                    } else {
+                        "products"
+                    };
+                    stream_array(reader, key, kind, &sender, &mut report).map_err(|reason| {
+                        ImportError::Format {
+                            path: file.clone(),
+                            reason,
+                        }
+                    })?;
+                    Ok((kind, report, vec![]))
+                }
+                _ => {
+                    let mut bytes = vec![];
+                    reader.read_to_end(&mut bytes).map_err(io)?;
+                    Ok((kind, report, bytes))
+                }
             }
-            _ => {
-                let mut bytes = vec![];
-                reader.read_to_end(&mut bytes).map_err(io)?;
-                Ok((kind, report, bytes))
-            }
-        }
-    });
+        },
+    );
     let mut written = reference::CveWrite::default();
     let mut products = 0u64;
     while let Some(batch) = receiver.recv().await {
@@ -336,7 +348,12 @@ pub async fn import_stream(
 }
 
 /// KEV, EPSS, CWE and single CVE 5 records: read whole.
-async fn import_small(db: &Db, name: &str, kind: Kind, bytes: &[u8]) -> Result<ImportReport, ImportError> {
+async fn import_small(
+    db: &Db,
+    name: &str,
+    kind: Kind,
+    bytes: &[u8],
+) -> Result<ImportReport, ImportError> {
     let format = |reason: String| ImportError::Format {
         path: name.to_string(),
         reason,
@@ -350,7 +367,8 @@ async fn import_small(db: &Db, name: &str, kind: Kind, bytes: &[u8]) -> Result<I
         }
         Kind::Epss => {
             let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-            let (date, scores) = feeds::parse_epss(bytes, &today).map_err(|e| format(e.to_string()))?;
+            let (date, scores) =
+                feeds::parse_epss(bytes, &today).map_err(|e| format(e.to_string()))?;
             report.records = scores.len() as u64;
             report.written = reference::write_epss(db, &date, &scores).await?;
         }
@@ -395,9 +413,12 @@ fn stream_array(
         closed: false,
     };
     let mut deserializer = serde_json::Deserializer::from_reader(reader);
-    TopLevel { key, sink: &mut sink }
-        .deserialize(&mut deserializer)
-        .map_err(|e| e.to_string())?;
+    TopLevel {
+        key,
+        sink: &mut sink,
+    }
+    .deserialize(&mut deserializer)
+    .map_err(|e| e.to_string())?;
     sink.flush();
     Ok(())
 }
@@ -528,12 +549,30 @@ mod tests {
 
     #[test]
     fn sniffing() {
-        assert_eq!(sniff(b"{\"resultsPerPage\":1,\"vulnerabilities\":[{\"cve\":{}}]}"), Some(Kind::Nvd));
-        assert_eq!(sniff(b"{\"dataType\":\"CVE_RECORD\",\"cveMetadata\":{}}"), Some(Kind::Cve5));
-        assert_eq!(sniff(b"{\"title\":\"x\",\"catalogVersion\":\"1\",\"vulnerabilities\":[]}"), Some(Kind::Kev));
-        assert_eq!(sniff(b"#model_version:v1,score_date:2026-01-01\ncve,epss,percentile\n"), Some(Kind::Epss));
-        assert_eq!(sniff(b"<?xml version=\"1.0\"?><Weakness_Catalog>"), Some(Kind::Cwe));
-        assert_eq!(sniff(b"{\"products\":[{\"cpe\":{\"cpeName\":\"cpe:2.3:a:x:y\"}}]}"), Some(Kind::CpeDictionary));
+        assert_eq!(
+            sniff(b"{\"resultsPerPage\":1,\"vulnerabilities\":[{\"cve\":{}}]}"),
+            Some(Kind::Nvd)
+        );
+        assert_eq!(
+            sniff(b"{\"dataType\":\"CVE_RECORD\",\"cveMetadata\":{}}"),
+            Some(Kind::Cve5)
+        );
+        assert_eq!(
+            sniff(b"{\"title\":\"x\",\"catalogVersion\":\"1\",\"vulnerabilities\":[]}"),
+            Some(Kind::Kev)
+        );
+        assert_eq!(
+            sniff(b"#model_version:v1,score_date:2026-01-01\ncve,epss,percentile\n"),
+            Some(Kind::Epss)
+        );
+        assert_eq!(
+            sniff(b"<?xml version=\"1.0\"?><Weakness_Catalog>"),
+            Some(Kind::Cwe)
+        );
+        assert_eq!(
+            sniff(b"{\"products\":[{\"cpe\":{\"cpeName\":\"cpe:2.3:a:x:y\"}}]}"),
+            Some(Kind::CpeDictionary)
+        );
         assert_eq!(sniff(b"MZ\x90\x00"), None);
     }
 }

@@ -69,7 +69,10 @@ fn contains(row: &MatchRow, version: &str) -> Option<String> {
             if !inside {
                 return None;
             }
-            parts.push(format!("{} {start}", if row.start_including { ">=" } else { ">" }));
+            parts.push(format!(
+                "{} {start}",
+                if row.start_including { ">=" } else { ">" }
+            ));
         }
         if let Some(end) = &row.version_end {
             let order = compare_release(version, end);
@@ -81,7 +84,10 @@ fn contains(row: &MatchRow, version: &str) -> Option<String> {
             if !inside {
                 return None;
             }
-            parts.push(format!("{} {end}", if row.end_including { "<=" } else { "<" }));
+            parts.push(format!(
+                "{} {end}",
+                if row.end_including { "<=" } else { "<" }
+            ));
         }
         return Some(parts.join(", "));
     }
@@ -217,7 +223,10 @@ mod tests {
         ];
         assert_eq!(cves(&rows, "2.0", None), ["START-INCL", "END-INCL"]);
         assert_eq!(cves(&rows, "2.0.0", None), ["START-INCL", "END-INCL"]);
-        assert_eq!(cves(&rows, "2.1", None), ["START-INCL", "START-EXCL", "END-INCL"]);
+        assert_eq!(
+            cves(&rows, "2.1", None),
+            ["START-INCL", "START-EXCL", "END-INCL"]
+        );
         assert_eq!(cves(&rows, "2.3", None), ["END-INCL"]);
         assert!(cves(&rows, "2.3.1", None).is_empty());
         assert_eq!(cves(&rows, "2.0-rc1", None), ["END-INCL"]);
@@ -264,14 +273,20 @@ mod tests {
             and_node,
             cna,
         ];
-        assert_eq!(cves(&rows, "99", Some("windows")), ["WINDOWS-ONLY", "AND-WINDOWS"]);
+        assert_eq!(
+            cves(&rows, "99", Some("windows")),
+            ["WINDOWS-ONLY", "AND-WINDOWS"]
+        );
         assert!(cves(&rows, "99", Some("macos")).is_empty());
     }
 
     #[test]
     fn exact_versions_and_updates() {
         let rows = vec![
-            candidate("EXACT", row("cpe:2.3:a:google:chrome:112.0.5615.49:*:*:*:*:*:*:*")),
+            candidate(
+                "EXACT",
+                row("cpe:2.3:a:google:chrome:112.0.5615.49:*:*:*:*:*:*:*"),
+            ),
             candidate("RC", row("cpe:2.3:a:apache:log4j:2.0:rc1:*:*:*:*:*:*")),
             candidate("NA", row("cpe:2.3:a:vendor:thing:-:*:*:*:*:*:*:*")),
         ];

@@ -435,7 +435,15 @@ pub fn severity_of_score(score: f64) -> &'static str {
 /// spaces as `_`, only `[a-z0-9._+-]` kept.
 pub fn cna_slug(name: &str) -> String {
     const SUFFIXES: [&str; 10] = [
-        " inc", " inc.", " llc", " ltd", " ltd.", " corporation", " corp", " corp.", " gmbh",
+        " inc",
+        " inc.",
+        " llc",
+        " ltd",
+        " ltd.",
+        " corporation",
+        " corp",
+        " corp.",
+        " gmbh",
         " co.",
     ];
     let mut name = name.trim().to_lowercase().replace(',', "");
@@ -622,7 +630,10 @@ mod tests {
 
     #[test]
     fn slugs() {
-        assert_eq!(cna_slug("Zoom Video Communications, Inc."), "zoom_video_communications");
+        assert_eq!(
+            cna_slug("Zoom Video Communications, Inc."),
+            "zoom_video_communications"
+        );
         assert_eq!(cna_slug("7-Zip"), "7-zip");
         assert_eq!(cna_slug("Google LLC"), "google");
     }

@@ -484,10 +484,11 @@ pub async fn generation(db: &Db) -> sqlx::Result<i64> {
 
 /// Products whose rows changed after `generation`.
 pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<HashSet<ProductKey>> {
-    let rows = sqlx::query("SELECT vendor, product FROM vuln_product_changes WHERE generation > $1")
-        .bind(generation)
-        .fetch_all(&db.pool)
-        .await?;
+    let rows =
+        sqlx::query("SELECT vendor, product FROM vuln_product_changes WHERE generation > $1")
+            .bind(generation)
+            .fetch_all(&db.pool)
+            .await?;
     Ok(rows
         .into_iter()
         .map(|r| ProductKey {
@@ -506,10 +507,11 @@ pub struct SourceState {
 }
 
 pub async fn source_state(db: &Db, source: &str) -> sqlx::Result<Option<SourceState>> {
-    let row = sqlx::query("SELECT position, updated_at, detail FROM vuln_source_state WHERE source = $1")
-        .bind(source)
-        .fetch_optional(&db.pool)
-        .await?;
+    let row =
+        sqlx::query("SELECT position, updated_at, detail FROM vuln_source_state WHERE source = $1")
+            .bind(source)
+            .fetch_optional(&db.pool)
+            .await?;
     Ok(row.map(|r| SourceState {
         position: r.get(0),
         updated_at: r.get(1),

@@ -63,7 +63,13 @@ fn page<T>(items: Vec<T>, total: i64, skip: i64, limit: i64) -> Page<T> {
 /// Queues the scan and the job that runs it.
 async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> ApiResult<ScanView> {
     let id = findings::create_scan(&state.db, tenant, &scope).await?;
-    crate::jobs::enqueue(&state.db, tenant, SCAN_KIND, &serde_json::json!({"scan_id": id})).await?;
+    crate::jobs::enqueue(
+        &state.db,
+        tenant,
+        SCAN_KIND,
+        &serde_json::json!({"scan_id": id}),
+    )
+    .await?;
     views::scan(&state.db, tenant, &id)
         .await?
         .ok_or(ApiError::NotFound("scan"))
@@ -82,7 +88,10 @@ pub struct ScanRequest {
 
 fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
     match value {
-        Some(v) if v.trim().is_empty() => Err(ApiError::validation(field, format!("{field} must not be empty"))),
+        Some(v) if v.trim().is_empty() => Err(ApiError::validation(
+            field,
+            format!("{field} must not be empty"),
+        )),
         other => Ok(other.map(|v| v.trim().to_string())),
     }
 }
@@ -133,7 +142,8 @@ async fn scan_device(
 ) -> ApiResult<(StatusCode, Json<ScanView>)> {
     let device = non_empty("device_name", Some(request.device_name))?.unwrap_or_default();
     let (items, _) =
-        crate::inventory::storage::items_of_device(&state.db, &caller.tenant_id, &device, 0, 1).await?;
+        crate::inventory::storage::items_of_device(&state.db, &caller.tenant_id, &device, 0, 1)
+            .await?;
     if items.is_empty() {
         return Err(ApiError::NotFound("device"));
     }
@@ -180,7 +190,8 @@ async fn one_scan(
     let scan = views::scan(&state.db, &caller.tenant_id, &scan_id)
         .await?
         .ok_or(ApiError::NotFound("scan"))?;
-    let (top, _) = views::scan_vulnerabilities(&state.db, &caller.tenant_id, &scan_id, 0, 20).await?;
+    let (top, _) =
+        views::scan_vulnerabilities(&state.db, &caller.tenant_id, &scan_id, 0, 20).await?;
     Ok(Json(ScanDetail {
         scan,
         top_vulnerabilities: top,
@@ -262,7 +273,10 @@ const SEVERITIES: [&str; 6] = ["critical", "high", "medium", "low", "none", "unk
 fn status_param(status: Option<String>) -> ApiResult<String> {
     let status = status.unwrap_or_else(|| findings::OPEN.into());
     if !["open", "fixed", "all"].contains(&status.as_str()) {
-        return Err(ApiError::validation("status", "status must be open, fixed or all"));
+        return Err(ApiError::validation(
+            "status",
+            "status must be open, fixed or all",
+        ));
     }
     Ok(status)
 }
@@ -294,7 +308,10 @@ async fn list_vulnerabilities(
         severities.push(level);
     }
     if params.epss_min.is_some_and(|e| !(0.0..=1.0).contains(&e)) {
-        return Err(ApiError::validation("epss_min", "epss_min must be between 0 and 1"));
+        return Err(ApiError::validation(
+            "epss_min",
+            "epss_min must be between 0 and 1",
+        ));
     }
     let sort = params.sort.as_deref().unwrap_or("");
     let order = views::sort_sql(sort)
@@ -376,7 +393,9 @@ async fn list_mappings(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<MappingView>>> {
-    Ok(Json(findings::mappings(&state.db, &caller.tenant_id).await?))
+    Ok(Json(
+        findings::mappings(&state.db, &caller.tenant_id).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -404,12 +423,18 @@ async fn put_mapping(
 ) -> ApiResult<Json<MappingView>> {
     let app_key = clean_name(&request.application);
     if app_key.is_empty() {
-        return Err(ApiError::validation("application", "application must name an application"));
+        return Err(ApiError::validation(
+            "application",
+            "application must name an application",
+        ));
     }
     let key = match request.cpe.as_deref() {
         None => None,
         Some(text) => Some(ProductKey::parse(text).ok_or_else(|| {
-            ApiError::validation("cpe", "cpe must be vendor:product, for example mozilla:firefox")
+            ApiError::validation(
+                "cpe",
+                "cpe must be vendor:product, for example mozilla:firefox",
+            )
         })?),
     };
     findings::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;

@@ -145,7 +145,15 @@ pub async fn run_scan(
     apps.dedup();
     let asked = AskedKeys::default();
     for (name, publisher) in &apps {
-        identify::identify(Application { name, publisher: *publisher }, &overrides, translations, &asked);
+        identify::identify(
+            Application {
+                name,
+                publisher: *publisher,
+            },
+            &overrides,
+            translations,
+            &asked,
+        );
     }
     let asked = asked.0.into_inner();
     let asked_refs: Vec<&ProductKey> = asked.iter().collect();
@@ -153,7 +161,10 @@ pub async fn run_scan(
     let mut identified: HashMap<(&str, Option<&str>), Identification> = HashMap::new();
     for (name, publisher) in &apps {
         let found = identify::identify(
-            Application { name, publisher: *publisher },
+            Application {
+                name,
+                publisher: *publisher,
+            },
             &overrides,
             translations,
             &dictionary,
@@ -198,9 +209,11 @@ pub async fn run_scan(
         };
         let version = item.version.as_deref().unwrap_or("");
         let platform = platform(item.os_platform.as_deref());
-        let hits = evaluated.entry((key, version, platform)).or_insert_with(|| {
-            matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
-        });
+        let hits = evaluated
+            .entry((key, version, platform))
+            .or_insert_with(|| {
+                matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
+            });
         for hit in hits.iter() {
             wanted.push(Wanted {
                 software: item,
@@ -220,14 +233,24 @@ pub async fn run_scan(
                     .map(|s| s.device_name.as_str())
                     .collect::<HashSet<_>>()
                     .len();
-                Some(json!([identify::clean_name(name), name, publisher, reason, serde_json::to_string(candidates).unwrap_or_default(), devices]))
+                Some(json!([
+                    identify::clean_name(name),
+                    name,
+                    publisher,
+                    reason,
+                    serde_json::to_string(candidates).unwrap_or_default(),
+                    devices
+                ]))
             }
             _ => None,
         })
         .collect();
 
     let devices: HashSet<&str> = software.iter().map(|s| s.device_name.as_str()).collect();
-    let app_names: HashSet<&str> = software.iter().map(|s| s.application_name.as_str()).collect();
+    let app_names: HashSet<&str> = software
+        .iter()
+        .map(|s| s.application_name.as_str())
+        .collect();
     let mut counts = ScanCounts {
         applications: apps.len() as i64,
         devices: devices.len() as i64,
@@ -255,7 +278,14 @@ pub async fn run_scan(
         &mut counts,
     )
     .await?;
-    tracing::info!(tenant_id = tenant.as_str(), scan_id, findings = counts.findings, new = written.new, fixed = written.fixed, "scan finished");
+    tracing::info!(
+        tenant_id = tenant.as_str(),
+        scan_id,
+        findings = counts.findings,
+        new = written.new,
+        fixed = written.fixed,
+        "scan finished"
+    );
     Ok(counts)
 }
 
@@ -273,7 +303,10 @@ pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, S
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .fetch_all(&db.pool)
         .await?;
-        out.extend(rows.into_iter().map(|r| (r.get::<String, _>(0), r.get::<String, _>(1))));
+        out.extend(
+            rows.into_iter()
+                .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1))),
+        );
     }
     Ok(out)
 }

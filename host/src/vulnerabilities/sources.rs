@@ -64,7 +64,10 @@ pub struct SourceConfig {
 
 impl SourceConfig {
     pub fn from_settings(settings: &Settings) -> SourceConfig {
-        let delay = match (settings.nvd_request_delay_ms, settings.nvd_api_key.is_empty()) {
+        let delay = match (
+            settings.nvd_request_delay_ms,
+            settings.nvd_api_key.is_empty(),
+        ) {
             (0, true) => 6_000,
             (0, false) => 600,
             (ms, _) => ms,
@@ -95,7 +98,13 @@ impl SourceConfig {
             plain_http_hosts: self.plain_http_hosts.clone(),
         };
         Ok((
-            Outbound::new(policy, None, self.timeout, self.max_response_bytes, Duration::from_secs(2)),
+            Outbound::new(
+                policy,
+                None,
+                self.timeout,
+                self.max_response_bytes,
+                Duration::from_secs(2),
+            ),
             parsed,
         ))
     }
@@ -253,8 +262,16 @@ pub async fn sync_nvd(
                     403 | 429 | 503 | 502 | 504 if attempt < NVD_RETRIES => {
                         attempt += 1;
                         run.retries += 1;
-                        tracing::info!(status = response.status, attempt, "NVD refused a request; backing off");
-                        pause(config.nvd_delay * 2u32.pow(attempt.min(5)), &progress.stop_token()).await?;
+                        tracing::info!(
+                            status = response.status,
+                            attempt,
+                            "NVD refused a request; backing off"
+                        );
+                        pause(
+                            config.nvd_delay * 2u32.pow(attempt.min(5)),
+                            &progress.stop_token(),
+                        )
+                        .await?;
                     }
                     // Pages larger than NVD will serve today come back 404
                     // or 400: ask for 1,000.
@@ -282,7 +299,10 @@ pub async fn sync_nvd(
             let page: Value = serde_json::from_slice(&response.body)
                 .map_err(|e| SourceError::Upstream(format!("NVD page is not JSON: {e}")))?;
             let total = page["totalResults"].as_u64().unwrap_or(0);
-            let items = page["vulnerabilities"].as_array().cloned().unwrap_or_default();
+            let items = page["vulnerabilities"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             let count = items.len() as u64;
             let mut parsed = Vec::with_capacity(items.len());
             for item in items {
@@ -326,7 +346,11 @@ async fn fetch_whole(config: &SourceConfig, url: &str) -> Result<Vec<u8>, Source
     let (outbound, url) = config.outbound(url)?;
     let response = get(&outbound, &url, vec![]).await?;
     if response.status != 200 {
-        return Err(SourceError::Upstream(format!("{} answered {}", url.host_str().unwrap_or(""), response.status)));
+        return Err(SourceError::Upstream(format!(
+            "{} answered {}",
+            url.host_str().unwrap_or(""),
+            response.status
+        )));
     }
     let mut body = response.body;
     if body.starts_with(&[0x1f, 0x8b]) {
@@ -430,7 +454,9 @@ pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
         (KEV, settings.kev_interval_secs),
         (EPSS, settings.epss_interval_secs),
     ] {
-        let last = reference::source_state(db, source).await?.map(|s| s.updated_at);
+        let last = reference::source_state(db, source)
+            .await?
+            .map(|s| s.updated_at);
         if last.is_none_or(|at| now - at >= (interval as i64) * 1000) {
             crate::jobs::enqueue(db, &reference_tenant(), &job_kind(source), &json!({})).await?;
         }
@@ -439,7 +465,11 @@ pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
 }
 
 /// The schedule: checks every minute which sources are due.
-pub fn spawn_schedule(db: Db, settings: Settings, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub fn spawn_schedule(
+    db: Db,
+    settings: Settings,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {

@@ -138,12 +138,26 @@ pub async fn vulnerabilities(
          ORDER BY {order} LIMIT $10 OFFSET $11"
     );
     let count = format!("SELECT COUNT(DISTINCT f.cve_id) {from} WHERE {filter_sql}");
-    let rows = bind_all(sqlx::query(&select), tenant, filter, &severities, any_severity, &pattern)
+    let rows = bind_all(
+        sqlx::query(&select),
+        tenant,
+        filter,
+        &severities,
+        any_severity,
+        &pattern,
+    )
     .bind(limit)
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total: i64 = bind_all(sqlx::query(&count), tenant, filter, &severities, any_severity, &pattern)
+    let total: i64 = bind_all(
+        sqlx::query(&count),
+        tenant,
+        filter,
+        &severities,
+        any_severity,
+        &pattern,
+    )
     .fetch_one(&db.pool)
     .await?
     .get(0);
@@ -157,7 +171,9 @@ pub async fn vulnerabilities(
             cvss_version: r.get(4),
             epss_score: r.get(5),
             epss_percentile: r.get(6),
-            kev: r.try_get::<bool, _>(7).unwrap_or_else(|_| r.get::<i64, _>(7) != 0),
+            kev: r
+                .try_get::<bool, _>(7)
+                .unwrap_or_else(|_| r.get::<i64, _>(7) != 0),
             kev_due_date: r.get(8),
             published: r.get::<Option<i64>, _>(9).map(to_rfc3339),
             device_count: r.get(10),
@@ -260,12 +276,14 @@ pub async fn cve_findings(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM vuln_findings WHERE {filter}"))
-        .bind(tenant.as_str())
-        .bind(cve_id)
-        .bind(status)
-        .fetch_one(&db.pool)
-        .await?;
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM vuln_findings WHERE {filter}"
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .bind(status)
+    .fetch_one(&db.pool)
+    .await?;
     let items = rows
         .into_iter()
         .map(|r| FindingView {
@@ -333,7 +351,12 @@ fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
     }
 }
 
-pub async fn scans(db: &Db, tenant: &TenantId, skip: i64, limit: i64) -> sqlx::Result<(Vec<ScanView>, i64)> {
+pub async fn scans(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ScanView>, i64)> {
     let rows = sqlx::query(&format!(
         "SELECT {SCAN_COLUMNS} FROM vuln_scans WHERE tenant_id = $1 \
          ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
@@ -408,7 +431,9 @@ pub async fn scan_vulnerabilities(
                 severity: r.get(2),
                 cvss_score: r.get(3),
                 epss_score: r.get(4),
-                kev: r.try_get::<bool, _>(5).unwrap_or_else(|_| r.get::<i64, _>(5) != 0),
+                kev: r
+                    .try_get::<bool, _>(5)
+                    .unwrap_or_else(|_| r.get::<i64, _>(5) != 0),
                 device_count: r.get(6),
             })
             .collect(),
