@@ -199,18 +199,29 @@ pub struct WantedFinding<'a> {
 
 type FindingKey = (String, String, String, String);
 
-struct Existing {
-    status: String,
-    source: String,
-    criteria: String,
-    range: String,
-    fix_version: Option<String>,
+/// The devices and applications a scan read.
+pub struct Scanned<'a> {
+    pub devices: HashSet<&'a str>,
+    pub applications: HashSet<&'a str>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Written {
     pub new: i64,
     pub fixed: i64,
+}
+
+/// A finding's provenance folded into one number: a changed source,
+/// criteria, range or fix means the row is rewritten.
+fn provenance(source: &str, criteria: &str, range: &str, fix: Option<&str>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (source, criteria, range, fix).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn key_json(key: &FindingKey) -> Value {
+    json!([key.0, key.1, key.2, key.3])
 }
 
 /// Brings the tenant's findings in `scope` to `wanted` and records the
@@ -224,104 +235,80 @@ pub async fn apply_scan(
     scan_id: &str,
     scope: &ScanScope,
     wanted: &[WantedFinding<'_>],
-    app_names: &HashSet<&str>,
+    scanned: &Scanned<'_>,
     unmatched: &[Value],
     generation: i64,
     counts: &mut ScanCounts,
 ) -> anyhow::Result<Written> {
+    // The findings this scan may confirm or fix: all of them, or those of
+    // the devices (one asset's names) or applications it read.
     let in_scope = |device: &str, application: &str| -> bool {
-        if let Some(name) = &scope.device_name {
-            let devices: HashSet<&str> = wanted.iter().map(|w| w.device_name).collect();
-            return device == name || devices.contains(device);
+        match &scope.device_name {
+            Some(name) => device == name || scanned.devices.contains(device),
+            None => scope.is_full() || scanned.applications.contains(application),
         }
-        scope.is_full() || app_names.contains(application)
     };
-    let existing: HashMap<FindingKey, Existing> = sqlx::query(
-        "SELECT device_name, application_name, version, cve_id, status, source, criteria, \
-         version_range, fix_version FROM vuln_findings WHERE tenant_id = $1",
-    )
-    .bind(tenant.as_str())
-    .fetch_all(&db.pool)
-    .await?
-    .into_iter()
-    .map(|r| {
-        (
-            (
-                r.get::<String, _>(0),
-                r.get::<String, _>(1),
-                r.get::<String, _>(2),
-                r.get::<String, _>(3),
-            ),
-            Existing {
-                status: r.get(4),
-                source: r.get(5),
-                criteria: r.get(6),
-                range: r.get(7),
-                fix_version: r.get(8),
-            },
+    // Open findings only (fixed ones come back through the upsert).
+    let mut open: HashMap<FindingKey, u64> = HashMap::new();
+    {
+        let mut rows = sqlx::query(
+            "SELECT device_name, application_name, version, cve_id, source, criteria, \
+             version_range, fix_version FROM vuln_findings WHERE tenant_id = $1 AND status = 'open'",
         )
-    })
-    .filter(|((device, application, _, _), _)| in_scope(device, application))
-    .collect();
+        .bind(tenant.as_str())
+        .fetch(&db.pool);
+        use futures::TryStreamExt;
+        while let Some(r) = rows.try_next().await? {
+            let device: String = r.get(0);
+            let application: String = r.get(1);
+            if !in_scope(&device, &application) {
+                continue;
+            }
+            let hash = provenance(
+                r.get::<&str, _>(4),
+                r.get::<&str, _>(5),
+                r.get::<&str, _>(6),
+                r.get::<Option<&str>, _>(7),
+            );
+            open.insert((device, application, r.get(2), r.get(3)), hash);
+        }
+    }
 
     let now = now_ms();
-    let mut upserts = Vec::new();
-    let mut refresh = Vec::new();
-    let mut wanted_keys: HashSet<FindingKey> = HashSet::with_capacity(wanted.len());
+    let mut upserts: Vec<usize> = Vec::new();
+    let mut refresh: Vec<Value> = Vec::new();
+    let mut by_cve: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut written = Written::default();
-    let mut by_cve: HashMap<&str, Vec<Value>> = HashMap::new();
-    for w in wanted {
+    for (index, w) in wanted.iter().enumerate() {
         let key: FindingKey = (
             w.device_name.to_string(),
             w.application_name.to_string(),
             w.version.to_string(),
             w.hit.cve_id.clone(),
         );
-        by_cve
-            .entry(w.hit.cve_id.as_str())
-            .or_default()
-            .push(json!({
-                "device_name": w.device_name,
-                "application_name": w.application_name,
-                "version": w.version,
-                "fix_version": w.hit.fix_version,
-            }));
-        let unchanged = existing.get(&key).is_some_and(|e| {
-            e.status == OPEN
-                && e.source == w.hit.source
-                && e.criteria == w.hit.criteria
-                && e.range == w.hit.range
-                && e.fix_version == w.hit.fix_version
-        });
-        if !existing.get(&key).is_some_and(|e| e.status == OPEN) {
-            written.new += 1;
-        }
-        if unchanged {
-            if !scope.is_full() {
-                refresh.push(json!([key.0, key.1, key.2, key.3]));
+        by_cve.entry(w.hit.cve_id.as_str()).or_default().push(index);
+        let hash = provenance(
+            &w.hit.source,
+            &w.hit.criteria,
+            &w.hit.range,
+            w.hit.fix_version.as_deref(),
+        );
+        match open.remove(&key) {
+            Some(existing) if existing == hash => {
+                if !scope.is_full() {
+                    refresh.push(key_json(&key));
+                }
             }
-        } else {
-            upserts.push(json!([
-                w.device_name,
-                w.application_name,
-                w.version,
-                w.hit.cve_id,
-                w.key.vendor,
-                w.key.product,
-                w.hit.source,
-                w.hit.criteria,
-                w.hit.match_id,
-                w.hit.range,
-                w.hit.fix_version,
-            ]));
+            Some(_) => upserts.push(index),
+            None => {
+                written.new += 1;
+                upserts.push(index);
+            }
         }
-        wanted_keys.insert(key);
     }
-    let fixes: Vec<Value> = existing
-        .iter()
-        .filter(|(key, e)| e.status == OPEN && !wanted_keys.contains(*key))
-        .map(|(key, _)| json!([key.0, key.1, key.2, key.3]))
-        .collect();
+    // What is still in `open` was not found again: fixed.
+    let fixes: Vec<Value> = open.keys().map(key_json).collect();
+    drop(open);
     written.fixed = fixes.len() as i64;
 
     let cve_ids: Vec<&str> = by_cve.keys().copied().collect();
@@ -337,8 +324,12 @@ pub async fn apply_scan(
     counts.fixed_findings = written.fixed;
 
     let rows = json_rows(db.backend, 1);
-    let key_match = "device_name = value->>0 AND application_name = value->>1 \
-                     AND version = value->>2 AND cve_id = value->>3";
+    // A row-value IN over the bound keys lets both engines look each key up
+    // in the primary key instead of comparing every row with every key.
+    let keyed = format!(
+        "(tenant_id, device_name, application_name, version, cve_id) IN \
+         (SELECT $3, value->>0, value->>1, value->>2, value->>3 FROM {rows})"
+    );
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     if scope.is_full() {
@@ -352,8 +343,7 @@ pub async fn apply_scan(
     }
     for chunk in refresh.chunks(5_000) {
         sqlx::query(&format!(
-            "UPDATE vuln_findings SET last_seen = $2 WHERE tenant_id = $3 AND EXISTS \
-             (SELECT 1 FROM {rows} WHERE {key_match})"
+            "UPDATE vuln_findings SET last_seen = $2 WHERE {keyed}"
         ))
         .bind(serde_json::to_string(chunk)?)
         .bind(now)
@@ -363,8 +353,8 @@ pub async fn apply_scan(
     }
     for chunk in fixes.chunks(5_000) {
         sqlx::query(&format!(
-            "UPDATE vuln_findings SET status = 'fixed', fixed_at = $2 WHERE tenant_id = $3 \
-             AND status = 'open' AND EXISTS (SELECT 1 FROM {rows} WHERE {key_match})"
+            "UPDATE vuln_findings SET status = 'fixed', fixed_at = $2 \
+             WHERE status = 'open' AND {keyed}"
         ))
         .bind(serde_json::to_string(chunk)?)
         .bind(now)
@@ -373,6 +363,25 @@ pub async fn apply_scan(
         .await?;
     }
     for chunk in upserts.chunks(5_000) {
+        let values: Vec<Value> = chunk
+            .iter()
+            .map(|&i| {
+                let w = &wanted[i];
+                json!([
+                    w.device_name,
+                    w.application_name,
+                    w.version,
+                    w.hit.cve_id,
+                    w.key.vendor,
+                    w.key.product,
+                    w.hit.source,
+                    w.hit.criteria,
+                    w.hit.match_id,
+                    w.hit.range,
+                    w.hit.fix_version,
+                ])
+            })
+            .collect();
         sqlx::query(&format!(
             "INSERT INTO vuln_findings (tenant_id, device_name, application_name, version, cve_id, \
              vendor, product, source, criteria, match_id, version_range, fix_version, status, \
@@ -386,7 +395,7 @@ pub async fn apply_scan(
              version_range = excluded.version_range, fix_version = excluded.fix_version, \
              status = 'open', last_seen = excluded.last_seen, fixed_at = NULL"
         ))
-        .bind(serde_json::to_string(chunk)?)
+        .bind(serde_json::to_string(&values)?)
         .bind(tenant.as_str())
         .bind(now)
         .execute(&mut *tx)
@@ -415,27 +424,34 @@ pub async fn apply_scan(
         .execute(&mut *tx)
         .await?;
     }
-    let scan_cves: Vec<Value> = by_cve
-        .iter()
-        .map(|(cve, affected)| {
-            let devices: HashSet<&str> = affected
-                .iter()
-                .filter_map(|a| a["device_name"].as_str())
-                .collect();
-            json!([
-                cve,
-                devices.len(),
-                Value::Array(affected.clone()).to_string()
-            ])
-        })
-        .collect();
-    for chunk in scan_cves.chunks(2_000) {
+    let cves: Vec<(&&str, &Vec<usize>)> = by_cve.iter().collect();
+    for chunk in cves.chunks(500) {
+        let values: Vec<Value> = chunk
+            .iter()
+            .map(|(cve, indices)| {
+                let affected: Vec<Value> = indices
+                    .iter()
+                    .map(|&i| {
+                        let w = &wanted[i];
+                        json!({
+                            "device_name": w.device_name,
+                            "application_name": w.application_name,
+                            "version": w.version,
+                            "fix_version": w.hit.fix_version,
+                        })
+                    })
+                    .collect();
+                let devices: HashSet<&str> =
+                    indices.iter().map(|&i| wanted[i].device_name).collect();
+                json!([cve, devices.len(), Value::Array(affected).to_string()])
+            })
+            .collect();
         sqlx::query(&format!(
             "INSERT INTO vuln_scan_cves (scan_id, tenant_id, cve_id, device_count, affected) \
              SELECT $2, $3, value->>0, CAST(value->>1 AS BIGINT), value->>2 FROM {rows} WHERE true \
              ON CONFLICT (scan_id, cve_id) DO NOTHING"
         ))
-        .bind(serde_json::to_string(chunk)?)
+        .bind(serde_json::to_string(&values)?)
         .bind(scan_id)
         .bind(tenant.as_str())
         .execute(&mut *tx)

@@ -99,12 +99,15 @@ pub async fn inventory_changed(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// After reference data changed: re-match every tenant that has been
-/// matched before.
+/// After reference data changed: re-match every tenant whose last full
+/// match is older than the newest change of match data.
 pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
-    let tenants: Vec<String> = sqlx::query_scalar("SELECT tenant_id FROM vuln_tenant_state")
-        .fetch_all(&db.pool)
-        .await?;
+    let newest = reference::generation(db).await?;
+    let tenants: Vec<String> =
+        sqlx::query_scalar("SELECT tenant_id FROM vuln_tenant_state WHERE matched_generation < $1")
+            .bind(newest)
+            .fetch_all(&db.pool)
+            .await?;
     for tenant in tenants {
         request_scan(db, &TenantId(tenant)).await?;
     }

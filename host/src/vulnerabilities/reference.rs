@@ -83,19 +83,15 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     if records.is_empty() {
         return Ok(CveWrite::default());
     }
-    let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-    let ids_json = serde_json::to_string(&ids).unwrap_or_default();
+    let ids: Vec<Value> = records.iter().map(|r| json!([r.id])).collect();
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     let existing: HashMap<String, Stored> = sqlx::query(&format!(
         "SELECT id, source, last_modified, cna_modified FROM vuln_cves \
-         WHERE id IN (SELECT value FROM (SELECT value->>0 AS value FROM {}) ids)",
+         WHERE id IN (SELECT value->>0 FROM {})",
         json_rows(db.backend, 1)
     ))
-    .bind(
-        serde_json::to_string(&ids.iter().map(|i| json!([i])).collect::<Vec<_>>())
-            .unwrap_or_default(),
-    )
+    .bind(serde_json::to_string(&ids).unwrap_or_default())
     .fetch_all(&mut *tx)
     .await?
     .into_iter()
@@ -110,7 +106,6 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
         )
     })
     .collect();
-    drop(ids_json);
 
     let mut cve_rows = Vec::new();
     let mut replace_nvd = Vec::new();
@@ -480,22 +475,6 @@ pub async fn generation(db: &Db) -> sqlx::Result<i64> {
         .fetch_one(&db.pool)
         .await?;
     Ok(max.unwrap_or(0))
-}
-
-/// Products whose rows changed after `generation`.
-pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<HashSet<ProductKey>> {
-    let rows =
-        sqlx::query("SELECT vendor, product FROM vuln_product_changes WHERE generation > $1")
-            .bind(generation)
-            .fetch_all(&db.pool)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ProductKey {
-            vendor: r.get(0),
-            product: r.get(1),
-        })
-        .collect())
 }
 
 /// Where a source stands (its resume position) and when it last ran.

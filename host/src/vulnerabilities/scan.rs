@@ -223,37 +223,44 @@ pub async fn run_scan(
         }
     }
 
+    // Devices per application, in one pass, for the unmatched list.
+    let mut devices_of: HashMap<(&str, Option<&str>), HashSet<&str>> = HashMap::new();
+    for s in &software {
+        if matches!(
+            identified.get(&(s.application_name.as_str(), s.publisher.as_deref())),
+            Some(Identification::Unmatched { .. })
+        ) {
+            devices_of
+                .entry((s.application_name.as_str(), s.publisher.as_deref()))
+                .or_default()
+                .insert(s.device_name.as_str());
+        }
+    }
     let unmatched: Vec<Value> = identified
         .iter()
         .filter_map(|((name, publisher), found)| match found {
-            Identification::Unmatched { reason, candidates } => {
-                let devices = software
-                    .iter()
-                    .filter(|s| s.application_name == *name && s.publisher.as_deref() == *publisher)
-                    .map(|s| s.device_name.as_str())
-                    .collect::<HashSet<_>>()
-                    .len();
-                Some(json!([
-                    identify::clean_name(name),
-                    name,
-                    publisher,
-                    reason,
-                    serde_json::to_string(candidates).unwrap_or_default(),
-                    devices
-                ]))
-            }
+            Identification::Unmatched { reason, candidates } => Some(json!([
+                identify::clean_name(name),
+                name,
+                publisher,
+                reason,
+                serde_json::to_string(candidates).unwrap_or_default(),
+                devices_of.get(&(*name, *publisher)).map_or(0, HashSet::len),
+            ])),
             _ => None,
         })
         .collect();
 
-    let devices: HashSet<&str> = software.iter().map(|s| s.device_name.as_str()).collect();
-    let app_names: HashSet<&str> = software
-        .iter()
-        .map(|s| s.application_name.as_str())
-        .collect();
+    let scanned = findings::Scanned {
+        devices: software.iter().map(|s| s.device_name.as_str()).collect(),
+        applications: software
+            .iter()
+            .map(|s| s.application_name.as_str())
+            .collect(),
+    };
     let mut counts = ScanCounts {
         applications: apps.len() as i64,
-        devices: devices.len() as i64,
+        devices: scanned.devices.len() as i64,
         findings: wanted.len() as i64,
         ..Default::default()
     };
@@ -272,7 +279,7 @@ pub async fn run_scan(
                 hit: &w.hit,
             })
             .collect::<Vec<_>>(),
-        &app_names,
+        &scanned,
         &unmatched,
         generation,
         &mut counts,
