@@ -228,9 +228,10 @@ async fn loaded(backend: Backend) -> Option<(TestApp, FakeNvd)> {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("CVE-2024-24691.json");
     std::fs::write(&file, zoom_cve5_record().to_string()).unwrap();
-    let reports = cairn::vulnerabilities::import::import_paths(app.db(), &[dir.clone()])
-        .await
-        .unwrap();
+    let reports =
+        cairn::vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
+            .await
+            .unwrap();
     assert_eq!(reports[0].kind, "cve5");
     assert_eq!(reports[0].written, 1, "{reports:?}");
     let _ = std::fs::remove_dir_all(dir);
@@ -609,8 +610,8 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     assert_eq!(stats.body["open_cves"], 8, "{}", stats.text);
     assert_eq!(stats.body["kev_cves"], 4);
     assert_eq!(
-        stats.body["by_severity"]["critical"].as_i64().unwrap() >= 1,
-        true
+        stats.body["by_severity"],
+        json!({"critical": 2, "high": 4, "medium": 2})
     );
     assert_eq!(stats.body["top_cves"][0]["name"], "CVE-2021-44228");
     let inventory = app.get("/api/v1/inventory/stats", &owner.bearer()).await;

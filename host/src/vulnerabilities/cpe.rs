@@ -68,16 +68,25 @@ pub fn platform_of(vendor: &str, product: &str) -> Option<&'static str> {
     }
 }
 
-/// The platform a `target_sw` value restricts a CPE to. `Ok(None)`: no
-/// restriction; `Err(())`: a target none of our device platforms is
-/// (android, iphone_os, an ecosystem such as `node.js`).
-pub fn target_platform(target_sw: &str) -> Result<Option<&'static str>, ()> {
+/// What a CPE's `target_sw` restricts it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// No restriction.
+    Any,
+    /// One of our device platforms.
+    Platform(&'static str),
+    /// A target none of our device platforms is (android, iphone_os, an
+    /// ecosystem such as `node.js`).
+    Elsewhere,
+}
+
+pub fn target_platform(target_sw: &str) -> Target {
     match target_sw {
-        "" | "*" | "-" => Ok(None),
-        "windows" => Ok(Some("windows")),
-        "macos" | "mac_os_x" | "mac_os" | "macos_x" => Ok(Some("macos")),
-        "linux" | "linux_kernel" => Ok(Some("linux")),
-        _ => Err(()),
+        "" | "*" | "-" => Target::Any,
+        "windows" => Target::Platform("windows"),
+        "macos" | "mac_os_x" | "mac_os" | "macos_x" => Target::Platform("macos"),
+        "linux" | "linux_kernel" => Target::Platform("linux"),
+        _ => Target::Elsewhere,
     }
 }
 
@@ -106,7 +115,7 @@ mod tests {
     fn platforms() {
         assert_eq!(platform_of("microsoft", "windows_10_22h2"), Some("windows"));
         assert_eq!(platform_of("siemens", "6bk1602-0aa12-0tp0"), None);
-        assert_eq!(target_platform("android"), Err(()));
-        assert_eq!(target_platform("*"), Ok(None));
+        assert_eq!(target_platform("android"), Target::Elsewhere);
+        assert_eq!(target_platform("*"), Target::Any);
     }
 }

@@ -48,8 +48,8 @@ fn applies(candidate: &CandidateRow, platform: Option<&str>) -> bool {
         return false;
     }
     match cpe::target_platform(&row.target_sw) {
-        Err(()) => return false,
-        Ok(Some(target)) if platform.is_some_and(|p| p != target) => return false,
+        cpe::Target::Elsewhere => return false,
+        cpe::Target::Platform(target) if platform.is_some_and(|p| p != target) => return false,
         _ => {}
     }
     row.platforms.is_empty() || platform_satisfies(&row.platforms, platform)
