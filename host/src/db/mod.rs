@@ -174,3 +174,13 @@ pub fn values_placeholders(rows: usize, columns: usize) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// A `FROM` source over the JSON array bound as `$n`, one row per element
+/// as `value`: how bulk statements take thousands of rows in one
+/// parameter on either engine.
+pub fn json_array_rows(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_each(${n})"),
+        Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
+    }
+}

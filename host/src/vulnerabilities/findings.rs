@@ -12,17 +12,10 @@ use super::identify::ProductKey;
 use super::matching::Hit;
 use super::scan::{ScanCounts, ScanScope};
 use crate::auth::TenantId;
-use crate::db::{now_ms, to_rfc3339, Backend, Db};
+use crate::db::{now_ms, to_rfc3339, Db};
 
 pub const OPEN: &str = "open";
 pub const FIXED: &str = "fixed";
-
-fn json_rows(backend: Backend, n: usize) -> String {
-    match backend {
-        Backend::Sqlite => format!("json_each(${n})"),
-        Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
-    }
-}
 
 // ---- scans -------------------------------------------------------------
 
@@ -323,7 +316,7 @@ pub async fn apply_scan(
     counts.new_findings = written.new;
     counts.fixed_findings = written.fixed;
 
-    let rows = json_rows(db.backend, 1);
+    let rows = crate::db::json_array_rows(db.backend, 1);
     // A row-value IN over the bound keys lets both engines look each key up
     // in the primary key instead of comparing every row with every key.
     let keyed = format!(

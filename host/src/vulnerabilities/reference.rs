@@ -13,7 +13,7 @@ use super::feeds::{Cwe, EpssScore, KevEntry};
 use super::identify::ProductKey;
 use super::matching::CandidateRow;
 use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD};
-use crate::db::{now_ms, Backend, Db};
+use crate::db::{now_ms, Db};
 
 /// What one batch of CVE records did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -21,15 +21,6 @@ pub struct CveWrite {
     pub written: u64,
     /// Older than (or as old as) what is stored: left alone.
     pub unchanged: u64,
-}
-
-/// `FROM` clause over the bound JSON array `$n`, one row per element as
-/// `value`.
-fn json_rows(backend: Backend, n: usize) -> String {
-    match backend {
-        Backend::Sqlite => format!("json_each(${n})"),
-        Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
-    }
 }
 
 /// PostgreSQL's jsonb refuses NUL; nothing in reference text needs it.
@@ -89,7 +80,7 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     let existing: HashMap<String, Stored> = sqlx::query(&format!(
         "SELECT id, source, last_modified, cna_modified FROM vuln_cves \
          WHERE id IN (SELECT value->>0 FROM {})",
-        json_rows(db.backend, 1)
+        crate::db::json_array_rows(db.backend, 1)
     ))
     .bind(serde_json::to_string(&ids).unwrap_or_default())
     .fetch_all(&mut *tx)
@@ -170,7 +161,7 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
         }
     }
     let generation = now_ms();
-    let rows = json_rows(db.backend, 1);
+    let rows = crate::db::json_array_rows(db.backend, 1);
     // Products losing rows change too: stamp them before the rows go.
     for (ids, source) in [(&replace_nvd, SOURCE_NVD), (&replace_cna, SOURCE_CNA)] {
         if ids.is_empty() {
@@ -283,7 +274,7 @@ pub async fn write_cpe_products(
             "INSERT INTO vuln_cpe_products (vendor, product, title) \
              SELECT value->>0, value->>1, value->>2 FROM {} WHERE true \
              ON CONFLICT (vendor, product) DO UPDATE SET title = excluded.title",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .execute(&db.pool)
@@ -321,7 +312,7 @@ pub async fn write_kev(db: &Db, entries: &[KevEntry]) -> sqlx::Result<u64> {
              product = excluded.product, name = excluded.name, date_added = excluded.date_added, \
              due_date = excluded.due_date, ransomware_use = excluded.ransomware_use, \
              required_action = excluded.required_action",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .execute(&mut *tx)
@@ -345,7 +336,7 @@ pub async fn write_epss(db: &Db, date: &str, scores: &[EpssScore]) -> sqlx::Resu
              CAST(value->>2 AS DOUBLE PRECISION), $2 FROM {} WHERE true \
              ON CONFLICT (cve_id) DO UPDATE SET score = excluded.score, \
              percentile = excluded.percentile, score_date = excluded.score_date",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(serde_json::to_string(&rows).unwrap_or_default())
         .bind(date)
@@ -369,7 +360,7 @@ pub async fn write_cwes(db: &Db, cwes: &[Cwe]) -> sqlx::Result<u64> {
              SELECT value->>0, value->>1, value->>2 FROM {} WHERE true \
              ON CONFLICT (id) DO UPDATE SET name = excluded.name, \
              description = excluded.description",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .execute(&mut *tx)
@@ -397,7 +388,7 @@ pub async fn known_products(db: &Db, keys: &[&ProductKey]) -> sqlx::Result<HashS
             "SELECT p.vendor, p.product FROM vuln_cpe_products p \
              JOIN (SELECT value->>0 AS v, value->>1 AS p FROM {}) k \
              ON p.vendor = k.v AND p.product = k.p",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(keys_json(chunk))
         .fetch_all(&db.pool)
@@ -428,7 +419,7 @@ pub async fn rows_for_products(
              ON m.vendor = k.v AND m.product = k.p \
              JOIN vuln_cves c ON c.id = m.cve_id \
              ORDER BY m.cve_id, m.source DESC, m.seq",
-            json_rows(db.backend, 1)
+            crate::db::json_array_rows(db.backend, 1)
         ))
         .bind(keys_json(chunk))
         .fetch_all(&db.pool)
