@@ -184,3 +184,12 @@ pub fn json_array_rows(backend: Backend, n: usize) -> String {
         Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
     }
 }
+
+/// `SELECT value ...` over the text values of the JSON array bound as `$n`,
+/// for `column IN (...)` filters on either engine.
+pub fn json_text_values(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("SELECT value FROM json_each(${n})"),
+        Backend::Postgres => format!("SELECT jsonb_array_elements_text(CAST(${n} AS jsonb))"),
+    }
+}

@@ -72,14 +72,10 @@ pub async fn items_of_device(
 ) -> sqlx::Result<(Vec<ItemView>, i64)> {
     let names = asset_names(db, tenant, device_name).await?;
     let names_json = serde_json::to_string(&names).unwrap_or_default();
-    let filter = match db.backend {
-        crate::db::Backend::Sqlite => {
-            "tenant_id = $1 AND device_name IN (SELECT value FROM json_each($2))"
-        }
-        crate::db::Backend::Postgres => {
-            "tenant_id = $1 AND device_name IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))"
-        }
-    };
+    let filter = format!(
+        "tenant_id = $1 AND device_name IN ({})",
+        crate::db::json_text_values(db.backend, 2)
+    );
     let items = sqlx::query_as(&format!(
         "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
          ORDER BY application_name, version, source, item_key LIMIT $3 OFFSET $4"
@@ -365,12 +361,10 @@ pub async fn installed_software(
         }
         None => None,
     };
-    let device_filter = match db.backend {
-        crate::db::Backend::Sqlite => "device_name IN (SELECT value FROM json_each($4))",
-        crate::db::Backend::Postgres => {
-            "device_name IN (SELECT jsonb_array_elements_text(CAST($4 AS jsonb)))"
-        }
-    };
+    let device_filter = format!(
+        "device_name IN ({})",
+        crate::db::json_text_values(db.backend, 4)
+    );
     let prefix = scope
         .application
         .as_deref()

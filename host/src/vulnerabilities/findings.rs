@@ -15,7 +15,6 @@ use crate::auth::TenantId;
 use crate::db::{now_ms, to_rfc3339, Db};
 
 pub const OPEN: &str = "open";
-pub const FIXED: &str = "fixed";
 
 // ---- scans -------------------------------------------------------------
 
@@ -147,7 +146,8 @@ pub async fn set_mapping(
     tenant: &TenantId,
     app_key: &str,
     key: Option<&ProductKey>,
-) -> sqlx::Result<()> {
+) -> sqlx::Result<i64> {
+    let now = now_ms();
     let mut tx = db.pool.begin().await?;
     sqlx::query(
         "INSERT INTO vuln_app_mappings (tenant_id, app_key, vendor, product, created_at) \
@@ -158,7 +158,7 @@ pub async fn set_mapping(
     .bind(app_key)
     .bind(key.map(|k| k.vendor.as_str()))
     .bind(key.map(|k| k.product.as_str()))
-    .bind(now_ms())
+    .bind(now)
     .execute(&mut *tx)
     .await?;
     sqlx::query("DELETE FROM vuln_unmatched_apps WHERE tenant_id = $1 AND app_key = $2")
@@ -166,7 +166,8 @@ pub async fn set_mapping(
         .bind(app_key)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await
+    tx.commit().await?;
+    Ok(now)
 }
 
 /// `true` when a mapping was removed.

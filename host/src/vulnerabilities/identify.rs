@@ -31,27 +31,9 @@ impl ProductKey {
     }
 }
 
-/// How an application was identified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    Tenant,
-    Table,
-    Dictionary,
-}
-
-impl Via {
-    pub fn name(self) -> &'static str {
-        match self {
-            Via::Tenant => "tenant_mapping",
-            Via::Table => "translation_table",
-            Via::Dictionary => "dictionary",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identification {
-    Product(ProductKey, Via),
+    Product(ProductKey),
     /// A rule (or the tenant) says this is never matched.
     Skipped,
     /// Nothing settled it; `candidates` are the dictionary's answers when
@@ -171,7 +153,7 @@ impl Translations {
                         None => cpe.clone(),
                     };
                     match ProductKey::parse(&text) {
-                        Some(key) => Identification::Product(key, Via::Table),
+                        Some(key) => Identification::Product(key),
                         None => Identification::Unmatched {
                             reason: "translation rule gave no product",
                             candidates: vec![],
@@ -300,7 +282,7 @@ pub fn identify(
     }
     if let Some(mapping) = overrides.get(&clean) {
         return match mapping {
-            Some(key) => Identification::Product(key.clone(), Via::Tenant),
+            Some(key) => Identification::Product(key.clone()),
             None => Identification::Skipped,
         };
     }
@@ -311,10 +293,7 @@ pub fn identify(
     let candidates = dictionary_candidates(&clean, &clean_publisher(&publisher));
     let known: BTreeSet<&ProductKey> = dictionary.known(&candidates).into_iter().collect();
     match known.len() {
-        1 => Identification::Product(
-            (*known.iter().next().expect("one")).clone(),
-            Via::Dictionary,
-        ),
+        1 => Identification::Product((*known.iter().next().expect("one")).clone()),
         0 => Identification::Unmatched {
             reason: "no known product for this name and publisher",
             candidates: vec![],
@@ -455,7 +434,7 @@ mod golden {
                 publisher: Some(row[1]).filter(|p| !p.is_empty()),
             };
             let got = match identify(app, &HashMap::new(), &table, &dictionary) {
-                Identification::Product(key, _) => Some(key),
+                Identification::Product(key) => Some(key),
                 _ => None,
             };
             let expected = ProductKey::parse(row[4]);

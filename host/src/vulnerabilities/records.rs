@@ -36,12 +36,6 @@ pub struct CveRecord {
     pub cna_rows: Option<Vec<MatchRow>>,
 }
 
-impl CveRecord {
-    pub fn is_rejected(&self) -> bool {
-        self.status.eq_ignore_ascii_case("rejected")
-    }
-}
-
 /// One CPE match (or CNA version entry): the product it names and the
 /// versions it covers.
 #[derive(Debug, Clone, PartialEq)]

@@ -437,13 +437,13 @@ async fn put_mapping(
             )
         })?),
     };
-    findings::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;
-    let view = findings::mappings(&state.db, &caller.0.tenant_id)
-        .await?
-        .into_iter()
-        .find(|m| m.application == app_key)
-        .ok_or(ApiError::NotFound("mapping"))?;
-    Ok(Json(view))
+    let created_at =
+        findings::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;
+    Ok(Json(MappingView {
+        application: app_key,
+        cpe: key.map(|k| k.text()),
+        created_at: crate::db::to_rfc3339(created_at),
+    }))
 }
 
 /// Removes one of the tenant's mappings (by the application name it was

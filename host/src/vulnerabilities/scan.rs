@@ -21,7 +21,7 @@ use super::identify::{self, Application, Dictionary, Identification, ProductKey,
 use super::matching::{self, CandidateRow, Hit};
 use super::{findings, reference};
 use crate::auth::TenantId;
-use crate::db::{Backend, Db};
+use crate::db::Db;
 use crate::inventory::storage::{installed_software, InstalledSoftware, SoftwareScope};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 
@@ -176,7 +176,7 @@ pub async fn run_scan(
     let mut products: Vec<ProductKey> = identified
         .values()
         .filter_map(|i| match i {
-            Identification::Product(key, _) => Some(key.clone()),
+            Identification::Product(key) => Some(key.clone()),
             _ => None,
         })
         .collect();
@@ -202,7 +202,7 @@ pub async fn run_scan(
     let mut wanted: Vec<Wanted> = Vec::new();
     let no_rows = Vec::new();
     for item in &software {
-        let Some(Identification::Product(key, _)) =
+        let Some(Identification::Product(key)) =
             identified.get(&(item.application_name.as_str(), item.publisher.as_deref()))
         else {
             continue;
@@ -299,13 +299,10 @@ pub async fn run_scan(
 /// Severities of the given CVEs.
 pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, String>> {
     let mut out = HashMap::new();
-    let rows_from = match db.backend {
-        Backend::Sqlite => "json_each($1)",
-        Backend::Postgres => "jsonb_array_elements_text(CAST($1 AS jsonb)) AS t(value)",
-    };
+    let ids_in = crate::db::json_text_values(db.backend, 1);
     for chunk in ids.chunks(5_000) {
         let rows = sqlx::query(&format!(
-            "SELECT id, COALESCE(severity, 'unknown') FROM vuln_cves WHERE id IN (SELECT value FROM {rows_from})"
+            "SELECT id, COALESCE(severity, 'unknown') FROM vuln_cves WHERE id IN ({ids_in})"
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .fetch_all(&db.pool)

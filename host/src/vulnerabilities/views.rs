@@ -86,12 +86,10 @@ pub async fn vulnerabilities(
         .search
         .as_deref()
         .map(|s| format!("%{}%", escape_like(s)));
-    let severity_in = match db.backend {
-        crate::db::Backend::Sqlite => "COALESCE(c.severity, 'unknown') IN (SELECT value FROM json_each($3))",
-        crate::db::Backend::Postgres => {
-            "COALESCE(c.severity, 'unknown') IN (SELECT jsonb_array_elements_text(CAST($3 AS jsonb)))"
-        }
-    };
+    let severity_in = format!(
+        "COALESCE(c.severity, 'unknown') IN ({})",
+        crate::db::json_text_values(db.backend, 3)
+    );
     let filter_sql = format!(
         "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) \
          AND ($4 = 1 OR {severity_in}) \
@@ -186,12 +184,7 @@ pub async fn vulnerabilities(
     // Applications and fixes of the page's CVEs, in one query.
     let ids: Vec<&str> = items.iter().map(|i| i.cve_id.as_str()).collect();
     if !ids.is_empty() {
-        let ids_in = match db.backend {
-            crate::db::Backend::Sqlite => "cve_id IN (SELECT value FROM json_each($2))",
-            crate::db::Backend::Postgres => {
-                "cve_id IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))"
-            }
-        };
+        let ids_in = format!("cve_id IN ({})", crate::db::json_text_values(db.backend, 2));
         let rows = sqlx::query(&format!(
             "SELECT DISTINCT cve_id, application_name, fix_version FROM vuln_findings \
              WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) \
