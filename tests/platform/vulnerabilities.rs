@@ -700,6 +700,50 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
     assert_eq!(fixed, ["CVE-2023-2033", "CVE-2025-0411"]);
     assert_eq!(open_findings(&app, &owner).await.len(), 12);
 
+    // The first scan read everything; the second only what changed: the
+    // two rows upgraded on WS-01 and the application whose mapping changed.
+    assert_eq!(first["mode"], "full", "{first}");
+    assert_eq!(second["mode"], "changes", "{second}");
+    assert_eq!(second["devices"], 2, "{second}");
+    assert_eq!(second["applications"], 3, "{second}");
+    // A forced full re-match agrees with what the change run left.
+    let before = open_findings(&app, &owner).await;
+    let full = scan(&app, &owner, json!({"full": true})).await;
+    assert_eq!(full["mode"], "full", "{full}");
+    assert_eq!(
+        (&full["new_findings"], &full["fixed_findings"]),
+        (&json!(0), &json!(0))
+    );
+    assert_eq!(open_findings(&app, &owner).await, before);
+
+    // NVD revises the PuTTY record (0.81 is affected too): the next scan
+    // re-matches the PuTTY installations only.
+    let mut revised = putty_record();
+    revised["lastModified"] = json!("2025-06-01T00:00:00.000");
+    revised["configurations"][0]["nodes"][0]["cpeMatch"][0]["versionEndIncluding"] = json!("0.81");
+    let dir = std::env::temp_dir().join(format!("cairn-nvd-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("nvdcve-2.0-modified.json");
+    std::fs::write(
+        &file,
+        json!({"vulnerabilities": [{"cve": revised}]}).to_string(),
+    )
+    .unwrap();
+    cairn::vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&file))
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    let third = scan(&app, &owner, json!({})).await;
+    assert_eq!(third["mode"], "changes", "{third}");
+    assert_eq!(third["applications"], 4, "{third}");
+    assert_eq!(third["new_findings"], 1, "{third}");
+    assert!(open_findings(&app, &owner).await.contains(&finding(
+        "WS-04",
+        "PuTTY release 0.81 (64-bit)",
+        "0.81.0.0",
+        "CVE-1999-0001"
+    )));
+
     // A device scan covers that device only.
     let device_scan = app
         .post(

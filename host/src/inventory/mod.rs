@@ -3,6 +3,7 @@
 //! `/api/v1/inventory` routes.
 
 pub mod applications;
+pub mod changes;
 pub mod normalize;
 pub mod rollup;
 pub mod routes;

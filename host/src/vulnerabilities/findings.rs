@@ -8,11 +8,12 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::identify::ProductKey;
+use super::identify::{AppId, Identification, ProductKey};
 use super::matching::Hit;
 use super::scan::{ScanCounts, ScanScope};
 use crate::auth::TenantId;
 use crate::db::{now_ms, to_rfc3339, Db};
+use crate::inventory::changes::{self, SoftwareKey};
 
 pub const OPEN: &str = "open";
 
@@ -148,7 +149,6 @@ pub async fn set_mapping(
     key: Option<&ProductKey>,
 ) -> sqlx::Result<i64> {
     let now = now_ms();
-    let mut tx = db.pool.begin().await?;
     sqlx::query(
         "INSERT INTO vuln_app_mappings (tenant_id, app_key, vendor, product, created_at) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id, app_key) DO UPDATE SET \
@@ -159,14 +159,8 @@ pub async fn set_mapping(
     .bind(key.map(|k| k.vendor.as_str()))
     .bind(key.map(|k| k.product.as_str()))
     .bind(now)
-    .execute(&mut *tx)
+    .execute(&db.pool)
     .await?;
-    sqlx::query("DELETE FROM vuln_unmatched_apps WHERE tenant_id = $1 AND app_key = $2")
-        .bind(tenant.as_str())
-        .bind(app_key)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
     Ok(now)
 }
 
@@ -182,6 +176,43 @@ pub async fn delete_mapping(db: &Db, tenant: &TenantId, app_key: &str) -> sqlx::
 
 // ---- applying a scan ---------------------------------------------------
 
+/// How a scan ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanMode {
+    /// The whole inventory was read.
+    Full,
+    /// Only what changed since the tenant was last matched.
+    Changes,
+    /// One application, vendor or device a person asked for.
+    Scoped,
+}
+
+impl ScanMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScanMode::Full => "full",
+            ScanMode::Changes => "changes",
+            ScanMode::Scoped => "scoped",
+        }
+    }
+}
+
+/// The findings a scan answers for: those it may confirm, and fix when it
+/// did not find them again.
+pub enum Covered<'a> {
+    All,
+    /// The findings of these devices (one asset's names).
+    Devices(HashSet<&'a str>),
+    /// The findings of these application names.
+    Applications(HashSet<&'a str>),
+    /// The findings of these (device, application, version) keys and of
+    /// these application names.
+    Changes {
+        keys: &'a [SoftwareKey],
+        applications: &'a [String],
+    },
+}
+
 /// One finding a scan wants to exist.
 pub struct WantedFinding<'a> {
     pub device_name: &'a str,
@@ -191,13 +222,21 @@ pub struct WantedFinding<'a> {
     pub hit: &'a Hit,
 }
 
-type FindingKey = (String, String, String, String);
-
-/// The devices and applications a scan read.
-pub struct Scanned<'a> {
-    pub devices: HashSet<&'a str>,
-    pub applications: HashSet<&'a str>,
+/// Everything a finished scan records, in one transaction.
+pub struct ScanResult<'a> {
+    pub tenant: &'a TenantId,
+    pub scan_id: &'a str,
+    pub mode: ScanMode,
+    pub covered: Covered<'a>,
+    pub wanted: &'a [WantedFinding<'a>],
+    pub identified: &'a [(&'a AppId, &'a Identification)],
+    /// Inventory change entries the scan accounts for.
+    pub consumed: &'a [i64],
+    /// The reference generation the scan matched against.
+    pub generation: i64,
 }
+
+type FindingKey = (String, String, String, String);
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Written {
@@ -218,55 +257,103 @@ fn key_json(key: &FindingKey) -> Value {
     json!([key.0, key.1, key.2, key.3])
 }
 
-/// Brings the tenant's findings in `scope` to `wanted` and records the
-/// scan, in one transaction: findings that are new or reopened or whose
-/// provenance changed are written, open ones no longer wanted become
-/// fixed, the rest only have `last_seen` moved.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply_scan(
+const OPEN_COLUMNS: &str = "f.device_name, f.application_name, f.version, f.cve_id, f.source, \
+     f.criteria, f.version_range, f.fix_version";
+
+/// The open findings `covered` answers for, by key, with their provenance.
+async fn covered_open_findings(
     db: &Db,
     tenant: &TenantId,
-    scan_id: &str,
-    scope: &ScanScope,
-    wanted: &[WantedFinding<'_>],
-    scanned: &Scanned<'_>,
-    unmatched: &[Value],
-    generation: i64,
-    counts: &mut ScanCounts,
-) -> anyhow::Result<Written> {
-    // The findings this scan may confirm or fix: all of them, or those of
-    // the devices (one asset's names) or applications it read.
-    let in_scope = |device: &str, application: &str| -> bool {
-        match &scope.device_name {
-            Some(name) => device == name || scanned.devices.contains(device),
-            None => scope.is_full() || scanned.applications.contains(application),
-        }
-    };
-    // Open findings only (fixed ones come back through the upsert).
+    covered: &Covered<'_>,
+) -> sqlx::Result<HashMap<FindingKey, u64>> {
+    use futures::TryStreamExt;
     let mut open: HashMap<FindingKey, u64> = HashMap::new();
-    {
-        let mut rows = sqlx::query(
-            "SELECT device_name, application_name, version, cve_id, source, criteria, \
-             version_range, fix_version FROM vuln_findings WHERE tenant_id = $1 AND status = 'open'",
-        )
-        .bind(tenant.as_str())
-        .fetch(&db.pool);
-        use futures::TryStreamExt;
-        while let Some(r) = rows.try_next().await? {
-            let device: String = r.get(0);
-            let application: String = r.get(1);
-            if !in_scope(&device, &application) {
-                continue;
+    let mut take = |r: sqlx::any::AnyRow| {
+        let hash = provenance(
+            r.get::<&str, _>(4),
+            r.get::<&str, _>(5),
+            r.get::<&str, _>(6),
+            r.get::<Option<&str>, _>(7),
+        );
+        open.insert((r.get(0), r.get(1), r.get(2), r.get(3)), hash);
+    };
+    match covered {
+        Covered::Changes { keys, applications } => {
+            let rows = crate::db::json_array_rows(db.backend, 2);
+            for chunk in keys.chunks(5_000) {
+                let values: Vec<Value> = chunk
+                    .iter()
+                    .map(|k| json!([k.device_name, k.application_name, k.version]))
+                    .collect();
+                let found = sqlx::query(&format!(
+                    "SELECT {OPEN_COLUMNS} FROM {rows} CROSS JOIN vuln_findings f \
+                     WHERE f.tenant_id = $1 AND f.device_name = value->>0 \
+                     AND f.application_name = value->>1 AND f.version = value->>2 \
+                     AND f.status = 'open'"
+                ))
+                .bind(tenant.as_str())
+                .bind(serde_json::to_string(&values).unwrap_or_default())
+                .fetch_all(&db.pool)
+                .await?;
+                found.into_iter().for_each(&mut take);
             }
-            let hash = provenance(
-                r.get::<&str, _>(4),
-                r.get::<&str, _>(5),
-                r.get::<&str, _>(6),
-                r.get::<Option<&str>, _>(7),
+            let names = crate::db::json_text_values(db.backend, 2);
+            for chunk in applications.chunks(1_000) {
+                let found = sqlx::query(&format!(
+                    "SELECT {OPEN_COLUMNS} FROM vuln_findings f WHERE f.tenant_id = $1 \
+                     AND f.status = 'open' AND f.application_name IN ({names})"
+                ))
+                .bind(tenant.as_str())
+                .bind(serde_json::to_string(chunk).unwrap_or_default())
+                .fetch_all(&db.pool)
+                .await?;
+                found.into_iter().for_each(&mut take);
+            }
+        }
+        _ => {
+            let statement = format!(
+                "SELECT {OPEN_COLUMNS} FROM vuln_findings f \
+                 WHERE f.tenant_id = $1 AND f.status = 'open'"
             );
-            open.insert((device, application, r.get(2), r.get(3)), hash);
+            let mut rows = sqlx::query(&statement)
+                .bind(tenant.as_str())
+                .fetch(&db.pool);
+            while let Some(r) = rows.try_next().await? {
+                let inside = match covered {
+                    Covered::Devices(names) => names.contains(r.get::<&str, _>(0)),
+                    Covered::Applications(names) => names.contains(r.get::<&str, _>(1)),
+                    _ => true,
+                };
+                if inside {
+                    take(r);
+                }
+            }
         }
     }
+    Ok(open)
+}
+
+/// Brings the tenant's covered findings to `wanted` and records the scan,
+/// in one transaction: findings that are new or reopened or whose
+/// provenance changed are written, covered open ones no longer wanted
+/// become fixed, the identifications are stored, the inventory changes
+/// read are consumed.
+pub async fn apply_scan(
+    db: &Db,
+    result: ScanResult<'_>,
+    counts: &mut ScanCounts,
+) -> anyhow::Result<Written> {
+    let ScanResult {
+        tenant,
+        scan_id,
+        mode,
+        covered,
+        wanted,
+        identified,
+        consumed,
+        generation,
+    } = result;
+    let mut open = covered_open_findings(db, tenant, &covered).await?;
 
     let now = now_ms();
     let mut upserts: Vec<usize> = Vec::new();
@@ -288,8 +375,10 @@ pub async fn apply_scan(
             w.hit.fix_version.as_deref(),
         );
         match open.remove(&key) {
+            // A whole-inventory match confirms every open finding at once
+            // (views read `matched_at`); others confirm theirs one by one.
             Some(existing) if existing == hash => {
-                if !scope.is_full() {
+                if mode != ScanMode::Full {
                     refresh.push(key_json(&key));
                 }
             }
@@ -326,15 +415,6 @@ pub async fn apply_scan(
     );
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
-    if scope.is_full() {
-        sqlx::query(
-            "UPDATE vuln_findings SET last_seen = $2 WHERE tenant_id = $1 AND status = 'open'",
-        )
-        .bind(tenant.as_str())
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-    }
     for chunk in refresh.chunks(5_000) {
         sqlx::query(&format!(
             "UPDATE vuln_findings SET last_seen = $2 WHERE {keyed}"
@@ -395,29 +475,103 @@ pub async fn apply_scan(
         .execute(&mut *tx)
         .await?;
     }
-    if scope.is_full() {
-        sqlx::query("DELETE FROM vuln_unmatched_apps WHERE tenant_id = $1")
-            .bind(tenant.as_str())
-            .execute(&mut *tx)
-            .await?;
-    }
-    for chunk in unmatched.chunks(5_000) {
-        sqlx::query(&format!(
-            "INSERT INTO vuln_unmatched_apps (tenant_id, app_key, name, publisher, reason, \
-             candidates, device_count, seen_at) \
-             SELECT $2, value->>0, value->>1, value->>2, value->>3, value->>4, \
-             CAST(value->>5 AS BIGINT), $3 FROM {rows} WHERE true \
-             ON CONFLICT (tenant_id, app_key) DO UPDATE SET name = excluded.name, \
-             publisher = excluded.publisher, reason = excluded.reason, \
-             candidates = excluded.candidates, device_count = excluded.device_count, \
-             seen_at = excluded.seen_at"
-        ))
-        .bind(serde_json::to_string(chunk)?)
+    write_identifications(&mut tx, db, tenant, mode, identified, now).await?;
+    write_scan_cves(&mut tx, db, tenant, scan_id, wanted, &by_cve).await?;
+    sqlx::query(
+        "UPDATE vuln_scans SET status = 'succeeded', finished_at = $3, applications = $4, \
+         devices = $5, findings = $6, new_findings = $7, fixed_findings = $8, by_severity = $9, \
+         mode = $10, error = NULL WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .bind(now_ms())
+    .bind(counts.applications)
+    .bind(counts.devices)
+    .bind(counts.findings)
+    .bind(counts.new_findings)
+    .bind(counts.fixed_findings)
+    .bind(serde_json::to_string(&counts.by_severity)?)
+    .bind(mode.as_str())
+    .execute(&mut *tx)
+    .await?;
+    if mode != ScanMode::Scoped {
+        sqlx::query(
+            "INSERT INTO vuln_tenant_state (tenant_id, matched_generation, matched_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant_id) DO UPDATE SET matched_generation = excluded.matched_generation, \
+             matched_at = excluded.matched_at",
+        )
         .bind(tenant.as_str())
+        .bind(generation)
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        changes::consume(&mut tx, db.backend, tenant, consumed).await?;
     }
+    tx.commit().await?;
+    Ok(written)
+}
+
+/// Stores what each application was identified as; a full scan replaces
+/// the tenant's list, so applications no longer installed leave it.
+async fn write_identifications(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    tenant: &TenantId,
+    mode: ScanMode,
+    identified: &[(&AppId, &Identification)],
+    now: i64,
+) -> anyhow::Result<()> {
+    if mode == ScanMode::Full {
+        sqlx::query("DELETE FROM vuln_identified_apps WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .execute(&mut **tx)
+            .await?;
+    }
+    let rows = crate::db::json_array_rows(db.backend, 1);
+    for chunk in identified.chunks(5_000) {
+        let values: Vec<Value> = chunk
+            .iter()
+            .map(|(app, found)| {
+                let stored = StoredIdentification::from(*found);
+                json!([
+                    app.name,
+                    app.publisher.as_deref().unwrap_or(""),
+                    stored.outcome,
+                    stored.product.as_ref().map(|k| &k.vendor),
+                    stored.product.as_ref().map(|k| &k.product),
+                    stored.reason,
+                    serde_json::to_string(&stored.candidates).unwrap_or_default(),
+                ])
+            })
+            .collect();
+        sqlx::query(&format!(
+            "INSERT INTO vuln_identified_apps (tenant_id, application_name, publisher, outcome, \
+             vendor, product, reason, candidates, seen_at) \
+             SELECT $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+             value->>6, $3 FROM {rows} WHERE true \
+             ON CONFLICT (tenant_id, application_name, publisher) DO UPDATE SET \
+             outcome = excluded.outcome, vendor = excluded.vendor, product = excluded.product, \
+             reason = excluded.reason, candidates = excluded.candidates, seen_at = excluded.seen_at"
+        ))
+        .bind(serde_json::to_string(&values)?)
+        .bind(tenant.as_str())
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The scan's own record: per CVE, the devices and applications affected.
+async fn write_scan_cves(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    db: &Db,
+    tenant: &TenantId,
+    scan_id: &str,
+    wanted: &[WantedFinding<'_>],
+    by_cve: &HashMap<&str, Vec<usize>>,
+) -> anyhow::Result<()> {
+    let rows = crate::db::json_array_rows(db.backend, 1);
     let cves: Vec<(&&str, &Vec<usize>)> = by_cve.iter().collect();
     for chunk in cves.chunks(500) {
         let values: Vec<Value> = chunk
@@ -448,37 +602,90 @@ pub async fn apply_scan(
         .bind(serde_json::to_string(&values)?)
         .bind(scan_id)
         .bind(tenant.as_str())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
-    sqlx::query(
-        "UPDATE vuln_scans SET status = 'succeeded', finished_at = $3, applications = $4, \
-         devices = $5, findings = $6, new_findings = $7, fixed_findings = $8, by_severity = $9, \
-         error = NULL WHERE tenant_id = $1 AND id = $2",
+    Ok(())
+}
+
+// ---- identifications and the tenant's match state ---------------------
+
+/// An identification as stored: comparable with a fresh one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredIdentification {
+    /// `product`, `skipped` or `unmatched`.
+    pub outcome: &'static str,
+    pub product: Option<ProductKey>,
+    pub reason: Option<String>,
+    pub candidates: Vec<String>,
+}
+
+impl From<&Identification> for StoredIdentification {
+    fn from(found: &Identification) -> Self {
+        let (outcome, product, reason, candidates) = match found {
+            Identification::Product(key) => ("product", Some(key.clone()), None, vec![]),
+            Identification::Skipped => ("skipped", None, None, vec![]),
+            Identification::Unmatched { reason, candidates } => (
+                "unmatched",
+                None,
+                Some(reason.to_string()),
+                candidates.clone(),
+            ),
+        };
+        StoredIdentification {
+            outcome,
+            product,
+            reason,
+            candidates,
+        }
+    }
+}
+
+/// What the tenant's applications were last identified as.
+pub async fn identified_applications(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<HashMap<AppId, StoredIdentification>> {
+    let rows = sqlx::query(
+        "SELECT application_name, publisher, outcome, vendor, product, reason, candidates \
+         FROM vuln_identified_apps WHERE tenant_id = $1",
     )
     .bind(tenant.as_str())
-    .bind(scan_id)
-    .bind(now_ms())
-    .bind(counts.applications)
-    .bind(counts.devices)
-    .bind(counts.findings)
-    .bind(counts.new_findings)
-    .bind(counts.fixed_findings)
-    .bind(serde_json::to_string(&counts.by_severity)?)
-    .execute(&mut *tx)
+    .fetch_all(&db.pool)
     .await?;
-    if scope.is_full() {
-        sqlx::query(
-            "INSERT INTO vuln_tenant_state (tenant_id, matched_generation, matched_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (tenant_id) DO UPDATE SET matched_generation = excluded.matched_generation, \
-             matched_at = excluded.matched_at",
-        )
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let publisher: String = r.get(1);
+            let app = AppId {
+                name: r.get(0),
+                publisher: (!publisher.is_empty()).then_some(publisher),
+            };
+            let outcome = match r.get::<&str, _>(2) {
+                "product" => "product",
+                "skipped" => "skipped",
+                _ => "unmatched",
+            };
+            let vendor: Option<String> = r.get(3);
+            let product: Option<String> = r.get(4);
+            let stored = StoredIdentification {
+                outcome,
+                product: vendor
+                    .zip(product)
+                    .map(|(vendor, product)| ProductKey { vendor, product }),
+                reason: r.get(5),
+                candidates: serde_json::from_str(r.get::<&str, _>(6)).unwrap_or_default(),
+            };
+            (app, stored)
+        })
+        .collect())
+}
+
+/// The reference generation of the tenant's last full or change match;
+/// `None` when it was never matched.
+pub async fn matched_generation(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT matched_generation FROM vuln_tenant_state WHERE tenant_id = $1")
         .bind(tenant.as_str())
-        .bind(generation)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(written)
+        .fetch_optional(&db.pool)
+        .await
 }

@@ -8,6 +8,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use regex::Regex;
+
+use crate::inventory::storage::InstalledSoftware;
 use serde::Deserialize;
 
 /// A CPE vendor and product, e.g. (`mozilla`, `firefox`).
@@ -28,6 +30,28 @@ impl ProductKey {
 
     pub fn text(&self) -> String {
         format!("{}:{}", self.vendor, self.product)
+    }
+}
+
+/// An application as installed: its name and publisher (or the vendor a
+/// source reported; `None` when empty). Identification depends on nothing
+/// else, so it is done once per `AppId`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AppId {
+    pub name: String,
+    pub publisher: Option<String>,
+}
+
+impl AppId {
+    pub fn of(item: &InstalledSoftware) -> AppId {
+        AppId {
+            name: item.application_name.clone(),
+            publisher: AppId::publisher_of(item).map(str::to_string),
+        }
+    }
+
+    pub fn publisher_of(item: &InstalledSoftware) -> Option<&str> {
+        item.publisher.as_deref().filter(|p| !p.is_empty())
     }
 }
 

@@ -267,20 +267,37 @@ pub async fn write_cpe_products(
         .iter()
         .map(|(k, title)| json!([k.vendor, k.product, title.as_deref().map(text)]))
         .collect();
+    let json_rows = crate::db::json_array_rows(db.backend, 1);
+    let generation = now_ms();
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
     let mut written = 0;
     for chunk in rows.chunks(5_000) {
+        let chunk = serde_json::to_string(chunk).unwrap_or_default();
+        // A product new to the dictionary can change which product an
+        // application is identified as: stamp it so tenants re-match.
+        sqlx::query(&format!(
+            "INSERT INTO vuln_product_changes (vendor, product, generation) \
+             SELECT value->>0, value->>1, CAST($2 AS BIGINT) FROM {json_rows} \
+             WHERE NOT EXISTS (SELECT 1 FROM vuln_cpe_products p \
+             WHERE p.vendor = value->>0 AND p.product = value->>1) \
+             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
+        ))
+        .bind(&chunk)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
         written += sqlx::query(&format!(
             "INSERT INTO vuln_cpe_products (vendor, product, title) \
-             SELECT value->>0, value->>1, value->>2 FROM {} WHERE true \
-             ON CONFLICT (vendor, product) DO UPDATE SET title = excluded.title",
-            crate::db::json_array_rows(db.backend, 1)
+             SELECT value->>0, value->>1, value->>2 FROM {json_rows} WHERE true \
+             ON CONFLICT (vendor, product) DO UPDATE SET title = excluded.title"
         ))
-        .bind(serde_json::to_string(chunk).unwrap_or_default())
-        .execute(&db.pool)
+        .bind(&chunk)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
     }
+    tx.commit().await?;
     Ok(written)
 }
 
@@ -458,6 +475,22 @@ pub async fn rows_for_products(
         }
     }
     Ok(out)
+}
+
+/// Products whose match rows changed after `generation`.
+pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<HashSet<ProductKey>> {
+    let rows =
+        sqlx::query("SELECT vendor, product FROM vuln_product_changes WHERE generation > $1")
+            .bind(generation)
+            .fetch_all(&db.pool)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ProductKey {
+            vendor: r.get(0),
+            product: r.get(1),
+        })
+        .collect())
 }
 
 /// The newest generation of reference match data (0 when none).

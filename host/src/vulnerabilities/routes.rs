@@ -75,8 +75,9 @@ async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> Ap
         .ok_or(ApiError::NotFound("scan"))
 }
 
-/// The body of `POST /vulnerabilities/scan`; both fields optional (no
-/// field: the whole inventory).
+/// The body of `POST /vulnerabilities/scan`; every field optional (no
+/// field: the whole inventory, re-matching only what changed since the
+/// last match when there was one).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScanRequest {
@@ -84,6 +85,9 @@ pub struct ScanRequest {
     application: Option<String>,
     /// Only software whose vendor or publisher is this.
     vendor: Option<String>,
+    /// Re-read and re-match the whole inventory, not only what changed.
+    #[serde(default)]
+    full: bool,
 }
 
 fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
@@ -118,6 +122,7 @@ async fn start_scan(
         application: non_empty("application", request.application)?,
         vendor: non_empty("vendor", request.vendor)?,
         device_name: None,
+        full: request.full,
     };
     let scan = queue_scan(&state, &caller.tenant_id, scope).await?;
     Ok((StatusCode::ACCEPTED, Json(scan)))

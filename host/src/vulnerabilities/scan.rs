@@ -13,15 +13,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::identify::{self, Application, Dictionary, Identification, ProductKey, Translations};
+use super::identify::{
+    self, AppId, Application, Dictionary, Identification, ProductKey, Translations,
+};
 use super::matching::{self, CandidateRow, Hit};
 use super::{findings, reference};
 use crate::auth::TenantId;
 use crate::db::Db;
+use crate::inventory::changes::{self, SoftwareKey};
 use crate::inventory::storage::{installed_software, InstalledSoftware, SoftwareScope};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 
@@ -39,10 +41,14 @@ pub struct ScanScope {
     /// Only this device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_name: Option<String>,
+    /// Re-read the whole inventory even when the tenant was matched before
+    /// (a whole-inventory scan otherwise re-matches only what changed since).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full: bool,
 }
 
 impl ScanScope {
-    pub fn is_full(&self) -> bool {
+    pub fn covers_everything(&self) -> bool {
         self.application.is_none() && self.vendor.is_none() && self.device_name.is_none()
     }
 
@@ -116,11 +122,162 @@ fn platform(os_platform: Option<&str>) -> Option<&'static str> {
     os_platform.and_then(crate::csv_sources::platform::platform_label)
 }
 
+/// Above this many queued inventory changes, reading the whole inventory
+/// is cheaper than looking each change up.
+const CHANGES_LIMIT: i64 = 200_000;
+
 /// One finding the scan wants to exist.
 struct Wanted<'a> {
     software: &'a InstalledSoftware,
     key: ProductKey,
     hit: Hit,
+}
+
+/// Identifies each application once, asking the dictionary in one query.
+async fn identify_applications(
+    db: &Db,
+    translations: &Translations,
+    overrides: &HashMap<String, Option<ProductKey>>,
+    apps: &[AppId],
+) -> sqlx::Result<HashMap<AppId, Identification>> {
+    fn application(app: &AppId) -> Application<'_> {
+        Application {
+            name: &app.name,
+            publisher: app.publisher.as_deref(),
+        }
+    }
+    let asked = AskedKeys::default();
+    for app in apps {
+        identify::identify(application(app), overrides, translations, &asked);
+    }
+    let asked = asked.0.into_inner();
+    let asked_refs: Vec<&ProductKey> = asked.iter().collect();
+    let dictionary = reference::known_products(db, &asked_refs).await?;
+    Ok(apps
+        .iter()
+        .map(|app| {
+            let found = identify::identify(application(app), overrides, translations, &dictionary);
+            (app.clone(), found)
+        })
+        .collect())
+}
+
+/// What one run reads and covers.
+struct Plan {
+    mode: findings::ScanMode,
+    software: Vec<InstalledSoftware>,
+    identified: HashMap<AppId, Identification>,
+    /// For `Changes`: the keys and application names re-matched.
+    keys: Vec<SoftwareKey>,
+    applications: Vec<String>,
+    /// The inventory change entries this run accounts for.
+    consumed: Vec<i64>,
+}
+
+/// A full-scope scan reads only what changed when the tenant was matched
+/// before and the queue is short: the changed keys, and every application
+/// whose identification or whose product's CVE data changed since.
+async fn plan(
+    db: &Db,
+    translations: &Translations,
+    overrides: &HashMap<String, Option<ProductKey>>,
+    tenant: &TenantId,
+    scope: &ScanScope,
+) -> anyhow::Result<Plan> {
+    let matched = match scope.covers_everything() && !scope.full {
+        true => findings::matched_generation(db, tenant).await?,
+        false => None,
+    };
+    let incremental = match matched {
+        Some(_) => changes::pending_count(db, tenant).await? <= CHANGES_LIMIT,
+        None => false,
+    };
+    if !incremental {
+        // The queue is read before the inventory, so every entry consumed
+        // is reflected in what is read.
+        let consumed = match scope.covers_everything() {
+            true => changes::pending_ids(db, tenant).await?,
+            false => vec![],
+        };
+        let software = installed_software(db, tenant, &scope.software()).await?;
+        let mut apps: Vec<AppId> = software.iter().map(AppId::of).collect();
+        apps.sort();
+        apps.dedup();
+        let identified = identify_applications(db, translations, overrides, &apps).await?;
+        let mode = match scope.covers_everything() {
+            true => findings::ScanMode::Full,
+            false => findings::ScanMode::Scoped,
+        };
+        return Ok(Plan {
+            mode,
+            software,
+            identified,
+            keys: vec![],
+            applications: vec![],
+            consumed,
+        });
+    }
+
+    let (consumed, keys) = changes::pending(db, tenant).await?;
+    let mut software = changes::software_of_keys(db, tenant, &keys).await?;
+    let stored = findings::identified_applications(db, tenant).await?;
+    let mut apps: Vec<AppId> = stored
+        .keys()
+        .cloned()
+        .chain(software.iter().map(AppId::of))
+        .collect();
+    apps.sort();
+    apps.dedup();
+    let identified = identify_applications(db, translations, overrides, &apps).await?;
+    let changed = reference::products_changed_since(db, matched.unwrap_or(0)).await?;
+    let product_changed = |key: &ProductKey| {
+        changed.contains(key)
+            || translations
+                .cna_keys_for(key)
+                .iter()
+                .any(|alias| changed.contains(alias))
+    };
+    let mut applications: Vec<String> = stored
+        .iter()
+        .filter(|(app, before)| {
+            let now = identified.get(*app);
+            now.map(findings::StoredIdentification::from).as_ref() != Some(*before)
+                || matches!(now, Some(Identification::Product(key)) if product_changed(key))
+        })
+        .map(|(app, _)| app.name.clone())
+        .collect();
+    applications.sort();
+    applications.dedup();
+    let names: Vec<&str> = applications.iter().map(String::as_str).collect();
+    software.extend(changes::software_of_applications(db, tenant, &names).await?);
+    software.sort_by(|a, b| software_order(a).cmp(&software_order(b)));
+    software.dedup_by(|a, b| software_order(a) == software_order(b));
+    Ok(Plan {
+        mode: findings::ScanMode::Changes,
+        software,
+        identified,
+        keys,
+        applications,
+        consumed,
+    })
+}
+
+type SoftwareOrder<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+fn software_order(s: &InstalledSoftware) -> SoftwareOrder<'_> {
+    (
+        &s.device_name,
+        &s.application_name,
+        s.version.as_deref(),
+        s.publisher.as_deref(),
+        s.os_platform.as_deref(),
+    )
 }
 
 /// Runs one scan to the end and records it.
@@ -132,45 +289,19 @@ pub async fn run_scan(
     scope: &ScanScope,
 ) -> anyhow::Result<ScanCounts> {
     let generation = reference::generation(db).await?;
-    let software = installed_software(db, tenant, &scope.software()).await?;
     let overrides = findings::tenant_overrides(db, tenant).await?;
-
-    // Identify each distinct (name, publisher) once, in two passes so the
-    // dictionary is asked once.
-    let mut apps: Vec<(&str, Option<&str>)> = software
+    let plan = plan(db, translations, &overrides, tenant, scope).await?;
+    let software = &plan.software;
+    let identified = &plan.identified;
+    let identity: HashMap<(&str, Option<&str>), &Identification> = identified
         .iter()
-        .map(|s| (s.application_name.as_str(), s.publisher.as_deref()))
+        .map(|(app, found)| ((app.name.as_str(), app.publisher.as_deref()), found))
         .collect();
-    apps.sort();
-    apps.dedup();
-    let asked = AskedKeys::default();
-    for (name, publisher) in &apps {
-        identify::identify(
-            Application {
-                name,
-                publisher: *publisher,
-            },
-            &overrides,
-            translations,
-            &asked,
-        );
-    }
-    let asked = asked.0.into_inner();
-    let asked_refs: Vec<&ProductKey> = asked.iter().collect();
-    let dictionary = reference::known_products(db, &asked_refs).await?;
-    let mut identified: HashMap<(&str, Option<&str>), Identification> = HashMap::new();
-    for (name, publisher) in &apps {
-        let found = identify::identify(
-            Application {
-                name,
-                publisher: *publisher,
-            },
-            &overrides,
-            translations,
-            &dictionary,
-        );
-        identified.insert((name, *publisher), found);
-    }
+    let identity_of = |s: &InstalledSoftware| -> Option<&Identification> {
+        identity
+            .get(&(s.application_name.as_str(), AppId::publisher_of(s)))
+            .copied()
+    };
 
     // The match rows of every identified product, CNA aliases folded in.
     let mut products: Vec<ProductKey> = identified
@@ -190,6 +321,15 @@ pub async fn run_scan(
             lookup.push(alias);
         }
     }
+    // Only products some software read here is identified as.
+    let read: HashSet<&ProductKey> = software
+        .iter()
+        .filter_map(|s| match identity_of(s) {
+            Some(Identification::Product(key)) => Some(key),
+            _ => None,
+        })
+        .collect();
+    lookup.retain(|k| read.contains(alias_of.get(k).unwrap_or(k)));
     let lookup_refs: Vec<&ProductKey> = lookup.iter().collect();
     let mut rows: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
     for (key, candidates) in reference::rows_for_products(db, &lookup_refs).await? {
@@ -201,10 +341,8 @@ pub async fn run_scan(
     let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
     let mut wanted: Vec<Wanted> = Vec::new();
     let no_rows = Vec::new();
-    for item in &software {
-        let Some(Identification::Product(key)) =
-            identified.get(&(item.application_name.as_str(), item.publisher.as_deref()))
-        else {
+    for item in software {
+        let Some(Identification::Product(key)) = identity_of(item) else {
             continue;
         };
         let version = item.version.as_deref().unwrap_or("");
@@ -223,71 +361,67 @@ pub async fn run_scan(
         }
     }
 
-    // Devices per application, in one pass, for the unmatched list.
-    let mut devices_of: HashMap<(&str, Option<&str>), HashSet<&str>> = HashMap::new();
-    for s in &software {
-        if matches!(
-            identified.get(&(s.application_name.as_str(), s.publisher.as_deref())),
-            Some(Identification::Unmatched { .. })
-        ) {
-            devices_of
-                .entry((s.application_name.as_str(), s.publisher.as_deref()))
-                .or_default()
-                .insert(s.device_name.as_str());
-        }
-    }
-    let unmatched: Vec<Value> = identified
+    let devices: HashSet<&str> = software.iter().map(|s| s.device_name.as_str()).collect();
+    let application_names: HashSet<&str> = software
         .iter()
-        .filter_map(|((name, publisher), found)| match found {
-            Identification::Unmatched { reason, candidates } => Some(json!([
-                identify::clean_name(name),
-                name,
-                publisher,
-                reason,
-                serde_json::to_string(candidates).unwrap_or_default(),
-                devices_of.get(&(*name, *publisher)).map_or(0, HashSet::len),
-            ])),
-            _ => None,
-        })
+        .map(|s| s.application_name.as_str())
         .collect();
-
-    let scanned = findings::Scanned {
-        devices: software.iter().map(|s| s.device_name.as_str()).collect(),
+    let mut counts = ScanCounts {
         applications: software
             .iter()
-            .map(|s| s.application_name.as_str())
-            .collect(),
-    };
-    let mut counts = ScanCounts {
-        applications: apps.len() as i64,
-        devices: scanned.devices.len() as i64,
+            .map(|s| (s.application_name.as_str(), AppId::publisher_of(s)))
+            .collect::<HashSet<_>>()
+            .len() as i64,
+        devices: devices.len() as i64,
         findings: wanted.len() as i64,
         ..Default::default()
     };
+    let covered = match plan.mode {
+        findings::ScanMode::Full => findings::Covered::All,
+        findings::ScanMode::Changes => findings::Covered::Changes {
+            keys: &plan.keys,
+            applications: &plan.applications,
+        },
+        findings::ScanMode::Scoped => match &scope.device_name {
+            Some(name) => {
+                let mut names = devices.clone();
+                names.insert(name);
+                findings::Covered::Devices(names)
+            }
+            None => findings::Covered::Applications(application_names),
+        },
+    };
+    // Every application identified here: those of the software read, and
+    // for a change run every one it re-checked.
+    let identifications: Vec<(&AppId, &Identification)> = identified.iter().collect();
     let written = findings::apply_scan(
         db,
-        tenant,
-        scan_id,
-        scope,
-        &wanted
-            .iter()
-            .map(|w| findings::WantedFinding {
-                device_name: &w.software.device_name,
-                application_name: &w.software.application_name,
-                version: w.software.version.as_deref().unwrap_or(""),
-                key: &w.key,
-                hit: &w.hit,
-            })
-            .collect::<Vec<_>>(),
-        &scanned,
-        &unmatched,
-        generation,
+        findings::ScanResult {
+            tenant,
+            scan_id,
+            mode: plan.mode,
+            covered,
+            wanted: &wanted
+                .iter()
+                .map(|w| findings::WantedFinding {
+                    device_name: &w.software.device_name,
+                    application_name: &w.software.application_name,
+                    version: w.software.version.as_deref().unwrap_or(""),
+                    key: &w.key,
+                    hit: &w.hit,
+                })
+                .collect::<Vec<_>>(),
+            identified: &identifications,
+            consumed: &plan.consumed,
+            generation,
+        },
         &mut counts,
     )
     .await?;
     tracing::info!(
         tenant_id = tenant.as_str(),
         scan_id,
+        mode = plan.mode.as_str(),
         findings = counts.findings,
         new = written.new,
         fixed = written.fixed,

@@ -10,6 +10,8 @@ use serde_json::Value;
 use sqlx::Row;
 use utoipa::ToSchema;
 
+use super::findings::OPEN;
+use super::identify::clean_name;
 use super::scan::ScanScope;
 use crate::auth::TenantId;
 use crate::db::{to_rfc3339, Db};
@@ -72,6 +74,26 @@ pub fn sort_sql(sort: &str) -> Option<&'static str> {
     })
 }
 
+/// When the tenant's whole inventory was last matched: every finding still
+/// open then was confirmed at that moment.
+async fn matched_at(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT matched_at FROM vuln_tenant_state WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_optional(&db.pool)
+        .await
+}
+
+/// A finding's last sighting: its own stamp, or for an open one the last
+/// whole-inventory match if later (such a match confirms open findings
+/// without rewriting each).
+fn last_seen(stamp: i64, open: bool, matched_at: Option<i64>) -> String {
+    let seen = match (open, matched_at) {
+        (true, Some(at)) => stamp.max(at),
+        _ => stamp,
+    };
+    to_rfc3339(seen)
+}
+
 pub async fn vulnerabilities(
     db: &Db,
     tenant: &TenantId,
@@ -129,7 +151,8 @@ pub async fn vulnerabilities(
         "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
          e.score AS epss_score, e.percentile, k.cve_id IS NOT NULL, k.due_date, \
          c.published AS published, COUNT(DISTINCT f.device_name) AS device_count, \
-         MIN(f.first_seen) AS first_seen, MAX(f.last_seen) \
+         MIN(f.first_seen) AS first_seen, MAX(f.last_seen), \
+         MAX(CASE WHEN f.status = 'open' THEN 1 ELSE 0 END) \
          {from} WHERE {filter_sql} \
          GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
          e.percentile, k.cve_id, k.due_date, c.published \
@@ -159,6 +182,7 @@ pub async fn vulnerabilities(
     .fetch_one(&db.pool)
     .await?
     .get(0);
+    let matched_at = matched_at(db, tenant).await?;
     let mut items: Vec<VulnerabilityView> = rows
         .into_iter()
         .map(|r| VulnerabilityView {
@@ -176,7 +200,7 @@ pub async fn vulnerabilities(
             published: r.get::<Option<i64>, _>(9).map(to_rfc3339),
             device_count: r.get(10),
             first_seen: to_rfc3339(r.get(11)),
-            last_seen: to_rfc3339(r.get(12)),
+            last_seen: last_seen(r.get(12), r.get::<i64, _>(13) != 0, matched_at),
             applications: vec![],
             fix_versions: vec![],
         })
@@ -277,6 +301,7 @@ pub async fn cve_findings(
     .bind(status)
     .fetch_one(&db.pool)
     .await?;
+    let matched_at = matched_at(db, tenant).await?;
     let items = rows
         .into_iter()
         .map(|r| FindingView {
@@ -292,7 +317,7 @@ pub async fn cve_findings(
             match_id: r.get(10),
             version_range: r.get(11),
             first_seen: to_rfc3339(r.get(12)),
-            last_seen: to_rfc3339(r.get(13)),
+            last_seen: last_seen(r.get(13), r.get::<&str, _>(6) == OPEN, matched_at),
             fixed_at: r.get::<Option<i64>, _>(14).map(to_rfc3339),
         })
         .collect();
@@ -321,10 +346,16 @@ pub struct ScanView {
     /// Distinct CVEs found, by severity.
     #[schema(value_type = Object)]
     pub by_severity: Value,
+    /// How the scan ran: `full` (the whole inventory), `changes` (a
+    /// whole-inventory scan that re-matched only the software and products
+    /// that changed since the last match; the counts are of what it
+    /// re-matched) or `scoped` (one application, vendor or device); null
+    /// until it has run.
+    pub mode: Option<String>,
 }
 
 const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
-    applications, devices, findings, new_findings, fixed_findings, by_severity";
+    applications, devices, findings, new_findings, fixed_findings, by_severity, mode";
 
 fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
     ScanView {
@@ -341,6 +372,7 @@ fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
         new_findings: r.get(10),
         fixed_findings: r.get(11),
         by_severity: serde_json::from_str(&r.get::<String, _>(12)).unwrap_or(Value::Null),
+        mode: r.get(13),
     }
 }
 
@@ -611,10 +643,16 @@ pub struct UnmatchedApplication {
     pub reason: String,
     /// Products that fit equally well, when several did.
     pub candidates: Vec<String>,
+    /// Devices per installed name that folds into `application`, summed
+    /// over those names (a device with two such names counts twice).
     pub device_count: i64,
     pub seen_at: String,
 }
 
+/// The applications the last match left unmatched, grouped by the name
+/// matching reads (the key a mapping takes), most installed first. Device
+/// counts are read from the inventory now, so they are current however
+/// the last match ran; applications no longer installed are left out.
 pub async fn unmatched(
     db: &Db,
     tenant: &TenantId,
@@ -622,33 +660,51 @@ pub async fn unmatched(
     limit: i64,
 ) -> sqlx::Result<(Vec<UnmatchedApplication>, i64)> {
     let rows = sqlx::query(
-        "SELECT app_key, name, publisher, reason, candidates, device_count, seen_at \
-         FROM vuln_unmatched_apps WHERE tenant_id = $1 \
-         ORDER BY device_count DESC, app_key LIMIT $2 OFFSET $3",
+        "SELECT application_name, publisher, reason, candidates, seen_at \
+         FROM vuln_identified_apps WHERE tenant_id = $1 AND outcome = 'unmatched'",
     )
     .bind(tenant.as_str())
-    .bind(limit)
-    .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total = sqlx::query_scalar("SELECT COUNT(*) FROM vuln_unmatched_apps WHERE tenant_id = $1")
-        .bind(tenant.as_str())
-        .fetch_one(&db.pool)
-        .await?;
-    Ok((
-        rows.into_iter()
-            .map(|r| UnmatchedApplication {
-                application: r.get(0),
-                name: r.get(1),
-                publisher: r.get(2),
-                reason: r.get(3),
-                candidates: serde_json::from_str(&r.get::<String, _>(4)).unwrap_or_default(),
-                device_count: r.get(5),
-                seen_at: to_rfc3339(r.get(6)),
-            })
-            .collect(),
-        total,
-    ))
+    // A mapping settles an application before the next match does.
+    let mapped = super::findings::tenant_overrides(db, tenant).await?;
+    let names: Vec<&str> = rows.iter().map(|r| r.get::<&str, _>(0)).collect();
+    let devices = crate::inventory::changes::devices_per_application(db, tenant, &names).await?;
+    let mut by_key: HashMap<String, UnmatchedApplication> = HashMap::new();
+    for r in &rows {
+        let name: String = r.get(0);
+        let key = clean_name(&name);
+        let Some(&count) = devices.get(&name).filter(|_| !mapped.contains_key(&key)) else {
+            continue;
+        };
+        let publisher: String = r.get(1);
+        let seen_at: i64 = r.get(4);
+        let entry = by_key
+            .entry(key)
+            .or_insert_with_key(|key| UnmatchedApplication {
+                application: key.clone(),
+                name: name.clone(),
+                publisher: (!publisher.is_empty()).then(|| publisher.clone()),
+                reason: r.get(2),
+                candidates: serde_json::from_str(r.get::<&str, _>(3)).unwrap_or_default(),
+                device_count: 0,
+                seen_at: to_rfc3339(seen_at),
+            });
+        entry.device_count += count;
+    }
+    let mut items: Vec<UnmatchedApplication> = by_key.into_values().collect();
+    items.sort_by(|a, b| {
+        b.device_count
+            .cmp(&a.device_count)
+            .then_with(|| a.application.cmp(&b.application))
+    });
+    let total = items.len() as i64;
+    let items = items
+        .into_iter()
+        .skip(skip.max(0) as usize)
+        .take(limit.max(0) as usize)
+        .collect();
+    Ok((items, total))
 }
 
 /// Distinct open CVEs of the tenant.
