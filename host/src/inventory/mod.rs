@@ -8,6 +8,7 @@ pub mod normalize;
 pub mod rollup;
 pub mod routes;
 pub mod search;
+pub mod software;
 pub mod version;
 
 pub use routes::router;

@@ -13,7 +13,8 @@ use super::matching::Hit;
 use super::scan::{ScanCounts, ScanScope};
 use crate::auth::TenantId;
 use crate::db::{now_ms, to_rfc3339, Db};
-use crate::inventory::changes::{self, SoftwareKey};
+use crate::inventory::changes;
+use crate::inventory::software::SoftwareKey;
 
 pub const OPEN: &str = "open";
 

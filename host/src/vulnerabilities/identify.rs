@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use regex::Regex;
 
-use crate::inventory::storage::InstalledSoftware;
+use crate::inventory::software::InstalledSoftware;
 use serde::Deserialize;
 
 /// A CPE vendor and product, e.g. (`mozilla`, `firefox`).
@@ -45,7 +45,7 @@ pub struct AppId {
 impl AppId {
     pub fn of(item: &InstalledSoftware) -> AppId {
         AppId {
-            name: item.application_name.clone(),
+            name: item.application_name.to_string(),
             publisher: AppId::publisher_of(item).map(str::to_string),
         }
     }

@@ -23,8 +23,8 @@ use super::matching::{self, CandidateRow, Hit};
 use super::{findings, reference};
 use crate::auth::TenantId;
 use crate::db::Db;
-use crate::inventory::changes::{self, SoftwareKey};
-use crate::inventory::storage::{installed_software, InstalledSoftware, SoftwareScope};
+use crate::inventory::changes;
+use crate::inventory::software::{self, InstalledSoftware, SoftwareKey, SoftwareScope};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 
 pub const SCAN_KIND: &str = "vuln_scan";
@@ -126,13 +126,6 @@ fn platform(os_platform: Option<&str>) -> Option<&'static str> {
 /// is cheaper than looking each change up.
 const CHANGES_LIMIT: i64 = 200_000;
 
-/// One finding the scan wants to exist.
-struct Wanted<'a> {
-    software: &'a InstalledSoftware,
-    key: ProductKey,
-    hit: Hit,
-}
-
 /// Identifies each application once, asking the dictionary in one query.
 async fn identify_applications(
     db: &Db,
@@ -199,7 +192,7 @@ async fn plan(
             true => changes::pending_ids(db, tenant).await?,
             false => vec![],
         };
-        let software = installed_software(db, tenant, &scope.software()).await?;
+        let software = software::installed_software(db, tenant, &scope.software()).await?;
         let mut apps: Vec<AppId> = software.iter().map(AppId::of).collect();
         apps.sort();
         apps.dedup();
@@ -219,7 +212,7 @@ async fn plan(
     }
 
     let (consumed, keys) = changes::pending(db, tenant).await?;
-    let mut software = changes::software_of_keys(db, tenant, &keys).await?;
+    let mut software = software::software_of_keys(db, tenant, &keys).await?;
     let stored = findings::identified_applications(db, tenant).await?;
     let mut apps: Vec<AppId> = stored
         .keys()
@@ -249,9 +242,9 @@ async fn plan(
     applications.sort();
     applications.dedup();
     let names: Vec<&str> = applications.iter().map(String::as_str).collect();
-    software.extend(changes::software_of_applications(db, tenant, &names).await?);
-    software.sort_by(|a, b| software_order(a).cmp(&software_order(b)));
-    software.dedup_by(|a, b| software_order(a) == software_order(b));
+    software.extend(software::software_of_applications(db, tenant, &names).await?);
+    software.sort();
+    software.dedup();
     Ok(Plan {
         mode: findings::ScanMode::Changes,
         software,
@@ -260,24 +253,6 @@ async fn plan(
         applications,
         consumed,
     })
-}
-
-type SoftwareOrder<'a> = (
-    &'a str,
-    &'a str,
-    Option<&'a str>,
-    Option<&'a str>,
-    Option<&'a str>,
-);
-
-fn software_order(s: &InstalledSoftware) -> SoftwareOrder<'_> {
-    (
-        &s.device_name,
-        &s.application_name,
-        s.version.as_deref(),
-        s.publisher.as_deref(),
-        s.os_platform.as_deref(),
-    )
 }
 
 /// Runs one scan to the end and records it.
@@ -299,7 +274,7 @@ pub async fn run_scan(
         .collect();
     let identity_of = |s: &InstalledSoftware| -> Option<&Identification> {
         identity
-            .get(&(s.application_name.as_str(), AppId::publisher_of(s)))
+            .get(&(&*s.application_name, AppId::publisher_of(s)))
             .copied()
     };
 
@@ -337,39 +312,46 @@ pub async fn run_scan(
         rows.entry(owner).or_default().extend(candidates);
     }
 
-    // Evaluate each distinct (product, version, platform) once.
+    // Evaluate each distinct (product, version, platform) once, then point
+    // each installation at its hits (no copies: a tenant can have a
+    // million findings).
     let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
-    let mut wanted: Vec<Wanted> = Vec::new();
     let no_rows = Vec::new();
+    for item in software {
+        if let Some(Identification::Product(key)) = identity_of(item) {
+            let version = item.version.as_deref().unwrap_or("");
+            let platform = platform(item.os_platform.as_deref());
+            evaluated
+                .entry((key, version, platform))
+                .or_insert_with(|| {
+                    matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
+                });
+        }
+    }
+    let mut wanted: Vec<findings::WantedFinding> = Vec::new();
     for item in software {
         let Some(Identification::Product(key)) = identity_of(item) else {
             continue;
         };
         let version = item.version.as_deref().unwrap_or("");
         let platform = platform(item.os_platform.as_deref());
-        let hits = evaluated
-            .entry((key, version, platform))
-            .or_insert_with(|| {
-                matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
-            });
-        for hit in hits.iter() {
-            wanted.push(Wanted {
-                software: item,
-                key: key.clone(),
-                hit: hit.clone(),
+        for hit in &evaluated[&(key, version, platform)] {
+            wanted.push(findings::WantedFinding {
+                device_name: &item.device_name,
+                application_name: &item.application_name,
+                version,
+                key,
+                hit,
             });
         }
     }
 
-    let devices: HashSet<&str> = software.iter().map(|s| s.device_name.as_str()).collect();
-    let application_names: HashSet<&str> = software
-        .iter()
-        .map(|s| s.application_name.as_str())
-        .collect();
+    let devices: HashSet<&str> = software.iter().map(|s| &*s.device_name).collect();
+    let application_names: HashSet<&str> = software.iter().map(|s| &*s.application_name).collect();
     let mut counts = ScanCounts {
         applications: software
             .iter()
-            .map(|s| (s.application_name.as_str(), AppId::publisher_of(s)))
+            .map(|s| (&*s.application_name, AppId::publisher_of(s)))
             .collect::<HashSet<_>>()
             .len() as i64,
         devices: devices.len() as i64,
@@ -401,16 +383,7 @@ pub async fn run_scan(
             scan_id,
             mode: plan.mode,
             covered,
-            wanted: &wanted
-                .iter()
-                .map(|w| findings::WantedFinding {
-                    device_name: &w.software.device_name,
-                    application_name: &w.software.application_name,
-                    version: w.software.version.as_deref().unwrap_or(""),
-                    key: &w.key,
-                    hit: &w.hit,
-                })
-                .collect::<Vec<_>>(),
+            wanted: &wanted,
             identified: &identifications,
             consumed: &plan.consumed,
             generation,

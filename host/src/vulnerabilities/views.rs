@@ -669,7 +669,7 @@ pub async fn unmatched(
     // A mapping settles an application before the next match does.
     let mapped = super::findings::tenant_overrides(db, tenant).await?;
     let names: Vec<&str> = rows.iter().map(|r| r.get::<&str, _>(0)).collect();
-    let devices = crate::inventory::changes::devices_per_application(db, tenant, &names).await?;
+    let devices = crate::inventory::software::devices_per_application(db, tenant, &names).await?;
     let mut by_key: HashMap<String, UnmatchedApplication> = HashMap::new();
     for r in &rows {
         let name: String = r.get(0);
