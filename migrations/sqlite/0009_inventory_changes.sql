@@ -16,6 +16,12 @@ CREATE TABLE inventory_changes (
 );
 CREATE INDEX inventory_changes_tenant ON inventory_changes(tenant_id, id);
 
+-- Re-reading the rows of changed keys looks up (device, application): the
+-- device index grows the application so neither engine walks every row of
+-- a widely installed application instead.
+DROP INDEX inventory_items_device;
+CREATE INDEX inventory_items_device ON inventory_items(tenant_id, device_name, application_name);
+
 CREATE TRIGGER inventory_items_added AFTER INSERT ON inventory_items
 WHEN new.device_name IS NOT NULL AND new.application_name IS NOT NULL
 BEGIN

@@ -829,6 +829,26 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
     assert_eq!(scan_b["fixed_findings"], 0);
     let still = app.get("/api/v1/vulnerabilities/", &a.bearer()).await;
     assert_eq!(still.body["total"], 1);
+
+    // Each tenant's queue of inventory changes is its own: removing A's
+    // integration (and its software) reaches A's next scan only.
+    let removed = cairn::integrations::storage::delete_config(
+        app.db(),
+        &TenantId(a.tenant_id.clone()),
+        "rmm",
+    )
+    .await;
+    assert!(removed.is_ok(), "{removed:?}");
+    let scan_b = scan(&app, &b, json!({})).await;
+    assert_eq!(scan_b["mode"], "changes", "{scan_b}");
+    assert_eq!(scan_b["fixed_findings"], 0);
+    let still = app.get("/api/v1/vulnerabilities/", &a.bearer()).await;
+    assert_eq!(still.body["total"], 1);
+    let scan_a = scan(&app, &a, json!({})).await;
+    assert_eq!(scan_a["mode"], "changes", "{scan_a}");
+    assert_eq!(scan_a["fixed_findings"], 1, "{scan_a}");
+    let open = app.get("/api/v1/vulnerabilities/", &a.bearer()).await;
+    assert_eq!(open.body["total"], 0, "{}", open.text);
     app.finish().await;
 }
 
