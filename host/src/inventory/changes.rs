@@ -54,6 +54,24 @@ pub async fn pending(db: &Db, tenant: &TenantId) -> sqlx::Result<(Vec<i64>, Vec<
     Ok((ids, keys))
 }
 
+/// Runs of consecutive ids, as (first, last). Only ids that were read
+/// make a run, so a run never covers an entry the reader did not see (one
+/// still uncommitted then, say); after a bulk load the million entries a
+/// full read consumed are one run.
+fn runs(ids: &[i64]) -> Vec<(i64, i64)> {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for id in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == id => *last = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    runs
+}
+
 /// Deletes the entries a consumer read, inside its own transaction.
 pub async fn consume(
     tx: &mut Transaction<'_, Any>,
@@ -62,10 +80,13 @@ pub async fn consume(
     ids: &[i64],
 ) -> sqlx::Result<()> {
     let rows = crate::db::json_array_rows(backend, 2);
-    for chunk in ids.chunks(20_000) {
+    for chunk in runs(ids).chunks(5_000) {
+        let chunk: Vec<[i64; 2]> = chunk.iter().map(|&(a, b)| [a, b]).collect();
+        // Each run is a range scan of the primary key.
         sqlx::query(&format!(
-            "DELETE FROM inventory_changes WHERE tenant_id = $1 \
-             AND id IN (SELECT CAST(value AS BIGINT) FROM {rows})"
+            "DELETE FROM inventory_changes WHERE tenant_id = $1 AND id IN \
+             (SELECT c.id FROM {rows} CROSS JOIN inventory_changes c \
+             WHERE c.id BETWEEN CAST(value->>0 AS BIGINT) AND CAST(value->>1 AS BIGINT))"
         ))
         .bind(tenant.as_str())
         .bind(serde_json::to_string(&chunk).unwrap_or_default())
@@ -73,4 +94,18 @@ pub async fn consume(
         .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn runs_cover_only_the_ids_read() {
+        assert_eq!(runs(&[]), vec![]);
+        assert_eq!(
+            runs(&[3, 1, 2, 2, 7, 9, 8, 11]),
+            vec![(1, 3), (7, 9), (11, 11)]
+        );
+    }
 }
