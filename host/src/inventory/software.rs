@@ -91,6 +91,11 @@ impl Reader {
     }
 }
 
+/// Keys bound per keyed read: large, because PostgreSQL may answer each
+/// statement with one pass over the tenant's rows rather than a lookup per
+/// key, and that pass should come once, not once per few thousand keys.
+pub const KEYS_PER_READ: usize = 50_000;
+
 const SOFTWARE_COLUMNS: &str = "i.device_name, i.application_name, \
      COALESCE(i.publisher, i.vendor) AS publisher, i.version, i.os_platform";
 
@@ -147,7 +152,7 @@ pub async fn software_of_keys(
     let rows = crate::db::json_array_rows(db.backend, 2);
     let mut out = Vec::new();
     let mut reader = Reader::default();
-    for chunk in keys.chunks(5_000) {
+    for chunk in keys.chunks(KEYS_PER_READ) {
         let values: Vec<_> = chunk
             .iter()
             .map(|k| json!([k.device_name, k.application_name, k.version]))

@@ -281,7 +281,7 @@ async fn covered_open_findings(
     match covered {
         Covered::Changes { keys, applications } => {
             let rows = crate::db::json_array_rows(db.backend, 2);
-            for chunk in keys.chunks(5_000) {
+            for chunk in keys.chunks(crate::inventory::software::KEYS_PER_READ) {
                 let values: Vec<Value> = chunk
                     .iter()
                     .map(|k| json!([k.device_name, k.application_name, k.version]))
