@@ -101,14 +101,7 @@ pub async fn tenant_overrides(
             .await?;
     Ok(rows
         .into_iter()
-        .map(|r| {
-            let vendor: Option<String> = r.get(1);
-            let product: Option<String> = r.get(2);
-            let key = vendor
-                .zip(product)
-                .map(|(vendor, product)| ProductKey { vendor, product });
-            (r.get(0), key)
-        })
+        .map(|r| (r.get(0), ProductKey::from_columns(r.get(1), r.get(2))))
         .collect())
 }
 
@@ -261,33 +254,81 @@ fn key_json(key: &FindingKey) -> Value {
 const OPEN_COLUMNS: &str = "f.device_name, f.application_name, f.version, f.cve_id, f.source, \
      f.criteria, f.version_range, f.fix_version";
 
+/// Open findings whose `column` (device or application name) is one of
+/// `names`, looked up through the index rather than read and filtered.
+async fn open_findings_of(
+    db: &Db,
+    tenant: &TenantId,
+    column: &str,
+    names: &[&str],
+    out: &mut Vec<sqlx::any::AnyRow>,
+) -> sqlx::Result<()> {
+    let values = crate::db::json_text_values(db.backend, 2);
+    for chunk in names.chunks(1_000) {
+        let found = sqlx::query(&format!(
+            "SELECT {OPEN_COLUMNS} FROM vuln_findings f WHERE f.tenant_id = $1 \
+             AND f.status = 'open' AND f.{column} IN ({values})"
+        ))
+        .bind(tenant.as_str())
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .fetch_all(&db.pool)
+        .await?;
+        out.extend(found);
+    }
+    Ok(())
+}
+
 /// The open findings `covered` answers for, by key, with their provenance.
 async fn covered_open_findings(
     db: &Db,
     tenant: &TenantId,
     covered: &Covered<'_>,
 ) -> sqlx::Result<HashMap<FindingKey, u64>> {
-    use futures::TryStreamExt;
-    let mut open: HashMap<FindingKey, u64> = HashMap::new();
-    let mut take = |r: sqlx::any::AnyRow| {
+    let keyed = |r: &sqlx::any::AnyRow| -> (FindingKey, u64) {
         let hash = provenance(
             r.get::<&str, _>(4),
             r.get::<&str, _>(5),
             r.get::<&str, _>(6),
             r.get::<Option<&str>, _>(7),
         );
-        open.insert((r.get(0), r.get(1), r.get(2), r.get(3)), hash);
+        ((r.get(0), r.get(1), r.get(2), r.get(3)), hash)
     };
+    let mut rows: Vec<sqlx::any::AnyRow> = Vec::new();
     match covered {
+        Covered::All => {
+            // Streamed: a tenant can have a million open findings.
+            use futures::TryStreamExt;
+            let statement = format!(
+                "SELECT {OPEN_COLUMNS} FROM vuln_findings f \
+                 WHERE f.tenant_id = $1 AND f.status = 'open'"
+            );
+            let mut stream = sqlx::query(&statement)
+                .bind(tenant.as_str())
+                .fetch(&db.pool);
+            let mut open = HashMap::new();
+            while let Some(r) = stream.try_next().await? {
+                let (key, hash) = keyed(&r);
+                open.insert(key, hash);
+            }
+            return Ok(open);
+        }
+        Covered::Devices(names) => {
+            let names: Vec<&str> = names.iter().copied().collect();
+            open_findings_of(db, tenant, "device_name", &names, &mut rows).await?;
+        }
+        Covered::Applications(names) => {
+            let names: Vec<&str> = names.iter().copied().collect();
+            open_findings_of(db, tenant, "application_name", &names, &mut rows).await?;
+        }
         Covered::Changes { keys, applications } => {
-            let rows = crate::db::json_array_rows(db.backend, 2);
+            let json_rows = crate::db::json_array_rows(db.backend, 2);
             for chunk in keys.chunks(crate::inventory::software::KEYS_PER_READ) {
                 let values: Vec<Value> = chunk
                     .iter()
                     .map(|k| json!([k.device_name, k.application_name, k.version]))
                     .collect();
                 let found = sqlx::query(&format!(
-                    "SELECT {OPEN_COLUMNS} FROM {rows} CROSS JOIN vuln_findings f \
+                    "SELECT {OPEN_COLUMNS} FROM {json_rows} CROSS JOIN vuln_findings f \
                      WHERE f.tenant_id = $1 AND f.device_name = value->>0 \
                      AND f.application_name = value->>1 AND f.version = value->>2 \
                      AND f.status = 'open'"
@@ -296,42 +337,13 @@ async fn covered_open_findings(
                 .bind(serde_json::to_string(&values).unwrap_or_default())
                 .fetch_all(&db.pool)
                 .await?;
-                found.into_iter().for_each(&mut take);
+                rows.extend(found);
             }
-            let names = crate::db::json_text_values(db.backend, 2);
-            for chunk in applications.chunks(1_000) {
-                let found = sqlx::query(&format!(
-                    "SELECT {OPEN_COLUMNS} FROM vuln_findings f WHERE f.tenant_id = $1 \
-                     AND f.status = 'open' AND f.application_name IN ({names})"
-                ))
-                .bind(tenant.as_str())
-                .bind(serde_json::to_string(chunk).unwrap_or_default())
-                .fetch_all(&db.pool)
-                .await?;
-                found.into_iter().for_each(&mut take);
-            }
-        }
-        _ => {
-            let statement = format!(
-                "SELECT {OPEN_COLUMNS} FROM vuln_findings f \
-                 WHERE f.tenant_id = $1 AND f.status = 'open'"
-            );
-            let mut rows = sqlx::query(&statement)
-                .bind(tenant.as_str())
-                .fetch(&db.pool);
-            while let Some(r) = rows.try_next().await? {
-                let inside = match covered {
-                    Covered::Devices(names) => names.contains(r.get::<&str, _>(0)),
-                    Covered::Applications(names) => names.contains(r.get::<&str, _>(1)),
-                    _ => true,
-                };
-                if inside {
-                    take(r);
-                }
-            }
+            let names: Vec<&str> = applications.iter().map(String::as_str).collect();
+            open_findings_of(db, tenant, "application_name", &names, &mut rows).await?;
         }
     }
-    Ok(open)
+    Ok(rows.iter().map(keyed).collect())
 }
 
 /// Brings the tenant's covered findings to `wanted` and records the scan,
@@ -667,13 +679,9 @@ pub async fn identified_applications(
                 "skipped" => "skipped",
                 _ => "unmatched",
             };
-            let vendor: Option<String> = r.get(3);
-            let product: Option<String> = r.get(4);
             let stored = StoredIdentification {
                 outcome,
-                product: vendor
-                    .zip(product)
-                    .map(|(vendor, product)| ProductKey { vendor, product }),
+                product: ProductKey::from_columns(r.get(3), r.get(4)),
                 reason: r.get(5),
                 candidates: serde_json::from_str(r.get::<&str, _>(6)).unwrap_or_default(),
             };

@@ -28,6 +28,13 @@ impl ProductKey {
             .then_some(ProductKey { vendor, product })
     }
 
+    /// From nullable vendor and product columns: a key when both are set.
+    pub fn from_columns(vendor: Option<String>, product: Option<String>) -> Option<ProductKey> {
+        vendor
+            .zip(product)
+            .map(|(vendor, product)| ProductKey { vendor, product })
+    }
+
     pub fn text(&self) -> String {
         format!("{}:{}", self.vendor, self.product)
     }

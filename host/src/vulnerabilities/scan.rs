@@ -278,33 +278,30 @@ pub async fn run_scan(
             .copied()
     };
 
-    // The match rows of every identified product, CNA aliases folded in.
-    let mut products: Vec<ProductKey> = identified
-        .values()
-        .filter_map(|i| match i {
-            Identification::Product(key) => Some(key.clone()),
+    // The installations identified as a product.
+    let installs: Vec<(&InstalledSoftware, &ProductKey, &str, Option<&str>)> = software
+        .iter()
+        .filter_map(|item| match identity_of(item) {
+            Some(Identification::Product(key)) => Some((
+                item,
+                key,
+                item.version.as_deref().unwrap_or(""),
+                platform(item.os_platform.as_deref()),
+            )),
             _ => None,
         })
         .collect();
-    products.sort();
-    products.dedup();
-    let mut lookup: Vec<ProductKey> = products.clone();
+
+    // The match rows of those products, CNA aliases folded in.
+    let products: HashSet<&ProductKey> = installs.iter().map(|i| i.1).collect();
+    let mut lookup: Vec<ProductKey> = products.iter().map(|k| (*k).clone()).collect();
     let mut alias_of: HashMap<ProductKey, ProductKey> = HashMap::new();
     for key in &products {
         for alias in translations.cna_keys_for(key) {
-            alias_of.insert(alias.clone(), key.clone());
+            alias_of.insert(alias.clone(), (*key).clone());
             lookup.push(alias);
         }
     }
-    // Only products some software read here is identified as.
-    let read: HashSet<&ProductKey> = software
-        .iter()
-        .filter_map(|s| match identity_of(s) {
-            Some(Identification::Product(key)) => Some(key),
-            _ => None,
-        })
-        .collect();
-    lookup.retain(|k| read.contains(alias_of.get(k).unwrap_or(k)));
     let lookup_refs: Vec<&ProductKey> = lookup.iter().collect();
     let mut rows: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
     for (key, candidates) in reference::rows_for_products(db, &lookup_refs).await? {
@@ -315,36 +312,29 @@ pub async fn run_scan(
     // Evaluate each distinct (product, version, platform) once, then point
     // each installation at its hits (no copies: a tenant can have a
     // million findings).
-    let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
     let no_rows = Vec::new();
-    for item in software {
-        if let Some(Identification::Product(key)) = identity_of(item) {
-            let version = item.version.as_deref().unwrap_or("");
-            let platform = platform(item.os_platform.as_deref());
-            evaluated
-                .entry((key, version, platform))
-                .or_insert_with(|| {
-                    matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
-                });
-        }
-    }
-    let mut wanted: Vec<findings::WantedFinding> = Vec::new();
-    for item in software {
-        let Some(Identification::Product(key)) = identity_of(item) else {
-            continue;
-        };
-        let version = item.version.as_deref().unwrap_or("");
-        let platform = platform(item.os_platform.as_deref());
-        for hit in &evaluated[&(key, version, platform)] {
-            wanted.push(findings::WantedFinding {
-                device_name: &item.device_name,
-                application_name: &item.application_name,
-                version,
-                key,
-                hit,
+    let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
+    for &(_, key, version, platform) in &installs {
+        evaluated
+            .entry((key, version, platform))
+            .or_insert_with(|| {
+                matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
             });
-        }
     }
+    let wanted: Vec<findings::WantedFinding> = installs
+        .iter()
+        .flat_map(|&(item, key, version, platform)| {
+            evaluated[&(key, version, platform)]
+                .iter()
+                .map(move |hit| findings::WantedFinding {
+                    device_name: &item.device_name,
+                    application_name: &item.application_name,
+                    version,
+                    key,
+                    hit,
+                })
+        })
+        .collect();
 
     let devices: HashSet<&str> = software.iter().map(|s| &*s.device_name).collect();
     let application_names: HashSet<&str> = software.iter().map(|s| &*s.application_name).collect();
