@@ -147,13 +147,18 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
             ]));
         }
         if write_main && record.source == SOURCE_NVD {
-            replace_nvd.push(json!([record.id]));
+            // Rows are written with their CVE, so a CVE not stored has none.
+            if stored.is_some() {
+                replace_nvd.push(json!([record.id]));
+            }
             for (seq, row) in record.nvd_rows.iter().enumerate() {
                 match_rows.push(match_row_json(&record.id, SOURCE_NVD, seq, row));
             }
         }
         if write_cna {
-            replace_cna.push(json!([record.id]));
+            if stored.is_some() {
+                replace_cna.push(json!([record.id]));
+            }
             cna_stamps.push(json!([record.id, record.last_modified]));
             for (seq, row) in record.cna_rows.iter().flatten().enumerate() {
                 match_rows.push(match_row_json(&record.id, SOURCE_CNA, seq, row));
@@ -236,21 +241,35 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
         .bind(&chunk)
         .execute(&mut *tx)
         .await?;
+    }
+    // Products as sorted distinct pairs: far fewer than rows, and
+    // concurrent writers upsert them in one order.
+    let products = |nvd_only: bool| -> Vec<Value> {
+        let keys: std::collections::BTreeSet<(&str, &str)> = match_rows
+            .iter()
+            .filter(|row| !nvd_only || row[1] == SOURCE_NVD)
+            .filter_map(|row| Some((row[3].as_str()?, row[4].as_str()?)))
+            .collect();
+        keys.into_iter().map(|(v, p)| json!([v, p])).collect()
+    };
+    for chunk in products(false).chunks(5_000) {
         sqlx::query(&format!(
             "INSERT INTO vuln_product_changes (vendor, product, generation) \
-             SELECT DISTINCT value->>3, value->>4, CAST($2 AS BIGINT) FROM {rows} WHERE true \
+             SELECT value->>0, value->>1, CAST($2 AS BIGINT) FROM {rows} WHERE true \
              ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
         ))
-        .bind(&chunk)
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
         .bind(generation)
         .execute(&mut *tx)
         .await?;
+    }
+    for chunk in products(true).chunks(5_000) {
         sqlx::query(&format!(
             "INSERT INTO vuln_cpe_products (vendor, product) \
-             SELECT DISTINCT value->>3, value->>4 FROM {rows} WHERE value->>1 = 'nvd' \
+             SELECT value->>0, value->>1 FROM {rows} WHERE true \
              ON CONFLICT (vendor, product) DO NOTHING"
         ))
-        .bind(&chunk)
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
         .execute(&mut *tx)
         .await?;
     }
