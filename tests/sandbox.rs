@@ -1,6 +1,10 @@
 //! The plugin sandbox, with a purpose-built misbehaving connector.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use cairn::plugins::{CallError, CallScope};
 use cairn_tests::components::connectors_dir;
@@ -12,6 +16,48 @@ async fn fake_upstream() -> String {
     FakeInventory::start(vec![device("d1", "WS-01", &[("7-Zip", "23.01")])])
         .await
         .url
+}
+
+/// A socket that counts the connections made to it.
+struct Tripwire {
+    url: String,
+    hits: Arc<AtomicUsize>,
+}
+
+async fn tripwire() -> Tripwire {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((_socket, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    Tripwire { url, hits }
+}
+
+/// An upstream that answers every request with a redirect to `location`,
+/// keeping the requests it was sent.
+async fn redirector(location: String) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut head = vec![0u8; 8192];
+            let n = socket.read(&mut head).await.unwrap_or(0);
+            kept.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head[..n]).to_string());
+            let reply = format!(
+                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    (url, seen)
 }
 
 async fn sandbox_app(plain_http: &str) -> TestApp {
@@ -153,5 +199,130 @@ async fn corrupt_files_are_skipped_and_listed() {
     app.get("/api/v1/integrations/", &Auth::None)
         .await
         .assert_error(401);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_reach_only_the_granted_origin() {
+    let upstream = fake_upstream().await;
+    let trap = tripwire().await;
+    let app = sandbox_app("127.0.0.1").await;
+    let plugins = app.server.state.plugins.clone();
+    let connector = plugins.connector("misbehave").unwrap().clone();
+    let port = |url: &str| url.rsplit(':').next().unwrap().to_string();
+    let denied = |target: String, base: &str| {
+        let plugins = plugins.clone();
+        let connector = connector.clone();
+        let config = json!({"base_url": base, "api_token": TOKEN, "target_url": target});
+        async move {
+            plugins
+                .fetch(&connector, scope(), &config, "target", None)
+                .await
+                .expect_err("refused")
+                .to_string()
+        }
+    };
+
+    // Same host, another port.
+    let err = denied(format!("{}/steal", trap.url), &upstream).await;
+    assert!(err.contains("allow-list"), "{err}");
+    // User information, naming the granted origin or another.
+    let err = denied(
+        format!("http://user:pw@127.0.0.1:{}/devices", port(&upstream)),
+        &upstream,
+    )
+    .await;
+    assert!(err.contains("user information"), "{err}");
+    let err = denied(
+        format!(
+            "http://127.0.0.1:{}@127.0.0.1:{}/steal",
+            port(&upstream),
+            port(&trap.url)
+        ),
+        &upstream,
+    )
+    .await;
+    assert!(err.contains("user information"), "{err}");
+    // A granted upstream redirecting to another port.
+    let (redirecting, seen) = redirector(format!("{}/steal", trap.url)).await;
+    let err = denied(format!("{redirecting}/devices"), &redirecting).await;
+    assert!(err.contains("redirect refused"), "{err}");
+    // The credential went to the origin it was configured for, once.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].contains(TOKEN));
+
+    assert_eq!(
+        trap.hits.load(Ordering::SeqCst),
+        0,
+        "nothing reached the trap"
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_addresses_need_the_operators_grant() {
+    let trap = tripwire().await;
+    let dir = connectors_dir(&["misbehave"], &[]);
+    let app = TestApp::start_with(Backend::Sqlite, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1,localhost".into();
+        s.outbound_private_networks = String::new();
+    })
+    .await
+    .expect("sqlite runs");
+    let owner = app.register("owner@example.com").await;
+    let port = trap.url.rsplit(':').next().unwrap().to_string();
+
+    // At config time: loopback and private addresses, literal or by name.
+    for base in [
+        trap.url.clone(),
+        format!("http://localhost:{port}"),
+        "http://169.254.169.254/latest/meta-data".to_string(),
+        format!("http://[::ffff:127.0.0.1]:{port}"),
+        "https://10.0.0.8/api".to_string(),
+    ] {
+        let resp = app
+            .post(
+                "/api/v1/misbehave/config",
+                &owner.bearer(),
+                json!({"base_url": base, "api_token": TOKEN}),
+            )
+            .await;
+        resp.assert_error(422);
+        assert_eq!(resp.body["field"], "base_url", "{base}: {}", resp.text);
+    }
+    let resp = app
+        .post(
+            "/api/v1/misbehave/config",
+            &owner.bearer(),
+            json!({"base_url": "http://user@example.com/", "api_token": TOKEN}),
+        )
+        .await;
+    resp.assert_error(422);
+    assert!(resp.text.contains("user information"), "{}", resp.text);
+
+    // At connect time: a stored config whose name now resolves to loopback.
+    let plugins = app.server.state.plugins.clone();
+    let connector = plugins.connector("misbehave").unwrap().clone();
+    let err = plugins
+        .fetch(
+            &connector,
+            scope(),
+            &json!({"base_url": format!("http://localhost:{port}"), "api_token": TOKEN}),
+            "ok",
+            None,
+        )
+        .await
+        .expect_err("refused when connecting");
+    assert!(
+        matches!(&err, CallError::Config(m) if m.contains("loopback") && m.contains("outbound_private_networks")),
+        "{err:?}"
+    );
+    assert_eq!(
+        trap.hits.load(Ordering::SeqCst),
+        0,
+        "nothing reached the trap"
+    );
     app.finish().await;
 }

@@ -99,6 +99,10 @@ pub struct Settings {
     pub plugin_max_response_mb: usize,
     /// Comma-separated hosts plugins may reach over plain http (tests, labs).
     pub plugin_plain_http_hosts: String,
+    /// Comma-separated addresses or ranges (CIDR) that outbound requests may
+    /// reach although they are loopback, private, link-local or otherwise
+    /// not public. Empty (the default): only public addresses.
+    pub outbound_private_networks: String,
     /// Tenant whose empty integration configs are filled from
     /// `seed_configs` at start; empty disables seeding.
     pub default_tenant_id: String,
@@ -194,6 +198,7 @@ impl Default for Settings {
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,
             plugin_plain_http_hosts: String::new(),
+            outbound_private_networks: String::new(),
             csv_uploads_dir: PathBuf::new(),
             csv_max_upload_mb: 100,
             portal_files_dir: PathBuf::new(),
@@ -285,6 +290,7 @@ impl Settings {
         }
         self.listen_addr()?;
         self.metrics_allow_list()?;
+        self.outbound_private_network_list()?;
         self.trusted_proxy_list()?;
         self.check_portal_store()?;
         Ok(self)
@@ -369,6 +375,10 @@ impl Settings {
     /// Cookies are `Secure` when the service is reached over https.
     pub fn secure_cookies(&self) -> bool {
         self.public_url.starts_with("https://")
+    }
+
+    pub fn outbound_private_network_list(&self) -> Result<Vec<IpNet>, SettingsError> {
+        parse_nets("outbound_private_networks", &self.outbound_private_networks)
     }
 
     pub fn plugin_plain_http_host_list(&self) -> Vec<String> {

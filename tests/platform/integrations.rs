@@ -17,6 +17,7 @@ backend_tests!(
     bad_config_is_refused_with_the_field,
     upstream_auth_failure_is_typed_and_secret_free,
     tenants_cannot_see_each_others_integrations,
+    deleting_the_config_stops_a_running_sync,
 );
 
 const ID: &str = "misbehave";
@@ -334,8 +335,11 @@ async fn sync(app: &TestApp, account: &Account) -> Value {
 }
 
 async fn configure_sync_and_prune_end_to_end(backend: Backend) {
+    let mut ws01 = device("d1", "WS-01", &[("7-Zip", "23.01"), ("Firefox", "128.0")]);
+    // Labelled as the agent reports it; stored as the platform CSV rows use.
+    ws01["os"] = json!("Microsoft Windows 11 Pro");
     let upstream = FakeInventory::start(vec![
-        device("d1", "WS-01", &[("7-Zip", "23.01"), ("Firefox", "128.0")]),
+        ws01,
         device("d2", "WS-02", &[("7-Zip", "23.01")]),
         device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
     ])
@@ -416,6 +420,18 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     // The run asked for a rollup rebuild.
     let rollups = app.get("/api/v1/jobs?kind=rollup", &owner.bearer()).await;
     assert_eq!(rollups.body["total"], 1);
+    app.wait_for_rollup(&owner).await;
+    let windows = app
+        .post(
+            "/api/v1/devices/devices/search",
+            &owner.bearer(),
+            json!({"query": {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"}]}}),
+        )
+        .await;
+    assert_eq!(windows.status, 200, "{}", windows.text);
+    assert_eq!(windows.body["total"], 1, "{}", windows.text);
+    assert_eq!(windows.body["items"][0]["device_name"], "WS-01");
 
     // A device removed upstream is pruned by the next complete run.
     upstream.set_devices(vec![
@@ -596,5 +612,71 @@ async fn tenants_cannot_see_each_others_integrations(backend: Backend) {
         .get(&format!("/api/v1/{ID}/stats"), &alpha.bearer())
         .await;
     assert_eq!(stats.body["inventory_items"], 1);
+    app.finish().await;
+}
+
+async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
+    let devices: Vec<Value> = (1..=6)
+        .map(|i| {
+            device(
+                &format!("d{i}"),
+                &format!("WS-{i:02}"),
+                &[("7-Zip", "23.01")],
+            )
+        })
+        .collect();
+    let upstream = FakeInventory::start(devices).await;
+    upstream.hold_from_page(2);
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    configure(&app, &owner, &upstream.url, TOKEN).await;
+    let started = app
+        .post(&format!("/api/v1/{ID}/sync"), &owner.bearer(), json!({}))
+        .await;
+    assert_eq!(started.status, 202, "{}", started.text);
+    let job_id = started.body["job_id"].as_str().unwrap().to_string();
+
+    // Page 1 is written; the sync waits for page 2.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while upstream.held() == 0 {
+        assert!(Instant::now() < deadline, "the sync never asked for page 2");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let synced_rows = async || -> i64 {
+        sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM inventory_items WHERE source = $1) \
+             + (SELECT COUNT(*) FROM source_records WHERE source = $1)",
+        )
+        .bind(ID)
+        .fetch_one(&app.db().pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(synced_rows().await, 4, "page 1: two devices, two items");
+
+    let deleted = app
+        .delete(&format!("/api/v1/{ID}/config"), &owner.bearer())
+        .await;
+    assert_eq!(deleted.status, 204);
+    upstream.release();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let job = loop {
+        let job = app
+            .get(&format!("/api/v1/jobs/{job_id}"), &owner.bearer())
+            .await;
+        if ["success", "error", "canceled"].contains(&job.body["status"].as_str().unwrap_or("")) {
+            break job.body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sync did not stop: {}",
+            job.text
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(job["status"], "success", "{job}");
+    assert_eq!(synced_rows().await, 0, "nothing was written back: {job}");
     app.finish().await;
 }

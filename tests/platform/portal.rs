@@ -216,7 +216,7 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
     let (globex, globex_key) = client_with_key(&app, &msp, "Globex").await;
     let (initech, initech_key) = client_with_key(&app, &other_msp, "Initech").await;
     let acme_invoice = invoice(&app, &msp, &acme, "A-1", "sent").await;
-    invoice(&app, &msp, &acme, "A-2", "draft").await;
+    let acme_draft = invoice(&app, &msp, &acme, "A-2", "draft").await;
     let globex_invoice = invoice(&app, &msp, &globex, "G-1", "sent").await;
     let initech_invoice = invoice(&app, &other_msp, &initech, "I-1", "sent").await;
     let acme_file = upload(&app, &acme_key, "contract.txt", b"acme only".to_vec()).await;
@@ -231,7 +231,19 @@ async fn portal_clients_see_only_their_own(backend: Backend) {
         .iter()
         .map(|i| i["number"].as_str().unwrap())
         .collect();
-    assert_eq!(numbers, ["A-2", "A-1"], "newest first, Acme's only");
+    assert_eq!(numbers, ["A-1"], "Acme's only, drafts not shown");
+    // A draft is the MSP's work in progress: not there for the client,
+    // there for the MSP.
+    app.get(&format!("/api/invoices/{acme_draft}"), &acme_key)
+        .await
+        .assert_error(404);
+    let staff = app.get("/api/v1/portal/invoices", &msp.bearer()).await;
+    assert_eq!(staff.status, 200, "{}", staff.text);
+    assert!(staff.text.contains("A-2"), "{}", staff.text);
+    let sent_later = invoice(&app, &msp, &acme, "A-3", "sent").await;
+    let listed = app.get("/api/invoices", &acme_key).await;
+    assert_eq!(listed.body[0]["id"], sent_later.as_str(), "newest first");
+    assert_eq!(listed.body.as_array().unwrap().len(), 2);
     for (key, own) in [(&globex_key, "G-1"), (&initech_key, "I-1")] {
         let listed = app.get("/api/invoices", key).await;
         assert_eq!(listed.body.as_array().unwrap().len(), 1);
@@ -310,7 +322,7 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
     let draft = invoice(&app, &admin, &client, "INV-1", "draft").await;
     app.post(&format!("/api/invoices/{draft}/pay"), &key, json!({}))
         .await
-        .assert_error(409);
+        .assert_error(404);
 
     let sent = invoice(&app, &admin, &client, "INV-2", "sent").await;
     let paid = app
@@ -379,6 +391,46 @@ async fn invoices_are_paid_through_the_provider_and_its_webhook(backend: Backend
     );
 
     let signature = fake_payments::sign(fake_payments::WEBHOOK_SECRET, now, &body);
+    // The database fails between recording the event and moving the
+    // invoice: neither sticks, so the provider's retry still pays it.
+    let (fail, heal) = match backend {
+        Backend::Sqlite => (
+            vec![
+                "CREATE TRIGGER fail_invoice_update BEFORE UPDATE ON invoices \
+                  BEGIN SELECT RAISE(ABORT, 'disk on fire'); END",
+            ],
+            vec!["DROP TRIGGER fail_invoice_update"],
+        ),
+        Backend::Postgres => (
+            vec![
+                "CREATE FUNCTION fail_update() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$",
+                "CREATE TRIGGER fail_invoice_update BEFORE UPDATE ON invoices \
+                 FOR EACH ROW EXECUTE FUNCTION fail_update()",
+            ],
+            vec!["DROP TRIGGER fail_invoice_update ON invoices"],
+        ),
+    };
+    for statement in fail {
+        sqlx::query(statement)
+            .execute(&app.db().pool)
+            .await
+            .unwrap();
+    }
+    deliver(Some(signature.clone()), &body)
+        .await
+        .assert_error(500);
+    for statement in heal {
+        sqlx::query(statement)
+            .execute(&app.db().pool)
+            .await
+            .unwrap();
+    }
+    let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM payment_events")
+        .fetch_one(&app.db().pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 0, "the event was not recorded without its invoice");
     let applied = deliver(Some(signature.clone()), &body).await;
     assert_eq!(applied.status, 200, "{}", applied.text);
     assert_eq!(applied.body["result"], "paid");

@@ -2,6 +2,7 @@
 //! `GET /devices?page=N` pages through devices, two per page, and answers
 //! 401 unless `X-Api-Token` is the expected token.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Query, State};
@@ -15,27 +16,54 @@ pub const TOKEN: &str = "test-token-5up3r-secret";
 #[derive(Clone)]
 pub struct FakeInventory {
     pub url: String,
+    state: Shared,
+}
+
+#[derive(Clone, Default)]
+struct Shared {
     devices: Arc<Mutex<Vec<Value>>>,
+    /// Pages from this one on wait for `release`.
+    hold_from: Arc<Mutex<Option<usize>>>,
+    release: Arc<tokio::sync::Notify>,
+    held: Arc<AtomicUsize>,
 }
 
 impl FakeInventory {
     /// Serves `devices` (each `{id, name, apps: [{name, version}]}`).
     pub async fn start(devices: Vec<Value>) -> FakeInventory {
-        let devices = Arc::new(Mutex::new(devices));
+        let state = Shared {
+            devices: Arc::new(Mutex::new(devices)),
+            ..Shared::default()
+        };
         let app = axum::Router::new()
             .route("/devices", get(list_devices))
-            .with_state(devices.clone());
+            .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         FakeInventory {
             url: format!("http://{addr}"),
-            devices,
+            state,
         }
     }
 
     pub fn set_devices(&self, devices: Vec<Value>) {
-        *self.devices.lock().unwrap() = devices;
+        *self.state.devices.lock().unwrap() = devices;
+    }
+
+    /// Requests for `page` and later ones wait until [`Self::release`].
+    pub fn hold_from_page(&self, page: usize) {
+        *self.state.hold_from.lock().unwrap() = Some(page);
+    }
+
+    /// How many requests are waiting on the hold.
+    pub fn held(&self) -> usize {
+        self.state.held.load(Ordering::SeqCst)
+    }
+
+    pub fn release(&self) {
+        *self.state.hold_from.lock().unwrap() = None;
+        self.state.release.notify_waiters();
     }
 }
 
@@ -45,10 +73,18 @@ struct PageQuery {
 }
 
 async fn list_devices(
-    State(devices): State<Arc<Mutex<Vec<Value>>>>,
+    State(state): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<PageQuery>,
 ) -> Response {
+    let page = query.page.unwrap_or(1).max(1);
+    let held = *state.hold_from.lock().unwrap();
+    if held.is_some_and(|from| page >= from) {
+        let released = state.release.notified();
+        state.held.fetch_add(1, Ordering::SeqCst);
+        released.await;
+        state.held.fetch_sub(1, Ordering::SeqCst);
+    }
     if headers.get("x-api-token").and_then(|v| v.to_str().ok()) != Some(TOKEN) {
         return (
             StatusCode::UNAUTHORIZED,
@@ -56,8 +92,7 @@ async fn list_devices(
         )
             .into_response();
     }
-    let devices = devices.lock().unwrap().clone();
-    let page = query.page.unwrap_or(1).max(1);
+    let devices = state.devices.lock().unwrap().clone();
     let items: Vec<Value> = devices
         .iter()
         .skip((page - 1) * 2)

@@ -168,6 +168,9 @@ impl TestApp {
             // No test reaches the real NVD, KEV or EPSS; the ones that
             // load reference data point the sources at fakes.
             vuln_schedule: false,
+            // The fakes listen on loopback; the tests of the address rule
+            // set this back to empty.
+            outbound_private_networks: "127.0.0.0/8".into(),
             ..Settings::default()
         };
         let mut postgres = None;

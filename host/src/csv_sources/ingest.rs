@@ -12,10 +12,10 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::parse::{self, header, Format, ParseError};
-use super::platform::platform_label;
 use super::staging::{Destination, Staging};
 use super::storage::{self, ParseReport, Rejection, UploadRow, FAILED};
 use crate::auth::TenantId;
+use crate::inventory::normalize::platform_label;
 use crate::jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
 use crate::plugins::rows::{InventoryRow, MappedRow};
 use crate::plugins::{CallScope, LoadedCsvProvider, Plugins};

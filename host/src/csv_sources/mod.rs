@@ -11,7 +11,6 @@
 
 mod ingest;
 mod parse;
-pub mod platform;
 mod routes;
 mod staging;
 pub mod storage;

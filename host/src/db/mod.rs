@@ -34,6 +34,11 @@ impl Backend {
 pub enum DbError {
     #[error("unsupported database URL (expected sqlite:// or postgres://)")]
     UnsupportedUrl,
+    #[error("cannot open the {backend} database: {reason}")]
+    Open {
+        backend: &'static str,
+        reason: String,
+    },
     #[error(transparent)]
     Sqlx(#[from] sqlx::Error),
     #[error(transparent)]
@@ -67,7 +72,25 @@ impl Db {
         } else {
             return Err(DbError::UnsupportedUrl);
         };
-        let pool = Self::pool(url, backend, max_connections).await?;
+        // A SQLite file is created when missing, unless the URL says
+        // otherwise (`mode=ro`, `mode=rw`).
+        let url = match backend {
+            Backend::Sqlite if !url.contains("mode=") => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{separator}mode=rwc")
+            }
+            _ => url.to_string(),
+        };
+        let url = url.as_str();
+        let pool = Self::pool(url, backend, max_connections)
+            .await
+            .map_err(|e| match e {
+                DbError::Sqlx(e) => DbError::Open {
+                    backend: backend.name(),
+                    reason: e.to_string(),
+                },
+                other => other,
+            })?;
         let bookkeeping = match backend {
             Backend::Sqlite => pool.clone(),
             Backend::Postgres => {
@@ -191,5 +214,35 @@ pub fn json_text_values(backend: Backend, n: usize) -> String {
     match backend {
         Backend::Sqlite => format!("SELECT value FROM json_each(${n})"),
         Backend::Postgres => format!("SELECT jsonb_array_elements_text(CAST(${n} AS jsonb))"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_sqlite_url_without_a_mode_creates_the_file() {
+        let dir = std::env::temp_dir().join(format!("cairn-db-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("new.db");
+        let db = Db::connect(&format!("sqlite://{}", file.display()), 1)
+            .await
+            .expect("created");
+        db.migrate().await.expect("migrated");
+        assert!(file.exists());
+        db.pool.close().await;
+
+        let missing = dir.join("no-such-dir").join("x.db");
+        let Err(err) = Db::connect(&format!("sqlite://{}", missing.display()), 1).await else {
+            panic!("a file in a missing directory cannot be opened");
+        };
+        let message = err.to_string();
+        assert!(
+            message.starts_with("cannot open the sqlite database: "),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "one line: {message}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

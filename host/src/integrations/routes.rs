@@ -18,6 +18,7 @@ use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::jobs::storage::{self as jobs, JobFilter};
 use crate::jobs::JobView;
+use crate::plugins::outbound::HostPolicy;
 use crate::plugins::{CallError, CallScope, LoadedConnector};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -168,6 +169,13 @@ async fn store_config(
         updated_at: 0,
     };
     validate(&connector.descriptor.config_schema, &candidate.full())?;
+    HostPolicy::check_config(
+        &connector.descriptor,
+        &candidate.full(),
+        &state.plugins.addresses,
+    )
+    .await
+    .map_err(|(field, reason)| ApiError::validation(&field, reason))?;
     candidate.updated_at = storage::save_config(
         &state.db,
         &state.secrets,
@@ -204,7 +212,8 @@ fn validate(schema: &Value, config: &Value) -> ApiResult<()> {
     Err(ApiError::validation(&field, error.to_string()))
 }
 
-/// Remove the config and the data the integration synced (admin or owner).
+/// Remove the config and the data the integration synced (admin or owner);
+/// a sync in progress is canceled and writes nothing more.
 #[utoipa::path(delete, path = "/api/v1/{integration}/config", tag = "integrations",
     params(("integration" = String, Path)),
     responses((status = 204, description = "Removed with its synced data"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -215,6 +224,9 @@ async fn delete_config(
 ) -> ApiResult<StatusCode> {
     connector(&state, &integration)?;
     if storage::delete_config(&state.db, &caller.tenant_id, &integration).await? {
+        // A running sync stops at its next page (its writes are fenced on
+        // the config, which is gone); queued ones never start.
+        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(&integration)).await?;
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("config"))

@@ -6,6 +6,7 @@ use sqlx::{Any, Transaction};
 use super::SecretBox;
 use crate::auth::TenantId;
 use crate::db::{now_ms, Db};
+use crate::inventory::normalize::platform_label;
 use crate::plugins::{InventoryRow, MappedRow};
 
 #[derive(Debug, Clone)]
@@ -103,6 +104,30 @@ pub async fn delete_config(db: &Db, tenant: &TenantId, integration: &str) -> sql
     Ok(deleted == 1)
 }
 
+/// Locks the tenant's config row for the rest of `tx`: true while it is
+/// the config read at `updated_at`. A sync writes each page only under this
+/// lock, so a page can never land after the config was removed (which
+/// deletes the synced rows) or replaced; a removal waits for the page's
+/// commit and then deletes its rows too.
+pub async fn hold_config(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    integration: &str,
+    updated_at: i64,
+) -> sqlx::Result<bool> {
+    let held = sqlx::query(
+        "UPDATE integration_configs SET updated_at = updated_at \
+         WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3",
+    )
+    .bind(tenant.as_str())
+    .bind(integration)
+    .bind(updated_at)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(held == 1)
+}
+
 /// The identity of an inventory row within its source: one row per device,
 /// application and version.
 fn item_key(item: &InventoryRow) -> String {
@@ -193,7 +218,9 @@ pub async fn upsert_rows(
                 .bind(key.as_str())
                 .bind(text(&item.device_name))
                 .bind(text(&item.device_id))
-                .bind(text(&item.os_platform))
+                .bind(text(&item.os_platform.as_deref().map(|raw| {
+                    platform_label(raw).map_or_else(|| raw.to_string(), str::to_string)
+                })))
                 .bind(text(&item.os_version))
                 .bind(text(&item.user_email))
                 .bind(text(&item.user_name))

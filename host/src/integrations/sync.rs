@@ -46,15 +46,15 @@ impl JobHandler for SyncHandler {
             .clone();
         let db = ctx.db();
         let tenant = ctx.tenant_id();
-        let config = storage::config(db, &self.secrets, tenant, &self.connector)
+        let stored = storage::config(db, &self.secrets, tenant, &self.connector)
             .await?
             .ok_or_else(|| {
                 JobFailure::Failed(format!(
                     "{} is not configured for this tenant",
                     self.connector
                 ))
-            })?
-            .full();
+            })?;
+        let config = stored.full();
         let mut at: Checkpoint = ctx
             .checkpoint()
             .and_then(|c| serde_json::from_value(c.clone()).ok())
@@ -119,6 +119,13 @@ impl JobHandler for SyncHandler {
                 },
             };
             let mut tx = db.pool.begin().await?;
+            if !storage::hold_config(&mut tx, tenant, &self.connector, stored.updated_at).await? {
+                return Err(JobFailure::Failed(
+                    "the integration's config was removed or replaced during this sync; \
+                     nothing more was written"
+                        .into(),
+                ));
+            }
             storage::upsert_rows(&mut tx, tenant, &self.connector, &at.run, &rows).await?;
             ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
             tx.commit().await?;

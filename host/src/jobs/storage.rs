@@ -408,6 +408,29 @@ pub async fn cancel(db: &Db, tenant: &TenantId, job_id: &str) -> sqlx::Result<Ca
     })
 }
 
+/// Cancels every queued job of `kind` for the tenant and asks the running
+/// ones to stop; returns how many were touched.
+pub async fn cancel_kind(db: &Db, tenant: &TenantId, kind: &str) -> sqlx::Result<u64> {
+    let queued = sqlx::query(&sql(
+        db,
+        "UPDATE jobs SET status = 'canceled', finished_at = {now} \
+         WHERE tenant_id = $1 AND kind = $2 AND status = 'queued'",
+    ))
+    .bind(tenant.as_str())
+    .bind(kind)
+    .execute(&db.pool)
+    .await?;
+    let running = sqlx::query(
+        "UPDATE jobs SET cancel_requested = 1 \
+         WHERE tenant_id = $1 AND kind = $2 AND status = 'running'",
+    )
+    .bind(tenant.as_str())
+    .bind(kind)
+    .execute(&db.pool)
+    .await?;
+    Ok(queued.rows_affected() + running.rows_affected())
+}
+
 pub async fn job(db: &Db, tenant: &TenantId, job_id: &str) -> sqlx::Result<Option<JobRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM jobs WHERE id = $1 AND tenant_id = $2"

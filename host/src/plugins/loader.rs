@@ -11,7 +11,7 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
-use super::outbound::{Credentials, HostPolicy, Outbound, TokenCache};
+use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache};
 use super::rows::MappedRow;
 use super::runtime::{
     self, connector_world, csv_world, CallError, CallLimits, CallScope, PluginState,
@@ -47,6 +47,7 @@ pub struct Plugins {
     pub skipped: Vec<Skipped>,
     limits: CallLimits,
     plain_http_hosts: Vec<String>,
+    pub addresses: AddressRule,
     max_response_bytes: usize,
     http_timeout: Duration,
     tokens: Arc<TokenCache>,
@@ -68,6 +69,7 @@ impl Plugins {
                 deadline: Duration::from_secs(settings.plugin_call_timeout_secs.max(1)),
             },
             plain_http_hosts: settings.plugin_plain_http_host_list(),
+            addresses: AddressRule::new(settings.outbound_private_network_list()?),
             max_response_bytes: settings.plugin_max_response_mb * 1024 * 1024,
             http_timeout: Duration::from_secs(settings.plugin_http_timeout_secs.max(1)),
             tokens: Arc::default(),
@@ -191,16 +193,23 @@ impl Plugins {
         scope: &CallScope,
         config: &Value,
     ) -> Outbound {
-        let policy =
-            HostPolicy::for_connector(&connector.descriptor, config, &self.plain_http_hosts);
+        let policy = HostPolicy::for_connector(
+            &connector.descriptor,
+            config,
+            &self.plain_http_hosts,
+            self.addresses.clone(),
+        );
         let credentials = Credentials {
             scheme: connector.descriptor.auth.clone(),
             config: config.clone(),
             cache: self.tokens.clone(),
+            // Keyed by the config too: a token obtained for one base URL
+            // or account never goes to another after the config changes.
             cache_key: format!(
-                "{}/{}",
+                "{}/{}/{}",
                 scope.tenant_id.as_deref().unwrap_or("-"),
-                connector.descriptor.id
+                connector.descriptor.id,
+                hex::encode(<sha2::Sha256 as sha2::Digest>::digest(config.to_string()))
             ),
         };
         Outbound::new(
@@ -280,10 +289,7 @@ impl Plugins {
             .call_map_records(&mut store, stream, &raw)
             .await
             .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        Ok(mapped
-            .into_iter()
-            .map(|result| result.map(|rows| rows.into_iter().map(MappedRow::from).collect()))
-            .collect())
+        one_result_per_input(mapped, records.len(), "map-records", "records")
     }
 
     pub fn csv_provider(&self, key: &str) -> Option<&Arc<LoadedCsvProvider>> {
@@ -309,10 +315,7 @@ impl Plugins {
             .call_map_rows(&mut store, headers, rows)
             .await
             .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        Ok(mapped
-            .into_iter()
-            .map(|result| result.map(|rows| rows.into_iter().map(MappedRow::from).collect()))
-            .collect())
+        one_result_per_input(mapped, rows.len(), "map-rows", "rows")
     }
 
     /// Runs a live action (`invoke`) with its JSON input.
@@ -351,6 +354,27 @@ impl Plugins {
             .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
             .map_err(CallError::from)
     }
+}
+
+/// A mapping's answer, which must hold exactly one result per input: a
+/// short answer would silently drop inputs (and a sync would then prune
+/// their rows), so it fails the call instead.
+fn one_result_per_input<R: Into<MappedRow>>(
+    mapped: Vec<Result<Vec<R>, String>>,
+    inputs: usize,
+    function: &str,
+    what: &str,
+) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
+    if mapped.len() != inputs {
+        return Err(CallError::Protocol(format!(
+            "{function} returned {} results for {inputs} {what}",
+            mapped.len()
+        )));
+    }
+    Ok(mapped
+        .into_iter()
+        .map(|result| result.map(|rows| rows.into_iter().map(Into::into).collect()))
+        .collect())
 }
 
 fn check_sdk(version: &str) -> Result<(), String> {
@@ -402,4 +426,25 @@ fn check_csv_descriptor(descriptor: &CsvDescriptor) -> Result<(), String> {
         return Err("a CSV provider needs at least one header signal".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_mapping_answer_fails_the_call() {
+        let answer: Vec<Result<Vec<MappedRow>, String>> = vec![Ok(vec![]), Err("bad".into())];
+        let err = one_result_per_input(answer.clone(), 3, "map-records", "records").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            CallError::Protocol("map-records returned 2 results for 3 records".into()).to_string()
+        );
+        assert_eq!(
+            one_result_per_input(answer, 2, "map-records", "records")
+                .unwrap()
+                .len(),
+            2
+        );
+    }
 }

@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::clients::{self, KeyView, MintedKey, PortalClientView};
-use super::invoices::{self, AdminInvoice, InvoiceInput, InvoiceStatus};
+use super::invoices::{self, AdminInvoice, InvoiceInput, InvoiceStatus, Reader};
 use super::payments::{self, WebhookOutcome};
 use crate::app::AppState;
 use crate::auth::{AdminCaller, TenantId};
@@ -156,7 +156,14 @@ async fn list_invoices(
     caller: AdminCaller,
     Query(filter): Query<InvoiceFilter>,
 ) -> ApiResult<Json<Vec<AdminInvoice>>> {
-    let rows = invoices::list(&state.db, &caller.0.tenant_id, filter.client_id.as_deref()).await?;
+    let rows = invoices::list(
+        &state.db,
+        &caller.0.tenant_id,
+        Reader::Staff {
+            client_id: filter.client_id.as_deref(),
+        },
+    )
+    .await?;
     Ok(Json(rows.into_iter().map(|r| r.admin_view()).collect()))
 }
 
@@ -169,10 +176,15 @@ async fn get_invoice(
     caller: AdminCaller,
     Path(invoice_id): Path<String>,
 ) -> ApiResult<Json<AdminInvoice>> {
-    invoices::get(&state.db, &caller.0.tenant_id, None, &invoice_id)
-        .await?
-        .map(|r| Json(r.admin_view()))
-        .ok_or(ApiError::NotFound("invoice"))
+    invoices::get(
+        &state.db,
+        &caller.0.tenant_id,
+        Reader::Staff { client_id: None },
+        &invoice_id,
+    )
+    .await?
+    .map(|r| Json(r.admin_view()))
+    .ok_or(ApiError::NotFound("invoice"))
 }
 
 /// Changes a draft invoice (other statuses are final documents: 409).

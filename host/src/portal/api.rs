@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::files::{self, File, LinkSigner};
-use super::invoices::{self, Invoice};
+use super::invoices::{self, Invoice, Reader};
 use super::keys::PortalClient;
 use super::payments;
 use super::store::{LocalStore, StoreKind};
@@ -34,18 +34,24 @@ pub fn router() -> OpenApiRouter<AppState> {
         .layer(DefaultBodyLimit::disable())
 }
 
-/// The client's invoices, newest first.
+/// The client's invoices, newest first: sent, paid and void ones (drafts
+/// are not shown to clients).
 #[utoipa::path(get, path = "/api/invoices", tag = "invoices",
     responses((status = 200, body = Vec<Invoice>), (status = 401, body = ErrorBody)))]
 async fn list_invoices(
     State(state): State<AppState>,
     client: PortalClient,
 ) -> ApiResult<Json<Vec<Invoice>>> {
-    let rows = invoices::list(&state.db, &client.tenant_id, Some(&client.client_id)).await?;
+    let rows = invoices::list(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+    )
+    .await?;
     Ok(Json(rows.into_iter().map(|r| r.view()).collect()))
 }
 
-/// One of the client's invoices.
+/// One of the client's invoices; a draft answers 404.
 #[utoipa::path(get, path = "/api/invoices/{id}", tag = "invoices",
     params(("id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -54,10 +60,15 @@ async fn get_invoice(
     client: PortalClient,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Invoice>> {
-    invoices::get(&state.db, &client.tenant_id, Some(&client.client_id), &id)
-        .await?
-        .map(|r| Json(r.view()))
-        .ok_or(ApiError::NotFound("invoice"))
+    invoices::get(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+        &id,
+    )
+    .await?
+    .map(|r| Json(r.view()))
+    .ok_or(ApiError::NotFound("invoice"))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -68,7 +79,8 @@ pub struct PaymentLink {
 }
 
 /// A hosted payment link for a sent invoice (no body). The same link comes
-/// back while it is valid; draft, paid and void invoices answer 409.
+/// back while it is valid; paid and void invoices answer 409 (a draft is
+/// not found: clients do not see drafts).
 #[utoipa::path(post, path = "/api/invoices/{id}/pay", tag = "invoices",
     params(("id" = String, Path)),
     responses((status = 200, body = PaymentLink), (status = 401, body = ErrorBody),
@@ -78,9 +90,14 @@ async fn pay_invoice(
     client: PortalClient,
     Path(id): Path<String>,
 ) -> ApiResult<Json<PaymentLink>> {
-    let invoice = invoices::get(&state.db, &client.tenant_id, Some(&client.client_id), &id)
-        .await?
-        .ok_or(ApiError::NotFound("invoice"))?;
+    let invoice = invoices::get(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+        &id,
+    )
+    .await?
+    .ok_or(ApiError::NotFound("invoice"))?;
     let payment_url = payments::payment_link(&state, &client.tenant_id, invoice).await?;
     Ok(Json(PaymentLink { payment_url }))
 }

@@ -3,6 +3,7 @@
 //! final).
 
 use serde::{Deserialize, Serialize};
+use sqlx::{Any, Transaction};
 use utoipa::ToSchema;
 
 use crate::auth::TenantId;
@@ -234,7 +235,7 @@ pub async fn update(
     id: &str,
     input: InvoiceInput,
 ) -> Result<InvoiceRow, ApiError> {
-    let current = get(db, tenant, None, id)
+    let current = get(db, tenant, Reader::Staff { client_id: None }, id)
         .await?
         .ok_or(ApiError::NotFound("invoice"))?;
     if current.status() != InvoiceStatus::Draft {
@@ -272,9 +273,30 @@ pub async fn transition(
     next: InvoiceStatus,
     paid_at: Option<i64>,
 ) -> Result<InvoiceRow, ApiError> {
-    let current = get(db, tenant, None, id)
-        .await?
-        .ok_or(ApiError::NotFound("invoice"))?;
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let row = transition_in(&mut tx, tenant, id, next, paid_at).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// [`transition`] inside the caller's transaction, for a move that must
+/// commit together with another write (a payment event).
+pub async fn transition_in(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    id: &str,
+    next: InvoiceStatus,
+    paid_at: Option<i64>,
+) -> Result<InvoiceRow, ApiError> {
+    let current: InvoiceRow = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM invoices WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or(ApiError::NotFound("invoice"))?;
     let from = current.status();
     if !from.can_become(next) {
         return Err(ApiError::Conflict(format!(
@@ -284,7 +306,6 @@ pub async fn transition(
         )));
     }
     let paid_at = (next == InvoiceStatus::Paid).then(|| paid_at.unwrap_or(now_ms() / 1000));
-    let _turn = db.write_turn().await;
     let row: Option<InvoiceRow> = sqlx::query_as(&format!(
         "UPDATE invoices SET status = $3, paid_at = COALESCE($4, paid_at), updated_at = $5 \
          WHERE tenant_id = $1 AND id = $2 AND status = $6 RETURNING {COLUMNS}"
@@ -295,41 +316,64 @@ pub async fn transition(
     .bind(paid_at)
     .bind(now_ms())
     .bind(from.as_str())
-    .fetch_optional(&db.pool)
+    .fetch_optional(&mut **tx)
     .await?;
     row.ok_or_else(|| ApiError::Conflict("the invoice changed meanwhile; reload it".into()))
 }
 
-/// One invoice of the tenant (and of the client, when given).
+/// Who reads invoices, and so which ones they see.
+#[derive(Debug, Clone, Copy)]
+pub enum Reader<'a> {
+    /// The MSP's staff: every invoice of the tenant, or of one client.
+    Staff { client_id: Option<&'a str> },
+    /// A client through the portal: its own invoices once sent. Drafts are
+    /// the MSP's work in progress and do not exist for the client.
+    Client(&'a str),
+}
+
+impl<'a> Reader<'a> {
+    fn client_id(self) -> Option<&'a str> {
+        match self {
+            Reader::Staff { client_id } => client_id,
+            Reader::Client(id) => Some(id),
+        }
+    }
+
+    fn hides_drafts(self) -> i64 {
+        i64::from(matches!(self, Reader::Client(_)))
+    }
+}
+
+/// One invoice of the tenant, as `reader` may see it.
 pub async fn get(
     db: &Db,
     tenant: &TenantId,
-    client_id: Option<&str>,
+    reader: Reader<'_>,
     id: &str,
 ) -> sqlx::Result<Option<InvoiceRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM invoices WHERE tenant_id = $1 AND id = $2 \
-         AND (CAST($3 AS TEXT) IS NULL OR client_id = $3)"
+         AND (CAST($3 AS TEXT) IS NULL OR client_id = $3) \
+         AND (CAST($4 AS BIGINT) = 0 OR status <> 'draft')"
     ))
     .bind(tenant.as_str())
     .bind(id)
-    .bind(client_id)
+    .bind(reader.client_id())
+    .bind(reader.hides_drafts())
     .fetch_optional(&db.pool)
     .await
 }
 
-/// Invoices of the tenant (of one client when given), newest first.
-pub async fn list(
-    db: &Db,
-    tenant: &TenantId,
-    client_id: Option<&str>,
-) -> sqlx::Result<Vec<InvoiceRow>> {
+/// Invoices of the tenant that `reader` may see, newest first.
+pub async fn list(db: &Db, tenant: &TenantId, reader: Reader<'_>) -> sqlx::Result<Vec<InvoiceRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM invoices WHERE tenant_id = $1 \
-         AND (CAST($2 AS TEXT) IS NULL OR client_id = $2) ORDER BY created_at DESC, id DESC"
+         AND (CAST($2 AS TEXT) IS NULL OR client_id = $2) \
+         AND (CAST($3 AS BIGINT) = 0 OR status <> 'draft') ORDER BY created_at DESC, id DESC"
     ))
     .bind(tenant.as_str())
-    .bind(client_id)
+    .bind(reader.client_id())
+    .bind(reader.hides_drafts())
     .fetch_all(&db.pool)
     .await
 }

@@ -13,7 +13,7 @@ use sha2::Sha256;
 use super::invoices::{self, InvoiceRow, InvoiceStatus};
 use crate::app::AppState;
 use crate::auth::TenantId;
-use crate::db::{is_unique_violation, now_ms};
+use crate::db::now_ms;
 use crate::http::error::ApiError;
 use crate::integrations::{call_error, storage as configs};
 use crate::plugins::{CallScope, WebhookSignature};
@@ -203,14 +203,29 @@ pub async fn receive_webhook(
             result: "ignored",
         });
     };
-    if !record_event(state, tenant, &event.event_id).await? {
+    // The event and the invoice's move commit together: a crash between
+    // them can neither mark the event seen with the invoice unpaid nor
+    // the other way round.
+    let _turn = state.db.write_turn().await;
+    let mut tx = state.db.pool.begin().await?;
+    let recorded = sqlx::query(
+        "INSERT INTO payment_events (tenant_id, event_id, received_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, event_id) DO NOTHING",
+    )
+    .bind(tenant.as_str())
+    .bind(&event.event_id)
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if recorded == 0 {
         return Ok(WebhookOutcome {
             received: true,
             result: "duplicate",
         });
     }
-    match invoices::transition(
-        &state.db,
+    let result = match invoices::transition_in(
+        &mut tx,
         tenant,
         &invoice_id,
         InvoiceStatus::Paid,
@@ -218,53 +233,18 @@ pub async fn receive_webhook(
     )
     .await
     {
-        Ok(_) => Ok(WebhookOutcome {
-            received: true,
-            result: "paid",
-        }),
+        Ok(_) => "paid",
         // Already paid or void, or not ours: nothing to change, and the
         // provider must not retry.
-        Err(ApiError::Conflict(_) | ApiError::NotFound(_)) => Ok(WebhookOutcome {
-            received: true,
-            result: "ignored",
-        }),
-        Err(err) => {
-            // Let the provider's retry try again.
-            forget_event(state, tenant, &event.event_id).await;
-            Err(err)
-        }
-    }
-}
-
-/// Records an event id; false when it was recorded before (a replay).
-async fn record_event(
-    state: &AppState,
-    tenant: &TenantId,
-    event_id: &str,
-) -> Result<bool, ApiError> {
-    let _turn = state.db.write_turn().await;
-    let inserted = sqlx::query(
-        "INSERT INTO payment_events (tenant_id, event_id, received_at) VALUES ($1, $2, $3)",
-    )
-    .bind(tenant.as_str())
-    .bind(event_id)
-    .bind(now_ms())
-    .execute(&state.db.pool)
-    .await;
-    match inserted {
-        Ok(_) => Ok(true),
-        Err(err) if is_unique_violation(&err) => Ok(false),
-        Err(err) => Err(err.into()),
-    }
-}
-
-async fn forget_event(state: &AppState, tenant: &TenantId, event_id: &str) {
-    let _turn = state.db.write_turn().await;
-    let _ = sqlx::query("DELETE FROM payment_events WHERE tenant_id = $1 AND event_id = $2")
-        .bind(tenant.as_str())
-        .bind(event_id)
-        .execute(&state.db.pool)
-        .await;
+        Err(ApiError::Conflict(_) | ApiError::NotFound(_)) => "ignored",
+        // Nothing commits; the provider's retry tries again.
+        Err(err) => return Err(err),
+    };
+    tx.commit().await?;
+    Ok(WebhookOutcome {
+        received: true,
+        result,
+    })
 }
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ impl Dictionary for AskedKeys {
 
 /// A device platform label as the matcher knows platforms.
 fn platform(os_platform: Option<&str>) -> Option<&'static str> {
-    os_platform.and_then(crate::csv_sources::platform::platform_label)
+    os_platform.and_then(crate::inventory::normalize::platform_label)
 }
 
 /// Above this many queued inventory changes, reading the whole inventory

@@ -15,7 +15,7 @@ use super::{feeds, records, reference};
 use crate::auth::TenantId;
 use crate::db::Db;
 use crate::jobs::{JobContext, JobFailure, JobHandler};
-use crate::plugins::outbound::{HostPolicy, Outbound};
+use crate::plugins::outbound::{AddressRule, HostPolicy, Outbound};
 use crate::plugins::CallScope;
 use crate::settings::Settings;
 
@@ -58,6 +58,7 @@ pub struct SourceConfig {
     pub kev_url: String,
     pub epss_url: String,
     pub plain_http_hosts: Vec<String>,
+    pub addresses: AddressRule,
     pub timeout: Duration,
     pub max_response_bytes: usize,
 }
@@ -80,6 +81,10 @@ impl SourceConfig {
             kev_url: settings.kev_url.clone(),
             epss_url: settings.epss_url.clone(),
             plain_http_hosts: settings.plugin_plain_http_host_list(),
+            // Checked when the settings were prepared.
+            addresses: AddressRule::new(
+                settings.outbound_private_network_list().unwrap_or_default(),
+            ),
             timeout: Duration::from_secs(settings.plugin_http_timeout_secs.max(60)),
             // EPSS and NVD pages are larger than connector pages.
             max_response_bytes: settings.plugin_max_response_mb.max(128) * 1024 * 1024,
@@ -89,14 +94,8 @@ impl SourceConfig {
     fn outbound(&self, url: &str) -> Result<(Outbound, url::Url), SourceError> {
         let parsed = url::Url::parse(url)
             .map_err(|e| SourceError::Upstream(format!("{url} is not a URL: {e}")))?;
-        let host = parsed
-            .host_str()
-            .ok_or_else(|| SourceError::Upstream(format!("{url} has no host")))?
-            .to_ascii_lowercase();
-        let policy = HostPolicy {
-            allowed_hosts: vec![host],
-            plain_http_hosts: self.plain_http_hosts.clone(),
-        };
+        let policy =
+            HostPolicy::for_urls(&[&parsed], &self.plain_http_hosts, self.addresses.clone());
         Ok((
             Outbound::new(
                 policy,

@@ -1,4 +1,18 @@
-//! The `send` import: every request a plugin makes passes here.
+//! The one outbound path: every request a plugin makes (the `send`
+//! import) and every reference-data download passes here.
+//!
+//! - [`policy`]: exact origins, no user information, plain http by grant;
+//! - [`addresses`]: no private or loopback address unless the operator
+//!   allows it, checked when a name is resolved;
+//! - here: credentials, redirects (followed by hand, each hop re-checked,
+//!   credentials only on the origin the request started at), response
+//!   size cap, 429 waits.
+
+mod addresses;
+mod policy;
+
+pub use addresses::AddressRule;
+pub use policy::{HostPolicy, Origin};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +22,10 @@ use serde_json::Value;
 
 use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::CallScope;
-use super::{AuthScheme, ConnectorDescriptor};
+use super::AuthScheme;
 
+/// Most redirects one request follows.
+const MAX_REDIRECTS: usize = 5;
 /// Most times a 429 is waited out before the error reaches the plugin.
 const MAX_RATE_LIMIT_RETRIES: u32 = 4;
 /// The longest `Retry-After` the host waits in one go.
@@ -81,65 +97,6 @@ impl Credentials {
     }
 }
 
-/// Hosts a call may reach: those the plugin asked for, resolved against the
-/// tenant's config. Plain http only to hosts the operator granted.
-#[derive(Debug, Clone)]
-pub struct HostPolicy {
-    pub allowed_hosts: Vec<String>,
-    pub plain_http_hosts: Vec<String>,
-}
-
-impl HostPolicy {
-    /// Resolves `requested_hosts` (literal hosts, or `{config.field}` for the
-    /// host of a URL in the config) against `config`.
-    pub fn for_connector(
-        descriptor: &ConnectorDescriptor,
-        config: &Value,
-        plain_http_hosts: &[String],
-    ) -> HostPolicy {
-        let allowed_hosts = descriptor
-            .requested_hosts
-            .iter()
-            .filter_map(|requested| {
-                match requested
-                    .strip_prefix("{config.")
-                    .and_then(|r| r.strip_suffix('}'))
-                {
-                    Some(field) => config[field]
-                        .as_str()
-                        .and_then(|u| url::Url::parse(u).ok())
-                        .and_then(|u| u.host_str().map(str::to_ascii_lowercase)),
-                    None => Some(requested.to_ascii_lowercase()),
-                }
-            })
-            .collect();
-        HostPolicy {
-            allowed_hosts,
-            plain_http_hosts: plain_http_hosts
-                .iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect(),
-        }
-    }
-
-    /// `Err` with the reason when `url` may not be requested.
-    pub fn check(&self, url: &url::Url) -> Result<(), String> {
-        let host = url
-            .host_str()
-            .map(str::to_ascii_lowercase)
-            .ok_or("URL has no host")?;
-        if !self.allowed_hosts.contains(&host) {
-            return Err(format!("host {host} is not on this connector's allow-list"));
-        }
-        match url.scheme() {
-            "https" => Ok(()),
-            "http" if self.plain_http_hosts.contains(&host) => Ok(()),
-            "http" => Err(format!("plain http to {host} is not allowed; use https")),
-            other => Err(format!("scheme {other} is not allowed")),
-        }
-    }
-}
-
 impl Outbound {
     pub fn new(
         policy: HostPolicy,
@@ -148,24 +105,19 @@ impl Outbound {
         max_response_bytes: usize,
         backoff_base: Duration,
     ) -> Outbound {
-        let policy = Arc::new(policy);
-        let redirect_policy = {
-            let policy = policy.clone();
-            reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() >= 5 {
-                    return attempt.error("too many redirects");
-                }
-                match policy.check(attempt.url()) {
-                    Ok(()) => attempt.follow(),
-                    Err(reason) => attempt.error(format!("redirect refused: {reason}")),
-                }
-            })
-        };
+        // Redirects are followed in `send`, where each hop is checked and
+        // credentials stay with their origin; names resolve through the
+        // address rule; no proxy from the environment.
         let client = reqwest::Client::builder()
             .timeout(timeout)
-            .redirect(redirect_policy)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(Arc::new(addresses::CheckedResolver(
+                policy.addresses.clone(),
+            )))
             .build()
             .expect("a plain reqwest client builds");
+        let policy = Arc::new(policy);
         Outbound {
             client,
             policy,
@@ -373,18 +325,27 @@ impl Outbound {
         scope: &CallScope,
         request: wit::HttpRequest,
     ) -> Result<wit::HttpResponse, wit::PluginError> {
-        let url = url::Url::parse(&request.url)
-            .map_err(|e| wit::PluginError::Config(format!("not an absolute URL: {e}")))?;
-        if let Err(reason) = self.policy.check(&url) {
+        let deny = |url: &url::Url, reason: String| {
             tracing::warn!(plugin = %scope.plugin, host = url.host_str().unwrap_or(""), "outbound request denied: {reason}");
-            return Err(wit::PluginError::Config(reason));
-        }
-        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            wit::PluginError::Config(reason)
+        };
+        let mut url = url::Url::parse(&request.url)
+            .map_err(|e| wit::PluginError::Config(format!("not an absolute URL: {e}")))?;
+        let origin = self.policy.check(&url).map_err(|r| deny(&url, r))?;
+        let mut method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| wit::PluginError::Config(format!("bad method {}", request.method)))?;
+        let mut body = request.body;
         let mut attempt = 0;
+        let mut redirects = 0;
         let mut auth = self.auth_header(false).await?;
         let mut relogged = false;
+        let exchanges_tokens = matches!(
+            self.credentials.as_deref().map(|c| &c.scheme),
+            Some(AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. })
+        );
         loop {
+            // A credential goes only to the origin the request started at.
+            let same_origin = Origin::of(&url).is_ok_and(|o| o == origin);
             let mut builder = self.client.request(method.clone(), url.clone());
             for header in &request.headers {
                 // Credentials are the host's to set.
@@ -393,32 +354,50 @@ impl Outbound {
                     builder = builder.header(header.name.as_str(), header.value.as_str());
                 }
             }
-            if let Some((name, value)) = &auth {
+            if let Some((name, value)) = auth.as_ref().filter(|_| same_origin) {
                 builder = builder.header(name.as_str(), value.as_str());
             }
-            if !request.body.is_empty() {
-                builder = builder.body(request.body.clone());
+            if !body.is_empty() {
+                builder = builder.body(body.clone());
             }
             let response = builder.send().await.map_err(transport_error)?;
-            let exchanges_tokens = matches!(
-                self.credentials.as_deref().map(|c| &c.scheme),
-                Some(AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. })
-            );
-            if response.status().as_u16() == 401 && exchanges_tokens && !relogged {
+            let status = response.status();
+            if status.is_redirection() {
+                let Some(next) = redirect_target(&url, &response) else {
+                    return self.read(response).await;
+                };
+                redirects += 1;
+                if redirects > MAX_REDIRECTS {
+                    return Err(wit::PluginError::Upstream("too many redirects".into()));
+                }
+                self.policy
+                    .check(&next)
+                    .map_err(|r| deny(&next, format!("redirect refused: {r}")))?;
+                // 303, and 301/302 after a POST, turn into a GET without a body.
+                if status.as_u16() == 303
+                    || (matches!(status.as_u16(), 301 | 302) && method == reqwest::Method::POST)
+                {
+                    method = reqwest::Method::GET;
+                    body.clear();
+                }
+                url = next;
+                continue;
+            }
+            if status.as_u16() == 401 && exchanges_tokens && !relogged && same_origin {
                 // The token expired early or was revoked: one re-login, one retry.
                 tracing::info!(plugin = %scope.plugin, "upstream 401; logging in again");
                 auth = self.auth_header(true).await?;
                 relogged = true;
                 continue;
             }
-            if response.status().as_u16() == 429 && attempt < MAX_RATE_LIMIT_RETRIES {
+            if status.as_u16() == 429 && attempt < MAX_RATE_LIMIT_RETRIES {
                 let wait = retry_after(&response).unwrap_or(self.backoff_base * 2u32.pow(attempt));
                 tracing::info!(plugin = %scope.plugin, wait_ms = wait.as_millis() as u64, "upstream 429; waiting");
                 tokio::time::sleep(wait.min(MAX_RETRY_AFTER)).await;
                 attempt += 1;
                 continue;
             }
-            if response.status().as_u16() == 429 {
+            if status.as_u16() == 429 {
                 let secs = retry_after(&response)
                     .map(|d| d.as_secs() as u32)
                     .unwrap_or(60);
@@ -504,6 +483,16 @@ fn parse_expiry(raw: &str) -> Option<i64> {
         .map(|at| at.and_utc().timestamp_millis())
 }
 
+/// Where a redirect response points, resolved against the request's URL.
+fn redirect_target(from: &url::Url, response: &reqwest::Response) -> Option<url::Url> {
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)?
+        .to_str()
+        .ok()?;
+    from.join(location).ok()
+}
+
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     response
         .headers()
@@ -517,8 +506,16 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 }
 
 fn transport_error(err: reqwest::Error) -> wit::PluginError {
-    if err.is_redirect() {
-        return wit::PluginError::Config(format!("{err}"));
+    if err.is_connect() {
+        // The address rule refuses in the resolver; say why, not just that.
+        let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if text.contains("outbound_private_networks") {
+                return wit::PluginError::Config(text);
+            }
+            source = cause.source();
+        }
     }
     // The URL may carry query parameters; say what failed without it.
     wit::PluginError::Transient(format!("request failed: {}", err.without_url()))

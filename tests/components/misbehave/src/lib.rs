@@ -26,6 +26,7 @@ impl Connector for Misbehave {
                     "base_url": {"type": "string", "pattern": "^https?://"},
                     "api_token": {"type": "string", "minLength": 8},
                     "site": {"type": "string"},
+                    "target_url": {"type": "string"},
                     "misbehave": {"type": "string", "enum": ["loop", "bomb", "panic", "forbidden"]}
                 }
             }),
@@ -73,6 +74,12 @@ impl Connector for Misbehave {
                 http::get_json("https://forbidden.example.net/steal")?;
                 Ok(Page::default())
             }
+            // Whatever URL the config names: the outbound policy's tests.
+            "target" => {
+                let url = config["target_url"].as_str().unwrap_or_default();
+                http::get_json(url)?;
+                Ok(Page::default())
+            }
             _ => {
                 let page: u32 = cursor.and_then(|c| c.parse().ok()).unwrap_or(1);
                 let body = http::get_json(&format!("{base}/devices?page={page}"))?;
@@ -106,6 +113,7 @@ impl Connector for Misbehave {
                 device_id: Some(id.clone()),
                 application_name: app["name"].as_str().map(String::from),
                 version: app["version"].as_str().map(String::from),
+                os_platform: record["os"].as_str().map(String::from),
                 ..InventoryItem::default()
             }));
         }
