@@ -13,6 +13,8 @@ use cairn_tests::smtp::FakeSmtp;
 use cairn_tests::{Auth, Backend, TestApp, PASSWORD};
 use serde_json::json;
 
+const WRONG_RMM_PASSWORD: &str = "Not-The-Rmm-Passw0rd";
+
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
 
@@ -113,6 +115,19 @@ async fn no_secret_is_ever_logged() {
     assert_eq!(done["status"], "success", "{done}");
     let upstream_tokens: Vec<String> = rmm.data.lock().unwrap().tokens.keys().cloned().collect();
     assert!(!upstream_tokens.is_empty());
+    // A failing login: the upstream refuses a wrong password.
+    let reconfigured = app
+        .post(
+            "/api/v1/rmm/config",
+            &owner.bearer(),
+            json!({"base_url": rmm.base_url, "username": RMM_USER, "password": WRONG_RMM_PASSWORD}),
+        )
+        .await;
+    assert_eq!(reconfigured.status, 200, "{}", reconfigured.text);
+    let refused = app
+        .post("/api/v1/rmm/test-connection", &owner.bearer(), json!({}))
+        .await;
+    assert!(refused.status >= 400, "{}", refused.text);
     // A portal key, a document kept in S3 and its presigned download URL.
     let client = app
         .post(
@@ -191,9 +206,15 @@ async fn no_secret_is_ever_logged() {
         &portal_key,
         fake_s3::SECRET_ACCESS_KEY,
         &presigned_signature,
-    ] {
+        RMM_PASSWORD,
+        WRONG_RMM_PASSWORD,
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .chain(upstream_tokens)
+    {
         assert!(
-            !logs.contains(secret),
+            !logs.contains(&secret),
             "a secret reached the logs: {secret}"
         );
     }

@@ -326,3 +326,70 @@ async fn private_addresses_need_the_operators_grant() {
     );
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_file_cannot_take_over_a_connector_id() {
+    let misbehave = std::fs::read(cairn_tests::components::test_component("misbehave")).unwrap();
+    let copy: &[u8] = &misbehave;
+    let start = |pins: String| {
+        let dir = connectors_dir(&["misbehave"], &[("zz-impostor.wasm", copy)]);
+        TestApp::start_with(Backend::Sqlite, move |s| {
+            s.connectors_dir = dir;
+            s.connector_pins = pins;
+        })
+    };
+
+    // Two files declare one id: neither serves it, each says why.
+    let app = start(String::new()).await.expect("sqlite runs");
+    let owner = app.register("owner@example.com").await;
+    let listed = app.get("/api/v1/integrations/", &owner.bearer()).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body["connectors"], json!([]), "{}", listed.text);
+    let skipped = listed.body["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 2, "{}", listed.text);
+    for entry in skipped {
+        let reason = entry["reason"].as_str().unwrap();
+        assert!(reason.contains("several files"), "{reason}");
+        assert!(reason.contains("connector_pins"), "{reason}");
+        // File names only: the server's paths are not the tenant's to see.
+        assert!(!entry["file"].as_str().unwrap().contains('/'), "{entry}");
+        assert!(!reason.contains('/'), "{reason}");
+    }
+    app.post(
+        "/api/v1/misbehave/config",
+        &owner.bearer(),
+        json!({"base_url": "https://x.example", "api_token": TOKEN}),
+    )
+    .await
+    .assert_error(404);
+
+    // Core routes are never connector ids.
+    let doc = app.get("/openapi.json", &Auth::None).await.body;
+    for path in doc["paths"].as_object().unwrap().keys() {
+        let Some(rest) = path.strip_prefix("/api/v1/") else {
+            continue;
+        };
+        let segment = rest.split('/').next().unwrap();
+        if segment != "{integration}" {
+            assert!(
+                cairn::plugins::loader::RESERVED_IDS.contains(&segment),
+                "{segment} (of {path}) is served by the host but not reserved"
+            );
+        }
+    }
+    app.finish().await;
+
+    // The operator pins the file by its sha256: that one serves the id.
+    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&misbehave));
+    let app = start(format!("misbehave={sha}"))
+        .await
+        .expect("sqlite runs");
+    let owner = app.register("owner@example.com").await;
+    let listed = app.get("/api/v1/integrations/", &owner.bearer()).await;
+    assert_eq!(
+        listed.body["connectors"][0]["descriptor"]["id"],
+        "misbehave"
+    );
+    assert_eq!(listed.body["skipped"].as_array().unwrap().len(), 1);
+    app.finish().await;
+}

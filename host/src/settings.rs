@@ -99,6 +99,9 @@ pub struct Settings {
     pub plugin_max_response_mb: usize,
     /// Comma-separated hosts plugins may reach over plain http (tests, labs).
     pub plugin_plain_http_hosts: String,
+    /// Comma-separated `id=sha256` pairs: which file serves a connector id
+    /// (or CSV provider key) that several files in the directory declare.
+    pub connector_pins: String,
     /// Comma-separated addresses or ranges (CIDR) that outbound requests may
     /// reach although they are loopback, private, link-local or otherwise
     /// not public. Empty (the default): only public addresses.
@@ -199,6 +202,7 @@ impl Default for Settings {
             plugin_max_response_mb: 64,
             plugin_plain_http_hosts: String::new(),
             outbound_private_networks: String::new(),
+            connector_pins: String::new(),
             csv_uploads_dir: PathBuf::new(),
             csv_max_upload_mb: 100,
             portal_files_dir: PathBuf::new(),
@@ -291,6 +295,7 @@ impl Settings {
         self.listen_addr()?;
         self.metrics_allow_list()?;
         self.outbound_private_network_list()?;
+        self.connector_pin_list()?;
         self.trusted_proxy_list()?;
         self.check_portal_store()?;
         Ok(self)
@@ -379,6 +384,22 @@ impl Settings {
 
     pub fn outbound_private_network_list(&self) -> Result<Vec<IpNet>, SettingsError> {
         parse_nets("outbound_private_networks", &self.outbound_private_networks)
+    }
+
+    pub fn connector_pin_list(&self) -> Result<Vec<(String, String)>, SettingsError> {
+        comma_list(&self.connector_pins)
+            .into_iter()
+            .map(|pin| {
+                pin.split_once('=')
+                    .map(|(id, sha)| (id.trim().to_string(), sha.trim().to_ascii_lowercase()))
+                    .filter(|(id, sha)| !id.is_empty() && sha.len() == 64)
+                    .ok_or_else(|| {
+                        SettingsError::Invalid(format!(
+                            "connector_pins: {pin} is not id=<sha256 hex>"
+                        ))
+                    })
+            })
+            .collect()
     }
 
     pub fn plugin_plain_http_host_list(&self) -> Vec<String> {

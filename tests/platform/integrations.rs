@@ -491,7 +491,11 @@ async fn bad_config_is_refused_with_the_field(backend: Backend) {
             "base_url",
         ),
         (
-            json!({"base_url": "http://x.example", "api_token": "short"}),
+            json!({"base_url": "http://x.example", "api_token": "sh\"rt"}),
+            "api_token",
+        ),
+        (
+            json!({"base_url": "http://x.example", "api_token": 86_753_099}),
             "api_token",
         ),
     ] {
@@ -500,6 +504,11 @@ async fn bad_config_is_refused_with_the_field(backend: Backend) {
             .await;
         resp.assert_error(422);
         assert_eq!(resp.body["field"], field, "{}", resp.text);
+        // The refused secret is not echoed back.
+        let detail = resp.body["detail"].as_str().unwrap();
+        for secret in ["sh\\\"rt", "sh\"rt", "86753099"] {
+            assert!(!detail.contains(secret), "{detail}");
+        }
     }
     app.post(
         &format!("/api/v1/{ID}/config"),

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 backend_tests!(
     every_operator_combinator_and_hostile_value,
     random_queries_agree_with_an_in_memory_evaluator,
+    oversized_queries_are_the_clients_error,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -630,6 +631,73 @@ async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
         want.sort();
         let page = search(&app, &owner, json!({"query": query, "limit": 500})).await;
         assert_eq!(sorted_names(&page), want, "seed {seed}, query {query}");
+    }
+    app.finish().await;
+}
+
+async fn oversized_queries_are_the_clients_error(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    app.seed(
+        &owner,
+        "rmm",
+        &[item("WS-01", "7-Zip", "Igor Pavlov", "23.01", "windows")],
+    )
+    .await;
+    app.rebuild(&owner).await;
+    let rules = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| rule("name", "not_equals", json!(format!("app {i}"))))
+            .collect()
+    };
+    let nested = |depth: usize| -> Value {
+        let mut node = group("and", rules(1));
+        for _ in 1..depth {
+            node = group("and", vec![node]);
+        }
+        node
+    };
+    for route in [
+        "/api/v1/inventory/applications/search",
+        "/api/v1/devices/devices/search",
+    ] {
+        // At the caps: answered.
+        for query in [group("and", rules(256)), nested(16)] {
+            let resp = app
+                .post(route, &owner.bearer(), json!({"query": query}))
+                .await;
+            assert_eq!(resp.status, 200, "{route}: {}", resp.text);
+            assert_eq!(resp.body["total"], 1, "{route}: {}", resp.text);
+        }
+        // Past them: a 422 naming the query, not the database's failure.
+        for (query, says) in [
+            (group("and", rules(3_000)), "256 rules"),
+            (
+                group(
+                    "or",
+                    vec![group("and", rules(200)), group("and", rules(200))],
+                ),
+                "256 rules",
+            ),
+            (nested(17), "16 deep"),
+        ] {
+            let resp = app
+                .post(route, &owner.bearer(), json!({"query": query}))
+                .await;
+            resp.assert_error(422);
+            assert_eq!(resp.body["field"], "query", "{}", resp.text);
+            assert!(resp.text.contains(says), "{}", resp.text);
+        }
+    }
+    // Inventory items of an empty application name: refused, not the
+    // tenant's whole inventory.
+    for query in ["application=", "application=%20%20", "device_name="] {
+        let resp = app
+            .get(&format!("/api/v1/inventory/items?{query}"), &owner.bearer())
+            .await;
+        resp.assert_error(422);
     }
     app.finish().await;
 }

@@ -168,7 +168,11 @@ async fn store_config(
         secrets: Value::Object(secrets),
         updated_at: 0,
     };
-    validate(&connector.descriptor.config_schema, &candidate.full())?;
+    validate(
+        &connector.descriptor.config_schema,
+        &candidate.full(),
+        &candidate.secrets,
+    )?;
     HostPolicy::check_config(
         &connector.descriptor,
         &candidate.full(),
@@ -189,8 +193,9 @@ async fn store_config(
 }
 
 /// Checks `config` against the connector's JSON Schema; the first problem
-/// becomes a 422 naming the field.
-fn validate(schema: &Value, config: &Value) -> ApiResult<()> {
+/// becomes a 422 naming the field. The schema's message quotes the value
+/// it refused, so every secret value is masked in it.
+fn validate(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| ApiError::Internal(anyhow::anyhow!("connector schema is invalid: {e}")))?;
     let Some(error) = validator.iter_errors(config).next() else {
@@ -209,7 +214,22 @@ fn validate(schema: &Value, config: &Value) -> ApiResult<()> {
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "config".into()),
     };
-    Err(ApiError::validation(&field, error.to_string()))
+    let mut message = error.to_string();
+    for value in secrets.as_object().into_iter().flat_map(|s| s.values()) {
+        let raw = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if raw.is_empty() {
+            continue;
+        }
+        // As written, and as the message's JSON quoting writes it.
+        let quoted = Value::String(raw.clone()).to_string();
+        message = message
+            .replace(&quoted[1..quoted.len() - 1], REDACTED)
+            .replace(&raw, REDACTED);
+    }
+    Err(ApiError::validation(&field, message))
 }
 
 /// Remove the config and the data the integration synced (admin or owner);

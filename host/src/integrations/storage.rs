@@ -9,13 +9,29 @@ use crate::db::{now_ms, Db};
 use crate::inventory::normalize::platform_label;
 use crate::plugins::{InventoryRow, MappedRow};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StoredConfig {
     /// Non-secret fields.
     pub settings: Value,
     /// Secret fields, decrypted.
     pub secrets: Value,
     pub updated_at: i64,
+}
+
+/// Secrets print as their names only: a config can end up in a log line.
+impl std::fmt::Debug for StoredConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret_names: Vec<&String> = self
+            .secrets
+            .as_object()
+            .map(|s| s.keys().collect())
+            .unwrap_or_default();
+        f.debug_struct("StoredConfig")
+            .field("settings", &self.settings)
+            .field("secrets", &secret_names)
+            .field("updated_at", &self.updated_at)
+            .finish()
+    }
 }
 
 impl StoredConfig {
@@ -366,4 +382,22 @@ pub async fn records(
     .fetch_one(&db.pool)
     .await?;
     Ok((rows, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_secret_names_not_values() {
+        let config = StoredConfig {
+            settings: serde_json::json!({"base_url": "https://rmm.example"}),
+            secrets: serde_json::json!({"password": "hunter2-very-secret"}),
+            updated_at: 1,
+        };
+        let printed = format!("{config:?}");
+        assert!(printed.contains("password"), "{printed}");
+        assert!(printed.contains("rmm.example"), "{printed}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+    }
 }

@@ -158,7 +158,13 @@ async fn inventory_items(
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let db = &state.db;
     let tenant = &caller.tenant_id;
-    let (items, total) = match (params.device_name, params.application) {
+    let named = |field: &str, value: Option<String>| match value {
+        Some(v) if v.trim().is_empty() => Err(ApiError::validation(field, "must not be empty")),
+        other => Ok(other),
+    };
+    let device_name = named("device_name", params.device_name)?;
+    let application = named("application", params.application)?;
+    let (items, total) = match (device_name, application) {
         (Some(device), None) => storage::items_of_device(db, tenant, &device, skip, limit).await?,
         (None, Some(app)) => storage::items_of_application(db, tenant, &app, skip, limit).await?,
         _ => {

@@ -106,31 +106,47 @@ pub async fn items_of_application(
     limit: i64,
 ) -> sqlx::Result<(Vec<ItemView>, i64)> {
     // Every raw spelling starts with the normalized name; the prefix
-    // narrows the scan, normalizing decides.
-    let candidates: Vec<ItemView> = sqlx::query_as(&format!(
-        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE tenant_id = $1 \
-         AND LOWER(application_name) LIKE LOWER($2) ESCAPE '\\' \
-         ORDER BY device_name, version, source, item_key"
-    ))
+    // narrows the distinct names read, normalizing decides. Only the
+    // ASCII head of the name narrows, because SQLite's LOWER and LIKE
+    // fold ASCII only and the two engines must agree.
+    let ascii_head: String = name.chars().take_while(char::is_ascii).collect();
+    let spellings: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT application_name FROM inventory_items WHERE tenant_id = $1 \
+         AND application_name IS NOT NULL AND LOWER(application_name) LIKE LOWER($2) ESCAPE '\\'",
+    )
     .bind(tenant.as_str())
-    .bind(format!("{}%", escape_like(name)))
+    .bind(format!("{}%", escape_like(&ascii_head)))
     .fetch_all(&db.pool)
     .await?;
-    let matching: Vec<ItemView> = candidates
+    let matching: Vec<String> = spellings
         .into_iter()
-        .filter(|i| {
-            i.application_name
-                .as_deref()
-                .and_then(normalize::application_name)
-                .is_some_and(|n| n == name)
-        })
+        .filter(|raw| normalize::application_name(raw).is_some_and(|n| n == name))
         .collect();
-    let total = matching.len() as i64;
-    let page = matching
-        .into_iter()
-        .skip(skip as usize)
-        .take(limit as usize)
-        .collect();
+    if matching.is_empty() {
+        return Ok((vec![], 0));
+    }
+    let names = serde_json::to_string(&matching).unwrap_or_default();
+    let filter = format!(
+        "tenant_id = $1 AND application_name IN ({})",
+        crate::db::json_text_values(db.backend, 2)
+    );
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
+    ))
+    .bind(tenant.as_str())
+    .bind(&names)
+    .fetch_one(&db.pool)
+    .await?;
+    let page: Vec<ItemView> = sqlx::query_as(&format!(
+        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
+         ORDER BY device_name, version, source, item_key LIMIT $3 OFFSET $4"
+    ))
+    .bind(tenant.as_str())
+    .bind(&names)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
     Ok((with_time(page), total))
 }
 

@@ -62,6 +62,44 @@ pub enum AuthScheme {
     },
 }
 
+impl ConnectorDescriptor {
+    /// Config fields the auth scheme and the webhook check read as secrets;
+    /// each must be declared in `secret_fields`, or it would be stored in
+    /// clear, read back and handed to the component.
+    pub fn credential_fields(&self) -> Vec<&str> {
+        let mut fields: Vec<&str> = match &self.auth {
+            AuthScheme::None => vec![],
+            AuthScheme::StaticHeader { secret_field, .. } => vec![secret_field],
+            AuthScheme::TokenExchange { password_field, .. } => vec![password_field],
+            AuthScheme::OauthClientCredentials {
+                client_secret_field,
+                private_key_field,
+                ..
+            } => client_secret_field
+                .iter()
+                .chain(private_key_field)
+                .map(String::as_str)
+                .collect(),
+        };
+        fields.extend(self.webhook.iter().map(|w| w.secret_field.as_str()));
+        fields
+    }
+
+    /// `Err` naming the first credential field not declared secret.
+    pub fn check_secret_fields(&self) -> Result<(), String> {
+        match self
+            .credential_fields()
+            .into_iter()
+            .find(|f| !self.secret_fields.iter().any(|s| s == f))
+        {
+            Some(field) => Err(format!(
+                "config field {field} holds a credential but is not in secret_fields"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CsvDescriptor {
     pub key: String,
@@ -78,4 +116,40 @@ pub struct CsvDescriptor {
 pub fn sdk_supported(version: &str) -> bool {
     let major_minor: String = version.split('.').take(2).collect::<Vec<_>>().join(".");
     super::SUPPORTED_SDK.contains(&major_minor.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(secret_fields: &[&str], webhook_secret: Option<&str>) -> ConnectorDescriptor {
+        serde_json::from_value(serde_json::json!({
+            "id": "acme", "name": "Acme", "version": "0.1.0", "sdk_version": "0.1.0",
+            "config_schema": {}, "secret_fields": secret_fields, "streams": [],
+            "requested_hosts": ["{config.base_url}"],
+            "auth": {"type": "token_exchange", "base_url_field": "base_url", "path": "/login",
+                     "username_field": "username", "password_field": "password"},
+            "webhook": webhook_secret.map(|f| serde_json::json!(
+                {"header": "Sig", "secret_field": f, "tolerance_secs": 300})),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn credential_fields_must_be_declared_secret() {
+        assert!(descriptor(&["password"], None)
+            .check_secret_fields()
+            .is_ok());
+        let err = descriptor(&[], None).check_secret_fields().unwrap_err();
+        assert!(err.contains("password"), "{err}");
+        let err = descriptor(&["password"], Some("hook_secret"))
+            .check_secret_fields()
+            .unwrap_err();
+        assert!(err.contains("hook_secret"), "{err}");
+        assert!(
+            descriptor(&["password", "hook_secret"], Some("hook_secret"))
+                .check_secret_fields()
+                .is_ok()
+        );
+    }
 }

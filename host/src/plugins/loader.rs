@@ -84,6 +84,23 @@ impl Plugins {
                 });
             }
         }
+        let pins = settings.connector_pin_list()?;
+        let connectors = std::mem::take(&mut plugins.connectors);
+        plugins.connectors = one_file_per_id(
+            connectors,
+            &pins,
+            &mut plugins.skipped,
+            "connector id",
+            |c| (&c.descriptor.id, &c.sha256, &c.file),
+        );
+        let providers = std::mem::take(&mut plugins.csv_providers);
+        plugins.csv_providers = one_file_per_id(
+            providers,
+            &pins,
+            &mut plugins.skipped,
+            "CSV provider key",
+            |p| (&p.descriptor.key, &p.sha256, &p.file),
+        );
         tracing::info!(
             connectors = plugins.connectors.len(),
             csv_providers = plugins.csv_providers.len(),
@@ -125,16 +142,8 @@ impl Plugins {
             let descriptor: ConnectorDescriptor =
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
-            if self
-                .connectors
-                .iter()
-                .any(|c| c.descriptor.id == descriptor.id)
-            {
-                return Err(format!(
-                    "a connector with id {} is already loaded",
-                    descriptor.id
-                ));
-            }
+            check_connector_id(&descriptor.id)?;
+            descriptor.check_secret_fields()?;
             tracing::info!(id = %descriptor.id, version = %descriptor.version, sdk = %descriptor.sdk_version, "connector loaded");
             self.connectors.push(Arc::new(LoadedConnector {
                 descriptor,
@@ -160,16 +169,6 @@ impl Plugins {
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
             check_csv_descriptor(&descriptor)?;
-            if self
-                .csv_providers
-                .iter()
-                .any(|p| p.descriptor.key == descriptor.key)
-            {
-                return Err(format!(
-                    "a CSV provider with key {} is already loaded",
-                    descriptor.key
-                ));
-            }
             self.csv_providers.push(Arc::new(LoadedCsvProvider {
                 descriptor,
                 file: file.to_path_buf(),
@@ -377,6 +376,118 @@ fn one_result_per_input<R: Into<MappedRow>>(
         .collect())
 }
 
+/// Path segments of `/api/v1/...` that the host serves itself (and the
+/// names it keeps for areas it will serve); a connector id becomes such a
+/// segment and a job kind, so it may never be one of these.
+pub const RESERVED_IDS: &[&str] = &[
+    "auth",
+    "tenant",
+    "tenants",
+    "invites",
+    "jobs",
+    "integrations",
+    "inventory",
+    "devices",
+    "csv-sources",
+    "vulnerabilities",
+    "portal",
+    "research",
+    "news",
+    "advisories",
+    "reports",
+    "dashboards",
+    "tags",
+    "projects",
+    "subscriptions",
+    "search",
+    "users",
+    "admin",
+    "health",
+    "metrics",
+    "docs",
+    "openapi",
+];
+
+/// A connector id is a route segment and part of a job kind: lower-case
+/// letters, digits and inner dashes, 2 to 40 characters, never a segment
+/// the host serves.
+fn check_connector_id(id: &str) -> Result<(), String> {
+    let shaped = (2..=40).contains(&id.len())
+        && id.starts_with(|c: char| c.is_ascii_lowercase())
+        && !id.ends_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !shaped {
+        return Err(format!(
+            "connector id {id:?} must be 2 to 40 lower-case letters, digits and inner dashes, starting with a letter"
+        ));
+    }
+    if RESERVED_IDS.contains(&id) {
+        return Err(format!(
+            "connector id {id:?} is a route the host serves itself"
+        ));
+    }
+    Ok(())
+}
+
+/// Keeps one file per id. When several files declare an id, the one the
+/// operator pinned (`connector_pins`, `id=sha256`) serves it; without a pin
+/// none does, so a file dropped into the directory can never take over an
+/// id (and the configs, credentials and data stored under it).
+fn one_file_per_id<T>(
+    loaded: Vec<Arc<T>>,
+    pins: &[(String, String)],
+    skipped: &mut Vec<Skipped>,
+    what: &str,
+    identity: impl Fn(&T) -> (&String, &String, &PathBuf),
+) -> Vec<Arc<T>> {
+    let mut kept: Vec<Arc<T>> = Vec::new();
+    for item in &loaded {
+        let (id, sha256, file) = identity(item);
+        let claimants: Vec<&Arc<T>> = loaded.iter().filter(|o| identity(o).0 == id).collect();
+        if claimants.len() == 1 {
+            kept.push(item.clone());
+            continue;
+        }
+        let pinned = pins.iter().find(|(pin_id, _)| pin_id == id);
+        let served = kept.iter().any(|k| identity(k).0 == id);
+        let reason = match pinned {
+            Some((_, pin)) if pin.eq_ignore_ascii_case(sha256) && !served => {
+                kept.push(item.clone());
+                continue;
+            }
+            Some((_, pin)) if pin.eq_ignore_ascii_case(sha256) => {
+                format!("{what} {id} is already served by an identical pinned file")
+            }
+            Some((_, pin)) => format!("{what} {id} is pinned to another file (sha256 {pin})"),
+            None => {
+                let files: Vec<String> = claimants
+                    .iter()
+                    .map(|c| {
+                        let file = identity(c).2;
+                        file.file_name()
+                            .unwrap_or(file.as_os_str())
+                            .to_string_lossy()
+                            .to_string()
+                    })
+                    .collect();
+                format!(
+                    "{what} {id} is declared by several files ({}); none is loaded until \
+                     connector_pins names the sha256 of the one to use",
+                    files.join(", ")
+                )
+            }
+        };
+        tracing::warn!(file = %file.display(), %reason, "plugin skipped");
+        skipped.push(Skipped {
+            file: file.display().to_string(),
+            reason,
+        });
+    }
+    kept
+}
+
 fn check_sdk(version: &str) -> Result<(), String> {
     if sdk_supported(version) {
         Ok(())
@@ -431,6 +542,30 @@ fn check_csv_descriptor(descriptor: &CsvDescriptor) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connector_ids_are_route_segments_the_host_does_not_serve() {
+        for good in ["rmm", "sentinel-one", "backup2"] {
+            assert!(check_connector_id(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "../auth",
+            "auth",
+            "inventory",
+            "csv-sources",
+            "a",
+            "Rmm",
+            "rmm_sync",
+            "-x",
+            "x-",
+            "9lives",
+            "",
+            "rmm/..",
+            "rmm%2f",
+        ] {
+            assert!(check_connector_id(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_short_mapping_answer_fails_the_call() {

@@ -31,7 +31,8 @@ pub struct LoadedPlugin<D> {
 pub struct IntegrationList {
     connectors: Vec<LoadedPlugin<ConnectorDescriptor>>,
     csv_providers: Vec<LoadedPlugin<CsvDescriptor>>,
-    /// Files in the connectors directory that were not loaded, and why.
+    /// Files in the connectors directory that were not loaded (by file
+    /// name), and why.
     skipped: Vec<Skipped>,
 }
 
@@ -68,6 +69,18 @@ async fn list_integrations(
                 configured: None,
             })
             .collect(),
-        skipped: plugins.skipped.clone(),
+        // The file name only: the server's directories are not the
+        // tenant's to see (`cairn connectors list` shows full paths).
+        skipped: plugins
+            .skipped
+            .iter()
+            .map(|s| Skipped {
+                file: std::path::Path::new(&s.file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default(),
+                reason: s.reason.clone(),
+            })
+            .collect(),
     }))
 }

@@ -34,6 +34,25 @@ pub enum SearchError {
 
 /// Bound values one search may carry.
 const MAX_PARAMETERS: usize = 10_000;
+/// Rules one search may hold, and how deep groups may nest. SQLite refuses
+/// expressions deeper than 1,000 (each rule of a group adds one level), so
+/// a larger tree would fail in the database instead of here.
+const MAX_RULES: usize = 256;
+const MAX_DEPTH: usize = 16;
+
+/// Rules in `group` and its subgroups, and its deepest nesting.
+fn size(group: &QueryGroup) -> (usize, usize) {
+    group
+        .rules
+        .iter()
+        .fold((0, 1), |(rules, depth), node| match node {
+            QueryNode::Rule(_) => (rules + 1, depth),
+            QueryNode::Group(inner) => {
+                let (r, d) = size(inner);
+                (rules + r, depth.max(d + 1))
+            }
+        })
+}
 
 /// A searchable table.
 pub struct Table<'a> {
@@ -132,6 +151,19 @@ where
     T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
 {
     let (skip, limit) = page_bounds(request.skip, request.limit)?;
+    if let Some(query) = &request.query {
+        let (rules, depth) = size(query);
+        if rules > MAX_RULES {
+            return Err(SearchError::Page(
+                "the query has more than 256 rules; split it",
+            ));
+        }
+        if depth > MAX_DEPTH {
+            return Err(SearchError::Page(
+                "the query nests groups more than 16 deep",
+            ));
+        }
+    }
     let mut compiler = Compiler::new(db.backend, table.catalog, 2);
     let condition = compiler
         .group(&effective_query(table, request))?
