@@ -292,6 +292,14 @@ async fn misbehaving_syncs_fail_with_reasons_and_retry(backend: Backend) {
             .contains("the parser fell over"),
         "{job}"
     );
+    // A panic would only repeat: not retried, unlike the timeout above.
+    assert_eq!(job["status"], "error", "{job}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let job = app
+        .get(&format!("/api/v1/jobs/{job_id}"), &owner.bearer())
+        .await;
+    assert_eq!(job.body["attempts"], 1, "{}", job.text);
+    assert_eq!(job.body["status"], "error", "{}", job.text);
     app.finish().await;
 }
 

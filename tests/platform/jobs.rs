@@ -383,7 +383,7 @@ async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
     tx.rollback().await.unwrap();
     assert!(!storage::finish_success(db, &zombie).await.unwrap());
     assert_eq!(
-        storage::finish_failure(db, &zombie, "zombie", 0)
+        storage::finish_failure(db, &zombie, "zombie", 0, true)
             .await
             .unwrap(),
         None

@@ -30,8 +30,21 @@ struct Checkpoint {
     rejected: i64,
 }
 
+/// A plugin call's failure as the job's: what another attempt would only
+/// repeat (a panic, the memory cap, a broken answer, a config or
+/// credential problem) is not retried.
 fn failure(err: CallError) -> JobFailure {
-    JobFailure::Failed(err.to_string())
+    match err {
+        CallError::Crashed(_)
+        | CallError::MemoryExceeded(_)
+        | CallError::Protocol(_)
+        | CallError::Config(_)
+        | CallError::Auth { .. } => JobFailure::Permanent(err.to_string()),
+        CallError::RateLimited { .. }
+        | CallError::Transient(_)
+        | CallError::Upstream(_)
+        | CallError::Timeout(_) => JobFailure::Failed(err.to_string()),
+    }
 }
 
 #[async_trait]
@@ -120,7 +133,7 @@ impl JobHandler for SyncHandler {
             };
             let mut tx = db.pool.begin().await?;
             if !storage::hold_config(&mut tx, tenant, &self.connector, stored.updated_at).await? {
-                return Err(JobFailure::Failed(
+                return Err(JobFailure::Permanent(
                     "the integration's config was removed or replaced during this sync; \
                      nothing more was written"
                         .into(),

@@ -30,8 +30,15 @@ pub use worker::{Queue, RunOutcome};
 /// Why a handler stopped without success. The message is kept on the job.
 #[derive(Debug, thiserror::Error)]
 pub enum JobFailure {
+    /// Another attempt may succeed (an upstream hiccup, a timeout): the job
+    /// is retried while attempts remain.
     #[error("{0}")]
     Failed(String),
+    /// Another attempt would fail the same way (a plugin panic, its memory
+    /// cap, a broken answer, a config problem): the job ends in `error` now
+    /// rather than repeating it.
+    #[error("{0}")]
+    Permanent(String),
     /// The worker lost its lease (or was asked to stop); nothing more may be
     /// written.
     #[error(transparent)]

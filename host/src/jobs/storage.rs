@@ -316,13 +316,14 @@ pub async fn finish_failure(
     fence: &Fence,
     message: &str,
     backoff_ms: i64,
+    retry: bool,
 ) -> sqlx::Result<Option<JobStatus>> {
     let _turn = db.write_turn().await;
     let status: Option<String> = sqlx::query_scalar(&sql(
         db,
         &format!(
-            "UPDATE jobs SET status = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'error' END, \
-             finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE {{now}} END, \
+            "UPDATE jobs SET status = CASE WHEN CAST($6 AS BIGINT) = 1 AND attempts < max_attempts THEN 'queued' ELSE 'error' END, \
+             finished_at = CASE WHEN CAST($6 AS BIGINT) = 1 AND attempts < max_attempts THEN NULL ELSE {{now}} END, \
              error = $4, run_after = {{now}} + $5, lease_until = NULL WHERE {FENCE} RETURNING status"
         ),
     ))
@@ -331,6 +332,7 @@ pub async fn finish_failure(
     .bind(fence.attempts)
     .bind(message)
     .bind(backoff_ms)
+    .bind(i64::from(retry))
     .fetch_optional(&db.bookkeeping)
     .await?;
     Ok(status.as_deref().and_then(JobStatus::parse))

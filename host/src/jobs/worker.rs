@@ -221,6 +221,9 @@ impl Queue {
             (None, Some(Ok(Err(JobFailure::Failed(message))))) => {
                 self.record_failure(&ctx, &message).await
             }
+            (None, Some(Ok(Err(JobFailure::Permanent(message))))) => {
+                self.record_failure_without_retry(&ctx, &message).await
+            }
             (None, Some(Ok(Err(JobFailure::LeaseLost(_))))) => RunOutcome::LeaseLost,
             (None, Some(Err(panic))) => {
                 let message = panic_message(panic);
@@ -252,9 +255,17 @@ impl Queue {
     }
 
     async fn record_failure(&self, ctx: &JobContext, message: &str) -> RunOutcome {
+        self.record_failed_run(ctx, message, true).await
+    }
+
+    async fn record_failure_without_retry(&self, ctx: &JobContext, message: &str) -> RunOutcome {
+        self.record_failed_run(ctx, message, false).await
+    }
+
+    async fn record_failed_run(&self, ctx: &JobContext, message: &str, retry: bool) -> RunOutcome {
         let backoff =
             self.timing.retry_backoff.as_millis() as i64 * (1i64 << ctx.attempt().clamp(0, 10));
-        match storage::finish_failure(&self.db, ctx.fence(), message, backoff).await {
+        match storage::finish_failure(&self.db, ctx.fence(), message, backoff, retry).await {
             Ok(Some(status)) => {
                 tracing::warn!(error = message, ?status, "job run failed");
                 RunOutcome::Recorded(status)
