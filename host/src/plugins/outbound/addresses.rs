@@ -127,6 +127,12 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
+/// The resolver's refusal, typed so the request's error can say why
+/// rather than only that the connection failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AddressRefused(pub String);
+
 /// The client's resolver: every name a request connects to passes the rule.
 pub struct CheckedResolver(pub AddressRule);
 
@@ -134,10 +140,11 @@ impl reqwest::dns::Resolve for CheckedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let rule = self.0.clone();
         Box::pin(async move {
-            let addrs = rule
-                .resolve(name.as_str(), 0)
-                .await
-                .map_err(|reason| -> Box<dyn std::error::Error + Send + Sync> { reason.into() })?;
+            let addrs = rule.resolve(name.as_str(), 0).await.map_err(
+                |reason| -> Box<dyn std::error::Error + Send + Sync> {
+                    Box::new(AddressRefused(reason))
+                },
+            )?;
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
     }

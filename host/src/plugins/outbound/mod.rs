@@ -510,9 +510,8 @@ fn transport_error(err: reqwest::Error) -> wit::PluginError {
         // The address rule refuses in the resolver; say why, not just that.
         let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
         while let Some(cause) = source {
-            let text = cause.to_string();
-            if text.contains("outbound_private_networks") {
-                return wit::PluginError::Config(text);
+            if let Some(refused) = cause.downcast_ref::<addresses::AddressRefused>() {
+                return wit::PluginError::Config(refused.0.clone());
             }
             source = cause.source();
         }
