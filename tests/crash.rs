@@ -1,32 +1,138 @@
-//! A real server process is killed with SIGKILL in the middle of a
-//! checkpointed job; a second process resumes it after the lease expires.
+//! A real server process is killed with SIGKILL in the middle of a job; a
+//! second process takes the job over once the lease expires. Killed: a
+//! checkpointed test job, a real rmm sync, a CSV parse and a rollup.
 
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairn::auth::TenantId;
 use cairn::db::Db;
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use cairn_tests::{backend_tests, batches, Backend, PostgresDatabase};
-use serde_json::json;
+use serde_json::{json, Value};
 
-backend_tests!(killed_process_job_resumes_from_its_checkpoint);
+backend_tests!(
+    killed_process_job_resumes_from_its_checkpoint,
+    killed_sync_parse_and_rollup_each_finish_once,
+);
 
-fn spawn_server(database_url: &str, data_dir: &std::path::Path, log: &str) -> Child {
-    let log = std::fs::File::create(data_dir.join(log)).expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_cairn-test-server"))
-        .env("CAIRN_DATABASE_URL", database_url)
-        .env("CAIRN_DATA_DIR", data_dir)
-        .env("CAIRN_LISTEN", "127.0.0.1:0")
-        .env("CAIRN_JOB_WORKERS", "2")
-        .env("CAIRN_JOB_LEASE_SECS", "3")
-        .env("CAIRN_JOB_HEARTBEAT_SECS", "1")
-        .env("CAIRN_JOB_REAPER_INTERVAL_SECS", "1")
-        .env("CAIRN_JOB_POLL_INTERVAL_MS", "100")
-        .env("CAIRN_JOB_RETRY_BACKOFF_MS", "0")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start cairn-test-server")
+/// A `cairn-test-server` process and the address it listens on.
+struct Server {
+    child: Child,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Server {
+    fn spawn(database_url: &str, data_dir: &Path, connectors: &Path, log: &str) -> Server {
+        let log = data_dir.join(log);
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn-test-server"))
+            .env("CAIRN_DATABASE_URL", database_url)
+            .env("CAIRN_DATA_DIR", data_dir)
+            .env("CAIRN_CONNECTORS_DIR", connectors)
+            .env("CAIRN_PLUGIN_PLAIN_HTTP_HOSTS", "127.0.0.1")
+            .env("CAIRN_OUTBOUND_PRIVATE_NETWORKS", "127.0.0.0/8")
+            .env("CAIRN_VULN_SCHEDULE", "false")
+            .env("CAIRN_LISTEN", "127.0.0.1:0")
+            .env("CAIRN_JOB_WORKERS", "2")
+            .env("CAIRN_JOB_LEASE_SECS", "3")
+            .env("CAIRN_JOB_HEARTBEAT_SECS", "1")
+            .env("CAIRN_JOB_REAPER_INTERVAL_SECS", "1")
+            .env("CAIRN_JOB_POLL_INTERVAL_MS", "100")
+            .env("CAIRN_JOB_RETRY_BACKOFF_MS", "0")
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .expect("start cairn-test-server");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the server says where it listens");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}; see {log:?}"));
+        Server {
+            child,
+            url: format!("http://{addr}"),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL the server");
+        self.child.wait().unwrap();
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Value) -> Value {
+        let mut request = self.http.request(method, format!("{}{path}", self.url));
+        if !token.is_empty() {
+            request = request.bearer_auth(token);
+        }
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{path}: {status} {body}");
+        body
+    }
+
+    async fn get(&self, path: &str, token: &str) -> Value {
+        self.call(reqwest::Method::GET, path, token, Value::Null)
+            .await
+    }
+
+    async fn post(&self, path: &str, token: &str, body: Value) -> Value {
+        self.call(reqwest::Method::POST, path, token, body).await
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A data directory and a database of `backend` that outlive the processes.
+struct Scratch {
+    data_dir: PathBuf,
+    url: String,
+    postgres: Option<PostgresDatabase>,
+}
+
+impl Scratch {
+    async fn new(backend: Backend) -> Option<Scratch> {
+        let data_dir =
+            std::env::temp_dir().join(format!("cairn-crash-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        let postgres = match backend {
+            Backend::Postgres => Some(PostgresDatabase::create().await?),
+            Backend::Sqlite => None,
+        };
+        let url = match &postgres {
+            Some(db) => db.url.clone(),
+            None => format!("sqlite://{}?mode=rwc", data_dir.join("cairn.db").display()),
+        };
+        Some(Scratch {
+            data_dir,
+            url,
+            postgres,
+        })
+    }
+
+    async fn remove(self) {
+        if let Some(pg) = self.postgres {
+            pg.drop().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
 }
 
 async fn wait_until(what: &str, timeout: Duration, mut check: impl AsyncFnMut() -> bool) {
@@ -52,22 +158,13 @@ async fn checkpoint_next(db: &Db, job_id: &str) -> i64 {
 }
 
 async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
-    let data_dir =
-        std::env::temp_dir().join(format!("cairn-crash-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&data_dir).unwrap();
-    let postgres = match backend {
-        Backend::Postgres => match PostgresDatabase::create().await {
-            Some(db) => Some(db),
-            None => return,
-        },
-        Backend::Sqlite => None,
+    let Some(scratch) = Scratch::new(backend).await else {
+        return;
     };
-    let url = match &postgres {
-        Some(db) => db.url.clone(),
-        None => format!("sqlite://{}?mode=rwc", data_dir.join("cairn.db").display()),
-    };
-
-    let mut first = spawn_server(&url, &data_dir, "first.log");
+    let url = scratch.url.clone();
+    let data_dir = scratch.data_dir.clone();
+    let connectors = connectors_dir(&[], &[]);
+    let first = Server::spawn(&url, &data_dir, &connectors, "first.log");
     let db = Db::connect(&url, 2).await.expect("connect");
     wait_until(
         "the first server to migrate",
@@ -103,8 +200,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
         async || checkpoint_next(&db, &job_id).await >= 5,
     )
     .await;
-    first.kill().expect("SIGKILL the first server");
-    first.wait().unwrap();
+    first.kill();
     let applied_before: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM test_batches_applied WHERE job_id = $1")
             .bind(&job_id)
@@ -119,7 +215,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
         .unwrap();
     assert_eq!(status, "running", "the dead process still holds the lease");
 
-    let mut second = spawn_server(&url, &data_dir, "second.log");
+    let second = Server::spawn(&url, &data_dir, &connectors, "second.log");
     wait_until(
         "the second process to finish the job",
         Duration::from_secs(60),
@@ -133,8 +229,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
         },
     )
     .await;
-    second.kill().ok();
-    second.wait().ok();
+    second.kill();
 
     let applied: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT batch, attempt FROM test_batches_applied WHERE job_id = $1 ORDER BY batch",
@@ -167,8 +262,194 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
     assert_eq!(attempts, 2);
 
     db.pool.close().await;
-    if let Some(pg) = postgres {
-        pg.drop().await;
+    scratch.remove().await;
+}
+
+/// Ten computers, two per page, each with the same three applications.
+fn rmm_data() -> RmmData {
+    let mut data = RmmData {
+        clients: vec![json!({"Id": 1, "Name": "Acme"})],
+        ..RmmData::default()
+    };
+    for id in 1..=10 {
+        data.computers
+            .push(computer(id, &format!("ACME-WS-{id:02}"), (1, "Acme"), &[]));
+        data.software.insert(
+            id,
+            apps(&[("Agent", "1.0"), ("Browser", "2.0"), ("Editor", "3.0")]),
+        );
     }
-    let _ = std::fs::remove_dir_all(&data_dir);
+    data
+}
+
+/// `rows` software rows over 1,000 devices, every application name distinct.
+fn software_csv(rows: usize) -> Vec<u8> {
+    let mut csv = String::from("Computer Name,Software Name,Publisher,Version,Operating System\n");
+    for i in 0..rows {
+        csv.push_str(&format!(
+            "PC-{:04},Application {i:06},Publisher {},1.{},Windows 11\n",
+            i % 1000,
+            i % 50,
+            i % 7
+        ));
+    }
+    csv.into_bytes()
+}
+
+async fn count(db: &Db, sql: &str, tenant: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(tenant)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn job_status(db: &Db, job_id: &str) -> String {
+    sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
+        .bind(job_id)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
+    let Some(scratch) = Scratch::new(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(
+        &["connectors/rmm", "csv-providers/software-inventory"],
+        &[],
+    );
+    let rmm = FakeRmm::start(rmm_data()).await;
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let signed_in = server
+        .post(
+            "/api/v1/auth/register",
+            "",
+            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
+        )
+        .await;
+    let token = signed_in["access_token"].as_str().unwrap().to_string();
+    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+
+    // 1. An rmm sync killed while its third page is on the wire: pages one
+    // and two are written with their checkpoint.
+    server
+        .post(
+            "/api/v1/rmm/config",
+            &token,
+            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
+                   "client_id": "integrator-42", "page_size": 2}),
+        )
+        .await;
+    rmm.hold_from_page(3);
+    let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
+    let sync_id = sync["job_id"].as_str().unwrap().to_string();
+    wait_until("the sync to reach page 3", Duration::from_secs(60), async || {
+        rmm.held() > 0
+    })
+    .await;
+    server.kill();
+    let records_sql = "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1";
+    assert_eq!(count(&db, records_sql, &tenant).await, 4, "two pages written");
+    assert_eq!(job_status(&db, &sync_id).await, "running");
+    rmm.release();
+
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    wait_until("the sync to finish", Duration::from_secs(60), async || {
+        job_status(&db, &sync_id).await != "running"
+    })
+    .await;
+    let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["attempts"], 2, "{job}");
+    // Resumed at page 3: the written pages were not fetched again.
+    assert_eq!(rmm.computer_pages(), vec![1, 2, 3, 3, 4, 5, 6]);
+    let stats = server.get("/api/v1/rmm/stats", &token).await;
+    assert_eq!(stats["devices"], 10, "{stats}");
+    assert_eq!(stats["inventory_items"], 30, "{stats}");
+    let items_sql = "SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1";
+    assert_eq!(count(&db, items_sql, &tenant).await, 30);
+
+    // 2. A CSV parse killed part-way through the file.
+    let rows = 100_000;
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(software_csv(rows)).file_name("software.csv"),
+    );
+    let accepted: Value = server
+        .http
+        .post(format!("{}/api/v1/inventory/upload", server.url))
+        .bearer_auth(&token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let upload_id = accepted["id"].as_str().expect("accepted").to_string();
+    let parse_id = accepted["job_id"].as_str().unwrap().to_string();
+    wait_until("the parse to be under way", Duration::from_secs(60), async || {
+        let job = server.get(&format!("/api/v1/jobs/{parse_id}"), &token).await;
+        job["progress"]["done"].as_i64().unwrap_or(0) > 0
+    })
+    .await;
+    server.kill();
+    assert_eq!(job_status(&db, &parse_id).await, "running", "killed mid-parse");
+
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "3.log");
+    let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
+    wait_until("the parse to finish", Duration::from_secs(120), async || {
+        let upload = server.get(&upload_path, &token).await;
+        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+    })
+    .await;
+    let upload = server.get(&upload_path, &token).await;
+    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["rows_read"], rows, "{upload}");
+    assert_eq!(upload["rows_imported"], rows, "{upload}");
+    assert_eq!(
+        count(&db, items_sql, &tenant).await,
+        30 + rows as i64,
+        "every row once, next to the rmm's"
+    );
+
+    // 3. The rollup that parse asked for, killed once it has written part
+    // of its applications.
+    // Until it begins, the three rmm applications are all its stamp marks.
+    let new_rows_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1 \
+                        AND rollup_at = (SELECT rollup_at FROM rollup_state WHERE tenant_id = $1)";
+    let expected = rows as i64 + 3;
+    wait_until("the rollup to write part of its rebuild", Duration::from_secs(120), async || {
+        let written = count(&db, new_rows_sql, &tenant).await;
+        written > 3 && written < expected
+    })
+    .await;
+    server.kill();
+    let written = count(&db, new_rows_sql, &tenant).await;
+    assert!(written < expected, "killed mid-rollup ({written} written)");
+    let running_sql = "SELECT COUNT(*) FROM jobs WHERE tenant_id = $1 AND kind = 'rollup' \
+                       AND status = 'running'";
+    assert_eq!(count(&db, running_sql, &tenant).await, 1);
+
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "4.log");
+    let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
+    wait_until("the rollup to be rebuilt", Duration::from_secs(120), async || {
+        count(&db, behind_sql, &tenant).await == 0
+    })
+    .await;
+    let applications_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1";
+    assert_eq!(count(&db, applications_sql, &tenant).await, expected);
+    // Nothing left of the killed rebuild: every row is the finished one's.
+    assert_eq!(count(&db, new_rows_sql, &tenant).await, expected);
+    let listed = server
+        .get("/api/v1/inventory/applications?search=Application%20000042", &token)
+        .await;
+    assert_eq!(listed["total"], 1, "{listed}");
+
+    server.kill();
+    db.pool.close().await;
+    scratch.remove().await;
 }

@@ -71,9 +71,25 @@ async fn sandbox_app(plain_http: &str) -> TestApp {
         s.plugin_call_timeout_secs = 2;
         s.plugin_memory_mb = 64;
         s.plugin_plain_http_hosts = plain_http;
+        // Far past the call deadline: a stalled upstream must be stopped by
+        // the call's deadline, not by the request's.
+        s.plugin_http_timeout_secs = 600;
     })
     .await
     .expect("sqlite runs")
+}
+
+/// A socket that accepts connections and never answers them.
+async fn staller() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    url
 }
 
 fn scope() -> CallScope {
@@ -150,6 +166,85 @@ async fn misbehaving_calls_are_contained() {
         .fetch(&connector, scope(), &config, "ok", None)
         .await
         .is_ok());
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guests_parked_in_host_calls_are_stopped_at_the_deadline() {
+    let stalled = staller().await;
+    let app = sandbox_app("127.0.0.1").await;
+    let plugins = app.server.state.plugins.clone();
+    let connector = plugins.connector("misbehave").unwrap().clone();
+    let config = json!({
+        "base_url": stalled,
+        "api_token": TOKEN,
+        "target_url": format!("{stalled}/never-answers"),
+    });
+    // One guest sleeps for an hour, one waits on an upstream that never
+    // answers; neither computes, so only the call's deadline can stop them.
+    let calls: Vec<_> = ["sleep", "target"]
+        .into_iter()
+        .map(|stream| {
+            let plugins = plugins.clone();
+            let connector = connector.clone();
+            let config = config.clone();
+            tokio::spawn(async move {
+                plugins
+                    .fetch(&connector, scope(), &config, stream, None)
+                    .await
+            })
+        })
+        .collect();
+    for _ in 0..3 {
+        assert_eq!(app.get("/health", &Auth::None).await.status, 200);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for call in calls {
+        // A bound on the test, not a timing assertion: left parked, the
+        // calls would wait an hour and ten minutes.
+        let err = tokio::time::timeout(Duration::from_secs(120), call)
+            .await
+            .expect("the parked call was stopped")
+            .unwrap()
+            .expect_err("stopped at the deadline");
+        assert!(matches!(err, CallError::Timeout(_)), "{err:?}");
+    }
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_guests_do_not_pin_the_runtime_workers() {
+    let dir = connectors_dir(&["misbehave"], &[]);
+    let app = TestApp::start_with(Backend::Sqlite, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_call_timeout_secs = 10;
+    })
+    .await
+    .expect("sqlite runs");
+    let plugins = app.server.state.plugins.clone();
+    let connector = plugins.connector("misbehave").unwrap().clone();
+    let config = json!({"base_url": "https://upstream.example.com", "api_token": TOKEN});
+    // More spinning guests than the runtime has worker threads.
+    let loops: Vec<_> = (0..3)
+        .map(|_| {
+            let plugins = plugins.clone();
+            let connector = connector.clone();
+            let config = config.clone();
+            tokio::spawn(async move {
+                plugins
+                    .fetch(&connector, scope(), &config, "loop", None)
+                    .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.get("/health", &Auth::None).await.status, 200);
+    // Answered while every guest still spins: each gives its thread back.
+    assert!(loops.iter().all(|call| !call.is_finished()));
+    for call in loops {
+        let err = call.await.unwrap().expect_err("stopped at the deadline");
+        assert!(matches!(err, CallError::Timeout(_)), "{err:?}");
+    }
     app.finish().await;
 }
 

@@ -9,7 +9,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::auth::JwtKeys;
 use crate::db::Db;
 use crate::http::rate_limit::RateLimits;
-use crate::integrations::{sync::SyncHandler, SecretBox};
+use crate::integrations::sync::{SyncCaps, SyncHandler};
+use crate::integrations::SecretBox;
 use crate::jobs::{Queue, QueueTiming, Registry};
 use crate::mail::Mailer;
 use crate::plugins::Plugins;
@@ -62,6 +63,7 @@ impl AppState {
                 plugins: plugins.clone(),
                 secrets: secrets.clone(),
                 connector: id.clone(),
+                caps: SyncCaps::from_settings(&settings),
             };
             jobs.register(
                 &crate::integrations::sync_kind(&id),

@@ -97,6 +97,17 @@ pub struct Settings {
     pub plugin_http_timeout_secs: u64,
     /// Largest upstream response a plugin may receive.
     pub plugin_max_response_mb: usize,
+    /// Characters of one text field a plugin maps (a name, version, key);
+    /// a row over it is rejected with the reason.
+    pub plugin_max_field_chars: usize,
+    /// Size of one record's JSON body a connector maps.
+    pub plugin_max_record_kb: usize,
+    /// Pages one sync run may fetch, all streams together.
+    pub sync_max_pages: u64,
+    /// Records one fetched page may hold.
+    pub sync_max_page_records: usize,
+    /// Rows one sync run may write.
+    pub sync_max_rows: u64,
     /// Comma-separated hosts plugins may reach over plain http (tests, labs).
     pub plugin_plain_http_hosts: String,
     /// Comma-separated `id=sha256` pairs: which file serves a connector id
@@ -200,6 +211,11 @@ impl Default for Settings {
             plugin_call_timeout_secs: 120,
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,
+            plugin_max_field_chars: 2048,
+            plugin_max_record_kb: 512,
+            sync_max_pages: 100_000,
+            sync_max_page_records: 10_000,
+            sync_max_rows: 20_000_000,
             plugin_plain_http_hosts: String::new(),
             outbound_private_networks: String::new(),
             connector_pins: String::new(),

@@ -18,11 +18,19 @@ backend_tests!(
     upstream_auth_failure_is_typed_and_secret_free,
     tenants_cannot_see_each_others_integrations,
     deleting_the_config_stops_a_running_sync,
+    sync_caps_stop_runs_with_clear_errors,
 );
 
 const ID: &str = "misbehave";
 
 async fn app(backend: Backend) -> Option<TestApp> {
+    app_with(backend, |_| {}).await
+}
+
+async fn app_with(
+    backend: Backend,
+    adjust: impl FnOnce(&mut cairn::settings::Settings) + Send + 'static,
+) -> Option<TestApp> {
     let dir = connectors_dir(&["misbehave"], &[]);
     TestApp::start_with(backend, move |s| {
         s.connectors_dir = dir;
@@ -30,6 +38,7 @@ async fn app(backend: Backend) -> Option<TestApp> {
         s.plugin_call_timeout_secs = 2;
         s.job_poll_interval_ms = 50;
         s.job_retry_backoff_ms = 0;
+        adjust(s);
     })
     .await
 }
@@ -695,5 +704,80 @@ async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
     };
     assert_ne!(job["status"], "success", "{job}");
     assert_eq!(synced_rows().await, 0, "nothing was written back: {job}");
+    app.finish().await;
+}
+
+/// Five devices, two per page: three pages. WS-02 has an application whose
+/// name is five million characters long.
+async fn capped_upstream() -> FakeInventory {
+    let huge = "x".repeat(5_000_000);
+    FakeInventory::start(vec![
+        device("d1", "WS-01", &[("7-Zip", "23.01")]),
+        device("d2", "WS-02", &[(huge.as_str(), "1.0"), ("7-Zip", "23.01")]),
+        device("d3", "WS-03", &[("Slack", "4.41")]),
+        device("d4", "WS-04", &[("Slack", "4.41")]),
+        device("d5", "WS-05", &[("Slack", "4.41")]),
+    ])
+    .await
+}
+
+async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
+    let upstream = capped_upstream().await;
+    let capped: [(fn(&mut cairn::settings::Settings), &str); 3] = [
+        (|s| s.sync_max_pages = 2, "stopped after 2 pages (the cap, CAIRN_SYNC_MAX_PAGES)"),
+        (
+            |s| s.sync_max_page_records = 1,
+            "a page of stream ok held 2 records, over the cap of 1 (CAIRN_SYNC_MAX_PAGE_RECORDS)",
+        ),
+        // Page one writes WS-01's two rows; page two would bring four more.
+        (|s| s.sync_max_rows = 3, "this run mapped 6 rows, over the cap of 3 (CAIRN_SYNC_MAX_ROWS)"),
+    ];
+    for (cap, reason) in capped {
+        let Some(app) = app_with(backend, move |s| {
+            s.plugin_max_field_chars = 256;
+            cap(s);
+        })
+        .await
+        else {
+            return;
+        };
+        let owner = app.register("owner@example.com").await;
+        configure(&app, &owner, &upstream.url, TOKEN).await;
+        let job = sync(&app, &owner).await;
+        assert_eq!(job["status"], "error", "{job}");
+        assert!(job["error"].as_str().unwrap().contains(reason), "{job}");
+        // A cap would only be hit again: the run is not retried.
+        assert_eq!(job["attempts"], 1, "{job}");
+        app.finish().await;
+    }
+
+    // Under the run caps, the record with the oversized field is rejected,
+    // the rest stored, and the name never reaches a page.
+    let Some(app) = app_with(backend, |s| s.plugin_max_field_chars = 256).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    configure(&app, &owner, &upstream.url, TOKEN).await;
+    let job = sync(&app, &owner).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert!(
+        job["progress"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 records rejected"),
+        "{job}"
+    );
+    let stats = app
+        .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
+        .await;
+    assert_eq!(stats.body["records"]["device"], 4, "{}", stats.text);
+    assert_eq!(stats.body["inventory_items"], 4, "{}", stats.text);
+    app.wait_for_rollup(&owner).await;
+    let applications = app
+        .get("/api/v1/inventory/applications", &owner.bearer())
+        .await;
+    assert_eq!(applications.status, 200, "{}", applications.text);
+    assert!(applications.text.contains("Slack"), "{}", applications.text);
+    assert!(!applications.text.contains(&"x".repeat(257)));
     app.finish().await;
 }

@@ -1,7 +1,8 @@
 //! A fake ConnectWise Automate REST API v1 on 127.0.0.1: token exchange with
 //! expiring tokens (401 once expired), `page`/`pageSize` paging,
-//! `condition=Client.Id=<id>`, groups, per-computer software, and 429s with
-//! `Retry-After` on request.
+//! `condition=Client.Id=<id>`, groups, per-computer software, 429s with
+//! `Retry-After` on request, and a hold on computer pages from a given page
+//! on (a sync parked mid-run, for the crash tests).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,12 +30,18 @@ pub struct RmmData {
     /// The next this-many data requests get 429.
     pub throttle_next: u32,
     pub throttled: u32,
+    /// Every `GET /Computers` page number asked for, in order.
+    pub computer_pages: Vec<usize>,
+    /// `GET /Computers` pages from this one on wait for `release`.
+    pub hold_from: Option<usize>,
+    pub held: usize,
 }
 
 #[derive(Clone)]
 pub struct FakeRmm {
     pub base_url: String,
     pub data: Arc<Mutex<RmmData>>,
+    release: Arc<tokio::sync::Notify>,
 }
 
 fn now_ms() -> i64 {
@@ -52,14 +59,38 @@ impl FakeRmm {
             .route("/Computers", get(computers))
             .route("/Computers/{id}/Software", get(software))
             .with_state(data.clone());
-        let app = axum::Router::new().nest("/cwa/api/v1", api);
+        let release = Arc::new(tokio::sync::Notify::new());
+        let held = release.clone();
+        let app = axum::Router::new()
+            .nest("/cwa/api/v1", api)
+            .layer(axum::Extension(held));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         FakeRmm {
             base_url: format!("http://{addr}/cwa/api/v1"),
             data,
+            release,
         }
+    }
+
+    /// Computer pages from `page` on wait until [`Self::release`].
+    pub fn hold_from_page(&self, page: usize) {
+        self.data.lock().unwrap().hold_from = Some(page);
+    }
+
+    /// How many requests are waiting on the hold.
+    pub fn held(&self) -> usize {
+        self.data.lock().unwrap().held
+    }
+
+    pub fn release(&self) {
+        self.data.lock().unwrap().hold_from = None;
+        self.release.notify_waiters();
+    }
+
+    pub fn computer_pages(&self) -> Vec<usize> {
+        self.data.lock().unwrap().computer_pages.clone()
     }
 
     /// Every issued token stops working, as after its ExpirationDate.
@@ -192,9 +223,24 @@ async fn groups(
 
 async fn computers(
     State(data): State<Arc<Mutex<RmmData>>>,
+    axum::Extension(release): axum::Extension<Arc<tokio::sync::Notify>>,
     headers: HeaderMap,
     Query(paging): Query<Paging>,
 ) -> Response {
+    let asked = paging.page.unwrap_or(1);
+    let hold = {
+        let mut data = data.lock().unwrap();
+        data.computer_pages.push(asked);
+        let hold = data.hold_from.is_some_and(|from| asked >= from);
+        if hold {
+            data.held += 1;
+        }
+        hold.then(|| release.notified())
+    };
+    if let Some(released) = hold {
+        released.await;
+        data.lock().unwrap().held -= 1;
+    }
     let client = paging
         .condition
         .as_deref()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn::auth::TenantId;
-use cairn::integrations::sync::SyncHandler;
+use cairn::integrations::sync::{SyncCaps, SyncHandler};
 use cairn::integrations::{storage, SecretBox};
 use cairn::jobs::{Queue, QueueTiming, Registry};
 use cairn::plugins::{CallScope, Plugins};
@@ -81,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
             plugins: plugins.clone(),
             secrets,
             connector: "rmm".into(),
+            caps: SyncCaps::from_settings(&settings),
         },
         Duration::from_secs(1200),
     );

@@ -281,13 +281,6 @@ impl CsvParseHandler {
                     .map_rows(provider, scope.clone(), &columns, &clean)
                     .await
                     .map_err(|e| Outcome::Rejected(format!("the provider failed: {e}")))?;
-                if mapped.len() != clean.len() {
-                    return Err(Outcome::Rejected(format!(
-                        "the provider answered {} results for {} rows",
-                        mapped.len(),
-                        clean.len()
-                    )));
-                }
                 for (number, result) in numbers.into_iter().zip(mapped) {
                     match result {
                         Ok(rows) => stage(staging, report, number, software, rows)?,

@@ -11,11 +11,33 @@ use serde_json::{json, Value};
 use super::{storage, SecretBox};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 use crate::plugins::{CallError, CallScope, MappedRow, Plugins};
+use crate::settings::Settings;
 
 pub struct SyncHandler {
     pub plugins: Arc<Plugins>,
     pub secrets: SecretBox,
     pub connector: String,
+    pub caps: SyncCaps,
+}
+
+/// How much one run may take in. An upstream or a connector that pages
+/// without end, or a page of millions of records, stops the run with an
+/// error naming the setting; a stopped run prunes nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncCaps {
+    pub pages: u64,
+    pub page_records: usize,
+    pub rows: u64,
+}
+
+impl SyncCaps {
+    pub fn from_settings(settings: &Settings) -> SyncCaps {
+        SyncCaps {
+            pages: settings.sync_max_pages.max(1),
+            page_records: settings.sync_max_page_records.max(1),
+            rows: settings.sync_max_rows.max(1),
+        }
+    }
 }
 
 /// Where a run stands: written with every page.
@@ -28,6 +50,9 @@ struct Checkpoint {
     cursor: Option<String>,
     rows: i64,
     rejected: i64,
+    /// Pages fetched so far, all streams together.
+    #[serde(default)]
+    pages: u64,
 }
 
 /// A plugin call's failure as the job's: what another attempt would only
@@ -77,6 +102,7 @@ impl JobHandler for SyncHandler {
                 cursor: None,
                 rows: 0,
                 rejected: 0,
+                pages: 0,
             });
         let scope = CallScope {
             plugin: self.connector.clone(),
@@ -86,6 +112,13 @@ impl JobHandler for SyncHandler {
         let streams = connector.descriptor.streams.clone();
         while at.stream_index < streams.len() {
             let stream = &streams[at.stream_index];
+            if at.pages >= self.caps.pages {
+                return Err(JobFailure::Permanent(format!(
+                    "stopped after {} pages (the cap, CAIRN_SYNC_MAX_PAGES) with more to \
+                     fetch; nothing was pruned",
+                    at.pages
+                )));
+            }
             let (records, next) = self
                 .plugins
                 .fetch(
@@ -97,6 +130,14 @@ impl JobHandler for SyncHandler {
                 )
                 .await
                 .map_err(failure)?;
+            if records.len() > self.caps.page_records {
+                return Err(JobFailure::Permanent(format!(
+                    "a page of stream {stream} held {} records, over the cap of {} \
+                     (CAIRN_SYNC_MAX_PAGE_RECORDS); nothing was pruned",
+                    records.len(),
+                    self.caps.page_records
+                )));
+            }
             let mapped = self
                 .plugins
                 .map_records(&connector, scope.clone(), stream, &records)
@@ -120,6 +161,14 @@ impl JobHandler for SyncHandler {
                 }
             }
             at.rows += rows.len() as i64;
+            at.pages += 1;
+            if at.rows as u64 > self.caps.rows {
+                return Err(JobFailure::Permanent(format!(
+                    "this run mapped {} rows, over the cap of {} (CAIRN_SYNC_MAX_ROWS); \
+                     nothing was pruned",
+                    at.rows, self.caps.rows
+                )));
+            }
             let next_at = match next {
                 Some(cursor) => Checkpoint {
                     cursor: Some(cursor),

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
-/// How often the epoch advances; call deadlines are counted in these.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// How often the epoch advances: a running guest yields its thread this often.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 pub fn new_engine() -> anyhow::Result<Engine> {
     let mut config = Config::new();

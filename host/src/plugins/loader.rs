@@ -12,7 +12,7 @@ use wasmtime::{Engine, Store};
 
 use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
 use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache};
-use super::rows::MappedRow;
+use super::rows::{MappedRow, RowCaps};
 use super::runtime::{
     self, connector_world, csv_world, CallError, CallLimits, CallScope, PluginState,
 };
@@ -46,6 +46,7 @@ pub struct Plugins {
     pub csv_providers: Vec<Arc<LoadedCsvProvider>>,
     pub skipped: Vec<Skipped>,
     limits: CallLimits,
+    row_caps: RowCaps,
     plain_http_hosts: Vec<String>,
     pub addresses: AddressRule,
     max_response_bytes: usize,
@@ -67,6 +68,11 @@ impl Plugins {
             limits: CallLimits {
                 memory_bytes: settings.plugin_memory_mb * 1024 * 1024,
                 deadline: Duration::from_secs(settings.plugin_call_timeout_secs.max(1)),
+            },
+            row_caps: RowCaps {
+                field_chars: settings.plugin_max_field_chars.max(1),
+                body_bytes: settings.plugin_max_record_kb.max(1) * 1024,
+                group_ids: 1024,
             },
             plain_http_hosts: settings.plugin_plain_http_host_list(),
             addresses: AddressRule::new(settings.outbound_private_network_list()?),
@@ -128,17 +134,19 @@ impl Plugins {
             ..CallScope::default()
         };
         if let Ok(connector) = connector_world::ConnectorPre::new(pre.clone()) {
-            let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
-            let instance = connector
-                .instantiate_async(&mut store)
-                .await
-                .map_err(|e| format!("cannot be instantiated: {e:#}"))?;
-            let raw = instance.call_describe(&mut store).await.map_err(|e| {
-                format!(
-                    "describe failed: {}",
-                    runtime::classify_trap(&store, e, self.limits)
-                )
-            })?;
+            let raw = runtime::bounded(self.limits, async {
+                let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+                let instance = connector
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+                instance
+                    .call_describe(&mut store)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+            })
+            .await
+            .map_err(|e| format!("describe failed: {e}"))?;
             let descriptor: ConnectorDescriptor =
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
@@ -154,17 +162,19 @@ impl Plugins {
             return Ok(());
         }
         if let Ok(provider) = csv_world::CsvProviderPre::new(pre) {
-            let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
-            let instance = provider
-                .instantiate_async(&mut store)
-                .await
-                .map_err(|e| format!("cannot be instantiated: {e:#}"))?;
-            let raw = instance.call_describe(&mut store).await.map_err(|e| {
-                format!(
-                    "describe failed: {}",
-                    runtime::classify_trap(&store, e, self.limits)
-                )
-            })?;
+            let raw = runtime::bounded(self.limits, async {
+                let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+                let instance = provider
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+                instance
+                    .call_describe(&mut store)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+            })
+            .await
+            .map_err(|e| format!("describe failed: {e}"))?;
             let descriptor: CsvDescriptor =
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
@@ -259,12 +269,15 @@ impl Plugins {
     ) -> Result<(Vec<Value>, Option<String>), CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
-        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
-        let result = instance
-            .call_fetch(&mut store, &visible.to_string(), stream, cursor)
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        let (records, next) = result.map_err(CallError::from)?;
+        let (records, next) = runtime::bounded(self.limits, async {
+            let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+            let result = instance
+                .call_fetch(&mut store, &visible.to_string(), stream, cursor)
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+            result.map_err(CallError::from)
+        })
+        .await?;
         match runtime::parse_json(&records)? {
             Value::Array(records) => Ok((records, next)),
             _ => Err(CallError::Protocol(
@@ -282,13 +295,16 @@ impl Plugins {
         stream: &str,
         records: &[Value],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        let (mut store, instance) = self.instance(connector, scope, None).await?;
         let raw: Vec<String> = records.iter().map(Value::to_string).collect();
-        let mapped = instance
-            .call_map_records(&mut store, stream, &raw)
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        one_result_per_input(mapped, records.len(), "map-records", "records")
+        let mapped = runtime::bounded(self.limits, async {
+            let (mut store, instance) = self.instance(connector, scope, None).await?;
+            instance
+                .call_map_records(&mut store, stream, &raw)
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+        })
+        .await?;
+        one_result_per_input(mapped, records.len(), self.row_caps, "map-records", "records")
     }
 
     pub fn csv_provider(&self, key: &str) -> Option<&Arc<LoadedCsvProvider>> {
@@ -304,17 +320,20 @@ impl Plugins {
         headers: &[String],
         rows: &[Vec<String>],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
-        let instance = provider
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        let mapped = instance
-            .call_map_rows(&mut store, headers, rows)
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-        one_result_per_input(mapped, rows.len(), "map-rows", "rows")
+        let mapped = runtime::bounded(self.limits, async {
+            let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
+            let instance = provider
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+            instance
+                .call_map_rows(&mut store, headers, rows)
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+        })
+        .await?;
+        one_result_per_input(mapped, rows.len(), self.row_caps, "map-rows", "rows")
     }
 
     /// Runs a live action (`invoke`) with its JSON input.
@@ -328,12 +347,15 @@ impl Plugins {
     ) -> Result<Value, CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
-        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
-        let answer = instance
-            .call_invoke(&mut store, &visible.to_string(), action, &input.to_string())
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
-            .map_err(CallError::from)?;
+        let answer = runtime::bounded(self.limits, async {
+            let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+            instance
+                .call_invoke(&mut store, &visible.to_string(), action, &input.to_string())
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+                .map_err(CallError::from)
+        })
+        .await?;
         runtime::parse_json(&answer)
     }
 
@@ -346,21 +368,26 @@ impl Plugins {
     ) -> Result<(), CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
-        let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
-        instance
-            .call_check(&mut store, &visible.to_string())
-            .await
-            .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
-            .map_err(CallError::from)
+        runtime::bounded(self.limits, async {
+            let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+            instance
+                .call_check(&mut store, &visible.to_string())
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+                .map_err(CallError::from)
+        })
+        .await
     }
 }
 
 /// A mapping's answer, which must hold exactly one result per input: a
 /// short answer would silently drop inputs (and a sync would then prune
-/// their rows), so it fails the call instead.
+/// their rows), so it fails the call instead. An input mapped to a row over
+/// `caps` is rejected with the reason, like one the plugin rejected itself.
 fn one_result_per_input<R: Into<MappedRow>>(
     mapped: Vec<Result<Vec<R>, String>>,
     inputs: usize,
+    caps: RowCaps,
     function: &str,
     what: &str,
 ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
@@ -372,7 +399,13 @@ fn one_result_per_input<R: Into<MappedRow>>(
     }
     Ok(mapped
         .into_iter()
-        .map(|result| result.map(|rows| rows.into_iter().map(Into::into).collect()))
+        .map(|result| {
+            let rows: Vec<MappedRow> = result?.into_iter().map(Into::into).collect();
+            match rows.iter().find_map(|row| row.oversized(caps)) {
+                Some(reason) => Err(reason),
+                None => Ok(rows),
+            }
+        })
         .collect())
 }
 
@@ -567,16 +600,23 @@ mod tests {
         }
     }
 
+    const CAPS: RowCaps = RowCaps {
+        field_chars: 1024,
+        body_bytes: 1024,
+        group_ids: 16,
+    };
+
     #[test]
     fn a_short_mapping_answer_fails_the_call() {
         let answer: Vec<Result<Vec<MappedRow>, String>> = vec![Ok(vec![]), Err("bad".into())];
-        let err = one_result_per_input(answer.clone(), 3, "map-records", "records").unwrap_err();
+        let err =
+            one_result_per_input(answer.clone(), 3, CAPS, "map-records", "records").unwrap_err();
         assert_eq!(
             err.to_string(),
             CallError::Protocol("map-records returned 2 results for 3 records".into()).to_string()
         );
         assert_eq!(
-            one_result_per_input(answer, 2, "map-records", "records")
+            one_result_per_input(answer, 2, CAPS, "map-records", "records")
                 .unwrap()
                 .len(),
             2

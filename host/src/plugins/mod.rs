@@ -5,9 +5,11 @@
 //!   the engine's compatibility hash and the file's SHA-256), type-checks,
 //!   reads each descriptor and checks its SDK version. A bad file is logged
 //!   and skipped.
-//! - [`runtime`] runs one call: a new store with a memory cap, an epoch
-//!   deadline, WASI with no filesystem, environment or sockets, and the host
-//!   imports (`send`, `log`, `now-ms`).
+//! - [`runtime`] runs one call: a new store with a memory cap, WASI with no
+//!   filesystem, environment or sockets, and the host imports (`send`, `log`,
+//!   `now-ms`). A running guest yields its thread every epoch tick; the whole
+//!   call, host waits included, is dropped at its wall-clock deadline.
+//! - [`rows`] is what mappings return, with the size caps every row meets.
 //! - [`outbound`] is the `send` import: the allow-list, plain-http grants,
 //!   response caps and 429 retries.
 //!

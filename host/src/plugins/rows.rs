@@ -72,3 +72,142 @@ impl From<wit::Row> for MappedRow {
         }
     }
 }
+
+/// How large one mapped row may be. A plugin's answer is only bounded by its
+/// memory cap; without these a single 50 MB name would be stored and then
+/// served in every page that lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct RowCaps {
+    /// Characters of one text field (a name, version, key or id).
+    pub field_chars: usize,
+    /// Bytes of a record's JSON body.
+    pub body_bytes: usize,
+    /// Group ids of one row.
+    pub group_ids: usize,
+}
+
+impl MappedRow {
+    /// Why this row is over `caps`, naming the first field that is.
+    pub fn oversized(&self, caps: RowCaps) -> Option<String> {
+        let (fields, group_ids): (Vec<(&str, Option<&str>)>, &[String]) = match self {
+            MappedRow::Inventory(i) => (
+                vec![
+                    ("device_name", i.device_name.as_deref()),
+                    ("device_id", i.device_id.as_deref()),
+                    ("os_platform", i.os_platform.as_deref()),
+                    ("os_version", i.os_version.as_deref()),
+                    ("user_email", i.user_email.as_deref()),
+                    ("user_name", i.user_name.as_deref()),
+                    ("application_name", i.application_name.as_deref()),
+                    ("vendor", i.vendor.as_deref()),
+                    ("version", i.version.as_deref()),
+                    ("publisher", i.publisher.as_deref()),
+                    ("client_id", i.client_id.as_deref()),
+                ],
+                &i.group_ids,
+            ),
+            MappedRow::Record(r) => {
+                let body = r.body.to_string().len();
+                if body > caps.body_bytes {
+                    return Some(format!(
+                        "the {} record's body is {body} bytes, over the cap of {}",
+                        r.kind, caps.body_bytes
+                    ));
+                }
+                (
+                    vec![
+                        ("key", Some(r.key.as_str())),
+                        ("device_name", r.device_name.as_deref()),
+                        ("client_id", r.client_id.as_deref()),
+                    ],
+                    &r.group_ids,
+                )
+            }
+        };
+        if group_ids.len() > caps.group_ids {
+            return Some(format!(
+                "{} group ids, over the cap of {}",
+                group_ids.len(),
+                caps.group_ids
+            ));
+        }
+        let groups = group_ids.iter().map(|g| ("group_ids", Some(g.as_str())));
+        fields
+            .into_iter()
+            .chain(groups)
+            .find_map(|(field, value)| {
+                let value = value?;
+                // Bytes bound characters from above: count only when needed.
+                if value.len() <= caps.field_chars {
+                    return None;
+                }
+                let chars = value.chars().count();
+                (chars > caps.field_chars).then(|| {
+                    format!(
+                        "{field} is {chars} characters long, over the cap of {}",
+                        caps.field_chars
+                    )
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: RowCaps = RowCaps {
+        field_chars: 8,
+        body_bytes: 32,
+        group_ids: 2,
+    };
+
+    fn item(name: &str) -> MappedRow {
+        MappedRow::Inventory(InventoryRow {
+            device_name: Some("WS-01".into()),
+            device_id: None,
+            os_platform: None,
+            os_version: None,
+            user_email: None,
+            user_name: None,
+            application_name: Some(name.into()),
+            vendor: None,
+            version: None,
+            publisher: None,
+            client_id: None,
+            group_ids: vec![],
+        })
+    }
+
+    #[test]
+    fn a_field_over_the_cap_is_named() {
+        assert_eq!(item("7-Zip").oversized(CAPS), None);
+        // Characters, not bytes: eight accented letters are sixteen bytes.
+        assert_eq!(item("éééééééé").oversized(CAPS), None);
+        assert_eq!(
+            item("ééééééééé").oversized(CAPS).as_deref(),
+            Some("application_name is 9 characters long, over the cap of 8")
+        );
+    }
+
+    #[test]
+    fn record_bodies_and_group_lists_are_capped() {
+        let record = |body: Value, groups: usize| {
+            MappedRow::Record(RecordRow {
+                kind: "device",
+                key: "d1".into(),
+                device_name: None,
+                client_id: None,
+                group_ids: vec!["g".into(); groups],
+                body,
+            })
+        };
+        assert_eq!(record(serde_json::json!({"a": 1}), 2).oversized(CAPS), None);
+        let big = record(serde_json::json!({"a": "x".repeat(40)}), 0);
+        assert!(big.oversized(CAPS).unwrap().contains("body is 48 bytes"));
+        assert!(record(Value::Null, 3)
+            .oversized(CAPS)
+            .unwrap()
+            .contains("3 group ids"));
+    }
+}

@@ -1,13 +1,13 @@
 //! One sandboxed call into a plugin.
 
-use std::time::Duration;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{Engine, ResourceLimiter, Store};
+use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::engine::EPOCH_TICK;
 use super::outbound::Outbound;
 
 pub(crate) mod connector_world {
@@ -218,10 +218,32 @@ pub fn new_store(
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.memory);
-    let ticks = (limits.deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
-    store.set_epoch_deadline(ticks);
-    store.epoch_deadline_trap();
+    // Every tick the guest gives its worker thread back to the runtime, so
+    // a busy guest cannot pin it; past the deadline it is stopped.
+    let started = Instant::now();
+    let deadline = limits.deadline;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        Ok(if started.elapsed() < deadline {
+            UpdateDeadline::Yield(1)
+        } else {
+            UpdateDeadline::Interrupt
+        })
+    });
     store
+}
+
+/// Runs one plugin call (instantiation included) under its wall-clock
+/// deadline. The epoch check stops a guest that computes, but not one parked
+/// in a host call (a sleep, a slow upstream): dropping the call's future at
+/// the deadline stops both, and its store goes with it.
+pub async fn bounded<T>(
+    limits: CallLimits,
+    call: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    tokio::time::timeout(limits.deadline, call)
+        .await
+        .unwrap_or(Err(CallError::Timeout(limits.deadline)))
 }
 
 /// Turns a trap (or any wasmtime error) of a call into a [`CallError`].

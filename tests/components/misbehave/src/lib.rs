@@ -2,8 +2,9 @@
 //! `{config.base_url}/devices?page=N` (the host adds `X-Api-Token` from the
 //! secret `api_token`) and maps each device to a device record and one
 //! inventory item per app. The other streams misbehave on request: `loop`
-//! never returns, `bomb` allocates without end, `panic` panics, `forbidden`
-//! calls a host it did not ask for.
+//! never returns, `sleep` sleeps for an hour (parked in a host call),
+//! `bomb` allocates without end, `panic` panics, `forbidden` calls a host it
+//! did not ask for.
 
 use cairn_sdk::{
     export_connector, http, json, AuthScheme, Config, Connector, Descriptor, Error, InventoryItem,
@@ -27,7 +28,7 @@ impl Connector for Misbehave {
                     "api_token": {"type": "string", "minLength": 8},
                     "site": {"type": "string"},
                     "target_url": {"type": "string"},
-                    "misbehave": {"type": "string", "enum": ["loop", "bomb", "panic", "forbidden"]}
+                    "misbehave": {"type": "string", "enum": ["loop", "sleep", "bomb", "panic", "forbidden"]}
                 }
             }),
             secret_fields: vec!["api_token".into()],
@@ -60,6 +61,10 @@ impl Connector for Misbehave {
                     }
                     std::hint::black_box(n);
                 }
+                Ok(Page::default())
+            }
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
                 Ok(Page::default())
             }
             "bomb" => {
