@@ -761,7 +761,7 @@ async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
     let job = sync(&app, &owner).await;
     assert_eq!(job["status"], "success", "{job}");
     assert!(
-        job["progress"]["message"]
+        job["progress"]["detail"]
             .as_str()
             .unwrap()
             .contains("1 records rejected"),

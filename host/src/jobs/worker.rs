@@ -65,12 +65,12 @@ impl Queue {
     /// Extends the lease every heartbeat interval and stops the run when
     /// the lease is lost, a cancel was asked for, or progress stalled.
     /// Never returns.
-    async fn beat(&self, ctx: &JobContext, stall_ms: i64) {
-        let mut heartbeat = tokio::time::interval(self.timing.heartbeat);
+    async fn beat(db: Db, every: Duration, lease_ms: i64, ctx: JobContext, stall_ms: i64) {
+        let mut heartbeat = tokio::time::interval(every);
         heartbeat.tick().await;
         loop {
             heartbeat.tick().await;
-            match storage::heartbeat(&self.db, ctx.fence(), self.lease_ms()).await {
+            match storage::heartbeat(&db, ctx.fence(), lease_ms).await {
                 Ok(None) => ctx.stop(StopReason::LeaseLost),
                 Ok(Some(true)) => ctx.stop(StopReason::Canceled),
                 Ok(Some(false)) => {}
@@ -174,16 +174,22 @@ impl Queue {
                 .catch_unwind()
                 .await
         });
-        // The heartbeat is a future of its own, polled beside the handler:
-        // awaited inside a select arm it would starve the handler, and a
-        // handler holding SQLite's write turn would then never let the
-        // heartbeat's own write through.
+        // The heartbeat is a task of its own: polled in the handler's task,
+        // it would wait out every stretch of computing the handler does
+        // between awaits (a rollup building 100,000 applications) and the
+        // lease would lapse under a live run. It is aborted with the run.
         let stall_ms = registration.stall_timeout.as_millis() as i64;
-        let mut beats = std::pin::pin!(self.beat(&ctx, stall_ms));
+        let beats = tokio::spawn(Self::beat(
+            self.db.clone(),
+            self.timing.heartbeat,
+            self.lease_ms(),
+            ctx.clone(),
+            stall_ms,
+        ));
+        let _stop_beats = AbortOnDrop(beats);
         let result = loop {
             tokio::select! {
                 result = &mut handle => break Some(result),
-                _ = &mut beats => {}
                 _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
                     ctx.stop(StopReason::Shutdown);
                 }
@@ -286,4 +292,14 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     format!("handler panicked: {text}")
+}
+
+/// Aborts a task when dropped: the heartbeat ends with its run, however the
+/// run ends.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -54,12 +54,18 @@ pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result
     let mut rollup = build::Rollup::default();
     let items = store::read_items(db, tenant, &mut rollup).await?;
     let records = store::read_device_records(db, tenant).await?;
-    let (applications, vendors) = rollup.applications();
-    let derived = store::Derived {
-        assets: rollup.assets(records),
-        applications,
-        vendors,
-    };
+    // Seconds of computing for a large inventory: off the async workers.
+    let derived = tokio::task::spawn_blocking(move || {
+        let (applications, vendors) = rollup.applications();
+        store::Derived {
+            assets: rollup.assets(records),
+            applications,
+            vendors,
+        }
+    })
+    .await
+    // A panic in the build stays a panic, for the job worker to record.
+    .unwrap_or_else(|failed| std::panic::resume_unwind(failed.into_panic()));
     store::write(db, tenant, rollup_at, &derived).await?;
     Ok(RebuildStats {
         items,
