@@ -316,10 +316,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let Some(scratch) = Scratch::new(backend).await else {
         return;
     };
-    let connectors = connectors_dir(
-        &["connectors/rmm", "csv-providers/software-inventory"],
-        &[],
-    );
+    let connectors = connectors_dir(&["connectors/rmm", "csv-providers/software-inventory"], &[]);
     let rmm = FakeRmm::start(rmm_data()).await;
     let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
     let db = Db::connect(&scratch.url, 2).await.expect("connect");
@@ -346,13 +343,19 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     rmm.hold_from_page(3);
     let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
     let sync_id = sync["job_id"].as_str().unwrap().to_string();
-    wait_until("the sync to reach page 3", Duration::from_secs(60), async || {
-        rmm.held() > 0
-    })
+    wait_until(
+        "the sync to reach page 3",
+        Duration::from_secs(60),
+        async || rmm.held() > 0,
+    )
     .await;
     server.kill();
     let records_sql = "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1";
-    assert_eq!(count(&db, records_sql, &tenant).await, 4, "two pages written");
+    assert_eq!(
+        count(&db, records_sql, &tenant).await,
+        4,
+        "two pages written"
+    );
     assert_eq!(job_status(&db, &sync_id).await, "running");
     rmm.release();
 
@@ -391,20 +394,34 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
         .unwrap();
     let upload_id = accepted["id"].as_str().expect("accepted").to_string();
     let parse_id = accepted["job_id"].as_str().unwrap().to_string();
-    wait_until("the parse to be under way", Duration::from_secs(60), async || {
-        let job = server.get(&format!("/api/v1/jobs/{parse_id}"), &token).await;
-        job["progress"]["done"].as_i64().unwrap_or(0) > 0
-    })
+    wait_until(
+        "the parse to be under way",
+        Duration::from_secs(60),
+        async || {
+            let job = server
+                .get(&format!("/api/v1/jobs/{parse_id}"), &token)
+                .await;
+            job["progress"]["done"].as_i64().unwrap_or(0) > 0
+        },
+    )
     .await;
     server.kill();
-    assert_eq!(job_status(&db, &parse_id).await, "running", "killed mid-parse");
+    assert_eq!(
+        job_status(&db, &parse_id).await,
+        "running",
+        "killed mid-parse"
+    );
 
     let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "3.log");
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
-    wait_until("the parse to finish", Duration::from_secs(120), async || {
-        let upload = server.get(&upload_path, &token).await;
-        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
-    })
+    wait_until(
+        "the parse to finish",
+        Duration::from_secs(120),
+        async || {
+            let upload = server.get(&upload_path, &token).await;
+            ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+        },
+    )
     .await;
     let upload = server.get(&upload_path, &token).await;
     assert_eq!(upload["status"], "succeeded", "{upload}");
@@ -422,10 +439,14 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let new_rows_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1 \
                         AND rollup_at = (SELECT rollup_at FROM rollup_state WHERE tenant_id = $1)";
     let expected = rows as i64 + 3;
-    wait_until("the rollup to write part of its rebuild", Duration::from_secs(120), async || {
-        let written = count(&db, new_rows_sql, &tenant).await;
-        written > 3 && written < expected
-    })
+    wait_until(
+        "the rollup to write part of its rebuild",
+        Duration::from_secs(120),
+        async || {
+            let written = count(&db, new_rows_sql, &tenant).await;
+            written > 3 && written < expected
+        },
+    )
     .await;
     server.kill();
     let written = count(&db, new_rows_sql, &tenant).await;
@@ -436,16 +457,21 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "4.log");
     let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
-    wait_until("the rollup to be rebuilt", Duration::from_secs(120), async || {
-        count(&db, behind_sql, &tenant).await == 0
-    })
+    wait_until(
+        "the rollup to be rebuilt",
+        Duration::from_secs(120),
+        async || count(&db, behind_sql, &tenant).await == 0,
+    )
     .await;
     let applications_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1";
     assert_eq!(count(&db, applications_sql, &tenant).await, expected);
     // Nothing left of the killed rebuild: every row is the finished one's.
     assert_eq!(count(&db, new_rows_sql, &tenant).await, expected);
     let listed = server
-        .get("/api/v1/inventory/applications?search=Application%20000042", &token)
+        .get(
+            "/api/v1/inventory/applications?search=Application%20000042",
+            &token,
+        )
         .await;
     assert_eq!(listed["total"], 1, "{listed}");
 

@@ -721,16 +721,25 @@ async fn capped_upstream() -> FakeInventory {
     .await
 }
 
+/// Lowers one cap of the service's settings.
+type SetCap = fn(&mut cairn::settings::Settings);
+
 async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
     let upstream = capped_upstream().await;
-    let capped: [(fn(&mut cairn::settings::Settings), &str); 3] = [
-        (|s| s.sync_max_pages = 2, "stopped after 2 pages (the cap, CAIRN_SYNC_MAX_PAGES)"),
+    let capped: [(SetCap, &str); 3] = [
+        (
+            |s| s.sync_max_pages = 2,
+            "stopped after 2 pages (the cap, CAIRN_SYNC_MAX_PAGES)",
+        ),
         (
             |s| s.sync_max_page_records = 1,
             "a page of stream ok held 2 records, over the cap of 1 (CAIRN_SYNC_MAX_PAGE_RECORDS)",
         ),
         // Page one writes WS-01's two rows; page two would bring four more.
-        (|s| s.sync_max_rows = 3, "this run mapped 6 rows, over the cap of 3 (CAIRN_SYNC_MAX_ROWS)"),
+        (
+            |s| s.sync_max_rows = 3,
+            "this run mapped 6 rows, over the cap of 3 (CAIRN_SYNC_MAX_ROWS)",
+        ),
     ];
     for (cap, reason) in capped {
         let Some(app) = app_with(backend, move |s| {

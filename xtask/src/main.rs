@@ -2,12 +2,15 @@
 //! nothing but Rust.
 //!
 //! - `serve`: build every component and the host (release), run the service.
-//! - `test`: every test, on SQLite and (when reachable) PostgreSQL.
+//! - `test`: every test, on SQLite and (when reachable) PostgreSQL, then the
+//!   OpenAPI validation and the schemathesis fuzzing of both APIs.
 //! - `components`: build connectors and CSV providers for wasm32-wasip2.
+//! - `fuzz`: the schemathesis run of `test` alone.
 //! - `bench <name>`: benchmarks that print figures (see README).
 
 mod bench;
 mod components;
+mod fuzz;
 mod process;
 
 use std::process::ExitCode;
@@ -18,9 +21,10 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("components") => components::build_all("release").map(|_| ()),
+        Some("fuzz") => components::build_all("release").and_then(|_| fuzz::run()),
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <serve|test|components|bench NAME> [args]");
+            eprintln!("usage: cargo xtask <serve|test|components|fuzz|bench NAME> [args]");
             return ExitCode::from(2);
         }
     };
@@ -66,7 +70,8 @@ fn test(extra: &[String]) -> Result<(), String> {
     let mut args = vec!["test", "--workspace"];
     args.extend(extra.iter().map(String::as_str));
     process::run("cargo", &args, &env_refs)?;
-    validate_openapi()
+    validate_openapi()?;
+    fuzz::run()
 }
 
 /// Checks `/openapi.json` with a real OpenAPI 3.1 validator when one is

@@ -2,7 +2,7 @@
 //! `/api/v1/inventory/upload(s)`. A source is a loaded CSV provider; its
 //! key is the route segment.
 
-use axum::extract::{DefaultBodyLimit, Multipart, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -10,12 +10,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::ingest::{upload_path, CSV_PARSE_KIND};
-use super::storage::{self, NewUpload, SourceRecordView, SourceStats, UploadView};
+use super::storage::{self, CsvSourceStats, NewUpload, SourceRecordView, UploadView};
 use super::GENERIC_SOFTWARE;
 use crate::app::AppState;
 use crate::auth::{AdminCaller, Caller};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::json::{Json, Path, Query};
+use crate::http::json::{Json, Multipart, Path, Query};
 use crate::inventory::search::{page_bounds, Page};
 use crate::plugins::{CsvDescriptor, LoadedCsvProvider};
 use crate::uploads::{self, SPREADSHEETS};
@@ -42,15 +42,17 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct CsvSource {
     #[serde(flatten)]
     pub descriptor: CsvDescriptor,
-    pub stats: SourceStats,
+    pub stats: CsvSourceStats,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Default 0.
+    #[param(minimum = 0)]
     pub skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     pub limit: Option<i64>,
 }
 
@@ -133,7 +135,7 @@ async fn upload_to_source(
     caller: Caller,
     Path(key): Path<String>,
     Query(options): Query<UploadOptions>,
-    multipart: Multipart,
+    Multipart(multipart): Multipart,
 ) -> ApiResult<(StatusCode, Json<UploadView>)> {
     let provider = provider(&state, &key)?;
     accept(&state, &caller, &provider, options, multipart).await
@@ -144,7 +146,7 @@ async fn accept(
     caller: &Caller,
     provider: &LoadedCsvProvider,
     options: UploadOptions,
-    multipart: Multipart,
+    multipart: axum::extract::Multipart,
 ) -> ApiResult<(StatusCode, Json<UploadView>)> {
     let max_bytes = state.settings.csv_max_upload_mb * 1024 * 1024;
     let tmp_dir = state.settings.csv_uploads_dir.join("tmp");
@@ -334,7 +336,7 @@ async fn upload_inventory(
     State(state): State<AppState>,
     caller: Caller,
     Query(options): Query<UploadOptions>,
-    multipart: Multipart,
+    Multipart(multipart): Multipart,
 ) -> ApiResult<(StatusCode, Json<UploadView>)> {
     let provider = provider(&state, GENERIC_SOFTWARE)?;
     accept(&state, &caller, &provider, options, multipart).await

@@ -320,7 +320,7 @@ pub async fn get(
 
 /// Per-tenant figures of one source.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SourceStats {
+pub struct CsvSourceStats {
     /// Rows the source holds now: inventory items (software target) or
     /// records.
     pub rows: i64,
@@ -335,7 +335,7 @@ pub async fn stats(
     tenant: &TenantId,
     source_key: &str,
     writes_items: bool,
-) -> sqlx::Result<SourceStats> {
+) -> sqlx::Result<CsvSourceStats> {
     let table = if writes_items {
         "inventory_items"
     } else {
@@ -350,7 +350,7 @@ pub async fn stats(
     .fetch_one(&db.pool)
     .await?;
     let (last, uploads) = list(db, tenant, source_key, 0, 1).await?;
-    Ok(SourceStats {
+    Ok(CsvSourceStats {
         rows,
         devices,
         uploads,

@@ -48,3 +48,18 @@ impl From<QueryRejection> for ApiError {
         ApiError::validation("query", rejection.body_text())
     }
 }
+
+/// `axum::extract::Multipart` with our error body when the request is not
+/// multipart or its boundary is missing.
+pub struct Multipart(pub axum::extract::Multipart);
+
+impl<S: Send + Sync> FromRequest<S> for Multipart {
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Multipart::from_request(request, state)
+            .await
+            .map(Multipart)
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
+    }
+}

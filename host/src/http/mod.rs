@@ -41,15 +41,17 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::vulnerabilities::router())
         .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
-    let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
+    let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(api)
         .split_for_parts();
+    openapi::document_common_errors(&mut doc);
     let doc_json = doc
         .to_pretty_json()
         .expect("the OpenAPI document serializes");
 
-    let (portal, portal_doc) = crate::portal::api();
+    let (portal, mut portal_doc) = crate::portal::api();
+    openapi::document_common_errors(&mut portal_doc);
     let portal_json = portal_doc
         .to_pretty_json()
         .expect("the portal OpenAPI document serializes");

@@ -1,7 +1,9 @@
 //! The parts of the OpenAPI document that no handler declares: info,
-//! security schemes, tags.
+//! security schemes, tags, and the error answers every operation shares.
 
+use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
@@ -64,4 +66,84 @@ pub fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").to_string();
     doc
+}
+
+/// Documents the answers operations give that no handler declares: the
+/// extractors' 400 (malformed JSON, wrong content type, a bad path value)
+/// and 422 (a body or query value of the wrong shape), 401 where a
+/// credential is needed, 404 where the path names something, and 429 from
+/// the rate limit on `/api`. A response an operation declares itself is
+/// kept as it is.
+pub fn document_common_errors(doc: &mut utoipa::openapi::OpenApi) {
+    let global_secured = doc.security.as_ref().is_some_and(|s| !s.is_empty());
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let parameters = operation.parameters.as_deref().unwrap_or_default();
+            let has = |place: ParameterIn| parameters.iter().any(|p| p.parameter_in == place);
+            let (in_path, in_query) = (has(ParameterIn::Path), has(ParameterIn::Query));
+            let json_body = operation
+                .request_body
+                .as_ref()
+                .is_some_and(|body| body.content.contains_key("application/json"));
+            let any_body = operation.request_body.is_some();
+            let secured = match &operation.security {
+                None => global_secured,
+                // An empty requirement among the alternatives: no credential needed.
+                Some(requirements) => requirements
+                    .iter()
+                    .all(|r| serde_json::to_value(r).is_ok_and(|v| v != serde_json::json!({}))),
+            };
+            let errors = [
+                (
+                    "400",
+                    any_body || in_path,
+                    "Malformed request: unreadable JSON or form, wrong content type, or a path value of the wrong type",
+                ),
+                (
+                    "401",
+                    secured,
+                    "No valid credential",
+                ),
+                ("404", in_path, "Nothing by that name or id in the caller's tenant"),
+                (
+                    "422",
+                    json_body || in_query,
+                    "A body or query value of the wrong shape; `field` names it",
+                ),
+                (
+                    "429",
+                    path.starts_with("/api/"),
+                    "Rate limited; `Retry-After` says when to try again",
+                ),
+            ];
+            for (status, applies, description) in errors {
+                if applies {
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| error_response(description));
+                }
+            }
+        }
+    }
+}
+
+fn error_response(description: &str) -> RefOr<Response> {
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .build(),
+    )
 }

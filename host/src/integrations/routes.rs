@@ -405,8 +405,10 @@ async fn stats(
 #[into_params(parameter_in = Query)]
 pub struct Page {
     /// 1 to 500 (default 100).
+    #[param(minimum = 1)]
     limit: Option<i64>,
     /// Default 0.
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 

@@ -37,8 +37,10 @@ pub struct ApplicationListParams {
     /// Exact vendor (case-insensitive).
     vendor: Option<String>,
     /// Default 0.
+    #[param(minimum = 0)]
     skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     limit: Option<i64>,
     /// An allow-listed field, `-` for descending; default `-device_count`.
     sort: Option<String>,
@@ -142,7 +144,9 @@ pub struct ItemParams {
     device_name: Option<String>,
     /// An application of the rollup, by its normalized name.
     application: Option<String>,
+    #[param(minimum = 0)]
     skip: Option<i64>,
+    #[param(minimum = 1)]
     limit: Option<i64>,
 }
 

@@ -96,8 +96,10 @@ pub struct JobQuery {
     /// Only jobs in this status.
     status: Option<JobStatus>,
     /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Jobs to skip (default 0).
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 

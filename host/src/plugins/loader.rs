@@ -304,7 +304,13 @@ impl Plugins {
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))
         })
         .await?;
-        one_result_per_input(mapped, records.len(), self.row_caps, "map-records", "records")
+        one_result_per_input(
+            mapped,
+            records.len(),
+            self.row_caps,
+            "map-records",
+            "records",
+        )
     }
 
     pub fn csv_provider(&self, key: &str) -> Option<&Arc<LoadedCsvProvider>> {

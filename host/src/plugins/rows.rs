@@ -132,23 +132,20 @@ impl MappedRow {
             ));
         }
         let groups = group_ids.iter().map(|g| ("group_ids", Some(g.as_str())));
-        fields
-            .into_iter()
-            .chain(groups)
-            .find_map(|(field, value)| {
-                let value = value?;
-                // Bytes bound characters from above: count only when needed.
-                if value.len() <= caps.field_chars {
-                    return None;
-                }
-                let chars = value.chars().count();
-                (chars > caps.field_chars).then(|| {
-                    format!(
-                        "{field} is {chars} characters long, over the cap of {}",
-                        caps.field_chars
-                    )
-                })
+        fields.into_iter().chain(groups).find_map(|(field, value)| {
+            let value = value?;
+            // Bytes bound characters from above: count only when needed.
+            if value.len() <= caps.field_chars {
+                return None;
+            }
+            let chars = value.chars().count();
+            (chars > caps.field_chars).then(|| {
+                format!(
+                    "{field} is {chars} characters long, over the cap of {}",
+                    caps.field_chars
+                )
             })
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! another client's invoice or file is 404.
 
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Multipart, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -19,7 +19,7 @@ use super::store::{LocalStore, StoreKind};
 use crate::app::AppState;
 use crate::db::now_ms;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::json::{Json, Path, Query};
+use crate::http::json::{Json, Multipart, Path, Query};
 use crate::uploads::{self, DOCUMENTS};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -126,7 +126,7 @@ async fn list_files(
 async fn upload_file(
     State(state): State<AppState>,
     client: PortalClient,
-    multipart: Multipart,
+    Multipart(multipart): Multipart,
 ) -> ApiResult<(StatusCode, Json<File>)> {
     let max_bytes = state.settings.portal_max_upload_mb * 1024 * 1024;
     let received = uploads::receive_one(

@@ -42,8 +42,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Default 0.
+    #[param(minimum = 0)]
     skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     limit: Option<i64>,
 }
 
@@ -268,8 +270,10 @@ pub struct VulnerabilityParams {
     /// `published`, `cve_id`, `-cve_id`, `-first_seen`, `first_seen`.
     sort: Option<String>,
     /// Default 0.
+    #[param(minimum = 0)]
     skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     limit: Option<i64>,
 }
 
@@ -341,8 +345,10 @@ pub struct CveDeviceParams {
     /// `open` (default), `fixed` or `all`.
     status: Option<String>,
     /// Default 0.
+    #[param(minimum = 0)]
     skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     limit: Option<i64>,
 }
 

@@ -19,8 +19,10 @@ pub struct SearchRequest {
     /// search's main text fields.
     pub search: Option<String>,
     /// Rows to skip; default 0.
+    #[schema(minimum = 0)]
     pub skip: Option<i64>,
     /// Page size; default 50, at most 500 (larger values are cut to 500).
+    #[schema(minimum = 1)]
     pub limit: Option<i64>,
     /// A field of the allow-list, optionally with a leading `-` for
     /// descending order.
@@ -35,8 +37,10 @@ pub struct ListParams {
     /// Substring to look for (case-insensitive).
     pub search: Option<String>,
     /// Default 0.
+    #[param(minimum = 0)]
     pub skip: Option<i64>,
     /// Default 50, at most 500.
+    #[param(minimum = 1)]
     pub limit: Option<i64>,
 }
 

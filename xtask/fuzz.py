@@ -1,0 +1,147 @@
+"""Schema-driven fuzzing of both public APIs with schemathesis.
+
+Started by `cargo xtask test` (see xtask/src/fuzz.rs): runs the service
+binary on a fresh SQLite data directory with the repository's connectors
+and CSV providers, signs up a fuzzing account, gives it a portal client
+and key, then runs schemathesis over `/openapi.json` (bearer JWT) and
+`/api/openapi.json` (portal key). Fails on any 5xx, any undocumented status
+code or content type, and any response that does not match its schema.
+Prints the figures of each run.
+
+Usage: fuzz.py SCHEMATHESIS SERVER_BINARY CONNECTORS_DIR EXAMPLES
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+CHECKS = ",".join(
+    [
+        "not_a_server_error",
+        "status_code_conformance",
+        "content_type_conformance",
+        "response_schema_conformance",
+        "response_headers_conformance",
+    ]
+)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(base, method, path, body=None, token=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", "Bearer " + token)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read() or b"null")
+
+
+def wait_for(base, server, log):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if server.poll() is not None:
+            sys.exit("the service exited at start; see " + log)
+        try:
+            urllib.request.urlopen(base + "/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.2)
+    sys.exit("the service did not answer /health; see " + log)
+
+
+def fuzz(st, schema, token, examples, report, exclude):
+    args = [
+        st, "run", schema,
+        "-H", "Authorization: Bearer " + token,
+        "--checks", CHECKS,
+        "--max-examples", str(examples),
+        "--phases", "examples,coverage,fuzzing",
+        "--workers", "2",
+        "--seed", "20261123",
+        "--no-shrink",
+        "--report", "json",
+        "--report-json-path", report,
+    ]
+    for path in exclude:
+        args += ["--exclude-path", path]
+    code = subprocess.run(args).returncode
+    with open(report) as f:
+        result = json.load(f)
+    failures = {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
+    server_errors = sum(n for k, n in failures.items() if k.startswith("ST101"))
+    print(
+        "== fuzzed {}: {} operations, {} generated cases, {} with 5xx, "
+        "{} failing checks {}".format(
+            schema,
+            result["operations"]["tested"],
+            result["test_cases"]["generated"],
+            server_errors,
+            sum(failures.values()),
+            failures or "",
+        )
+    )
+    return code
+
+
+def main():
+    st, binary, connectors, examples = sys.argv[1:5]
+    data = tempfile.mkdtemp(prefix="cairn-fuzz-")
+    port = free_port()
+    base = "http://127.0.0.1:%d" % port
+    log = os.path.join(data, "service.log")
+    env = dict(
+        os.environ,
+        CAIRN_DATA_DIR=data,
+        CAIRN_LISTEN="127.0.0.1:%d" % port,
+        CAIRN_DATABASE_URL="",
+        CAIRN_CONNECTORS_DIR=connectors,
+        CAIRN_VULN_SCHEDULE="false",
+        # Thousands of requests from one address in a minute: the limit
+        # would answer most of them with 429 and fuzz nothing.
+        CAIRN_RATE_LIMIT_PER_MINUTE="100000000",
+        CAIRN_ACCESS_TOKEN_TTL_SECS="86400",
+        CAIRN_JOB_WORKERS="1",
+    )
+    with open(log, "w") as out:
+        server = subprocess.Popen([binary, "serve"], env=env, stdout=out, stderr=out)
+    try:
+        wait_for(base, server, log)
+        account = call(base, "POST", "/api/v1/auth/register", {
+            "email": "fuzz@example.com",
+            "password": "correct horse battery staple",
+            "organization": "Fuzzing MSP",
+        })
+        token = account["access_token"]
+        client = call(base, "POST", "/api/v1/portal/clients", {"name": "Fuzzed Customer"}, token)
+        key = call(base, "POST", "/api/v1/portal/clients/%s/keys" % client["id"],
+                   {"label": "fuzzing"}, token)
+        examples = int(examples)
+        codes = [
+            # Signing out would end the session the run fuzzes with.
+            fuzz(st, base + "/openapi.json", token, examples,
+                 os.path.join(data, "api.json"), ["/api/v1/auth/logout"]),
+            fuzz(st, base + "/api/openapi.json", key["key"], examples,
+                 os.path.join(data, "portal.json"), []),
+        ]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    if any(codes):
+        sys.exit("fuzzing found failures (above); the service log is " + log)
+    shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

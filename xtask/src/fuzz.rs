@@ -1,0 +1,57 @@
+//! Schema-driven fuzzing of both APIs with schemathesis (`xtask/fuzz.py`
+//! drives the run): installed into `target/fuzz-venv` from PyPI on first
+//! use, pinned so that every run generates the same kinds of cases.
+
+use std::path::Path;
+
+use super::process;
+
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+const VENV: &str = "target/fuzz-venv";
+/// Cases per operation and phase: enough to reach every documented status,
+/// few enough to keep the run near a minute.
+const EXAMPLES: &str = "20";
+
+pub fn run() -> Result<(), String> {
+    let required = std::env::var("CAIRN_REQUIRE_FUZZ").is_ok_and(|v| v == "1");
+    let st = format!("{VENV}/bin/schemathesis");
+    if !Path::new(&st).is_file() {
+        let installed = process::run("python3", &["-m", "venv", VENV], &[]).and_then(|()| {
+            process::run(
+                &format!("{VENV}/bin/pip"),
+                &[
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    SCHEMATHESIS,
+                ],
+                &[],
+            )
+        });
+        if let Err(err) = installed {
+            if required {
+                return Err(format!(
+                    "schemathesis is required but could not be installed: {err}"
+                ));
+            }
+            println!("== SKIPPED fuzzing: {SCHEMATHESIS} could not be installed ({err})");
+            return Ok(());
+        }
+    }
+    process::run(
+        "cargo",
+        &["build", "--quiet", "-p", "cairn", "--bin", "cairn"],
+        &[],
+    )?;
+    process::run(
+        "python3",
+        &[
+            "xtask/fuzz.py",
+            &st,
+            "target/debug/cairn",
+            "target/components/wasm32-wasip2/release",
+            EXAMPLES,
+        ],
+        &[],
+    )
+}
