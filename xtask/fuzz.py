@@ -61,7 +61,7 @@ def wait_for(base, server, log):
     sys.exit("the service did not answer /health; see " + log)
 
 
-def fuzz(st, schema, token, examples, report, exclude):
+def fuzz(st, schema, token, examples, report, exclude, workdir):
     args = [
         st, "run", schema,
         "-H", "Authorization: Bearer " + token,
@@ -76,7 +76,9 @@ def fuzz(st, schema, token, examples, report, exclude):
     ]
     for path in exclude:
         args += ["--exclude-path", path]
-    code = subprocess.run(args).returncode
+    # In the scratch directory: schemathesis keeps a cache of earlier
+    # failures in its working directory, and a run must not depend on one.
+    code = subprocess.run(args, cwd=workdir).returncode
     with open(report) as f:
         result = json.load(f)
     failures = {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
@@ -96,7 +98,8 @@ def fuzz(st, schema, token, examples, report, exclude):
 
 
 def main():
-    st, binary, connectors, examples = sys.argv[1:5]
+    st, binary, connectors = (os.path.abspath(p) for p in sys.argv[1:4])
+    examples = sys.argv[4]
     data = tempfile.mkdtemp(prefix="cairn-fuzz-")
     port = free_port()
     base = "http://127.0.0.1:%d" % port
@@ -131,9 +134,9 @@ def main():
         codes = [
             # Signing out would end the session the run fuzzes with.
             fuzz(st, base + "/openapi.json", token, examples,
-                 os.path.join(data, "api.json"), ["/api/v1/auth/logout"]),
+                 os.path.join(data, "api.json"), ["/api/v1/auth/logout"], data),
             fuzz(st, base + "/api/openapi.json", key["key"], examples,
-                 os.path.join(data, "portal.json"), []),
+                 os.path.join(data, "portal.json"), [], data),
         ]
     finally:
         server.terminate()

@@ -24,6 +24,7 @@ backend_tests!(
     cancel_queued_and_running_jobs,
     jobs_api_filters_pages_and_isolates_tenants,
     pruning_keeps_recent_history,
+    a_handler_computing_past_its_lease_keeps_it,
 );
 
 const TICK: Duration = Duration::from_millis(20);
@@ -722,5 +723,47 @@ async fn pruning_keeps_recent_history(backend: Backend) {
     );
     assert_eq!(kept.len(), 20);
     assert!(storage::job(db, &tenant, &recent).await.unwrap().is_some());
+    app.finish().await;
+}
+
+async fn a_handler_computing_past_its_lease_keeps_it(backend: Backend) {
+    // The handler holds its thread for longer than the three-second lease
+    // without an await, as a large rollup's fold does, then reads how long
+    // its lease still runs.
+    let lease_left: Arc<Mutex<Option<i64>>> = Arc::default();
+    let seen = lease_left.clone();
+    let registry = registry_with(&["busy"], Duration::from_secs(60), move |ctx| {
+        let seen = seen.clone();
+        async move {
+            std::thread::sleep(Duration::from_secs(5));
+            let until: i64 = sqlx::query_scalar("SELECT lease_until FROM jobs WHERE id = $1")
+                .bind(ctx.job_id())
+                .fetch_one(&ctx.db().pool)
+                .await
+                .unwrap();
+            *seen.lock().unwrap() = Some(until - cairn::db::now_ms());
+            Ok(())
+        }
+    });
+    let Some(app) = TestApp::start_with_jobs(backend, no_workers, registry).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let id = storage::enqueue(app.db(), &tenant, "busy", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let (_, outcome) = app
+        .server
+        .state
+        .jobs
+        .run_one()
+        .await
+        .unwrap()
+        .expect("a job");
+    assert_eq!(outcome, RunOutcome::Recorded(JobStatus::Success));
+    let left = lease_left.lock().unwrap().expect("the handler ran");
+    assert!(left > 0, "the heartbeat kept the lease ({left} ms left)");
+    assert_eq!(job(&app, &tenant, &id).await.attempts, 1);
     app.finish().await;
 }
