@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use cairn::plugins::{CallError, CallScope};
+use cairn::plugins::{CallError, CallScope, LoadedConnector, Plugins};
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_inventory::{device, FakeInventory, TOKEN};
 use cairn_tests::{Auth, Backend, TestApp};
@@ -92,6 +92,24 @@ async fn staller() -> String {
     url
 }
 
+/// Records and the next cursor: what a fetch answers.
+type Page = (Vec<serde_json::Value>, Option<String>);
+
+/// One page of `stream`, fetched on a task of its own.
+fn spawn_fetch(
+    plugins: &Arc<Plugins>,
+    connector: &Arc<LoadedConnector>,
+    config: &serde_json::Value,
+    stream: &'static str,
+) -> tokio::task::JoinHandle<Result<Page, CallError>> {
+    let (plugins, connector, config) = (plugins.clone(), connector.clone(), config.clone());
+    tokio::spawn(async move {
+        plugins
+            .fetch(&connector, scope(), &config, stream, None)
+            .await
+    })
+}
+
 fn scope() -> CallScope {
     CallScope {
         plugin: "misbehave".into(),
@@ -120,16 +138,7 @@ async fn misbehaving_calls_are_contained() {
     assert_eq!(next, None);
 
     // An endless loop is stopped at the deadline while the API keeps answering.
-    let looping = {
-        let plugins = plugins.clone();
-        let connector = connector.clone();
-        let config = config.clone();
-        tokio::spawn(async move {
-            plugins
-                .fetch(&connector, scope(), &config, "loop", None)
-                .await
-        })
-    };
+    let looping = spawn_fetch(&plugins, &connector, &config, "loop");
     for _ in 0..3 {
         assert_eq!(app.get("/health", &Auth::None).await.status, 200);
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -184,16 +193,7 @@ async fn guests_parked_in_host_calls_are_stopped_at_the_deadline() {
     // answers; neither computes, so only the call's deadline can stop them.
     let calls: Vec<_> = ["sleep", "target"]
         .into_iter()
-        .map(|stream| {
-            let plugins = plugins.clone();
-            let connector = connector.clone();
-            let config = config.clone();
-            tokio::spawn(async move {
-                plugins
-                    .fetch(&connector, scope(), &config, stream, None)
-                    .await
-            })
-        })
+        .map(|stream| spawn_fetch(&plugins, &connector, &config, stream))
         .collect();
     for _ in 0..3 {
         assert_eq!(app.get("/health", &Auth::None).await.status, 200);
@@ -226,16 +226,7 @@ async fn busy_guests_do_not_pin_the_runtime_workers() {
     let config = json!({"base_url": "https://upstream.example.com", "api_token": TOKEN});
     // More spinning guests than the runtime has worker threads.
     let loops: Vec<_> = (0..3)
-        .map(|_| {
-            let plugins = plugins.clone();
-            let connector = connector.clone();
-            let config = config.clone();
-            tokio::spawn(async move {
-                plugins
-                    .fetch(&connector, scope(), &config, "loop", None)
-                    .await
-            })
-        })
+        .map(|_| spawn_fetch(&plugins, &connector, &config, "loop"))
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(app.get("/health", &Auth::None).await.status, 200);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -109,28 +110,56 @@ impl Queue {
         Ok(Some((id, self.clone().run(job).await)))
     }
 
-    /// Starts `slots` worker loops, each claiming and running one job at a
-    /// time; they stop claiming when `shutdown` fires, and running jobs are
-    /// handed back to the queue.
+    /// Runs up to `slots` jobs at a time until `shutdown` fires. One loop
+    /// claims for every free slot in a single statement (a round trip per
+    /// batch, not per job) and starts each claimed job as a task of its own.
+    /// On shutdown it stops claiming; running jobs hand themselves back to
+    /// the queue.
     pub fn spawn_pool(
         self: &Arc<Self>,
         slots: usize,
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
-        let mut loops = tokio::task::JoinSet::new();
-        for _ in 0..slots.max(1) {
-            loops.spawn(self.clone().work(shutdown.clone()));
-        }
-        tokio::spawn(async move { while loops.join_next().await.is_some() {} })
+        tokio::spawn(self.clone().dispatch(slots.max(1), shutdown))
     }
 
-    async fn work(self: Arc<Self>, shutdown: CancellationToken) {
+    async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
+        let free = Arc::new(Semaphore::new(slots));
+        let mut running = tokio::task::JoinSet::new();
         while !shutdown.is_cancelled() {
-            let claimed =
-                storage::claim(&self.db, &self.worker_id, &self.kinds, 1, self.lease_ms()).await;
-            match claimed.map(|mut jobs| jobs.pop()) {
-                Ok(Some(job)) => self.run_until_shutdown(job, &shutdown).await,
-                Ok(None) => {
+            // Wait for one free slot, then take every other free one too.
+            let first = tokio::select! {
+                permit = free.clone().acquire_owned() => permit,
+                _ = shutdown.cancelled() => break,
+            };
+            let Ok(first) = first else { break };
+            let mut permits = vec![first];
+            while let Ok(more) = free.clone().try_acquire_owned() {
+                permits.push(more);
+            }
+            while running.try_join_next().is_some() {}
+            let claimed = storage::claim(
+                &self.db,
+                &self.worker_id,
+                &self.kinds,
+                permits.len() as i64,
+                self.lease_ms(),
+            )
+            .await;
+            match claimed {
+                Ok(jobs) if !jobs.is_empty() => {
+                    // A slot not filled goes back when `permits` drops.
+                    for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
+                        let queue = self.clone();
+                        let shutdown = shutdown.clone();
+                        running.spawn(async move {
+                            queue.run_until_shutdown(job, &shutdown).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                Ok(_) => {
+                    drop(permits);
                     tokio::select! {
                         _ = self.wakeup.woken() => {}
                         _ = tokio::time::sleep(self.timing.poll_interval) => {}
@@ -138,7 +167,8 @@ impl Queue {
                     }
                 }
                 Err(err) => {
-                    tracing::warn!(error = %err, "claiming a job failed");
+                    drop(permits);
+                    tracing::warn!(error = %err, "claiming jobs failed");
                     tokio::select! {
                         _ = tokio::time::sleep(self.timing.poll_interval) => {}
                         _ = shutdown.cancelled() => {}
@@ -146,6 +176,8 @@ impl Queue {
                 }
             }
         }
+        // Every running job saw the shutdown as well and is handing itself back.
+        while running.join_next().await.is_some() {}
     }
 
     async fn run_until_shutdown(&self, job: JobRow, shutdown: &CancellationToken) {
