@@ -25,6 +25,7 @@ backend_tests!(
     jobs_api_filters_pages_and_isolates_tenants,
     pruning_keeps_recent_history,
     a_handler_computing_past_its_lease_keeps_it,
+    a_new_job_wakes_another_process_at_once,
 );
 
 const TICK: Duration = Duration::from_millis(20);
@@ -765,5 +766,51 @@ async fn a_handler_computing_past_its_lease_keeps_it(backend: Backend) {
     let left = lease_left.lock().unwrap().expect("the handler ran");
     assert!(left > 0, "the heartbeat kept the lease ({left} ms left)");
     assert_eq!(job(&app, &tenant, &id).await.attempts, 1);
+    app.finish().await;
+}
+
+async fn a_new_job_wakes_another_process_at_once(backend: Backend) {
+    // Across processes only PostgreSQL wakes workers; SQLite's poll.
+    if backend != Backend::Postgres {
+        return;
+    }
+    let ran: Arc<Mutex<bool>> = Arc::default();
+    let flag = ran.clone();
+    let registry = registry_with(&["wake_me"], Duration::from_secs(60), move |_ctx| {
+        let flag = flag.clone();
+        async move {
+            *flag.lock().unwrap() = true;
+            Ok(())
+        }
+    });
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    // Another process, which polls only every ten minutes.
+    let mut timing = QueueTiming::from_settings(&app.server.state.settings);
+    timing.poll_interval = Duration::from_secs(600);
+    let other = Arc::new(Queue::new(app.db().clone(), registry, timing));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let listener = cairn::jobs::Wakeup::spawn_postgres_listener(
+        app.server.state.settings.database_url.clone(),
+        other.wakeup.clone(),
+        stop.clone(),
+    );
+    let pool = other.spawn_pool(1, stop.clone());
+    // Its first claim finds nothing; then it sleeps, listening.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let tenant = app.create_tenant("t").await;
+    storage::enqueue(app.db(), &tenant, "wake_me", &json!({}))
+        .await
+        .unwrap();
+    wait_for(
+        "the sleeping process to run the job",
+        Duration::from_secs(60),
+        async || *ran.lock().unwrap(),
+    )
+    .await;
+    stop.cancel();
+    pool.await.unwrap();
+    listener.await.unwrap();
     app.finish().await;
 }

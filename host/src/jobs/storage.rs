@@ -108,25 +108,26 @@ pub async fn enqueue(
 ) -> sqlx::Result<Enqueued> {
     let _turn = db.write_turn().await;
     let id = uuid::Uuid::now_v7().to_string();
-    let existing_or_new: String = sqlx::query_scalar(&sql(
-        db,
-        "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at) \
+    let upsert = "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at) \
          VALUES ($1, $2, $3, $4, 'queued', '{}', 0, 3, {now}, {now}) \
          ON CONFLICT (tenant_id, kind) WHERE status IN ('queued', 'running') \
-         DO UPDATE SET kind = excluded.kind RETURNING id",
-    ))
-    .bind(&id)
-    .bind(tenant.as_str())
-    .bind(kind)
-    .bind(args.to_string())
-    .fetch_one(&db.pool)
-    .await?;
-    if existing_or_new == id && db.backend == Backend::Postgres {
-        // Wakes idle workers of other processes; ours are woken by the caller.
-        sqlx::query("SELECT pg_notify('cairn_jobs', '')")
-            .execute(&db.pool)
-            .await?;
-    }
+         DO UPDATE SET kind = excluded.kind RETURNING id";
+    let statement = match db.backend {
+        // A new job wakes idle workers of other processes (ours are woken by
+        // the caller) in the same round trip.
+        Backend::Postgres => format!(
+            "WITH upserted AS ({upsert}) SELECT id, CASE WHEN id = $1 THEN \
+             (SELECT 1 FROM (SELECT pg_notify('cairn_jobs', '')) AS woken) END FROM upserted"
+        ),
+        Backend::Sqlite => upsert.to_string(),
+    };
+    let existing_or_new: String = sqlx::query_scalar(&sql(db, &statement))
+        .bind(&id)
+        .bind(tenant.as_str())
+        .bind(kind)
+        .bind(args.to_string())
+        .fetch_one(&db.pool)
+        .await?;
     Ok(Enqueued {
         created: existing_or_new == id,
         job_id: existing_or_new,
