@@ -24,6 +24,16 @@ struct Tripwire {
     hits: Arc<AtomicUsize>,
 }
 
+impl Tripwire {
+    fn assert_untouched(&self) {
+        assert_eq!(
+            self.hits.load(Ordering::SeqCst),
+            0,
+            "nothing reached the trap"
+        );
+    }
+}
+
 async fn tripwire() -> Tripwire {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -338,11 +348,7 @@ async fn requests_reach_only_the_granted_origin() {
     assert_eq!(seen.len(), 1);
     assert!(seen[0].contains(TOKEN));
 
-    assert_eq!(
-        trap.hits.load(Ordering::SeqCst),
-        0,
-        "nothing reached the trap"
-    );
+    trap.assert_untouched();
     app.finish().await;
 }
 
@@ -405,11 +411,7 @@ async fn private_addresses_need_the_operators_grant() {
         matches!(&err, CallError::Config(m) if m.contains("loopback") && m.contains("outbound_private_networks")),
         "{err:?}"
     );
-    assert_eq!(
-        trap.hits.load(Ordering::SeqCst),
-        0,
-        "nothing reached the trap"
-    );
+    trap.assert_untouched();
     app.finish().await;
 }
 

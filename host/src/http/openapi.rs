@@ -2,7 +2,9 @@
 //! security schemes, tags, and the error answers every operation shares.
 
 use utoipa::openapi::path::ParameterIn;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::{Content, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
@@ -95,10 +97,12 @@ pub fn document_common_errors(doc: &mut utoipa::openapi::OpenApi) {
             let any_body = operation.request_body.is_some();
             let secured = match &operation.security {
                 None => global_secured,
-                // An empty requirement among the alternatives: no credential needed.
-                Some(requirements) => requirements
-                    .iter()
-                    .all(|r| serde_json::to_value(r).is_ok_and(|v| v != serde_json::json!({}))),
+                // No requirement, or an empty one among the alternatives:
+                // no credential needed.
+                Some(requirements) => {
+                    !requirements.is_empty()
+                        && !requirements.contains(&SecurityRequirement::default())
+                }
             };
             let errors = [
                 (

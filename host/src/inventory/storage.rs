@@ -71,29 +71,56 @@ pub async fn items_of_device(
     limit: i64,
 ) -> sqlx::Result<(Vec<ItemView>, i64)> {
     let names = asset_names(db, tenant, device_name).await?;
-    let names_json = serde_json::to_string(&names).unwrap_or_default();
-    let filter = format!(
-        "tenant_id = $1 AND device_name IN ({})",
-        crate::db::json_text_values(db.backend, 2)
-    );
-    let items = sqlx::query_as(&format!(
-        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
-         ORDER BY application_name, version, source, item_key LIMIT $3 OFFSET $4"
-    ))
-    .bind(tenant.as_str())
-    .bind(&names_json)
-    .bind(limit)
-    .bind(skip)
-    .fetch_all(&db.pool)
-    .await?;
-    let total = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
-    ))
-    .bind(tenant.as_str())
-    .bind(&names_json)
-    .fetch_one(&db.pool)
-    .await?;
-    Ok((with_time(items), total))
+    let page = ItemsIn {
+        column: "device_name",
+        values: &names,
+        order: "application_name, version",
+    };
+    page.read(db, tenant, skip, limit).await
+}
+
+/// A page of the tenant's items whose `column` is one of `values`, ordered
+/// by `order` (then source and key, so pages never overlap), and its total.
+struct ItemsIn<'a> {
+    column: &'static str,
+    values: &'a [String],
+    order: &'static str,
+}
+
+impl ItemsIn<'_> {
+    async fn read(
+        &self,
+        db: &Db,
+        tenant: &TenantId,
+        skip: i64,
+        limit: i64,
+    ) -> sqlx::Result<(Vec<ItemView>, i64)> {
+        let values = serde_json::to_string(self.values).unwrap_or_default();
+        let filter = format!(
+            "tenant_id = $1 AND {} IN ({})",
+            self.column,
+            crate::db::json_text_values(db.backend, 2)
+        );
+        let total = sqlx::query_scalar(&format!(
+            "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
+        ))
+        .bind(tenant.as_str())
+        .bind(&values)
+        .fetch_one(&db.pool)
+        .await?;
+        let items = sqlx::query_as(&format!(
+            "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
+             ORDER BY {}, source, item_key LIMIT $3 OFFSET $4",
+            self.order
+        ))
+        .bind(tenant.as_str())
+        .bind(&values)
+        .bind(limit)
+        .bind(skip)
+        .fetch_all(&db.pool)
+        .await?;
+        Ok((with_time(items), total))
+    }
 }
 
 /// Items rolled up into the application `name`: raw names that normalize
@@ -125,29 +152,12 @@ pub async fn items_of_application(
     if matching.is_empty() {
         return Ok((vec![], 0));
     }
-    let names = serde_json::to_string(&matching).unwrap_or_default();
-    let filter = format!(
-        "tenant_id = $1 AND application_name IN ({})",
-        crate::db::json_text_values(db.backend, 2)
-    );
-    let total: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM inventory_items WHERE {filter}"
-    ))
-    .bind(tenant.as_str())
-    .bind(&names)
-    .fetch_one(&db.pool)
-    .await?;
-    let page: Vec<ItemView> = sqlx::query_as(&format!(
-        "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE {filter} \
-         ORDER BY device_name, version, source, item_key LIMIT $3 OFFSET $4"
-    ))
-    .bind(tenant.as_str())
-    .bind(&names)
-    .bind(limit)
-    .bind(skip)
-    .fetch_all(&db.pool)
-    .await?;
-    Ok((with_time(page), total))
+    let page = ItemsIn {
+        column: "application_name",
+        values: &matching,
+        order: "device_name, version",
+    };
+    page.read(db, tenant, skip, limit).await
 }
 
 /// All items of the tenant, optionally narrowed by free text over device,

@@ -13,6 +13,7 @@ use wasmtime::{Engine, Store};
 use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
 use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache};
 use super::rows::{MappedRow, RowCaps};
+use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{
     self, connector_world, csv_world, CallError, CallLimits, CallScope, PluginState,
 };
@@ -390,8 +391,8 @@ impl Plugins {
 /// short answer would silently drop inputs (and a sync would then prune
 /// their rows), so it fails the call instead. An input mapped to a row over
 /// `caps` is rejected with the reason, like one the plugin rejected itself.
-fn one_result_per_input<R: Into<MappedRow>>(
-    mapped: Vec<Result<Vec<R>, String>>,
+fn one_result_per_input(
+    mapped: Vec<Result<Vec<wit::Row>, String>>,
     inputs: usize,
     caps: RowCaps,
     function: &str,
@@ -406,11 +407,10 @@ fn one_result_per_input<R: Into<MappedRow>>(
     Ok(mapped
         .into_iter()
         .map(|result| {
-            let rows: Vec<MappedRow> = result?.into_iter().map(Into::into).collect();
-            match rows.iter().find_map(|row| row.oversized(caps)) {
-                Some(reason) => Err(reason),
-                None => Ok(rows),
-            }
+            result?
+                .into_iter()
+                .map(|row| MappedRow::from_plugin(row, caps))
+                .collect()
         })
         .collect())
 }
@@ -614,7 +614,7 @@ mod tests {
 
     #[test]
     fn a_short_mapping_answer_fails_the_call() {
-        let answer: Vec<Result<Vec<MappedRow>, String>> = vec![Ok(vec![]), Err("bad".into())];
+        let answer: Vec<Result<Vec<wit::Row>, String>> = vec![Ok(vec![]), Err("bad".into())];
         let err =
             one_result_per_input(answer.clone(), 3, CAPS, "map-records", "records").unwrap_err();
         assert_eq!(

@@ -56,13 +56,7 @@ impl From<wit::Row> for MappedRow {
                 group_ids: i.group_ids,
             }),
             wit::Row::Record(r) => MappedRow::Record(RecordRow {
-                kind: match r.kind {
-                    wit::RecordKind::Device => "device",
-                    wit::RecordKind::User => "user",
-                    wit::RecordKind::Threat => "threat",
-                    wit::RecordKind::Finding => "finding",
-                    wit::RecordKind::Ticket => "ticket",
-                },
+                kind: kind_label(r.kind),
                 key: r.key,
                 device_name: r.device_name,
                 client_id: r.client_id,
@@ -70,6 +64,16 @@ impl From<wit::Row> for MappedRow {
                 body: serde_json::from_str(&r.body).unwrap_or(Value::String(r.body)),
             }),
         }
+    }
+}
+
+fn kind_label(kind: wit::RecordKind) -> &'static str {
+    match kind {
+        wit::RecordKind::Device => "device",
+        wit::RecordKind::User => "user",
+        wit::RecordKind::Threat => "threat",
+        wit::RecordKind::Finding => "finding",
+        wit::RecordKind::Ticket => "ticket",
     }
 }
 
@@ -87,8 +91,28 @@ pub struct RowCaps {
 }
 
 impl MappedRow {
-    /// Why this row is over `caps`, naming the first field that is.
-    pub fn oversized(&self, caps: RowCaps) -> Option<String> {
+    /// Converts a plugin's row, or says why it is over `caps`. A record's
+    /// body is measured as the plugin sent it, before it is parsed.
+    pub(crate) fn from_plugin(row: wit::Row, caps: RowCaps) -> Result<MappedRow, String> {
+        if let wit::Row::Record(r) = &row {
+            if r.body.len() > caps.body_bytes {
+                return Err(format!(
+                    "the {} record's body is {} bytes, over the cap of {}",
+                    kind_label(r.kind),
+                    r.body.len(),
+                    caps.body_bytes
+                ));
+            }
+        }
+        let row = MappedRow::from(row);
+        match row.oversized(caps) {
+            Some(reason) => Err(reason),
+            None => Ok(row),
+        }
+    }
+
+    /// Why this row's fields are over `caps`, naming the first that is.
+    fn oversized(&self, caps: RowCaps) -> Option<String> {
         let (fields, group_ids): (Vec<(&str, Option<&str>)>, &[String]) = match self {
             MappedRow::Inventory(i) => (
                 vec![
@@ -106,23 +130,14 @@ impl MappedRow {
                 ],
                 &i.group_ids,
             ),
-            MappedRow::Record(r) => {
-                let body = r.body.to_string().len();
-                if body > caps.body_bytes {
-                    return Some(format!(
-                        "the {} record's body is {body} bytes, over the cap of {}",
-                        r.kind, caps.body_bytes
-                    ));
-                }
-                (
-                    vec![
-                        ("key", Some(r.key.as_str())),
-                        ("device_name", r.device_name.as_deref()),
-                        ("client_id", r.client_id.as_deref()),
-                    ],
-                    &r.group_ids,
-                )
-            }
+            MappedRow::Record(r) => (
+                vec![
+                    ("key", Some(r.key.as_str())),
+                    ("device_name", r.device_name.as_deref()),
+                    ("client_id", r.client_id.as_deref()),
+                ],
+                &r.group_ids,
+            ),
         };
         if group_ids.len() > caps.group_ids {
             return Some(format!(
@@ -189,22 +204,24 @@ mod tests {
 
     #[test]
     fn record_bodies_and_group_lists_are_capped() {
-        let record = |body: Value, groups: usize| {
-            MappedRow::Record(RecordRow {
-                kind: "device",
-                key: "d1".into(),
-                device_name: None,
-                client_id: None,
-                group_ids: vec!["g".into(); groups],
-                body,
-            })
+        let record = |body: String, groups: usize| {
+            MappedRow::from_plugin(
+                wit::Row::Record(wit::SourceRecord {
+                    kind: wit::RecordKind::Device,
+                    key: "d1".into(),
+                    device_name: None,
+                    client_id: None,
+                    group_ids: vec!["g".into(); groups],
+                    body,
+                }),
+                CAPS,
+            )
         };
-        assert_eq!(record(serde_json::json!({"a": 1}), 2).oversized(CAPS), None);
-        let big = record(serde_json::json!({"a": "x".repeat(40)}), 0);
-        assert!(big.oversized(CAPS).unwrap().contains("body is 48 bytes"));
-        assert!(record(Value::Null, 3)
-            .oversized(CAPS)
-            .unwrap()
+        assert!(record(serde_json::json!({"a": 1}).to_string(), 2).is_ok());
+        let big = record(serde_json::json!({"a": "x".repeat(40)}).to_string(), 0);
+        assert!(big.unwrap_err().contains("body is 48 bytes"));
+        assert!(record("null".into(), 3)
+            .unwrap_err()
             .contains("3 group ids"));
     }
 }

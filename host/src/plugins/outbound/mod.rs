@@ -243,13 +243,7 @@ impl Outbound {
                 "token endpoint answered {status}"
             )));
         }
-        let answer: Value = response.json().await.map_err(|e| {
-            wit::PluginError::Upstream(format!("unreadable token response: {}", e.without_url()))
-        })?;
-        let token = answer["access_token"]
-            .as_str()
-            .ok_or_else(|| wit::PluginError::Upstream("token response has no access_token".into()))?
-            .to_string();
+        let (token, answer) = token_answer(response, "access_token").await?;
         let expires_in = answer["expires_in"].as_i64().unwrap_or(3600);
         credentials.cache.store(
             &credentials.cache_key,
@@ -303,13 +297,7 @@ impl Outbound {
                 "token exchange answered {status}"
             )));
         }
-        let answer: Value = response.json().await.map_err(|e| {
-            wit::PluginError::Upstream(format!("unreadable token response: {}", e.without_url()))
-        })?;
-        let token = answer["AccessToken"]
-            .as_str()
-            .ok_or_else(|| wit::PluginError::Upstream("token response has no AccessToken".into()))?
-            .to_string();
+        let (token, answer) = token_answer(response, "AccessToken").await?;
         let expires_at_ms = answer["ExpirationDate"]
             .as_str()
             .and_then(parse_expiry)
@@ -518,4 +506,19 @@ fn transport_error(err: reqwest::Error) -> wit::PluginError {
     }
     // The URL may carry query parameters; say what failed without it.
     wit::PluginError::Transient(format!("request failed: {}", err.without_url()))
+}
+
+/// A token endpoint's JSON answer and its token, read from `field`.
+async fn token_answer(
+    response: reqwest::Response,
+    field: &str,
+) -> Result<(String, Value), wit::PluginError> {
+    let answer: Value = response.json().await.map_err(|e| {
+        wit::PluginError::Upstream(format!("unreadable token response: {}", e.without_url()))
+    })?;
+    let token = answer[field]
+        .as_str()
+        .ok_or_else(|| wit::PluginError::Upstream(format!("token response has no {field}")))?
+        .to_string();
+    Ok((token, answer))
 }
