@@ -360,8 +360,10 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     rmm.release();
 
     let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    // The reaper hands the dead process's job back ("queued") before the
+    // new process claims it: wait for an end, not for "not running".
     wait_until("the sync to finish", Duration::from_secs(60), async || {
-        job_status(&db, &sync_id).await != "running"
+        ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
