@@ -399,7 +399,38 @@ async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
     assert_eq!(row.progress, json!({"phase": "b"}).to_string());
     assert!(row.checkpoint.is_none());
     assert!(row.error.is_none());
-    assert!(storage::finish_success(db, &owner).await.unwrap());
+
+    // A batch of successes records only the runs whose fence holds: the
+    // zombie's stale attempt, beside a live run of its own worker and the
+    // owner's, changes nothing.
+    let other = storage::enqueue(db, &tenant, "parse", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let live = storage::claim(db, "worker-a", &kinds(&["parse"]), 1, 60_000)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let live = Fence {
+        job_id: live.id,
+        worker_id: "worker-a".into(),
+        attempts: live.attempts,
+    };
+    let recorded = storage::finish_successes(db, &[&zombie, &live])
+        .await
+        .unwrap();
+    assert_eq!(recorded, [other.clone()].into_iter().collect());
+    assert_eq!(job(&app, &tenant, &id).await.status(), JobStatus::Running);
+    assert_eq!(
+        job(&app, &tenant, &other).await.status(),
+        JobStatus::Success
+    );
+    assert_eq!(
+        storage::finish_successes(db, &[&owner]).await.unwrap(),
+        [id.clone()].into_iter().collect()
+    );
+    assert_eq!(job(&app, &tenant, &id).await.status(), JobStatus::Success);
     app.finish().await;
 }
 

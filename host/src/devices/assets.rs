@@ -5,51 +5,52 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::db::to_rfc3339;
-use crate::inventory::search::{Catalog, Column, Field, FieldType, Table};
+use crate::inventory::rollup::build::Asset;
+use crate::inventory::search::{Catalog, Column, Field, FieldType, SearchDocument, Table};
 
 use FieldType::{Boolean, Number, Text};
 
 /// Searchable keys of an mdm integration's device record.
 const MDM_FIELDS: &[(&str, FieldType)] = &[
-    ("compliance_state", Text),
-    ("management_state", Text),
-    ("owner_type", Text),
-    ("serial_number", Text),
-    ("model", Text),
-    ("manufacturer", Text),
-    ("os_version", Text),
-    ("user_principal_name", Text),
-    ("is_encrypted", Boolean),
-    ("is_supervised", Boolean),
-    ("free_storage_bytes", Number),
+    ("mdm.compliance_state", Text),
+    ("mdm.management_state", Text),
+    ("mdm.owner_type", Text),
+    ("mdm.serial_number", Text),
+    ("mdm.model", Text),
+    ("mdm.manufacturer", Text),
+    ("mdm.os_version", Text),
+    ("mdm.user_principal_name", Text),
+    ("mdm.is_encrypted", Boolean),
+    ("mdm.is_supervised", Boolean),
+    ("mdm.free_storage_bytes", Number),
 ];
 
 /// Searchable keys of an edr integration's device (agent) record.
 const EDR_FIELDS: &[(&str, FieldType)] = &[
-    ("agent_version", Text),
-    ("computer_name", Text),
-    ("os_name", Text),
-    ("site_name", Text),
-    ("domain", Text),
-    ("network_status", Text),
-    ("machine_type", Text),
-    ("infected", Boolean),
-    ("is_active", Boolean),
-    ("is_decommissioned", Boolean),
-    ("is_up_to_date", Boolean),
-    ("threat_count", Number),
+    ("edr.agent_version", Text),
+    ("edr.computer_name", Text),
+    ("edr.os_name", Text),
+    ("edr.site_name", Text),
+    ("edr.domain", Text),
+    ("edr.network_status", Text),
+    ("edr.machine_type", Text),
+    ("edr.infected", Boolean),
+    ("edr.is_active", Boolean),
+    ("edr.is_decommissioned", Boolean),
+    ("edr.is_up_to_date", Boolean),
+    ("edr.threat_count", Number),
 ];
 
 /// Searchable keys of a scanner integration's asset record.
 const SCAN_FIELDS: &[(&str, FieldType)] = &[
-    ("hostname", Text),
-    ("fqdn", Text),
-    ("ip_address", Text),
-    ("os", Text),
-    ("risk_score", Number),
-    ("vulnerabilities_count", Number),
-    ("critical_count", Number),
-    ("high_count", Number),
+    ("scan.hostname", Text),
+    ("scan.fqdn", Text),
+    ("scan.ip_address", Text),
+    ("scan.os", Text),
+    ("scan.risk_score", Number),
+    ("scan.vulnerabilities_count", Number),
+    ("scan.critical_count", Number),
+    ("scan.high_count", Number),
 ];
 
 /// The devices allow-list: bare fields describe the asset's inventory rows
@@ -75,58 +76,103 @@ impl AssetFields {
             "last_seen",
         ];
         let mut names: Vec<String> = bare.iter().map(|s| s.to_string()).collect();
-        for (prefix, fields) in [
-            ("mdm", MDM_FIELDS),
-            ("edr", EDR_FIELDS),
-            ("scan", SCAN_FIELDS),
-        ] {
-            names.extend(fields.iter().map(|(k, _)| format!("{prefix}.{k}")));
+        for fields in [MDM_FIELDS, EDR_FIELDS, SCAN_FIELDS] {
+            names.extend(fields.iter().map(|(name, _)| name.to_string()));
         }
         names
     }
 }
 
+/// The scalar text fields of the asset row.
+const ROW_TEXT_FIELDS: &[&str] = &[
+    "device_id",
+    "os_platform",
+    "os_version",
+    "user_email",
+    "user_name",
+];
+
+type DetailFields = &'static [(&'static str, FieldType)];
+
 impl Catalog for AssetFields {
     fn field(&self, name: &str) -> Option<Field> {
-        if let Some((prefix, key)) = name.split_once('.') {
-            let (column, fields) = match prefix {
-                "mdm" => ("a.mdm", MDM_FIELDS),
-                "edr" => ("a.edr", EDR_FIELDS),
-                "scan" => ("a.scan", SCAN_FIELDS),
-                _ => return None,
-            };
-            let &(key, ty) = fields.iter().find(|(k, _)| *k == key)?;
+        if name.contains('.') {
+            let &(key, ty) = [MDM_FIELDS, EDR_FIELDS, SCAN_FIELDS]
+                .iter()
+                .flat_map(|fields| fields.iter())
+                .find(|(k, _)| *k == name)?;
             return Some(Field {
-                column: Column::JsonKey { column, key },
+                column: Column::Document(key),
                 ty,
             });
         }
         let (column, ty) = match name {
-            "device_name" => (Column::List("a.names"), Text),
-            "device_id" => (Column::Plain("a.device_id"), Text),
-            "os_platform" => (Column::Plain("a.os_platform"), Text),
-            "os_version" => (Column::Plain("a.os_version"), Text),
-            "user_email" => (Column::Plain("a.user_email"), Text),
-            "user_name" => (Column::Plain("a.user_name"), Text),
-            "application_name" => (Column::List("a.applications"), Text),
+            "device_name" => (Column::DocumentList("device_name"), Text),
+            "application_name" => (Column::DocumentList("application_name"), Text),
+            "source" => (Column::DocumentList("source"), Text),
             "application_count" => (Column::Required("a.application_count"), Number),
-            "source" => (Column::List("a.sources"), Text),
             "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
-            _ => return None,
+            _ => {
+                let key = ROW_TEXT_FIELDS.iter().find(|k| **k == name)?;
+                (Column::Document(key), Text)
+            }
         };
         Some(Field { column, ty })
     }
 
     fn sort_field(&self, name: &str) -> Option<Field> {
         match name {
-            // Sorting uses the display name.
+            // Sorting uses the display name, folded, in a column of its own
+            // that an index keeps in order.
             "device_name" => Some(Field {
-                column: Column::Required("a.device_name"),
+                column: Column::Required("a.sort_key"),
                 ty: Text,
             }),
             _ => self.field(name),
         }
     }
+}
+
+/// What an asset is searched by (see [`SearchDocument`]): its names,
+/// applications and sources as folded lists, its row's text fields, and
+/// the allow-listed keys of its mdm, edr and scanner records under their
+/// prefixed names, each with its JSON type.
+pub fn search_document(asset: &Asset) -> String {
+    let mut doc = SearchDocument::default();
+    doc.list("device_name", asset.names.iter().map(String::as_str))
+        .list(
+            "application_name",
+            asset.applications.iter().map(String::as_str),
+        )
+        .list("source", asset.sources.iter().map(String::as_str))
+        .text("device_id", asset.device_id.as_deref())
+        .text("os_platform", asset.os_platform.as_deref())
+        .text("os_version", asset.os_version.as_deref())
+        .text("user_email", asset.user_email.as_deref())
+        .text("user_name", asset.user_name.as_deref());
+    let details: [(DetailFields, Option<&Value>); 3] = [
+        (MDM_FIELDS, asset.mdm.as_ref()),
+        (EDR_FIELDS, asset.edr.as_ref()),
+        (SCAN_FIELDS, asset.scan.as_ref()),
+    ];
+    for (fields, record) in details {
+        let Some(record) = record else { continue };
+        for &(name, ty) in fields {
+            let key = name.split_once('.').map_or(name, |(_, key)| key);
+            let Some(value) = record.get(key) else {
+                continue;
+            };
+            let typed = match ty {
+                Text => value.is_string(),
+                Number | FieldType::Date => value.is_number(),
+                Boolean => value.is_boolean(),
+            };
+            if typed {
+                doc.typed(name, value);
+            }
+        }
+    }
+    doc.to_json()
 }
 
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
@@ -137,6 +183,7 @@ pub fn table() -> Table<'static> {
     Table {
         from: "assets a",
         columns: COLUMNS,
+        document: "a.search_doc",
         tenant_column: "a.tenant_id",
         catalog: &AssetFields,
         text_fields: &["device_name", "user_email", "user_name"],

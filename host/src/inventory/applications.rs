@@ -4,8 +4,9 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::rollup::build::Application;
 use super::rollup::VersionCount;
-use super::search::{Catalog, Column, Field, FieldType, Table};
+use super::search::{Catalog, Column, Field, FieldType, SearchDocument, Table};
 use crate::db::to_rfc3339;
 
 /// The applications allow-list of the spec.
@@ -15,22 +16,57 @@ impl Catalog for ApplicationFields {
     fn field(&self, name: &str) -> Option<Field> {
         use FieldType::*;
         let (column, ty) = match name {
-            "name" => (Column::Required("a.name"), Text),
-            "vendor" => (Column::Plain("a.vendor"), Text),
-            "product" => (Column::Plain("a.product"), Text),
+            "name" | "vendor" | "product" | "site" | "publisher" | "category"
+            | "install_status" => (Column::Document(document_key(name)?), Text),
             // Any version installed somewhere, not only the most common.
-            "version" => (Column::List("a.versions"), Text),
+            "version" => (Column::DocumentList("version"), Text),
+            "platform" => (Column::DocumentList("platform"), Text),
             "device_count" => (Column::Required("a.device_count"), Number),
-            "site" => (Column::Plain("a.site"), Text),
-            "publisher" => (Column::Plain("a.publisher"), Text),
-            "platform" => (Column::List("a.platforms"), Text),
             "size_bytes" => (Column::Plain("a.size_bytes"), Number),
-            "category" => (Column::Plain("a.category"), Text),
-            "install_status" => (Column::Plain("a.install_status"), Text),
             _ => return None,
         };
         Some(Field { column, ty })
     }
+
+    fn sort_field(&self, name: &str) -> Option<Field> {
+        match name {
+            // The folded name has a column of its own, indexed for the order.
+            "name" => Some(Field {
+                column: Column::Required("a.sort_key"),
+                ty: FieldType::Text,
+            }),
+            _ => self.field(name),
+        }
+    }
+}
+
+/// The static key of a scalar text field in the search document.
+fn document_key(name: &str) -> Option<&'static str> {
+    [
+        "name",
+        "vendor",
+        "product",
+        "site",
+        "publisher",
+        "category",
+        "install_status",
+    ]
+    .into_iter()
+    .find(|k| *k == name)
+}
+
+/// What an application is searched by (see [`SearchDocument`]).
+pub fn search_document(app: &Application) -> String {
+    let mut doc = SearchDocument::default();
+    doc.text("name", Some(&app.name))
+        .text("vendor", app.vendor.as_deref())
+        .text("publisher", app.publisher.as_deref())
+        .list(
+            "version",
+            app.version_counts.iter().map(|v| v.version.as_str()),
+        )
+        .list("platform", app.platforms.iter().map(String::as_str));
+    doc.to_json()
 }
 
 pub const COLUMNS: &str = "a.id, a.name, a.vendor, a.device_count, a.most_common_version, \
@@ -41,6 +77,7 @@ pub fn table() -> Table<'static> {
     Table {
         from: "applications a",
         columns: COLUMNS,
+        document: "a.search_doc",
         tenant_column: "a.tenant_id",
         catalog: &ApplicationFields,
         text_fields: &["name", "vendor", "publisher"],

@@ -10,6 +10,7 @@
 //! State lives in the `jobs` table only; progress and history are read from it.
 
 mod context;
+mod finishes;
 pub mod reaper;
 mod routes;
 pub mod storage;

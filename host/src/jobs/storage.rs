@@ -294,6 +294,41 @@ pub async fn finish_success(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     Ok(result.rows_affected() == 1)
 }
 
+/// Records several runs of this process as successes in one statement;
+/// returns the ids whose fence held.
+pub async fn finish_successes(
+    db: &Db,
+    fences: &[&Fence],
+) -> sqlx::Result<std::collections::HashSet<String>> {
+    let Some(first) = fences.first() else {
+        return Ok(Default::default());
+    };
+    // One (id, attempts) pair per run: an OR of primary-key lookups, which
+    // both engines answer by index.
+    let runs: Vec<String> = (0..fences.len())
+        .map(|i| format!("(id = ${} AND attempts = ${})", 2 * i + 2, 2 * i + 3))
+        .collect();
+    let statement = sql(
+        db,
+        &format!(
+            "UPDATE jobs SET status = 'success', error = NULL, finished_at = {{now}}, lease_until = NULL \
+             WHERE status = 'running' AND worker_id = $1 AND ({}) RETURNING id",
+            runs.join(" OR ")
+        ),
+    );
+    let mut query = sqlx::query_scalar::<_, String>(&statement).bind(&first.worker_id);
+    // A fence of another worker simply does not match: its lease is lost.
+    for fence in fences {
+        query = query.bind(&fence.job_id).bind(fence.attempts);
+    }
+    let _turn = db.write_turn().await;
+    Ok(query
+        .fetch_all(&db.bookkeeping)
+        .await?
+        .into_iter()
+        .collect())
+}
+
 pub async fn finish_canceled(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
     let result = sqlx::query(&sql(

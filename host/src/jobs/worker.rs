@@ -11,7 +11,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::context::StopReason;
-use super::storage::{self, Enqueued, JobRow, JobStatus};
+use super::finishes::Finishes;
+use super::storage::{self, Enqueued, JobStatus};
 use super::{JobContext, JobFailure, QueueTiming, Registry, RunningJobs, Wakeup};
 use crate::auth::TenantId;
 use crate::db::Db;
@@ -107,7 +108,9 @@ impl Queue {
             return Ok(None);
         };
         let id = job.id.clone();
-        Ok(Some((id, self.clone().run(job).await)))
+        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
+        let outcome = self.run_in(ctx, &CancellationToken::new(), None).await;
+        Ok(Some((id, outcome)))
     }
 
     /// Runs up to `slots` jobs at a time until `shutdown` fires. One loop
@@ -126,6 +129,7 @@ impl Queue {
     async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
         let free = Arc::new(Semaphore::new(slots));
         let mut running = tokio::task::JoinSet::new();
+        let (finishes, finishes_written) = Finishes::spawn(self.db.clone());
         while !shutdown.is_cancelled() {
             // Wait for one free slot, then take every other free one too.
             let first = tokio::select! {
@@ -152,8 +156,10 @@ impl Queue {
                     for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
                         let queue = self.clone();
                         let shutdown = shutdown.clone();
+                        let finishes = finishes.clone();
                         running.spawn(async move {
-                            queue.run_until_shutdown(job, &shutdown).await;
+                            let ctx = JobContext::new(queue.db.clone(), &job, queue.lease_ms());
+                            queue.run_in(ctx, &shutdown, Some(&finishes)).await;
                             drop(permit);
                         });
                     }
@@ -178,20 +184,17 @@ impl Queue {
         }
         // Every running job saw the shutdown as well and is handing itself back.
         while running.join_next().await.is_some() {}
-    }
-
-    async fn run_until_shutdown(&self, job: JobRow, shutdown: &CancellationToken) {
-        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
-        self.run_in(ctx, shutdown).await;
-    }
-
-    async fn run(self: Arc<Self>, job: JobRow) -> RunOutcome {
-        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
-        self.run_in(ctx, &CancellationToken::new()).await
+        drop(finishes);
+        let _ = finishes_written.await;
     }
 
     #[tracing::instrument(skip_all, fields(job_id = %ctx.job_id(), kind = %ctx.kind(), tenant_id = %ctx.tenant_id().as_str(), attempt = ctx.attempt()))]
-    async fn run_in(&self, ctx: JobContext, shutdown: &CancellationToken) -> RunOutcome {
+    async fn run_in(
+        &self,
+        ctx: JobContext,
+        shutdown: &CancellationToken,
+        finishes: Option<&Finishes>,
+    ) -> RunOutcome {
         let Some(registration) = self.registry.get(ctx.kind()).cloned() else {
             let message = format!("no handler for job kind {}", ctx.kind());
             return self.record_failure(&ctx, &message).await;
@@ -251,11 +254,13 @@ impl Queue {
                 );
                 self.record_failure(&ctx, &message).await
             }
-            (None, Some(Ok(Ok(())))) => self.record(
-                &ctx,
-                storage::finish_success(&self.db, ctx.fence()).await,
-                JobStatus::Success,
-            ),
+            (None, Some(Ok(Ok(())))) => {
+                let written = match finishes {
+                    Some(finishes) => finishes.success(ctx.fence()).await,
+                    None => storage::finish_success(&self.db, ctx.fence()).await,
+                };
+                self.record(&ctx, written, JobStatus::Success)
+            }
             (None, Some(Ok(Err(JobFailure::Failed(message))))) => {
                 self.record_failure(&ctx, &message).await
             }

@@ -57,8 +57,17 @@ pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result
     // Seconds of computing for a large inventory: off the async workers.
     let derived = tokio::task::spawn_blocking(move || {
         let (applications, vendors) = rollup.applications();
+        let assets = rollup.assets(records);
         store::Derived {
-            assets: rollup.assets(records),
+            application_documents: applications
+                .iter()
+                .map(crate::inventory::applications::search_document)
+                .collect(),
+            asset_documents: assets
+                .iter()
+                .map(crate::devices::assets::search_document)
+                .collect(),
+            assets,
             applications,
             vendors,
         }

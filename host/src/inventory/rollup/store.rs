@@ -9,6 +9,7 @@ use super::build::{
 };
 use crate::auth::TenantId;
 use crate::db::{now_ms, values_placeholders, Db};
+use crate::inventory::search::fold;
 
 /// Rows per transaction, as the spec fixes it.
 pub const BATCH: usize = 1000;
@@ -55,21 +56,27 @@ async fn upsert_applications(
     tenant: &TenantId,
     rollup_at: i64,
     apps: &[Application],
+    documents: &[String],
 ) -> sqlx::Result<()> {
-    for chunk in apps.chunks(STATEMENT_ROWS) {
+    for (chunk, documents) in apps
+        .chunks(STATEMENT_ROWS)
+        .zip(documents.chunks(STATEMENT_ROWS))
+    {
         let statement = format!(
             "INSERT INTO applications (id, tenant_id, name, vendor, device_count, most_common_version, \
-             newest_version, oldest_version, version_counts, versions, platforms, sources, publisher, rollup_at) \
+             newest_version, oldest_version, version_counts, versions, platforms, sources, publisher, rollup_at, \
+             search_doc, sort_key) \
              VALUES {} ON CONFLICT (tenant_id, name) DO UPDATE SET vendor = excluded.vendor, \
              device_count = excluded.device_count, most_common_version = excluded.most_common_version, \
              newest_version = excluded.newest_version, oldest_version = excluded.oldest_version, \
              version_counts = excluded.version_counts, versions = excluded.versions, \
              platforms = excluded.platforms, sources = excluded.sources, \
-             publisher = excluded.publisher, rollup_at = excluded.rollup_at",
-            values_placeholders(chunk.len(), 14)
+             publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
+             search_doc = excluded.search_doc, sort_key = excluded.sort_key",
+            values_placeholders(chunk.len(), 16)
         );
         let mut query = sqlx::query(&statement);
-        for app in chunk {
+        for (app, document) in chunk.iter().zip(documents) {
             let versions: Vec<&str> = app
                 .version_counts
                 .iter()
@@ -89,7 +96,9 @@ async fn upsert_applications(
                 .bind(json(&app.platforms))
                 .bind(json(&app.sources))
                 .bind(app.publisher.as_deref())
-                .bind(rollup_at);
+                .bind(rollup_at)
+                .bind(document.as_str())
+                .bind(fold(&app.name));
         }
         query.execute(&mut **tx).await?;
     }
@@ -101,23 +110,29 @@ async fn upsert_assets(
     tenant: &TenantId,
     rollup_at: i64,
     assets: &[Asset],
+    documents: &[String],
 ) -> sqlx::Result<()> {
-    for chunk in assets.chunks(STATEMENT_ROWS) {
+    for (chunk, documents) in assets
+        .chunks(STATEMENT_ROWS)
+        .zip(documents.chunks(STATEMENT_ROWS))
+    {
         let statement = format!(
             "INSERT INTO assets (tenant_id, asset_key, device_name, device_id, os_platform, os_version, \
              user_email, user_name, application_count, names, applications, sources, mdm, edr, scan, \
-             last_seen, rollup_at) VALUES {} ON CONFLICT (tenant_id, asset_key) DO UPDATE SET \
+             last_seen, rollup_at, search_doc, sort_key) VALUES {} \
+             ON CONFLICT (tenant_id, asset_key) DO UPDATE SET \
              device_name = excluded.device_name, device_id = excluded.device_id, \
              os_platform = excluded.os_platform, os_version = excluded.os_version, \
              user_email = excluded.user_email, user_name = excluded.user_name, \
              application_count = excluded.application_count, names = excluded.names, \
              applications = excluded.applications, sources = excluded.sources, mdm = excluded.mdm, \
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
-             rollup_at = excluded.rollup_at",
-            values_placeholders(chunk.len(), 17)
+             rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
+             sort_key = excluded.sort_key",
+            values_placeholders(chunk.len(), 19)
         );
         let mut query = sqlx::query(&statement);
-        for asset in chunk {
+        for (asset, document) in chunk.iter().zip(documents) {
             query = query
                 .bind(tenant.as_str())
                 .bind(asset.key.as_str())
@@ -135,7 +150,9 @@ async fn upsert_assets(
                 .bind(asset.edr.as_ref().map(json))
                 .bind(asset.scan.as_ref().map(json))
                 .bind(asset.last_seen)
-                .bind(rollup_at);
+                .bind(rollup_at)
+                .bind(document.as_str())
+                .bind(fold(&asset.device_name));
         }
         query.execute(&mut **tx).await?;
     }
@@ -169,11 +186,14 @@ async fn upsert_vendors(
     Ok(())
 }
 
-/// What one rebuild derived.
+/// What one rebuild derived; each row's search document is beside it, at
+/// the same index.
 pub struct Derived {
     pub applications: Vec<Application>,
+    pub application_documents: Vec<String>,
     pub vendors: Vec<Vendor>,
     pub assets: Vec<Asset>,
+    pub asset_documents: Vec<String>,
 }
 
 /// Writes the rebuild in transactions of [`BATCH`] rows, then deletes the
@@ -185,16 +205,24 @@ pub async fn write(
     rollup_at: i64,
     derived: &Derived,
 ) -> sqlx::Result<()> {
-    for batch in derived.applications.chunks(BATCH) {
+    let applications = derived
+        .applications
+        .chunks(BATCH)
+        .zip(derived.application_documents.chunks(BATCH));
+    for (batch, documents) in applications {
         let _turn = db.write_turn().await;
         let mut tx = db.pool.begin().await?;
-        upsert_applications(&mut tx, tenant, rollup_at, batch).await?;
+        upsert_applications(&mut tx, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
-    for batch in derived.assets.chunks(BATCH) {
+    let assets = derived
+        .assets
+        .chunks(BATCH)
+        .zip(derived.asset_documents.chunks(BATCH));
+    for (batch, documents) in assets {
         let _turn = db.write_turn().await;
         let mut tx = db.pool.begin().await?;
-        upsert_assets(&mut tx, tenant, rollup_at, batch).await?;
+        upsert_assets(&mut tx, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
     for batch in derived.vendors.chunks(BATCH) {

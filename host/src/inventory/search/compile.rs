@@ -11,7 +11,7 @@ use sqlx::any::AnyArguments;
 use sqlx::Arguments;
 
 use super::query::{Combinator, Operator, QueryGroup, QueryNode, QueryRule};
-use super::SearchError;
+use super::{fold, SearchError};
 use crate::db::Backend;
 
 /// A field's type: what values are coerced to and which operators apply.
@@ -25,23 +25,24 @@ pub enum FieldType {
     Date,
 }
 
-/// Where a field's value lives.
+/// Where a field's value lives. Text is only ever read from the row's
+/// [`SearchDocument`](super::SearchDocument), where it is folded, so that
+/// both engines compare the same strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Column {
-    /// A column or fixed SQL expression of the searched table.
+    /// A number or date column of the searched table.
     Plain(&'static str),
     /// A `NOT NULL` column: sorts without the missing-values-last term, so
-    /// an index on it can serve the order.
+    /// an index on it can serve the order. A text column here must hold
+    /// folded values (a sort key).
     Required(&'static str),
-    /// A JSON array of strings in a column; a rule matches when an element
-    /// does, and a negated rule when no element matches its positive form.
-    List(&'static str),
-    /// A key of a JSON object in a column; only values of the field's JSON
-    /// type count, anything else reads as missing.
-    JsonKey {
-        column: &'static str,
-        key: &'static str,
-    },
+    /// A key of the search document; only values of the field's JSON type
+    /// count, anything else reads as missing.
+    Document(&'static str),
+    /// A key of the search document holding a list of folded text; a rule
+    /// matches when an element does, and a negated rule when no element
+    /// matches its positive form.
+    DocumentList(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,15 +76,22 @@ enum Param {
 pub struct Compiler<'c> {
     backend: Backend,
     catalog: &'c dyn Catalog,
+    document: &'static str,
     first: usize,
     params: Vec<Param>,
 }
 
 impl<'c> Compiler<'c> {
-    pub fn new(backend: Backend, catalog: &'c dyn Catalog, first_placeholder: usize) -> Self {
+    pub fn new(
+        backend: Backend,
+        catalog: &'c dyn Catalog,
+        document: &'static str,
+        first_placeholder: usize,
+    ) -> Self {
         Compiler {
             backend,
             catalog,
+            document,
             first: first_placeholder,
             params: vec![],
         }
@@ -145,15 +153,10 @@ impl<'c> Compiler<'c> {
         let field = self
             .catalog
             .sort_field(name)
-            .filter(|f| !matches!(f.column, Column::List(_)))
+            .filter(|f| !matches!(f.column, Column::DocumentList(_)))
             .ok_or_else(|| SearchError::Sort(name.to_string()))?;
         let expr = self.value_expr(&field);
         let direction = if descending { "DESC" } else { "ASC" };
-        let expr = if field.ty == FieldType::Text {
-            format!("LOWER({expr})")
-        } else {
-            expr
-        };
         Ok(match field.column {
             Column::Required(_) => format!("{expr} {direction}, {tiebreak} ASC"),
             _ => format!("({expr}) IS NULL, {expr} {direction}, {tiebreak} ASC"),
@@ -177,12 +180,12 @@ impl<'c> Compiler<'c> {
             return Ok(None);
         }
         let condition = match &field.column {
-            Column::List(column) => {
+            Column::DocumentList(key) => {
                 let element = "j.value".to_string();
                 let inner = self.predicate(&element, FieldType::Text, positive, rule)?;
                 let exists = format!(
                     "EXISTS (SELECT 1 FROM {} WHERE {inner})",
-                    self.list_source(column)
+                    self.list_source(key)
                 );
                 if negated {
                     format!("(NOT {exists})")
@@ -236,23 +239,8 @@ impl<'c> Compiler<'c> {
             if placeholders.is_empty() {
                 return Ok("(1 = 0)".into());
             }
-            let subject = if ty == FieldType::Text {
-                format!("LOWER({expr})")
-            } else {
-                expr.to_string()
-            };
-            let placeholders: Vec<String> = placeholders
-                .into_iter()
-                .map(|p| {
-                    if ty == FieldType::Text {
-                        format!("LOWER({p})")
-                    } else {
-                        p
-                    }
-                })
-                .collect();
             return Ok(format!(
-                "({expr} IS NOT NULL AND {subject} IN ({}))",
+                "({expr} IS NOT NULL AND {expr} IN ({}))",
                 placeholders.join(", ")
             ));
         }
@@ -268,12 +256,11 @@ impl<'c> Compiler<'c> {
             };
             return Ok(format!("({expr} IS NOT NULL AND {expr} {op} {param})"));
         }
+        let raw = fold(&raw);
         let pattern = match operator {
             Equals => {
                 let param = self.push(Param::Text(raw));
-                return Ok(format!(
-                    "({expr} IS NOT NULL AND LOWER({expr}) = LOWER({param}))"
-                ));
+                return Ok(format!("({expr} IS NOT NULL AND {expr} = {param})"));
             }
             Contains => format!("%{}%", escape_like(&raw)),
             StartsWith => format!("{}%", escape_like(&raw)),
@@ -282,13 +269,13 @@ impl<'c> Compiler<'c> {
         };
         let param = self.push(Param::Text(pattern));
         Ok(format!(
-            "({expr} IS NOT NULL AND LOWER({expr}) LIKE LOWER({param}) ESCAPE '\\')"
+            "({expr} IS NOT NULL AND {expr} LIKE {param} ESCAPE '\\')"
         ))
     }
 
     fn param(&mut self, ty: FieldType, raw: &str, rule: &QueryRule) -> Result<String, SearchError> {
         let param = match ty {
-            FieldType::Text => Param::Text(raw.to_string()),
+            FieldType::Text => Param::Text(fold(raw)),
             FieldType::Number => Param::Number(super::coerce::number(raw, rule)?),
             FieldType::Boolean => Param::Int(super::coerce::boolean(raw, rule)? as i64),
             FieldType::Date => Param::Int(super::coerce::date_ms(raw, rule)?),
@@ -299,8 +286,10 @@ impl<'c> Compiler<'c> {
     /// The SQL expression of a scalar field.
     fn value_expr(&self, field: &Field) -> String {
         match &field.column {
-            Column::Plain(expr) | Column::Required(expr) | Column::List(expr) => expr.to_string(),
-            Column::JsonKey { column, key } => self.json_key(column, key, field.ty),
+            Column::Plain(expr) | Column::Required(expr) => expr.to_string(),
+            Column::Document(key) | Column::DocumentList(key) => {
+                self.json_key(self.document, key, field.ty)
+            }
         }
     }
 
@@ -338,13 +327,15 @@ impl<'c> Compiler<'c> {
         }
     }
 
-    /// A row source of the elements of a JSON array column, as `j.value`.
-    fn list_source(&self, column: &str) -> String {
+    /// A row source of the elements of a list in the search document, as
+    /// `j.value`; none when the key is absent.
+    fn list_source(&self, key: &str) -> String {
+        let document = self.document;
         match self.backend {
-            Backend::Sqlite => format!("json_each({column}) AS j"),
-            Backend::Postgres => {
-                format!("jsonb_array_elements_text(CAST({column} AS jsonb)) AS j(value)")
-            }
+            Backend::Sqlite => format!("json_each({document}, '$.\"{key}\"') AS j"),
+            Backend::Postgres => format!(
+                "jsonb_array_elements_text(CAST({document} AS jsonb) -> '{key}') AS j(value)"
+            ),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod coerce;
 mod compile;
+mod document;
 mod query;
 
 use serde::Serialize;
@@ -11,6 +12,7 @@ use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
 pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType};
+pub use document::{fold, SearchDocument};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
     DEFAULT_LIMIT, MAX_LIMIT,
@@ -60,6 +62,8 @@ pub struct Table<'a> {
     pub from: &'static str,
     /// Selected columns, matching the row type.
     pub columns: &'static str,
+    /// The column holding each row's [`SearchDocument`].
+    pub document: &'static str,
     pub tenant_column: &'static str,
     pub catalog: &'a dyn Catalog,
     /// Fields the free-text `search` is matched against (any of them).
@@ -164,7 +168,7 @@ where
             ));
         }
     }
-    let mut compiler = Compiler::new(db.backend, table.catalog, 2);
+    let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
     let condition = compiler
         .group(&effective_query(table, request))?
         .map(|c| format!(" AND {c}"))

@@ -1,0 +1,82 @@
+//! What a searchable row is searched by: its text fields case-folded in
+//! Rust, its numbers and booleans as they are, in one small JSON object the
+//! rollup writes beside the row.
+//!
+//! SQLite's `LOWER` and `LIKE` fold ASCII only while PostgreSQL's follow
+//! the database's locale, so folding in SQL would make `école` and `MÜLLER`
+//! match on one engine and not the other. Folding once here, on the stored
+//! values and on the query alike, gives one answer on both.
+
+use serde_json::{Map, Value};
+
+/// The one case-folding rule of search: Unicode case folding (CaseFolding.txt,
+/// full mappings), so `MÜLLER` finds `müller`, `STRASSE` finds `Straße`
+/// and a final `ς` finds `Σ`.
+pub fn fold(text: &str) -> String {
+    unicase::UniCase::new(text).to_folded_case()
+}
+
+/// A row's search document, built field by field.
+#[derive(Debug, Default)]
+pub struct SearchDocument(Map<String, Value>);
+
+impl SearchDocument {
+    /// A text field, folded; absent when `None`.
+    pub fn text(&mut self, key: &str, value: Option<&str>) -> &mut Self {
+        if let Some(value) = value {
+            self.0.insert(key.to_string(), Value::String(fold(value)));
+        }
+        self
+    }
+
+    /// A list of text values, each folded.
+    pub fn list<'v>(&mut self, key: &str, values: impl IntoIterator<Item = &'v str>) -> &mut Self {
+        let values = values.into_iter().map(|v| Value::String(fold(v))).collect();
+        self.0.insert(key.to_string(), Value::Array(values));
+        self
+    }
+
+    /// A number or boolean, kept with its JSON type: a rule on a number field
+    /// reads only numbers, one on a boolean field only booleans.
+    pub fn typed(&mut self, key: &str, value: &Value) -> &mut Self {
+        match value {
+            Value::String(text) => {
+                self.text(key, Some(text));
+            }
+            Value::Number(_) | Value::Bool(_) => {
+                self.0.insert(key.to_string(), value.clone());
+            }
+            _ => {}
+        }
+        self
+    }
+
+    pub fn to_json(&self) -> String {
+        Value::Object(self.0.clone()).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn text_is_folded_beyond_ascii_and_types_are_kept() {
+        let mut doc = SearchDocument::default();
+        doc.text("name", Some("ÉCOLE Müller"))
+            .list("names", ["ΣΊΣΥΦΟΣ", "WS-01", "Straße"])
+            .typed("count", &json!(3))
+            .typed("flag", &json!(true))
+            .typed("label", &json!("Ärger"))
+            .typed("nothing", &Value::Null)
+            .text("absent", None);
+        let doc: Value = serde_json::from_str(&doc.to_json()).unwrap();
+        assert_eq!(
+            doc,
+            json!({"name": "école müller", "names": ["σίσυφοσ", "ws-01", "strasse"], "count": 3,
+                   "flag": true, "label": "ärger"})
+        );
+    }
+}
