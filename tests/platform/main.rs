@@ -2,6 +2,7 @@
 
 mod auth;
 mod csv_sources;
+mod device_search;
 mod integrations;
 mod inventory;
 mod invites;
