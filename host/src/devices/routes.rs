@@ -108,6 +108,8 @@ async fn unique_devices(
 /// risk_score, vulnerabilities_count, critical_count, high_count (numbers).
 /// For the list fields a rule matches when any element does and a negated
 /// rule when none does. Default sort: device_name.
+/// Text matches and text sorts ignore case under Unicode case folding
+/// (`MÜLLER` finds `müller`, `STRASSE` finds `Straße`).
 #[utoipa::path(post, path = "/api/v1/devices/devices/search", tag = "devices",
     request_body = SearchRequest,
     responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]

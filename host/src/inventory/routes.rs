@@ -88,6 +88,8 @@ async fn list_applications(
 /// operators dropped; gt/gte/lt/lte apply to numbers only and
 /// contains/starts_with/ends_with to text only. A value that cannot be read
 /// as its field's type is a 422.
+/// Text matches and text sorts ignore case under Unicode case folding
+/// (`MÜLLER` finds `müller`, `STRASSE` finds `Straße`).
 #[utoipa::path(post, path = "/api/v1/inventory/applications/search", tag = "inventory",
     request_body = SearchRequest,
     responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
