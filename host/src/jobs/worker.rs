@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -159,8 +159,11 @@ impl Queue {
                         let finishes = finishes.clone();
                         running.spawn(async move {
                             let ctx = JobContext::new(queue.db.clone(), &job, queue.lease_ms());
-                            queue.run_in(ctx, &shutdown, Some(&finishes)).await;
-                            drop(permit);
+                            let slot = Slot {
+                                permit,
+                                finishes: &finishes,
+                            };
+                            queue.run_in(ctx, &shutdown, Some(slot)).await;
                         });
                     }
                 }
@@ -193,7 +196,7 @@ impl Queue {
         &self,
         ctx: JobContext,
         shutdown: &CancellationToken,
-        finishes: Option<&Finishes>,
+        slot: Option<Slot<'_>>,
     ) -> RunOutcome {
         let Some(registration) = self.registry.get(ctx.kind()).cloned() else {
             let message = format!("no handler for job kind {}", ctx.kind());
@@ -234,6 +237,12 @@ impl Queue {
             }
         };
         self.running.remove(ctx.job_id());
+        // The handler is done: its slot may take the next job while this
+        // one's end is written, so claims and finishes overlap.
+        let finishes = slot.map(|slot| {
+            drop(slot.permit);
+            slot.finishes
+        });
         let outcome = match (ctx.stop_reason(), result) {
             (Some(StopReason::LeaseLost), _) => RunOutcome::LeaseLost,
             (Some(StopReason::Canceled), _) => self.record(
@@ -329,6 +338,12 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
     format!("handler panicked: {text}")
+}
+
+/// A pool slot a job runs in, and the pool's batched finishes.
+struct Slot<'p> {
+    permit: OwnedSemaphorePermit,
+    finishes: &'p Finishes,
 }
 
 /// Aborts a task when dropped: the heartbeat ends with its run, however the
