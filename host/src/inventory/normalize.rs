@@ -34,6 +34,23 @@ pub fn clean(value: Option<&str>) -> Option<String> {
     (!trimmed.is_empty()).then(|| trimmed.to_string())
 }
 
+/// [`clean`] for an owned value: the same string back, not a copy, when
+/// there is nothing to strip (nearly always).
+pub fn clean_owned(value: Option<String>) -> Option<String> {
+    let value = value?;
+    if value.chars().any(char::is_control) {
+        return clean(Some(&value));
+    }
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        None
+    } else if trimmed.len() == value.len() {
+        Some(value)
+    } else {
+        Some(trimmed.to_string())
+    }
+}
+
 /// The name an application is rolled up under: control characters stripped,
 /// and a trailing parenthetical that is only an installer id (a hex run of
 /// 8 or more characters, or a GUID, braces allowed) removed with its
@@ -144,6 +161,28 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clean_owned_agrees_with_clean() {
+        for raw in [
+            "",
+            " ",
+            "\t",
+            "WS-01",
+            " WS-01 ",
+            "WS\u{0}-01",
+            "\u{7}",
+            "Ünïcode ",
+            "a\nb",
+        ] {
+            assert_eq!(
+                clean_owned(Some(raw.to_string())),
+                clean(Some(raw)),
+                "{raw:?}"
+            );
+        }
+        assert_eq!(clean_owned(None), None);
+    }
 
     #[test]
     fn installer_ids_are_stripped_and_qualifiers_kept() {

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::inventory::normalize::{self, clean};
+use crate::inventory::normalize::{self, clean, clean_owned};
 use crate::inventory::version::compare_versions;
 
 /// The integrations whose device records attach to assets, and the key each
@@ -157,68 +157,91 @@ pub struct Rollup {
     devices: Interner,
     applications: HashMap<String, ApplicationTally>,
     assets: HashMap<String, AssetTally>,
+    last_key: Option<(String, String)>,
 }
 
 impl Rollup {
     pub fn add(&mut self, row: ItemRow) {
-        let device_name = clean(row.device_name.as_deref());
+        // Owned values move into the tallies: a million rows, no copies
+        // where nothing needs cleaning.
+        let device_name = clean_owned(row.device_name);
         let source = normalize::strip_control(&row.source);
         let application = row
             .application_name
             .as_deref()
             .and_then(normalize::application_name);
+        let os_platform = clean_owned(row.os_platform);
         if let Some(name) = &device_name {
-            let asset = self
-                .assets
-                .entry(normalize::netbios_key(Some(name)))
-                .or_default();
-            asset.names.insert(name.clone());
-            let device_id = clean(row.device_id.as_deref());
+            let key = self.asset_key(name);
+            let asset = self.assets.entry(key).or_default();
+            if !asset.names.contains(name) {
+                asset.names.insert(name.clone());
+            }
+            let device_id = clean_owned(row.device_id);
             if source == MDM_SOURCE && asset.mdm_device_id.is_none() {
                 asset.mdm_device_id = device_id.clone();
             }
             asset.device_id.offer(row.updated_at, device_id);
-            asset
-                .os_platform
-                .offer(row.updated_at, clean(row.os_platform.as_deref()));
+            asset.os_platform.offer(row.updated_at, os_platform.clone());
             asset
                 .os_version
-                .offer(row.updated_at, clean(row.os_version.as_deref()));
+                .offer(row.updated_at, clean_owned(row.os_version));
             asset
                 .user_email
-                .offer(row.updated_at, clean(row.user_email.as_deref()));
+                .offer(row.updated_at, clean_owned(row.user_email));
             asset
                 .user_name
-                .offer(row.updated_at, clean(row.user_name.as_deref()));
+                .offer(row.updated_at, clean_owned(row.user_name));
             if let Some(app) = &application {
-                asset.applications.insert(app.clone());
+                if !asset.applications.contains(app) {
+                    asset.applications.insert(app.clone());
+                }
             }
-            asset.sources.insert(source.clone());
+            if !asset.sources.contains(&source) {
+                asset.sources.insert(source.clone());
+            }
             asset.last_seen = asset.last_seen.max(row.updated_at);
         }
         let Some(application) = application else {
             return;
         };
-        let tally = self.applications.entry(application).or_default();
         let device = device_name.as_deref().map(|n| self.devices.id(n));
+        let tally = self.applications.entry(application).or_default();
         if let Some(device) = device {
             tally.devices.insert(device);
         }
-        if let Some(version) = clean(row.version.as_deref()) {
+        if let Some(version) = clean_owned(row.version) {
             let holders = tally.versions.entry(version).or_default();
             holders.extend(device);
         }
-        if let Some(vendor) = clean(row.vendor.as_deref()) {
+        if let Some(vendor) = clean_owned(row.vendor) {
             let holders = tally.vendors.entry(vendor).or_default();
             holders.extend(device);
         }
-        if let Some(platform) = clean(row.os_platform.as_deref()) {
-            tally.platforms.insert(platform);
+        if let Some(platform) = os_platform {
+            if !tally.platforms.contains(&platform) {
+                tally.platforms.insert(platform);
+            }
         }
-        tally.sources.insert(source);
-        if let Some(publisher) = clean(row.publisher.as_deref()) {
+        if !tally.sources.contains(&source) {
+            tally.sources.insert(source);
+        }
+        if let Some(publisher) = clean_owned(row.publisher) {
             if tally.publisher.as_ref().is_none_or(|p| publisher > *p) {
                 tally.publisher = Some(publisher);
+            }
+        }
+    }
+
+    /// The NetBIOS key of a device name; rows arrive device by device, so
+    /// the last answer is usually the next one.
+    fn asset_key(&mut self, name: &str) -> String {
+        match &self.last_key {
+            Some((last, key)) if last == name => key.clone(),
+            _ => {
+                let key = normalize::netbios_key(Some(name));
+                self.last_key = Some((name.to_string(), key.clone()));
+                key
             }
         }
     }
