@@ -8,7 +8,7 @@ use super::build::{
     SCANNER_SOURCE,
 };
 use crate::auth::TenantId;
-use crate::db::{now_ms, values_placeholders, Db};
+use crate::db::{now_ms, values_placeholders, values_placeholders_cast, Backend, Db};
 use crate::inventory::search::fold;
 
 /// Rows per transaction, as the spec fixes it.
@@ -51,8 +51,18 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
+/// The search document's column as a placeholder list wants it: `jsonb` on
+/// PostgreSQL, so a search reads it without parsing text per row.
+fn document_cast(backend: Backend, column: usize) -> Vec<(usize, &'static str)> {
+    match backend {
+        Backend::Sqlite => vec![],
+        Backend::Postgres => vec![(column, "jsonb")],
+    }
+}
+
 async fn upsert_applications(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     tenant: &TenantId,
     rollup_at: i64,
     apps: &[Application],
@@ -73,7 +83,7 @@ async fn upsert_applications(
              platforms = excluded.platforms, sources = excluded.sources, \
              publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
              search_doc = excluded.search_doc, sort_key = excluded.sort_key",
-            values_placeholders(chunk.len(), 16)
+            values_placeholders_cast(chunk.len(), 16, &document_cast(backend, 15))
         );
         let mut query = sqlx::query(&statement);
         for (app, document) in chunk.iter().zip(documents) {
@@ -107,6 +117,7 @@ async fn upsert_applications(
 
 async fn upsert_assets(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     tenant: &TenantId,
     rollup_at: i64,
     assets: &[Asset],
@@ -129,7 +140,7 @@ async fn upsert_assets(
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
              sort_key = excluded.sort_key",
-            values_placeholders(chunk.len(), 19)
+            values_placeholders_cast(chunk.len(), 19, &document_cast(backend, 18))
         );
         let mut query = sqlx::query(&statement);
         for (asset, document) in chunk.iter().zip(documents) {
@@ -212,7 +223,7 @@ pub async fn write(
     for (batch, documents) in applications {
         let _turn = db.write_turn().await;
         let mut tx = db.pool.begin().await?;
-        upsert_applications(&mut tx, tenant, rollup_at, batch, documents).await?;
+        upsert_applications(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
     let assets = derived
@@ -222,7 +233,7 @@ pub async fn write(
     for (batch, documents) in assets {
         let _turn = db.write_turn().await;
         let mut tx = db.pool.begin().await?;
-        upsert_assets(&mut tx, tenant, rollup_at, batch, documents).await?;
+        upsert_assets(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
     for batch in derived.vendors.chunks(BATCH) {
