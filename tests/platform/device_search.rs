@@ -4,6 +4,7 @@
 //! backends; and Unicode case folding that answers alike on both.
 
 use cairn_tests::inventory::{device_record, item};
+use cairn_tests::query_eval::eval_group;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -257,30 +258,6 @@ fn eval_rule(asset: &Asset, rule: &Value) -> Option<bool> {
     Some(hit != negated)
 }
 
-fn eval_group(asset: &Asset, group: &Value) -> Option<bool> {
-    let results: Vec<bool> = group["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|node| {
-            if node["kind"] == "group" {
-                eval_group(asset, node)
-            } else {
-                eval_rule(asset, node)
-            }
-        })
-        .collect();
-    if results.is_empty() {
-        return None;
-    }
-    Some(match group["combinator"].as_str().unwrap() {
-        "and" => results.iter().all(|r| *r),
-        "or" => results.iter().any(|r| *r),
-        "none" => !results.iter().any(|r| *r),
-        _ => !results.iter().all(|r| *r),
-    })
-}
-
 /// The order a sort asks for: missing values last in both directions,
 /// text compared folded, the asset key breaking ties.
 fn sort(assets: &mut [&Asset], sort: &str) {
@@ -427,7 +404,7 @@ async fn random_device_queries_agree_with_an_in_memory_evaluator(backend: Backen
         let limit = rng.gen_range(1..8);
         let mut want: Vec<&Asset> = assets
             .iter()
-            .filter(|a| eval_group(a, &query).unwrap_or(true))
+            .filter(|a| eval_group(*a, &query, &eval_rule).unwrap_or(true))
             .collect();
         sort(&mut want, sort_by);
         let total = want.len();

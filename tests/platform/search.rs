@@ -3,6 +3,7 @@
 //! test against a plain in-memory evaluator.
 
 use cairn_tests::inventory::{item, sorted_names};
+use cairn_tests::query_eval::eval_group;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -559,30 +560,6 @@ fn eval_rule(app: &Value, rule: &Value) -> Option<bool> {
     Some(values(app, field).iter().any(matches) != negated)
 }
 
-fn eval_group(app: &Value, group: &Value) -> Option<bool> {
-    let results: Vec<bool> = group["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|node| {
-            if node["kind"] == "group" {
-                eval_group(app, node)
-            } else {
-                eval_rule(app, node)
-            }
-        })
-        .collect();
-    if results.is_empty() {
-        return None;
-    }
-    Some(match group["combinator"].as_str().unwrap() {
-        "and" => results.iter().all(|r| *r),
-        "or" => results.iter().any(|r| *r),
-        "none" => !results.iter().any(|r| *r),
-        _ => !results.iter().all(|r| *r),
-    })
-}
-
 async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
     let Some(app) = app(backend).await else {
         return;
@@ -625,7 +602,7 @@ async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
         let query = random_group(&mut rng, 0);
         let mut want: Vec<String> = apps
             .iter()
-            .filter(|a| eval_group(a, &query).unwrap_or(true))
+            .filter(|a| eval_group(*a, &query, &eval_rule).unwrap_or(true))
             .map(|a| a["name"].as_str().unwrap().to_string())
             .collect();
         want.sort();

@@ -10,6 +10,7 @@ pub mod fake_payments;
 pub mod fake_rmm;
 pub mod fake_s3;
 pub mod inventory;
+pub mod query_eval;
 pub mod smtp;
 pub mod spreadsheets;
 
