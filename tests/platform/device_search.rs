@@ -4,7 +4,7 @@
 //! backends; and Unicode case folding that answers alike on both.
 
 use cairn_tests::inventory::{device_record, item};
-use cairn_tests::query_eval::eval_group;
+use cairn_tests::query_eval::{eval_group, positive, OPERATORS};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -52,25 +52,6 @@ const FIELDS: [(&str, Kind); 9] = [
     ("edr.threat_count", Kind::Number),
     ("edr.infected", Kind::Boolean),
     ("last_seen", Kind::Date),
-];
-
-const OPERATORS: [&str; 16] = [
-    "contains",
-    "not_contains",
-    "equals",
-    "not_equals",
-    "starts_with",
-    "not_starts_with",
-    "ends_with",
-    "not_ends_with",
-    "gt",
-    "gte",
-    "lt",
-    "lte",
-    "is_empty",
-    "is_not_empty",
-    "in",
-    "not_in",
 ];
 
 /// An asset as the evaluator sees it: every searchable value, read from
@@ -181,11 +162,22 @@ fn values_of(value: &Value) -> Vec<String> {
 /// What a rule means, written plainly; `None` when the service skips it.
 fn eval_rule(asset: &Asset, rule: &Value) -> Option<bool> {
     let operator = rule["operator"].as_str().unwrap();
-    let (positive, negated) = match operator.strip_prefix("not_") {
-        Some(p) => (p, true),
-        None if operator == "is_empty" => ("is_not_empty", true),
-        None => (operator, false),
-    };
+    let (positive, negated) = positive(operator);
+    let known = [
+        "contains",
+        "equals",
+        "starts_with",
+        "ends_with",
+        "gt",
+        "gte",
+        "lt",
+        "lte",
+        "is_not_empty",
+        "in",
+    ];
+    if !known.contains(&positive) {
+        return None;
+    }
     let (kind, value) = asset.field(rule["field"].as_str().unwrap());
     let mut wanted = values_of(&rule["value"]);
     if positive == "in" {

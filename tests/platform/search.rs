@@ -3,7 +3,7 @@
 //! test against a plain in-memory evaluator.
 
 use cairn_tests::inventory::{item, sorted_names};
-use cairn_tests::query_eval::eval_group;
+use cairn_tests::query_eval::{eval_group, positive, OPERATORS};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -404,25 +404,6 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
 
 const TEXT_FIELDS: [&str; 3] = ["name", "vendor", "publisher"];
 const LIST_FIELDS: [&str; 2] = ["version", "platform"];
-const OPERATORS: [&str; 17] = [
-    "contains",
-    "not_contains",
-    "equals",
-    "not_equals",
-    "starts_with",
-    "not_starts_with",
-    "ends_with",
-    "not_ends_with",
-    "gt",
-    "gte",
-    "lt",
-    "lte",
-    "is_empty",
-    "is_not_empty",
-    "in",
-    "not_in",
-    "bogus",
-];
 /// Small alphabet with LIKE metacharacters, so collisions and escapes are
 /// common.
 const ALPHABET: [&str; 8] = ["a", "B", "%", "_", "\\", "'", ".", " "];
@@ -503,11 +484,7 @@ fn eval_rule(app: &Value, rule: &Value) -> Option<bool> {
     let field = rule["field"].as_str().unwrap();
     let operator = rule["operator"].as_str().unwrap();
     let value = rule["value"].as_str().unwrap_or("");
-    let (positive, negated) = match operator.strip_prefix("not_") {
-        Some(p) => (p, true),
-        None if operator == "is_empty" => ("is_not_empty", true),
-        None => (operator, false),
-    };
+    let (positive, negated) = positive(operator);
     if field == "device_count" {
         let n = app["device_count"].as_f64().unwrap();
         let v: f64 = value

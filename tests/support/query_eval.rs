@@ -3,6 +3,37 @@
 
 use serde_json::Value;
 
+/// Every operator of the spec, and one the service must drop.
+pub const OPERATORS: [&str; 17] = [
+    "contains",
+    "not_contains",
+    "equals",
+    "not_equals",
+    "starts_with",
+    "not_starts_with",
+    "ends_with",
+    "not_ends_with",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "is_empty",
+    "is_not_empty",
+    "in",
+    "not_in",
+    "bogus",
+];
+
+/// An operator's positive form and whether it was negated (`not_x`, and
+/// `is_empty` as the negation of `is_not_empty`).
+pub fn positive(operator: &str) -> (&str, bool) {
+    match operator.strip_prefix("not_") {
+        Some(p) => (p, true),
+        None if operator == "is_empty" => ("is_not_empty", true),
+        None => (operator, false),
+    }
+}
+
 /// Whether `item` matches `group`; `None` when every rule in it is skipped
 /// (`rule` answers `None` for a rule the service skips), which the caller
 /// reads as "adds nothing".

@@ -16,14 +16,15 @@ impl Catalog for ApplicationFields {
     fn field(&self, name: &str) -> Option<Field> {
         use FieldType::*;
         let (column, ty) = match name {
-            "name" | "vendor" | "product" | "site" | "publisher" | "category"
-            | "install_status" => (Column::Document(document_key(name)?), Text),
             // Any version installed somewhere, not only the most common.
             "version" => (Column::DocumentList("version"), Text),
             "platform" => (Column::DocumentList("platform"), Text),
             "device_count" => (Column::Required("a.device_count"), Number),
             "size_bytes" => (Column::Plain("a.size_bytes"), Number),
-            _ => return None,
+            _ => {
+                let key = TEXT_FIELDS.iter().find(|k| **k == name)?;
+                (Column::Document(key), Text)
+            }
         };
         Some(Field { column, ty })
     }
@@ -40,20 +41,16 @@ impl Catalog for ApplicationFields {
     }
 }
 
-/// The static key of a scalar text field in the search document.
-fn document_key(name: &str) -> Option<&'static str> {
-    [
-        "name",
-        "vendor",
-        "product",
-        "site",
-        "publisher",
-        "category",
-        "install_status",
-    ]
-    .into_iter()
-    .find(|k| *k == name)
-}
+/// The scalar text fields, each under its own name in the search document.
+const TEXT_FIELDS: &[&str] = &[
+    "name",
+    "vendor",
+    "product",
+    "site",
+    "publisher",
+    "category",
+    "install_status",
+];
 
 /// What an application is searched by (see [`SearchDocument`]).
 pub fn search_document(app: &Application) -> String {
