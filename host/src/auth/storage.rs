@@ -112,6 +112,7 @@ pub async fn create_user_with_tenant(
     user: NewUser<'_>,
     tenant_name: &str,
 ) -> sqlx::Result<UserRow> {
+    let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     let tenant_id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
@@ -162,6 +163,7 @@ where
 
 /// Starts a browser session; returns the cookie value.
 pub async fn create_session(db: &Db, user: &UserRow, ttl_secs: i64) -> sqlx::Result<String> {
+    let _turn = db.write_turn().await;
     let token = secret_token::generate();
     let now = now_ms();
     sqlx::query(
@@ -178,6 +180,7 @@ pub async fn create_session(db: &Db, user: &UserRow, ttl_secs: i64) -> sqlx::Res
 }
 
 pub async fn revoke_session(db: &Db, session_id: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query("UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
         .bind(now_ms())
         .bind(session_id)
@@ -187,6 +190,7 @@ pub async fn revoke_session(db: &Db, session_id: &str) -> sqlx::Result<()> {
 }
 
 pub async fn create_refresh_token(db: &Db, user_id: &str, ttl_secs: i64) -> sqlx::Result<String> {
+    let _turn = db.write_turn().await;
     let token = secret_token::generate();
     let now = now_ms();
     sqlx::query(
@@ -205,6 +209,7 @@ pub async fn create_refresh_token(db: &Db, user_id: &str, ttl_secs: i64) -> sqlx
 /// Spends a refresh token: revokes it and returns its user, in one statement
 /// so that two concurrent uses cannot both succeed.
 pub async fn spend_refresh_token(db: &Db, token: &str) -> sqlx::Result<Option<String>> {
+    let _turn = db.write_turn().await;
     let now = now_ms();
     sqlx::query_scalar(
         "UPDATE refresh_tokens SET revoked_at = $1 \
@@ -217,6 +222,7 @@ pub async fn spend_refresh_token(db: &Db, token: &str) -> sqlx::Result<Option<St
 }
 
 pub async fn revoke_refresh_token(db: &Db, user_id: &str, token: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query("UPDATE refresh_tokens SET revoked_at = $1 WHERE token_hash = $2 AND user_id = $3 AND revoked_at IS NULL")
         .bind(now_ms())
         .bind(secret_token::hash(token))

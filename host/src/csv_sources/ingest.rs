@@ -120,6 +120,7 @@ impl CsvParseHandler {
         reason: &str,
     ) -> Result<(), JobFailure> {
         tracing::info!(upload_id = %upload.id, source = %upload.source_key, %reason, "upload failed");
+        let _turn = ctx.db().write_turn().await;
         storage::write_report(
             &ctx.db().pool,
             ctx.tenant_id(),
@@ -289,8 +290,11 @@ impl CsvParseHandler {
                 }
             }
             report.fill_rate = fill_rate(&columns, &filled, report.rows_read);
-            storage::write_report(&ctx.db().pool, ctx.tenant_id(), &upload.id, report, None)
-                .await?;
+            {
+                let _turn = ctx.db().write_turn().await;
+                storage::write_report(&ctx.db().pool, ctx.tenant_id(), &upload.id, report, None)
+                    .await?;
+            }
             ctx.progress(
                 "parsing",
                 report.rows_read as i64,

@@ -1,7 +1,6 @@
 //! Rows of a parse wait in a staging file (one JSON array per line) until
 //! the whole file has been read; only then do they replace the source's
-//! previous rows, in one transaction. A parse that fails leaves the old
-//! data as it was, and the database never holds half a file.
+//! previous rows. A parse that fails leaves the old data as it was.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -91,9 +90,17 @@ impl Staging {
         let _ = std::fs::remove_file(&self.path);
     }
 
-    /// In one transaction: deletes the source's rows for the tenant, inserts
-    /// the staged ones (a repeated key keeps its first row) and marks the
-    /// upload succeeded with `report`. Returns the rows inserted.
+    /// Swaps the staged rows in for the source's previous ones, in
+    /// transactions of [`INSERT_BATCH`] rows so the database's other writers
+    /// (a login, a config save, a sync page) get their turn between them:
+    /// upserts every staged row stamped with `upload_id` (a repeated key
+    /// keeps its first row), deletes the source's rows the upload did not
+    /// stamp, then marks the upload succeeded with `report`.
+    ///
+    /// Readers see the source's old and new rows side by side while the swap
+    /// runs, as during an integration sync. A swap cut off by a failure is
+    /// finished by the job's next attempt, which parses the kept upload again
+    /// and stamps the same `upload_id`. Returns the rows the source holds.
     pub async fn replace(
         mut self,
         db: &Db,
@@ -105,20 +112,8 @@ impl Staging {
         self.out.flush()?;
         let file = tokio::fs::File::open(&self.path).await?;
         let mut lines = tokio::io::BufReader::with_capacity(1024 * 1024, file).lines();
-        let (table, insert) = insert_statement(db.backend, self.destination);
+        let upsert = upsert_statement(db.backend, self.destination);
         let now = now_ms();
-        // SQLite has one writer; take the turn so this process's other
-        // writers queue in memory rather than in the busy handler.
-        let _turn = db.write_turn().await;
-        let mut tx = db.pool.begin().await?;
-        sqlx::query(&format!(
-            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
-        ))
-        .bind(tenant.as_str())
-        .bind(source)
-        .execute(&mut *tx)
-        .await?;
-        let mut inserted = 0;
         let mut batch = String::with_capacity(INSERT_BATCH * 200);
         let mut in_batch = 0;
         loop {
@@ -130,15 +125,15 @@ impl Staging {
             }
             if in_batch > 0 && (in_batch == INSERT_BATCH || line.is_none()) {
                 batch.push(']');
-                inserted += sqlx::query(&insert)
+                let _turn = db.write_turn().await;
+                sqlx::query(&upsert)
                     .bind(tenant.as_str())
                     .bind(source)
                     .bind(upload_id)
                     .bind(now)
                     .bind(&batch)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
+                    .execute(&db.pool)
+                    .await?;
                 batch.clear();
                 in_batch = 0;
             }
@@ -146,45 +141,62 @@ impl Staging {
                 break;
             }
         }
-        report.rows_imported = inserted;
-        report.duplicates = self.rows.saturating_sub(inserted);
-        storage::write_report(&mut *tx, tenant, upload_id, report, Some((SUCCEEDED, None))).await?;
-        tx.commit().await?;
         drop(lines);
+        crate::integrations::storage::prune_unseen(db, tenant, source, upload_id).await?;
+        let (items, records) = crate::integrations::storage::row_counts(db, tenant, source).await?;
+        let kept = (items + records) as u64;
+        report.rows_imported = kept;
+        report.duplicates = self.rows.saturating_sub(kept);
+        let _turn = db.write_turn().await;
+        storage::write_report(&db.pool, tenant, upload_id, report, Some((SUCCEEDED, None))).await?;
         let _ = tokio::fs::remove_file(&self.path).await;
-        Ok(inserted)
+        Ok(kept)
     }
 }
 
-/// The destination table and its INSERT from one bound JSON array of rows
-/// ($5); $1 tenant, $2 source, $3 upload id (the rows' `seen_run`), $4 now.
-fn insert_statement(backend: Backend, destination: Destination) -> (&'static str, String) {
-    let rows = match backend {
-        Backend::Sqlite => "json_each($5)",
-        Backend::Postgres => "jsonb_array_elements(CAST($5 AS jsonb)) AS staged(value)",
-    };
-    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
-    match destination {
+/// The destination's upsert from one bound JSON array of rows ($5); $1
+/// tenant, $2 source, $3 upload id (the rows' `seen_run`), $4 now. A row
+/// this upload already stamped is left alone, so a repeated key keeps its
+/// first row; PostgreSQL also drops the repeats within one array, since one
+/// statement may not update a row twice there.
+fn upsert_statement(backend: Backend, destination: Destination) -> String {
+    let (key, columns, values, conflict) = match destination {
         Destination::Items => (
-            "inventory_items",
-            format!(
-                "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, \
-                 os_platform, os_version, user_email, user_name, application_name, vendor, version, \
-                 publisher, group_ids, seen_run, updated_at) \
-                 SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-                 value->>6, value->>7, value->>8, value->>9, value->>10, '[]', $3, $4 \
-                 FROM {rows} WHERE true ON CONFLICT (tenant_id, source, item_key) DO NOTHING"
-            ),
+            "value->>0",
+            "inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
+             os_version, user_email, user_name, application_name, vendor, version, publisher, \
+             group_ids, seen_run, updated_at)",
+            "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+             value->>6, value->>7, value->>8, value->>9, value->>10, '[]', $3, $4",
+            "(tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
+             device_id = excluded.device_id, os_platform = excluded.os_platform, \
+             os_version = excluded.os_version, user_email = excluded.user_email, \
+             user_name = excluded.user_name, application_name = excluded.application_name, \
+             vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
+             client_id = NULL, group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
+             updated_at = excluded.updated_at WHERE inventory_items.seen_run <> excluded.seen_run",
         ),
         Destination::Records => (
-            "source_records",
-            format!(
-                "INSERT INTO source_records (tenant_id, source, kind, record_key, device_name, \
-                 client_id, group_ids, body, seen_run, updated_at) \
-                 SELECT $1, $2, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $4 \
-                 FROM {rows} WHERE true \
-                 ON CONFLICT (tenant_id, source, kind, record_key) DO NOTHING"
-            ),
+            "value->>0, value->>1",
+            "source_records (tenant_id, source, kind, record_key, device_name, client_id, \
+             group_ids, body, seen_run, updated_at)",
+            "$1, $2, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $4",
+            "(tenant_id, source, kind, record_key) DO UPDATE SET \
+             device_name = excluded.device_name, client_id = excluded.client_id, \
+             group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
+             updated_at = excluded.updated_at WHERE source_records.seen_run <> excluded.seen_run",
+        ),
+    };
+    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
+    match backend {
+        Backend::Sqlite => format!(
+            "INSERT INTO {columns} SELECT {values} FROM json_each($5) WHERE true \
+             ON CONFLICT {conflict}"
+        ),
+        Backend::Postgres => format!(
+            "INSERT INTO {columns} SELECT DISTINCT ON ({key}) {values} \
+             FROM jsonb_array_elements(CAST($5 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
+             ORDER BY {key}, n ON CONFLICT {conflict}"
         ),
     }
 }

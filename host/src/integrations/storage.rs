@@ -79,6 +79,7 @@ pub async fn save_config(
     settings: &Value,
     secrets: &Value,
 ) -> sqlx::Result<i64> {
+    let _turn = db.write_turn().await;
     let now = now_ms();
     sqlx::query(
         "INSERT INTO integration_configs (tenant_id, integration, settings, secrets, created_at, updated_at) \
@@ -99,6 +100,7 @@ pub async fn save_config(
 /// Removes the config and everything the integration synced, in one
 /// transaction. False when there was no config.
 pub async fn delete_config(db: &Db, tenant: &TenantId, integration: &str) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     let deleted =
         sqlx::query("DELETE FROM integration_configs WHERE tenant_id = $1 AND integration = $2")
@@ -280,29 +282,59 @@ pub async fn upsert_rows(
     Ok(())
 }
 
-/// After a complete run: deletes the source's rows that run did not report
-/// (devices gone upstream or out of scope). Returns (items, records) deleted.
+/// Rows per pruning transaction: small enough that the database's other
+/// writers wait milliseconds for their turn while a large source is pruned.
+const PRUNE_BATCH: i64 = 5000;
+
+/// After a complete run (or a CSV swap): deletes the source's rows that run
+/// did not stamp (devices gone upstream or out of scope), in transactions
+/// of [`PRUNE_BATCH`] rows. Returns (items, records) deleted.
 pub async fn prune_unseen(
     db: &Db,
     tenant: &TenantId,
     source: &str,
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
-    let mut tx = db.pool.begin().await?;
+    let statements = [
+        "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND item_key IN \
+         (SELECT item_key FROM inventory_items \
+          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+        "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+         AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
+          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+    ];
     let mut deleted = [0u64; 2];
-    for (i, table) in ["inventory_items", "source_records"].iter().enumerate() {
-        deleted[i] = sqlx::query(&format!(
-            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3"
-        ))
-        .bind(tenant.as_str())
-        .bind(source)
-        .bind(run)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    for (i, statement) in statements.iter().enumerate() {
+        loop {
+            let _turn = db.write_turn().await;
+            let batch = sqlx::query(statement)
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(run)
+                .bind(PRUNE_BATCH)
+                .execute(&db.pool)
+                .await?
+                .rows_affected();
+            deleted[i] += batch;
+            if batch < PRUNE_BATCH as u64 {
+                break;
+            }
+        }
     }
-    tx.commit().await?;
     Ok((deleted[0], deleted[1]))
+}
+
+/// How many (inventory items, source records) the source holds for the
+/// tenant.
+pub async fn row_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1 AND source = $2), \
+                (SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2)",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_one(&db.pool)
+    .await
 }
 
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]

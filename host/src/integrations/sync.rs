@@ -180,17 +180,22 @@ impl JobHandler for SyncHandler {
                     ..at.clone()
                 },
             };
-            let mut tx = db.pool.begin().await?;
-            if !storage::hold_config(&mut tx, tenant, &self.connector, stored.updated_at).await? {
-                return Err(JobFailure::Permanent(
-                    "the integration's config was removed or replaced during this sync; \
-                     nothing more was written"
-                        .into(),
-                ));
+            {
+                let _turn = db.write_turn().await;
+                let mut tx = db.pool.begin().await?;
+                if !storage::hold_config(&mut tx, tenant, &self.connector, stored.updated_at)
+                    .await?
+                {
+                    return Err(JobFailure::Permanent(
+                        "the integration's config was removed or replaced during this sync; \
+                         nothing more was written"
+                            .into(),
+                    ));
+                }
+                storage::upsert_rows(&mut tx, tenant, &self.connector, &at.run, &rows).await?;
+                ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
+                tx.commit().await?;
             }
-            storage::upsert_rows(&mut tx, tenant, &self.connector, &at.run, &rows).await?;
-            ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
-            tx.commit().await?;
             ctx.progress(
                 stream,
                 at.rows,

@@ -308,6 +308,7 @@ pub async fn join_with_invite(
             Plan::Create(password::hash_password(password).await?)
         }
     };
+    let _turn = state.db.write_turn().await;
     let mut tx = state.db.pool.begin().await?;
     let user = match plan {
         Plan::Move(user) => {

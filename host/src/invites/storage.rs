@@ -56,6 +56,7 @@ pub struct NewInvite<'a> {
 }
 
 pub async fn insert(db: &Db, invite: NewInvite<'_>) -> sqlx::Result<InviteRow> {
+    let _turn = db.write_turn().await;
     let id = uuid::Uuid::now_v7().to_string();
     let now = now_ms();
     sqlx::query(
@@ -155,6 +156,7 @@ pub async fn claim(
 
 /// Revokes a pending invite of the tenant. `None` if there is no such invite.
 pub async fn revoke(db: &Db, tenant: &TenantId, invite_id: &str) -> sqlx::Result<Option<bool>> {
+    let _turn = db.write_turn().await;
     let now = now_ms();
     let Some(invite): Option<InviteRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM invites WHERE tenant_id = $1 AND id = $2"

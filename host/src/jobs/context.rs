@@ -204,6 +204,7 @@ impl JobContext {
 
     /// Saves a checkpoint on its own.
     pub async fn save_checkpoint(&self, checkpoint: &Value) -> Result<(), super::JobFailure> {
+        let _turn = self.inner.db.write_turn().await;
         let mut tx = self.inner.db.pool.begin().await?;
         self.save_checkpoint_in(&mut tx, checkpoint).await?;
         tx.commit().await?;

@@ -395,6 +395,7 @@ pub async fn reap_expired(db: &Db) -> sqlx::Result<u64> {
 /// Deletes finished jobs older than `cutoff_ms`, except the newest `keep` of
 /// each (tenant, kind), which the sync-status history shows.
 pub async fn prune_finished(db: &Db, cutoff_ms: i64, keep: i64) -> sqlx::Result<u64> {
+    let _turn = db.write_turn().await;
     let result = sqlx::query(
         "DELETE FROM jobs WHERE status IN ('success', 'error', 'canceled') AND finished_at < $1 \
          AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
@@ -419,6 +420,7 @@ pub enum CancelOutcome {
 }
 
 pub async fn cancel(db: &Db, tenant: &TenantId, job_id: &str) -> sqlx::Result<CancelOutcome> {
+    let _turn = db.write_turn().await;
     let queued = sqlx::query(&sql(
         db,
         "UPDATE jobs SET status = 'canceled', finished_at = {now} WHERE id = $1 AND tenant_id = $2 AND status = 'queued'",
@@ -449,6 +451,7 @@ pub async fn cancel(db: &Db, tenant: &TenantId, job_id: &str) -> sqlx::Result<Ca
 /// Cancels every queued job of `kind` for the tenant and asks the running
 /// ones to stop; returns how many were touched.
 pub async fn cancel_kind(db: &Db, tenant: &TenantId, kind: &str) -> sqlx::Result<u64> {
+    let _turn = db.write_turn().await;
     let queued = sqlx::query(&sql(
         db,
         "UPDATE jobs SET status = 'canceled', finished_at = {now} \

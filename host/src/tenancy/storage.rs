@@ -38,6 +38,7 @@ pub async fn update_tenant(
     tenant: &TenantId,
     changes: TenantChanges<'_>,
 ) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     // COALESCE keeps the stored value for fields the caller did not send; the
     // notification email needs a flag because null is a value it can take.
     let (email_given, email) = match changes.notification_email {
@@ -90,6 +91,7 @@ pub async fn set_role(
     member_id: &str,
     role: Role,
 ) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
     let result = sqlx::query(
         "UPDATE users SET role = $1, updated_at = $2 WHERE tenant_id = $3 AND id = $4 \
          AND ($1 = 'owner' OR role <> 'owner' OR \
@@ -106,6 +108,7 @@ pub async fn set_role(
 
 /// Deletes a member's account (and with it its sessions and refresh tokens).
 pub async fn remove_member(db: &Db, tenant: &TenantId, member_id: &str) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
     let result = sqlx::query("DELETE FROM users WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_str())
         .bind(member_id)

@@ -22,6 +22,7 @@ pub const OPEN: &str = "open";
 
 /// Records a queued scan; the `vuln_scan` job picks it up.
 pub async fn create_scan(db: &Db, tenant: &TenantId, scope: &ScanScope) -> sqlx::Result<String> {
+    let _turn = db.write_turn().await;
     let id = uuid::Uuid::now_v7().to_string();
     sqlx::query(
         "INSERT INTO vuln_scans (id, tenant_id, scope, status, created_at, applications, devices, \
@@ -62,6 +63,7 @@ pub async fn mark_scan_running(
     scan_id: &str,
     job_id: &str,
 ) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "UPDATE vuln_scans SET status = 'running', job_id = $3 WHERE tenant_id = $1 AND id = $2",
     )
@@ -74,6 +76,7 @@ pub async fn mark_scan_running(
 }
 
 pub async fn fail_scan(db: &Db, tenant: &TenantId, scan_id: &str, error: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "UPDATE vuln_scans SET status = 'failed', error = $3, finished_at = $4 \
          WHERE tenant_id = $1 AND id = $2",
@@ -142,6 +145,7 @@ pub async fn set_mapping(
     app_key: &str,
     key: Option<&ProductKey>,
 ) -> sqlx::Result<i64> {
+    let _turn = db.write_turn().await;
     let now = now_ms();
     sqlx::query(
         "INSERT INTO vuln_app_mappings (tenant_id, app_key, vendor, product, created_at) \
@@ -160,6 +164,7 @@ pub async fn set_mapping(
 
 /// `true` when a mapping was removed.
 pub async fn delete_mapping(db: &Db, tenant: &TenantId, app_key: &str) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
     let done = sqlx::query("DELETE FROM vuln_app_mappings WHERE tenant_id = $1 AND app_key = $2")
         .bind(tenant.as_str())
         .bind(app_key)

@@ -547,6 +547,7 @@ pub async fn set_source_state(
     position: Option<&str>,
     detail: &Value,
 ) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO vuln_source_state (source, position, updated_at, detail) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (source) DO UPDATE SET position = excluded.position, \
