@@ -14,3 +14,4 @@ mod search;
 mod service;
 mod tenancy;
 mod vulnerabilities;
+mod write_turns;
