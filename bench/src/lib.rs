@@ -72,3 +72,13 @@ pub fn peak_rss_mib_of(pid: &str) -> f64 {
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
 }
+
+/// The `p` quantile (0 to 1) of `samples`, in milliseconds (nearest rank).
+pub fn percentile_ms(samples: &mut [std::time::Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    samples.sort();
+    let index = ((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1;
+    samples[index].as_secs_f64() * 1000.0
+}

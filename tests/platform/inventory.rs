@@ -2,6 +2,7 @@
 //! devices routes over HTTP, with inventory written through the host's own
 //! sync write path and rebuilt by the rollup job.
 
+use cairn::inventory::rollup;
 use cairn::plugins::{InventoryRow, MappedRow};
 use cairn_tests::inventory::{device_record, item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
@@ -12,6 +13,7 @@ backend_tests!(
     application_routes_filter_page_and_count,
     netbios_forms_merge_into_one_asset_with_source_detail,
     inventory_and_devices_are_scoped_by_tenant,
+    a_superseded_rebuild_stops_before_sweeping_newer_rows,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -609,5 +611,65 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
     app.get("/api/v1/inventory/applications", &cairn_tests::Auth::None)
         .await
         .assert_error(401);
+    app.finish().await;
+}
+
+/// A rebuild that derived from older data and writes after a later rebuild
+/// began (its job presumed dead and run again, say) must not sweep away
+/// the later rebuild's rows.
+async fn a_superseded_rebuild_stops_before_sweeping_newer_rows(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
+    let db = app.db();
+    app.seed(
+        &owner,
+        "rmm",
+        &[item("WS-01", "Alpha", "Acme", "1.0", "windows")],
+    )
+    .await;
+    let (_, early) = rollup::store::begin(db, &tenant).await.unwrap();
+    let (_, stale) = rollup::derive(db, &tenant).await.unwrap();
+
+    app.seed(
+        &owner,
+        "rmm",
+        &[item("WS-02", "Beta", "Acme", "2.0", "windows")],
+    )
+    .await;
+    rollup::rebuild_until_current(db, &tenant).await.unwrap();
+    let names = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&applications(&app, &owner, "").await),
+        ["Alpha", "Beta"]
+    );
+
+    let late = rollup::store::write(db, &tenant, early, &stale).await;
+    assert_eq!(
+        names(&applications(&app, &owner, "").await),
+        ["Alpha", "Beta"]
+    );
+    assert!(
+        matches!(late, Err(rollup::WriteError::Superseded)),
+        "{late:?}"
+    );
+    for device in ["WS-01", "WS-02"] {
+        let found = app
+            .get(
+                &format!("/api/v1/devices/by-name/{device}"),
+                &owner.bearer(),
+            )
+            .await;
+        assert_eq!(found.status, 200, "{device}: {}", found.text);
+    }
     app.finish().await;
 }

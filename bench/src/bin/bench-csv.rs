@@ -6,8 +6,10 @@
 //!
 //! Each is uploaded over HTTP and timed until its upload reads
 //! `succeeded` (upload, parse, mapping in the WASM provider, staging and
-//! the replacing transaction); prints seconds, rows/s and the service's
-//! peak memory, then how long the rollup it triggered took.
+//! the swap); prints seconds, rows/s and the service's
+//! peak memory, then how long the rollup it triggered took; and the p50/p99
+//! latency of logins with the service idle and while the rows are being
+//! swapped in.
 //!
 //! Usage (from the repository root, after `cargo xtask components` and a
 //! release build of `cairn`): bench-csv sqlite|postgres [csv-rows] [xlsx-rows]
@@ -15,6 +17,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -110,6 +114,9 @@ impl Service {
             .env("CAIRN_CONNECTORS_DIR", connectors)
             .env("CAIRN_CSV_MAX_UPLOAD_MB", "200")
             .env("CAIRN_RATE_LIMIT_PER_MINUTE", "0")
+            // Logins carry a forwarded address each, past the per-address
+            // login limit.
+            .env("CAIRN_TRUSTED_PROXIES", "127.0.0.1/32")
             .env("CAIRN_LOG", "warn")
             .stdout(Stdio::null())
             .spawn()?;
@@ -136,6 +143,49 @@ struct Figures {
     rows: u64,
     peak_mib: f64,
     rollup_seconds: f64,
+    /// Logins with the service idle, then while the upload's rows were
+    /// being swapped in.
+    logins_idle: Vec<Duration>,
+    logins_during_swap: Vec<Duration>,
+}
+
+const EMAIL: &str = "admin@bench.example";
+const PASSWORD: &str = "bench-password-1";
+
+/// One login from forwarded address number `n`; its latency.
+async fn login(http: &reqwest::Client, url: &str, n: u32) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    http.post(format!("{url}/api/v1/auth/login"))
+        .header(
+            "x-forwarded-for",
+            format!("10.{}.{}.{}", n >> 16 & 255, n >> 8 & 255, n & 255),
+        )
+        .json(&json!({"email": EMAIL, "password": PASSWORD}))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(started.elapsed())
+}
+
+/// Logs in over and over while `swapping` is set, until `done`; the
+/// latencies of the logins that started during the swap.
+async fn login_during_swap(
+    http: reqwest::Client,
+    url: String,
+    swapping: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = vec![];
+    let mut n = 1000;
+    while !done.load(Ordering::Relaxed) {
+        if !swapping.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        }
+        n += 1;
+        samples.push(login(&http, &url, n).await?);
+    }
+    Ok(samples)
 }
 
 async fn ingest(
@@ -162,7 +212,7 @@ async fn ingest(
     }
     let admin: Value = http
         .post(format!("{}/api/v1/auth/register", service.url))
-        .json(&json!({"email": "admin@bench.example", "password": "bench-password-1"}))
+        .json(&json!({"email": EMAIL, "password": PASSWORD}))
         .send()
         .await?
         .error_for_status()?
@@ -172,6 +222,19 @@ async fn ingest(
         .as_str()
         .unwrap_or_default()
         .to_string();
+
+    let mut logins_idle = vec![];
+    for n in 0..50 {
+        logins_idle.push(login(&http, &service.url, n).await?);
+    }
+    let swapping = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let logins = tokio::spawn(login_during_swap(
+        http.clone(),
+        service.url.clone(),
+        swapping.clone(),
+        done.clone(),
+    ));
 
     let started = Instant::now();
     let size = std::fs::metadata(file)?.len();
@@ -198,8 +261,20 @@ async fn ingest(
         if upload["status"] == "succeeded" || upload["status"] == "failed" {
             break upload;
         }
+        if let Some(job) = upload["job_id"].as_str() {
+            let job: Value = http
+                .get(format!("{}/api/v1/jobs/{job}", service.url))
+                .bearer_auth(&token)
+                .send()
+                .await?
+                .json()
+                .await?;
+            swapping.store(job["progress"]["phase"] == "replacing", Ordering::Relaxed);
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    done.store(true, Ordering::Relaxed);
+    let logins_during_swap = logins.await??;
     let seconds = started.elapsed().as_secs_f64();
     let peak_mib = service.peak_mib();
     anyhow::ensure!(upload["status"] == "succeeded", "upload failed: {upload}");
@@ -234,6 +309,8 @@ async fn ingest(
         rows,
         peak_mib,
         rollup_seconds,
+        logins_idle,
+        logins_during_swap,
     })
 }
 
@@ -250,7 +327,7 @@ fn connectors_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-fn report(label: &str, bytes: u64, figures: &Figures) {
+fn report(label: &str, bytes: u64, figures: &mut Figures) {
     println!(
         "  {label}: {:.0} MB, {} rows in {:.1} s = {:.0} rows/s, {:.1} MB/s; service peak memory {:.0} MiB; then the rollup of those rows took {:.1} s",
         bytes as f64 / 1e6,
@@ -260,6 +337,14 @@ fn report(label: &str, bytes: u64, figures: &Figures) {
         bytes as f64 / 1e6 / figures.seconds,
         figures.peak_mib,
         figures.rollup_seconds,
+    );
+    println!(
+        "        login p50/p99: {:.1}/{:.1} ms idle; {:.1}/{:.1} ms over {} logins while the rows were swapped in",
+        cairn_bench::percentile_ms(&mut figures.logins_idle, 0.50),
+        cairn_bench::percentile_ms(&mut figures.logins_idle, 0.99),
+        cairn_bench::percentile_ms(&mut figures.logins_during_swap, 0.50),
+        cairn_bench::percentile_ms(&mut figures.logins_during_swap, 0.99),
+        figures.logins_during_swap.len(),
     );
 }
 
@@ -283,10 +368,10 @@ async fn main() -> anyhow::Result<()> {
     let csv_bytes = write_csv(&csv, csv_rows)?;
     let xlsx_bytes = write_xlsx(&xlsx, xlsx_rows)?;
     println!("cairn CSV ingestion benchmark ({backend}): generic software provider, upload to `succeeded`");
-    let figures = ingest(backend, &connectors, &csv, "inventory.csv").await?;
-    report("CSV ", csv_bytes, &figures);
-    let figures = ingest(backend, &connectors, &xlsx, "inventory.xlsx").await?;
-    report("xlsx", xlsx_bytes, &figures);
+    let mut figures = ingest(backend, &connectors, &csv, "inventory.csv").await?;
+    report("CSV ", csv_bytes, &mut figures);
+    let mut figures = ingest(backend, &connectors, &xlsx, "inventory.xlsx").await?;
+    report("xlsx", xlsx_bytes, &mut figures);
     let _ = std::fs::remove_dir_all(work);
     let _ = std::fs::remove_dir_all(connectors);
     Ok(())

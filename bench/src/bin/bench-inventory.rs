@@ -85,12 +85,6 @@ async fn write_pages(
     Ok(written)
 }
 
-fn percentile(samples: &mut [Duration], p: f64) -> f64 {
-    samples.sort();
-    let index = ((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1;
-    samples[index].as_secs_f64() * 1000.0
-}
-
 struct Client {
     http: reqwest::Client,
     base: String,
@@ -309,8 +303,8 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
     println!(
         "  device search over {} assets (nested three rules, {total} matches, page of 50): p50 {:.1} ms, p99 {:.1} ms",
         built.assets,
-        percentile(&mut samples, 0.50),
-        percentile(&mut samples, 0.99)
+        cairn_bench::percentile_ms(&mut samples, 0.50),
+        cairn_bench::percentile_ms(&mut samples, 0.99)
     );
 
     Ok(())
@@ -353,8 +347,8 @@ async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
     println!(
         "  GET /inventory/applications over {} applications (page of 50, varying skip): p50 {:.1} ms, p99 {:.1} ms",
         built.applications,
-        percentile(&mut samples, 0.50),
-        percentile(&mut samples, 0.99)
+        cairn_bench::percentile_ms(&mut samples, 0.50),
+        cairn_bench::percentile_ms(&mut samples, 0.99)
     );
     Ok(())
 }

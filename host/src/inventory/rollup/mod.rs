@@ -22,6 +22,7 @@ use crate::auth::TenantId;
 use crate::db::Db;
 use crate::jobs::{JobContext, JobFailure, JobHandler, Registry};
 pub use build::VersionCount;
+pub use store::WriteError;
 
 /// The job kind of a rebuild.
 pub const ROLLUP_KIND: &str = "rollup";
@@ -49,8 +50,9 @@ pub struct RebuildStats {
     pub rollup_at: i64,
 }
 
-/// Rebuilds the tenant's applications and assets from its inventory now.
-pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result<RebuildStats> {
+/// Derives the tenant's applications, vendors and assets from its
+/// inventory as it is now; returns the items read and what they give.
+pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Derived)> {
     let mut rollup = build::Rollup::default();
     let items = store::read_items(db, tenant, &mut rollup).await?;
     let records = store::read_device_records(db, tenant).await?;
@@ -75,6 +77,17 @@ pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result
     .await
     // A panic in the build stays a panic, for the job worker to record.
     .unwrap_or_else(|failed| std::panic::resume_unwind(failed.into_panic()));
+    Ok((items, derived))
+}
+
+/// Rebuilds the tenant's applications and assets from its inventory now,
+/// stamping the rows `rollup_at` (from [`store::begin`]).
+pub async fn rebuild(
+    db: &Db,
+    tenant: &TenantId,
+    rollup_at: i64,
+) -> Result<RebuildStats, WriteError> {
+    let (items, derived) = derive(db, tenant).await?;
     store::write(db, tenant, rollup_at, &derived).await?;
     Ok(RebuildStats {
         items,
@@ -85,8 +98,9 @@ pub async fn rebuild(db: &Db, tenant: &TenantId, rollup_at: i64) -> sqlx::Result
 }
 
 /// Rebuilds until no request is left unanswered; returns the last run's
-/// figures.
-pub async fn rebuild_until_current(db: &Db, tenant: &TenantId) -> sqlx::Result<RebuildStats> {
+/// figures. [`WriteError::Superseded`] when a later rebuild took over, which
+/// then answers the requests.
+pub async fn rebuild_until_current(db: &Db, tenant: &TenantId) -> Result<RebuildStats, WriteError> {
     loop {
         let (requested, rollup_at) = store::begin(db, tenant).await?;
         let stats = rebuild(db, tenant, rollup_at).await?;
@@ -103,7 +117,15 @@ impl JobHandler for RollupHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         ctx.progress("rebuilding", 0, 1, "reading inventory")
             .await?;
-        let stats = rebuild_until_current(ctx.db(), ctx.tenant_id()).await?;
+        let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id()).await {
+            Ok(stats) => stats,
+            Err(WriteError::Superseded) => {
+                ctx.progress("done", 1, 1, "a later rebuild took over")
+                    .await?;
+                return Ok(());
+            }
+            Err(WriteError::Db(err)) => return Err(err.into()),
+        };
         // The inventory changed: its vulnerabilities may have too.
         crate::vulnerabilities::inventory_changed(ctx.db(), ctx.tenant_id()).await?;
         ctx.progress(

@@ -207,22 +207,38 @@ pub struct Derived {
     pub asset_documents: Vec<String>,
 }
 
+/// Why a rebuild's write stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// A later rebuild of the tenant began: its rows stand, and this one's
+    /// stale ones must not sweep them away.
+    #[error("a later rebuild of the tenant superseded this one")]
+    Superseded,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
 /// Writes the rebuild in transactions of [`BATCH`] rows, then deletes the
 /// tenant's rows another rebuild stamped: readers see every application
 /// throughout, old or new, never an empty list.
+///
+/// Every transaction first checks that `rollup_at` is still the tenant's
+/// latest rebuild (`begin` gives each a later one), so a rebuild that lost
+/// the race, such as one whose job was presumed dead and run again, stops
+/// at its next batch instead of deleting the newer rebuild's rows.
 pub async fn write(
     db: &Db,
     tenant: &TenantId,
     rollup_at: i64,
     derived: &Derived,
-) -> sqlx::Result<()> {
+) -> Result<(), WriteError> {
     let applications = derived
         .applications
         .chunks(BATCH)
         .zip(derived.application_documents.chunks(BATCH));
     for (batch, documents) in applications {
         let _turn = db.write_turn().await;
-        let mut tx = db.pool.begin().await?;
+        let mut tx = hold(db, tenant, rollup_at).await?;
         upsert_applications(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
@@ -232,18 +248,18 @@ pub async fn write(
         .zip(derived.asset_documents.chunks(BATCH));
     for (batch, documents) in assets {
         let _turn = db.write_turn().await;
-        let mut tx = db.pool.begin().await?;
+        let mut tx = hold(db, tenant, rollup_at).await?;
         upsert_assets(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
         tx.commit().await?;
     }
     for batch in derived.vendors.chunks(BATCH) {
         let _turn = db.write_turn().await;
-        let mut tx = db.pool.begin().await?;
+        let mut tx = hold(db, tenant, rollup_at).await?;
         upsert_vendors(&mut tx, tenant, rollup_at, batch).await?;
         tx.commit().await?;
     }
     let _turn = db.write_turn().await;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = hold(db, tenant, rollup_at).await?;
     for table in ["applications", "assets", "vendors"] {
         sqlx::query(&format!(
             "DELETE FROM {table} WHERE tenant_id = $1 AND rollup_at <> $2"
@@ -253,7 +269,32 @@ pub async fn write(
         .execute(&mut *tx)
         .await?;
     }
-    tx.commit().await
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Opens a transaction that holds the tenant's `rollup_state` row while
+/// `rollup_at` is its latest rebuild; on PostgreSQL the row lock also makes
+/// a concurrent `begin` wait for the commit.
+async fn hold<'a>(
+    db: &'a Db,
+    tenant: &TenantId,
+    rollup_at: i64,
+) -> Result<Transaction<'a, Any>, WriteError> {
+    let mut tx = db.pool.begin().await?;
+    let held = sqlx::query(
+        "UPDATE rollup_state SET rollup_at = rollup_at WHERE tenant_id = $1 AND rollup_at = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(rollup_at)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if held == 1 {
+        Ok(tx)
+    } else {
+        Err(WriteError::Superseded)
+    }
 }
 
 /// Asks for a rebuild: bumps the tenant's request counter. Returns it.
