@@ -438,7 +438,7 @@ async fn case_folding_is_unicode_on_both_engines(backend: Backend) {
         "rmm",
         &[
             item("ÉCOLE-01", "Müller Büro", "Vendor", "1", "windows"),
-            item("Straße-PC", "ΣΊΣΥΦΟΣ", "Vendor", "1", "windows"),
+            item("Straße-PC", "ΣΊΣΥΦΟΣ", "ÖLWERK", "1", "windows"),
             item("ascii-pc", "Plain", "Vendor", "1", "windows"),
         ],
     )
@@ -490,5 +490,24 @@ async fn case_folding_is_unicode_on_both_engines(backend: Backend) {
         .await;
     assert_eq!(resp.status, 200, "{}", resp.text);
     assert_eq!(names(&resp.body), vec!["ÉCOLE-01"]);
+    // So do the vendor list's search and the applications autocomplete.
+    let vendors = app
+        .get("/api/v1/inventory/vendors?search=%C3%B6lw", &owner.bearer())
+        .await;
+    assert_eq!(vendors.status, 200, "{}", vendors.text);
+    assert_eq!(vendors.body["total"], 1, "{}", vendors.text);
+    assert_eq!(vendors.body["items"][0]["name"], "ÖLWERK");
+    let suggested = app
+        .get(
+            "/api/v1/inventory/apps-list?search=b%C3%BCRO",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(suggested.status, 200, "{}", suggested.text);
+    assert_eq!(
+        suggested.body[0]["name"], "Müller Büro",
+        "{}",
+        suggested.text
+    );
     app.finish().await;
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::normalize;
-use super::search::escape_like;
+use super::search::{escape_like, fold};
 use crate::auth::TenantId;
 use crate::db::{to_rfc3339, Db};
 
@@ -213,9 +213,8 @@ pub async fn vendors(
     skip: i64,
     limit: i64,
 ) -> sqlx::Result<(Vec<VendorView>, i64)> {
-    let pattern = search.map(|s| format!("%{}%", escape_like(s)));
-    let filter =
-        "tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR LOWER(name) LIKE LOWER($2) ESCAPE '\\')";
+    let pattern = search.map(|s| format!("%{}%", escape_like(&fold(s))));
+    let filter = "tenant_id = $1 AND (CAST($2 AS TEXT) IS NULL OR sort_key LIKE $2 ESCAPE '\\')";
     let rows = sqlx::query_as(&format!(
         "SELECT name, application_count, device_count FROM vendors WHERE {filter} \
          ORDER BY device_count DESC, name LIMIT $3 OFFSET $4"
@@ -291,11 +290,11 @@ pub async fn app_names(
     skip: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<AppName>> {
-    let escaped = search.map(escape_like).unwrap_or_default();
+    let escaped = search.map(|s| escape_like(&fold(s))).unwrap_or_default();
     let names: Vec<AppName> = sqlx::query_as(
         "SELECT name, device_count FROM applications WHERE tenant_id = $1 \
-         AND LOWER(name) LIKE LOWER($2) ESCAPE '\\' \
-         ORDER BY CASE WHEN LOWER(name) LIKE LOWER($3) ESCAPE '\\' THEN 0 ELSE 1 END, \
+         AND sort_key LIKE $2 ESCAPE '\\' \
+         ORDER BY CASE WHEN sort_key LIKE $3 ESCAPE '\\' THEN 0 ELSE 1 END, \
          device_count DESC, name LIMIT $4 OFFSET $5",
     )
     .bind(tenant.as_str())

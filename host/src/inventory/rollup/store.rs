@@ -178,10 +178,12 @@ async fn upsert_vendors(
 ) -> sqlx::Result<()> {
     for chunk in vendors.chunks(STATEMENT_ROWS) {
         let statement = format!(
-            "INSERT INTO vendors (tenant_id, name, application_count, device_count, rollup_at) VALUES {} \
+            "INSERT INTO vendors (tenant_id, name, application_count, device_count, rollup_at, \
+             sort_key) VALUES {} \
              ON CONFLICT (tenant_id, name) DO UPDATE SET application_count = excluded.application_count, \
-             device_count = excluded.device_count, rollup_at = excluded.rollup_at",
-            values_placeholders(chunk.len(), 5)
+             device_count = excluded.device_count, rollup_at = excluded.rollup_at, \
+             sort_key = excluded.sort_key",
+            values_placeholders(chunk.len(), 6)
         );
         let mut query = sqlx::query(&statement);
         for vendor in chunk {
@@ -190,7 +192,8 @@ async fn upsert_vendors(
                 .bind(vendor.name.as_str())
                 .bind(vendor.application_count)
                 .bind(vendor.device_count)
-                .bind(rollup_at);
+                .bind(rollup_at)
+                .bind(fold(&vendor.name));
         }
         query.execute(&mut **tx).await?;
     }
