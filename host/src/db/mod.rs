@@ -5,6 +5,8 @@
 //! milliseconds, ids are TEXT, JSON is TEXT. Where the dialects really differ
 //! (job claiming, JSON operators) a caller matches on [`Backend`].
 
+mod sqlite_lower;
+
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -65,6 +67,7 @@ impl Db {
     /// on every connection.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Db, DbError> {
         sqlx::any::install_default_drivers();
+        sqlite_lower::install();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

@@ -133,16 +133,13 @@ pub async fn items_of_application(
     limit: i64,
 ) -> sqlx::Result<(Vec<ItemView>, i64)> {
     // Every raw spelling starts with the normalized name; the prefix
-    // narrows the distinct names read, normalizing decides. Only the
-    // ASCII head of the name narrows, because SQLite's LOWER and LIKE
-    // fold ASCII only and the two engines must agree.
-    let ascii_head: String = name.chars().take_while(char::is_ascii).collect();
+    // narrows the distinct names read, normalizing decides.
     let spellings: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT application_name FROM inventory_items WHERE tenant_id = $1 \
          AND application_name IS NOT NULL AND LOWER(application_name) LIKE LOWER($2) ESCAPE '\\'",
     )
     .bind(tenant.as_str())
-    .bind(format!("{}%", escape_like(&ascii_head)))
+    .bind(format!("{}%", escape_like(name)))
     .fetch_all(&db.pool)
     .await?;
     let matching: Vec<String> = spellings

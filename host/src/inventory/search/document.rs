@@ -2,10 +2,11 @@
 //! Rust, its numbers and booleans as they are, in one small JSON object the
 //! rollup writes beside the row.
 //!
-//! SQLite's `LOWER` and `LIKE` fold ASCII only while PostgreSQL's follow
-//! the database's locale, so folding in SQL would make `école` and `MÜLLER`
-//! match on one engine and not the other. Folding once here, on the stored
-//! values and on the query alike, gives one answer on both.
+//! SQL's `LOWER` only lower-cases, one character at a time (on SQLite too,
+//! through `db::sqlite_lower`), so `STRASSE` would not find `Straße` nor a
+//! final `ς` a `Σ`. Folding once here, on the stored values and on the
+//! query alike, gives the full rule and one answer on both engines, over
+//! keys that can be indexed.
 
 use serde_json::{Map, Value};
 
