@@ -14,6 +14,7 @@ backend_tests!(
     netbios_forms_merge_into_one_asset_with_source_detail,
     inventory_and_devices_are_scoped_by_tenant,
     a_superseded_rebuild_stops_before_sweeping_newer_rows,
+    a_rebuild_reads_every_row_of_a_large_inventory,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -670,6 +671,42 @@ async fn a_superseded_rebuild_stops_before_sweeping_newer_rows(backend: Backend)
             )
             .await;
         assert_eq!(found.status, 200, "{device}: {}", found.text);
+    }
+    app.finish().await;
+}
+
+/// More rows than one page of the rebuild's read, from two sources: every
+/// row is counted once.
+async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    for (source, devices) in [("rmm", 0..6_000), ("csv-export", 4_000..9_000)] {
+        let rows: Vec<MappedRow> = devices
+            .flat_map(|d| {
+                (0..5).map(move |a| {
+                    item(
+                        &format!("PC-{d:05}"),
+                        &format!("App {a}"),
+                        "Acme",
+                        "1.0",
+                        "windows",
+                    )
+                })
+            })
+            .collect();
+        app.seed(&owner, source, &rows).await;
+    }
+    let job = app.rebuild(&owner).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(
+        job["progress"]["detail"],
+        "55000 inventory items rolled up into 5 applications and 9000 assets"
+    );
+    let page = applications(&app, &owner, "").await;
+    for a in 0..5 {
+        assert_eq!(by_name(&page, &format!("App {a}"))["device_count"], 9000);
     }
     app.finish().await;
 }

@@ -17,21 +17,101 @@ pub const BATCH: usize = 1000;
 /// overhead vanishes, small enough that binding stays cheap.
 const STATEMENT_ROWS: usize = 50;
 
+/// Item rows per page of the SQLite read.
+const READ_PAGE: i64 = 20_000;
+
 /// Streams the tenant's inventory into `rollup` without holding every row.
 pub async fn read_items(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
-    let mut rows = sqlx::query_as::<_, ItemRow>(
-        "SELECT source, device_name, device_id, os_platform, os_version, user_email, user_name, \
-         application_name, vendor, version, publisher, updated_at \
-         FROM inventory_items WHERE tenant_id = $1",
-    )
-    .bind(tenant.as_str())
-    .fetch(&db.pool);
-    let mut count = 0;
-    while let Some(row) = rows.try_next().await? {
-        rollup.add(row);
-        count += 1;
+    match db.backend {
+        Backend::Sqlite => read_items_in_pages(db, tenant, rollup).await,
+        Backend::Postgres => {
+            let mut rows = sqlx::query_as::<_, ItemRow>(
+                "SELECT source, device_name, device_id, os_platform, os_version, user_email, \
+                 user_name, application_name, vendor, version, publisher, updated_at \
+                 FROM inventory_items WHERE tenant_id = $1",
+            )
+            .bind(tenant.as_str())
+            .fetch(&db.pool);
+            let mut count = 0;
+            while let Some(row) = rows.try_next().await? {
+                rollup.add(row);
+                count += 1;
+            }
+            Ok(count)
+        }
     }
-    Ok(count)
+}
+
+/// One item as a page of the SQLite read carries it: its primary key, then
+/// the [`ItemRow`] fields.
+type PagedItem = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+/// SQLite hands a streamed query's rows over one by one from its worker
+/// thread, a context switch each; a million of them cost seconds. Pages of
+/// rows aggregated into one JSON value each cross over a few dozen times.
+async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
+    let mut after: Option<(String, String)> = None;
+    let mut count = 0;
+    loop {
+        let past = match after {
+            Some(_) => "AND (source, item_key) > ($3, $4)",
+            None => "",
+        };
+        let statement = format!(
+            "SELECT json_group_array(json_array(source, item_key, device_name, device_id, \
+             os_platform, os_version, user_email, user_name, application_name, vendor, version, \
+             publisher, updated_at)) FROM (SELECT * FROM inventory_items WHERE tenant_id = $1 \
+             {past} ORDER BY source, item_key LIMIT $2)"
+        );
+        let mut query = sqlx::query_scalar(&statement)
+            .bind(tenant.as_str())
+            .bind(READ_PAGE);
+        if let Some((source, key)) = &after {
+            query = query.bind(source).bind(key);
+        }
+        let page: Option<String> = query.fetch_one(&db.pool).await?;
+        let rows: Vec<PagedItem> = serde_json::from_str(page.as_deref().unwrap_or("[]"))
+            .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        let full = rows.len() as i64 == READ_PAGE;
+        for row in rows {
+            let position = (row.0.clone(), row.1);
+            if after.as_ref().is_none_or(|last| position > *last) {
+                after = Some(position);
+            }
+            rollup.add(ItemRow {
+                source: row.0,
+                device_name: row.2,
+                device_id: row.3,
+                os_platform: row.4,
+                os_version: row.5,
+                user_email: row.6,
+                user_name: row.7,
+                application_name: row.8,
+                vendor: row.9,
+                version: row.10,
+                publisher: row.11,
+                updated_at: row.12,
+            });
+            count += 1;
+        }
+        if !full {
+            return Ok(count);
+        }
+    }
 }
 
 pub async fn read_device_records(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceRecord>> {
