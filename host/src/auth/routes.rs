@@ -138,9 +138,13 @@ pub async fn sign_in(
         TokenUse::Access,
         settings.access_token_ttl_secs,
     )?;
-    let refresh_token =
-        storage::create_refresh_token(&state.db, &user.id, settings.refresh_token_ttl_secs).await?;
-    let session = storage::create_session(&state.db, user, settings.session_ttl_secs).await?;
+    let (session, refresh_token) = storage::create_sign_in(
+        &state.db,
+        user,
+        settings.session_ttl_secs,
+        settings.refresh_token_ttl_secs,
+    )
+    .await?;
     let cookie = Cookie::build((SESSION_COOKIE, session))
         .http_only(true)
         .same_site(SameSite::Lax)

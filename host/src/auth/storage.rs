@@ -161,22 +161,32 @@ where
     })
 }
 
-/// Starts a browser session; returns the cookie value.
-pub async fn create_session(db: &Db, user: &UserRow, ttl_secs: i64) -> sqlx::Result<String> {
+/// Signs a user in: a browser session and a refresh token, written in one
+/// transaction (one write turn on SQLite). Returns (session cookie value,
+/// refresh token).
+pub async fn create_sign_in(
+    db: &Db,
+    user: &UserRow,
+    session_ttl_secs: i64,
+    refresh_ttl_secs: i64,
+) -> sqlx::Result<(String, String)> {
     let _turn = db.write_turn().await;
-    let token = secret_token::generate();
+    let mut tx = db.pool.begin().await?;
+    let session = secret_token::generate();
     let now = now_ms();
     sqlx::query(
         "INSERT INTO sessions (id, token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(uuid::Uuid::now_v7().to_string())
-    .bind(secret_token::hash(&token))
+    .bind(secret_token::hash(&session))
     .bind(&user.id)
     .bind(now)
-    .bind(now + ttl_secs * 1000)
-    .execute(&db.pool)
+    .bind(now + session_ttl_secs * 1000)
+    .execute(&mut *tx)
     .await?;
-    Ok(token)
+    let refresh = insert_refresh_token(&mut *tx, &user.id, refresh_ttl_secs).await?;
+    tx.commit().await?;
+    Ok((session, refresh))
 }
 
 pub async fn revoke_session(db: &Db, session_id: &str) -> sqlx::Result<()> {
@@ -191,6 +201,13 @@ pub async fn revoke_session(db: &Db, session_id: &str) -> sqlx::Result<()> {
 
 pub async fn create_refresh_token(db: &Db, user_id: &str, ttl_secs: i64) -> sqlx::Result<String> {
     let _turn = db.write_turn().await;
+    insert_refresh_token(&db.pool, user_id, ttl_secs).await
+}
+
+async fn insert_refresh_token<'c, E>(executor: E, user_id: &str, ttl_secs: i64) -> sqlx::Result<String>
+where
+    E: Executor<'c, Database = Any>,
+{
     let token = secret_token::generate();
     let now = now_ms();
     sqlx::query(
@@ -201,7 +218,7 @@ pub async fn create_refresh_token(db: &Db, user_id: &str, ttl_secs: i64) -> sqlx
     .bind(user_id)
     .bind(now)
     .bind(now + ttl_secs * 1000)
-    .execute(&db.pool)
+    .execute(executor)
     .await?;
     Ok(token)
 }

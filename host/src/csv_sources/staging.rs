@@ -5,17 +5,19 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 use super::storage::{self, ParseReport, SUCCEEDED};
 use crate::auth::TenantId;
-use crate::db::{now_ms, Backend, Db};
+use crate::db::{now_ms, Backend, Db, WriteBatches};
 use crate::plugins::rows::{InventoryRow, RecordRow};
 
-/// Rows per INSERT: each statement binds one JSON array, so the count is
-/// not limited by bound parameters.
+/// Rows per upsert at most (fewer on SQLite, see [`WriteBatches`]): each
+/// statement binds one JSON array, so the count is not limited by bound
+/// parameters.
 const INSERT_BATCH: usize = 5000;
 
 /// Which table a staging file fills.
@@ -91,7 +93,7 @@ impl Staging {
     }
 
     /// Swaps the staged rows in for the source's previous ones, in
-    /// transactions of [`INSERT_BATCH`] rows so the database's other writers
+    /// transactions of at most [`INSERT_BATCH`] rows so the database's other writers
     /// (a login, a config save, a sync page) get their turn between them:
     /// upserts every staged row stamped with `upload_id` (a repeated key
     /// keeps its first row), deletes the source's rows the upload did not
@@ -114,6 +116,7 @@ impl Staging {
         let mut lines = tokio::io::BufReader::with_capacity(1024 * 1024, file).lines();
         let upsert = upsert_statement(db.backend, self.destination);
         let now = now_ms();
+        let mut sizes = WriteBatches::new(db.backend, 200, INSERT_BATCH);
         let mut batch = String::with_capacity(INSERT_BATCH * 200);
         let mut in_batch = 0;
         loop {
@@ -123,9 +126,10 @@ impl Staging {
                 batch.push_str(line);
                 in_batch += 1;
             }
-            if in_batch > 0 && (in_batch == INSERT_BATCH || line.is_none()) {
+            if in_batch > 0 && (in_batch >= sizes.rows() || line.is_none()) {
                 batch.push(']');
                 let _turn = db.write_turn().await;
+                let started = Instant::now();
                 sqlx::query(&upsert)
                     .bind(tenant.as_str())
                     .bind(source)
@@ -134,6 +138,7 @@ impl Staging {
                     .bind(&batch)
                     .execute(&db.pool)
                     .await?;
+                sizes.record(in_batch, started.elapsed());
                 batch.clear();
                 in_batch = 0;
             }

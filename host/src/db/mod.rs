@@ -5,7 +5,10 @@
 //! milliseconds, ids are TEXT, JSON is TEXT. Where the dialects really differ
 //! (job claiming, JSON operators) a caller matches on [`Backend`].
 
+mod batches;
 mod sqlite_lower;
+
+pub use batches::WriteBatches;
 
 use std::str::FromStr;
 use std::time::Duration;

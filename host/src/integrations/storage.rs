@@ -1,11 +1,13 @@
 //! Integration configs and the rows syncs write, scoped by tenant.
 
+use std::time::Instant;
+
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
 use super::SecretBox;
 use crate::auth::TenantId;
-use crate::db::{now_ms, Db};
+use crate::db::{now_ms, Db, WriteBatches};
 use crate::inventory::normalize::platform_label;
 use crate::plugins::{InventoryRow, MappedRow};
 
@@ -282,13 +284,13 @@ pub async fn upsert_rows(
     Ok(())
 }
 
-/// Rows per pruning transaction: small enough that the database's other
-/// writers wait milliseconds for their turn while a large source is pruned.
-const PRUNE_BATCH: i64 = 5000;
+/// Rows per pruning transaction at most (fewer on SQLite, see
+/// [`WriteBatches`]).
+const PRUNE_BATCH: usize = 5000;
 
 /// After a complete run (or a CSV swap): deletes the source's rows that run
 /// did not stamp (devices gone upstream or out of scope), in transactions
-/// of [`PRUNE_BATCH`] rows. Returns (items, records) deleted.
+/// of at most [`PRUNE_BATCH`] rows. Returns (items, records) deleted.
 pub async fn prune_unseen(
     db: &Db,
     tenant: &TenantId,
@@ -304,19 +306,23 @@ pub async fn prune_unseen(
           WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
     ];
     let mut deleted = [0u64; 2];
+    let mut sizes = WriteBatches::new(db.backend, 200, PRUNE_BATCH);
     for (i, statement) in statements.iter().enumerate() {
         loop {
             let _turn = db.write_turn().await;
+            let started = Instant::now();
+            let rows = sizes.rows();
             let batch = sqlx::query(statement)
                 .bind(tenant.as_str())
                 .bind(source)
                 .bind(run)
-                .bind(PRUNE_BATCH)
+                .bind(rows as i64)
                 .execute(&db.pool)
                 .await?
                 .rows_affected();
+            sizes.record(batch as usize, started.elapsed());
             deleted[i] += batch;
-            if batch < PRUNE_BATCH as u64 {
+            if batch < rows as u64 {
                 break;
             }
         }
