@@ -18,7 +18,7 @@ pub const BATCH: usize = 1000;
 const STATEMENT_ROWS: usize = 50;
 
 /// Item rows per page of the SQLite read.
-const READ_PAGE: i64 = 20_000;
+const READ_PAGE: i64 = 5_000;
 
 /// Streams the tenant's inventory into `rollup` without holding every row.
 pub async fn read_items(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
