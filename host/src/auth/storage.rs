@@ -204,7 +204,11 @@ pub async fn create_refresh_token(db: &Db, user_id: &str, ttl_secs: i64) -> sqlx
     insert_refresh_token(&db.pool, user_id, ttl_secs).await
 }
 
-async fn insert_refresh_token<'c, E>(executor: E, user_id: &str, ttl_secs: i64) -> sqlx::Result<String>
+async fn insert_refresh_token<'c, E>(
+    executor: E,
+    user_id: &str,
+    ttl_secs: i64,
+) -> sqlx::Result<String>
 where
     E: Executor<'c, Database = Any>,
 {
