@@ -7,7 +7,7 @@ use sqlx::{Any, Transaction};
 
 use super::SecretBox;
 use crate::auth::TenantId;
-use crate::db::{now_ms, Db, WriteBatches};
+use crate::db::{now_ms, Backend, Db, WriteBatches};
 use crate::inventory::normalize::platform_label;
 use crate::plugins::{InventoryRow, MappedRow};
 
@@ -297,14 +297,27 @@ pub async fn prune_unseen(
     source: &str,
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
-    let statements = [
-        "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND item_key IN \
-         (SELECT item_key FROM inventory_items \
-          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
-        "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
-         AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
-          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
-    ];
+    // SQLite runs the `IN` subquery once. PostgreSQL, its statistics stale
+    // right after a large write, may rescan a LIMITed subquery for every
+    // row; an `ARRAY(...)` of row ids is computed once, then fetched by id.
+    let statements = match db.backend {
+        Backend::Sqlite => [
+            "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND item_key IN \
+             (SELECT item_key FROM inventory_items \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+             AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+        ],
+        Backend::Postgres => [
+            "DELETE FROM inventory_items WHERE ctid = ANY(ARRAY(SELECT ctid FROM inventory_items \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+             AND seen_run <> $3",
+            "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+             AND seen_run <> $3",
+        ],
+    };
     let mut deleted = [0u64; 2];
     let mut sizes = WriteBatches::new(db.backend, 200, PRUNE_BATCH);
     for (i, statement) in statements.iter().enumerate() {
