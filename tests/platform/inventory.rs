@@ -641,22 +641,14 @@ async fn a_superseded_rebuild_stops_before_sweeping_newer_rows(backend: Backend)
     )
     .await;
     rollup::rebuild_until_current(db, &tenant).await.unwrap();
-    let names = |page: &Value| -> Vec<String> {
-        page["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     assert_eq!(
-        names(&applications(&app, &owner, "").await),
+        sorted_names(&applications(&app, &owner, "").await),
         ["Alpha", "Beta"]
     );
 
     let late = rollup::store::write(db, &tenant, early, &stale).await;
     assert_eq!(
-        names(&applications(&app, &owner, "").await),
+        sorted_names(&applications(&app, &owner, "").await),
         ["Alpha", "Beta"]
     );
     assert!(
