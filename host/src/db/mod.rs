@@ -193,19 +193,20 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
 
 /// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders.
 pub fn values_placeholders(rows: usize, columns: usize) -> String {
-    values_placeholders_cast(rows, columns, &[])
+    values_placeholders_wrapped(rows, columns, &[])
 }
 
-/// [`values_placeholders`] with the columns listed (1-based) cast to a
-/// type on the way in: text bound for a PostgreSQL `jsonb` column.
-pub fn values_placeholders_cast(rows: usize, columns: usize, casts: &[(usize, &str)]) -> String {
+/// [`values_placeholders`] with the columns listed (1-based) converted on
+/// the way in by a SQL template whose `{}` is the placeholder, such as
+/// `CAST({} AS jsonb)` for text bound to a PostgreSQL `jsonb` column.
+pub fn values_placeholders_wrapped(rows: usize, columns: usize, wraps: &[(usize, &str)]) -> String {
     (0..rows)
         .map(|r| {
             let cells: Vec<String> = (1..=columns)
                 .map(|c| {
                     let placeholder = format!("${}", r * columns + c);
-                    match casts.iter().find(|(column, _)| *column == c) {
-                        Some((_, ty)) => format!("CAST({placeholder} AS {ty})"),
+                    match wraps.iter().find(|(column, _)| *column == c) {
+                        Some((_, template)) => template.replace("{}", &placeholder),
                         None => placeholder,
                     }
                 })

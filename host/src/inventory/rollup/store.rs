@@ -8,7 +8,7 @@ use super::build::{
     SCANNER_SOURCE,
 };
 use crate::auth::TenantId;
-use crate::db::{now_ms, values_placeholders, values_placeholders_cast, Backend, Db};
+use crate::db::{now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db};
 use crate::inventory::search::fold;
 
 /// Rows per transaction, as the spec fixes it.
@@ -131,12 +131,13 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
-/// The search document's column as a placeholder list wants it: `jsonb` on
-/// PostgreSQL, so a search reads it without parsing text per row.
+/// The search document's column as a placeholder list wants it: binary
+/// JSON on both engines (`jsonb`; SQLite's JSONB blob), so a search reads
+/// it without parsing text per row.
 fn document_cast(backend: Backend, column: usize) -> Vec<(usize, &'static str)> {
     match backend {
-        Backend::Sqlite => vec![],
-        Backend::Postgres => vec![(column, "jsonb")],
+        Backend::Sqlite => vec![(column, "jsonb({})")],
+        Backend::Postgres => vec![(column, "CAST({} AS jsonb)")],
     }
 }
 
@@ -163,7 +164,7 @@ async fn upsert_applications(
              platforms = excluded.platforms, sources = excluded.sources, \
              publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
              search_doc = excluded.search_doc, sort_key = excluded.sort_key",
-            values_placeholders_cast(chunk.len(), 16, &document_cast(backend, 15))
+            values_placeholders_wrapped(chunk.len(), 16, &document_cast(backend, 15))
         );
         let mut query = sqlx::query(&statement);
         for (app, document) in chunk.iter().zip(documents) {
@@ -220,7 +221,7 @@ async fn upsert_assets(
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
              sort_key = excluded.sort_key",
-            values_placeholders_cast(chunk.len(), 19, &document_cast(backend, 18))
+            values_placeholders_wrapped(chunk.len(), 19, &document_cast(backend, 18))
         );
         let mut query = sqlx::query(&statement);
         for (asset, document) in chunk.iter().zip(documents) {
