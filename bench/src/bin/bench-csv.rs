@@ -250,25 +250,22 @@ async fn ingest(
         .json()
         .await?;
     let id = accepted["id"].as_str().unwrap_or_default().to_string();
-    let upload = loop {
-        let upload: Value = http
-            .get(format!("{}/api/v1/inventory/uploads/{id}", service.url))
+    let get = async |path: String| -> anyhow::Result<Value> {
+        Ok(http
+            .get(format!("{}{path}", service.url))
             .bearer_auth(&token)
             .send()
             .await?
             .json()
-            .await?;
+            .await?)
+    };
+    let upload = loop {
+        let upload = get(format!("/api/v1/inventory/uploads/{id}")).await?;
         if upload["status"] == "succeeded" || upload["status"] == "failed" {
             break upload;
         }
         if let Some(job) = upload["job_id"].as_str() {
-            let job: Value = http
-                .get(format!("{}/api/v1/jobs/{job}", service.url))
-                .bearer_auth(&token)
-                .send()
-                .await?
-                .json()
-                .await?;
+            let job = get(format!("/api/v1/jobs/{job}")).await?;
             swapping.store(job["progress"]["phase"] == "replacing", Ordering::Relaxed);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -282,13 +279,7 @@ async fn ingest(
 
     let rollup_started = Instant::now();
     loop {
-        let jobs: Value = http
-            .get(format!("{}/api/v1/jobs?kind=rollup", service.url))
-            .bearer_auth(&token)
-            .send()
-            .await?
-            .json()
-            .await?;
+        let jobs = get("/api/v1/jobs?kind=rollup".into()).await?;
         let items = jobs["items"].as_array().cloned().unwrap_or_default();
         if !items.is_empty()
             && items

@@ -120,9 +120,8 @@ impl CsvParseHandler {
         reason: &str,
     ) -> Result<(), JobFailure> {
         tracing::info!(upload_id = %upload.id, source = %upload.source_key, %reason, "upload failed");
-        let _turn = ctx.db().write_turn().await;
         storage::write_report(
-            &ctx.db().pool,
+            ctx.db(),
             ctx.tenant_id(),
             &upload.id,
             report,
@@ -290,11 +289,7 @@ impl CsvParseHandler {
                 }
             }
             report.fill_rate = fill_rate(&columns, &filled, report.rows_read);
-            {
-                let _turn = ctx.db().write_turn().await;
-                storage::write_report(&ctx.db().pool, ctx.tenant_id(), &upload.id, report, None)
-                    .await?;
-            }
+            storage::write_report(ctx.db(), ctx.tenant_id(), &upload.id, report, None).await?;
             ctx.progress(
                 "parsing",
                 report.rows_read as i64,

@@ -237,16 +237,14 @@ pub struct ParseReport {
 }
 
 /// Writes the report; `status` and `error` when the upload ends.
-pub async fn write_report<'e, E>(
-    executor: E,
+pub async fn write_report(
+    db: &Db,
     tenant: &TenantId,
     id: &str,
     report: &ParseReport,
     end: Option<(&str, Option<&str>)>,
-) -> sqlx::Result<()>
-where
-    E: sqlx::Executor<'e, Database = sqlx::Any>,
-{
+) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     let (status, error, finished_at) = match end {
         Some((status, error)) => (status, error, Some(now_ms())),
         None => (PARSING, None, None),
@@ -270,7 +268,7 @@ where
     .bind(serde_json::to_string(&report.rejections).unwrap_or_else(|_| "[]".into()))
     .bind(serde_json::to_string(&report.sample_rows).unwrap_or_else(|_| "[]".into()))
     .bind(Value::Object(report.fill_rate.clone()).to_string())
-    .execute(executor)
+    .execute(&db.pool)
     .await?;
     Ok(())
 }

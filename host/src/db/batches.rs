@@ -11,7 +11,6 @@ pub struct WriteBatches {
     rows: usize,
     min: usize,
     max: usize,
-    sized: bool,
 }
 
 impl WriteBatches {
@@ -21,14 +20,14 @@ impl WriteBatches {
     /// Batches of `min` to `max` rows; PostgreSQL, which has no single
     /// writer, always takes `max`.
     pub fn new(backend: Backend, min: usize, max: usize) -> WriteBatches {
+        let min = match backend {
+            Backend::Sqlite => min,
+            Backend::Postgres => max,
+        };
         WriteBatches {
-            rows: match backend {
-                Backend::Sqlite => min,
-                Backend::Postgres => max,
-            },
+            rows: min,
             min,
             max,
-            sized: backend == Backend::Sqlite,
         }
     }
 
@@ -40,7 +39,7 @@ impl WriteBatches {
     /// Records that a transaction of `rows` rows took `took`, and sizes the
     /// next one to take about [`Self::TARGET`].
     pub fn record(&mut self, rows: usize, took: Duration) {
-        if !self.sized || rows == 0 {
+        if rows == 0 {
             return;
         }
         let per_row = took.as_secs_f64() / rows as f64;

@@ -2,8 +2,9 @@
 //!
 //! One body of SQL serves both engines through sqlx's `Any` driver: queries use
 //! `$1` placeholders (SQLite accepts them too), timestamps are BIGINT Unix
-//! milliseconds, ids are TEXT, JSON is TEXT. Where the dialects really differ
-//! (job claiming, JSON operators) a caller matches on [`Backend`].
+//! milliseconds, ids are TEXT, JSON is TEXT (the search documents are binary
+//! JSON). Where the dialects really differ (job claiming, JSON operators) a
+//! caller matches on [`Backend`].
 
 mod batches;
 mod sqlite_lower;

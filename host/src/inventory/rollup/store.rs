@@ -87,11 +87,12 @@ async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) ->
         let rows: Vec<PagedItem> = serde_json::from_str(page.as_deref().unwrap_or("[]"))
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let full = rows.len() as i64 == READ_PAGE;
+        // The aggregate's order is not promised: the next page starts after
+        // the page's greatest key.
+        if let Some((source, key)) = rows.iter().map(|r| (&r.0, &r.1)).max() {
+            after = Some((source.clone(), key.clone()));
+        }
         for row in rows {
-            let position = (row.0.clone(), row.1);
-            if after.as_ref().is_none_or(|last| position > *last) {
-                after = Some(position);
-            }
             rollup.add(ItemRow {
                 source: row.0,
                 device_name: row.2,
@@ -134,7 +135,7 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 /// The search document's column as a placeholder list wants it: binary
 /// JSON on both engines (`jsonb`; SQLite's JSONB blob), so a search reads
 /// it without parsing text per row.
-fn document_cast(backend: Backend, column: usize) -> Vec<(usize, &'static str)> {
+fn document_wraps(backend: Backend, column: usize) -> Vec<(usize, &'static str)> {
     match backend {
         Backend::Sqlite => vec![(column, "jsonb({})")],
         Backend::Postgres => vec![(column, "CAST({} AS jsonb)")],
@@ -164,7 +165,7 @@ async fn upsert_applications(
              platforms = excluded.platforms, sources = excluded.sources, \
              publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
              search_doc = excluded.search_doc, sort_key = excluded.sort_key",
-            values_placeholders_wrapped(chunk.len(), 16, &document_cast(backend, 15))
+            values_placeholders_wrapped(chunk.len(), 16, &document_wraps(backend, 15))
         );
         let mut query = sqlx::query(&statement);
         for (app, document) in chunk.iter().zip(documents) {
@@ -221,7 +222,7 @@ async fn upsert_assets(
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
              sort_key = excluded.sort_key",
-            values_placeholders_wrapped(chunk.len(), 19, &document_cast(backend, 18))
+            values_placeholders_wrapped(chunk.len(), 19, &document_wraps(backend, 18))
         );
         let mut query = sqlx::query(&statement);
         for (asset, document) in chunk.iter().zip(documents) {
