@@ -7,7 +7,7 @@ compile_error!("enable one of the cairn-sdk features `connector` and `csv-provid
 #[cfg(feature = "connector")]
 pub mod connector {
     wit_bindgen::generate!({
-        path: "wit/v0.1",
+        path: "wit/v0.2",
         world: "connector",
         pub_export_macro: true,
         default_bindings_module: "cairn_sdk::__private::connector",
@@ -17,7 +17,7 @@ pub mod connector {
 #[cfg(feature = "csv-provider")]
 pub mod csv_provider {
     wit_bindgen::generate!({
-        path: "wit/v0.1",
+        path: "wit/v0.2",
         world: "csv-provider",
         pub_export_macro: true,
         default_bindings_module: "cairn_sdk::__private::csv_provider",
@@ -29,7 +29,7 @@ use connector::cairn::plugin::{host, types as wit};
 #[cfg(all(feature = "csv-provider", not(feature = "connector")))]
 use csv_provider::cairn::plugin::{host, types as wit};
 
-use crate::{Error, InventoryItem, LogLevel, RecordKind, Row};
+use crate::{Error, InventoryItem, LogLevel, Row};
 
 /// Sends panic messages to the host log before the trap, so the host can
 /// report why the call failed.
@@ -53,13 +53,8 @@ pub fn log(level: LogLevel, message: &str) {
     host::log(level, message);
 }
 
-pub fn send(
-    method: &str,
-    url: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Result<crate::http::Response, Error> {
-    let request = wit::HttpRequest {
+fn request_to_wit(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> wit::HttpRequest {
+    wit::HttpRequest {
         method: method.to_string(),
         url: url.to_string(),
         headers: headers
@@ -70,14 +65,44 @@ pub fn send(
             })
             .collect(),
         body: body.to_vec(),
-    };
-    host::send(&request)
-        .map(|r| crate::http::Response {
-            status: r.status,
-            headers: r.headers.into_iter().map(|h| (h.name, h.value)).collect(),
-            body: r.body,
-        })
+    }
+}
+
+fn response_from_wit(r: wit::HttpResponse) -> crate::http::Response {
+    crate::http::Response {
+        status: r.status,
+        headers: r.headers.into_iter().map(|h| (h.name, h.value)).collect(),
+        body: r.body,
+    }
+}
+
+pub fn send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<crate::http::Response, Error> {
+    host::send(&request_to_wit(method, url, headers, body))
+        .map(response_from_wit)
         .map_err(error_from_wit)
+}
+
+pub fn send_all(requests: &[crate::http::Request]) -> Vec<Result<crate::http::Response, Error>> {
+    let requests: Vec<wit::HttpRequest> = requests
+        .iter()
+        .map(|r| {
+            let headers: Vec<(&str, &str)> = r
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            request_to_wit(&r.method, &r.url, &headers, &r.body)
+        })
+        .collect();
+    host::send_all(&requests)
+        .into_iter()
+        .map(|answer| answer.map(response_from_wit).map_err(error_from_wit))
+        .collect()
 }
 
 fn error_from_wit(err: wit::PluginError) -> Error {
@@ -93,6 +118,11 @@ fn error_from_wit(err: wit::PluginError) -> Error {
         },
         wit::PluginError::Transient(m) => Error::Transient(m),
         wit::PluginError::Upstream(m) => Error::Upstream(m),
+        wit::PluginError::InvalidInput(p) => Error::InvalidInput {
+            field: p.field,
+            message: p.message,
+        },
+        wit::PluginError::NotFound(m) => Error::NotFound(m),
     }
 }
 
@@ -112,6 +142,10 @@ fn error_to_wit(err: Error) -> wit::PluginError {
         Error::RateLimited { retry_after_secs } => wit::PluginError::RateLimited(retry_after_secs),
         Error::Transient(m) => wit::PluginError::Transient(m),
         Error::Upstream(m) => wit::PluginError::Upstream(m),
+        Error::InvalidInput { field, message } => {
+            wit::PluginError::InvalidInput(wit::FieldProblem { field, message })
+        }
+        Error::NotFound(m) => wit::PluginError::NotFound(m),
     }
 }
 
@@ -119,17 +153,15 @@ fn row_to_wit(row: Row) -> wit::Row {
     match row {
         Row::Inventory(item) => wit::Row::Inventory(inventory_to_wit(item)),
         Row::Record(record) => wit::Row::Record(wit::SourceRecord {
-            kind: match record.kind {
-                RecordKind::Device => wit::RecordKind::Device,
-                RecordKind::User => wit::RecordKind::User,
-                RecordKind::Threat => wit::RecordKind::Threat,
-                RecordKind::Finding => wit::RecordKind::Finding,
-                RecordKind::Ticket => wit::RecordKind::Ticket,
-            },
+            collection: record.collection,
             key: record.key,
             device_name: record.device_name,
             client_id: record.client_id,
             group_ids: record.group_ids,
+            fields: match record.fields {
+                serde_json::Value::Null => "{}".to_string(),
+                fields => fields.to_string(),
+            },
             body: record.body.to_string(),
         }),
     }
@@ -208,13 +240,25 @@ mod connector_exports {
 
     pub fn invoke<C: Connector>(
         config: String,
-        action: String,
-        input: String,
+        request: wit::ActionRequest,
     ) -> Result<String, wit::PluginError> {
         install_panic_hook();
-        let input: serde_json::Value = serde_json::from_str(&input)
-            .map_err(|e| wit::PluginError::Config(format!("input is not JSON: {e}")))?;
-        C::invoke(&parse_config(&config)?, &action, &input)
+        let body: serde_json::Value = serde_json::from_str(&request.body).map_err(|e| {
+            wit::PluginError::InvalidInput(wit::FieldProblem {
+                field: "body".into(),
+                message: format!("not JSON: {e}"),
+            })
+        })?;
+        let pairs = |params: Vec<wit::Param>| -> Vec<(String, String)> {
+            params.into_iter().map(|p| (p.name, p.value)).collect()
+        };
+        let request = crate::ActionRequest {
+            action: request.action,
+            path_params: pairs(request.path_params),
+            query: pairs(request.query),
+            body,
+        };
+        C::invoke(&parse_config(&config)?, &request)
             .map(|v| v.to_string())
             .map_err(error_to_wit)
     }

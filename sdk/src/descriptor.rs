@@ -2,10 +2,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What a connector tells the host about itself.
+///
+/// The host mounts everything a descriptor declares under
+/// `/api/v1/<area>/...`: the lifecycle routes (`config`, `test-connection`,
+/// `sync`, `sync-status`, `stats`), every [`View`] over the declared
+/// [`Collection`]s, and every [`Action`] with a path. Nothing else is needed
+/// for a new integration: no host change.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Descriptor {
-    /// Unique id; also the route prefix (`/api/v1/<id>/...`), e.g. `rmm`.
+    /// The product's own id, unique among loaded connectors, e.g. `acme-rmm`:
+    /// 2 to 40 lower-case letters, digits and inner dashes, starting with a
+    /// letter. A tenant picks a connector for an area by this id.
     pub id: String,
+    /// The area the connector serves, and its route prefix
+    /// (`/api/v1/<area>/...`): one of the spec's neutral names (`edr`,
+    /// `mdm`, `directory`, `scanner`, `rmm`, `psa`, `payments`,
+    /// `threat-intel`) or a new one (`backup`). Several connectors may serve
+    /// one area; each tenant uses one of them. Same rules as `id`.
+    pub area: String,
     /// Human name of the upstream product.
     pub name: String,
     /// The connector's own version.
@@ -25,14 +39,171 @@ pub struct Descriptor {
     pub requested_hosts: Vec<String>,
     /// How the host authenticates outbound calls.
     pub auth: AuthScheme,
-    /// Live actions `invoke` supports.
+    /// The record collections `map_record` fills (by
+    /// [`SourceRecord::collection`](crate::SourceRecord::collection)).
     #[serde(default)]
-    pub actions: Vec<String>,
+    pub collections: Vec<Collection>,
+    /// Read routes over the collections, served by the host from what was
+    /// synced (no upstream call).
+    #[serde(default)]
+    pub views: Vec<View>,
+    /// Live actions `invoke` serves.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    /// At most this many requests of one [`crate::http::send_all`] run at
+    /// once (the operator's cap may lower it). Ask for what the upstream's
+    /// rate limits allow.
+    #[serde(default = "one")]
+    pub max_concurrent_requests: u32,
     /// How the upstream signs the webhooks it sends to Cairn, if it sends
     /// any. The host verifies the signature before the body reaches the
     /// component; `None`: the connector takes no webhooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSignature>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A kind of record the connector syncs, stored by the host per tenant and
+/// served through [`View`]s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collection {
+    /// Unique within the connector, e.g. `threats`.
+    pub name: String,
+    /// What the records are. One of the shared record types
+    /// (see [`crate::records`]): `device` (joined to the asset view by
+    /// device name), `threat`, `app`, `finding`, `user`, `group`, `ticket`;
+    /// or a name of the connector's own (`backup_job`).
+    pub record_type: String,
+    /// The normalized fields a record carries (its `fields` object). List
+    /// views filter on them by query parameter (`?status=active`) and
+    /// aggregated views group by one.
+    pub fields: Vec<Field>,
+    /// Fields the list view's `search` parameter looks in (contains,
+    /// ignoring case). Empty: device name and key.
+    #[serde(default)]
+    pub search: Vec<String>,
+}
+
+/// One normalized field of a collection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// Lower-case letters, digits and underscores, e.g. `classification`.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub field_type: FieldType,
+    /// Shown in the OpenAPI document.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// A normalized field's JSON type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    /// RFC 3339 text.
+    DateTime,
+    /// A JSON array of strings; a filter matches when any element equals.
+    StringList,
+}
+
+/// A read route over a collection, mounted at `/api/v1/<area>/<path>`.
+/// Paths are lower-case segments of letters, digits and dashes, and
+/// `{name}` parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum View {
+    /// `GET <path>?search=&<field>=&limit=&offset=`: the collection's
+    /// records, paginated; `search` looks in the collection's search fields,
+    /// every other parameter naming a declared field filters on it
+    /// (equality, ignoring case).
+    List {
+        path: String,
+        collection: String,
+        summary: String,
+    },
+    /// `GET <path>` with one `{param}`: the record with that key, with its
+    /// related records.
+    ByKey {
+        path: String,
+        collection: String,
+        summary: String,
+        #[serde(default)]
+        related: Vec<Related>,
+    },
+    /// `GET <path>` with one `{param}`: the record whose device name
+    /// matches, ignoring case: exactly, by its 15-character NetBIOS form, or
+    /// by the short host of an FQDN (`web01` finds `web01.corp.example`).
+    ByDeviceName {
+        path: String,
+        collection: String,
+        summary: String,
+        #[serde(default)]
+        related: Vec<Related>,
+    },
+    /// `GET <path>`: the collection grouped by the value of `by`, each
+    /// group with its record count and distinct device count, most devices
+    /// first; `search` filters the groups.
+    Aggregate {
+        path: String,
+        collection: String,
+        summary: String,
+        by: String,
+    },
+}
+
+/// Records of another collection attached to a record in a view, e.g. an
+/// agent's threats: the records of `collection` whose field `field` equals
+/// the record's key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Related {
+    /// The key the related records appear under in the answer.
+    pub name: String,
+    pub collection: String,
+    pub field: String,
+}
+
+/// A live action: a call the host forwards to [`crate::Connector::invoke`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// Unique within the connector; what `invoke` receives.
+    pub name: String,
+    /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
+    pub method: String,
+    /// The route under the area (`service/tickets/{ticket_id}/notes`); its
+    /// `{name}` segments reach `invoke` as path parameters. `None`: the
+    /// action is not mounted as a route, only the host calls it (a payment
+    /// link for the client portal).
+    #[serde(default)]
+    pub path: Option<String>,
+    pub summary: String,
+    /// JSON Schema of the request body; `None`: the action takes no body.
+    /// The host validates the body against it and answers 422 naming the
+    /// field.
+    #[serde(default)]
+    pub input_schema: Option<Value>,
+    /// JSON Schema of the query parameters, as an object schema whose
+    /// properties are the parameters (values are strings unless typed
+    /// `integer`, `number` or `boolean`).
+    #[serde(default)]
+    pub query_schema: Option<Value>,
+    /// JSON Schema of the answer, shown in the OpenAPI document.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// Who may call it: `member` (any member of the tenant) or `admin`
+    /// (admins and owners).
+    #[serde(default = "member")]
+    pub role: String,
+}
+
+fn member() -> String {
+    "member".into()
 }
 
 /// A webhook signature in the "timestamped HMAC-SHA256" style (as Stripe
@@ -83,9 +254,11 @@ pub enum AuthScheme {
         prefix: String,
         secret_field: String,
     },
-    /// POST `{base_url}{path}` with `{UserName, Password}` (and optionally a
-    /// client-id header); the response's `AccessToken` is sent as a bearer
-    /// token until 60 s before `ExpirationDate`; a 401 re-logs in once.
+    /// POST `{base_url}{path}` with a JSON object holding the user name
+    /// under `username_key` and the password under `password_key` (and
+    /// optionally a client-id header); the answer's `token_key` is sent as
+    /// a bearer token until 60 s before the time in `expiry_key` (RFC 3339,
+    /// or a date-time without zone taken as UTC); a 401 logs in again once.
     TokenExchange {
         base_url_field: String,
         path: String,
@@ -93,6 +266,15 @@ pub enum AuthScheme {
         password_field: String,
         client_id_field: Option<String>,
         client_id_header: Option<String>,
+        /// The login body's user-name key, e.g. `UserName`.
+        username_key: String,
+        /// The login body's password key, e.g. `Password`.
+        password_key: String,
+        /// The answer's token key, e.g. `AccessToken`.
+        token_key: String,
+        /// The answer's expiry key, e.g. `ExpirationDate`; absent from the
+        /// answer: the token is kept for 15 minutes.
+        expiry_key: String,
     },
     /// OAuth 2.0 client credentials against `{auth_url}/<tenant>/oauth2/v2.0/token`
     /// with a client secret or a certificate (JWT client assertion).
@@ -152,6 +334,7 @@ mod tests {
     fn descriptor(webhook: Option<WebhookSignature>) -> Descriptor {
         Descriptor {
             id: "x".into(),
+            area: "x".into(),
             name: "X".into(),
             version: "0.1.0".into(),
             sdk_version: String::new(),
@@ -160,7 +343,10 @@ mod tests {
             streams: vec![],
             requested_hosts: vec![],
             auth: AuthScheme::None,
+            collections: vec![],
+            views: vec![],
             actions: vec![],
+            max_concurrent_requests: 1,
             webhook,
         }
     }

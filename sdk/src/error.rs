@@ -17,6 +17,11 @@ pub enum Error {
     Transient(String),
     /// Any other upstream failure.
     Upstream(String),
+    /// The caller's input to an action is wrong; the host answers 422
+    /// naming `field` (for example `ticket_id` or `body.summary`).
+    InvalidInput { field: String, message: String },
+    /// The upstream has no such object; the host answers 404.
+    NotFound(String),
 }
 
 impl Error {
@@ -29,6 +34,7 @@ impl Error {
                 message: snippet,
                 permission_hint: String::new(),
             },
+            404 => Error::NotFound(format!("upstream status 404: {snippet}")),
             429 => Error::RateLimited {
                 retry_after_secs: 30,
             },
@@ -50,6 +56,8 @@ impl std::fmt::Display for Error {
             }
             Error::Transient(m) => write!(f, "transient: {m}"),
             Error::Upstream(m) => write!(f, "upstream: {m}"),
+            Error::InvalidInput { field, message } => write!(f, "{field}: {message}"),
+            Error::NotFound(m) => write!(f, "not found: {m}"),
         }
     }
 }

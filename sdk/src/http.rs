@@ -62,3 +62,34 @@ pub fn post_json(url: &str, body: &Value) -> Result<Value, Error> {
     )?
     .json()
 }
+
+/// A request for [`send_all`].
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// A GET of `url` asking for JSON.
+    pub fn get_json(url: &str) -> Request {
+        Request {
+            method: "GET".into(),
+            url: url.into(),
+            headers: vec![("accept".into(), "application/json".into())],
+            body: vec![],
+        }
+    }
+}
+
+/// Sends every request, at most the descriptor's
+/// `max_concurrent_requests` at once, and answers each in the order given.
+/// Use it for per-device detail calls (one request per device of a page)
+/// instead of a loop of [`send`]s: the upstream's latency is paid once per
+/// batch, not once per device.
+pub fn send_all(requests: &[Request]) -> Vec<Result<Response, Error>> {
+    crate::__private::send_all(requests)
+}

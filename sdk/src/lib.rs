@@ -20,6 +20,7 @@ mod csv_row;
 mod descriptor;
 mod error;
 pub mod http;
+pub mod records;
 mod rows;
 
 #[doc(hidden)]
@@ -27,10 +28,11 @@ pub mod __private;
 
 pub use csv_row::CsvRow;
 pub use descriptor::{
-    column_aliases, AuthScheme, CsvDescriptor, CsvTarget, Descriptor, WebhookSignature,
+    column_aliases, Action, AuthScheme, Collection, CsvDescriptor, CsvTarget, Descriptor, Field,
+    FieldType, Related, View, WebhookSignature,
 };
 pub use error::Error;
-pub use rows::{InventoryItem, RecordKind, Row, SourceRecord};
+pub use rows::{InventoryItem, Row, SourceRecord};
 pub use serde_json::{json, Value};
 
 /// The version of this SDK, stamped into every component through its
@@ -49,6 +51,42 @@ pub struct Page {
     pub records: Vec<Value>,
     /// Opaque cursor of the next page; `None` on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// A call of one of the descriptor's [`Action`]s, after the host checked
+/// its path, query and body against the declaration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ActionRequest {
+    /// The action's declared name.
+    pub action: String,
+    /// The path's `{name}` segments, decoded.
+    pub path_params: Vec<(String, String)>,
+    /// The query parameters, decoded, in order.
+    pub query: Vec<(String, String)>,
+    /// The request body (`Value::Null` when the action takes none).
+    pub body: Value,
+}
+
+impl ActionRequest {
+    /// The path parameter `name`; the host guarantees every declared one.
+    pub fn path_param(&self, name: &str) -> Result<&str, Error> {
+        self.path_params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .ok_or_else(|| Error::InvalidInput {
+                field: name.into(),
+                message: "missing path parameter".into(),
+            })
+    }
+
+    /// The first query parameter `name`, if given.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// An integration. Only [`Connector::describe`], [`Connector::fetch`] and
@@ -75,11 +113,15 @@ pub trait Connector {
     /// only; the rest of the page goes on.
     fn map_record(stream: &str, record: &Value) -> Result<Vec<Row>, String>;
 
-    /// A live operation such as creating a ticket or a payment link. The
-    /// default supports none.
-    fn invoke(config: &Config, action: &str, input: &Value) -> Result<Value, Error> {
-        let _ = (config, input);
-        Err(Error::Config(format!("unsupported action: {action}")))
+    /// A live action such as creating a ticket or a payment link, one of
+    /// the descriptor's [`Action`]s. Its answer is returned to the caller
+    /// as JSON. The default supports none.
+    fn invoke(config: &Config, request: &ActionRequest) -> Result<Value, Error> {
+        let _ = config;
+        Err(Error::NotFound(format!(
+            "unsupported action: {}",
+            request.action
+        )))
     }
 }
 
@@ -136,10 +178,9 @@ macro_rules! export_connector {
             }
             fn invoke(
                 config: ::std::string::String,
-                action: ::std::string::String,
-                input: ::std::string::String,
+                request: $crate::__private::connector::ActionRequest,
             ) -> ::std::result::Result<::std::string::String, $crate::__private::connector::PluginError> {
-                $crate::__private::invoke::<$t>(config, action, input)
+                $crate::__private::invoke::<$t>(config, request)
             }
         }
         $crate::__private::connector::export!(__CairnConnectorExport with_types_in $crate::__private::connector);

@@ -19,26 +19,27 @@ pub struct InventoryItem {
     pub group_ids: Vec<String>,
 }
 
-/// What kind of source record a row is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordKind {
-    Device,
-    User,
-    Threat,
-    Finding,
-    Ticket,
-}
-
-/// A device, user, threat, finding or ticket: the key fields the host
-/// indexes, and the whole record as JSON.
+/// A record of one of the descriptor's [`Collection`](crate::Collection)s:
+/// the key fields the host indexes, the collection's normalized fields, and
+/// the whole upstream record.
+///
+/// Build `fields` from a typed record of [`crate::records`] where one fits
+/// (`threat.to_fields()`), so every connector of an area speaks
+/// the same shape; the host keeps only the fields the collection declares.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceRecord {
-    pub kind: RecordKind,
-    /// Stable upstream id.
+    /// The collection's declared name, e.g. `threats`.
+    pub collection: String,
+    /// Stable upstream id, unique within the collection.
     pub key: String,
+    /// The device the record is about, if any: joins it to the asset view
+    /// and serves by-device-name views.
     pub device_name: Option<String>,
     pub client_id: Option<String>,
     pub group_ids: Vec<String>,
+    /// The declared fields, as a JSON object.
+    pub fields: Value,
+    /// The upstream record, as served by detail views.
     pub body: Value,
 }
 

@@ -20,8 +20,8 @@ pub mod form;
 mod webhook;
 
 use cairn_sdk::{
-    export_connector, http, json, AuthScheme, Config, Connector, Descriptor, Error, Page, Row,
-    Value, WebhookSignature,
+    export_connector, http, json, Action, ActionRequest, AuthScheme, Config, Connector,
+    Descriptor, Error, Page, Row, Value, WebhookSignature,
 };
 
 pub use checkout::{
@@ -71,9 +71,10 @@ fn create_checkout(config: &Config, input: &Value) -> Result<Value, Error> {
 impl Connector for Payments {
     fn describe() -> Descriptor {
         Descriptor {
-            id: "payments".into(),
+            id: "stripe-checkout".into(),
+            area: "payments".into(),
             name: "Payments (hosted checkout)".into(),
-            version: "0.1.0".into(),
+            version: "0.2.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -94,7 +95,14 @@ impl Connector for Payments {
                 prefix: "Bearer ".into(),
                 secret_field: "api_key".into(),
             },
-            actions: vec!["create_checkout".into(), "parse_webhook".into()],
+            collections: vec![],
+            views: vec![],
+            // Called by the host's client portal, not mounted as routes.
+            actions: vec![
+                host_action("create_checkout", "A hosted checkout session for one invoice"),
+                host_action("parse_webhook", "The invoice a verified webhook event pays"),
+            ],
+            max_concurrent_requests: 1,
             webhook: Some(WebhookSignature {
                 header: "Stripe-Signature".into(),
                 secret_field: "webhook_secret".into(),
@@ -121,12 +129,25 @@ impl Connector for Payments {
         ))
     }
 
-    fn invoke(config: &Config, action: &str, input: &Value) -> Result<Value, Error> {
-        match action {
-            "create_checkout" => create_checkout(config, input),
-            "parse_webhook" => webhook::parse_input(input),
-            other => Err(Error::Config(format!("unsupported action: {other}"))),
+    fn invoke(config: &Config, request: &ActionRequest) -> Result<Value, Error> {
+        match request.action.as_str() {
+            "create_checkout" => create_checkout(config, &request.body),
+            "parse_webhook" => webhook::parse_input(&request.body),
+            other => Err(Error::NotFound(format!("unsupported action: {other}"))),
         }
+    }
+}
+
+fn host_action(name: &str, summary: &str) -> Action {
+    Action {
+        name: name.into(),
+        method: "POST".into(),
+        path: None,
+        summary: summary.into(),
+        input_schema: Some(json!({"type": "object"})),
+        query_schema: None,
+        output_schema: None,
+        role: "admin".into(),
     }
 }
 
@@ -139,7 +160,7 @@ mod tests {
     #[test]
     fn the_descriptor_declares_auth_actions_and_webhook() {
         let descriptor = serde_json::to_value(Payments::describe()).unwrap();
-        assert_eq!(descriptor["id"], "payments");
+        assert_eq!(descriptor["area"], "payments");
         assert_eq!(descriptor["streams"], json!([]));
         assert_eq!(
             descriptor["secret_fields"],
@@ -149,10 +170,14 @@ mod tests {
             descriptor["auth"],
             json!({"type": "static_header", "header": "Authorization", "prefix": "Bearer ", "secret_field": "api_key"})
         );
-        assert_eq!(
-            descriptor["actions"],
-            json!(["create_checkout", "parse_webhook"])
-        );
+        let actions: Vec<&str> = descriptor["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(actions, ["create_checkout", "parse_webhook"]);
+        assert!(descriptor["actions"][0]["path"].is_null(), "not a route");
         assert_eq!(
             descriptor["webhook"],
             json!({"header": "Stripe-Signature", "secret_field": "webhook_secret", "tolerance_secs": 300})
@@ -176,23 +201,33 @@ mod tests {
         ));
     }
 
+    fn call(action: &str, body: Value) -> ActionRequest {
+        ActionRequest {
+            action: action.into(),
+            body,
+            ..ActionRequest::default()
+        }
+    }
+
     #[test]
     fn actions_fail_before_any_call_on_bad_input() {
         let config = json!({"base_url": "https://api.stripe.com"});
         assert!(matches!(
-            Payments::invoke(&config, "create_checkout", &json!({"invoice_id": "x"})),
+            Payments::invoke(&config, &call("create_checkout", json!({"invoice_id": "x"}))),
             Err(Error::Config(_))
         ));
         assert!(matches!(
-            Payments::invoke(&config, "refund", &json!({})),
-            Err(Error::Config(m)) if m.contains("refund")
+            Payments::invoke(&config, &call("refund", json!({}))),
+            Err(Error::NotFound(m)) if m.contains("refund")
         ));
         assert!(Payments::fetch(&config, "anything", None).is_err());
         assert_eq!(
             Payments::invoke(
                 &config,
-                "parse_webhook",
-                &json!({"body": r#"{"id": "evt_1", "type": "customer.created", "created": 1}"#})
+                &call(
+                    "parse_webhook",
+                    json!({"body": r#"{"id": "evt_1", "type": "customer.created", "created": 1}"#})
+                )
             )
             .unwrap()["ignored"],
             true

@@ -1,7 +1,7 @@
 //! The rmm connector: ConnectWise Automate REST API v1 (`/cwa/api/v1`).
 //!
-//! Credentials: token exchange at `{base_url}/apitoken` with `{UserName,
-//! Password}` and the optional `ClientID` header; the host does it.
+//! Area `rmm`. Credentials: token exchange at `{base_url}/apitoken` with
+//! `{UserName, Password}` and the optional `ClientID` header; the host does it.
 //!
 //! Scope: with `scope_group_ids` (or names), computers of those groups,
 //! unioned and deduplicated by Id; else with `scope_client_ids` (or names),
@@ -12,8 +12,10 @@
 mod mapping;
 mod scope;
 
+use cairn_sdk::records::Device;
 use cairn_sdk::{
-    export_connector, json, AuthScheme, Config, Connector, Descriptor, Error, Page, Row, Value,
+    export_connector, json, Action, ActionRequest, AuthScheme, Collection, Config, Connector,
+    Descriptor, Error, Page, Row, Value, View,
 };
 
 pub use mapping::map_computer;
@@ -24,9 +26,10 @@ impl Connector for Rmm {
     fn describe() -> Descriptor {
         let strings = json!({"type": "array", "items": {"type": "string"}});
         Descriptor {
-            id: "rmm".into(),
+            id: "connectwise-automate".into(),
+            area: "rmm".into(),
             name: "ConnectWise Automate".into(),
-            version: "0.1.0".into(),
+            version: "0.2.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -53,8 +56,38 @@ impl Connector for Rmm {
                 password_field: "password".into(),
                 client_id_field: Some("client_id".into()),
                 client_id_header: Some("ClientID".into()),
+                username_key: "UserName".into(),
+                password_key: "Password".into(),
+                token_key: "AccessToken".into(),
+                expiry_key: "ExpirationDate".into(),
             },
-            actions: vec!["clients".into()],
+            collections: vec![Collection::of::<Device>(mapping::DEVICES)
+                .searching(&["name", "os_version", "user"])],
+            views: vec![
+                View::List {
+                    path: "devices".into(),
+                    collection: mapping::DEVICES.into(),
+                    summary: "Computers synced from Automate".into(),
+                },
+                View::ByDeviceName {
+                    path: "device-by-name/{device_name}".into(),
+                    collection: mapping::DEVICES.into(),
+                    summary: "The synced computer of one asset, by name".into(),
+                    related: vec![],
+                },
+            ],
+            actions: vec![Action {
+                name: "clients".into(),
+                method: "GET".into(),
+                path: Some("clients".into()),
+                summary: "Automate's clients (companies), to scope a sync".into(),
+                input_schema: None,
+                query_schema: None,
+                output_schema: Some(json!({"type": "array", "items": {"type": "object"}})),
+                role: "member".into(),
+            }],
+            // Software is fetched per computer, a page of computers at a time.
+            max_concurrent_requests: 8,
             webhook: None,
         }
     }
@@ -74,10 +107,10 @@ impl Connector for Rmm {
         map_computer(record)
     }
 
-    fn invoke(config: &Config, action: &str, _input: &Value) -> Result<Value, Error> {
-        match action {
+    fn invoke(config: &Config, request: &ActionRequest) -> Result<Value, Error> {
+        match request.action.as_str() {
             "clients" => Ok(Value::Array(scope::all_pages(config, "Clients", &[])?)),
-            other => Err(Error::Config(format!("unsupported action: {other}"))),
+            other => Err(Error::NotFound(format!("unsupported action: {other}"))),
         }
     }
 }

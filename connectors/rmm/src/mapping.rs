@@ -1,7 +1,8 @@
 //! An Automate computer (with `_Software` and `_ScopeGroupIds` attached by
 //! fetch) to a device record and one inventory item per application.
 
-use cairn_sdk::{InventoryItem, RecordKind, Row, SourceRecord, Value};
+use cairn_sdk::records::{Device, RecordType};
+use cairn_sdk::{InventoryItem, Row, SourceRecord, Value};
 
 use crate::scope::id_of;
 
@@ -33,6 +34,9 @@ fn platform(os_name: &str) -> Option<String> {
     Some(platform.to_string())
 }
 
+/// The collection of synced computers.
+pub const DEVICES: &str = "devices";
+
 pub fn map_computer(computer: &Value) -> Result<Vec<Row>, String> {
     let id = id_of(computer).ok_or("computer without an Id")?;
     let name = text(&computer["ComputerName"]).ok_or("computer without a ComputerName")?;
@@ -52,12 +56,24 @@ pub fn map_computer(computer: &Value) -> Result<Vec<Row>, String> {
         object.remove("_Software");
         object.remove("_ScopeGroupIds");
     }
+    let fields = Device {
+        name: Some(name.clone()),
+        device_id: Some(id.clone()),
+        serial_number: text(&computer["SerialNumber"]),
+        os_platform: os_platform.clone(),
+        os_version: os_version.clone().or_else(|| os_name.clone()),
+        user: user_name.clone(),
+        last_seen: text(&computer["RemoteAgentLastContact"]),
+        client_id: client_id.clone(),
+        ..Device::default()
+    };
     let mut rows = vec![Row::Record(SourceRecord {
-        kind: RecordKind::Device,
+        collection: DEVICES.into(),
         key: id.clone(),
         device_name: Some(name.clone()),
         client_id: client_id.clone(),
         group_ids: group_ids.clone(),
+        fields: fields.to_fields(),
         body,
     })];
     for software in computer["_Software"].as_array().into_iter().flatten() {
@@ -104,6 +120,8 @@ mod tests {
         assert_eq!(device.key, "101");
         assert_eq!(device.client_id.as_deref(), Some("7"));
         assert!(device.body.get("_Software").is_none());
+        assert_eq!(device.fields["name"], "WS-01");
+        assert_eq!(device.fields["os_platform"], "windows");
         let Row::Inventory(item) = &rows[1] else {
             panic!("then software")
         };

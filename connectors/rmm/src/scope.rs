@@ -53,6 +53,49 @@ pub fn get_page(
     }
 }
 
+/// Attaches each computer's software (`_Software`): the first page of
+/// every computer in one concurrent batch, further pages (rare: over a page
+/// of applications) one computer at a time.
+fn attach_software(config: &Config, mut computers: Vec<Value>) -> Result<Vec<Value>, Error> {
+    let size = page_size(config);
+    let base = base(config)?;
+    let ids: Vec<String> = computers
+        .iter()
+        .map(|c| id_of(c).ok_or_else(|| Error::Upstream("a computer has no Id".into())))
+        .collect::<Result<_, _>>()?;
+    let requests: Vec<http::Request> = ids
+        .iter()
+        .map(|id| {
+            http::Request::get_json(&format!(
+                "{base}/Computers/{id}/Software?page=1&pageSize={size}"
+            ))
+        })
+        .collect();
+    for ((computer, id), answer) in computers.iter_mut().zip(&ids).zip(http::send_all(&requests)) {
+        let path = format!("Computers/{id}/Software");
+        let mut software = match answer?.json()? {
+            Value::Array(items) => items,
+            other => {
+                return Err(Error::Upstream(format!(
+                    "{path}: expected a JSON array, got {}",
+                    kind(&other)
+                )))
+            }
+        };
+        let mut page = 1;
+        while software.len() as u64 == size * page {
+            page += 1;
+            let more = get_page(config, &path, &[], page, size)?;
+            if more.is_empty() {
+                break;
+            }
+            software.extend(more);
+        }
+        computer["_Software"] = Value::Array(software);
+    }
+    Ok(computers)
+}
+
 /// Every page of `path`.
 pub fn all_pages(config: &Config, path: &str, query: &[(&str, &str)]) -> Result<Vec<Value>, Error> {
     let size = page_size(config);
@@ -183,13 +226,7 @@ pub fn fetch_computers(config: &Config, cursor: Option<&str>) -> Result<Page, Er
         let more = page.len() as u64 == size;
         (page, more, clients.len().max(1))
     };
-    let mut records = Vec::with_capacity(computers.len());
-    for mut computer in computers {
-        let id = id_of(&computer).ok_or_else(|| Error::Upstream("a computer has no Id".into()))?;
-        computer["_Software"] =
-            Value::Array(all_pages(config, &format!("Computers/{id}/Software"), &[])?);
-        records.push(computer);
-    }
+    let records = attach_software(config, computers)?;
     let next_cursor = if more_in_part {
         Some(format!("{}:{}", at.part, at.page + 1))
     } else if at.part + 1 < parts {

@@ -3,9 +3,7 @@
 //! devices the integrations report, matched on the exact hostname or its
 //! 15-character NetBIOS form.
 
-use cairn_sdk::{
-    column_aliases, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, RecordKind, Row, SourceRecord,
-};
+use cairn_sdk::{column_aliases, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, Row, SourceRecord};
 
 struct AssetRegister;
 
@@ -60,7 +58,8 @@ impl CsvProvider for AssetRegister {
             .string("device_name")
             .ok_or("no hostname (column device_name)")?;
         Ok(vec![Row::Record(SourceRecord {
-            kind: RecordKind::Device,
+            collection: "device".into(),
+            fields: cairn_sdk::Value::Null,
             key: device.to_lowercase(),
             device_name: Some(device),
             client_id: None,

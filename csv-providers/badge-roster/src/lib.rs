@@ -3,8 +3,7 @@
 //! badge system, a privilege worth seeing beside their accounts.
 
 use cairn_sdk::{
-    column_aliases, json, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, RecordKind, Row,
-    SourceRecord,
+    column_aliases, json, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, Row, SourceRecord,
 };
 
 struct BadgeRoster;
@@ -80,7 +79,8 @@ impl CsvProvider for BadgeRoster {
                 .ok_or_else(|| format!("badge_admin is {raw:?}; use yes or no"))?,
         };
         Ok(vec![Row::Record(SourceRecord {
-            kind: RecordKind::User,
+            collection: "user".into(),
+            fields: cairn_sdk::Value::Null,
             key: email.clone(),
             device_name: None,
             client_id: None,

@@ -5,8 +5,7 @@
 //! keeps both.
 
 use cairn_sdk::{
-    column_aliases, json, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, RecordKind, Row,
-    SourceRecord,
+    column_aliases, json, CsvDescriptor, CsvProvider, CsvRow, CsvTarget, Row, SourceRecord,
 };
 
 struct NessusFindings;
@@ -53,7 +52,8 @@ impl CsvProvider for NessusFindings {
         let port = row.get("port").unwrap_or("0");
         let risk = row.get("risk").unwrap_or("None");
         Ok(vec![Row::Record(SourceRecord {
-            kind: RecordKind::Finding,
+            collection: "finding".into(),
+            fields: cairn_sdk::Value::Null,
             key: format!("{}|{plugin}|{protocol}|{port}", host.to_lowercase()),
             device_name: Some(host.to_string()),
             client_id: None,

@@ -7,8 +7,8 @@
 //! did not ask for.
 
 use cairn_sdk::{
-    export_connector, http, json, AuthScheme, Config, Connector, Descriptor, Error, InventoryItem,
-    Page, RecordKind, Row, SourceRecord, Value,
+    export_connector, http, json, AuthScheme, Collection, Config, Connector, Descriptor, Error,
+    InventoryItem, Page, Row, SourceRecord, Value,
 };
 
 struct Misbehave;
@@ -17,8 +17,9 @@ impl Connector for Misbehave {
     fn describe() -> Descriptor {
         Descriptor {
             id: "misbehave".into(),
+            area: "misbehave".into(),
             name: "Misbehaving test connector".into(),
-            version: "0.1.0".into(),
+            version: "0.2.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -39,7 +40,15 @@ impl Connector for Misbehave {
                 prefix: String::new(),
                 secret_field: "api_token".into(),
             },
+            collections: vec![Collection {
+                name: "device".into(),
+                record_type: "device".into(),
+                fields: vec![],
+                search: vec![],
+            }],
+            views: vec![],
             actions: vec![],
+            max_concurrent_requests: 1,
             webhook: None,
         }
     }
@@ -105,7 +114,8 @@ impl Connector for Misbehave {
         let name = record["name"].as_str().ok_or("record has no name")?;
         let id = record["id"].as_str().unwrap_or(name).to_string();
         let mut rows = vec![Row::Record(SourceRecord {
-            kind: RecordKind::Device,
+            collection: "device".into(),
+            fields: cairn_sdk::Value::Null,
             key: id.clone(),
             device_name: Some(name.to_string()),
             client_id: None,

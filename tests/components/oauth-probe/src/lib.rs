@@ -2,8 +2,8 @@
 //! obtains the bearer token with OAuth 2.0 client credentials.
 
 use cairn_sdk::{
-    export_connector, http, json, AuthScheme, Config, Connector, Descriptor, Error, Page,
-    RecordKind, Row, SourceRecord, Value,
+    export_connector, http, json, AuthScheme, Collection, Config, Connector, Descriptor, Error,
+    Page, Row, SourceRecord, Value,
 };
 
 struct OauthProbe;
@@ -12,8 +12,9 @@ impl Connector for OauthProbe {
     fn describe() -> Descriptor {
         Descriptor {
             id: "oauth-probe".into(),
+            area: "oauth-probe".into(),
             name: "OAuth client-credentials probe".into(),
-            version: "0.1.0".into(),
+            version: "0.2.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -40,7 +41,15 @@ impl Connector for OauthProbe {
                 private_key_field: Some("private_key".into()),
                 scope: "https://graph.example/.default".into(),
             },
+            collections: vec![Collection {
+                name: "user".into(),
+                record_type: "user".into(),
+                fields: vec![],
+                search: vec![],
+            }],
+            views: vec![],
             actions: vec![],
+            max_concurrent_requests: 1,
             webhook: None,
         }
     }
@@ -62,7 +71,8 @@ impl Connector for OauthProbe {
             .as_str()
             .ok_or("user without a userPrincipalName")?;
         Ok(vec![Row::Record(SourceRecord {
-            kind: RecordKind::User,
+            collection: "user".into(),
+            fields: cairn_sdk::Value::Null,
             key: upn.to_string(),
             device_name: None,
             client_id: None,
