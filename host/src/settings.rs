@@ -97,6 +97,9 @@ pub struct Settings {
     pub plugin_http_timeout_secs: u64,
     /// Largest upstream response a plugin may receive.
     pub plugin_max_response_mb: usize,
+    /// Requests of one connector's `send-all` in flight at once, at most
+    /// (a connector asks for its own number, up to this).
+    pub plugin_max_concurrent_requests: usize,
     /// Characters of one text field a plugin maps (a name, version, key);
     /// a row over it is rejected with the reason.
     pub plugin_max_field_chars: usize,
@@ -211,6 +214,7 @@ impl Default for Settings {
             plugin_call_timeout_secs: 120,
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,
+            plugin_max_concurrent_requests: 8,
             plugin_max_field_chars: 2048,
             plugin_max_record_kb: 512,
             sync_max_pages: 100_000,

@@ -5,9 +5,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+/// A connector's descriptor in the v0.2 shape (a v0.1 descriptor is
+/// upgraded to it by [`super::v01::upgrade_descriptor`]).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ConnectorDescriptor {
+    /// The product's id, unique among loaded connectors.
     pub id: String,
+    /// The area it serves: its routes are `/api/v1/<area>/...`.
+    pub area: String,
     pub name: String,
     pub version: String,
     pub sdk_version: String,
@@ -18,10 +23,229 @@ pub struct ConnectorDescriptor {
     pub requested_hosts: Vec<String>,
     pub auth: AuthScheme,
     #[serde(default)]
-    pub actions: Vec<String>,
+    pub collections: Vec<Collection>,
+    #[serde(default)]
+    pub views: Vec<View>,
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    #[serde(default = "one")]
+    pub max_concurrent_requests: u32,
     /// How the provider signs the webhooks it sends, when it sends any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSignature>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A kind of record a connector syncs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Collection {
+    pub name: String,
+    /// `device`, `threat`, `app`, `finding`, `user`, `group`, `ticket`, or
+    /// the connector's own.
+    pub record_type: String,
+    pub fields: Vec<Field>,
+    #[serde(default)]
+    pub search: Vec<String>,
+}
+
+impl Collection {
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Field {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub field_type: FieldType,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    DateTime,
+    StringList,
+}
+
+/// A read route over a collection, served from what was synced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum View {
+    List {
+        path: String,
+        collection: String,
+        summary: String,
+    },
+    ByKey {
+        path: String,
+        collection: String,
+        summary: String,
+        #[serde(default)]
+        related: Vec<Related>,
+    },
+    ByDeviceName {
+        path: String,
+        collection: String,
+        summary: String,
+        #[serde(default)]
+        related: Vec<Related>,
+    },
+    Aggregate {
+        path: String,
+        collection: String,
+        summary: String,
+        by: String,
+    },
+}
+
+impl View {
+    pub fn path(&self) -> &str {
+        match self {
+            View::List { path, .. }
+            | View::ByKey { path, .. }
+            | View::ByDeviceName { path, .. }
+            | View::Aggregate { path, .. } => path,
+        }
+    }
+
+    pub fn collection(&self) -> &str {
+        match self {
+            View::List { collection, .. }
+            | View::ByKey { collection, .. }
+            | View::ByDeviceName { collection, .. }
+            | View::Aggregate { collection, .. } => collection,
+        }
+    }
+
+    pub fn summary(&self) -> &str {
+        match self {
+            View::List { summary, .. }
+            | View::ByKey { summary, .. }
+            | View::ByDeviceName { summary, .. }
+            | View::Aggregate { summary, .. } => summary,
+        }
+    }
+
+    fn related(&self) -> &[Related] {
+        match self {
+            View::ByKey { related, .. } | View::ByDeviceName { related, .. } => related,
+            _ => &[],
+        }
+    }
+
+    /// How many `{param}` segments the view's kind takes.
+    fn params_wanted(&self) -> usize {
+        match self {
+            View::ByKey { .. } | View::ByDeviceName { .. } => 1,
+            View::List { .. } | View::Aggregate { .. } => 0,
+        }
+    }
+}
+
+/// Records of another collection whose `field` equals the record's key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Related {
+    pub name: String,
+    pub collection: String,
+    pub field: String,
+}
+
+/// A live action `invoke` serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Action {
+    pub name: String,
+    pub method: String,
+    /// The route under the area; `None`: only the host calls it.
+    #[serde(default)]
+    pub path: Option<String>,
+    pub summary: String,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub input_schema: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub query_schema: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub output_schema: Option<Value>,
+    /// `member` or `admin`.
+    #[serde(default = "member")]
+    pub role: String,
+}
+
+fn member() -> String {
+    "member".into()
+}
+
+impl Action {
+    pub fn admin_only(&self) -> bool {
+        self.role == "admin"
+    }
+}
+
+/// Methods an action may declare.
+pub const ACTION_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// Paths the lifecycle routes take under every area.
+pub const LIFECYCLE_PATHS: &[&str] = &["config", "test-connection", "sync", "sync-status", "stats"];
+
+/// The `{name}` parameters of a route path, in order; `Err` when a segment
+/// is neither a lower-case literal (letters, digits, dashes) nor `{name}`.
+pub fn path_params(path: &str) -> Result<Vec<&str>, String> {
+    if path.is_empty() || path.starts_with('/') || path.ends_with('/') {
+        return Err(format!(
+            "route {path:?} must be segments joined by '/', without a leading or trailing one"
+        ));
+    }
+    let mut params = vec![];
+    for segment in path.split('/') {
+        if let Some(name) = segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            let ok = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !ok || params.contains(&name) {
+                return Err(format!("route {path:?}: bad or repeated parameter {segment:?}"));
+            }
+            params.push(name);
+        } else if segment.is_empty()
+            || !segment
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Err(format!(
+                "route {path:?}: segment {segment:?} must be lower-case letters, digits and dashes, or {{name}}"
+            ));
+        }
+    }
+    Ok(params)
+}
+
+/// The route's shape with parameter names blanked: two routes of one shape
+/// and method are one route.
+pub fn route_shape(path: &str) -> String {
+    path.split('/')
+        .map(|s| if s.starts_with('{') { "{}" } else { s })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn shaped_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
 /// Timestamped HMAC-SHA256 webhook signatures (`t=<secs>,v1=<hex>` over
@@ -50,6 +274,10 @@ pub enum AuthScheme {
         password_field: String,
         client_id_field: Option<String>,
         client_id_header: Option<String>,
+        username_key: String,
+        password_key: String,
+        token_key: String,
+        expiry_key: String,
     },
     OauthClientCredentials {
         auth_url_field: String,
@@ -83,6 +311,115 @@ impl ConnectorDescriptor {
         };
         fields.extend(self.webhook.iter().map(|w| w.secret_field.as_str()));
         fields
+    }
+
+    /// Every route the descriptor mounts: (method, path, parameters).
+    pub fn routes(&self) -> Vec<(&str, &str)> {
+        let views = self.views.iter().map(|v| ("GET", v.path()));
+        let actions = self
+            .actions
+            .iter()
+            .filter_map(|a| a.path.as_deref().map(|p| (a.method.as_str(), p)));
+        views.chain(actions).collect()
+    }
+
+    pub fn collection(&self, name: &str) -> Option<&Collection> {
+        self.collections.iter().find(|c| c.name == name)
+    }
+
+    /// `Err` naming the first declaration the host could not serve: an
+    /// unknown collection or field, a malformed or duplicate route, a route
+    /// the lifecycle takes, an unreadable schema.
+    pub fn check_declarations(&self) -> Result<(), String> {
+        let mut names = std::collections::HashSet::new();
+        for collection in &self.collections {
+            if !shaped_name(&collection.name) || !names.insert(collection.name.as_str()) {
+                return Err(format!(
+                    "collection {:?}: names are lower-case letters, digits, '_' and '-', each once",
+                    collection.name
+                ));
+            }
+            if !shaped_name(&collection.record_type) {
+                return Err(format!(
+                    "collection {}: bad record type {:?}",
+                    collection.name, collection.record_type
+                ));
+            }
+            let mut fields = std::collections::HashSet::new();
+            for field in &collection.fields {
+                if !shaped_name(&field.name) || field.name.contains('-') || !fields.insert(&field.name) {
+                    return Err(format!(
+                        "collection {}: field {:?} must be lower-case letters, digits and '_', each once",
+                        collection.name, field.name
+                    ));
+                }
+            }
+            if let Some(unknown) = collection.search.iter().find(|f| collection.field(f).is_none()) {
+                return Err(format!(
+                    "collection {}: search field {unknown} is not declared",
+                    collection.name
+                ));
+            }
+        }
+        for view in &self.views {
+            let collection = self.collection(view.collection()).ok_or_else(|| {
+                format!("view {}: no collection {}", view.path(), view.collection())
+            })?;
+            if path_params(view.path())?.len() != view.params_wanted() {
+                return Err(format!(
+                    "view {}: this kind of view takes {} path parameter(s)",
+                    view.path(),
+                    view.params_wanted()
+                ));
+            }
+            if let View::Aggregate { by, .. } = view {
+                if collection.field(by).is_none() {
+                    return Err(format!("view {}: field {by} is not declared", view.path()));
+                }
+            }
+            for related in view.related() {
+                let other = self.collection(&related.collection).ok_or_else(|| {
+                    format!("view {}: no collection {}", view.path(), related.collection)
+                })?;
+                if other.field(&related.field).is_none() {
+                    return Err(format!(
+                        "view {}: collection {} declares no field {}",
+                        view.path(),
+                        related.collection,
+                        related.field
+                    ));
+                }
+            }
+        }
+        let mut action_names = std::collections::HashSet::new();
+        for action in &self.actions {
+            if !shaped_name(&action.name) || !action_names.insert(action.name.as_str()) {
+                return Err(format!("action {:?}: bad or repeated name", action.name));
+            }
+            if !ACTION_METHODS.contains(&action.method.as_str()) {
+                return Err(format!("action {}: method {} is not one of {}", action.name, action.method, ACTION_METHODS.join(", ")));
+            }
+            if !["member", "admin"].contains(&action.role.as_str()) {
+                return Err(format!("action {}: role must be member or admin", action.name));
+            }
+            if let Some(path) = &action.path {
+                path_params(path)?;
+            }
+            for schema in [&action.input_schema, &action.query_schema].into_iter().flatten() {
+                jsonschema::validator_for(schema)
+                    .map_err(|e| format!("action {}: schema is invalid: {e}", action.name))?;
+            }
+        }
+        let mut routes = std::collections::HashSet::new();
+        for (method, path) in self.routes() {
+            if LIFECYCLE_PATHS.contains(&path) {
+                return Err(format!("route {path} is a lifecycle route the host serves"));
+            }
+            if !routes.insert((method, route_shape(path))) {
+                return Err(format!("route {method} {path} is declared twice"));
+            }
+        }
+        Ok(())
     }
 
     /// `Err` naming the first credential field not declared secret.
@@ -124,11 +461,12 @@ mod tests {
 
     fn descriptor(secret_fields: &[&str], webhook_secret: Option<&str>) -> ConnectorDescriptor {
         serde_json::from_value(serde_json::json!({
-            "id": "acme", "name": "Acme", "version": "0.1.0", "sdk_version": "0.1.0",
+            "id": "acme", "area": "acme", "name": "Acme", "version": "0.1.0", "sdk_version": "0.1.0",
             "config_schema": {}, "secret_fields": secret_fields, "streams": [],
             "requested_hosts": ["{config.base_url}"],
             "auth": {"type": "token_exchange", "base_url_field": "base_url", "path": "/login",
-                     "username_field": "username", "password_field": "password"},
+                     "username_field": "username", "password_field": "password",
+                     "username_key": "u", "password_key": "p", "token_key": "t", "expiry_key": "e"},
             "webhook": webhook_secret.map(|f| serde_json::json!(
                 {"header": "Sig", "secret_field": f, "tolerance_secs": 300})),
         }))

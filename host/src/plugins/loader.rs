@@ -15,9 +15,29 @@ use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache
 use super::rows::{MappedRow, RowCaps};
 use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{
-    self, connector_world, csv_world, CallError, CallLimits, CallScope, PluginState,
+    self, connector_world, csv_world, v01, CallError, CallLimits, CallScope, PluginState,
 };
 use crate::settings::Settings;
+
+/// A call of a live action: its name, path parameters, query and body.
+#[derive(Debug, Clone, Default)]
+pub struct ActionCall {
+    pub action: String,
+    pub path_params: Vec<(String, String)>,
+    pub query: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl ActionCall {
+    /// A call the host makes itself, with a JSON body and nothing else.
+    pub fn with_body(action: &str, body: Value) -> ActionCall {
+        ActionCall {
+            action: action.into(),
+            body,
+            ..ActionCall::default()
+        }
+    }
+}
 
 /// A file that was not loaded, and why.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -30,14 +50,150 @@ pub struct LoadedConnector {
     pub descriptor: ConnectorDescriptor,
     pub file: PathBuf,
     pub sha256: String,
-    pre: connector_world::ConnectorPre<PluginState>,
+    pre: ConnectorPre,
+}
+
+/// A connector ready to instantiate, by the contract it was built against.
+enum ConnectorPre {
+    Current(connector_world::ConnectorPre<PluginState>),
+    V01(v01::connector_world::ConnectorPre<PluginState>),
+}
+
+/// One instance of a connector; calls answer in the current contract's types.
+enum ConnectorInstance {
+    Current(connector_world::Connector),
+    V01(v01::connector_world::Connector),
+}
+
+type Fetched = Result<(String, Option<String>), wit::PluginError>;
+
+impl ConnectorInstance {
+    async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
+        match self {
+            ConnectorInstance::Current(i) => i.call_describe(store).await,
+            ConnectorInstance::V01(i) => i.call_describe(store).await,
+        }
+    }
+
+    async fn check(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), wit::PluginError>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_check(store, config).await?,
+            ConnectorInstance::V01(i) => i.call_check(store, config).await?.map_err(super::v01::error),
+        })
+    }
+
+    async fn fetch(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        stream: &str,
+        cursor: Option<&str>,
+    ) -> wasmtime::Result<Fetched> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_fetch(store, config, stream, cursor).await?,
+            ConnectorInstance::V01(i) => i
+                .call_fetch(store, config, stream, cursor)
+                .await?
+                .map_err(super::v01::error),
+        })
+    }
+
+    async fn map_records(
+        &self,
+        store: &mut Store<PluginState>,
+        stream: &str,
+        records: &[String],
+    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_map_records(store, stream, records).await?,
+            ConnectorInstance::V01(i) => {
+                super::v01::rows(i.call_map_records(store, stream, records).await?)
+            }
+        })
+    }
+
+    async fn invoke(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        request: &wit::ActionRequest,
+    ) -> wasmtime::Result<Result<String, wit::PluginError>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
+            // v0.1 actions took one JSON input and no path or query.
+            ConnectorInstance::V01(i) => {
+                let input = if request.body == "null" { "{}" } else { &request.body };
+                i.call_invoke(store, config, &request.action, input)
+                    .await?
+                    .map_err(super::v01::error)
+            }
+        })
+    }
 }
 
 pub struct LoadedCsvProvider {
     pub descriptor: CsvDescriptor,
     pub file: PathBuf,
     pub sha256: String,
-    pre: csv_world::CsvProviderPre<PluginState>,
+    pre: CsvPre,
+}
+
+enum CsvPre {
+    Current(csv_world::CsvProviderPre<PluginState>),
+    V01(v01::csv_world::CsvProviderPre<PluginState>),
+}
+
+enum CsvInstance {
+    Current(csv_world::CsvProvider),
+    V01(v01::csv_world::CsvProvider),
+}
+
+impl CsvInstance {
+    async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
+        match self {
+            CsvInstance::Current(i) => i.call_describe(store).await,
+            CsvInstance::V01(i) => i.call_describe(store).await,
+        }
+    }
+
+    async fn map_rows(
+        &self,
+        store: &mut Store<PluginState>,
+        headers: &[String],
+        rows: &[Vec<String>],
+    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+        Ok(match self {
+            CsvInstance::Current(i) => i.call_map_rows(store, headers, rows).await?,
+            CsvInstance::V01(i) => super::v01::rows(i.call_map_rows(store, headers, rows).await?),
+        })
+    }
+}
+
+impl CsvPre {
+    async fn instantiate(&self, store: &mut Store<PluginState>) -> wasmtime::Result<CsvInstance> {
+        Ok(match self {
+            CsvPre::Current(pre) => CsvInstance::Current(pre.instantiate_async(store).await?),
+            CsvPre::V01(pre) => CsvInstance::V01(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+impl ConnectorPre {
+    async fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<ConnectorInstance> {
+        Ok(match self {
+            ConnectorPre::Current(pre) => {
+                ConnectorInstance::Current(pre.instantiate_async(store).await?)
+            }
+            ConnectorPre::V01(pre) => ConnectorInstance::V01(pre.instantiate_async(store).await?),
+        })
+    }
 }
 
 /// Every plugin this process loaded.
@@ -53,6 +209,8 @@ pub struct Plugins {
     max_response_bytes: usize,
     http_timeout: Duration,
     tokens: Arc<TokenCache>,
+    /// The operator's cap on a connector's concurrent requests.
+    max_concurrency: usize,
 }
 
 impl Plugins {
@@ -80,6 +238,7 @@ impl Plugins {
             max_response_bytes: settings.plugin_max_response_mb * 1024 * 1024,
             http_timeout: Duration::from_secs(settings.plugin_http_timeout_secs.max(1)),
             tokens: Arc::default(),
+            max_concurrency: settings.plugin_max_concurrent_requests.max(1),
         };
         let cache_dir = settings.data_dir.join("plugin-cache");
         for file in wasm_files(&settings.connectors_dir) {
@@ -134,26 +293,36 @@ impl Plugins {
             plugin: file.display().to_string(),
             ..CallScope::default()
         };
-        if let Ok(connector) = connector_world::ConnectorPre::new(pre.clone()) {
+        let connector = connector_world::ConnectorPre::new(pre.clone())
+            .map(ConnectorPre::Current)
+            .or_else(|_| v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01));
+        if let Ok(connector) = connector {
             let raw = runtime::bounded(self.limits, async {
                 let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
                 let instance = connector
-                    .instantiate_async(&mut store)
+                    .instantiate(&mut store)
                     .await
                     .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
                 instance
-                    .call_describe(&mut store)
+                    .describe(&mut store)
                     .await
                     .map_err(|e| runtime::classify_trap(&store, e, self.limits))
             })
             .await
             .map_err(|e| format!("describe failed: {e}"))?;
-            let descriptor: ConnectorDescriptor =
+            let mut raw: Value =
                 serde_json::from_str(&raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
+            if matches!(connector, ConnectorPre::V01(_)) {
+                raw = super::v01::upgrade_descriptor(raw);
+            }
+            let descriptor: ConnectorDescriptor =
+                serde_json::from_value(raw).map_err(|e| format!("unreadable descriptor: {e}"))?;
             check_sdk(&descriptor.sdk_version)?;
-            check_connector_id(&descriptor.id)?;
+            check_connector_id("connector id", &descriptor.id)?;
+            check_connector_id("area", &descriptor.area)?;
             descriptor.check_secret_fields()?;
-            tracing::info!(id = %descriptor.id, version = %descriptor.version, sdk = %descriptor.sdk_version, "connector loaded");
+            descriptor.check_declarations()?;
+            tracing::info!(id = %descriptor.id, area = %descriptor.area, version = %descriptor.version, sdk = %descriptor.sdk_version, "connector loaded");
             self.connectors.push(Arc::new(LoadedConnector {
                 descriptor,
                 file: file.to_path_buf(),
@@ -162,15 +331,18 @@ impl Plugins {
             }));
             return Ok(());
         }
-        if let Ok(provider) = csv_world::CsvProviderPre::new(pre) {
+        let provider = csv_world::CsvProviderPre::new(pre.clone())
+            .map(CsvPre::Current)
+            .or_else(|_| v01::csv_world::CsvProviderPre::new(pre).map(CsvPre::V01));
+        if let Ok(provider) = provider {
             let raw = runtime::bounded(self.limits, async {
                 let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
                 let instance = provider
-                    .instantiate_async(&mut store)
+                    .instantiate(&mut store)
                     .await
                     .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
                 instance
-                    .call_describe(&mut store)
+                    .describe(&mut store)
                     .await
                     .map_err(|e| runtime::classify_trap(&store, e, self.limits))
             })
@@ -229,6 +401,9 @@ impl Plugins {
             self.max_response_bytes,
             Duration::from_millis(500),
         )
+        .with_concurrency(
+            (connector.descriptor.max_concurrent_requests as usize).min(self.max_concurrency),
+        )
     }
 
     /// The config a component sees: the tenant's config without its secrets.
@@ -249,11 +424,11 @@ impl Plugins {
         connector: &LoadedConnector,
         scope: CallScope,
         outbound: Option<Outbound>,
-    ) -> Result<(Store<PluginState>, connector_world::Connector), CallError> {
+    ) -> Result<(Store<PluginState>, ConnectorInstance), CallError> {
         let mut store = runtime::new_store(&self.engine, scope, outbound, self.limits);
         let instance = connector
             .pre
-            .instantiate_async(&mut store)
+            .instantiate(&mut store)
             .await
             .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
         Ok((store, instance))
@@ -273,7 +448,7 @@ impl Plugins {
         let (records, next) = runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
             let result = instance
-                .call_fetch(&mut store, &visible.to_string(), stream, cursor)
+                .fetch(&mut store, &visible.to_string(), stream, cursor)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
             result.map_err(CallError::from)
@@ -300,7 +475,7 @@ impl Plugins {
         let mapped = runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, None).await?;
             instance
-                .call_map_records(&mut store, stream, &raw)
+                .map_records(&mut store, stream, &raw)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))
         })
@@ -331,11 +506,11 @@ impl Plugins {
             let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
             let instance = provider
                 .pre
-                .instantiate_async(&mut store)
+                .instantiate(&mut store)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
             instance
-                .call_map_rows(&mut store, headers, rows)
+                .map_rows(&mut store, headers, rows)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))
         })
@@ -343,21 +518,35 @@ impl Plugins {
         one_result_per_input(mapped, rows.len(), self.row_caps, "map-rows", "rows")
     }
 
-    /// Runs a live action (`invoke`) with its JSON input.
+    /// Runs a live action (`invoke`).
     pub async fn invoke(
         &self,
         connector: &LoadedConnector,
         scope: CallScope,
         config: &Value,
-        action: &str,
-        input: &Value,
+        request: &ActionCall,
     ) -> Result<Value, CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
+        let pairs = |params: &[(String, String)]| -> Vec<wit::Param> {
+            params
+                .iter()
+                .map(|(name, value)| wit::Param {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect()
+        };
+        let request = wit::ActionRequest {
+            action: request.action.clone(),
+            path_params: pairs(&request.path_params),
+            query: pairs(&request.query),
+            body: request.body.to_string(),
+        };
         let answer = runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
             instance
-                .call_invoke(&mut store, &visible.to_string(), action, &input.to_string())
+                .invoke(&mut store, &visible.to_string(), &request)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
                 .map_err(CallError::from)
@@ -378,7 +567,7 @@ impl Plugins {
         runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
             instance
-                .call_check(&mut store, &visible.to_string())
+                .check(&mut store, &visible.to_string())
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
                 .map_err(CallError::from)
@@ -450,7 +639,7 @@ pub const RESERVED_IDS: &[&str] = &[
 /// A connector id is a route segment and part of a job kind: lower-case
 /// letters, digits and inner dashes, 2 to 40 characters, never a segment
 /// the host serves.
-fn check_connector_id(id: &str) -> Result<(), String> {
+fn check_connector_id(what: &str, id: &str) -> Result<(), String> {
     let shaped = (2..=40).contains(&id.len())
         && id.starts_with(|c: char| c.is_ascii_lowercase())
         && !id.ends_with('-')
@@ -459,12 +648,12 @@ fn check_connector_id(id: &str) -> Result<(), String> {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !shaped {
         return Err(format!(
-            "connector id {id:?} must be 2 to 40 lower-case letters, digits and inner dashes, starting with a letter"
+            "{what} {id:?} must be 2 to 40 lower-case letters, digits and inner dashes, starting with a letter"
         ));
     }
     if RESERVED_IDS.contains(&id) {
         return Err(format!(
-            "connector id {id:?} is a route the host serves itself"
+            "{what} {id:?} is a route the host serves itself"
         ));
     }
     Ok(())

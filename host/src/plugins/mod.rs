@@ -22,12 +22,16 @@ pub mod outbound;
 mod routes;
 pub mod rows;
 pub mod runtime;
+mod v01;
 
-pub use descriptor::{AuthScheme, ConnectorDescriptor, CsvDescriptor, WebhookSignature};
-pub use loader::{LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
+pub use descriptor::{
+    Action, AuthScheme, Collection, ConnectorDescriptor, CsvDescriptor, FieldType, View,
+    WebhookSignature,
+};
+pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use routes::router;
 pub use rows::{InventoryRow, MappedRow, RecordRow};
 pub use runtime::{CallError, CallScope};
 
 /// SDK versions this host loads (major.minor of `cairn-sdk`).
-pub const SUPPORTED_SDK: &[&str] = &["0.1"];
+pub const SUPPORTED_SDK: &[&str] = &["0.1", "0.2"];

@@ -23,12 +23,14 @@ pub struct InventoryRow {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow {
-    /// device, user, threat, finding or ticket.
-    pub kind: &'static str,
+    /// The declared collection it belongs to.
+    pub collection: String,
     pub key: String,
     pub device_name: Option<String>,
     pub client_id: Option<String>,
     pub group_ids: Vec<String>,
+    /// The collection's normalized fields (a JSON object).
+    pub fields: Value,
     pub body: Value,
 }
 
@@ -56,24 +58,18 @@ impl From<wit::Row> for MappedRow {
                 group_ids: i.group_ids,
             }),
             wit::Row::Record(r) => MappedRow::Record(RecordRow {
-                kind: kind_label(r.kind),
+                collection: r.collection,
                 key: r.key,
                 device_name: r.device_name,
                 client_id: r.client_id,
                 group_ids: r.group_ids,
+                fields: match serde_json::from_str(&r.fields) {
+                    Ok(Value::Object(fields)) => Value::Object(fields),
+                    _ => Value::Object(Default::default()),
+                },
                 body: serde_json::from_str(&r.body).unwrap_or(Value::String(r.body)),
             }),
         }
-    }
-}
-
-fn kind_label(kind: wit::RecordKind) -> &'static str {
-    match kind {
-        wit::RecordKind::Device => "device",
-        wit::RecordKind::User => "user",
-        wit::RecordKind::Threat => "threat",
-        wit::RecordKind::Finding => "finding",
-        wit::RecordKind::Ticket => "ticket",
     }
 }
 
@@ -95,12 +91,11 @@ impl MappedRow {
     /// body is measured as the plugin sent it, before it is parsed.
     pub(crate) fn from_plugin(row: wit::Row, caps: RowCaps) -> Result<MappedRow, String> {
         if let wit::Row::Record(r) = &row {
-            if r.body.len() > caps.body_bytes {
+            let size = r.body.len() + r.fields.len();
+            if size > caps.body_bytes {
                 return Err(format!(
-                    "the {} record's body is {} bytes, over the cap of {}",
-                    kind_label(r.kind),
-                    r.body.len(),
-                    caps.body_bytes
+                    "the {} record's body and fields are {size} bytes, over the cap of {}",
+                    r.collection, caps.body_bytes
                 ));
             }
         }
@@ -207,11 +202,12 @@ mod tests {
         let record = |body: String, groups: usize| {
             MappedRow::from_plugin(
                 wit::Row::Record(wit::SourceRecord {
-                    kind: wit::RecordKind::Device,
+                    collection: "devices".into(),
                     key: "d1".into(),
                     device_name: None,
                     client_id: None,
                     group_ids: vec!["g".into(); groups],
+                    fields: "{}".into(),
                     body,
                 }),
                 CAPS,
@@ -219,7 +215,7 @@ mod tests {
         };
         assert!(record(serde_json::json!({"a": 1}).to_string(), 2).is_ok());
         let big = record(serde_json::json!({"a": "x".repeat(40)}).to_string(), 0);
-        assert!(big.unwrap_err().contains("body is 48 bytes"));
+        assert!(big.unwrap_err().contains("are 50 bytes"));
         assert!(record("null".into(), 3)
             .unwrap_err()
             .contains("3 group ids"));

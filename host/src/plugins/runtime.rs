@@ -10,9 +10,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::outbound::Outbound;
 
+/// The current contract, `cairn:plugin@0.2.0`.
 pub(crate) mod connector_world {
     wasmtime::component::bindgen!({
-        path: "../sdk/wit/v0.1",
+        path: "../sdk/wit/v0.2",
         world: "connector",
         imports: { default: async },
         exports: { default: async },
@@ -21,7 +22,7 @@ pub(crate) mod connector_world {
 
 pub(crate) mod csv_world {
     wasmtime::component::bindgen!({
-        path: "../sdk/wit/v0.1",
+        path: "../sdk/wit/v0.2",
         world: "csv-provider",
         imports: { default: async },
         exports: { default: async },
@@ -30,6 +31,34 @@ pub(crate) mod csv_world {
             "cairn:plugin/host": super::connector_world::cairn::plugin::host,
         },
     });
+}
+
+/// The frozen contract `cairn:plugin@0.1.0`; its components are adapted to
+/// the current one in `super::v01`.
+pub(crate) mod v01 {
+    pub(crate) mod connector_world {
+        wasmtime::component::bindgen!({
+            path: "../sdk/wit/v0.1",
+            world: "connector",
+            imports: { default: async },
+            exports: { default: async },
+        });
+    }
+
+    pub(crate) mod csv_world {
+        wasmtime::component::bindgen!({
+            path: "../sdk/wit/v0.1",
+            world: "csv-provider",
+            imports: { default: async },
+            exports: { default: async },
+            with: {
+                "cairn:plugin/types": super::connector_world::cairn::plugin::types,
+                "cairn:plugin/host": super::connector_world::cairn::plugin::host,
+            },
+        });
+    }
+
+    pub(crate) use connector_world::cairn::plugin::types as wit;
 }
 
 use connector_world::cairn::plugin::types as wit;
@@ -74,6 +103,10 @@ pub enum CallError {
     Crashed(String),
     #[error("the plugin returned something unreadable: {0}")]
     Protocol(String),
+    #[error("{field}: {message}")]
+    InvalidInput { field: String, message: String },
+    #[error("not found upstream: {0}")]
+    NotFound(String),
 }
 
 impl From<wit::PluginError> for CallError {
@@ -90,6 +123,11 @@ impl From<wit::PluginError> for CallError {
             },
             wit::PluginError::Transient(m) => CallError::Transient(m),
             wit::PluginError::Upstream(m) => CallError::Upstream(m),
+            wit::PluginError::InvalidInput(p) => CallError::InvalidInput {
+                field: p.field,
+                message: p.message,
+            },
+            wit::PluginError::NotFound(m) => CallError::NotFound(m),
         }
     }
 }
@@ -127,8 +165,8 @@ pub struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
     memory: MemoryCap,
-    scope: CallScope,
-    outbound: Option<Outbound>,
+    pub(super) scope: CallScope,
+    pub(super) outbound: Option<Outbound>,
     last_panic: Option<String>,
 }
 
@@ -150,13 +188,35 @@ impl connector_world::cairn::plugin::host::Host for PluginState {
     ) -> Result<wit::HttpResponse, wit::PluginError> {
         match &self.outbound {
             Some(outbound) => outbound.send(&self.scope, request).await,
-            None => Err(wit::PluginError::Config(
-                "this plugin may not make requests".into(),
-            )),
+            None => Err(no_requests()),
+        }
+    }
+
+    async fn send_all(
+        &mut self,
+        requests: Vec<wit::HttpRequest>,
+    ) -> Vec<Result<wit::HttpResponse, wit::PluginError>> {
+        match &self.outbound {
+            Some(outbound) => outbound.send_all(&self.scope, requests).await,
+            None => requests.iter().map(|_| Err(no_requests())).collect(),
         }
     }
 
     async fn log(&mut self, level: wit::LogLevel, message: String) {
+        self.write_log(level, message);
+    }
+
+    async fn now_ms(&mut self) -> u64 {
+        crate::db::now_ms().max(0) as u64
+    }
+}
+
+fn no_requests() -> wit::PluginError {
+    wit::PluginError::Config("this plugin may not make requests".into())
+}
+
+impl PluginState {
+    pub(super) fn write_log(&mut self, level: wit::LogLevel, message: String) {
         let scope = &self.scope;
         let tenant = scope.tenant_id.as_deref().unwrap_or("-");
         let job = scope.job_id.as_deref().unwrap_or("-");
@@ -177,10 +237,6 @@ impl connector_world::cairn::plugin::host::Host for PluginState {
             }
         }
     }
-
-    async fn now_ms(&mut self) -> u64 {
-        crate::db::now_ms().max(0) as u64
-    }
 }
 
 /// The linker every plugin instance is made with: WASI (with nothing
@@ -189,6 +245,7 @@ pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     connector_world::Connector::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    v01::connector_world::Connector::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     Ok(linker)
 }
 

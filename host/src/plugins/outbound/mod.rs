@@ -39,6 +39,8 @@ pub struct Outbound {
     max_response_bytes: usize,
     backoff_base: Duration,
     credentials: Option<Arc<Credentials>>,
+    /// Requests of one `send_all` in flight at once.
+    concurrency: usize,
 }
 
 /// Tokens obtained by token exchange, per tenant and connector, reused
@@ -124,6 +126,7 @@ impl Outbound {
             max_response_bytes,
             backoff_base,
             credentials: credentials.map(Arc::new),
+            concurrency: 1,
         }
     }
 
@@ -253,8 +256,33 @@ impl Outbound {
         Ok(token)
     }
 
-    /// POST `{base_url}{path}` with `{UserName, Password}`; caches the
-    /// `AccessToken` until its `ExpirationDate`.
+    /// At most `concurrency` requests of one [`Outbound::send_all`] at once.
+    pub fn with_concurrency(mut self, concurrency: usize) -> Outbound {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Sends every request, at most `concurrency` at once, each as
+    /// [`Outbound::send`] would (its own 429 waits and redirects), and
+    /// answers in the order given. A token scheme logs in once before the
+    /// batch, so the requests do not each exchange a token.
+    pub async fn send_all(
+        &self,
+        scope: &CallScope,
+        requests: Vec<wit::HttpRequest>,
+    ) -> Vec<Result<wit::HttpResponse, wit::PluginError>> {
+        if let Err(err) = self.auth_header(false).await {
+            return requests.iter().map(|_| Err(err.clone())).collect();
+        }
+        futures::stream::iter(requests)
+            .map(|request| self.send(scope, request))
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// POST `{base_url}{path}` with the user name and password under the
+    /// scheme's keys; caches the answer's token until its expiry.
     async fn exchange_token(&self, credentials: &Credentials) -> Result<String, wit::PluginError> {
         let AuthScheme::TokenExchange {
             base_url_field,
@@ -263,6 +291,10 @@ impl Outbound {
             password_field,
             client_id_field,
             client_id_header,
+            username_key,
+            password_key,
+            token_key,
+            expiry_key,
         } = &credentials.scheme
         else {
             return Err(wit::PluginError::Config(
@@ -273,10 +305,15 @@ impl Outbound {
         let url = url::Url::parse(&format!("{base}{path}"))
             .map_err(|e| wit::PluginError::Config(format!("{base_url_field} is not a URL: {e}")))?;
         self.policy.check(&url).map_err(wit::PluginError::Config)?;
-        let body = serde_json::json!({
-            "UserName": credentials.field(username_field)?,
-            "Password": credentials.field(password_field)?,
-        });
+        let mut body = serde_json::Map::new();
+        body.insert(
+            username_key.clone(),
+            credentials.field(username_field)?.into(),
+        );
+        body.insert(
+            password_key.clone(),
+            credentials.field(password_field)?.into(),
+        );
         let mut request = self.client.post(url).json(&body);
         if let (Some(field), Some(header)) = (client_id_field, client_id_header) {
             if let Some(client_id) = credentials.config[field].as_str().filter(|v| !v.is_empty()) {
@@ -297,8 +334,8 @@ impl Outbound {
                 "token exchange answered {status}"
             )));
         }
-        let (token, answer) = token_answer(response, "AccessToken").await?;
-        let expires_at_ms = answer["ExpirationDate"]
+        let (token, answer) = token_answer(response, token_key).await?;
+        let expires_at_ms = answer[expiry_key.as_str()]
             .as_str()
             .and_then(parse_expiry)
             .unwrap_or_else(|| crate::db::now_ms() + 15 * 60_000);
@@ -461,7 +498,7 @@ fn client_assertion(
         .map_err(|e| wit::PluginError::Config(format!("cannot sign the client assertion: {e}")))
 }
 
-/// `ExpirationDate` as RFC 3339, or as a naive date-time taken as UTC.
+/// A token's expiry as RFC 3339, or as a naive date-time taken as UTC.
 fn parse_expiry(raw: &str) -> Option<i64> {
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(raw) {
         return Some(at.timestamp_millis());
