@@ -56,17 +56,17 @@ impl AppState {
         db.migrate().await?;
         let plugins = Arc::new(Plugins::load(&settings).await?);
         let secrets = SecretBox::new(&settings.encryption_key)?;
-        // One sync job kind per loaded connector, all run by the same pipeline.
-        for connector in &plugins.connectors {
-            let id = connector.descriptor.id.clone();
+        // One sync job kind per area, all run by the same pipeline with the
+        // connector each tenant chose.
+        for area in plugins.areas() {
             let handler = SyncHandler {
                 plugins: plugins.clone(),
                 secrets: secrets.clone(),
-                connector: id.clone(),
+                area: area.to_string(),
                 caps: SyncCaps::from_settings(&settings),
             };
             jobs.register(
-                &crate::integrations::sync_kind(&id),
+                &crate::integrations::sync_kind(area),
                 handler,
                 SYNC_STALL_TIMEOUT,
             );

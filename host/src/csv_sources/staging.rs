@@ -72,7 +72,7 @@ impl Staging {
     pub fn push_record(&mut self, record: &RecordRow) -> std::io::Result<()> {
         debug_assert_eq!(self.destination, Destination::Records);
         let line = json!([
-            record.kind,
+            record.collection,
             record.key,
             record.device_name,
             record.body.to_string(),
@@ -182,9 +182,9 @@ fn upsert_statement(backend: Backend, destination: Destination) -> String {
         ),
         Destination::Records => (
             "value->>0, value->>1",
-            "source_records (tenant_id, source, kind, record_key, device_name, client_id, \
-             group_ids, body, seen_run, updated_at)",
-            "$1, $2, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $4",
+            "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+             client_id, group_ids, body, seen_run, updated_at)",
+            "$1, $2, value->>0, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $4",
             "(tenant_id, source, kind, record_key) DO UPDATE SET \
              device_name = excluded.device_name, client_id = excluded.client_id, \
              group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \

@@ -21,6 +21,10 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// A 404 whose detail says what is missing (an upstream's answer, a
+    /// route a tenant's connector does not serve).
+    #[error("{0}")]
+    Missing(String),
     #[error("{0}")]
     Conflict(String),
     /// An upload failed one of the upload checks (`check` names it:
@@ -84,7 +88,7 @@ impl ApiError {
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::NotFound(_) | ApiError::Missing(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -100,7 +104,7 @@ impl ApiError {
             ApiError::Validation { .. } => "validation_error",
             ApiError::Unauthorized(_) => "not_authenticated",
             ApiError::Forbidden(_) => "forbidden",
-            ApiError::NotFound(_) => "not_found",
+            ApiError::NotFound(_) | ApiError::Missing(_) => "not_found",
             ApiError::Conflict(_) => "conflict",
             ApiError::Gone(_) => "gone",
             ApiError::RateLimited { .. } => "rate_limited",

@@ -34,7 +34,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .nest("/api/v1/invites", crate::invites::router(state))
         .nest("/api/v1/jobs", crate::jobs::router())
         .merge(crate::plugins::router())
-        .merge(crate::integrations::router())
+        .merge(crate::integrations::router(&state.plugins))
         .merge(crate::inventory::router())
         .merge(crate::devices::router())
         .merge(crate::csv_sources::router())

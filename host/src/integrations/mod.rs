@@ -1,8 +1,13 @@
-//! Integrations: the per-tenant config of each loaded connector, its
-//! lifecycle routes (`/api/v1/<integration>/...`, one set for every
-//! connector, driven by its descriptor) and the sync pipeline that turns a
-//! connector's pages into inventory items and source records.
+//! Integrations: areas (edr, mdm, rmm, ... or a new one) served by
+//! connectors; the per-tenant config of each area naming the connector it
+//! uses; the routes of every area (`/api/v1/<area>/...`: the lifecycle ones
+//! and those connectors declare, mounted concretely); and the sync pipeline
+//! that turns a connector's pages into inventory items and source records.
 
+pub mod areas;
+mod collections;
+mod declared;
+mod descriptor_docs;
 mod routes;
 pub mod secrets;
 pub mod seed;
@@ -10,12 +15,14 @@ pub mod storage;
 pub mod sync;
 
 pub use routes::{call_error, router};
+
+mod views;
 pub use secrets::SecretBox;
 
 /// Shown instead of a stored secret; sending it back keeps the secret.
 pub const REDACTED: &str = "********";
 
-/// The job kind of a connector's sync.
-pub fn sync_kind(integration: &str) -> String {
-    format!("{integration}_sync")
+/// The job kind of an area's sync.
+pub fn sync_kind(area: &str) -> String {
+    format!("{area}_sync")
 }

@@ -1,51 +1,100 @@
-//! `/api/v1/{integration}/...`: the lifecycle routes every loaded connector
-//! gets, driven by its descriptor. No vendor is named here.
+//! `/api/v1/<area>/...`: the lifecycle routes of every area some loaded
+//! connector serves (config, test-connection, sync, sync-status, stats),
+//! mounted concretely per area, plus the connectors' declared routes
+//! (`declared`). No vendor is named here.
+
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::Extension;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
+use utoipa::openapi::path::{Operation, Paths};
+use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use super::storage::{self, SourceStats, StoredConfig};
-use super::{sync_kind, REDACTED};
+use super::storage::{self, NewConfig, SourceStats, StoredConfig};
+use super::{areas, sync_kind, REDACTED};
 use crate::app::AppState;
 use crate::auth::{AdminCaller, Caller};
 use crate::db::to_rfc3339;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::json::{Json, Path, Query};
+use crate::http::json::{Json, Path};
 use crate::jobs::storage::{self as jobs, JobFilter};
 use crate::jobs::JobView;
 use crate::plugins::outbound::HostPolicy;
-use crate::plugins::{CallError, CallScope, LoadedConnector};
+use crate::plugins::{CallError, CallScope, LoadedConnector, Plugins};
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(get_config, save_config, delete_config))
-        .routes(routes!(test_connection))
-        .routes(routes!(start_sync))
-        .routes(routes!(sync_status))
-        .routes(routes!(stats))
-        .routes(routes!(devices))
-        .routes(routes!(device_by_name))
-        .routes(routes!(live_action))
+/// The area a concrete lifecycle route serves (set on the route, so one
+/// handler serves every area).
+#[derive(Clone)]
+pub struct Area(pub String);
+
+pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
+    let mut router = OpenApiRouter::new()
         .routes(routes!(store_credentials))
-        .routes(routes!(get_credentials, delete_credentials))
+        .routes(routes!(get_credentials, delete_credentials));
+    for area in plugins.areas() {
+        router = router
+            .routes(for_area(routes!(get_config, save_config, delete_config), area))
+            .routes(for_area(routes!(test_connection), area))
+            .routes(for_area(routes!(start_sync), area))
+            .routes(for_area(routes!(sync_status), area))
+            .routes(for_area(routes!(stats), area));
+        router = super::declared::mount(router, plugins, area);
+    }
+    router
 }
 
-fn connector(state: &AppState, integration: &str) -> ApiResult<std::sync::Arc<LoadedConnector>> {
-    state
-        .plugins
-        .connector(integration)
-        .cloned()
-        .ok_or(ApiError::NotFound("integration"))
+/// A lifecycle route declared at `/api/v1/{area}/...` made concrete for
+/// `area`: its path and OpenAPI operations name the area, and the handler
+/// learns it from the route.
+fn for_area(route: UtoipaMethodRouter<AppState>, area: &str) -> UtoipaMethodRouter<AppState> {
+    let (schemas, paths, method_router) = route;
+    let mut concrete = Paths::new();
+    for (path, mut item) in paths.paths {
+        for operation in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            name_area(operation, area);
+        }
+        concrete
+            .paths
+            .insert(path.replace("{area}", area), item);
+    }
+    (
+        schemas,
+        concrete,
+        method_router.layer(Extension(Area(area.to_string()))),
+    )
+}
+
+fn name_area(operation: &mut Operation, area: &str) {
+    if let Some(parameters) = &mut operation.parameters {
+        parameters.retain(|p| p.name != "area");
+    }
+    operation.tags = Some(vec![area.to_string()]);
+    if let Some(id) = &mut operation.operation_id {
+        *id = format!("{area}_{id}");
+    }
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct ConfigView {
+    /// The area.
     integration: String,
+    /// The connector the config uses (null until configured when several
+    /// serve the area).
+    connector: Option<String>,
     configured: bool,
     /// The stored config; secret fields read `********`.
     #[schema(value_type = Object)]
@@ -53,10 +102,16 @@ pub struct ConfigView {
     updated_at: Option<String>,
 }
 
-fn redacted_view(connector: &LoadedConnector, stored: Option<&StoredConfig>) -> ConfigView {
+fn redacted_view(
+    area: &str,
+    connector: Option<&LoadedConnector>,
+    stored: Option<&StoredConfig>,
+) -> ConfigView {
+    let connector_id = connector.map(|c| c.descriptor.id.clone());
     let Some(stored) = stored else {
         return ConfigView {
-            integration: connector.descriptor.id.clone(),
+            integration: area.to_string(),
+            connector: connector_id,
             configured: false,
             config: Value::Object(Map::new()),
             updated_at: None,
@@ -71,43 +126,51 @@ fn redacted_view(connector: &LoadedConnector, stored: Option<&StoredConfig>) -> 
         }
     }
     ConfigView {
-        integration: connector.descriptor.id.clone(),
+        integration: area.to_string(),
+        connector: connector_id,
         configured: true,
         config,
         updated_at: Some(to_rfc3339(stored.updated_at)),
     }
 }
 
-/// Read the stored config, secrets redacted.
-#[utoipa::path(get, path = "/api/v1/{integration}/config", tag = "integrations",
-    params(("integration" = String, Path, description = "Id of a loaded connector, e.g. `rmm`")),
-    responses((status = 200, body = ConfigView), (status = 404, body = ErrorBody)))]
+/// Read the area's stored config, secrets redacted, and the connector it
+/// uses.
+#[utoipa::path(get, path = "/api/v1/{area}/config", tag = "integrations",
+    params(("area" = String, Path)),
+    responses((status = 200, body = ConfigView)))]
 async fn get_config(
     State(state): State<AppState>,
     caller: Caller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<Json<ConfigView>> {
-    let connector = connector(&state, &integration)?;
-    let stored =
-        storage::config(&state.db, &state.secrets, &caller.tenant_id, &integration).await?;
-    Ok(Json(redacted_view(&connector, stored.as_ref())))
+    let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &area).await?;
+    let connector = areas::resolve(
+        &state.plugins,
+        &area,
+        stored.as_ref().and_then(|s| s.connector.as_deref()),
+    )
+    .ok();
+    Ok(Json(redacted_view(&area, connector.as_deref(), stored.as_ref())))
 }
 
-/// Store or replace the config (admin or owner). Validated against the
-/// connector's schema; a secret sent back as `********` keeps its stored value.
-#[utoipa::path(post, path = "/api/v1/{integration}/config", tag = "integrations",
-    params(("integration" = String, Path)),
-    request_body(content = Object, description = "Fields per the connector's config schema"),
+/// Store or replace the area's config (admin or owner). `connector` picks
+/// the connector (by id) when several serve the area; switching to another
+/// removes what the old one synced and cancels its sync. The other fields
+/// are validated against that connector's schema; a secret sent back as
+/// `********` keeps its stored value.
+#[utoipa::path(post, path = "/api/v1/{area}/config", tag = "integrations",
+    params(("area" = String, Path)),
+    request_body(content = Object, description = "`connector` (optional) and the fields of the connector's config schema"),
     responses(
         (status = 200, body = ConfigView),
         (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody),
         (status = 422, body = ErrorBody, description = "Names the offending field"),
     ))]
 async fn save_config(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
     Json(body): Json<Value>,
 ) -> ApiResult<Json<ConfigView>> {
     let Value::Object(fields) = body else {
@@ -116,7 +179,7 @@ async fn save_config(
             "the config must be a JSON object",
         ));
     };
-    store_config(&state, &caller, &integration, fields, Merge::Replace)
+    store_config(&state, &caller, &area, fields, Merge::Replace)
         .await
         .map(Json)
 }
@@ -130,18 +193,76 @@ enum Merge {
     Update,
 }
 
-/// Validates and stores a config for `integration`; secret fields go to the
+/// The connector a save uses: the one named in the body, else the one the
+/// stored config uses, else the area's only one.
+fn chosen_connector(
+    plugins: &Plugins,
+    area: &str,
+    named: Option<Value>,
+    existing: Option<&StoredConfig>,
+) -> ApiResult<Arc<LoadedConnector>> {
+    let serving = || {
+        plugins
+            .area_connectors(area)
+            .iter()
+            .map(|c| c.descriptor.id.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match named {
+        Some(Value::String(id)) => plugins
+            .area_connectors(area)
+            .into_iter()
+            .find(|c| c.descriptor.id == id)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::validation(
+                    "connector",
+                    format!("no loaded connector {id:?} serves {area}; these do: {}", serving()),
+                )
+            }),
+        Some(_) => Err(ApiError::validation("connector", "must be a connector id")),
+        None => existing
+            .and_then(|e| areas::resolve(plugins, area, e.connector.as_deref()).ok())
+            .map_or_else(
+                || {
+                    areas::resolve(plugins, area, None).map_err(|_| {
+                        ApiError::validation(
+                            "connector",
+                            format!("several connectors serve {area}; name one of: {}", serving()),
+                        )
+                    })
+                },
+                Ok,
+            ),
+    }
+}
+
+/// Validates and stores a config for `area`; secret fields go to the
 /// encrypted part, and a secret sent as `********` keeps its stored value.
 async fn store_config(
     state: &AppState,
     caller: &Caller,
-    integration: &str,
+    area: &str,
     mut fields: Map<String, Value>,
     merge: Merge,
 ) -> ApiResult<ConfigView> {
-    let connector = connector(state, integration)?;
-    let existing =
-        storage::config(&state.db, &state.secrets, &caller.tenant_id, integration).await?;
+    if state.plugins.area_connectors(area).is_empty() {
+        return Err(ApiError::NotFound("integration"));
+    }
+    let existing = storage::config(&state.db, &state.secrets, &caller.tenant_id, area).await?;
+    let connector = chosen_connector(
+        &state.plugins,
+        area,
+        fields.remove("connector"),
+        existing.as_ref(),
+    )?;
+    let switching = existing.as_ref().is_some_and(|e| {
+        areas::resolve(&state.plugins, area, e.connector.as_deref())
+            .map_or(true, |old| old.descriptor.id != connector.descriptor.id)
+    });
+    // Another connector's settings and secrets mean nothing to this one.
+    let existing = existing.filter(|_| !switching);
     if merge == Merge::Update {
         if let Some(stored) = &existing {
             for (field, value) in stored.full().as_object().into_iter().flatten() {
@@ -164,11 +285,12 @@ async fn store_config(
         }
     }
     let mut candidate = StoredConfig {
+        connector: Some(connector.descriptor.id.clone()),
         settings: Value::Object(fields),
         secrets: Value::Object(secrets),
         updated_at: 0,
     };
-    validate(
+    check_schema_masked(
         &connector.descriptor.config_schema,
         &candidate.full(),
         &candidate.secrets,
@@ -184,22 +306,48 @@ async fn store_config(
         &state.db,
         &state.secrets,
         &caller.tenant_id,
-        integration,
-        &candidate.settings,
-        &candidate.secrets,
+        area,
+        NewConfig {
+            connector: &connector.descriptor.id,
+            settings: &candidate.settings,
+            secrets: &candidate.secrets,
+            switching,
+        },
     )
     .await?;
-    Ok(redacted_view(&connector, Some(&candidate)))
+    if switching {
+        // The old connector's sync stops at its next page (its config is
+        // replaced); its rows are gone, so the inventory is rebuilt.
+        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(area)).await?;
+        crate::inventory::rollup::request(&state.db, &caller.tenant_id, "connector switched")
+            .await?;
+    }
+    Ok(redacted_view(area, Some(&connector), Some(&candidate)))
 }
 
-/// Checks `config` against the connector's JSON Schema; the first problem
-/// becomes a 422 naming the field. The schema's message quotes the value
-/// it refused, so every secret value is masked in it.
-fn validate(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
+/// The first problem of `value` against `schema` as a 422 naming the field
+/// (under `prefix` for an action's body or query).
+pub fn check_schema(schema: &Value, value: &Value, prefix: &str) -> ApiResult<()> {
+    match schema_problem(schema, value)? {
+        Some((field, message)) => {
+            let field = if field == "config" {
+                prefix.to_string()
+            } else {
+                format!("{prefix}.{field}")
+            };
+            Err(ApiError::validation(&field, message))
+        }
+        None => Ok(()),
+    }
+}
+
+/// The first problem of `value` against `schema`: the field's dotted path
+/// (`config` for the whole value) and the schema's message.
+fn schema_problem(schema: &Value, value: &Value) -> ApiResult<Option<(String, String)>> {
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| ApiError::Internal(anyhow::anyhow!("connector schema is invalid: {e}")))?;
-    let Some(error) = validator.iter_errors(config).next() else {
-        return Ok(());
+    let Some(error) = validator.iter_errors(value).next() else {
+        return Ok(None);
     };
     let field = match error.kind() {
         jsonschema::error::ValidationErrorKind::Required { property } => {
@@ -214,7 +362,16 @@ fn validate(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "config".into()),
     };
-    let mut message = error.to_string();
+    Ok(Some((field, error.to_string())))
+}
+
+/// Checks a config against the connector's JSON Schema; the first problem
+/// becomes a 422 naming the field. The schema's message quotes the value
+/// it refused, so every secret value is masked in it.
+fn check_schema_masked(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
+    let Some((field, mut message)) = schema_problem(schema, config)? else {
+        return Ok(());
+    };
     for value in secrets.as_object().into_iter().flat_map(|s| s.values()) {
         let raw = match value {
             Value::String(s) => s.clone(),
@@ -232,37 +389,36 @@ fn validate(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
     Err(ApiError::validation(&field, message))
 }
 
-/// Remove the config and the data the integration synced (admin or owner);
-/// a sync in progress is canceled and writes nothing more.
-#[utoipa::path(delete, path = "/api/v1/{integration}/config", tag = "integrations",
-    params(("integration" = String, Path)),
+/// Remove the area's config and the data it synced (admin or owner); a
+/// sync in progress is canceled and writes nothing more.
+#[utoipa::path(delete, path = "/api/v1/{area}/config", tag = "integrations",
+    params(("area" = String, Path)),
     responses((status = 204, description = "Removed with its synced data"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_config(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<StatusCode> {
-    connector(&state, &integration)?;
-    if storage::delete_config(&state.db, &caller.tenant_id, &integration).await? {
+    if storage::delete_config(&state.db, &caller.tenant_id, &area).await? {
         // A running sync stops at its next page (its writes are fenced on
         // the config, which is gone); queued ones never start.
-        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(&integration)).await?;
+        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(&area)).await?;
+        crate::inventory::rollup::request(&state.db, &caller.tenant_id, "config removed").await?;
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("config"))
     }
 }
 
-async fn stored_config(
+/// The tenant's config for `area` and its connector, or a 409.
+async fn configured(
     state: &AppState,
     caller: &Caller,
-    integration: &str,
-) -> ApiResult<StoredConfig> {
-    storage::config(&state.db, &state.secrets, &caller.tenant_id, integration)
+    area: &str,
+) -> ApiResult<(Arc<LoadedConnector>, StoredConfig)> {
+    areas::tenant_connector(&state.db, &state.secrets, &state.plugins, &caller.tenant_id, area)
         .await?
-        .ok_or_else(|| {
-            ApiError::Conflict(format!("{integration} is not configured for this tenant"))
-        })
+        .ok_or_else(|| ApiError::Conflict(format!("{area} is not configured for this tenant")))
 }
 
 /// A plugin call's failure as an HTTP error.
@@ -278,6 +434,8 @@ pub fn call_error(err: CallError) -> ApiError {
             permission_hint,
         },
         CallError::Config(message) => ApiError::validation("config", message),
+        CallError::InvalidInput { field, message } => ApiError::validation(&field, message),
+        CallError::NotFound(message) => ApiError::Missing(message),
         other => ApiError::Upstream(other.to_string()),
     }
 }
@@ -288,8 +446,8 @@ pub struct ConnectionOk {
 }
 
 /// Validate the stored credentials with a live call.
-#[utoipa::path(post, path = "/api/v1/{integration}/test-connection", tag = "integrations",
-    params(("integration" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/{area}/test-connection", tag = "integrations",
+    params(("area" = String, Path)),
     responses(
         (status = 200, body = ConnectionOk),
         (status = 409, body = ErrorBody, description = "Not configured"),
@@ -299,18 +457,17 @@ pub struct ConnectionOk {
 async fn test_connection(
     State(state): State<AppState>,
     caller: Caller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<Json<ConnectionOk>> {
-    let connector = connector(&state, &integration)?;
-    let config = stored_config(&state, &caller, &integration).await?.full();
+    let (connector, stored) = configured(&state, &caller, &area).await?;
     let scope = CallScope {
-        plugin: integration.clone(),
+        plugin: connector.descriptor.id.clone(),
         tenant_id: Some(caller.tenant_id.as_str().to_string()),
         job_id: None,
     };
     state
         .plugins
-        .check(&connector, scope, &config)
+        .check(&connector, scope, &stored.full())
         .await
         .map_err(call_error)?;
     Ok(Json(ConnectionOk { ok: true }))
@@ -324,23 +481,18 @@ pub struct SyncStarted {
 }
 
 /// Start a background sync (deduplicated: one queued or running per tenant).
-#[utoipa::path(post, path = "/api/v1/{integration}/sync", tag = "integrations",
-    params(("integration" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/{area}/sync", tag = "integrations",
+    params(("area" = String, Path)),
     responses((status = 202, body = SyncStarted), (status = 409, body = ErrorBody, description = "Not configured")))]
 async fn start_sync(
     State(state): State<AppState>,
     caller: Caller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<(StatusCode, Json<SyncStarted>)> {
-    connector(&state, &integration)?;
-    stored_config(&state, &caller, &integration).await?;
+    configured(&state, &caller, &area).await?;
     let enqueued = state
         .jobs
-        .enqueue(
-            &caller.tenant_id,
-            &sync_kind(&integration),
-            &serde_json::json!({}),
-        )
+        .enqueue(&caller.tenant_id, &sync_kind(&area), &serde_json::json!({}))
         .await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -360,16 +512,15 @@ pub struct SyncStatus {
 }
 
 /// The current sync job and recent history, from the jobs table.
-#[utoipa::path(get, path = "/api/v1/{integration}/sync-status", tag = "integrations",
-    params(("integration" = String, Path)),
-    responses((status = 200, body = SyncStatus), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/{area}/sync-status", tag = "integrations",
+    params(("area" = String, Path)),
+    responses((status = 200, body = SyncStatus)))]
 async fn sync_status(
     State(state): State<AppState>,
     caller: Caller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<Json<SyncStatus>> {
-    connector(&state, &integration)?;
-    let kind = sync_kind(&integration);
+    let kind = sync_kind(&area);
     let filter = JobFilter {
         kind: Some(&kind),
         status: None,
@@ -386,165 +537,23 @@ async fn sync_status(
     Ok(Json(SyncStatus { current, history }))
 }
 
-/// Counts of what the integration synced for the tenant.
-#[utoipa::path(get, path = "/api/v1/{integration}/stats", tag = "integrations",
-    params(("integration" = String, Path)),
-    responses((status = 200, body = SourceStats), (status = 404, body = ErrorBody)))]
+/// Counts of what the area's connector synced for the tenant.
+#[utoipa::path(get, path = "/api/v1/{area}/stats", tag = "integrations",
+    params(("area" = String, Path)),
+    responses((status = 200, body = SourceStats)))]
 async fn stats(
     State(state): State<AppState>,
     caller: Caller,
-    Path(integration): Path<String>,
+    Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<Json<SourceStats>> {
-    connector(&state, &integration)?;
     Ok(Json(
-        storage::stats(&state.db, &caller.tenant_id, &integration).await?,
+        storage::stats(&state.db, &caller.tenant_id, &area).await?,
     ))
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct Page {
-    /// 1 to 500 (default 100).
-    #[param(minimum = 1)]
-    limit: Option<i64>,
-    /// Default 0.
-    #[param(minimum = 0)]
-    offset: Option<i64>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SyncedDevice {
-    key: String,
-    device_name: Option<String>,
-    client_id: Option<String>,
-    group_ids: Vec<String>,
-    /// The upstream record as synced.
-    #[schema(value_type = Object)]
-    record: Value,
-    synced_at: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct DevicePage {
-    items: Vec<SyncedDevice>,
-    total: i64,
-    limit: i64,
-    offset: i64,
-}
-
-fn device_view(row: storage::RecordRowView) -> SyncedDevice {
-    SyncedDevice {
-        key: row.record_key,
-        device_name: row.device_name,
-        client_id: row.client_id,
-        group_ids: serde_json::from_str(&row.group_ids).unwrap_or_default(),
-        record: serde_json::from_str(&row.body).unwrap_or(Value::Null),
-        synced_at: to_rfc3339(row.updated_at),
-    }
-}
-
-/// Devices the integration synced.
-#[utoipa::path(get, path = "/api/v1/{integration}/devices", tag = "integrations",
-    params(("integration" = String, Path), Page),
-    responses((status = 200, body = DevicePage), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn devices(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(integration): Path<String>,
-    Query(page): Query<Page>,
-) -> ApiResult<Json<DevicePage>> {
-    connector(&state, &integration)?;
-    let limit = page.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be between 1 and 500"));
-    }
-    let offset = page.offset.unwrap_or(0).max(0);
-    let (rows, total) = storage::records(
-        &state.db,
-        &caller.tenant_id,
-        &integration,
-        "device",
-        None,
-        limit,
-        offset,
-    )
-    .await?;
-    Ok(Json(DevicePage {
-        items: rows.into_iter().map(device_view).collect(),
-        total,
-        limit,
-        offset,
-    }))
-}
-
-/// The synced record of one asset, by device name (case-insensitive).
-#[utoipa::path(get, path = "/api/v1/{integration}/device-by-name/{device_name}", tag = "integrations",
-    params(("integration" = String, Path), ("device_name" = String, Path)),
-    responses((status = 200, body = SyncedDevice), (status = 404, body = ErrorBody)))]
-async fn device_by_name(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((integration, device_name)): Path<(String, String)>,
-) -> ApiResult<Json<SyncedDevice>> {
-    connector(&state, &integration)?;
-    let (mut rows, _) = storage::records(
-        &state.db,
-        &caller.tenant_id,
-        &integration,
-        "device",
-        Some(&device_name),
-        1,
-        0,
-    )
-    .await?;
-    rows.pop()
-        .map(device_view)
-        .map(Json)
-        .ok_or(ApiError::NotFound("device"))
-}
-
-/// A live read the connector offers (its descriptor's `actions`), e.g.
-/// `GET /api/v1/rmm/clients` lists the upstream's clients to scope a sync.
-#[utoipa::path(get, path = "/api/v1/{integration}/{action}", tag = "integrations",
-    params(("integration" = String, Path), ("action" = String, Path, description = "One of the connector's actions")),
-    responses(
-        (status = 200, body = Object, description = "The upstream's answer as the connector shapes it"),
-        (status = 404, body = ErrorBody, description = "No such integration or action"),
-        (status = 409, body = ErrorBody, description = "Not configured"),
-        (status = 502, body = ErrorBody),
-    ))]
-async fn live_action(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((integration, action)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
-    let connector = connector(&state, &integration)?;
-    if !connector.descriptor.actions.contains(&action) {
-        return Err(ApiError::NotFound("action"));
-    }
-    let config = stored_config(&state, &caller, &integration).await?.full();
-    let scope = CallScope {
-        plugin: integration.clone(),
-        tenant_id: Some(caller.tenant_id.as_str().to_string()),
-        job_id: None,
-    };
-    let answer = state
-        .plugins
-        .invoke(
-            &connector,
-            scope,
-            &config,
-            &action,
-            &Value::Object(Map::new()),
-        )
-        .await
-        .map_err(call_error)?;
-    Ok(Json(answer))
 }
 
 #[derive(Deserialize, ToSchema)]
 pub struct CredentialsRequest {
-    /// The integration (a loaded connector's id), e.g. `rmm`.
+    /// The area, e.g. `rmm`.
     platform: String,
     /// Fields to store; merged into the integration's stored config.
     #[schema(value_type = Object)]
@@ -580,11 +589,11 @@ async fn get_credentials(
     caller: Caller,
     Path(platform): Path<String>,
 ) -> ApiResult<Json<ConfigView>> {
-    let connector = connector(&state, &platform)?;
     let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &platform)
         .await?
         .ok_or(ApiError::NotFound("credentials"))?;
-    Ok(Json(redacted_view(&connector, Some(&stored))))
+    let connector = areas::resolve(&state.plugins, &platform, stored.connector.as_deref()).ok();
+    Ok(Json(redacted_view(&platform, connector.as_deref(), Some(&stored))))
 }
 
 /// Delete a platform's stored secrets (admin or owner); its other settings
@@ -597,17 +606,21 @@ async fn delete_credentials(
     AdminCaller(caller): AdminCaller,
     Path(platform): Path<String>,
 ) -> ApiResult<StatusCode> {
-    connector(&state, &platform)?;
     let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &platform)
         .await?
         .ok_or(ApiError::NotFound("credentials"))?;
+    let connector = areas::resolve(&state.plugins, &platform, stored.connector.as_deref())?;
     storage::save_config(
         &state.db,
         &state.secrets,
         &caller.tenant_id,
         &platform,
-        &stored.settings,
-        &Value::Object(Map::new()),
+        NewConfig {
+            connector: &connector.descriptor.id,
+            settings: &stored.settings,
+            secrets: &Value::Object(Map::new()),
+            switching: false,
+        },
     )
     .await?;
     Ok(StatusCode::NO_CONTENT)

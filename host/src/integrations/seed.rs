@@ -79,8 +79,9 @@ pub async fn seed_default_tenant(
 ) -> anyhow::Result<Vec<String>> {
     let mut seeded = vec![];
     for (integration, seed) in seeds {
-        let Some(connector) = plugins.connector(integration) else {
-            tracing::warn!(%integration, "seed config for an integration that is not loaded; skipped");
+        let named = seed.get("connector").and_then(Value::as_str);
+        let Ok(connector) = super::areas::resolve(plugins, integration, named) else {
+            tracing::warn!(%integration, "seed config for an area no loaded connector serves (or several do and the seed names none); skipped");
             continue;
         };
         if storage::config(db, secret_box, tenant, integration)
@@ -94,6 +95,7 @@ pub async fn seed_default_tenant(
             continue;
         };
         let mut settings = fields.clone();
+        settings.remove("connector");
         let mut secrets = Map::new();
         for field in &connector.descriptor.secret_fields {
             if let Some(value) = settings.remove(field) {
@@ -105,8 +107,12 @@ pub async fn seed_default_tenant(
             secret_box,
             tenant,
             integration,
-            &Value::Object(settings),
-            &Value::Object(secrets),
+            storage::NewConfig {
+                connector: &connector.descriptor.id,
+                settings: &Value::Object(settings),
+                secrets: &Value::Object(secrets),
+                switching: false,
+            },
         )
         .await?;
         tracing::info!(%integration, tenant_id = tenant.as_str(), "seeded integration config from settings");

@@ -13,6 +13,8 @@ use crate::plugins::{InventoryRow, MappedRow};
 
 #[derive(Clone)]
 pub struct StoredConfig {
+    /// The connector chosen for the area; `None`: the area's only one.
+    pub connector: Option<String>,
     /// Non-secret fields.
     pub settings: Value,
     /// Secret fields, decrypted.
@@ -29,6 +31,7 @@ impl std::fmt::Debug for StoredConfig {
             .map(|s| s.keys().collect())
             .unwrap_or_default();
         f.debug_struct("StoredConfig")
+            .field("connector", &self.connector)
             .field("settings", &self.settings)
             .field("secrets", &secret_names)
             .field("updated_at", &self.updated_at)
@@ -53,75 +56,113 @@ pub async fn config(
     db: &Db,
     secret_box: &SecretBox,
     tenant: &TenantId,
-    integration: &str,
+    area: &str,
 ) -> anyhow::Result<Option<StoredConfig>> {
-    let row: Option<(String, String, i64)> = sqlx::query_as(
-        "SELECT settings, secrets, updated_at FROM integration_configs WHERE tenant_id = $1 AND integration = $2",
+    let row: Option<(Option<String>, String, String, i64)> = sqlx::query_as(
+        "SELECT connector, settings, secrets, updated_at FROM integration_configs \
+         WHERE tenant_id = $1 AND integration = $2",
     )
     .bind(tenant.as_str())
-    .bind(integration)
+    .bind(area)
     .fetch_optional(&db.pool)
     .await?;
-    let Some((settings, sealed, updated_at)) = row else {
+    let Some((connector, settings, sealed, updated_at)) = row else {
         return Ok(None);
     };
     Ok(Some(StoredConfig {
+        connector,
         settings: serde_json::from_str(&settings)?,
         secrets: serde_json::from_str(&secret_box.open(&sealed)?)?,
         updated_at,
     }))
 }
 
-/// Stores the config; returns its `updated_at`.
+/// A config to store for an area.
+pub struct NewConfig<'a> {
+    pub connector: &'a str,
+    pub settings: &'a Value,
+    pub secrets: &'a Value,
+    /// The tenant switches the area to another connector: what the old one
+    /// synced is removed in the same transaction.
+    pub switching: bool,
+}
+
+/// Stores the area's config; returns its `updated_at`.
 pub async fn save_config(
     db: &Db,
     secret_box: &SecretBox,
     tenant: &TenantId,
-    integration: &str,
-    settings: &Value,
-    secrets: &Value,
+    area: &str,
+    config: NewConfig<'_>,
 ) -> sqlx::Result<i64> {
     let _turn = db.write_turn().await;
     let now = now_ms();
+    let mut tx = db.pool.begin().await?;
+    if config.switching {
+        delete_synced(&mut tx, tenant, area).await?;
+    }
     sqlx::query(
-        "INSERT INTO integration_configs (tenant_id, integration, settings, secrets, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $5) \
-         ON CONFLICT (tenant_id, integration) DO UPDATE SET settings = excluded.settings, \
-         secrets = excluded.secrets, updated_at = excluded.updated_at",
+        "INSERT INTO integration_configs (tenant_id, integration, connector, settings, secrets, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6) \
+         ON CONFLICT (tenant_id, integration) DO UPDATE SET connector = excluded.connector, \
+         settings = excluded.settings, secrets = excluded.secrets, updated_at = excluded.updated_at",
     )
     .bind(tenant.as_str())
-    .bind(integration)
-    .bind(settings.to_string())
-    .bind(secret_box.seal(&secrets.to_string()))
+    .bind(area)
+    .bind(config.connector)
+    .bind(config.settings.to_string())
+    .bind(secret_box.seal(&config.secrets.to_string()))
     .bind(now)
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(now)
 }
 
-/// Removes the config and everything the integration synced, in one
-/// transaction. False when there was no config.
-pub async fn delete_config(db: &Db, tenant: &TenantId, integration: &str) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let mut tx = db.pool.begin().await?;
-    let deleted =
-        sqlx::query("DELETE FROM integration_configs WHERE tenant_id = $1 AND integration = $2")
-            .bind(tenant.as_str())
-            .bind(integration)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+/// Deletes what `source` synced for the tenant, inside `tx`.
+async fn delete_synced(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+) -> sqlx::Result<()> {
     for table in ["inventory_items", "source_records"] {
         sqlx::query(&format!(
             "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
         ))
         .bind(tenant.as_str())
-        .bind(integration)
-        .execute(&mut *tx)
+        .bind(source)
+        .execute(&mut **tx)
         .await?;
     }
+    Ok(())
+}
+
+/// Removes the area's config and everything it synced, in one
+/// transaction. False when there was no config.
+pub async fn delete_config(db: &Db, tenant: &TenantId, area: &str) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let deleted =
+        sqlx::query("DELETE FROM integration_configs WHERE tenant_id = $1 AND integration = $2")
+            .bind(tenant.as_str())
+            .bind(area)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    delete_synced(&mut tx, tenant, area).await?;
     tx.commit().await?;
     Ok(deleted == 1)
+}
+
+/// The areas the tenant configured, with the connector each names.
+pub async fn configured_areas(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    sqlx::query_as("SELECT integration, connector FROM integration_configs WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_all(&db.pool)
+        .await
 }
 
 /// Locks the tenant's config row for the rest of `tx`: true while it is
@@ -207,10 +248,10 @@ pub async fn upsert_rows(
                     }
                 }
             }
-            MappedRow::Record(record) => match seen_records.get(&(record.kind, &record.key)) {
+            MappedRow::Record(record) => match seen_records.get(&(&record.collection, &record.key)) {
                 Some(&i) => records[i] = record,
                 None => {
-                    seen_records.insert((record.kind, &record.key), records.len());
+                    seen_records.insert((&record.collection, &record.key), records.len());
                     records.push(record);
                 }
             },
@@ -257,24 +298,27 @@ pub async fn upsert_rows(
     }
     for chunk in records.chunks(UPSERT_CHUNK) {
         let statement = format!(
-            "INSERT INTO source_records (tenant_id, source, kind, record_key, device_name, client_id, \
-             group_ids, body, seen_run, updated_at) VALUES {} \
+            "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+             client_id, group_ids, fields, body, seen_run, updated_at) VALUES {} \
              ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET \
-             device_name = excluded.device_name, client_id = excluded.client_id, \
-             group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
+             record_type = excluded.record_type, device_name = excluded.device_name, \
+             client_id = excluded.client_id, group_ids = excluded.group_ids, \
+             fields = excluded.fields, body = excluded.body, seen_run = excluded.seen_run, \
              updated_at = excluded.updated_at",
-            crate::db::values_placeholders(chunk.len(), 10)
+            crate::db::values_placeholders(chunk.len(), 12)
         );
         let mut query = sqlx::query(&statement);
         for record in chunk {
             query = query
                 .bind(tenant.as_str())
                 .bind(source)
-                .bind(record.kind)
+                .bind(record.collection.as_str())
+                .bind(record.record_type.as_str())
                 .bind(record.key.replace('\0', ""))
                 .bind(text(&record.device_name))
                 .bind(record.client_id.as_deref())
                 .bind(serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()))
+                .bind(record.fields.to_string())
                 .bind(record.body.to_string())
                 .bind(run)
                 .bind(now);
@@ -442,6 +486,7 @@ mod tests {
     #[test]
     fn debug_shows_secret_names_not_values() {
         let config = StoredConfig {
+            connector: Some("acme".into()),
             settings: serde_json::json!({"base_url": "https://rmm.example"}),
             secrets: serde_json::json!({"password": "hunter2-very-secret"}),
             updated_at: 1,

@@ -1,4 +1,5 @@
-//! The sync pipeline, one handler for every connector: fetch a page, map it,
+//! The sync pipeline, one handler per area, running whichever connector the
+//! tenant's config for the area uses: fetch a page, map it,
 //! upsert its rows with the checkpoint in one transaction, report progress,
 //! repeat; after a complete run, prune what the run did not see and ask for
 //! a rollup rebuild.
@@ -8,15 +9,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{storage, SecretBox};
+use super::{areas, storage, SecretBox};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
-use crate::plugins::{CallError, CallScope, MappedRow, Plugins};
+use crate::plugins::{CallError, CallScope, ConnectorDescriptor, MappedRow, Plugins};
 use crate::settings::Settings;
 
 pub struct SyncHandler {
     pub plugins: Arc<Plugins>,
     pub secrets: SecretBox,
-    pub connector: String,
+    /// The area this handler syncs; rows are stored under it.
+    pub area: String,
     pub caps: SyncCaps,
 }
 
@@ -64,10 +66,12 @@ fn failure(err: CallError) -> JobFailure {
         | CallError::MemoryExceeded(_)
         | CallError::Protocol(_)
         | CallError::Config(_)
+        | CallError::InvalidInput { .. }
         | CallError::Auth { .. } => JobFailure::Permanent(err.to_string()),
         CallError::RateLimited { .. }
         | CallError::Transient(_)
         | CallError::Upstream(_)
+        | CallError::NotFound(_)
         | CallError::Timeout(_) => JobFailure::Failed(err.to_string()),
     }
 }
@@ -75,23 +79,16 @@ fn failure(err: CallError) -> JobFailure {
 #[async_trait]
 impl JobHandler for SyncHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        let connector = self
-            .plugins
-            .connector(&self.connector)
-            .ok_or_else(|| {
-                JobFailure::Failed(format!("connector {} is not loaded", self.connector))
-            })?
-            .clone();
         let db = ctx.db();
         let tenant = ctx.tenant_id();
-        let stored = storage::config(db, &self.secrets, tenant, &self.connector)
+        let area = self.area.as_str();
+        let stored = storage::config(db, &self.secrets, tenant, area)
             .await?
             .ok_or_else(|| {
-                JobFailure::Failed(format!(
-                    "{} is not configured for this tenant",
-                    self.connector
-                ))
+                JobFailure::Failed(format!("{area} is not configured for this tenant"))
             })?;
+        let connector = areas::resolve(&self.plugins, area, stored.connector.as_deref())
+            .map_err(|e| JobFailure::Permanent(e.to_string()))?;
         let config = stored.full();
         let mut at: Checkpoint = ctx
             .checkpoint()
@@ -105,7 +102,7 @@ impl JobHandler for SyncHandler {
                 pages: 0,
             });
         let scope = CallScope {
-            plugin: self.connector.clone(),
+            plugin: connector.descriptor.id.clone(),
             tenant_id: Some(tenant.as_str().to_string()),
             job_id: Some(ctx.job_id().to_string()),
         };
@@ -144,18 +141,13 @@ impl JobHandler for SyncHandler {
                 .await
                 .map_err(failure)?;
             let mut rows: Vec<MappedRow> = Vec::with_capacity(mapped.len());
-            for (record, result) in records.iter().zip(mapped) {
-                match result {
+            for (index, result) in mapped.into_iter().enumerate() {
+                match result.and_then(|mapped| conform(&connector.descriptor, mapped)) {
                     Ok(mut mapped_rows) => rows.append(&mut mapped_rows),
                     Err(reason) => {
                         at.rejected += 1;
                         if at.rejected <= 20 {
-                            let key = record
-                                .get("Id")
-                                .or_else(|| record.get("id"))
-                                .cloned()
-                                .unwrap_or(Value::Null);
-                            tracing::warn!(connector = %self.connector, stream, %key, %reason, "record rejected by map");
+                            tracing::warn!(connector = %connector.descriptor.id, stream, page = at.pages, index, %reason, "record rejected");
                         }
                     }
                 }
@@ -183,7 +175,7 @@ impl JobHandler for SyncHandler {
             {
                 let _turn = db.write_turn().await;
                 let mut tx = db.pool.begin().await?;
-                if !storage::hold_config(&mut tx, tenant, &self.connector, stored.updated_at)
+                if !storage::hold_config(&mut tx, tenant, area, stored.updated_at)
                     .await?
                 {
                     return Err(JobFailure::Permanent(
@@ -192,7 +184,7 @@ impl JobHandler for SyncHandler {
                             .into(),
                     ));
                 }
-                storage::upsert_rows(&mut tx, tenant, &self.connector, &at.run, &rows).await?;
+                storage::upsert_rows(&mut tx, tenant, area, &at.run, &rows).await?;
                 ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
                 tx.commit().await?;
             }
@@ -205,7 +197,7 @@ impl JobHandler for SyncHandler {
             .await?;
             at = next_at;
         }
-        let (items, records) = storage::prune_unseen(db, tenant, &self.connector, &at.run).await?;
+        let (items, records) = storage::prune_unseen(db, tenant, area, &at.run).await?;
         ctx.progress(
             "done",
             at.rows,
@@ -219,4 +211,25 @@ impl JobHandler for SyncHandler {
         crate::inventory::rollup::request(db, tenant, ctx.kind()).await?;
         Ok(())
     }
+}
+
+/// One record's rows as the descriptor declares them: a source record must
+/// belong to a declared collection (else the whole record is rejected), takes
+/// that collection's record type, and keeps only its declared fields.
+fn conform(descriptor: &ConnectorDescriptor, rows: Vec<MappedRow>) -> Result<Vec<MappedRow>, String> {
+    rows.into_iter()
+        .map(|row| match row {
+            MappedRow::Record(mut record) => {
+                let collection = descriptor.collection(&record.collection).ok_or_else(|| {
+                    format!("collection {} is not declared", record.collection)
+                })?;
+                record.record_type = collection.record_type.clone();
+                if let Value::Object(fields) = &mut record.fields {
+                    fields.retain(|name, _| collection.field(name).is_some());
+                }
+                Ok(MappedRow::Record(record))
+            }
+            inventory => Ok(inventory),
+        })
+        .collect()
 }

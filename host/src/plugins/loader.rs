@@ -259,6 +259,8 @@ impl Plugins {
             "connector id",
             |c| (&c.descriptor.id, &c.sha256, &c.file),
         );
+        let connectors = std::mem::take(&mut plugins.connectors);
+        plugins.connectors = routes_agree_per_area(connectors, &mut plugins.skipped);
         let providers = std::mem::take(&mut plugins.csv_providers);
         plugins.csv_providers = one_file_per_id(
             providers,
@@ -365,6 +367,26 @@ impl Plugins {
 
     pub fn connector(&self, id: &str) -> Option<&Arc<LoadedConnector>> {
         self.connectors.iter().find(|c| c.descriptor.id == id)
+    }
+
+    /// The connectors serving `area`, in load order.
+    pub fn area_connectors(&self, area: &str) -> Vec<&Arc<LoadedConnector>> {
+        self.connectors
+            .iter()
+            .filter(|c| c.descriptor.area == area)
+            .collect()
+    }
+
+    /// Every area some loaded connector serves, sorted.
+    pub fn areas(&self) -> Vec<&str> {
+        let mut areas: Vec<&str> = self
+            .connectors
+            .iter()
+            .map(|c| c.descriptor.area.as_str())
+            .collect();
+        areas.sort_unstable();
+        areas.dedup();
+        areas
     }
 
     /// The outbound gate of a call for `connector`: `config` is the tenant's
@@ -716,6 +738,45 @@ fn one_file_per_id<T>(
     kept
 }
 
+/// Connectors of one area share its routes, so their paths must fit in
+/// one router beside the lifecycle routes: a route of one shape names its
+/// parameters alike everywhere (the router cannot hold `device/{agent_id}`
+/// and `device/{id}` at once). A connector whose routes do not fit with
+/// those already kept is skipped, so a plugin can never make the router
+/// refuse to start.
+fn routes_agree_per_area(
+    connectors: Vec<Arc<LoadedConnector>>,
+    skipped: &mut Vec<Skipped>,
+) -> Vec<Arc<LoadedConnector>> {
+    let mut kept: Vec<Arc<LoadedConnector>> = vec![];
+    for connector in connectors {
+        let area = &connector.descriptor.area;
+        let mut paths: Vec<&str> = super::descriptor::LIFECYCLE_PATHS.to_vec();
+        for other in kept.iter().filter(|k| &k.descriptor.area == area) {
+            paths.extend(other.descriptor.routes().into_iter().map(|(_, p)| p));
+        }
+        paths.extend(connector.descriptor.routes().into_iter().map(|(_, p)| p));
+        paths.sort_unstable();
+        paths.dedup();
+        let mut router = matchit::Router::new();
+        let clash = paths
+            .iter()
+            .find_map(|path| router.insert(format!("/{path}"), ()).err());
+        match clash {
+            Some(err) => {
+                let reason = format!("its routes clash with another {area} connector's: {err}");
+                tracing::warn!(file = %connector.file.display(), %reason, "plugin skipped");
+                skipped.push(Skipped {
+                    file: connector.file.display().to_string(),
+                    reason,
+                });
+            }
+            None => kept.push(connector),
+        }
+    }
+    kept
+}
+
 fn check_sdk(version: &str) -> Result<(), String> {
     if sdk_supported(version) {
         Ok(())
@@ -774,7 +835,7 @@ mod tests {
     #[test]
     fn connector_ids_are_route_segments_the_host_does_not_serve() {
         for good in ["rmm", "sentinel-one", "backup2"] {
-            assert!(check_connector_id(good).is_ok(), "{good}");
+            assert!(check_connector_id("id", good).is_ok(), "{good}");
         }
         for bad in [
             "../auth",
@@ -791,7 +852,7 @@ mod tests {
             "rmm/..",
             "rmm%2f",
         ] {
-            assert!(check_connector_id(bad).is_err(), "{bad:?}");
+            assert!(check_connector_id("id", bad).is_err(), "{bad:?}");
         }
     }
 

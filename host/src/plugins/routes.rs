@@ -22,13 +22,27 @@ pub struct LoadedPlugin<D> {
     descriptor: D,
     /// SHA-256 of the `.wasm` file.
     sha256: String,
-    /// Whether the caller's tenant has stored a config for it (connectors).
+    /// Whether the caller's tenant uses it for its area (connectors).
     #[serde(skip_serializing_if = "Option::is_none")]
     configured: Option<bool>,
 }
 
+/// An area (`/api/v1/<area>/...`), the connectors serving it and the one
+/// the caller's tenant uses.
+#[derive(Serialize, ToSchema)]
+pub struct AreaView {
+    area: String,
+    /// Ids of the loaded connectors serving the area.
+    connectors: Vec<String>,
+    configured: bool,
+    /// The connector the tenant's config uses; when unconfigured, the
+    /// area's only connector (null when several serve it).
+    connector: Option<String>,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct IntegrationList {
+    areas: Vec<AreaView>,
     connectors: Vec<LoadedPlugin<ConnectorDescriptor>>,
     csv_providers: Vec<LoadedPlugin<CsvDescriptor>>,
     /// Files in the connectors directory that were not loaded (by file
@@ -36,8 +50,8 @@ pub struct IntegrationList {
     skipped: Vec<Skipped>,
 }
 
-/// Loaded connectors (with whether the caller's tenant configured each) and
-/// CSV providers, and skipped files.
+/// Areas with their connectors and the caller's tenant's choice, loaded
+/// connectors and CSV providers, and skipped files.
 #[utoipa::path(get, path = "/api/v1/integrations/", tag = "integrations",
     responses((status = 200, body = IntegrationList), (status = 401, body = ErrorBody)))]
 async fn list_integrations(
@@ -45,19 +59,44 @@ async fn list_integrations(
     caller: Caller,
 ) -> ApiResult<Json<IntegrationList>> {
     let plugins = &state.plugins;
-    let configured: Vec<String> =
-        sqlx::query_scalar("SELECT integration FROM integration_configs WHERE tenant_id = $1")
-            .bind(caller.tenant_id.as_str())
-            .fetch_all(&state.db.pool)
-            .await?;
+    let configured = crate::integrations::storage::configured_areas(&state.db, &caller.tenant_id)
+        .await?;
+    let choice = |area: &str| -> (bool, Option<String>) {
+        let stored = configured.iter().find(|(a, _)| a == area);
+        let named = stored.and_then(|(_, connector)| connector.as_deref());
+        let connector = crate::integrations::areas::resolve(plugins, area, named)
+            .ok()
+            .map(|c| c.descriptor.id.clone());
+        (stored.is_some(), connector)
+    };
     Ok(Json(IntegrationList {
+        areas: plugins
+            .areas()
+            .into_iter()
+            .map(|area| {
+                let (configured, connector) = choice(area);
+                AreaView {
+                    area: area.to_string(),
+                    connectors: plugins
+                        .area_connectors(area)
+                        .iter()
+                        .map(|c| c.descriptor.id.clone())
+                        .collect(),
+                    configured,
+                    connector,
+                }
+            })
+            .collect(),
         connectors: plugins
             .connectors
             .iter()
-            .map(|c| LoadedPlugin {
-                descriptor: c.descriptor.clone(),
-                sha256: c.sha256.clone(),
-                configured: Some(configured.contains(&c.descriptor.id)),
+            .map(|c| {
+                let (configured, connector) = choice(&c.descriptor.area);
+                LoadedPlugin {
+                    descriptor: c.descriptor.clone(),
+                    sha256: c.sha256.clone(),
+                    configured: Some(configured && connector.as_ref() == Some(&c.descriptor.id)),
+                }
             })
             .collect(),
         csv_providers: plugins

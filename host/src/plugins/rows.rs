@@ -25,6 +25,9 @@ pub struct InventoryRow {
 pub struct RecordRow {
     /// The declared collection it belongs to.
     pub collection: String,
+    /// The collection's record type (`device`, `threat`, ...): set from the
+    /// descriptor by the sync; the collection's name until then.
+    pub record_type: String,
     pub key: String,
     pub device_name: Option<String>,
     pub client_id: Option<String>,
@@ -58,18 +61,35 @@ impl From<wit::Row> for MappedRow {
                 group_ids: i.group_ids,
             }),
             wit::Row::Record(r) => MappedRow::Record(RecordRow {
+                record_type: r.collection.clone(),
                 collection: r.collection,
                 key: r.key,
                 device_name: r.device_name,
                 client_id: r.client_id,
                 group_ids: r.group_ids,
                 fields: match serde_json::from_str(&r.fields) {
-                    Ok(Value::Object(fields)) => Value::Object(fields),
+                    Ok(Value::Object(mut fields)) => {
+                        // PostgreSQL's jsonb refuses NUL, and views read
+                        // fields as jsonb.
+                        for value in fields.values_mut() {
+                            strip_nul(value);
+                        }
+                        Value::Object(fields)
+                    }
                     _ => Value::Object(Default::default()),
                 },
                 body: serde_json::from_str(&r.body).unwrap_or(Value::String(r.body)),
             }),
         }
+    }
+}
+
+fn strip_nul(value: &mut Value) {
+    match value {
+        Value::String(s) if s.contains('\0') => *s = s.replace('\0', ""),
+        Value::Array(items) => items.iter_mut().for_each(strip_nul),
+        Value::Object(map) => map.values_mut().for_each(strip_nul),
+        _ => {}
     }
 }
 

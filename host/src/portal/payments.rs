@@ -15,8 +15,8 @@ use crate::app::AppState;
 use crate::auth::TenantId;
 use crate::db::now_ms;
 use crate::http::error::ApiError;
-use crate::integrations::{call_error, storage as configs};
-use crate::plugins::{CallScope, WebhookSignature};
+use crate::integrations::{areas, call_error};
+use crate::plugins::{ActionCall, CallScope, WebhookSignature};
 
 /// The integration that takes payments.
 pub const PAYMENTS: &str = "payments";
@@ -52,16 +52,19 @@ pub async fn payment_link(
     }
     let not_set_up =
         || ApiError::Conflict("online payment is not set up for this invoice's issuer".into());
-    let connector = state
-        .plugins
-        .connector(PAYMENTS)
-        .ok_or_else(not_set_up)?
-        .clone();
-    let config = configs::config(&state.db, &state.secrets, tenant, PAYMENTS)
-        .await?
-        .ok_or_else(not_set_up)?;
+    let (connector, config) = areas::tenant_connector(
+        &state.db,
+        &state.secrets,
+        &state.plugins,
+        tenant,
+        PAYMENTS,
+    )
+    .await
+    .ok()
+    .flatten()
+    .ok_or_else(not_set_up)?;
     let scope = CallScope {
-        plugin: PAYMENTS.into(),
+        plugin: connector.descriptor.id.clone(),
         tenant_id: Some(tenant.as_str().to_string()),
         job_id: None,
     };
@@ -74,7 +77,12 @@ pub async fn payment_link(
     });
     let answer = state
         .plugins
-        .invoke(&connector, scope, &config.full(), "create_checkout", &input)
+        .invoke(
+            &connector,
+            scope,
+            &config.full(),
+            &ActionCall::with_body("create_checkout", input),
+        )
         .await
         .map_err(call_error)?;
     let checkout: Checkout = serde_json::from_value(answer)
@@ -148,19 +156,21 @@ pub async fn receive_webhook(
     signature: Option<&str>,
     body: &[u8],
 ) -> Result<WebhookOutcome, ApiError> {
-    let connector = state
-        .plugins
-        .connector(integration)
-        .filter(|c| c.descriptor.webhook.is_some())
-        .ok_or(ApiError::NotFound("webhook"))?
-        .clone();
+    let (connector, config) = areas::tenant_connector(
+        &state.db,
+        &state.secrets,
+        &state.plugins,
+        tenant,
+        integration,
+    )
+    .await
+    .ok()
+    .flatten()
+    .ok_or(ApiError::NotFound("webhook"))?;
     let scheme = connector
         .descriptor
         .webhook
         .clone()
-        .ok_or(ApiError::NotFound("webhook"))?;
-    let config = configs::config(&state.db, &state.secrets, tenant, integration)
-        .await?
         .ok_or(ApiError::NotFound("webhook"))?;
     let secret = config
         .secrets
@@ -174,7 +184,7 @@ pub async fn receive_webhook(
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))?;
     let scope = CallScope {
-        plugin: integration.into(),
+        plugin: connector.descriptor.id.clone(),
         tenant_id: Some(tenant.as_str().to_string()),
         job_id: None,
     };
@@ -184,8 +194,7 @@ pub async fn receive_webhook(
             &connector,
             scope,
             &config.full(),
-            "parse_webhook",
-            &json!({"body": text}),
+            &ActionCall::with_body("parse_webhook", json!({"body": text})),
         )
         .await
         .map_err(call_error)?;

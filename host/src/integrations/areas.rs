@@ -1,0 +1,60 @@
+//! Areas and the connectors serving them: which connector a tenant's
+//! config for an area uses.
+
+use std::sync::Arc;
+
+use super::storage::{self, StoredConfig};
+use super::SecretBox;
+use crate::auth::TenantId;
+use crate::db::Db;
+use crate::http::error::ApiError;
+use crate::plugins::{LoadedConnector, Plugins};
+
+/// The connector `chosen` names for `area`, or, when it names none, the
+/// area's only loaded connector.
+pub fn resolve(
+    plugins: &Plugins,
+    area: &str,
+    chosen: Option<&str>,
+) -> Result<Arc<LoadedConnector>, ApiError> {
+    let serving = plugins.area_connectors(area);
+    match chosen {
+        Some(id) => serving
+            .into_iter()
+            .find(|c| c.descriptor.id == id)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::Conflict(format!(
+                    "this tenant's {area} config uses connector {id}, which is not loaded"
+                ))
+            }),
+        None => match serving.as_slice() {
+            [only] => Ok((*only).clone()),
+            [] => Err(ApiError::NotFound("integration")),
+            several => Err(ApiError::Conflict(format!(
+                "several connectors serve {area} ({}); the tenant's config must name one",
+                several
+                    .iter()
+                    .map(|c| c.descriptor.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        },
+    }
+}
+
+/// The tenant's config for `area` and the connector it uses; `None` when
+/// the tenant has not configured the area.
+pub async fn tenant_connector(
+    db: &Db,
+    secrets: &SecretBox,
+    plugins: &Plugins,
+    tenant: &TenantId,
+    area: &str,
+) -> Result<Option<(Arc<LoadedConnector>, StoredConfig)>, ApiError> {
+    let Some(stored) = storage::config(db, secrets, tenant, area).await? else {
+        return Ok(None);
+    };
+    let connector = resolve(plugins, area, stored.connector.as_deref())?;
+    Ok(Some((connector, stored)))
+}
