@@ -53,7 +53,12 @@ pub fn log(level: LogLevel, message: &str) {
     host::log(level, message);
 }
 
-fn request_to_wit(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> wit::HttpRequest {
+fn request_to_wit(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> wit::HttpRequest {
     wit::HttpRequest {
         method: method.to_string(),
         url: url.to_string(),

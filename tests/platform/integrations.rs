@@ -94,8 +94,12 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
         &secret_box,
         &tenant,
         "misbehave",
-        &json!({"base_url": "http://127.0.0.1:9", "site": "Original"}),
-        &json!({"api_token": TOKEN}),
+        cairn::integrations::storage::NewConfig {
+            connector: "misbehave",
+            settings: &json!({"base_url": "http://127.0.0.1:9", "site": "Original"}),
+            secrets: &json!({"api_token": TOKEN}),
+            switching: false,
+        },
     )
     .await
     .unwrap();

@@ -40,7 +40,9 @@ async fn health_and_root(backend: Backend) {
 }
 
 async fn openapi_lists_every_route(backend: Backend) {
-    let Some(app) = TestApp::start(backend).await else {
+    let dir =
+        cairn_tests::components::connectors_dir(&["connectors/rmm", "connectors/payments"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| s.connectors_dir = dir).await else {
         return;
     };
     let doc = app.get("/openapi.json", &Auth::None).await;
@@ -73,16 +75,19 @@ async fn openapi_lists_every_route(backend: Backend) {
         ("get", "/api/v1/jobs/{job_id}"),
         ("post", "/api/v1/jobs/{job_id}/cancel"),
         ("get", "/api/v1/integrations/"),
-        ("get", "/api/v1/{integration}/config"),
-        ("post", "/api/v1/{integration}/config"),
-        ("delete", "/api/v1/{integration}/config"),
-        ("post", "/api/v1/{integration}/test-connection"),
-        ("post", "/api/v1/{integration}/sync"),
-        ("get", "/api/v1/{integration}/sync-status"),
-        ("get", "/api/v1/{integration}/stats"),
-        ("get", "/api/v1/{integration}/devices"),
-        ("get", "/api/v1/{integration}/device-by-name/{device_name}"),
-        ("get", "/api/v1/{integration}/{action}"),
+        // Every loaded connector's area, concretely.
+        ("get", "/api/v1/rmm/config"),
+        ("post", "/api/v1/rmm/config"),
+        ("delete", "/api/v1/rmm/config"),
+        ("post", "/api/v1/rmm/test-connection"),
+        ("post", "/api/v1/rmm/sync"),
+        ("get", "/api/v1/rmm/sync-status"),
+        ("get", "/api/v1/rmm/stats"),
+        ("get", "/api/v1/rmm/devices"),
+        ("get", "/api/v1/rmm/device-by-name/{device_name}"),
+        ("get", "/api/v1/rmm/clients"),
+        ("get", "/api/v1/payments/config"),
+        ("post", "/api/v1/payments/config"),
         ("get", "/api/v1/inventory/applications"),
         ("post", "/api/v1/inventory/applications/search"),
         ("get", "/api/v1/inventory/applications/{app_id}"),
@@ -134,6 +139,28 @@ async fn openapi_lists_every_route(backend: Backend) {
             "{method} {path} has no responses"
         );
     }
+    let paths = doc.body["paths"].as_object().unwrap();
+    assert!(
+        !paths.keys().any(|p| p.starts_with("/api/v1/{")),
+        "integration routes are concrete"
+    );
+    // A connector's config schema documents its POST, secrets write-only.
+    let config_body = &doc.body["paths"]["/api/v1/rmm/config"]["post"]["requestBody"]["content"]
+        ["application/json"]["schema"];
+    assert_eq!(config_body["properties"]["password"]["writeOnly"], true);
+    assert_eq!(
+        config_body["properties"]["connector"]["enum"],
+        json!(["connectwise-automate"])
+    );
+    assert!(config_body["required"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("base_url")));
+    // Declared views document their records' normalized fields.
+    let device_fields = &doc.body["paths"]["/api/v1/rmm/devices"]["get"]["responses"]["200"]
+        ["content"]["application/json"]["schema"]["properties"]["items"]["items"]["properties"]
+        ["fields"]["properties"];
+    assert_eq!(device_fields["os_platform"]["type"], "string");
     // Public routes say so; the rest inherit the document's security.
     assert_eq!(
         doc.body["paths"]["/api/v1/auth/login"]["post"]["security"],

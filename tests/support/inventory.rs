@@ -47,11 +47,13 @@ pub fn sorted_names(page: &Value) -> Vec<String> {
 /// A device record of an mdm, edr or scanner integration.
 pub fn device_record(device: &str, body: Value) -> MappedRow {
     MappedRow::Record(RecordRow {
-        kind: "device",
+        collection: "devices".into(),
+        record_type: "device".into(),
         key: device.to_lowercase(),
         device_name: Some(device.into()),
         client_id: None,
         group_ids: vec![],
+        fields: serde_json::json!({}),
         body,
     })
 }

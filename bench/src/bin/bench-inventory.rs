@@ -265,11 +265,13 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
         "edr",
         (0..SEARCH_DEVICES).step_by(2).map(|d| {
             MappedRow::Record(RecordRow {
-                kind: "device",
+                collection: "devices".into(),
+                record_type: "device".into(),
                 key: format!("agent-{d}"),
                 device_name: Some(format!("PC-{d:06}")),
                 client_id: None,
                 group_ids: vec![],
+                fields: json!({}),
                 body: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "threat_count": d % 5}),
             })
         }),

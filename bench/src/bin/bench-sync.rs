@@ -69,8 +69,12 @@ async fn main() -> anyhow::Result<()> {
         &secrets,
         &tenant,
         "rmm",
-        &json!({"base_url": rmm.base_url, "username": USERNAME, "page_size": 1000}),
-        &json!({"password": PASSWORD}),
+        storage::NewConfig {
+            connector: "connectwise-automate",
+            settings: &json!({"base_url": rmm.base_url, "username": USERNAME, "page_size": 1000}),
+            secrets: &json!({"password": PASSWORD}),
+            switching: false,
+        },
     )
     .await?;
 
@@ -80,7 +84,7 @@ async fn main() -> anyhow::Result<()> {
         SyncHandler {
             plugins: plugins.clone(),
             secrets,
-            connector: "rmm".into(),
+            area: "rmm".into(),
             caps: SyncCaps::from_settings(&settings),
         },
         Duration::from_secs(1200),

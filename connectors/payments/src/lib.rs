@@ -20,8 +20,8 @@ pub mod form;
 mod webhook;
 
 use cairn_sdk::{
-    export_connector, http, json, Action, ActionRequest, AuthScheme, Config, Connector,
-    Descriptor, Error, Page, Row, Value, WebhookSignature,
+    export_connector, http, json, Action, ActionRequest, AuthScheme, Config, Connector, Descriptor,
+    Error, Page, Row, Value, WebhookSignature,
 };
 
 pub use checkout::{
@@ -99,7 +99,10 @@ impl Connector for Payments {
             views: vec![],
             // Called by the host's client portal, not mounted as routes.
             actions: vec![
-                host_action("create_checkout", "A hosted checkout session for one invoice"),
+                host_action(
+                    "create_checkout",
+                    "A hosted checkout session for one invoice",
+                ),
                 host_action("parse_webhook", "The invoice a verified webhook event pays"),
             ],
             max_concurrent_requests: 1,
@@ -213,7 +216,10 @@ mod tests {
     fn actions_fail_before_any_call_on_bad_input() {
         let config = json!({"base_url": "https://api.stripe.com"});
         assert!(matches!(
-            Payments::invoke(&config, &call("create_checkout", json!({"invoice_id": "x"}))),
+            Payments::invoke(
+                &config,
+                &call("create_checkout", json!({"invoice_id": "x"}))
+            ),
             Err(Error::Config(_))
         ));
         assert!(matches!(

@@ -61,8 +61,11 @@ impl Connector for Rmm {
                 token_key: "AccessToken".into(),
                 expiry_key: "ExpirationDate".into(),
             },
-            collections: vec![Collection::of::<Device>(mapping::DEVICES)
-                .searching(&["name", "os_version", "user"])],
+            collections: vec![Collection::of::<Device>(mapping::DEVICES).searching(&[
+                "name",
+                "os_version",
+                "user",
+            ])],
             views: vec![
                 View::List {
                     path: "devices".into(),

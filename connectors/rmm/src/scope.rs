@@ -71,7 +71,11 @@ fn attach_software(config: &Config, mut computers: Vec<Value>) -> Result<Vec<Val
             ))
         })
         .collect();
-    for ((computer, id), answer) in computers.iter_mut().zip(&ids).zip(http::send_all(&requests)) {
+    for ((computer, id), answer) in computers
+        .iter_mut()
+        .zip(&ids)
+        .zip(http::send_all(&requests))
+    {
         let path = format!("Computers/{id}/Software");
         let mut software = match answer?.json()? {
             Value::Array(items) => items,

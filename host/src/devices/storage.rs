@@ -159,7 +159,7 @@ async fn enrichment_for(
     };
     let rows: Vec<(String, String, String)> = sqlx::query_as(&format!(
         "SELECT LOWER(device_name), source, body FROM source_records \
-         WHERE tenant_id = $1 AND kind = 'device' AND {condition} ORDER BY updated_at"
+         WHERE tenant_id = $1 AND record_type = 'device' AND {condition} ORDER BY updated_at"
     ))
     .bind(tenant.as_str())
     .bind(wanted_json)

@@ -60,9 +60,9 @@ fn field_matches(backend: Backend, field_type: FieldType, n: usize, m: usize) ->
         (FieldType::Integer | FieldType::Number, Backend::Sqlite) => {
             format!("CAST({text} AS REAL) = CAST(${m} AS REAL)")
         }
-        (FieldType::Integer | FieldType::Number, Backend::Postgres) => format!(
-            "CAST({text} AS DOUBLE PRECISION) = CAST(${m} AS DOUBLE PRECISION)"
-        ),
+        (FieldType::Integer | FieldType::Number, Backend::Postgres) => {
+            format!("CAST({text} AS DOUBLE PRECISION) = CAST(${m} AS DOUBLE PRECISION)")
+        }
         // SQLite reads JSON true/false as 1/0; the value is bound that way.
         (FieldType::Boolean, _) => format!("{text} = ${m}"),
         (FieldType::StringList, Backend::Sqlite) => format!(

@@ -39,17 +39,27 @@ enum Declared<'a> {
     Action(&'a Action),
 }
 
-fn declared_at<'a>(descriptor: &'a ConnectorDescriptor, method: &str, path: &str) -> Option<Declared<'a>> {
+fn declared_at<'a>(
+    descriptor: &'a ConnectorDescriptor,
+    method: &str,
+    path: &str,
+) -> Option<Declared<'a>> {
     let shape = route_shape(path);
     if method == "GET" {
-        if let Some(view) = descriptor.views.iter().find(|v| route_shape(v.path()) == shape) {
+        if let Some(view) = descriptor
+            .views
+            .iter()
+            .find(|v| route_shape(v.path()) == shape)
+        {
             return Some(Declared::View(view));
         }
     }
     descriptor
         .actions
         .iter()
-        .find(|a| a.method == method && a.path.as_deref().map(route_shape).as_deref() == Some(&shape))
+        .find(|a| {
+            a.method == method && a.path.as_deref().map(route_shape).as_deref() == Some(&shape)
+        })
         .map(Declared::Action)
 }
 
@@ -71,7 +81,9 @@ pub fn mount(
                 .entry(path.to_string())
                 .or_default()
                 .entry(method.to_string())
-                .or_insert_with(|| descriptor_docs::operation(descriptor, &declared_docs(&declared)));
+                .or_insert_with(|| {
+                    descriptor_docs::operation(descriptor, &declared_docs(&declared))
+                });
         }
     }
     for (path, methods) in by_path {
@@ -157,9 +169,14 @@ async fn serve(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let area = route.area.as_str();
-    let configured =
-        areas::tenant_connector(&state.db, &state.secrets, &state.plugins, &caller.tenant_id, area)
-            .await?;
+    let configured = areas::tenant_connector(
+        &state.db,
+        &state.secrets,
+        &state.plugins,
+        &caller.tenant_id,
+        area,
+    )
+    .await?;
     let connector = match &configured {
         Some((connector, _)) => connector.clone(),
         // Views read synced data, which an unconfigured tenant has none of
@@ -168,11 +185,16 @@ async fn serve(
     };
     let descriptor = &connector.descriptor;
     match declared_at(descriptor, &route.method, &route.path) {
-        Some(Declared::View(view)) => {
-            views::answer(&state.db, &caller.tenant_id, descriptor, view, &params, &query)
-                .await
-                .map(Json)
-        }
+        Some(Declared::View(view)) => views::answer(
+            &state.db,
+            &caller.tenant_id,
+            descriptor,
+            view,
+            &params,
+            &query,
+        )
+        .await
+        .map(Json),
         Some(Declared::Action(action)) => {
             let Some((_, stored)) = configured else {
                 return Err(ApiError::Conflict(format!(
@@ -229,7 +251,10 @@ fn action_body(action: &Action, body: &Bytes) -> ApiResult<Value> {
 /// parameters typed `integer`, `number` or `boolean` there are read as
 /// such; a parameter the schema does not know is refused when the schema
 /// says `additionalProperties: false`.
-fn checked_query(action: &Action, query: Vec<(String, String)>) -> ApiResult<Vec<(String, String)>> {
+fn checked_query(
+    action: &Action,
+    query: Vec<(String, String)>,
+) -> ApiResult<Vec<(String, String)>> {
     let Some(schema) = &action.query_schema else {
         return Ok(query);
     };

@@ -97,7 +97,10 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
                 params.push(query_param(
                     &field.name,
                     schema,
-                    &format!("Only records whose `{}` equals this (ignoring case)", field.name),
+                    &format!(
+                        "Only records whose `{}` equals this (ignoring case)",
+                        field.name
+                    ),
                 ));
             }
             (params, page_of(record_schema(collection)))
@@ -136,7 +139,10 @@ fn schema_or_object(schema: Option<&Value>) -> Value {
 pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> Operation {
     let (path, summary) = match declared {
         Declared::View(view) => (view.path(), view.summary()),
-        Declared::Action(action) => (action.path.as_deref().unwrap_or_default(), action.summary.as_str()),
+        Declared::Action(action) => (
+            action.path.as_deref().unwrap_or_default(),
+            action.summary.as_str(),
+        ),
     };
     let mut parameters: Vec<Value> = path_params(path)
         .unwrap_or_default()
@@ -157,22 +163,39 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
                 "Served by Cairn from what the tenant's {} connector synced.",
                 descriptor.area
             ));
-            responses.insert("200".into(), json!({"description": "OK", "content": {"application/json": {"schema": answer}}}));
-            responses.insert("409".into(), error("Several connectors serve this area and the tenant chose none"));
+            responses.insert(
+                "200".into(),
+                json!({"description": "OK", "content": {"application/json": {"schema": answer}}}),
+            );
+            responses.insert(
+                "409".into(),
+                error("Several connectors serve this area and the tenant chose none"),
+            );
         }
         Declared::Action(action) => {
             operation["operationId"] = json!(format!("{}_{}", descriptor.area, action.name));
             operation["description"] = json!(format!(
                 "A live call through the tenant's {} connector.{}",
                 descriptor.area,
-                if action.admin_only() { " Admins and owners only." } else { "" }
+                if action.admin_only() {
+                    " Admins and owners only."
+                } else {
+                    ""
+                }
             ));
             if let Some(properties) = action
                 .query_schema
                 .as_ref()
                 .and_then(|s| s["properties"].as_object())
             {
-                let required: Vec<&str> = action.query_schema.as_ref().and_then(|s| s["required"].as_array()).into_iter().flatten().filter_map(Value::as_str).collect();
+                let required: Vec<&str> = action
+                    .query_schema
+                    .as_ref()
+                    .and_then(|s| s["required"].as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
                 for (name, schema) in properties {
                     parameters.push(json!({"name": name, "in": "query", "required": required.contains(&name.as_str()),
                                            "schema": schema_or_object(Some(schema))}));
@@ -182,8 +205,14 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
                 operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": schema_or_object(Some(input))}}});
             }
             responses.insert("200".into(), json!({"description": "The connector's answer", "content": {"application/json": {"schema": schema_or_object(action.output_schema.as_ref())}}}));
-            responses.insert("409".into(), error("The area is not configured for this tenant"));
-            responses.insert("502".into(), error("`upstream_auth_error` or `upstream_error`"));
+            responses.insert(
+                "409".into(),
+                error("The area is not configured for this tenant"),
+            );
+            responses.insert(
+                "502".into(),
+                error("`upstream_auth_error` or `upstream_error`"),
+            );
             if action.admin_only() {
                 responses.insert("403".into(), error("Needs role admin or owner"));
             }

@@ -37,8 +37,10 @@ pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
         .routes(routes!(store_credentials))
         .routes(routes!(get_credentials, delete_credentials));
     for area in plugins.areas() {
+        let mut config_routes = for_area(routes!(get_config, save_config, delete_config), area);
+        document_config_body(&mut config_routes.1, plugins, area);
         router = router
-            .routes(for_area(routes!(get_config, save_config, delete_config), area))
+            .routes(config_routes)
             .routes(for_area(routes!(test_connection), area))
             .routes(for_area(routes!(start_sync), area))
             .routes(for_area(routes!(sync_status), area))
@@ -67,15 +69,59 @@ fn for_area(route: UtoipaMethodRouter<AppState>, area: &str) -> UtoipaMethodRout
         {
             name_area(operation, area);
         }
-        concrete
-            .paths
-            .insert(path.replace("{area}", area), item);
+        concrete.paths.insert(path.replace("{area}", area), item);
     }
     (
         schemas,
         concrete,
         method_router.layer(Extension(Area(area.to_string()))),
     )
+}
+
+/// The concrete `POST /<area>/config` takes the config schema of the
+/// area's connector (one of them, when several serve it), with
+/// `connector` to choose one and the secret fields marked write-only.
+fn document_config_body(paths: &mut Paths, plugins: &Plugins, area: &str) {
+    let schemas: Vec<Value> = plugins
+        .area_connectors(area)
+        .iter()
+        .map(|c| {
+            let descriptor = &c.descriptor;
+            let mut schema = descriptor.config_schema.clone();
+            if let Some(properties) = schema
+                .get_mut("properties")
+                .and_then(Value::as_object_mut)
+            {
+                for field in &descriptor.secret_fields {
+                    if let Some(Value::Object(property)) = properties.get_mut(field) {
+                        property.insert("writeOnly".into(), Value::Bool(true));
+                    }
+                }
+                properties.insert(
+                    "connector".into(),
+                    serde_json::json!({"type": "string", "enum": [descriptor.id],
+                        "description": format!("{} ({} {})", descriptor.name, descriptor.id, descriptor.version)}),
+                );
+            }
+            schema["title"] = Value::String(descriptor.name.clone());
+            schema
+        })
+        .collect();
+    let schema = match schemas.as_slice() {
+        [one] => one.clone(),
+        several => serde_json::json!({"oneOf": several}),
+    };
+    let body =
+        serde_json::json!({"required": true, "content": {"application/json": {"schema": schema}}});
+    let Ok(body) = serde_json::from_value(body) else {
+        return;
+    };
+    for item in paths.paths.values_mut() {
+        if let Some(post) = &mut item.post {
+            post.request_body = Some(body);
+            return;
+        }
+    }
 }
 
 fn name_area(operation: &mut Operation, area: &str) {
@@ -151,7 +197,11 @@ async fn get_config(
         stored.as_ref().and_then(|s| s.connector.as_deref()),
     )
     .ok();
-    Ok(Json(redacted_view(&area, connector.as_deref(), stored.as_ref())))
+    Ok(Json(redacted_view(
+        &area,
+        connector.as_deref(),
+        stored.as_ref(),
+    )))
 }
 
 /// Store or replace the area's config (admin or owner). `connector` picks
@@ -218,7 +268,10 @@ fn chosen_connector(
             .ok_or_else(|| {
                 ApiError::validation(
                     "connector",
-                    format!("no loaded connector {id:?} serves {area}; these do: {}", serving()),
+                    format!(
+                        "no loaded connector {id:?} serves {area}; these do: {}",
+                        serving()
+                    ),
                 )
             }),
         Some(_) => Err(ApiError::validation("connector", "must be a connector id")),
@@ -229,7 +282,10 @@ fn chosen_connector(
                     areas::resolve(plugins, area, None).map_err(|_| {
                         ApiError::validation(
                             "connector",
-                            format!("several connectors serve {area}; name one of: {}", serving()),
+                            format!(
+                                "several connectors serve {area}; name one of: {}",
+                                serving()
+                            ),
                         )
                     })
                 },
@@ -416,9 +472,15 @@ async fn configured(
     caller: &Caller,
     area: &str,
 ) -> ApiResult<(Arc<LoadedConnector>, StoredConfig)> {
-    areas::tenant_connector(&state.db, &state.secrets, &state.plugins, &caller.tenant_id, area)
-        .await?
-        .ok_or_else(|| ApiError::Conflict(format!("{area} is not configured for this tenant")))
+    areas::tenant_connector(
+        &state.db,
+        &state.secrets,
+        &state.plugins,
+        &caller.tenant_id,
+        area,
+    )
+    .await?
+    .ok_or_else(|| ApiError::Conflict(format!("{area} is not configured for this tenant")))
 }
 
 /// A plugin call's failure as an HTTP error.
@@ -593,7 +655,11 @@ async fn get_credentials(
         .await?
         .ok_or(ApiError::NotFound("credentials"))?;
     let connector = areas::resolve(&state.plugins, &platform, stored.connector.as_deref()).ok();
-    Ok(Json(redacted_view(&platform, connector.as_deref(), Some(&stored))))
+    Ok(Json(redacted_view(
+        &platform,
+        connector.as_deref(),
+        Some(&stored),
+    )))
 }
 
 /// Delete a platform's stored secrets (admin or owner); its other settings

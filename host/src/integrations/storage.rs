@@ -248,7 +248,8 @@ pub async fn upsert_rows(
                     }
                 }
             }
-            MappedRow::Record(record) => match seen_records.get(&(&record.collection, &record.key)) {
+            MappedRow::Record(record) => match seen_records.get(&(&record.collection, &record.key))
+            {
                 Some(&i) => records[i] = record,
                 None => {
                     seen_records.insert((&record.collection, &record.key), records.len());
@@ -405,7 +406,7 @@ pub struct SourceStats {
     pub inventory_items: i64,
     pub devices: i64,
     pub applications: i64,
-    /// Source records by kind (device, user, threat, finding, ticket).
+    /// Source records by collection.
     pub records: std::collections::BTreeMap<String, i64>,
 }
 
@@ -431,52 +432,6 @@ pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<Sou
         applications,
         records: kinds.into_iter().collect(),
     })
-}
-
-#[derive(Debug, sqlx::FromRow)]
-pub struct RecordRowView {
-    pub record_key: String,
-    pub device_name: Option<String>,
-    pub client_id: Option<String>,
-    pub group_ids: String,
-    pub body: String,
-    pub updated_at: i64,
-}
-
-/// Source records of one kind, by device name, paginated.
-pub async fn records(
-    db: &Db,
-    tenant: &TenantId,
-    source: &str,
-    kind: &str,
-    device_name: Option<&str>,
-    limit: i64,
-    offset: i64,
-) -> sqlx::Result<(Vec<RecordRowView>, i64)> {
-    let condition = "tenant_id = $1 AND source = $2 AND kind = $3 \
-                     AND (CAST($4 AS TEXT) IS NULL OR LOWER(device_name) = LOWER($4))";
-    let rows = sqlx::query_as(&format!(
-        "SELECT record_key, device_name, client_id, group_ids, body, updated_at FROM source_records \
-         WHERE {condition} ORDER BY device_name, record_key LIMIT $5 OFFSET $6"
-    ))
-    .bind(tenant.as_str())
-    .bind(source)
-    .bind(kind)
-    .bind(device_name)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(&db.pool)
-    .await?;
-    let total = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM source_records WHERE {condition}"
-    ))
-    .bind(tenant.as_str())
-    .bind(source)
-    .bind(kind)
-    .bind(device_name)
-    .fetch_one(&db.pool)
-    .await?;
-    Ok((rows, total))
 }
 
 #[cfg(test)]

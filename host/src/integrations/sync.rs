@@ -175,9 +175,7 @@ impl JobHandler for SyncHandler {
             {
                 let _turn = db.write_turn().await;
                 let mut tx = db.pool.begin().await?;
-                if !storage::hold_config(&mut tx, tenant, area, stored.updated_at)
-                    .await?
-                {
+                if !storage::hold_config(&mut tx, tenant, area, stored.updated_at).await? {
                     return Err(JobFailure::Permanent(
                         "the integration's config was removed or replaced during this sync; \
                          nothing more was written"
@@ -216,13 +214,16 @@ impl JobHandler for SyncHandler {
 /// One record's rows as the descriptor declares them: a source record must
 /// belong to a declared collection (else the whole record is rejected), takes
 /// that collection's record type, and keeps only its declared fields.
-fn conform(descriptor: &ConnectorDescriptor, rows: Vec<MappedRow>) -> Result<Vec<MappedRow>, String> {
+fn conform(
+    descriptor: &ConnectorDescriptor,
+    rows: Vec<MappedRow>,
+) -> Result<Vec<MappedRow>, String> {
     rows.into_iter()
         .map(|row| match row {
             MappedRow::Record(mut record) => {
-                let collection = descriptor.collection(&record.collection).ok_or_else(|| {
-                    format!("collection {} is not declared", record.collection)
-                })?;
+                let collection = descriptor
+                    .collection(&record.collection)
+                    .ok_or_else(|| format!("collection {} is not declared", record.collection))?;
                 record.record_type = collection.record_type.clone();
                 if let Value::Object(fields) = &mut record.fields {
                     fields.retain(|name, _| collection.field(name).is_some());

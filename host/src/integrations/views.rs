@@ -53,9 +53,9 @@ fn page(query: &[(String, String)], filterable: Option<&Collection>) -> ApiResul
                     .ok_or_else(|| ApiError::validation("offset", "must be 0 or more"))?
             }
             other => {
-                let field = filterable.and_then(|c| c.field(other)).ok_or_else(|| {
-                    ApiError::validation(other, "not a parameter of this view")
-                })?;
+                let field = filterable
+                    .and_then(|c| c.field(other))
+                    .ok_or_else(|| ApiError::validation(other, "not a parameter of this view"))?;
                 check_filter_value(other, field.field_type, value)?;
                 page.filters.push(FieldFilter {
                     field: other.to_string(),
@@ -144,7 +144,10 @@ pub async fn answer(
                 _ => collections::by_device_name(db, &scope, param).await?,
             };
             let record = found.ok_or_else(|| {
-                ApiError::Missing(format!("no synced {} record matches {param:?}", collection.name))
+                ApiError::Missing(format!(
+                    "no synced {} record matches {param:?}",
+                    collection.name
+                ))
             })?;
             let key = record.record_key.clone();
             let mut answer = collections::record_json(record);

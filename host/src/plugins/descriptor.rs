@@ -215,7 +215,9 @@ pub fn path_params(path: &str) -> Result<Vec<&str>, String> {
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
             if !ok || params.contains(&name) {
-                return Err(format!("route {path:?}: bad or repeated parameter {segment:?}"));
+                return Err(format!(
+                    "route {path:?}: bad or repeated parameter {segment:?}"
+                ));
             }
             params.push(name);
         } else if segment.is_empty()
@@ -347,14 +349,21 @@ impl ConnectorDescriptor {
             }
             let mut fields = std::collections::HashSet::new();
             for field in &collection.fields {
-                if !shaped_name(&field.name) || field.name.contains('-') || !fields.insert(&field.name) {
+                if !shaped_name(&field.name)
+                    || field.name.contains('-')
+                    || !fields.insert(&field.name)
+                {
                     return Err(format!(
                         "collection {}: field {:?} must be lower-case letters, digits and '_', each once",
                         collection.name, field.name
                     ));
                 }
             }
-            if let Some(unknown) = collection.search.iter().find(|f| collection.field(f).is_none()) {
+            if let Some(unknown) = collection
+                .search
+                .iter()
+                .find(|f| collection.field(f).is_none())
+            {
                 return Err(format!(
                     "collection {}: search field {unknown} is not declared",
                     collection.name
@@ -397,15 +406,26 @@ impl ConnectorDescriptor {
                 return Err(format!("action {:?}: bad or repeated name", action.name));
             }
             if !ACTION_METHODS.contains(&action.method.as_str()) {
-                return Err(format!("action {}: method {} is not one of {}", action.name, action.method, ACTION_METHODS.join(", ")));
+                return Err(format!(
+                    "action {}: method {} is not one of {}",
+                    action.name,
+                    action.method,
+                    ACTION_METHODS.join(", ")
+                ));
             }
             if !["member", "admin"].contains(&action.role.as_str()) {
-                return Err(format!("action {}: role must be member or admin", action.name));
+                return Err(format!(
+                    "action {}: role must be member or admin",
+                    action.name
+                ));
             }
             if let Some(path) = &action.path {
                 path_params(path)?;
             }
-            for schema in [&action.input_schema, &action.query_schema].into_iter().flatten() {
+            for schema in [&action.input_schema, &action.query_schema]
+                .into_iter()
+                .flatten()
+            {
                 jsonschema::validator_for(schema)
                     .map_err(|e| format!("action {}: schema is invalid: {e}", action.name))?;
             }

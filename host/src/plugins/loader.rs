@@ -82,7 +82,10 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Result<(), wit::PluginError>> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_check(store, config).await?,
-            ConnectorInstance::V01(i) => i.call_check(store, config).await?.map_err(super::v01::error),
+            ConnectorInstance::V01(i) => i
+                .call_check(store, config)
+                .await?
+                .map_err(super::v01::error),
         })
     }
 
@@ -126,7 +129,11 @@ impl ConnectorInstance {
             ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
             // v0.1 actions took one JSON input and no path or query.
             ConnectorInstance::V01(i) => {
-                let input = if request.body == "null" { "{}" } else { &request.body };
+                let input = if request.body == "null" {
+                    "{}"
+                } else {
+                    &request.body
+                };
                 i.call_invoke(store, config, &request.action, input)
                     .await?
                     .map_err(super::v01::error)
@@ -297,7 +304,9 @@ impl Plugins {
         };
         let connector = connector_world::ConnectorPre::new(pre.clone())
             .map(ConnectorPre::Current)
-            .or_else(|_| v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01));
+            .or_else(|_| {
+                v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01)
+            });
         if let Ok(connector) = connector {
             let raw = runtime::bounded(self.limits, async {
                 let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
@@ -674,9 +683,7 @@ fn check_connector_id(what: &str, id: &str) -> Result<(), String> {
         ));
     }
     if RESERVED_IDS.contains(&id) {
-        return Err(format!(
-            "{what} {id:?} is a route the host serves itself"
-        ));
+        return Err(format!("{what} {id:?} is a route the host serves itself"));
     }
     Ok(())
 }

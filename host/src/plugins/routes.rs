@@ -59,8 +59,8 @@ async fn list_integrations(
     caller: Caller,
 ) -> ApiResult<Json<IntegrationList>> {
     let plugins = &state.plugins;
-    let configured = crate::integrations::storage::configured_areas(&state.db, &caller.tenant_id)
-        .await?;
+    let configured =
+        crate::integrations::storage::configured_areas(&state.db, &caller.tenant_id).await?;
     let choice = |area: &str| -> (bool, Option<String>) {
         let stored = configured.iter().find(|(a, _)| a == area);
         let named = stored.and_then(|(_, connector)| connector.as_deref());

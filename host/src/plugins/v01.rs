@@ -171,9 +171,10 @@ impl connector_world::cairn::plugin::host::Host for PluginState {
             headers: headers_from_old(request.headers),
             body: request.body,
         };
-        let answer = super::runtime::connector_world::cairn::plugin::host::Host::send(self, request)
-            .await
-            .map_err(error_to_old)?;
+        let answer =
+            super::runtime::connector_world::cairn::plugin::host::Host::send(self, request)
+                .await
+                .map_err(error_to_old)?;
         Ok(old::HttpResponse {
             status: answer.status,
             headers: answer

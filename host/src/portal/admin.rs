@@ -246,16 +246,8 @@ async fn webhook(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<WebhookOutcome>> {
-    let header_name = state
-        .plugins
-        .connector(&integration)
-        .and_then(|c| c.descriptor.webhook.as_ref().map(|w| w.header.clone()))
-        .ok_or(ApiError::NotFound("webhook"))?;
-    let signature = headers
-        .get(header_name.as_str())
-        .and_then(|v| v.to_str().ok());
     let outcome =
-        payments::receive_webhook(&state, &integration, &TenantId(tenant_id), signature, &body)
+        payments::receive_webhook(&state, &integration, &TenantId(tenant_id), &headers, &body)
             .await?;
     Ok(Json(outcome))
 }

@@ -52,17 +52,12 @@ pub async fn payment_link(
     }
     let not_set_up =
         || ApiError::Conflict("online payment is not set up for this invoice's issuer".into());
-    let (connector, config) = areas::tenant_connector(
-        &state.db,
-        &state.secrets,
-        &state.plugins,
-        tenant,
-        PAYMENTS,
-    )
-    .await
-    .ok()
-    .flatten()
-    .ok_or_else(not_set_up)?;
+    let (connector, config) =
+        areas::tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, PAYMENTS)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(not_set_up)?;
     let scope = CallScope {
         plugin: connector.descriptor.id.clone(),
         tenant_id: Some(tenant.as_str().to_string()),
@@ -153,7 +148,7 @@ pub async fn receive_webhook(
     state: &AppState,
     integration: &str,
     tenant: &TenantId,
-    signature: Option<&str>,
+    headers: &axum::http::HeaderMap,
     body: &[u8],
 ) -> Result<WebhookOutcome, ApiError> {
     let (connector, config) = areas::tenant_connector(
@@ -172,6 +167,9 @@ pub async fn receive_webhook(
         .webhook
         .clone()
         .ok_or(ApiError::NotFound("webhook"))?;
+    let signature = headers
+        .get(scheme.header.as_str())
+        .and_then(|v| v.to_str().ok());
     let secret = config
         .secrets
         .get(&scheme.secret_field)

@@ -8,7 +8,7 @@
 
 use cairn_sdk::{
     export_connector, http, json, AuthScheme, Collection, Config, Connector, Descriptor, Error,
-    InventoryItem, Page, Row, SourceRecord, Value,
+    InventoryItem, Page, Row, SourceRecord, Value, View,
 };
 
 struct Misbehave;
@@ -46,7 +46,19 @@ impl Connector for Misbehave {
                 fields: vec![],
                 search: vec![],
             }],
-            views: vec![],
+            views: vec![
+                View::List {
+                    path: "devices".into(),
+                    collection: "device".into(),
+                    summary: "Devices synced from the test upstream".into(),
+                },
+                View::ByDeviceName {
+                    path: "device-by-name/{device_name}".into(),
+                    collection: "device".into(),
+                    summary: "One synced device by name".into(),
+                    related: vec![],
+                },
+            ],
             actions: vec![],
             max_concurrent_requests: 1,
             webhook: None,
