@@ -1,5 +1,6 @@
 //! Platform core over HTTP, on SQLite and PostgreSQL.
 
+mod areas;
 mod auth;
 mod csv_sources;
 mod device_search;

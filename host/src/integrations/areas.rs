@@ -29,16 +29,17 @@ pub fn resolve(
                 ))
             }),
         None => match serving.as_slice() {
+            // Sorted ids, so the message reads the same on every start.
             [only] => Ok((*only).clone()),
             [] => Err(ApiError::NotFound("integration")),
-            several => Err(ApiError::Conflict(format!(
-                "several connectors serve {area} ({}); the tenant's config must name one",
-                several
-                    .iter()
-                    .map(|c| c.descriptor.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            several => {
+                let mut ids: Vec<&str> = several.iter().map(|c| c.descriptor.id.as_str()).collect();
+                ids.sort_unstable();
+                Err(ApiError::Conflict(format!(
+                    "several connectors serve {area} ({}); the tenant's config must name one",
+                    ids.join(", ")
+                )))
+            }
         },
     }
 }

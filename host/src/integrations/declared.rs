@@ -77,13 +77,14 @@ pub fn mount(
             let Some(declared) = declared_at(descriptor, method, path) else {
                 continue;
             };
-            by_path
-                .entry(path.to_string())
-                .or_default()
-                .entry(method.to_string())
-                .or_insert_with(|| {
-                    descriptor_docs::operation(descriptor, &declared_docs(&declared))
-                });
+            let operation = descriptor_docs::operation(descriptor, &declared_docs(&declared));
+            let methods = by_path.entry(path.to_string()).or_default();
+            match methods.get_mut(method) {
+                Some(first) => descriptor_docs::merge(first, operation),
+                None => {
+                    methods.insert(method.to_string(), operation);
+                }
+            }
         }
     }
     for (path, methods) in by_path {
@@ -179,9 +180,15 @@ async fn serve(
     .await?;
     let connector = match &configured {
         Some((connector, _)) => connector.clone(),
-        // Views read synced data, which an unconfigured tenant has none of
-        // yet; the area's only connector says what the view is.
-        None => areas::resolve(&state.plugins, area, None)?,
+        // An unconfigured tenant has no synced data in the area: any
+        // connector declaring the route says what the (empty) answer is.
+        None => state
+            .plugins
+            .area_connectors(area)
+            .into_iter()
+            .find(|c| declared_at(&c.descriptor, &route.method, &route.path).is_some())
+            .cloned()
+            .ok_or(ApiError::NotFound("route"))?,
     };
     let descriptor = &connector.descriptor;
     match declared_at(descriptor, &route.method, &route.path) {

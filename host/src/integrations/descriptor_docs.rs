@@ -160,8 +160,8 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
             let (params, answer) = view_parts(descriptor, view);
             parameters.extend(params);
             operation["description"] = json!(format!(
-                "Served by Cairn from what the tenant's {} connector synced.",
-                descriptor.area
+                "Served from what the tenant's {} connector synced (declared by {}).",
+                descriptor.area, descriptor.id
             ));
             responses.insert(
                 "200".into(),
@@ -224,4 +224,23 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
         tracing::warn!(area = %descriptor.area, path, "declared route documented without detail: {e}");
         Operation::new()
     })
+}
+
+/// Folds the operation another connector of the area declares at the same
+/// route into the first one's: its parameters join (each name once), and
+/// the description names every connector serving the route.
+pub fn merge(first: &mut Operation, other: Operation) {
+    let mut parameters = first.parameters.take().unwrap_or_default();
+    for parameter in other.parameters.unwrap_or_default() {
+        if !parameters.iter().any(|p| p.name == parameter.name) {
+            parameters.push(parameter);
+        }
+    }
+    first.parameters = Some(parameters);
+    if let (Some(mine), Some(theirs)) = (&mut first.description, other.description) {
+        if !mine.contains(&theirs) {
+            mine.push(' ');
+            mine.push_str(&theirs);
+        }
+    }
 }

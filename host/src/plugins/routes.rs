@@ -75,13 +75,15 @@ async fn list_integrations(
             .into_iter()
             .map(|area| {
                 let (configured, connector) = choice(area);
+                let mut connectors: Vec<String> = plugins
+                    .area_connectors(area)
+                    .iter()
+                    .map(|c| c.descriptor.id.clone())
+                    .collect();
+                connectors.sort();
                 AreaView {
                     area: area.to_string(),
-                    connectors: plugins
-                        .area_connectors(area)
-                        .iter()
-                        .map(|c| c.descriptor.id.clone())
-                        .collect(),
+                    connectors,
                     configured,
                     connector,
                 }
