@@ -98,7 +98,10 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     if settings.default_tenant_id.is_empty() {
         return Ok(());
     }
-    let seeds = crate::integrations::seed::seed_configs(&settings.seed_configs)?;
+    let seeds = crate::integrations::seed::with_derived(
+        &state.plugins,
+        crate::integrations::seed::seed_configs(&settings.seed_configs)?,
+    );
     let tenant = crate::auth::TenantId(settings.default_tenant_id.clone());
     let exists: Option<String> = sqlx::query_scalar("SELECT id FROM tenants WHERE id = $1")
         .bind(tenant.as_str())

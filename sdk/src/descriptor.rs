@@ -55,6 +55,11 @@ pub struct Descriptor {
     /// rate limits allow.
     #[serde(default = "one")]
     pub max_concurrent_requests: u32,
+    /// Seeding: when the operator's deployment settings seed no config for
+    /// this area, derive one from another area's seed (one app
+    /// registration serving two products). `None` for most connectors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_from: Option<ConfigFrom>,
     /// How the upstream signs the webhooks it sends to Cairn, if it sends
     /// any. The host verifies the signature before the body reaches the
     /// component; `None`: the connector takes no webhooks.
@@ -64,6 +69,17 @@ pub struct Descriptor {
 
 fn one() -> u32 {
     1
+}
+
+/// Where a seeded config comes from: another area's seed, copying
+/// `fields`, and from `private_key_field` (a PEM bundle) its private-key
+/// block only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigFrom {
+    pub area: String,
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub private_key_field: Option<String>,
 }
 
 /// A kind of record the connector syncs, stored by the host per tenant and
@@ -347,6 +363,7 @@ mod tests {
             views: vec![],
             actions: vec![],
             max_concurrent_requests: 1,
+            config_from: None,
             webhook,
         }
     }

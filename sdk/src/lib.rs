@@ -28,8 +28,8 @@ pub mod __private;
 
 pub use csv_row::CsvRow;
 pub use descriptor::{
-    column_aliases, Action, AuthScheme, Collection, CsvDescriptor, CsvTarget, Descriptor, Field,
-    FieldType, Related, View, WebhookSignature,
+    column_aliases, Action, AuthScheme, Collection, ConfigFrom, CsvDescriptor, CsvTarget,
+    Descriptor, Field, FieldType, Related, View, WebhookSignature,
 };
 pub use error::Error;
 pub use rows::{InventoryItem, Row, SourceRecord};

@@ -31,7 +31,11 @@ async fn app(backend: Backend) -> Option<TestApp> {
 /// Starts a sync of `area` and waits for it to end; returns the job.
 async fn sync(app: &TestApp, account: &Account, area: &str) -> Value {
     let started = app
-        .post(&format!("/api/v1/{area}/sync"), &account.bearer(), json!({}))
+        .post(
+            &format!("/api/v1/{area}/sync"),
+            &account.bearer(),
+            json!({}),
+        )
         .await;
     assert_eq!(started.status, 202, "{}", started.text);
     let job_id = started.body["job_id"].as_str().unwrap().to_string();
@@ -46,7 +50,11 @@ async fn sync(app: &TestApp, account: &Account, area: &str) -> Value {
         {
             return current.clone();
         }
-        assert!(Instant::now() < deadline, "sync did not end: {}", status.text);
+        assert!(
+            Instant::now() < deadline,
+            "sync did not end: {}",
+            status.text
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -111,7 +119,10 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         ("post", "/api/v1/backup/jobs/{job_id}/restore"),
         ("get", "/api/v1/backup/storage"),
     ] {
-        assert!(paths[path][method].is_object(), "{method} {path} documented");
+        assert!(
+            paths[path][method].is_object(),
+            "{method} {path} documented"
+        );
         assert_eq!(paths[path][method]["tags"], json!(["backup"]), "{path}");
     }
     let restore = &paths["/api/v1/backup/jobs/{job_id}/restore"]["post"];
@@ -129,11 +140,18 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    for name in ["search", "limit", "offset", "status", "encrypted", "size_bytes"] {
+    for name in [
+        "search",
+        "limit",
+        "offset",
+        "status",
+        "encrypted",
+        "size_bytes",
+    ] {
         assert!(jobs_filters.contains(&name), "{name} in {jobs_filters:?}");
     }
-    let config_body =
-        &paths["/api/v1/backup/config"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let config_body = &paths["/api/v1/backup/config"]["post"]["requestBody"]["content"]
+        ["application/json"]["schema"];
     assert_eq!(config_body["oneOf"].as_array().unwrap().len(), 2);
 
     // Two products serve the area: a config must say which.
@@ -168,7 +186,10 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         .await;
     assert_eq!(keys(&found.body), ["d-2"]);
     let windows = app
-        .get("/api/v1/backup/devices?os_platform=WINDOWS", &member.bearer())
+        .get(
+            "/api/v1/backup/devices?os_platform=WINDOWS",
+            &member.bearer(),
+        )
         .await;
     assert_eq!(keys(&windows.body), ["d-1"]);
     let failed = app
@@ -186,7 +207,10 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
     let paged = app
         .get("/api/v1/backup/jobs?limit=1&offset=1", &member.bearer())
         .await;
-    assert_eq!((paged.body["total"].as_i64(), keys(&paged.body).len()), (Some(4), 1));
+    assert_eq!(
+        (paged.body["total"].as_i64(), keys(&paged.body).len()),
+        (Some(4), 1)
+    );
     for (query, field) in [
         ("bogus=1", "bogus"),
         ("encrypted=maybe", "encrypted"),
@@ -206,8 +230,20 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         .await;
     assert_eq!(by_status.body["total"], 2, "{}", by_status.text);
     let failed_group = &by_status.body["items"][0];
-    assert_eq!(failed_group["status"].as_str().map(str::to_lowercase).as_deref(), Some("failed"));
-    assert_eq!((failed_group["records"].as_i64(), failed_group["devices"].as_i64()), (Some(2), Some(2)));
+    assert_eq!(
+        failed_group["status"]
+            .as_str()
+            .map(str::to_lowercase)
+            .as_deref(),
+        Some("failed")
+    );
+    assert_eq!(
+        (
+            failed_group["records"].as_i64(),
+            failed_group["devices"].as_i64()
+        ),
+        (Some(2), Some(2))
+    );
 
     // One record with its related records; by device name, exact, short
     // host of an FQDN, NetBIOS form, non-ASCII.
@@ -229,7 +265,10 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         ("laptop-%C3%A9cole", "d-2"),
     ] {
         let by_name = app
-            .get(&format!("/api/v1/backup/device-by-name/{name}"), &member.bearer())
+            .get(
+                &format!("/api/v1/backup/device-by-name/{name}"),
+                &member.bearer(),
+            )
             .await;
         assert_eq!(by_name.body["key"], key, "{name}: {}", by_name.text);
     }
@@ -257,7 +296,11 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
     }
     assert!(upstream.restores.lock().unwrap().is_empty());
     let restored = app
-        .post(path, &owner.bearer(), json!({"target": "/srv", "verify": true}))
+        .post(
+            path,
+            &owner.bearer(),
+            json!({"target": "/srv", "verify": true}),
+        )
         .await;
     assert_eq!(restored.status, 200, "{}", restored.text);
     assert_eq!(restored.body["restore_id"], "r-j-1");
@@ -311,7 +354,8 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
     let alpha = app.register("owner@alpha.example").await;
     let beta = app.register("owner@beta.example").await;
     configure_acme(&app, &alpha, &upstream.url).await;
-    let zenith = json!({"connector": "zenith-backup", "base_url": upstream.url, "token": ZENITH_KEY});
+    let zenith =
+        json!({"connector": "zenith-backup", "base_url": upstream.url, "token": ZENITH_KEY});
     let saved = app
         .post("/api/v1/backup/config", &beta.bearer(), zenith.clone())
         .await;
@@ -337,7 +381,10 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
         .find(|a| a["area"] == "backup")
         .unwrap()
         .clone();
-    assert_eq!((area["configured"].as_bool(), area["connector"].as_str()), (Some(true), Some("zenith-backup")));
+    assert_eq!(
+        (area["configured"].as_bool(), area["connector"].as_str()),
+        (Some(true), Some("zenith-backup"))
+    );
 
     // Switching alpha to the other product removes what the old one synced.
     let switched = app

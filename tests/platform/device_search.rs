@@ -46,10 +46,10 @@ const FIELDS: [(&str, Kind); 9] = [
     ("device_name", Kind::List),
     ("application_name", Kind::List),
     ("os_platform", Kind::Text),
-    ("edr.site_name", Kind::Text),
-    ("mdm.model", Kind::Text),
+    ("edr.agent_version", Kind::Text),
+    ("mdm.ownership", Kind::Text),
     ("application_count", Kind::Number),
-    ("edr.threat_count", Kind::Number),
+    ("edr.active_threats", Kind::Number),
     ("edr.infected", Kind::Boolean),
     ("last_seen", Kind::Date),
 ];
@@ -86,12 +86,12 @@ impl Asset {
             ],
             texts: [
                 text(&view["os_platform"]),
-                text(&view["edr"]["site_name"]),
-                text(&view["mdm"]["model"]),
+                text(&view["edr"]["agent_version"]),
+                text(&view["mdm"]["ownership"]),
             ],
             numbers: [
                 view["application_count"].as_f64(),
-                view["edr"]["threat_count"].as_f64(),
+                view["edr"]["active_threats"].as_f64(),
             ],
             infected: view["edr"]["infected"].as_bool(),
             last_seen,
@@ -318,11 +318,14 @@ async fn seed_devices(app: &TestApp, account: &Account, prefix: &str, rng: &mut 
             };
             edr.push(device_record(
                 &device,
-                json!({"site_name": word(rng, 0, 3), "threat_count": threat_count, "infected": infected}),
+                json!({"agent_version": word(rng, 0, 3), "active_threats": threat_count, "infected": infected}),
             ));
         }
         if rng.gen_bool(0.5) {
-            mdm.push(device_record(&device, json!({"model": word(rng, 1, 3)})));
+            mdm.push(device_record(
+                &device,
+                json!({"ownership": word(rng, 1, 3)}),
+            ));
         }
     }
     app.seed(account, "rmm", &rows).await;
@@ -383,10 +386,10 @@ async fn random_device_queries_agree_with_an_in_memory_evaluator(backend: Backen
         "-device_name",
         "application_count",
         "-last_seen",
-        "edr.threat_count",
-        "-edr.threat_count",
+        "edr.active_threats",
+        "-edr.active_threats",
         "os_platform",
-        "-mdm.model",
+        "-mdm.ownership",
         "edr.infected",
     ];
     for _ in 0..150 {

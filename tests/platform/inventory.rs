@@ -357,7 +357,7 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         "mdm",
         &[device_record(
             "workstation-accounting-01.corp.example.com",
-            json!({"id": uuid, "compliance_state": "compliant", "serial_number": "SN-1"}),
+            json!({"managed_device_id": uuid, "compliance_state": "compliant", "serial_number": "SN-1"}),
         )],
     )
     .await;
@@ -366,7 +366,7 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         "edr",
         &[device_record(
             "WORKSTATION-ACC",
-            json!({"agent_version": "23.4", "infected": false, "threat_count": 0}),
+            json!({"agent_version": "23.4", "infected": false, "active_threats": 0}),
         )],
     )
     .await;
@@ -375,7 +375,7 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         "scanner",
         &[device_record(
             "workstation-acc.corp.example.com",
-            json!({"risk_score": 7.5, "vulnerabilities_count": 12}),
+            json!({"risk_score": 7.5, "critical_count": 12}),
         )],
     )
     .await;
@@ -467,7 +467,7 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
             0,
         ),
         (
-            json!({"field": "edr.threat_count", "operator": "lte", "value": "0"}),
+            json!({"field": "edr.active_threats", "operator": "lte", "value": "0"}),
             1,
         ),
         (

@@ -90,7 +90,11 @@ fn page(items: &[Value], headers: &HeaderMap, query: PageQuery) -> Response {
     Json(json!({"items": item, "next_page": next})).into_response()
 }
 
-async fn devices(State(s): State<Shared>, headers: HeaderMap, Query(q): Query<PageQuery>) -> Response {
+async fn devices(
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    Query(q): Query<PageQuery>,
+) -> Response {
     page(&s.devices, &headers, q)
 }
 
@@ -127,7 +131,11 @@ async fn storage(headers: HeaderMap, Query(q): Query<UnitQuery>) -> Response {
     if !acme_authorized(&headers) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let used = if q.unit == "gib" { json!(1.5) } else { json!(1_610_612_736u64) };
+    let used = if q.unit == "gib" {
+        json!(1.5)
+    } else {
+        json!(1_610_612_736u64)
+    };
     Json(json!({"used": used, "unit": q.unit})).into_response()
 }
 

@@ -44,8 +44,9 @@ pub fn sorted_names(page: &Value) -> Vec<String> {
     names
 }
 
-/// A device record of an mdm, edr or scanner integration.
-pub fn device_record(device: &str, body: Value) -> MappedRow {
+/// A device record of an mdm, edr or scanner area, `fields` in the shared
+/// device shape (also kept as its body).
+pub fn device_record(device: &str, fields: Value) -> MappedRow {
     MappedRow::Record(RecordRow {
         collection: "devices".into(),
         record_type: "device".into(),
@@ -53,8 +54,8 @@ pub fn device_record(device: &str, body: Value) -> MappedRow {
         device_name: Some(device.into()),
         client_id: None,
         group_ids: vec![],
-        fields: serde_json::json!({}),
-        body,
+        body: fields.clone(),
+        fields,
     })
 }
 

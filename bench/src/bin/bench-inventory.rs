@@ -271,8 +271,8 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
                 device_name: Some(format!("PC-{d:06}")),
                 client_id: None,
                 group_ids: vec![],
-                fields: json!({}),
-                body: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "threat_count": d % 5}),
+                fields: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "active_threats": d % 5}),
+                body: json!({}),
             })
         }),
     )
@@ -282,7 +282,7 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
         "query": {"kind": "group", "combinator": "and", "rules": [
             {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"},
             {"kind": "group", "combinator": "or", "rules": [
-                {"kind": "rule", "field": "edr.threat_count", "operator": "gte", "value": "3"},
+                {"kind": "rule", "field": "edr.active_threats", "operator": "gte", "value": "3"},
                 {"kind": "rule", "field": "device_name", "operator": "starts_with", "value": "PC-0999"}
             ]}
         ]},

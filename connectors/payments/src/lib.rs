@@ -106,6 +106,7 @@ impl Connector for Payments {
                 host_action("parse_webhook", "The invoice a verified webhook event pays"),
             ],
             max_concurrent_requests: 1,
+            config_from: None,
             webhook: Some(WebhookSignature {
                 header: "Stripe-Signature".into(),
                 secret_field: "webhook_secret".into(),

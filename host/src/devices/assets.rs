@@ -10,47 +10,50 @@ use crate::inventory::search::{Catalog, Column, Field, FieldType, SearchDocument
 
 use FieldType::{Boolean, Number, Text};
 
-/// Searchable keys of an mdm integration's device record.
+// The `mdm.`, `edr.` and `scan.` fields are the scalar fields of the shared
+// device record type (the SDK's `records::Device`) that each area fills:
+// the common ones, then the area's own. Every connector of an area maps its
+// product's devices to that one shape, so a search reads the same whichever
+// product a tenant uses.
+
+/// Searchable fields of an mdm area's device record.
 const MDM_FIELDS: &[(&str, FieldType)] = &[
-    ("mdm.compliance_state", Text),
-    ("mdm.management_state", Text),
-    ("mdm.owner_type", Text),
+    ("mdm.name", Text),
+    ("mdm.device_id", Text),
     ("mdm.serial_number", Text),
-    ("mdm.model", Text),
-    ("mdm.manufacturer", Text),
+    ("mdm.os_platform", Text),
     ("mdm.os_version", Text),
-    ("mdm.user_principal_name", Text),
-    ("mdm.is_encrypted", Boolean),
-    ("mdm.is_supervised", Boolean),
-    ("mdm.free_storage_bytes", Number),
+    ("mdm.user", Text),
+    ("mdm.managed_device_id", Text),
+    ("mdm.compliance_state", Text),
+    ("mdm.ownership", Text),
 ];
 
-/// Searchable keys of an edr integration's device (agent) record.
+/// Searchable fields of an edr area's device (agent) record.
 const EDR_FIELDS: &[(&str, FieldType)] = &[
+    ("edr.name", Text),
+    ("edr.device_id", Text),
+    ("edr.os_platform", Text),
+    ("edr.os_version", Text),
+    ("edr.user", Text),
+    ("edr.agent_id", Text),
     ("edr.agent_version", Text),
-    ("edr.computer_name", Text),
-    ("edr.os_name", Text),
-    ("edr.site_name", Text),
-    ("edr.domain", Text),
-    ("edr.network_status", Text),
-    ("edr.machine_type", Text),
     ("edr.infected", Boolean),
-    ("edr.is_active", Boolean),
-    ("edr.is_decommissioned", Boolean),
-    ("edr.is_up_to_date", Boolean),
-    ("edr.threat_count", Number),
+    ("edr.active_threats", Number),
 ];
 
-/// Searchable keys of a scanner integration's asset record.
+/// Searchable fields of a scanner area's asset record.
 const SCAN_FIELDS: &[(&str, FieldType)] = &[
+    ("scan.name", Text),
+    ("scan.device_id", Text),
     ("scan.hostname", Text),
-    ("scan.fqdn", Text),
-    ("scan.ip_address", Text),
-    ("scan.os", Text),
+    ("scan.os_platform", Text),
+    ("scan.os_version", Text),
     ("scan.risk_score", Number),
-    ("scan.vulnerabilities_count", Number),
     ("scan.critical_count", Number),
     ("scan.high_count", Number),
+    ("scan.medium_count", Number),
+    ("scan.low_count", Number),
 ];
 
 /// The devices allow-list: bare fields describe the asset's inventory rows

@@ -98,14 +98,14 @@ async fn unique_devices(
 /// device_name (any name the asset was seen under), device_id,
 /// os_platform, os_version, user_email, user_name, application_name (any
 /// application on it), application_count (number), source (any reporting
-/// integration), last_seen (date). Source fields: `mdm.` compliance_state,
-/// management_state, owner_type, serial_number, model, manufacturer,
-/// os_version, user_principal_name, is_encrypted (boolean), is_supervised
-/// (boolean), free_storage_bytes (number); `edr.` agent_version,
-/// computer_name, os_name, site_name, domain, network_status, machine_type,
-/// infected, is_active, is_decommissioned, is_up_to_date (booleans),
-/// threat_count (number); `scan.` hostname, fqdn, ip_address, os,
-/// risk_score, vulnerabilities_count, critical_count, high_count (numbers).
+/// integration), last_seen (date). Area fields read the shared device
+/// record (the same for every product of an area): `mdm.` name, device_id,
+/// serial_number, os_platform, os_version, user, managed_device_id,
+/// compliance_state, ownership; `edr.` name, device_id, os_platform,
+/// os_version, user, agent_id, agent_version, infected (boolean),
+/// active_threats (number); `scan.` name, device_id, hostname, os_platform,
+/// os_version, risk_score, critical_count, high_count, medium_count,
+/// low_count (numbers).
 /// For the list fields a rule matches when any element does and a negated
 /// rule when none does. Default sort: device_name.
 /// Text matches and text sorts ignore case under Unicode case folding

@@ -1,50 +1,68 @@
-//! Startup seeding: a fresh deployment can sync at once. For each loaded
-//! integration whose config is empty for the default tenant, the config from
-//! deployment settings is stored. Existing configs are never overwritten.
-//! The directory config reuses the device-management (mdm) app registration:
-//! tenant id, client id, certificate thumbprint and the private-key block of
-//! its PEM.
+//! Startup seeding: a fresh deployment can sync at once. For each area a
+//! loaded connector serves whose config is empty for the default tenant,
+//! the config from deployment settings is stored. Existing configs are
+//! never overwritten.
+//!
+//! A connector may declare that its config is derived from another area's
+//! seed (`config_from`: an app registration one product reuses for
+//! another); the host applies that declaration without knowing either.
 
 use serde_json::{Map, Value};
 
 use super::{storage, SecretBox};
 use crate::auth::TenantId;
 use crate::db::Db;
-use crate::plugins::Plugins;
+use crate::plugins::{ConfigFrom, Plugins};
 
-/// Fields of the mdm app registration the directory integration shares.
-const SHARED_REGISTRATION: &[&str] = &["auth_method", "tenant_id", "client_id", "thumbprint"];
-
-/// The seed configs from settings, with the directory's derived from mdm's
-/// when it has none of its own.
+/// The seed configs from settings: area -> config object.
 pub fn seed_configs(raw: &str) -> anyhow::Result<Map<String, Value>> {
     if raw.trim().is_empty() {
         return Ok(Map::new());
     }
-    let Value::Object(mut seeds) = serde_json::from_str::<Value>(raw)? else {
-        anyhow::bail!("seed_configs must be a JSON object of integration id -> config");
+    let Value::Object(seeds) = serde_json::from_str::<Value>(raw)? else {
+        anyhow::bail!("seed_configs must be a JSON object of area -> config");
     };
-    if !seeds.contains_key("directory") {
-        if let Some(Value::Object(mdm)) = seeds.get("mdm") {
-            let mut directory = Map::new();
-            for field in SHARED_REGISTRATION {
-                if let Some(value) = mdm.get(*field) {
-                    directory.insert(field.to_string(), value.clone());
-                }
-            }
-            if let Some(key) = mdm
-                .get("private_key")
-                .and_then(Value::as_str)
-                .and_then(private_key_block)
-            {
-                directory.insert("private_key".into(), Value::String(key));
-            }
-            if !directory.is_empty() {
-                seeds.insert("directory".into(), Value::Object(directory));
+    Ok(seeds)
+}
+
+/// `seeds` plus, for each loaded connector declaring `config_from` whose
+/// area has no seed of its own, the config derived from the other area's.
+pub fn with_derived(plugins: &Plugins, mut seeds: Map<String, Value>) -> Map<String, Value> {
+    for connector in &plugins.connectors {
+        let descriptor = &connector.descriptor;
+        let Some(from) = &descriptor.config_from else {
+            continue;
+        };
+        if seeds.contains_key(&descriptor.area) {
+            continue;
+        }
+        if let Some(Value::Object(source)) = seeds.get(&from.area) {
+            let derived = derive(from, source);
+            if !derived.is_empty() {
+                seeds.insert(descriptor.area.clone(), Value::Object(derived));
             }
         }
     }
-    Ok(seeds)
+    seeds
+}
+
+fn derive(from: &ConfigFrom, source: &Map<String, Value>) -> Map<String, Value> {
+    let mut derived = Map::new();
+    for field in &from.fields {
+        if let Some(value) = source.get(field) {
+            derived.insert(field.clone(), value.clone());
+        }
+    }
+    if let Some(field) = &from.private_key_field {
+        if let Some(key) = source
+            .get(field)
+            .and_then(Value::as_str)
+            .and_then(private_key_block)
+        {
+            derived.insert(field.clone(), Value::String(key));
+        }
+    }
+    derived
 }
 
 /// The private-key block of a PEM bundle (certificate and key together).
@@ -142,27 +160,28 @@ mod tests {
     }
 
     #[test]
-    fn directory_reuses_the_mdm_registration() {
-        let raw = serde_json::json!({"mdm": {
-            "auth_method": "certificate", "tenant_id": "t-1", "client_id": "c-1",
-            "thumbprint": "AB12", "private_key": BUNDLE, "auth_url": "https://login.example"
-        }})
-        .to_string();
-        let seeds = seed_configs(&raw).unwrap();
-        let directory = &seeds["directory"];
-        assert_eq!(directory["tenant_id"], "t-1");
-        assert_eq!(directory["client_id"], "c-1");
-        assert_eq!(directory["thumbprint"], "AB12");
-        assert!(directory["private_key"]
+    fn a_declared_config_source_copies_its_fields_and_key_block() {
+        let from = ConfigFrom {
+            area: "first".into(),
+            fields: vec!["tenant_id".into(), "client_id".into(), "thumbprint".into()],
+            private_key_field: Some("private_key".into()),
+        };
+        let source = serde_json::json!({
+            "tenant_id": "t-1", "client_id": "c-1", "thumbprint": "AB12",
+            "private_key": BUNDLE, "auth_url": "https://login.example"
+        });
+        let derived = derive(&from, source.as_object().unwrap());
+        assert_eq!(derived["tenant_id"], "t-1");
+        assert_eq!(derived["thumbprint"], "AB12");
+        assert!(derived["private_key"]
             .as_str()
             .unwrap()
             .starts_with("-----BEGIN PRIVATE KEY-----"));
-        assert!(directory.get("auth_url").is_none());
-        // A directory seed of its own wins.
-        let own =
-            serde_json::json!({"mdm": {"client_id": "c-1"}, "directory": {"client_id": "d-9"}})
-                .to_string();
-        assert_eq!(seed_configs(&own).unwrap()["directory"]["client_id"], "d-9");
+        assert!(!derived["private_key"]
+            .as_str()
+            .unwrap()
+            .contains("CERTIFICATE"));
+        assert!(derived.get("auth_url").is_none(), "only declared fields");
         assert!(seed_configs("[1]").is_err());
     }
 }

@@ -30,6 +30,9 @@ pub struct ConnectorDescriptor {
     pub actions: Vec<Action>,
     #[serde(default = "one")]
     pub max_concurrent_requests: u32,
+    /// Seeding: derive this area's config from another area's seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_from: Option<ConfigFrom>,
     /// How the provider signs the webhooks it sends, when it sends any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSignature>,
@@ -37,6 +40,16 @@ pub struct ConnectorDescriptor {
 
 fn one() -> u32 {
     1
+}
+
+/// A connector's config derived, at seeding, from another area's seed: the
+/// named fields copied, and the private-key block of a PEM bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ConfigFrom {
+    pub area: String,
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub private_key_field: Option<String>,
 }
 
 /// A kind of record a connector syncs.

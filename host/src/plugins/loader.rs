@@ -841,7 +841,7 @@ mod tests {
 
     #[test]
     fn connector_ids_are_route_segments_the_host_does_not_serve() {
-        for good in ["rmm", "sentinel-one", "backup2"] {
+        for good in ["rmm", "edr-one", "backup2"] {
             assert!(check_connector_id("id", good).is_ok(), "{good}");
         }
         for bad in [

@@ -25,8 +25,8 @@ pub mod runtime;
 mod v01;
 
 pub use descriptor::{
-    Action, AuthScheme, Collection, ConnectorDescriptor, CsvDescriptor, FieldType, View,
-    WebhookSignature,
+    Action, AuthScheme, Collection, ConfigFrom, ConnectorDescriptor, CsvDescriptor, FieldType,
+    View, WebhookSignature,
 };
 pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use routes::router;

@@ -267,7 +267,7 @@ mod tests {
     #[test]
     fn signatures_are_checked_for_key_body_and_age() {
         let scheme = WebhookSignature {
-            header: "Stripe-Signature".into(),
+            header: "Webhook-Signature".into(),
             secret_field: "webhook_secret".into(),
             tolerance_secs: 300,
         };

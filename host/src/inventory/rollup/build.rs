@@ -37,6 +37,9 @@ pub struct ItemRow {
 pub struct DeviceRecord {
     pub source: String,
     pub device_name: Option<String>,
+    /// The record's normalized fields (the shared device shape); `{}` for
+    /// records of v0.1 components and CSV enrichment.
+    pub fields: String,
     pub body: String,
     pub updated_at: i64,
 }
@@ -354,9 +357,13 @@ impl DetailIndex {
             let Some(name) = clean(record.device_name.as_deref()) else {
                 continue;
             };
-            let body = serde_json::from_str(&record.body)
-                .map(normalize::strip_control_json)
-                .unwrap_or(Value::Null);
+            // The normalized fields where the connector gave them, so every
+            // product of an area attaches the same shape; else the record.
+            let detail = match serde_json::from_str::<Value>(&record.fields) {
+                Ok(Value::Object(fields)) if !fields.is_empty() => Value::Object(fields),
+                _ => serde_json::from_str(&record.body).unwrap_or(Value::Null),
+            };
+            let body = normalize::strip_control_json(detail);
             let mut names = vec![name.to_lowercase()];
             if source == SCANNER_SOURCE {
                 names.push(normalize::short_host(&name).to_lowercase());
@@ -385,10 +392,10 @@ impl DetailIndex {
     }
 }
 
-/// The id an mdm record gives its device (Graph's `id`, or the
-/// `managed_device_id` an SDK connector sets).
+/// The id an mdm record gives its device (the shared device shape's
+/// `managed_device_id`, else its `device_id`).
 fn managed_device_id(mdm: &Value) -> Option<String> {
-    ["managed_device_id", "id"]
+    ["managed_device_id", "device_id"]
         .iter()
         .find_map(|k| mdm.get(*k).and_then(Value::as_str))
         .and_then(|id| clean(Some(id)))
@@ -635,19 +642,24 @@ mod tests {
             DeviceRecord {
                 source: "mdm".into(),
                 device_name: Some("workstation-accounting-01.corp.example.com".into()),
-                body: json!({"id": "5f1c-uuid", "compliance_state": "compliant"}).to_string(),
+                fields: json!({"managed_device_id": "5f1c-uuid", "compliance_state": "compliant"})
+                    .to_string(),
+                // The upstream record shows only where no fields were given.
+                body: json!({"state": "unknown"}).to_string(),
                 updated_at: 1,
             },
             DeviceRecord {
                 source: "edr".into(),
                 device_name: Some("WORKSTATION-ACC".into()),
+                fields: "{}".into(),
                 body: json!({"infected": false}).to_string(),
                 updated_at: 1,
             },
             DeviceRecord {
                 source: "scanner".into(),
                 device_name: Some("workstation-acc.corp.example.com".into()),
-                body: json!({"risk_score": 7.5}).to_string(),
+                fields: json!({"risk_score": 7.5}).to_string(),
+                body: "{}".into(),
                 updated_at: 1,
             },
         ];

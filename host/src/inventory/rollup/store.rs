@@ -117,7 +117,7 @@ async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) ->
 
 pub async fn read_device_records(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceRecord>> {
     sqlx::query_as(
-        "SELECT source, device_name, body, updated_at FROM source_records \
+        "SELECT source, device_name, fields, body, updated_at FROM source_records \
          WHERE tenant_id = $1 AND record_type = 'device' AND source IN ($2, $3, $4)",
     )
     .bind(tenant.as_str())

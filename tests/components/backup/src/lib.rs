@@ -151,6 +151,7 @@ impl Connector for AcmeBackup {
                 },
             ],
             max_concurrent_requests: 4,
+            config_from: None,
             webhook: None,
         }
     }

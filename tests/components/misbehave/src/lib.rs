@@ -61,6 +61,7 @@ impl Connector for Misbehave {
             ],
             actions: vec![],
             max_concurrent_requests: 1,
+            config_from: None,
             webhook: None,
         }
     }

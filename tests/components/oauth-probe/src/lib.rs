@@ -50,6 +50,7 @@ impl Connector for OauthProbe {
             views: vec![],
             actions: vec![],
             max_concurrent_requests: 1,
+            config_from: None,
             webhook: None,
         }
     }
