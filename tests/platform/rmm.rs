@@ -9,18 +9,63 @@ use serde_json::{json, Value};
 
 backend_tests!(
     rmm_sync_prunes_scopes_and_survives_expiry_and_throttling,
-    rmm_bad_credentials_are_typed
+    rmm_bad_credentials_are_typed,
+    software_is_fetched_concurrently_within_the_operators_cap,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
+    app_with(backend, |_| {}).await
+}
+
+async fn app_with(
+    backend: Backend,
+    adjust: impl FnOnce(&mut cairn::settings::Settings) + Send + 'static,
+) -> Option<TestApp> {
     let dir = connectors_dir(&["connectors/rmm"], &[]);
     TestApp::start_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
         s.job_poll_interval_ms = 50;
         s.job_retry_backoff_ms = 0;
+        adjust(s);
     })
     .await
+}
+
+/// The connector asks for 8 software requests at once; the operator caps
+/// it at 3. A page of 12 computers then has 3 (never more) in flight, and
+/// a 429 on some of them is waited out for each alone.
+async fn software_is_fetched_concurrently_within_the_operators_cap(backend: Backend) {
+    let mut data = RmmData {
+        clients: vec![json!({"Id": 1, "Name": "Acme"})],
+        software_delay_ms: 150,
+        throttle_software: 2,
+        ..RmmData::default()
+    };
+    for id in 1..=12 {
+        data.computers
+            .push(computer(id, &format!("WS-{id:02}"), (1, "Acme"), &[]));
+        data.software.insert(
+            id,
+            apps(&[("7-Zip 23.01 (x64)", "23.01"), ("Mozilla Firefox", "128.0")]),
+        );
+    }
+    let rmm = FakeRmm::start(data).await;
+    let Some(app) = app_with(backend, |s| s.plugin_max_concurrent_requests = 3).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    configure(&app, &admin, &rmm, json!({"page_size": 12})).await;
+    let job = sync(&app, &admin).await;
+    assert_eq!(job["status"], "success", "{job}");
+    let stats = app.get("/api/v1/rmm/stats", &admin.bearer()).await;
+    assert_eq!(stats.body["inventory_items"], 24, "{}", stats.text);
+    let fake = rmm.data.lock().unwrap();
+    assert_eq!(
+        fake.software_max_in_flight, 3,
+        "bounded by the operator's cap, and reached"
+    );
+    assert_eq!(fake.throttled, 2);
 }
 
 fn fake_data() -> RmmData {

@@ -35,6 +35,13 @@ pub struct RmmData {
     /// `GET /Computers` pages from this one on wait for `release`.
     pub hold_from: Option<usize>,
     pub held: usize,
+    /// Each software request takes this long to answer.
+    pub software_delay_ms: u64,
+    /// Software requests being answered now, and the most at once.
+    pub software_in_flight: usize,
+    pub software_max_in_flight: usize,
+    /// The next this-many software requests get 429 (after the delay).
+    pub throttle_software: u32,
 }
 
 #[derive(Clone)]
@@ -280,6 +287,31 @@ async fn software(
     Path(id): Path<i64>,
     Query(paging): Query<Paging>,
 ) -> Response {
+    let delay = {
+        let mut data = data.lock().unwrap();
+        data.software_in_flight += 1;
+        data.software_max_in_flight = data.software_max_in_flight.max(data.software_in_flight);
+        data.software_delay_ms
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+    let throttled = {
+        let mut data = data.lock().unwrap();
+        data.software_in_flight -= 1;
+        let throttle = data.throttle_software > 0;
+        if throttle {
+            data.throttle_software -= 1;
+            data.throttled += 1;
+        }
+        throttle
+    };
+    if throttled {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "1")],
+            "slow down",
+        )
+            .into_response();
+    }
     listing(&data, &headers, |data| {
         page(data.software.get(&id).into_iter().flatten(), &paging)
     })
