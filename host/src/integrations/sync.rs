@@ -9,9 +9,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use tokio_util::task::AbortOnDropHandle;
+
 use super::{areas, storage, SecretBox};
 use crate::jobs::{JobContext, JobFailure, JobHandler};
-use crate::plugins::{CallError, CallScope, ConnectorDescriptor, MappedRow, Plugins};
+use crate::plugins::{
+    CallError, CallScope, ConnectorDescriptor, LoadedConnector, MappedRow, Plugins,
+};
 use crate::settings::Settings;
 
 pub struct SyncHandler {
@@ -55,6 +59,38 @@ struct Checkpoint {
     /// Pages fetched so far, all streams together.
     #[serde(default)]
     pages: u64,
+}
+
+type FetchResult = Result<(Vec<Value>, Option<String>), CallError>;
+
+/// Where a page starts: a stream and a cursor in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Position {
+    stream_index: usize,
+    cursor: Option<String>,
+}
+
+/// What a fetch needs, owned, so a page can be fetched on a task of its own.
+#[derive(Clone)]
+struct PageFetcher {
+    plugins: Arc<Plugins>,
+    connector: Arc<LoadedConnector>,
+    scope: CallScope,
+    config: Value,
+}
+
+impl PageFetcher {
+    async fn fetch(&self, stream: &str, cursor: Option<&str>) -> FetchResult {
+        self.plugins
+            .fetch(
+                &self.connector,
+                self.scope.clone(),
+                &self.config,
+                stream,
+                cursor,
+            )
+            .await
+    }
 }
 
 /// A plugin call's failure as the job's: what another attempt would only
@@ -107,6 +143,16 @@ impl JobHandler for SyncHandler {
             job_id: Some(ctx.job_id().to_string()),
         };
         let streams = connector.descriptor.streams.clone();
+        // The next page is fetched while this one is mapped and written, so
+        // the upstream's latency and the database's overlap. A prefetch
+        // left behind (a cap, a failure, a canceled run) is aborted.
+        let fetcher = PageFetcher {
+            plugins: self.plugins.clone(),
+            connector: connector.clone(),
+            scope: scope.clone(),
+            config: config.clone(),
+        };
+        let mut prefetched: Option<(Position, AbortOnDropHandle<FetchResult>)> = None;
         while at.stream_index < streams.len() {
             let stream = &streams[at.stream_index];
             if at.pages >= self.caps.pages {
@@ -116,17 +162,17 @@ impl JobHandler for SyncHandler {
                     at.pages
                 )));
             }
-            let (records, next) = self
-                .plugins
-                .fetch(
-                    &connector,
-                    scope.clone(),
-                    &config,
-                    stream,
-                    at.cursor.as_deref(),
-                )
-                .await
-                .map_err(failure)?;
+            let here = Position {
+                stream_index: at.stream_index,
+                cursor: at.cursor.clone(),
+            };
+            let fetched = match prefetched.take() {
+                Some((position, handle)) if position == here => handle
+                    .await
+                    .map_err(|e| JobFailure::Failed(format!("page fetch stopped: {e}")))?,
+                _ => fetcher.fetch(stream, at.cursor.as_deref()).await,
+            };
+            let (records, next) = fetched.map_err(failure)?;
             if records.len() > self.caps.page_records {
                 return Err(JobFailure::Permanent(format!(
                     "a page of stream {stream} held {} records, over the cap of {} \
@@ -134,6 +180,24 @@ impl JobHandler for SyncHandler {
                     records.len(),
                     self.caps.page_records
                 )));
+            }
+            let upcoming = match &next {
+                Some(cursor) => Some(Position {
+                    stream_index: at.stream_index,
+                    cursor: Some(cursor.clone()),
+                }),
+                None => (at.stream_index + 1 < streams.len()).then(|| Position {
+                    stream_index: at.stream_index + 1,
+                    cursor: None,
+                }),
+            };
+            if let Some(position) = upcoming {
+                let fetcher = fetcher.clone();
+                let stream = streams[position.stream_index].clone();
+                let cursor = position.cursor.clone();
+                let handle =
+                    tokio::spawn(async move { fetcher.fetch(&stream, cursor.as_deref()).await });
+                prefetched = Some((position, AbortOnDropHandle::new(handle)));
             }
             let mapped = self
                 .plugins
