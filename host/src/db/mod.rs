@@ -218,6 +218,15 @@ pub fn values_placeholders_wrapped(rows: usize, columns: usize, wraps: &[(usize,
         .join(", ")
 }
 
+/// The engine a connection (or a transaction on one) speaks.
+pub fn backend_of(connection: &sqlx::AnyConnection) -> Backend {
+    if connection.backend_name() == "PostgreSQL" {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    }
+}
+
 /// A `FROM` source over the JSON array bound as `$n`, one row per element
 /// as `value`: how bulk statements take thousands of rows in one
 /// parameter on either engine.

@@ -209,9 +209,9 @@ fn item_key(item: &InventoryRow) -> String {
     .replace('\0', "")
 }
 
-/// Rows per multi-row INSERT: well under SQLite's parameter limit (17
-/// columns x 500 = 8,500) and large enough that statement overhead vanishes.
-const UPSERT_CHUNK: usize = 50;
+/// Rows per statement: a page's rows travel as one bound JSON array, so a
+/// page of thousands is a few statements, not hundreds.
+const UPSERT_CHUNK: usize = 5000;
 
 /// PostgreSQL refuses NUL in text, and upstream agents do send it; it is
 /// dropped here so one bad name cannot fail a whole page. The rollup strips
@@ -258,73 +258,90 @@ pub async fn upsert_rows(
             },
         }
     }
+    let backend = crate::db::backend_of(tx);
+    let rows = crate::db::json_array_rows(backend, 4);
     for chunk in items.chunks(UPSERT_CHUNK) {
         let statement = format!(
             "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
              os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
-             group_ids, seen_run, updated_at) VALUES {} \
+             group_ids, seen_run, updated_at) \
+             SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+             value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
+             $3, $5 FROM {rows} WHERE true \
              ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
              device_id = excluded.device_id, os_platform = excluded.os_platform, \
              os_version = excluded.os_version, user_email = excluded.user_email, \
              user_name = excluded.user_name, application_name = excluded.application_name, \
              vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
              client_id = excluded.client_id, group_ids = excluded.group_ids, \
-             seen_run = excluded.seen_run, updated_at = excluded.updated_at",
-            crate::db::values_placeholders(chunk.len(), 17)
+             seen_run = excluded.seen_run, updated_at = excluded.updated_at"
         );
-        let mut query = sqlx::query(&statement);
-        for (key, item) in chunk {
-            query = query
-                .bind(tenant.as_str())
-                .bind(source)
-                .bind(key.as_str())
-                .bind(text(&item.device_name))
-                .bind(text(&item.device_id))
-                .bind(text(&item.os_platform.as_deref().map(|raw| {
-                    platform_label(raw).map_or_else(|| raw.to_string(), str::to_string)
-                })))
-                .bind(text(&item.os_version))
-                .bind(text(&item.user_email))
-                .bind(text(&item.user_name))
-                .bind(text(&item.application_name))
-                .bind(text(&item.vendor))
-                .bind(text(&item.version))
-                .bind(text(&item.publisher))
-                .bind(text(&item.client_id))
-                .bind(serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()))
-                .bind(run)
-                .bind(now);
-        }
-        query.execute(&mut **tx).await?;
+        let staged: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|(key, item)| {
+                serde_json::json!([
+                    key,
+                    text(&item.device_name),
+                    text(&item.device_id),
+                    text(&item.os_platform.as_deref().map(|raw| {
+                        platform_label(raw).map_or_else(|| raw.to_string(), str::to_string)
+                    })),
+                    text(&item.os_version),
+                    text(&item.user_email),
+                    text(&item.user_name),
+                    text(&item.application_name),
+                    text(&item.vendor),
+                    text(&item.version),
+                    text(&item.publisher),
+                    text(&item.client_id),
+                    serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
+                ])
+            })
+            .collect();
+        sqlx::query(&statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(run)
+            .bind(serde_json::Value::Array(staged).to_string())
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
     }
     for chunk in records.chunks(UPSERT_CHUNK) {
         let statement = format!(
             "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-             client_id, group_ids, fields, body, seen_run, updated_at) VALUES {} \
+             client_id, group_ids, fields, body, seen_run, updated_at) \
+             SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+             value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
              ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET \
              record_type = excluded.record_type, device_name = excluded.device_name, \
              client_id = excluded.client_id, group_ids = excluded.group_ids, \
              fields = excluded.fields, body = excluded.body, seen_run = excluded.seen_run, \
-             updated_at = excluded.updated_at",
-            crate::db::values_placeholders(chunk.len(), 12)
+             updated_at = excluded.updated_at"
         );
-        let mut query = sqlx::query(&statement);
-        for record in chunk {
-            query = query
-                .bind(tenant.as_str())
-                .bind(source)
-                .bind(record.collection.as_str())
-                .bind(record.record_type.as_str())
-                .bind(record.key.replace('\0', ""))
-                .bind(text(&record.device_name))
-                .bind(record.client_id.as_deref())
-                .bind(serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()))
-                .bind(record.fields.to_string())
-                .bind(record.body.to_string())
-                .bind(run)
-                .bind(now);
-        }
-        query.execute(&mut **tx).await?;
+        let staged: Vec<serde_json::Value> = chunk
+            .iter()
+            .map(|record| {
+                serde_json::json!([
+                    record.collection,
+                    record.record_type,
+                    record.key.replace('\0', ""),
+                    text(&record.device_name),
+                    record.client_id.as_deref().map(|c| c.replace('\0', "")),
+                    serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
+                    record.fields.to_string(),
+                    record.body.to_string(),
+                ])
+            })
+            .collect();
+        sqlx::query(&statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(run)
+            .bind(serde_json::Value::Array(staged).to_string())
+            .bind(now)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(())
 }
