@@ -3,8 +3,6 @@
 //! serving one area for two tenants, and switching; a v0.1 component still
 //! loading and syncing.
 
-use std::time::{Duration, Instant};
-
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_backup::{self, ACME_KEY, ZENITH_KEY};
 use cairn_tests::fake_inventory::{device, FakeInventory, TOKEN};
@@ -26,37 +24,6 @@ async fn app(backend: Backend) -> Option<TestApp> {
         s.job_retry_backoff_ms = 0;
     })
     .await
-}
-
-/// Starts a sync of `area` and waits for it to end; returns the job.
-async fn sync(app: &TestApp, account: &Account, area: &str) -> Value {
-    let started = app
-        .post(
-            &format!("/api/v1/{area}/sync"),
-            &account.bearer(),
-            json!({}),
-        )
-        .await;
-    assert_eq!(started.status, 202, "{}", started.text);
-    let job_id = started.body["job_id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let status = app
-            .get(&format!("/api/v1/{area}/sync-status"), &account.bearer())
-            .await;
-        let current = &status.body["current"];
-        if current["id"] == job_id.as_str()
-            && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
-        {
-            return current.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sync did not end: {}",
-            status.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn keys(page: &Value) -> Vec<String> {
@@ -175,7 +142,7 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
     assert_eq!(wrong.body["field"], "api_key");
     assert!(!wrong.text.contains("short"), "{}", wrong.text);
     configure_acme(&app, &owner, &upstream.url).await;
-    assert_eq!(sync(&app, &owner, "backup").await["status"], "success");
+    assert_eq!(app.sync_area(&owner, "backup").await["status"], "success");
 
     // List views: search (Unicode), typed field filters, strict parameters.
     let devices = app.get("/api/v1/backup/devices", &member.bearer()).await;
@@ -360,8 +327,8 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
         .post("/api/v1/backup/config", &beta.bearer(), zenith.clone())
         .await;
     assert_eq!(saved.status, 200, "{}", saved.text);
-    assert_eq!(sync(&app, &alpha, "backup").await["status"], "success");
-    assert_eq!(sync(&app, &beta, "backup").await["status"], "success");
+    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "success");
+    assert_eq!(app.sync_area(&beta, "backup").await["status"], "success");
 
     // The same route answers each tenant from its own connector's data.
     let alphas = app.get("/api/v1/backup/jobs", &alpha.bearer()).await;
@@ -401,7 +368,7 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
         app.get("/api/v1/backup/jobs", &beta.bearer()).await.body["total"],
         2
     );
-    assert_eq!(sync(&app, &alpha, "backup").await["status"], "success");
+    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "success");
     let resynced = app.get("/api/v1/backup/jobs", &alpha.bearer()).await;
     assert_eq!(keys(&resynced.body), ["z-1", "z-2"]);
     // Saving the same product again keeps its data.
@@ -454,7 +421,7 @@ async fn a_v01_component_still_loads_and_syncs(backend: Backend) {
         .post("/api/v1/legacy/test-connection", &owner.bearer(), json!({}))
         .await;
     assert_eq!(tested.status, 200, "{}", tested.text);
-    assert_eq!(sync(&app, &owner, "legacy").await["status"], "success");
+    assert_eq!(app.sync_area(&owner, "legacy").await["status"], "success");
     let stats = app.get("/api/v1/legacy/stats", &owner.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 3, "{}", stats.text);
     assert_eq!(stats.body["records"]["device"], 3);

@@ -328,31 +328,8 @@ async fn configure(app: &TestApp, admin: &Account, upstream: &str, token: &str) 
     resp.body
 }
 
-/// Starts a sync and waits for it to end; returns the final job.
 async fn sync(app: &TestApp, account: &Account) -> Value {
-    let started = app
-        .post(&format!("/api/v1/{ID}/sync"), &account.bearer(), json!({}))
-        .await;
-    assert_eq!(started.status, 202, "{}", started.text);
-    let job_id = started.body["job_id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let status = app
-            .get(&format!("/api/v1/{ID}/sync-status"), &account.bearer())
-            .await;
-        let current = &status.body["current"];
-        if current["id"] == job_id.as_str()
-            && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
-        {
-            return current.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sync did not finish: {}",
-            status.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    app.sync_area(account, ID).await
 }
 
 async fn configure_sync_and_prune_end_to_end(backend: Backend) {

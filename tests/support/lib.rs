@@ -295,6 +295,39 @@ impl TestApp {
         }
     }
 
+    /// Starts a sync of `area` (`POST /api/v1/<area>/sync`) and waits,
+    /// through its `sync-status`, until that job ends in success or error;
+    /// returns the job.
+    pub async fn sync_area(&self, account: &Account, area: &str) -> Value {
+        let started = self
+            .post(
+                &format!("/api/v1/{area}/sync"),
+                &account.bearer(),
+                serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(started.status, 202, "{}", started.text);
+        let job_id = started.body["job_id"].as_str().unwrap().to_string();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let status = self
+                .get(&format!("/api/v1/{area}/sync-status"), &account.bearer())
+                .await;
+            let current = &status.body["current"];
+            if current["id"] == job_id.as_str()
+                && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
+            {
+                return current.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sync did not finish: {}",
+                status.text
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// `admin` invites `email` with `role`; returns the invite token and id.
     pub async fn invite(&self, admin: &Account, email: &str, role: &str) -> (String, String) {
         let resp = self
