@@ -178,6 +178,19 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         (paged.body["total"].as_i64(), keys(&paged.body).len()),
         (Some(4), 1)
     );
+    // NUL never matches (stored text has none) and is no error on either
+    // engine.
+    for query in ["search=a%00b", "status=fail%00ed"] {
+        let nul = app
+            .get(&format!("/api/v1/backup/jobs?{query}"), &member.bearer())
+            .await;
+        assert_eq!(nul.status, 200, "{query}: {}", nul.text);
+    }
+    // Keys are stored without NUL, and looked up the same way.
+    let keyed = app
+        .get("/api/v1/backup/device/d-1%00", &member.bearer())
+        .await;
+    assert_eq!(keyed.body["key"], "d-1", "{}", keyed.text);
     for (query, field) in [
         ("bogus=1", "bogus"),
         ("encrypted=maybe", "encrypted"),

@@ -97,9 +97,10 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let (_, outcome) = queue.run_one().await?.expect("the sync job");
     let secs = started.elapsed().as_secs_f64();
-    let error: Option<String> = sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'rmm_sync'")
-        .fetch_one(&db.pool)
-        .await?;
+    let error: Option<String> =
+        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'rmm_sync'")
+            .fetch_one(&db.pool)
+            .await?;
     if let Some(error) = error {
         anyhow::bail!("the sync failed: {error}");
     }

@@ -34,6 +34,9 @@ fn page(query: &[(String, String)], filterable: Option<&Collection>) -> ApiResul
         filters: vec![],
     };
     for (name, value) in query {
+        // Stored text never holds NUL (it is dropped on write), and
+        // PostgreSQL refuses it in a bound value.
+        let value = &value.replace('\0', "");
         match name.as_str() {
             "search" => page.search = Some(value.clone()),
             "limit" => {
@@ -103,7 +106,11 @@ pub async fn answer(
         area,
         collection: &collection.name,
     };
-    let param = params.first().map(|(_, v)| v.as_str()).unwrap_or_default();
+    let param = params
+        .first()
+        .map(|(_, v)| v.replace('\0', ""))
+        .unwrap_or_default();
+    let param = param.as_str();
     match view {
         View::List { .. } => {
             let page = page(query, Some(collection))?;

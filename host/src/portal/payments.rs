@@ -174,7 +174,9 @@ pub async fn receive_webhook(
         .secrets
         .get(&scheme.secret_field)
         .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::Conflict(format!("{} is not configured", scheme.secret_field)))?;
+        // Without a signing secret the tenant takes no webhooks: to the
+        // (unauthenticated) sender that is no endpoint at all.
+        .ok_or(ApiError::NotFound("webhook"))?;
     let header = signature
         .ok_or_else(|| ApiError::BadRequest(format!("missing {} header", scheme.header)))?;
     verify_signature(&scheme, secret, header, body, now_ms() / 1000)
