@@ -17,26 +17,20 @@ use serde_json::{json, Map, Value};
 use utoipa::openapi::path::{HttpMethod, Operation, Paths};
 use utoipa_axum::router::OpenApiRouter;
 
-use super::descriptor_docs;
-use super::{areas, routes::call_error, routes::check_schema, views};
+use super::descriptor_docs::{self, Declared};
+use super::{areas, config::check_schema, routes::call_error, views};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::json::{Json, Path, Query};
 use crate::plugins::descriptor::route_shape;
-use crate::plugins::{Action, ActionCall, CallScope, ConnectorDescriptor, Plugins, View};
+use crate::plugins::{Action, ActionCall, CallScope, ConnectorDescriptor, Plugins};
 
 /// One mounted route of an area.
 struct Route {
     area: String,
     method: String,
     path: String,
-}
-
-/// What a connector declares at a route.
-enum Declared<'a> {
-    View(&'a View),
-    Action(&'a Action),
 }
 
 fn declared_at<'a>(
@@ -77,7 +71,7 @@ pub fn mount(
             let Some(declared) = declared_at(descriptor, method, path) else {
                 continue;
             };
-            let operation = descriptor_docs::operation(descriptor, &declared_docs(&declared));
+            let operation = descriptor_docs::operation(descriptor, &declared);
             let methods = by_path.entry(path.to_string()).or_default();
             match methods.get_mut(method) {
                 Some(first) => descriptor_docs::merge(first, operation),
@@ -103,13 +97,6 @@ pub fn mount(
         router = router.routes((vec![], paths, method_router));
     }
     router
-}
-
-fn declared_docs<'a>(declared: &'a Declared<'a>) -> descriptor_docs::Declared<'a> {
-    match declared {
-        Declared::View(view) => descriptor_docs::Declared::View(view),
-        Declared::Action(action) => descriptor_docs::Declared::Action(action),
-    }
 }
 
 fn http_method(method: &str) -> HttpMethod {

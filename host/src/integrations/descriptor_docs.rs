@@ -8,6 +8,7 @@ use super::views::PAGE_PARAMS;
 use crate::plugins::descriptor::path_params;
 use crate::plugins::{Action, Collection, ConnectorDescriptor, FieldType, View};
 
+/// What a connector declares at a route.
 pub enum Declared<'a> {
     View(&'a View),
     Action(&'a Action),

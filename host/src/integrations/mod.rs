@@ -6,6 +6,7 @@
 
 pub mod areas;
 mod collections;
+mod config;
 mod declared;
 mod descriptor_docs;
 mod routes;
