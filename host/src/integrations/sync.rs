@@ -298,3 +298,50 @@ fn conform(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::RecordRow;
+    use serde_json::json;
+
+    fn record(collection: &str, fields: Value) -> MappedRow {
+        MappedRow::Record(RecordRow {
+            collection: collection.into(),
+            record_type: collection.into(),
+            key: "k".into(),
+            device_name: None,
+            client_id: None,
+            group_ids: vec![],
+            fields,
+            body: json!({}),
+        })
+    }
+
+    #[test]
+    fn records_take_their_collections_type_and_only_declared_fields() {
+        let descriptor: ConnectorDescriptor = serde_json::from_value(json!({
+            "id": "acme", "area": "edr", "name": "Acme", "version": "1", "sdk_version": "0.2.0",
+            "config_schema": {}, "secret_fields": [], "streams": [], "requested_hosts": [],
+            "auth": {"type": "none"},
+            "collections": [{"name": "agents", "record_type": "device",
+                             "fields": [{"name": "agent_version", "type": "string"}]}]
+        }))
+        .unwrap();
+        let conformed = conform(
+            &descriptor,
+            vec![record(
+                "agents",
+                json!({"agent_version": "23.4", "secret_sauce": 1}),
+            )],
+        )
+        .unwrap();
+        let MappedRow::Record(agent) = &conformed[0] else {
+            panic!("a record")
+        };
+        assert_eq!(agent.record_type, "device");
+        assert_eq!(agent.fields, json!({"agent_version": "23.4"}));
+        let refused = conform(&descriptor, vec![record("threats", json!({}))]).unwrap_err();
+        assert_eq!(refused, "collection threats is not declared");
+    }
+}

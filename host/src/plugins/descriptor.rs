@@ -506,6 +506,87 @@ mod tests {
         .unwrap()
     }
 
+    fn declaring(collections: Value, views: Value, actions: Value) -> Result<(), String> {
+        let mut descriptor = descriptor(&["password"], None);
+        descriptor.collections = serde_json::from_value(collections).unwrap();
+        descriptor.views = serde_json::from_value(views).unwrap();
+        descriptor.actions = serde_json::from_value(actions).unwrap();
+        descriptor.check_declarations()
+    }
+
+    #[test]
+    fn declarations_the_host_cannot_serve_are_refused_with_the_reason() {
+        let jobs = serde_json::json!([{"name": "jobs", "record_type": "backup_job",
+            "fields": [{"name": "status", "type": "string"}], "search": ["status"]}]);
+        let list = |path: &str, collection: &str| serde_json::json!({"type": "list", "path": path, "collection": collection, "summary": "s"});
+        let action = |method: &str, path: &str| serde_json::json!({"name": "act", "method": method, "path": path, "summary": "s"});
+        assert_eq!(
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("jobs", "jobs")]),
+                serde_json::json!([action("POST", "jobs/{job_id}/restore")])
+            ),
+            Ok(())
+        );
+        let refused = [
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("jobs", "nope")]),
+                serde_json::json!([]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("Jobs", "jobs")]),
+                serde_json::json!([]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("jobs/{id}", "jobs")]),
+                serde_json::json!([]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("config", "jobs")]),
+                serde_json::json!([]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([list("jobs", "jobs")]),
+                serde_json::json!([action("GET", "jobs")]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([]),
+                serde_json::json!([action("TRACE", "x")]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([]),
+                serde_json::json!([action("POST", "a/{x}/{x}")]),
+            ),
+            declaring(
+                serde_json::json!([{"name": "jobs", "record_type": "backup_job", "fields": [], "search": ["status"]}]),
+                serde_json::json!([]),
+                serde_json::json!([]),
+            ),
+            declaring(
+                jobs.clone(),
+                serde_json::json!([{"type": "aggregate", "path": "by", "collection": "jobs", "summary": "s", "by": "nope"}]),
+                serde_json::json!([]),
+            ),
+        ];
+        let reasons: Vec<String> = refused.into_iter().map(|r| r.unwrap_err()).collect();
+        assert!(reasons[0].contains("no collection nope"), "{}", reasons[0]);
+        assert!(reasons[1].contains("lower-case"), "{}", reasons[1]);
+        assert!(reasons[2].contains("path parameter"), "{}", reasons[2]);
+        assert!(reasons[3].contains("lifecycle"), "{}", reasons[3]);
+        assert!(reasons[4].contains("declared twice"), "{}", reasons[4]);
+        assert!(reasons[5].contains("method TRACE"), "{}", reasons[5]);
+        assert!(reasons[6].contains("repeated parameter"), "{}", reasons[6]);
+        assert!(reasons[7].contains("search field status"), "{}", reasons[7]);
+        assert!(reasons[8].contains("field nope"), "{}", reasons[8]);
+    }
+
     #[test]
     fn credential_fields_must_be_declared_secret() {
         assert!(descriptor(&["password"], None)
