@@ -11,6 +11,7 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
+use super::instances::{ConnectorInstance, ConnectorPre, CsvPre};
 use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache};
 use super::rows::{MappedRow, RowCaps};
 use super::runtime::connector_world::cairn::plugin::types as wit;
@@ -53,154 +54,11 @@ pub struct LoadedConnector {
     pre: ConnectorPre,
 }
 
-/// A connector ready to instantiate, by the contract it was built against.
-enum ConnectorPre {
-    Current(connector_world::ConnectorPre<PluginState>),
-    V01(v01::connector_world::ConnectorPre<PluginState>),
-}
-
-/// One instance of a connector; calls answer in the current contract's types.
-enum ConnectorInstance {
-    Current(connector_world::Connector),
-    V01(v01::connector_world::Connector),
-}
-
-type Fetched = Result<(String, Option<String>), wit::PluginError>;
-
-impl ConnectorInstance {
-    async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
-        match self {
-            ConnectorInstance::Current(i) => i.call_describe(store).await,
-            ConnectorInstance::V01(i) => i.call_describe(store).await,
-        }
-    }
-
-    async fn check(
-        &self,
-        store: &mut Store<PluginState>,
-        config: &str,
-    ) -> wasmtime::Result<Result<(), wit::PluginError>> {
-        Ok(match self {
-            ConnectorInstance::Current(i) => i.call_check(store, config).await?,
-            ConnectorInstance::V01(i) => i
-                .call_check(store, config)
-                .await?
-                .map_err(super::v01::error),
-        })
-    }
-
-    async fn fetch(
-        &self,
-        store: &mut Store<PluginState>,
-        config: &str,
-        stream: &str,
-        cursor: Option<&str>,
-    ) -> wasmtime::Result<Fetched> {
-        Ok(match self {
-            ConnectorInstance::Current(i) => i.call_fetch(store, config, stream, cursor).await?,
-            ConnectorInstance::V01(i) => i
-                .call_fetch(store, config, stream, cursor)
-                .await?
-                .map_err(super::v01::error),
-        })
-    }
-
-    async fn map_records(
-        &self,
-        store: &mut Store<PluginState>,
-        stream: &str,
-        records: &[String],
-    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
-        Ok(match self {
-            ConnectorInstance::Current(i) => i.call_map_records(store, stream, records).await?,
-            ConnectorInstance::V01(i) => {
-                super::v01::rows(i.call_map_records(store, stream, records).await?)
-            }
-        })
-    }
-
-    async fn invoke(
-        &self,
-        store: &mut Store<PluginState>,
-        config: &str,
-        request: &wit::ActionRequest,
-    ) -> wasmtime::Result<Result<String, wit::PluginError>> {
-        Ok(match self {
-            ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
-            // v0.1 actions took one JSON input and no path or query.
-            ConnectorInstance::V01(i) => {
-                let input = if request.body == "null" {
-                    "{}"
-                } else {
-                    &request.body
-                };
-                i.call_invoke(store, config, &request.action, input)
-                    .await?
-                    .map_err(super::v01::error)
-            }
-        })
-    }
-}
-
 pub struct LoadedCsvProvider {
     pub descriptor: CsvDescriptor,
     pub file: PathBuf,
     pub sha256: String,
     pre: CsvPre,
-}
-
-enum CsvPre {
-    Current(csv_world::CsvProviderPre<PluginState>),
-    V01(v01::csv_world::CsvProviderPre<PluginState>),
-}
-
-enum CsvInstance {
-    Current(csv_world::CsvProvider),
-    V01(v01::csv_world::CsvProvider),
-}
-
-impl CsvInstance {
-    async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
-        match self {
-            CsvInstance::Current(i) => i.call_describe(store).await,
-            CsvInstance::V01(i) => i.call_describe(store).await,
-        }
-    }
-
-    async fn map_rows(
-        &self,
-        store: &mut Store<PluginState>,
-        headers: &[String],
-        rows: &[Vec<String>],
-    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
-        Ok(match self {
-            CsvInstance::Current(i) => i.call_map_rows(store, headers, rows).await?,
-            CsvInstance::V01(i) => super::v01::rows(i.call_map_rows(store, headers, rows).await?),
-        })
-    }
-}
-
-impl CsvPre {
-    async fn instantiate(&self, store: &mut Store<PluginState>) -> wasmtime::Result<CsvInstance> {
-        Ok(match self {
-            CsvPre::Current(pre) => CsvInstance::Current(pre.instantiate_async(store).await?),
-            CsvPre::V01(pre) => CsvInstance::V01(pre.instantiate_async(store).await?),
-        })
-    }
-}
-
-impl ConnectorPre {
-    async fn instantiate(
-        &self,
-        store: &mut Store<PluginState>,
-    ) -> wasmtime::Result<ConnectorInstance> {
-        Ok(match self {
-            ConnectorPre::Current(pre) => {
-                ConnectorInstance::Current(pre.instantiate_async(store).await?)
-            }
-            ConnectorPre::V01(pre) => ConnectorInstance::V01(pre.instantiate_async(store).await?),
-        })
-    }
 }
 
 /// Every plugin this process loaded.

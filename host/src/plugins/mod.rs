@@ -17,6 +17,7 @@
 
 pub mod descriptor;
 mod engine;
+mod instances;
 pub mod loader;
 pub mod outbound;
 mod routes;

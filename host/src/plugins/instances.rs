@@ -1,0 +1,154 @@
+//! Instances of connectors and CSV providers by the contract each was
+//! built against: every call answers in the current contract's types, a
+//! v0.1 component's through its adapter (`super::v01`).
+
+use wasmtime::Store;
+
+use super::runtime::connector_world::cairn::plugin::types as wit;
+use super::runtime::{connector_world, csv_world, v01, PluginState};
+
+/// A connector ready to instantiate, by the contract it was built against.
+pub enum ConnectorPre {
+    Current(connector_world::ConnectorPre<PluginState>),
+    V01(v01::connector_world::ConnectorPre<PluginState>),
+}
+
+/// One instance of a connector; calls answer in the current contract's types.
+pub enum ConnectorInstance {
+    Current(connector_world::Connector),
+    V01(v01::connector_world::Connector),
+}
+
+type Fetched = Result<(String, Option<String>), wit::PluginError>;
+
+impl ConnectorInstance {
+    pub async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
+        match self {
+            ConnectorInstance::Current(i) => i.call_describe(store).await,
+            ConnectorInstance::V01(i) => i.call_describe(store).await,
+        }
+    }
+
+    pub async fn check(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+    ) -> wasmtime::Result<Result<(), wit::PluginError>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_check(store, config).await?,
+            ConnectorInstance::V01(i) => i
+                .call_check(store, config)
+                .await?
+                .map_err(super::v01::error),
+        })
+    }
+
+    pub async fn fetch(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        stream: &str,
+        cursor: Option<&str>,
+    ) -> wasmtime::Result<Fetched> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_fetch(store, config, stream, cursor).await?,
+            ConnectorInstance::V01(i) => i
+                .call_fetch(store, config, stream, cursor)
+                .await?
+                .map_err(super::v01::error),
+        })
+    }
+
+    pub async fn map_records(
+        &self,
+        store: &mut Store<PluginState>,
+        stream: &str,
+        records: &[String],
+    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_map_records(store, stream, records).await?,
+            ConnectorInstance::V01(i) => {
+                super::v01::rows(i.call_map_records(store, stream, records).await?)
+            }
+        })
+    }
+
+    pub async fn invoke(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        request: &wit::ActionRequest,
+    ) -> wasmtime::Result<Result<String, wit::PluginError>> {
+        Ok(match self {
+            ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
+            // v0.1 actions took one JSON input and no path or query.
+            ConnectorInstance::V01(i) => {
+                let input = if request.body == "null" {
+                    "{}"
+                } else {
+                    &request.body
+                };
+                i.call_invoke(store, config, &request.action, input)
+                    .await?
+                    .map_err(super::v01::error)
+            }
+        })
+    }
+}
+
+pub enum CsvPre {
+    Current(csv_world::CsvProviderPre<PluginState>),
+    V01(v01::csv_world::CsvProviderPre<PluginState>),
+}
+
+pub enum CsvInstance {
+    Current(csv_world::CsvProvider),
+    V01(v01::csv_world::CsvProvider),
+}
+
+impl CsvInstance {
+    pub async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
+        match self {
+            CsvInstance::Current(i) => i.call_describe(store).await,
+            CsvInstance::V01(i) => i.call_describe(store).await,
+        }
+    }
+
+    pub async fn map_rows(
+        &self,
+        store: &mut Store<PluginState>,
+        headers: &[String],
+        rows: &[Vec<String>],
+    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+        Ok(match self {
+            CsvInstance::Current(i) => i.call_map_rows(store, headers, rows).await?,
+            CsvInstance::V01(i) => super::v01::rows(i.call_map_rows(store, headers, rows).await?),
+        })
+    }
+}
+
+impl CsvPre {
+    pub async fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<CsvInstance> {
+        Ok(match self {
+            CsvPre::Current(pre) => CsvInstance::Current(pre.instantiate_async(store).await?),
+            CsvPre::V01(pre) => CsvInstance::V01(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+impl ConnectorPre {
+    pub async fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<ConnectorInstance> {
+        Ok(match self {
+            ConnectorPre::Current(pre) => {
+                ConnectorInstance::Current(pre.instantiate_async(store).await?)
+            }
+            ConnectorPre::V01(pre) => ConnectorInstance::V01(pre.instantiate_async(store).await?),
+        })
+    }
+}
