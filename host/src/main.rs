@@ -265,8 +265,9 @@ async fn run() -> anyhow::Result<()> {
             for c in &plugins.connectors {
                 let d = &c.descriptor;
                 println!(
-                    "connector    {:<16} {} {} (sdk {})  {}",
+                    "connector    {:<16} area {:<12} {} {} (sdk {})  {}",
                     d.id,
+                    d.area,
                     d.name,
                     d.version,
                     d.sdk_version,
