@@ -266,19 +266,41 @@ impl Outbound {
     /// [`Outbound::send`] would (its own 429 waits and redirects), and
     /// answers in the order given. A token scheme logs in once before the
     /// batch, so the requests do not each exchange a token.
+    ///
+    /// The batch's answers together are held to the cap of one response:
+    /// once their bodies pass it, the rest are not sent and answer a
+    /// config error saying so, so a batch cannot hold more of the host's
+    /// memory than one large response.
     pub async fn send_all(
         &self,
         scope: &CallScope,
         requests: Vec<wit::HttpRequest>,
     ) -> Vec<Result<wit::HttpResponse, wit::PluginError>> {
+        let count = requests.len();
         if let Err(err) = self.auth_header(false).await {
             return requests.iter().map(|_| Err(err.clone())).collect();
         }
-        futures::stream::iter(requests)
+        let mut answers = Vec::with_capacity(count);
+        let mut held = 0usize;
+        let mut sent = futures::stream::iter(requests)
             .map(|request| self.send(scope, request))
-            .buffered(self.concurrency)
-            .collect()
-            .await
+            .buffered(self.concurrency);
+        while let Some(answer) = sent.next().await {
+            held += answer.as_ref().map_or(0, |r| r.body.len());
+            answers.push(answer);
+            if held > self.max_response_bytes {
+                break;
+            }
+        }
+        drop(sent);
+        while answers.len() < count {
+            answers.push(Err(wit::PluginError::Config(format!(
+                "not sent: the batch's answers passed the response cap of {} MiB; send fewer \
+                 requests at once",
+                self.max_response_bytes / (1024 * 1024)
+            ))));
+        }
+        answers
     }
 
     /// POST `{base_url}{path}` with the user name and password under the
@@ -558,4 +580,59 @@ async fn token_answer(
         .ok_or_else(|| wit::PluginError::Upstream(format!("token response has no {field}")))?
         .to_string();
     Ok((token, answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server on 127.0.0.1 answering every path with `size` bytes.
+    async fn serving(size: usize) -> url::Url {
+        let app = axum::Router::new().fallback(move || async move { vec![b'x'; size] });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url::Url::parse(&format!("http://{addr}/")).unwrap()
+    }
+
+    fn get(url: &url::Url, n: usize) -> wit::HttpRequest {
+        wit::HttpRequest {
+            method: "GET".into(),
+            url: format!("{url}item/{n}"),
+            headers: vec![],
+            body: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_answers_in_order_and_stops_at_the_response_cap() {
+        let url = serving(400).await;
+        let policy = HostPolicy::for_urls(
+            &[&url],
+            &["127.0.0.1".to_string()],
+            AddressRule::new(vec!["127.0.0.0/8".parse().unwrap()]),
+        );
+        // Room for two 400-byte answers and a third that passes the cap.
+        let outbound = Outbound::new(policy, None, Duration::from_secs(5), 1000, Duration::ZERO)
+            .with_concurrency(1);
+        let scope = CallScope::default();
+        let answers = outbound
+            .send_all(&scope, (0..5).map(|n| get(&url, n)).collect())
+            .await;
+        assert_eq!(answers.len(), 5, "one answer per request, in order");
+        for answer in &answers[..3] {
+            assert_eq!(answer.as_ref().unwrap().body.len(), 400);
+        }
+        for answer in &answers[3..] {
+            let Err(wit::PluginError::Config(reason)) = answer else {
+                panic!("past the cap: {answer:?}")
+            };
+            assert!(reason.contains("response cap"), "{reason}");
+        }
+        // A batch within the cap is whole.
+        let answers = outbound
+            .send_all(&scope, (0..2).map(|n| get(&url, n)).collect())
+            .await;
+        assert!(answers.iter().all(Result::is_ok));
+    }
 }
