@@ -4,7 +4,10 @@
 #[cfg(all(feature = "connector", feature = "csv-provider"))]
 compile_error!("enable one of the cairn-sdk features `connector` and `csv-provider`, not both");
 
+// Generated bindings: the lowered `invoke` takes the request's fields as
+// flat arguments.
 #[cfg(feature = "connector")]
+#[allow(clippy::too_many_arguments)]
 pub mod connector {
     wit_bindgen::generate!({
         path: "wit/v0.2",
