@@ -18,7 +18,7 @@ use utoipa::openapi::path::{HttpMethod, Operation, Paths};
 use utoipa_axum::router::OpenApiRouter;
 
 use super::descriptor_docs::{self, Declared};
-use super::{areas, config::check_schema, routes::call_error, views};
+use super::{areas, config::check_schema, routes::call_error, storage, views};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::http::error::{ApiError, ApiResult};
@@ -157,16 +157,11 @@ async fn serve(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let area = route.area.as_str();
-    let configured = areas::tenant_connector(
-        &state.db,
-        &state.secrets,
-        &state.plugins,
-        &caller.tenant_id,
-        area,
-    )
-    .await?;
-    let connector = match &configured {
-        Some((connector, _)) => connector.clone(),
+    // A view needs only which connector the tenant chose; an action reads
+    // the whole config (secrets included) below.
+    let choice = storage::area_choice(&state.db, &caller.tenant_id, area).await?;
+    let connector = match &choice {
+        Some(chosen) => areas::resolve(&state.plugins, area, chosen.as_deref())?,
         // An unconfigured tenant has no synced data in the area: any
         // connector declaring the route says what the (empty) answer is.
         None => state
@@ -190,11 +185,24 @@ async fn serve(
         .await
         .map(Json),
         Some(Declared::Action(action)) => {
-            let Some((_, stored)) = configured else {
+            let Some(stored) =
+                storage::config(&state.db, &state.secrets, &caller.tenant_id, area).await?
+            else {
                 return Err(ApiError::Conflict(format!(
                     "{area} is not configured for this tenant"
                 )));
             };
+            // Saved between the two reads: the action belongs to the other
+            // product now.
+            if areas::resolve(&state.plugins, area, stored.connector.as_deref())?
+                .descriptor
+                .id
+                != descriptor.id
+            {
+                return Err(ApiError::Conflict(format!(
+                    "this tenant's {area} connector changed during the request; try again"
+                )));
+            }
             if action.admin_only() && !caller.role.can_administer() {
                 return Err(ApiError::Forbidden(
                     "this action needs role admin or owner".into(),

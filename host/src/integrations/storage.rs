@@ -154,6 +154,22 @@ pub async fn delete_config(db: &Db, tenant: &TenantId, area: &str) -> sqlx::Resu
     Ok(deleted == 1)
 }
 
+/// Whether the tenant configured `area` (`Some`), and the connector its
+/// config names: what a view needs, without reading the secrets.
+pub async fn area_choice(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+) -> sqlx::Result<Option<Option<String>>> {
+    sqlx::query_scalar(
+        "SELECT connector FROM integration_configs WHERE tenant_id = $1 AND integration = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(area)
+    .fetch_optional(&db.pool)
+    .await
+}
+
 /// The areas the tenant configured, with the connector each names.
 pub async fn configured_areas(
     db: &Db,
@@ -260,6 +276,12 @@ pub async fn upsert_rows(
     }
     let backend = crate::db::backend_of(tx);
     let rows = crate::db::json_array_rows(backend, 4);
+    let staged = Staged {
+        tenant,
+        source,
+        run,
+        now,
+    };
     for chunk in items.chunks(UPSERT_CHUNK) {
         let statement = format!(
             "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
@@ -276,7 +298,7 @@ pub async fn upsert_rows(
              client_id = excluded.client_id, group_ids = excluded.group_ids, \
              seen_run = excluded.seen_run, updated_at = excluded.updated_at"
         );
-        let staged: Vec<serde_json::Value> = chunk
+        let staged_rows: Vec<serde_json::Value> = chunk
             .iter()
             .map(|(key, item)| {
                 serde_json::json!([
@@ -298,13 +320,8 @@ pub async fn upsert_rows(
                 ])
             })
             .collect();
-        sqlx::query(&statement)
-            .bind(tenant.as_str())
-            .bind(source)
-            .bind(run)
-            .bind(serde_json::Value::Array(staged).to_string())
-            .bind(now)
-            .execute(&mut **tx)
+        staged
+            .insert(tx, &statement, rows_json(staged_rows))
             .await?;
     }
     for chunk in records.chunks(UPSERT_CHUNK) {
@@ -319,7 +336,7 @@ pub async fn upsert_rows(
              fields = excluded.fields, body = excluded.body, seen_run = excluded.seen_run, \
              updated_at = excluded.updated_at"
         );
-        let staged: Vec<serde_json::Value> = chunk
+        let staged_rows: Vec<serde_json::Value> = chunk
             .iter()
             .map(|record| {
                 serde_json::json!([
@@ -334,16 +351,43 @@ pub async fn upsert_rows(
                 ])
             })
             .collect();
-        sqlx::query(&statement)
-            .bind(tenant.as_str())
-            .bind(source)
-            .bind(run)
-            .bind(serde_json::Value::Array(staged).to_string())
-            .bind(now)
-            .execute(&mut **tx)
+        staged
+            .insert(tx, &statement, rows_json(staged_rows))
             .await?;
     }
     Ok(())
+}
+
+/// What every row of one upsert statement shares: `$1` to `$3` and `$5`
+/// of the staged statements (`$4` is the rows' JSON array).
+struct Staged<'a> {
+    tenant: &'a TenantId,
+    source: &'a str,
+    run: &'a str,
+    now: i64,
+}
+
+impl Staged<'_> {
+    async fn insert(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        statement: &str,
+        rows: String,
+    ) -> sqlx::Result<()> {
+        sqlx::query(statement)
+            .bind(self.tenant.as_str())
+            .bind(self.source)
+            .bind(self.run)
+            .bind(rows)
+            .bind(self.now)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+fn rows_json(rows: Vec<serde_json::Value>) -> String {
+    serde_json::Value::Array(rows).to_string()
 }
 
 /// Rows per pruning transaction at most (fewer on SQLite, see
