@@ -123,8 +123,9 @@ pub struct Settings {
     /// Tenant whose empty integration configs are filled from
     /// `seed_configs` at start; empty disables seeding.
     pub default_tenant_id: String,
-    /// JSON object: integration id -> config, used to seed the default
-    /// tenant. Existing configs are never overwritten.
+    /// JSON object: area -> config (with `connector` naming one when
+    /// several serve the area), used to seed the default tenant. Existing
+    /// configs are never overwritten.
     pub seed_configs: String,
     /// Where CSV/Excel uploads wait for their parse; empty means
     /// `<data_dir>/csv-uploads`.
