@@ -111,6 +111,9 @@ pub struct Settings {
     pub sync_max_page_records: usize,
     /// Rows one sync run may write.
     pub sync_max_rows: u64,
+    /// Pages of one sync written to PostgreSQL at once, each in its own
+    /// transaction (SQLite writes one at a time).
+    pub sync_page_writes: usize,
     /// Comma-separated hosts plugins may reach over plain http (tests, labs).
     pub plugin_plain_http_hosts: String,
     /// Comma-separated `id=sha256` pairs: which file serves a connector id
@@ -221,6 +224,7 @@ impl Default for Settings {
             sync_max_pages: 100_000,
             sync_max_page_records: 10_000,
             sync_max_rows: 20_000_000,
+            sync_page_writes: 2,
             plugin_plain_http_hosts: String::new(),
             outbound_private_networks: String::new(),
             connector_pins: String::new(),

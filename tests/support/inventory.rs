@@ -54,7 +54,7 @@ pub fn device_record(device: &str, fields: Value) -> MappedRow {
         device_name: Some(device.into()),
         client_id: None,
         group_ids: vec![],
-        body: fields.clone(),
+        body: fields.to_string(),
         fields,
     })
 }

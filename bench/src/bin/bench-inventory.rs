@@ -272,7 +272,7 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
                 client_id: None,
                 group_ids: vec![],
                 fields: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "active_threats": d % 5}),
-                body: json!({}),
+                body: "{}".into(),
             })
         }),
     )

@@ -75,7 +75,7 @@ impl Staging {
             record.collection,
             record.key,
             record.device_name,
-            record.body.to_string(),
+            record.body,
         ]);
         self.write(&line)
     }

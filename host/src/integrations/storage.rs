@@ -185,24 +185,32 @@ pub async fn configured_areas(
 /// the config read at `updated_at`. A sync writes each page only under this
 /// lock, so a page can never land after the config was removed (which
 /// deletes the synced rows) or replaced; a removal waits for the page's
-/// commit and then deletes its rows too.
+/// commit and then deletes its rows too. On PostgreSQL the lock is shared,
+/// so a sync's pages written at once do not wait for each other; on SQLite
+/// the no-op update takes the database's write lock first.
 pub async fn hold_config(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     integration: &str,
     updated_at: i64,
 ) -> sqlx::Result<bool> {
-    let held = sqlx::query(
-        "UPDATE integration_configs SET updated_at = updated_at \
-         WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3",
-    )
-    .bind(tenant.as_str())
-    .bind(integration)
-    .bind(updated_at)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    Ok(held == 1)
+    let statement = match crate::db::backend_of(tx) {
+        Backend::Postgres => {
+            "SELECT 1 FROM integration_configs \
+             WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 FOR SHARE"
+        }
+        Backend::Sqlite => {
+            "UPDATE integration_configs SET updated_at = updated_at \
+             WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 RETURNING 1"
+        }
+    };
+    let held: Option<i64> = sqlx::query_scalar(statement)
+        .bind(tenant.as_str())
+        .bind(integration)
+        .bind(updated_at)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(held.is_some())
 }
 
 /// The identity of an inventory row within its source: one row per device,
@@ -274,6 +282,11 @@ pub async fn upsert_rows(
             },
         }
     }
+    // In key order: a sync writes pages at once, and transactions that
+    // take their rows' locks in one order cannot deadlock on a key two
+    // pages share.
+    items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    records.sort_unstable_by(|a, b| (&a.collection, &a.key).cmp(&(&b.collection, &b.key)));
     let backend = crate::db::backend_of(tx);
     let rows = crate::db::json_array_rows(backend, 4);
     let staged = Staged {
@@ -347,7 +360,7 @@ pub async fn upsert_rows(
                     record.client_id.as_deref().map(|c| c.replace('\0', "")),
                     serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
                     record.fields.to_string(),
-                    record.body.to_string(),
+                    record.body,
                 ])
             })
             .collect();

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{areas, storage, SecretBox};
+use crate::db::Backend;
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 use crate::plugins::{
     CallError, CallScope, ConnectorDescriptor, LoadedConnector, MappedRow, Plugins,
@@ -26,14 +27,17 @@ pub struct SyncHandler {
     pub caps: SyncCaps,
 }
 
-/// How much one run may take in. An upstream or a connector that pages
-/// without end, or a page of millions of records, stops the run with an
-/// error naming the setting; a stopped run prunes nothing.
+/// How much one run may take in, and how many of its pages it may write at
+/// once. An upstream or a connector that pages without end, or a page of
+/// millions of records, stops the run with an error naming the setting; a
+/// stopped run prunes nothing.
 #[derive(Debug, Clone, Copy)]
 pub struct SyncCaps {
     pub pages: u64,
     pub page_records: usize,
     pub rows: u64,
+    /// Pages written at once on PostgreSQL (SQLite has one writer).
+    pub page_writes: usize,
 }
 
 impl SyncCaps {
@@ -42,6 +46,7 @@ impl SyncCaps {
             pages: settings.sync_max_pages.max(1),
             page_records: settings.sync_max_page_records.max(1),
             rows: settings.sync_max_rows.max(1),
+            page_writes: settings.sync_page_writes.max(1),
         }
     }
 }
@@ -61,7 +66,7 @@ struct Checkpoint {
     pages: u64,
 }
 
-type FetchResult = Result<(Vec<Value>, Option<String>), CallError>;
+type FetchResult = Result<(Vec<String>, Option<String>), CallError>;
 
 /// Where a page starts: a stream and a cursor in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +158,14 @@ impl JobHandler for SyncHandler {
             config: config.clone(),
         };
         let mut prefetched: Option<(Position, AbortOnDropHandle<FetchResult>)> = None;
+        // Pages are written on tasks of their own while the next is fetched
+        // and mapped; on PostgreSQL several at once, since one connection's
+        // insert leaves the server's other cores idle.
+        let in_flight = match db.backend {
+            Backend::Sqlite => 1,
+            Backend::Postgres => self.caps.page_writes.max(1),
+        };
+        let mut writes = PageWrites::default();
         while at.stream_index < streams.len() {
             let stream = &streams[at.stream_index];
             if at.pages >= self.caps.pages {
@@ -236,28 +249,24 @@ impl JobHandler for SyncHandler {
                     ..at.clone()
                 },
             };
-            {
-                let _turn = db.write_turn().await;
-                let mut tx = db.pool.begin().await?;
-                if !storage::hold_config(&mut tx, tenant, area, stored.updated_at).await? {
-                    return Err(JobFailure::Permanent(
-                        "the integration's config was removed or replaced during this sync; \
-                         nothing more was written"
-                            .into(),
-                    ));
-                }
-                storage::upsert_rows(&mut tx, tenant, area, &at.run, &rows).await?;
-                ctx.save_checkpoint_in(&mut tx, &json!(next_at)).await?;
-                tx.commit().await?;
+            if writes.len() >= in_flight {
+                writes.finish_oldest(ctx).await?;
             }
-            ctx.progress(
-                stream,
-                at.rows,
-                0,
-                &format!("{} rows, {} records rejected", at.rows, at.rejected),
-            )
-            .await?;
+            writes.start(
+                PageWrite {
+                    ctx: ctx.clone(),
+                    area: self.area.clone(),
+                    config_updated_at: stored.updated_at,
+                    run: at.run.clone(),
+                    rows,
+                },
+                stream.clone(),
+                next_at.clone(),
+            );
             at = next_at;
+        }
+        while !writes.is_empty() {
+            writes.finish_oldest(ctx).await?;
         }
         let (items, records) = storage::prune_unseen(db, tenant, area, &at.run).await?;
         ctx.progress(
@@ -271,6 +280,84 @@ impl JobHandler for SyncHandler {
         )
         .await?;
         crate::inventory::rollup::request(db, tenant, ctx.kind()).await?;
+        Ok(())
+    }
+}
+
+/// One page's rows and what their transaction checks: that the run still
+/// holds its job and that the config it read is still the tenant's.
+struct PageWrite {
+    ctx: JobContext,
+    area: String,
+    config_updated_at: i64,
+    run: String,
+    rows: Vec<MappedRow>,
+}
+
+impl PageWrite {
+    async fn write(self) -> Result<(), JobFailure> {
+        let db = self.ctx.db();
+        let tenant = self.ctx.tenant_id();
+        let _turn = db.write_turn().await;
+        let mut tx = db.pool.begin().await?;
+        if !storage::hold_config(&mut tx, tenant, &self.area, self.config_updated_at).await? {
+            return Err(JobFailure::Permanent(
+                "the integration's config was removed or replaced during this sync; \
+                 nothing more was written"
+                    .into(),
+            ));
+        }
+        self.ctx.hold_lease_in(&mut tx).await?;
+        storage::upsert_rows(&mut tx, tenant, &self.area, &self.run, &self.rows).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Pages being written, oldest first, each with where the run stands once
+/// it and every page before it are in. The checkpoint moves only in that
+/// order, so a run resumed after a crash may write a page again (rows are
+/// upserts stamped with the run) but never skips one.
+#[derive(Default)]
+struct PageWrites {
+    pending: std::collections::VecDeque<(
+        String,
+        Checkpoint,
+        AbortOnDropHandle<Result<(), JobFailure>>,
+    )>,
+}
+
+impl PageWrites {
+    fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn start(&mut self, write: PageWrite, stream: String, after: Checkpoint) {
+        let handle = AbortOnDropHandle::new(tokio::spawn(write.write()));
+        self.pending.push_back((stream, after, handle));
+    }
+
+    /// Waits for the oldest page, then saves the checkpoint after it and
+    /// reports progress. A failure drops (and so aborts) the later pages.
+    async fn finish_oldest(&mut self, ctx: &JobContext) -> Result<(), JobFailure> {
+        let Some((stream, after, handle)) = self.pending.pop_front() else {
+            return Ok(());
+        };
+        handle
+            .await
+            .map_err(|e| JobFailure::Failed(format!("a page write stopped: {e}")))??;
+        ctx.save_checkpoint(&json!(after)).await?;
+        ctx.progress(
+            &stream,
+            after.rows,
+            0,
+            &format!("{} rows, {} records rejected", after.rows, after.rejected),
+        )
+        .await?;
         Ok(())
     }
 }
@@ -314,7 +401,7 @@ mod tests {
             client_id: None,
             group_ids: vec![],
             fields,
-            body: json!({}),
+            body: "{}".into(),
         })
     }
 

@@ -202,6 +202,23 @@ impl JobContext {
         }
     }
 
+    /// Fails unless this run still holds the job, and keeps it held for the
+    /// rest of `tx`: for writes that belong to the run but not with its
+    /// checkpoint (a sync writes several pages at once, and saves the
+    /// checkpoint once every earlier page is in).
+    pub async fn hold_lease_in(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+    ) -> Result<(), super::JobFailure> {
+        self.check_running()?;
+        let backend = crate::db::backend_of(tx);
+        if storage::hold_fence(tx, backend, &self.inner.fence).await? {
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
     /// Saves a checkpoint on its own.
     pub async fn save_checkpoint(&self, checkpoint: &Value) -> Result<(), super::JobFailure> {
         let _turn = self.inner.db.write_turn().await;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use utoipa::ToSchema;
 use wasmtime::component::{InstancePre, Linker};
@@ -331,7 +332,7 @@ impl Plugins {
         config: &Value,
         stream: &str,
         cursor: Option<&str>,
-    ) -> Result<(Vec<Value>, Option<String>), CallError> {
+    ) -> Result<(Vec<String>, Option<String>), CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
         let (records, next) = runtime::bounded(self.limits, async {
@@ -343,28 +344,29 @@ impl Plugins {
             result.map_err(CallError::from)
         })
         .await?;
-        match runtime::parse_json(&records)? {
-            Value::Array(records) => Ok((records, next)),
-            _ => Err(CallError::Protocol(
-                "fetch did not return a JSON array".into(),
-            )),
-        }
+        // Each record's text is sliced out, not parsed into a value: the
+        // connector's `map` is the one that reads it.
+        let records: Vec<&RawValue> = serde_json::from_str(&records)
+            .map_err(|e| CallError::Protocol(format!("fetch did not return a JSON array: {e}")))?;
+        Ok((
+            records.into_iter().map(|r| r.get().to_string()).collect(),
+            next,
+        ))
     }
 
-    /// Maps raw records of `stream`; one result per record. No HTTP: mapping
-    /// is pure.
+    /// Maps raw records of `stream` (each one's JSON text, as fetched); one
+    /// result per record. No HTTP: mapping is pure.
     pub async fn map_records(
         &self,
         connector: &LoadedConnector,
         scope: CallScope,
         stream: &str,
-        records: &[Value],
+        records: &[String],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        let raw: Vec<String> = records.iter().map(Value::to_string).collect();
         let mapped = runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, None).await?;
             instance
-                .map_records(&mut store, stream, &raw)
+                .map_records(&mut store, stream, records)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))
         })

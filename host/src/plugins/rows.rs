@@ -34,7 +34,9 @@ pub struct RecordRow {
     pub group_ids: Vec<String>,
     /// The collection's normalized fields (a JSON object).
     pub fields: Value,
-    pub body: Value,
+    /// The upstream record as JSON text, kept as the plugin sent it (it is
+    /// only checked to be JSON): detail views return it, nothing queries it.
+    pub body: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,9 +80,18 @@ impl From<wit::Row> for MappedRow {
                     }
                     _ => Value::Object(Default::default()),
                 },
-                body: serde_json::from_str(&r.body).unwrap_or(Value::String(r.body)),
+                body: json_text(r.body),
             }),
         }
+    }
+}
+
+/// `text` when it is JSON, else `text` as a JSON string. Checking does not
+/// build the value: a body is stored as sent.
+fn json_text(text: String) -> String {
+    match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
+        Ok(_) => text,
+        Err(_) => Value::String(text).to_string(),
     }
 }
 
@@ -239,5 +250,13 @@ mod tests {
         assert!(record("null".into(), 3)
             .unwrap_err()
             .contains("3 group ids"));
+    }
+
+    #[test]
+    fn a_body_is_stored_as_sent_when_it_is_json() {
+        let sent = r#"{"Id": 7,  "Name":"WS-01"}"#;
+        assert_eq!(json_text(sent.to_string()), sent);
+        // Not JSON: kept, as a JSON string, so the detail view still answers.
+        assert_eq!(json_text("WS-01 {".to_string()), r#""WS-01 {""#);
     }
 }
