@@ -307,7 +307,7 @@ impl PageWrite {
                     .into(),
             ));
         }
-        self.ctx.hold_lease_in(&mut tx).await?;
+        self.ctx.check_lease_in(&mut tx).await?;
         storage::upsert_rows(&mut tx, tenant, &self.area, &self.run, &self.rows).await?;
         tx.commit().await?;
         Ok(())

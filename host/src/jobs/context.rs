@@ -202,17 +202,18 @@ impl JobContext {
         }
     }
 
-    /// Fails unless this run still holds the job, and keeps it held for the
-    /// rest of `tx`: for writes that belong to the run but not with its
-    /// checkpoint (a sync writes several pages at once, and saves the
-    /// checkpoint once every earlier page is in).
-    pub async fn hold_lease_in(
+    /// Fails unless this run still holds the job as `tx` sees it: for
+    /// writes that belong to the run but not with its checkpoint (a sync
+    /// writes several pages at once, and saves the checkpoint once every
+    /// earlier page is in). It does not hold the job: a run that loses it
+    /// while such a write commits has written rows it saw, stamped as its
+    /// own, which the run that takes over rewrites or prunes.
+    pub async fn check_lease_in(
         &self,
         tx: &mut Transaction<'_, Any>,
     ) -> Result<(), super::JobFailure> {
         self.check_running()?;
-        let backend = crate::db::backend_of(tx);
-        if storage::hold_fence(tx, backend, &self.inner.fence).await? {
+        if storage::fence_holds(tx, &self.inner.fence).await? {
             Ok(())
         } else {
             Err(self.lost().into())

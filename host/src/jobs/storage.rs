@@ -277,20 +277,11 @@ pub async fn set_checkpoint(
     Ok(result.rows_affected() == 1)
 }
 
-/// True while `fence` still holds the job, and then keeps it held until
-/// `tx` ends: on PostgreSQL a share lock, which concurrent writers of the
-/// same job share and a takeover waits for; on SQLite the caller's
-/// transaction already holds the only write lock.
-pub async fn hold_fence(
-    tx: &mut Transaction<'_, Any>,
-    backend: Backend,
-    fence: &Fence,
-) -> sqlx::Result<bool> {
-    let lock = match backend {
-        Backend::Postgres => " FOR SHARE",
-        Backend::Sqlite => "",
-    };
-    let held: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM jobs WHERE {FENCE}{lock}"))
+/// True while `fence` still holds the job, as `tx` sees it. Not a lock:
+/// the job's own checkpoint and heartbeat updates must not wait for the
+/// writes that call this.
+pub async fn fence_holds(tx: &mut Transaction<'_, Any>, fence: &Fence) -> sqlx::Result<bool> {
+    let held: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM jobs WHERE {FENCE}"))
         .bind(&fence.job_id)
         .bind(&fence.worker_id)
         .bind(fence.attempts)
