@@ -120,3 +120,7 @@ impl Connector for Rmm {
 }
 
 export_connector!(Rmm);
+
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

@@ -51,11 +51,18 @@ pub fn map_computer(computer: &Value) -> Result<Vec<Row>, String> {
     let os_platform = os_name.as_deref().and_then(platform);
     let os_version = text(&computer["OperatingSystemVersion"]);
     let user_name = text(&computer["LastUserName"]);
-    let mut body = computer.clone();
-    if let Some(object) = body.as_object_mut() {
-        object.remove("_Software");
-        object.remove("_ScopeGroupIds");
-    }
+    // The computer as Automate sent it, without what fetch attached: copied
+    // key by key, since cloning it whole would copy its software list too.
+    let body = match computer.as_object() {
+        Some(object) => Value::Object(
+            object
+                .iter()
+                .filter(|(key, _)| !matches!(key.as_str(), "_Software" | "_ScopeGroupIds"))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        None => computer.clone(),
+    };
     let fields = Device {
         name: Some(name.clone()),
         device_id: Some(id.clone()),
