@@ -320,11 +320,15 @@ impl PageWrite {
 /// upserts stamped with the run) but never skips one.
 #[derive(Default)]
 struct PageWrites {
-    pending: std::collections::VecDeque<(
-        String,
-        Checkpoint,
-        AbortOnDropHandle<Result<(), JobFailure>>,
-    )>,
+    pending: std::collections::VecDeque<PendingPage>,
+}
+
+/// A page being written: its stream, where the run stands once it is in,
+/// and its write.
+struct PendingPage {
+    stream: String,
+    after: Checkpoint,
+    write: AbortOnDropHandle<Result<(), JobFailure>>,
 }
 
 impl PageWrites {
@@ -337,17 +341,25 @@ impl PageWrites {
     }
 
     fn start(&mut self, write: PageWrite, stream: String, after: Checkpoint) {
-        let handle = AbortOnDropHandle::new(tokio::spawn(write.write()));
-        self.pending.push_back((stream, after, handle));
+        self.pending.push_back(PendingPage {
+            stream,
+            after,
+            write: AbortOnDropHandle::new(tokio::spawn(write.write())),
+        });
     }
 
     /// Waits for the oldest page, then saves the checkpoint after it and
     /// reports progress. A failure drops (and so aborts) the later pages.
     async fn finish_oldest(&mut self, ctx: &JobContext) -> Result<(), JobFailure> {
-        let Some((stream, after, handle)) = self.pending.pop_front() else {
+        let Some(PendingPage {
+            stream,
+            after,
+            write,
+        }) = self.pending.pop_front()
+        else {
             return Ok(());
         };
-        handle
+        write
             .await
             .map_err(|e| JobFailure::Failed(format!("a page write stopped: {e}")))??;
         ctx.save_checkpoint(&json!(after)).await?;
