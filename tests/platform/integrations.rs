@@ -431,13 +431,34 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     assert_eq!(windows.body["total"], 1, "{}", windows.text);
     assert_eq!(windows.body["items"][0]["device_name"], "WS-01");
 
-    // A device removed upstream is pruned by the next complete run.
+    // A device removed upstream is pruned by the next complete run; a
+    // device reported unchanged is left as it is, one that changed is
+    // rewritten.
+    let by_name = async |name: &str| {
+        app.get(
+            &format!("/api/v1/{ID}/device-by-name/{name}"),
+            &owner.bearer(),
+        )
+        .await
+        .body
+    };
+    let laptop_before = by_name("LAPTOP-03").await;
+    let ws01_before = by_name("WS-01").await;
     upstream.set_devices(vec![
         device("d1", "WS-01", &[("7-Zip", "24.08")]),
         device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
     ]);
     let job = sync(&app, &owner).await;
     assert_eq!(job["status"], "success", "{job}");
+    let laptop_after = by_name("LAPTOP-03").await;
+    assert_eq!(laptop_after["changed_at"], laptop_before["changed_at"]);
+    assert_eq!(laptop_after["record"], laptop_before["record"]);
+    let ws01_after = by_name("WS-01").await;
+    assert_eq!(ws01_after["record"]["apps"][0]["version"], "24.08");
+    assert!(
+        ws01_after["changed_at"].as_str() > ws01_before["changed_at"].as_str(),
+        "{ws01_before} then {ws01_after}"
+    );
     let stats = app
         .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
         .await;

@@ -161,11 +161,11 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
     let kept: Vec<MappedRow> = rows[..6].to_vec();
     let mut tx = app.db().pool.begin().await.unwrap();
-    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", "second", &kept)
+    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("second", 0), &kept)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn::integrations::storage::prune_unseen(app.db(), &tenant, "rmm", "second")
+    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "second")
         .await
         .unwrap();
     app.rebuild(&owner).await;

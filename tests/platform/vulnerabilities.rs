@@ -661,11 +661,11 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
             other => other.clone(),
         })
         .collect();
-    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", "run-2", &after)
+    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("run-2", 0), &after)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn::integrations::storage::prune_unseen(app.db(), &tenant, "rmm", "run-2")
+    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "run-2")
         .await
         .unwrap();
     // Mapping the unmatched application to nothing takes it off the list.

@@ -64,7 +64,7 @@ impl TestApp {
     pub async fn seed(&self, account: &Account, source: &str, rows: &[MappedRow]) {
         let tenant = TenantId(account.tenant_id.clone());
         let mut tx = self.db().pool.begin().await.unwrap();
-        upsert_rows(&mut tx, &tenant, source, "seed", rows)
+        upsert_rows(&mut tx, &tenant, source, ("seed", 0), rows)
             .await
             .unwrap();
         tx.commit().await.unwrap();

@@ -69,7 +69,7 @@ async fn write_pages(
     let mut written = 0;
     let flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
         let mut tx = db.pool.begin().await?;
-        upsert_rows(&mut tx, tenant, source, "bench", page).await?;
+        upsert_rows(&mut tx, tenant, source, ("bench", 0), page).await?;
         tx.commit().await?;
         page.clear();
         Ok(())

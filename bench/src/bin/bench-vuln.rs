@@ -157,21 +157,23 @@ async fn write_fleet(
     fleet: &[Vec<(usize, usize)>],
 ) -> anyhow::Result<()> {
     let mut page = Vec::with_capacity(5000);
+    let mut pages = 0;
     for (device, apps) in fleet.iter().enumerate() {
         for (app, minor) in apps {
             page.push(row(device, *app, *minor));
             if page.len() == 5000 {
                 let mut tx = db.pool.begin().await?;
-                upsert_rows(&mut tx, tenant, "rmm", run, &page).await?;
+                upsert_rows(&mut tx, tenant, "rmm", (run, pages), &page).await?;
                 tx.commit().await?;
                 page.clear();
+                pages += 1;
             }
         }
     }
     let mut tx = db.pool.begin().await?;
-    upsert_rows(&mut tx, tenant, "rmm", run, &page).await?;
+    upsert_rows(&mut tx, tenant, "rmm", (run, pages), &page).await?;
     tx.commit().await?;
-    cairn::integrations::storage::prune_unseen(db, tenant, "rmm", run).await?;
+    cairn::integrations::seen::prune_unseen(db, tenant, "rmm", run).await?;
     Ok(())
 }
 

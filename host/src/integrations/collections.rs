@@ -326,6 +326,6 @@ pub fn record_json(row: StoredRecord) -> Value {
         "group_ids": serde_json::from_str::<Value>(&row.group_ids).unwrap_or(Value::Array(vec![])),
         "fields": serde_json::from_str::<Value>(&row.fields).unwrap_or(Value::Object(Default::default())),
         "record": serde_json::from_str::<Value>(&row.body).unwrap_or(Value::Null),
-        "synced_at": crate::db::to_rfc3339(row.updated_at),
+        "changed_at": crate::db::to_rfc3339(row.updated_at),
     })
 }

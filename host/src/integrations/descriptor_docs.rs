@@ -42,7 +42,7 @@ fn record_schema(collection: &Collection) -> Value {
     }
     json!({
         "type": "object",
-        "required": ["key", "fields", "record", "synced_at"],
+        "required": ["key", "fields", "record", "changed_at"],
         "properties": {
             "key": {"type": "string", "description": "The upstream's stable id"},
             "device_name": {"type": ["string", "null"]},
@@ -51,7 +51,8 @@ fn record_schema(collection: &Collection) -> Value {
             "fields": {"type": "object", "description": format!("The normalized `{}` fields", collection.record_type),
                        "properties": fields},
             "record": {"type": "object", "description": "The upstream record as synced"},
-            "synced_at": {"type": "string", "format": "date-time"}
+            "changed_at": {"type": "string", "format": "date-time",
+                           "description": "When a sync first saw this record or last found it changed; a sync that finds it unchanged leaves it as it is"}
         }
     })
 }

@@ -12,6 +12,7 @@ mod descriptor_docs;
 mod routes;
 pub mod secrets;
 pub mod seed;
+pub mod seen;
 pub mod storage;
 pub mod sync;
 

@@ -5,6 +5,7 @@ use std::time::Instant;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
+use super::seen::{self, KeyOf};
 use super::SecretBox;
 use crate::auth::TenantId;
 use crate::db::{now_ms, Backend, Db, WriteBatches};
@@ -134,7 +135,7 @@ async fn delete_synced(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(())
+    seen::forget_in(tx, tenant, source).await
 }
 
 /// Removes the area's config and everything it synced, in one
@@ -244,15 +245,17 @@ fn text(value: &Option<String>) -> Option<String> {
     value.as_ref().map(|v| v.replace('\0', ""))
 }
 
-/// Upserts a page of rows, stamping them with `run`, inside the caller's
-/// transaction (which also holds the job's checkpoint). Rows with the same
-/// key within the page keep the last one, since one statement may not touch
-/// a row twice.
+/// Upserts page `page` of `run`, inside the caller's transaction: new rows
+/// and rows whose content changed are written and stamped with `run`; a row
+/// the page holds unchanged is left as it is, and what the page saw is
+/// recorded for the prune after the run ([`super::seen`]). Rows with the
+/// same key within the page keep the last one, since one statement may not
+/// touch a row twice.
 pub async fn upsert_rows(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
-    run: &str,
+    (run, page): (&str, i64),
     rows: &[MappedRow],
 ) -> sqlx::Result<()> {
     let now = now_ms();
@@ -287,6 +290,18 @@ pub async fn upsert_rows(
     // pages share.
     items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     records.sort_unstable_by(|a, b| (&a.collection, &a.key).cmp(&(&b.collection, &b.key)));
+    let mut hashes = Vec::with_capacity((items.len() + records.len()) * 8);
+    for (key, _) in &items {
+        hashes.extend_from_slice(&seen::key_hash(KeyOf::Item, "", key));
+    }
+    for record in &records {
+        hashes.extend_from_slice(&seen::key_hash(
+            KeyOf::Record,
+            &record.collection,
+            &record.key.replace('\0', ""),
+        ));
+    }
+    seen::record_page(tx, tenant, source, run, page, hashes).await?;
     let backend = crate::db::backend_of(tx);
     let rows = crate::db::json_array_rows(backend, 4);
     let staged = Staged {
@@ -303,13 +318,9 @@ pub async fn upsert_rows(
              SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
              value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
              $3, $5 FROM {rows} WHERE true \
-             ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
-             device_id = excluded.device_id, os_platform = excluded.os_platform, \
-             os_version = excluded.os_version, user_email = excluded.user_email, \
-             user_name = excluded.user_name, application_name = excluded.application_name, \
-             vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
-             client_id = excluded.client_id, group_ids = excluded.group_ids, \
-             seen_run = excluded.seen_run, updated_at = excluded.updated_at"
+             ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
+            assignments(ITEM_CONTENT),
+            changed("inventory_items", ITEM_CONTENT)
         );
         let staged_rows: Vec<serde_json::Value> = chunk
             .iter()
@@ -343,11 +354,9 @@ pub async fn upsert_rows(
              client_id, group_ids, fields, body, seen_run, updated_at) \
              SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
              value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
-             ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET \
-             record_type = excluded.record_type, device_name = excluded.device_name, \
-             client_id = excluded.client_id, group_ids = excluded.group_ids, \
-             fields = excluded.fields, body = excluded.body, seen_run = excluded.seen_run, \
-             updated_at = excluded.updated_at"
+             ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET {} WHERE {}",
+            assignments(RECORD_CONTENT),
+            changed("source_records", RECORD_CONTENT)
         );
         let staged_rows: Vec<serde_json::Value> = chunk
             .iter()
@@ -369,6 +378,53 @@ pub async fn upsert_rows(
             .await?;
     }
     Ok(())
+}
+
+/// The columns of an inventory item a sync compares: a row whose columns
+/// all equal the page's is not rewritten.
+const ITEM_CONTENT: &[&str] = &[
+    "device_name",
+    "device_id",
+    "os_platform",
+    "os_version",
+    "user_email",
+    "user_name",
+    "application_name",
+    "vendor",
+    "version",
+    "publisher",
+    "client_id",
+    "group_ids",
+];
+
+/// The same for a source record.
+const RECORD_CONTENT: &[&str] = &[
+    "record_type",
+    "device_name",
+    "client_id",
+    "group_ids",
+    "fields",
+    "body",
+];
+
+/// `SET` of an upsert: the content, the run's stamp and the time.
+fn assignments(content: &[&str]) -> String {
+    content
+        .iter()
+        .chain(&["seen_run", "updated_at"])
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The condition under which an upsert rewrites an existing row: a content
+/// column differs (NULL-safe, on both engines).
+fn changed(table: &str, content: &[&str]) -> String {
+    content
+        .iter()
+        .map(|column| format!("{table}.{column} IS DISTINCT FROM excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(" OR ")
 }
 
 /// What every row of one upsert statement shares: `$1` to `$3` and `$5`
@@ -405,11 +461,13 @@ fn rows_json(rows: Vec<serde_json::Value>) -> String {
 
 /// Rows per pruning transaction at most (fewer on SQLite, see
 /// [`WriteBatches`]).
-const PRUNE_BATCH: usize = 5000;
+pub(super) const PRUNE_BATCH: usize = 5000;
 
-/// After a complete run (or a CSV swap): deletes the source's rows that run
-/// did not stamp (devices gone upstream or out of scope), in transactions
-/// of at most [`PRUNE_BATCH`] rows. Returns (items, records) deleted.
+/// After a CSV swap: deletes the source's rows the upload did not stamp
+/// (every row of an upload is written with its stamp), in transactions of
+/// at most [`PRUNE_BATCH`] rows. Returns (items, records) deleted. A sync,
+/// which leaves unchanged rows unstamped, prunes with
+/// [`super::seen::prune_unseen`].
 pub async fn prune_unseen(
     db: &Db,
     tenant: &TenantId,

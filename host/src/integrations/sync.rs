@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{areas, storage, SecretBox};
+use super::{areas, seen, storage, SecretBox};
 use crate::db::Backend;
 use crate::jobs::{JobContext, JobFailure, JobHandler};
 use crate::plugins::{
@@ -179,13 +179,38 @@ impl JobHandler for SyncHandler {
                 stream_index: at.stream_index,
                 cursor: at.cursor.clone(),
             };
-            let fetched = match prefetched.take() {
-                Some((position, handle)) if position == here => handle
-                    .await
-                    .map_err(|e| JobFailure::Failed(format!("page fetch stopped: {e}")))?,
-                _ => fetcher.fetch(stream, at.cursor.as_deref()).await,
+            let (records, next) = {
+                let prefetch = prefetched.take();
+                let fetch = async {
+                    match prefetch {
+                        Some((position, handle)) if position == here => handle
+                            .await
+                            .map_err(|e| JobFailure::Failed(format!("page fetch stopped: {e}")))?
+                            .map_err(failure),
+                        _ => fetcher
+                            .fetch(stream, at.cursor.as_deref())
+                            .await
+                            .map_err(failure),
+                    }
+                };
+                tokio::pin!(fetch);
+                // While the page is on its way, pages written meanwhile get
+                // their checkpoint: a slow upstream must not hold the
+                // checkpoint behind pages that are in.
+                loop {
+                    let next = tokio::select! {
+                        biased;
+                        fetched = &mut fetch => Awaited::Page(fetched),
+                        written = writes.oldest_written(), if !writes.is_empty() => {
+                            Awaited::Written(written)
+                        }
+                    };
+                    match next {
+                        Awaited::Page(fetched) => break fetched?,
+                        Awaited::Written(written) => writes.checkpoint_oldest(ctx, written).await?,
+                    }
+                }
             };
-            let (records, next) = fetched.map_err(failure)?;
             if records.len() > self.caps.page_records {
                 return Err(JobFailure::Permanent(format!(
                     "a page of stream {stream} held {} records, over the cap of {} \
@@ -258,6 +283,7 @@ impl JobHandler for SyncHandler {
                     area: self.area.clone(),
                     config_updated_at: stored.updated_at,
                     run: at.run.clone(),
+                    page: at.pages as i64 - 1,
                     rows,
                 },
                 stream.clone(),
@@ -268,7 +294,7 @@ impl JobHandler for SyncHandler {
         while !writes.is_empty() {
             writes.finish_oldest(ctx).await?;
         }
-        let (items, records) = storage::prune_unseen(db, tenant, area, &at.run).await?;
+        let (items, records) = seen::prune_unseen(db, tenant, area, &at.run).await?;
         ctx.progress(
             "done",
             at.rows,
@@ -284,6 +310,13 @@ impl JobHandler for SyncHandler {
     }
 }
 
+/// What the sync loop waited for first: the page it is fetching, or the
+/// oldest page it is writing.
+enum Awaited {
+    Page(Result<(Vec<String>, Option<String>), JobFailure>),
+    Written(Result<(), JobFailure>),
+}
+
 /// One page's rows and what their transaction checks: that the run still
 /// holds its job and that the config it read is still the tenant's.
 struct PageWrite {
@@ -291,6 +324,8 @@ struct PageWrite {
     area: String,
     config_updated_at: i64,
     run: String,
+    /// The page's number in the run (pages fetched before it).
+    page: i64,
     rows: Vec<MappedRow>,
 }
 
@@ -308,7 +343,14 @@ impl PageWrite {
             ));
         }
         self.ctx.check_lease_in(&mut tx).await?;
-        storage::upsert_rows(&mut tx, tenant, &self.area, &self.run, &self.rows).await?;
+        storage::upsert_rows(
+            &mut tx,
+            tenant,
+            &self.area,
+            (&self.run, self.page),
+            &self.rows,
+        )
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -348,20 +390,36 @@ impl PageWrites {
         });
     }
 
-    /// Waits for the oldest page, then saves the checkpoint after it and
-    /// reports progress. A failure drops (and so aborts) the later pages.
+    /// Waits for the oldest page's write, leaving it first in line: a wait
+    /// given up (in a `select!`) loses nothing. Pending forever when no page
+    /// is being written.
+    async fn oldest_written(&mut self) -> Result<(), JobFailure> {
+        match self.pending.front_mut() {
+            Some(page) => (&mut page.write)
+                .await
+                .map_err(|e| JobFailure::Failed(format!("a page write stopped: {e}")))?,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Waits for the oldest page, then checkpoints it.
     async fn finish_oldest(&mut self, ctx: &JobContext) -> Result<(), JobFailure> {
-        let Some(PendingPage {
-            stream,
-            after,
-            write,
-        }) = self.pending.pop_front()
-        else {
+        let written = self.oldest_written().await;
+        self.checkpoint_oldest(ctx, written).await
+    }
+
+    /// Given how the oldest page's write ended, saves the checkpoint after
+    /// it and reports progress. A failure drops (and so aborts) the later
+    /// pages.
+    async fn checkpoint_oldest(
+        &mut self,
+        ctx: &JobContext,
+        written: Result<(), JobFailure>,
+    ) -> Result<(), JobFailure> {
+        let Some(PendingPage { stream, after, .. }) = self.pending.pop_front() else {
             return Ok(());
         };
-        write
-            .await
-            .map_err(|e| JobFailure::Failed(format!("a page write stopped: {e}")))??;
+        written?;
         ctx.save_checkpoint(&json!(after)).await?;
         ctx.progress(
             &stream,

@@ -26,8 +26,10 @@ pub struct ItemView {
     pub client_id: Option<String>,
     #[serde(skip)]
     pub updated_at: i64,
+    /// When its source first reported this row or last reported it changed
+    /// (a sync or upload that reports it unchanged leaves it).
     #[sqlx(skip)]
-    pub synced_at: String,
+    pub changed_at: String,
 }
 
 const ITEM_COLUMNS: &str = "source, device_name, device_id, os_platform, os_version, user_email, \
@@ -35,7 +37,7 @@ const ITEM_COLUMNS: &str = "source, device_name, device_id, os_platform, os_vers
 
 fn with_time(mut items: Vec<ItemView>) -> Vec<ItemView> {
     for item in &mut items {
-        item.synced_at = to_rfc3339(item.updated_at);
+        item.changed_at = to_rfc3339(item.updated_at);
     }
     items
 }
