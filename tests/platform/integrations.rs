@@ -19,6 +19,7 @@ backend_tests!(
     tenants_cannot_see_each_others_integrations,
     deleting_the_config_stops_a_running_sync,
     sync_caps_stop_runs_with_clear_errors,
+    a_device_on_several_pages_is_stored_once,
 );
 
 const ID: &str = "misbehave";
@@ -494,6 +495,43 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     app.post(&format!("/api/v1/{ID}/sync"), &owner.bearer(), json!({}))
         .await
         .assert_error(409);
+    app.finish().await;
+}
+
+/// Upstream paging can shift while a sync runs, so one device may come on
+/// two pages, and on PostgreSQL two pages are written at once: both upsert
+/// the same rows (in key order, so neither waits on the other forever).
+async fn a_device_on_several_pages_is_stored_once(backend: Backend) {
+    let apps: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("App {i:02}"), format!("1.{i}")))
+        .collect();
+    let apps: Vec<(&str, &str)> = apps.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let a = device("d1", "WS-01", &apps);
+    let b = device("d2", "WS-02", &apps);
+    // Two devices a page: WS-02 on pages 1 and 2, WS-01 on pages 1 and 3.
+    let upstream = FakeInventory::start(vec![
+        a.clone(),
+        b.clone(),
+        b,
+        device("d3", "WS-03", &apps),
+        a,
+        device("d4", "WS-04", &apps[..1]),
+    ])
+    .await;
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@example.com").await;
+    configure(&app, &owner, &upstream.url, TOKEN).await;
+    for _ in 0..2 {
+        let job = sync(&app, &owner).await;
+        assert_eq!(job["status"], "success", "{job}");
+        let stats = app
+            .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
+            .await;
+        assert_eq!(stats.body["devices"], 4, "{}", stats.text);
+        assert_eq!(stats.body["inventory_items"], 3 * 40 + 1, "{}", stats.text);
+    }
     app.finish().await;
 }
 
