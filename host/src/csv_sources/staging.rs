@@ -147,7 +147,7 @@ impl Staging {
             }
         }
         drop(lines);
-        crate::integrations::storage::prune_unseen(db, tenant, source, upload_id).await?;
+        crate::integrations::storage::prune_unstamped(db, tenant, source, upload_id).await?;
         let (items, records) = crate::integrations::storage::row_counts(db, tenant, source).await?;
         let kept = (items + records) as u64;
         report.rows_imported = kept;

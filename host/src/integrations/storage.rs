@@ -468,7 +468,7 @@ pub(super) const PRUNE_BATCH: usize = 5000;
 /// at most [`PRUNE_BATCH`] rows. Returns (items, records) deleted. A sync,
 /// which leaves unchanged rows unstamped, prunes with
 /// [`super::seen::prune_unseen`].
-pub async fn prune_unseen(
+pub async fn prune_unstamped(
     db: &Db,
     tenant: &TenantId,
     source: &str,
