@@ -66,7 +66,10 @@ struct Checkpoint {
     pages: u64,
 }
 
-type FetchResult = Result<(Vec<String>, Option<String>), CallError>;
+/// A fetched page: its records' JSON texts and the cursor of the next.
+type Page = (Vec<String>, Option<String>);
+
+type FetchResult = Result<Page, CallError>;
 
 /// Where a page starts: a stream and a cursor in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,7 +316,7 @@ impl JobHandler for SyncHandler {
 /// What the sync loop waited for first: the page it is fetching, or the
 /// oldest page it is writing.
 enum Awaited {
-    Page(Result<(Vec<String>, Option<String>), JobFailure>),
+    Page(Result<Page, JobFailure>),
     Written(Result<(), JobFailure>),
 }
 
