@@ -377,6 +377,58 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let items_sql = "SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1";
     assert_eq!(count(&db, items_sql, &tenant).await, 30);
 
+    // 1b. The next sync finds nothing changed, so it rewrites no row; killed
+    // after its second page, it resumes at the third, and its prune must
+    // still know that the first two pages saw their devices.
+    rmm.hold_from_page(3);
+    let pages_before = rmm.computer_pages().len();
+    let resync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
+    let resync_id = resync["job_id"].as_str().unwrap().to_string();
+    wait_until(
+        "the second sync to reach page 3",
+        Duration::from_secs(60),
+        async || rmm.held() > 0,
+    )
+    .await;
+    // Let the second page's write and checkpoint land before the kill.
+    wait_until(
+        "the second sync's checkpoint after page 2",
+        Duration::from_secs(60),
+        async || {
+            sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
+                .bind(&resync_id)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap()
+                .is_some_and(|c| c.contains("\"pages\":2"))
+        },
+    )
+    .await;
+    server.kill();
+    rmm.release();
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2b.log");
+    wait_until(
+        "the second sync to finish",
+        Duration::from_secs(60),
+        async || ["success", "error"].contains(&job_status(&db, &resync_id).await.as_str()),
+    )
+    .await;
+    let job = server
+        .get(&format!("/api/v1/jobs/{resync_id}"), &token)
+        .await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["attempts"], 2, "{job}");
+    // Resumed, not restarted: the first two pages were fetched once.
+    let fetched = &rmm.computer_pages()[pages_before..];
+    assert_eq!(
+        fetched.iter().filter(|&&p| p <= 2).count(),
+        2,
+        "{fetched:?}"
+    );
+    let stats = server.get("/api/v1/rmm/stats", &token).await;
+    assert_eq!(stats["devices"], 10, "nothing pruned: {stats}");
+    assert_eq!(stats["inventory_items"], 30, "nothing pruned: {stats}");
+
     // 2. A CSV parse killed part-way through the file.
     let rows = 100_000;
     let form = reqwest::multipart::Form::new().part(
