@@ -445,6 +445,21 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     };
     let laptop_before = by_name("LAPTOP-03").await;
     let ws01_before = by_name("WS-01").await;
+    let last_seen = async || {
+        let asset = app
+            .get("/api/v1/devices/by-name/LAPTOP-03", &owner.bearer())
+            .await;
+        let listed = app
+            .get("/api/v1/devices/devices?search=LAPTOP", &owner.bearer())
+            .await;
+        let asset = asset.body["last_seen"].as_str().unwrap().to_string();
+        let listed = listed.body["items"][0]["last_seen"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (asset, listed)
+    };
+    let seen_first = last_seen().await;
     upstream.set_devices(vec![
         device("d1", "WS-01", &[("7-Zip", "24.08")]),
         device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
@@ -454,6 +469,17 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     let laptop_after = by_name("LAPTOP-03").await;
     assert_eq!(laptop_after["changed_at"], laptop_before["changed_at"]);
     assert_eq!(laptop_after["record"], laptop_before["record"]);
+    // Unchanged, and reported again: the asset was last seen by this run.
+    app.wait_for_rollup(&owner).await;
+    let seen_again = last_seen().await;
+    assert!(
+        seen_again.0 > seen_first.0,
+        "{seen_first:?} then {seen_again:?}"
+    );
+    assert!(
+        seen_again.1 > seen_first.1,
+        "{seen_first:?} then {seen_again:?}"
+    );
     let ws01_after = by_name("WS-01").await;
     assert_eq!(ws01_after["record"]["apps"][0]["version"], "24.08");
     assert!(

@@ -97,11 +97,18 @@ pub async fn devices(
     .fetch_one(&db.pool)
     .await?;
     let enrichment = enrichment_for(db, tenant, &groups, enrichment_sources).await?;
+    let completed_runs = crate::integrations::seen::completed_runs(db, tenant).await?;
     let devices = groups
         .into_iter()
         .map(|g| {
             let mut sources: Vec<String> = g.sources.split(',').map(str::to_string).collect();
             sources.sort();
+            // A sync leaves rows it finds unchanged as they are: a device
+            // was last reported by each of its sources' last complete runs.
+            let last_seen = sources
+                .iter()
+                .filter_map(|source| completed_runs.get(source).copied())
+                .fold(g.last_seen, i64::max);
             let matched = [g.device_name.to_lowercase(), truncated(&g.device_name)]
                 .iter()
                 .filter_map(|name| enrichment.get(name))
@@ -115,7 +122,7 @@ pub async fn devices(
                 user_email: g.user_email,
                 application_count: g.application_count,
                 sources,
-                last_seen: to_rfc3339(g.last_seen),
+                last_seen: to_rfc3339(last_seen),
                 enrichment: matched,
             }
         })
@@ -213,7 +220,13 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<DeviceStats> {
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
+    // A sync leaves rows it finds unchanged as they are: a source's rows
+    // were last reported when its last run completed, if that is later.
+    let completed_runs = crate::integrations::seen::completed_runs(db, tenant).await?;
     for source in &mut by_source {
+        if let Some(&completed) = completed_runs.get(&source.source) {
+            source.last_seen_ms = source.last_seen_ms.max(completed);
+        }
         source.last_seen = to_rfc3339(source.last_seen_ms);
     }
     let assets = sqlx::query_scalar("SELECT COUNT(*) FROM assets WHERE tenant_id = $1")

@@ -8,8 +8,14 @@
 //! keys the page saw (`sync_seen`); after a complete run, the rows whose key
 //! hash no page of the run stored are deleted. A run resumed after an
 //! interruption finds the pages it wrote before in the table.
+//!
+//! For the same reason a row's `updated_at` is when it last changed, not
+//! when it was last reported. A complete run records its end
+//! (`sync_completions`): every row the source still holds was reported by
+//! then, and readers that need "last reported" (an asset's last_seen, the
+//! freshest value across sources) take the later of the two.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
@@ -17,7 +23,7 @@ use sqlx::{Any, Row, Transaction};
 
 use super::storage::PRUNE_BATCH;
 use crate::auth::TenantId;
-use crate::db::{json_array_rows, Db, WriteBatches};
+use crate::db::{json_array_rows, now_ms, Db, WriteBatches};
 
 /// Bytes of one stored key hash.
 const HASH_BYTES: usize = 8;
@@ -101,8 +107,9 @@ async fn seen_by(
 
 /// After a complete run: deletes the source's rows the run did not see
 /// (devices gone upstream or out of scope) in transactions of at most
-/// [`PRUNE_BATCH`] rows, then forgets the pages of this run and of any
-/// earlier run that never completed. Returns (items, records) deleted.
+/// [`PRUNE_BATCH`] rows, then records the run's completion and forgets the
+/// pages of this run and of any earlier run that never completed. Returns
+/// (items, records) deleted.
 pub async fn prune_unseen(
     db: &Db,
     tenant: &TenantId,
@@ -182,31 +189,59 @@ pub async fn prune_unseen(
             sizes.record(batch.len(), started.elapsed());
         }
     }
-    forget(db, tenant, source).await?;
+    complete(db, tenant, source).await?;
     Ok((deleted[0], deleted[1]))
 }
 
-/// Deletes every stored page of `source` for the tenant.
-async fn forget(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<()> {
+/// Records that `source` completed a run now and deletes its stored pages.
+async fn complete(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
-    forget_in(&mut tx, tenant, source).await?;
+    sqlx::query(
+        "INSERT INTO sync_completions (tenant_id, source, completed_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, source) DO UPDATE SET completed_at = excluded.completed_at",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM sync_seen WHERE tenant_id = $1 AND source = $2")
+        .bind(tenant.as_str())
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await
 }
 
-/// Deletes every stored page of `source` inside `tx` (the source's rows are
-/// being removed with them).
+/// Deletes every stored page and the completion time of `source` inside
+/// `tx` (the source's rows are being removed with them).
 pub async fn forget_in(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query("DELETE FROM sync_seen WHERE tenant_id = $1 AND source = $2")
+    for table in ["sync_seen", "sync_completions"] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
+        ))
         .bind(tenant.as_str())
         .bind(source)
         .execute(&mut **tx)
         .await?;
+    }
     Ok(())
+}
+
+/// When each of the tenant's synced sources last completed a run (epoch
+/// ms): every row such a source holds was reported then at the latest.
+pub async fn completed_runs(db: &Db, tenant: &TenantId) -> sqlx::Result<HashMap<String, i64>> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT source, completed_at FROM sync_completions WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_all(&db.pool)
+            .await?;
+    Ok(rows.into_iter().collect())
 }
 
 #[cfg(test)]

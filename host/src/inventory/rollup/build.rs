@@ -161,10 +161,31 @@ pub struct Rollup {
     applications: HashMap<String, ApplicationTally>,
     assets: HashMap<String, AssetTally>,
     last_key: Option<(String, String)>,
+    /// When each synced source last completed a run: see [`Self::reported_at`].
+    completed_runs: HashMap<String, i64>,
 }
 
 impl Rollup {
+    /// A rollup of sources whose last complete runs ended at
+    /// `completed_runs` (source -> epoch ms).
+    pub fn with_completed_runs(completed_runs: HashMap<String, i64>) -> Rollup {
+        Rollup {
+            completed_runs,
+            ..Rollup::default()
+        }
+    }
+
+    /// When a row was last reported: a sync leaves a row it finds unchanged
+    /// as it is, so a row of a source whose last run completed later was
+    /// reported by that run.
+    pub fn reported_at(&self, source: &str, updated_at: i64) -> i64 {
+        self.completed_runs
+            .get(source)
+            .map_or(updated_at, |&completed| completed.max(updated_at))
+    }
+
     pub fn add(&mut self, row: ItemRow) {
+        let reported_at = self.reported_at(&row.source, row.updated_at);
         // Owned values move into the tallies: a million rows, no copies
         // where nothing needs cleaning.
         let device_name = clean_owned(row.device_name);
@@ -184,17 +205,17 @@ impl Rollup {
             if source == MDM_SOURCE && asset.mdm_device_id.is_none() {
                 asset.mdm_device_id = device_id.clone();
             }
-            asset.device_id.offer(row.updated_at, device_id);
-            asset.os_platform.offer(row.updated_at, os_platform.clone());
+            asset.device_id.offer(reported_at, device_id);
+            asset.os_platform.offer(reported_at, os_platform.clone());
             asset
                 .os_version
-                .offer(row.updated_at, clean_owned(row.os_version));
+                .offer(reported_at, clean_owned(row.os_version));
             asset
                 .user_email
-                .offer(row.updated_at, clean_owned(row.user_email));
+                .offer(reported_at, clean_owned(row.user_email));
             asset
                 .user_name
-                .offer(row.updated_at, clean_owned(row.user_name));
+                .offer(reported_at, clean_owned(row.user_name));
             if let Some(app) = &application {
                 if !asset.applications.contains(app) {
                     asset.applications.insert(app.clone());
@@ -203,7 +224,7 @@ impl Rollup {
             if !asset.sources.contains(&source) {
                 asset.sources.insert(source.clone());
             }
-            asset.last_seen = asset.last_seen.max(row.updated_at);
+            asset.last_seen = asset.last_seen.max(reported_at);
         }
         let Some(application) = application else {
             return;

@@ -53,9 +53,13 @@ pub struct RebuildStats {
 /// Derives the tenant's applications, vendors and assets from its
 /// inventory as it is now; returns the items read and what they give.
 pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Derived)> {
-    let mut rollup = build::Rollup::default();
+    let completed_runs = crate::integrations::seen::completed_runs(db, tenant).await?;
+    let mut rollup = build::Rollup::with_completed_runs(completed_runs);
     let items = store::read_items(db, tenant, &mut rollup).await?;
-    let records = store::read_device_records(db, tenant).await?;
+    let mut records = store::read_device_records(db, tenant).await?;
+    for record in &mut records {
+        record.updated_at = rollup.reported_at(&record.source, record.updated_at);
+    }
     // Seconds of computing for a large inventory: off the async workers.
     let derived = tokio::task::spawn_blocking(move || {
         let (applications, vendors) = rollup.applications();
