@@ -117,68 +117,55 @@ pub async fn prune_unseen(
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
     let seen = seen_by(db, tenant, source, run).await?;
-    // A row this run changed carries its stamp and was seen; the rest are
-    // checked against the pages' hashes.
-    let mut unseen_items: Vec<serde_json::Value> = vec![];
-    let mut rows = sqlx::query(
-        "SELECT item_key FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .bind(run)
-    .fetch(&db.pool);
-    while let Some(row) = rows.try_next().await? {
-        let key: String = row.get(0);
-        if !seen.contains(&key_hash(KeyOf::Item, "", &key)) {
-            unseen_items.push(serde_json::Value::String(key));
-        }
-    }
-    drop(rows);
-    let mut unseen_records: Vec<serde_json::Value> = vec![];
-    let mut rows = sqlx::query(
-        "SELECT kind, record_key FROM source_records \
-         WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .bind(run)
-    .fetch(&db.pool);
-    while let Some(row) = rows.try_next().await? {
-        let (kind, key): (String, String) = (row.get(0), row.get(1));
-        if !seen.contains(&key_hash(KeyOf::Record, &kind, &key)) {
-            unseen_records.push(serde_json::json!([kind, key]));
-        }
-    }
-    drop(rows);
-
     let keys = json_array_rows(db.backend, 4);
-    // The stamp is checked again: a row changed since it was read was seen.
-    let statements = [
-        format!(
-            "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 \
-             AND item_key IN (SELECT value->>0 FROM {keys})",
+    // Each table's rows as (kind, key) pairs: items have no kind. A row this
+    // run changed carries its stamp and was seen; the rest are checked
+    // against the pages' hashes. The delete checks the stamp again: a row
+    // changed since it was read was seen.
+    let tables = [
+        (
+            KeyOf::Item,
+            "SELECT '', item_key FROM inventory_items \
+             WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
+            format!(
+                "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 \
+                 AND seen_run <> $3 AND item_key IN (SELECT value->>1 FROM {keys})"
+            ),
         ),
-        format!(
-            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 \
-             AND (kind, record_key) IN (SELECT value->>0, value->>1 FROM {keys})",
+        (
+            KeyOf::Record,
+            "SELECT kind, record_key FROM source_records \
+             WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
+            format!(
+                "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+                 AND seen_run <> $3 AND (kind, record_key) IN \
+                 (SELECT value->>0, value->>1 FROM {keys})"
+            ),
         ),
     ];
-    // `value->>0` of a bare string is NULL; items travel as one-element
-    // arrays like the records' pairs.
-    let unseen_items: Vec<serde_json::Value> = unseen_items
-        .into_iter()
-        .map(|key| serde_json::Value::Array(vec![key]))
-        .collect();
     let mut deleted = [0u64; 2];
     let mut sizes = WriteBatches::new(db.backend, 200, PRUNE_BATCH);
-    for (i, unseen) in [unseen_items, unseen_records].iter().enumerate() {
+    for (i, (of, candidates, delete)) in tables.iter().enumerate() {
+        let mut unseen: Vec<serde_json::Value> = vec![];
+        let mut rows = sqlx::query(candidates)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(run)
+            .fetch(&db.pool);
+        while let Some(row) = rows.try_next().await? {
+            let (kind, key): (String, String) = (row.get(0), row.get(1));
+            if !seen.contains(&key_hash(*of, &kind, &key)) {
+                unseen.push(serde_json::json!([kind, key]));
+            }
+        }
+        drop(rows);
         let mut rest = unseen.as_slice();
         while !rest.is_empty() {
             let (batch, after) = rest.split_at(sizes.rows().min(rest.len()));
             rest = after;
             let _turn = db.write_turn().await;
             let started = std::time::Instant::now();
-            deleted[i] += sqlx::query(&statements[i])
+            deleted[i] += sqlx::query(delete)
                 .bind(tenant.as_str())
                 .bind(source)
                 .bind(run)
@@ -214,24 +201,9 @@ async fn complete(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<()> 
     tx.commit().await
 }
 
-/// Deletes every stored page and the completion time of `source` inside
-/// `tx` (the source's rows are being removed with them).
-pub async fn forget_in(
-    tx: &mut Transaction<'_, Any>,
-    tenant: &TenantId,
-    source: &str,
-) -> sqlx::Result<()> {
-    for table in ["sync_seen", "sync_completions"] {
-        sqlx::query(&format!(
-            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
-        ))
-        .bind(tenant.as_str())
-        .bind(source)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
-}
+/// The tables that hold what the sync of a source saw and when it last
+/// completed: emptied for the source with its rows.
+pub(super) const TABLES: [&str; 2] = ["sync_seen", "sync_completions"];
 
 /// When each of the tenant's synced sources last completed a run (epoch
 /// ms): every row such a source holds was reported then at the latest.

@@ -120,13 +120,17 @@ pub async fn save_config(
     Ok(now)
 }
 
-/// Deletes what `source` synced for the tenant, inside `tx`.
+/// Deletes what `source` synced for the tenant, and what its runs saw,
+/// inside `tx`.
 async fn delete_synced(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
 ) -> sqlx::Result<()> {
-    for table in ["inventory_items", "source_records"] {
+    for table in ["inventory_items", "source_records"]
+        .into_iter()
+        .chain(seen::TABLES)
+    {
         sqlx::query(&format!(
             "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
         ))
@@ -135,7 +139,7 @@ async fn delete_synced(
         .execute(&mut **tx)
         .await?;
     }
-    seen::forget_in(tx, tenant, source).await
+    Ok(())
 }
 
 /// Removes the area's config and everything it synced, in one
