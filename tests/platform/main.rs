@@ -8,6 +8,7 @@ mod integrations;
 mod inventory;
 mod invites;
 mod jobs;
+mod mdm;
 mod oauth;
 mod portal;
 mod rmm;

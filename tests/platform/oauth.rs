@@ -131,13 +131,33 @@ async fn refused_credentials_are_typed_auth_errors(backend: Backend) {
         .unwrap()
         .contains("consent"));
 
-    // A key that is not the registered certificate's is refused too.
+    // A thumbprint that is neither SHA-1 nor SHA-256 is the config's fault.
     app.post(
         &format!("/api/v1/{ID}/config"),
         &owner.bearer(),
         config(
             &idp,
             json!({"thumbprint": "FFFF", "private_key": PRIVATE_KEY}),
+        ),
+    )
+    .await;
+    let tested = app
+        .post(
+            &format!("/api/v1/{ID}/test-connection"),
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    tested.assert_error(422);
+    assert!(tested.text.contains("SHA-256"), "{}", tested.text);
+
+    // A certificate that is not the registered one is refused by the IdP.
+    app.post(
+        &format!("/api/v1/{ID}/config"),
+        &owner.bearer(),
+        config(
+            &idp,
+            json!({"thumbprint": "FF".repeat(20), "private_key": PRIVATE_KEY}),
         ),
     )
     .await;

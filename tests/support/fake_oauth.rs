@@ -19,6 +19,9 @@ pub const CLIENT_SECRET: &str = "oauth-client-secret-value";
 pub const DIRECTORY_TENANT: &str = "contoso.example";
 /// Hex SHA-1 thumbprint of the (notional) certificate of the test key.
 pub const THUMBPRINT: &str = "0123456789ABCDEF0123456789ABCDEF01234567";
+/// Hex SHA-256 thumbprint of the same certificate (PS256 assertions).
+pub const THUMBPRINT_SHA256: &str =
+    "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF";
 pub const PRIVATE_KEY: &str = include_str!("keys/oauth-test.key");
 const PUBLIC_KEY: &str = include_str!("keys/oauth-test.pub");
 
@@ -55,6 +58,14 @@ impl FakeOauth {
     pub fn token_requests(&self) -> u32 {
         self.state.lock().unwrap().token_requests
     }
+
+    /// Whether `authorization` is a bearer token this platform issued.
+    pub fn issued(&self, authorization: Option<&str>) -> bool {
+        let token = authorization
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        self.state.lock().unwrap().tokens.iter().any(|t| t == token)
+    }
 }
 
 fn refuse(description: &str) -> Response {
@@ -89,7 +100,12 @@ async fn token(
         }
     } else if let Some(assertion) = form.get("client_assertion") {
         let token_url = format!("{}/{DIRECTORY_TENANT}/oauth2/v2.0/token", state.base_url);
+        // RS256 with a SHA-1 `x5t`, or PS256 with a SHA-256 `x5t#S256`.
         let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        validation.algorithms = vec![
+            jsonwebtoken::Algorithm::RS256,
+            jsonwebtoken::Algorithm::PS256,
+        ];
         validation.set_audience(&[token_url]);
         validation.set_issuer(&[CLIENT_ID]);
         let key = jsonwebtoken::DecodingKey::from_rsa_pem(PUBLIC_KEY.as_bytes()).unwrap();
@@ -97,11 +113,16 @@ async fn token(
         else {
             return refuse("AADSTS700027: Client assertion contains an invalid signature.");
         };
-        let expected_x5t = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(hex::decode(THUMBPRINT).unwrap());
-        if decoded.header.x5t.as_deref() != Some(expected_x5t.as_str())
-            || decoded.claims["sub"] != CLIENT_ID
-        {
+        let encoded = |hex_digits: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hex::decode(hex_digits).unwrap())
+        };
+        let thumbprint_matches = match decoded.header.alg {
+            jsonwebtoken::Algorithm::PS256 => {
+                decoded.header.x5t_s256.as_deref() == Some(encoded(THUMBPRINT_SHA256).as_str())
+            }
+            _ => decoded.header.x5t.as_deref() == Some(encoded(THUMBPRINT).as_str()),
+        };
+        if !thumbprint_matches || decoded.claims["sub"] != CLIENT_ID {
             return refuse("AADSTS700027: the certificate is not registered for this application.");
         }
         state.assertions_verified += 1;

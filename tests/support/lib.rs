@@ -4,6 +4,7 @@
 pub mod batches;
 pub mod components;
 pub mod fake_backup;
+pub mod fake_graph;
 pub mod fake_inventory;
 pub mod fake_nvd;
 pub mod fake_oauth;

@@ -6,7 +6,7 @@
 //!   allows it, checked when a name is resolved;
 //! - here: credentials, redirects (followed by hand, each hop re-checked,
 //!   credentials only on the origin the request started at), response
-//!   size cap, 429 waits.
+//!   size cap, 429 and 503 waits.
 
 mod addresses;
 mod policy;
@@ -26,7 +26,7 @@ use super::AuthScheme;
 
 /// Most redirects one request follows.
 const MAX_REDIRECTS: usize = 5;
-/// Most times a 429 is waited out before the error reaches the plugin.
+/// Most times a 429 or 503 is waited out before the error reaches the plugin.
 const MAX_RATE_LIMIT_RETRIES: u32 = 4;
 /// The longest `Retry-After` the host waits in one go.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -165,7 +165,7 @@ impl Outbound {
 
     /// OAuth 2.0 client credentials at `{auth_url}/<tenant>/oauth2/v2.0/token`,
     /// with the client secret, or else a client assertion: a short JWT signed
-    /// with the certificate's private key (RS256, `x5t` from the thumbprint).
+    /// with the certificate's private key (see [`client_assertion`]).
     async fn client_credentials_token(
         &self,
         credentials: &Credentials,
@@ -437,9 +437,10 @@ impl Outbound {
                 relogged = true;
                 continue;
             }
-            if status.as_u16() == 429 && attempt < MAX_RATE_LIMIT_RETRIES {
+            // A 503 is an overloaded upstream asking for the same wait.
+            if matches!(status.as_u16(), 429 | 503) && attempt < MAX_RATE_LIMIT_RETRIES {
                 let wait = retry_after(&response).unwrap_or(self.backoff_base * 2u32.pow(attempt));
-                tracing::info!(plugin = %scope.plugin, wait_ms = wait.as_millis() as u64, "upstream 429; waiting");
+                tracing::info!(plugin = %scope.plugin, status = status.as_u16(), wait_ms = wait.as_millis() as u64, "upstream throttled; waiting");
                 tokio::time::sleep(wait.min(MAX_RETRY_AFTER)).await;
                 attempt += 1;
                 continue;
@@ -490,8 +491,9 @@ impl Outbound {
 }
 
 /// The JWT a client presents instead of a secret: issuer and subject the
-/// client id, audience the token endpoint, ten minutes of life, signed RS256
-/// with the certificate's key and naming the certificate by thumbprint.
+/// client id, audience the token endpoint, ten minutes of life, signed with
+/// the certificate's key (RS256 or PS256, by the thumbprint's length) and
+/// naming the certificate by thumbprint.
 fn client_assertion(
     token_url: &str,
     client_id: &str,
@@ -501,8 +503,25 @@ fn client_assertion(
     use base64::Engine;
     let thumbprint = hex::decode(thumbprint_hex.replace([':', ' '], ""))
         .map_err(|_| wit::PluginError::Config("thumbprint must be hex".into()))?;
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-    header.x5t = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(thumbprint));
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&thumbprint);
+    // Identity platforms take both: a SHA-1 thumbprint as `x5t` with RS256
+    // (the older form), a SHA-256 one as `x5t#S256` with PS256 (newer).
+    let header = match thumbprint.len() {
+        20 => jsonwebtoken::Header {
+            x5t: Some(encoded),
+            ..jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256)
+        },
+        32 => jsonwebtoken::Header {
+            x5t_s256: Some(encoded),
+            ..jsonwebtoken::Header::new(jsonwebtoken::Algorithm::PS256)
+        },
+        _ => {
+            return Err(wit::PluginError::Config(
+                "the thumbprint must be a SHA-1 (40 hex digits) or SHA-256 (64 hex digits) one"
+                    .into(),
+            ))
+        }
+    };
     let now = crate::db::now_ms() / 1000;
     let claims = serde_json::json!({
         "aud": token_url,
@@ -547,9 +566,11 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
         .to_str()
         .ok()?
         .trim()
-        .parse::<u64>()
+        .parse::<f64>()
         .ok()
-        .map(Duration::from_secs)
+        // Seconds, possibly with a fraction (`2.128` is seen in the wild).
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(Duration::from_secs_f64)
 }
 
 fn transport_error(err: reqwest::Error) -> wit::PluginError {

@@ -1,0 +1,112 @@
+//! The mdm connector: Microsoft Intune over Microsoft Graph.
+//!
+//! Area `mdm`. Credentials: OAuth 2.0 client credentials against
+//! `{auth_url}/{tenant_id}/oauth2/v2.0/token` with a client secret or a
+//! certificate (thumbprint and PEM private key); the host does it.
+//!
+//! One stream, `managed_devices`: a page of `/deviceManagement/managedDevices`
+//! (following `@odata.nextLink`), each device with its detected apps fetched
+//! through JSON batching from the beta per-device endpoint. A device maps to
+//! a device record, and each of its apps to an app record and an inventory
+//! item.
+
+mod batch;
+mod graph;
+mod mapping;
+
+use cairn_sdk::records::{App, Device};
+use cairn_sdk::{
+    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
+    Row, Value, View,
+};
+
+pub use mapping::map_device;
+
+pub struct Mdm;
+
+impl Connector for Mdm {
+    fn describe() -> Descriptor {
+        Descriptor {
+            id: "microsoft-intune".into(),
+            area: "mdm".into(),
+            name: "Microsoft Intune".into(),
+            version: "0.2.0".into(),
+            sdk_version: String::new(),
+            config_schema: json!({
+                "type": "object",
+                "required": ["auth_url", "graph_url", "tenant_id", "client_id"],
+                "properties": {
+                    "auth_url": {"type": "string", "pattern": "^https?://", "description": "The identity platform, e.g. https://login.microsoftonline.com"},
+                    "graph_url": {"type": "string", "pattern": "^https?://", "description": "Microsoft Graph, e.g. https://graph.microsoft.com (a national cloud's Graph elsewhere)"},
+                    "tenant_id": {"type": "string", "minLength": 1, "description": "The Entra tenant (directory) id or domain"},
+                    "client_id": {"type": "string", "minLength": 1, "description": "The app registration's application (client) id"},
+                    "client_secret": {"type": "string", "description": "A client secret; or leave it out and give a certificate"},
+                    "certificate_thumbprint": {"type": "string", "description": "The certificate's SHA-1 thumbprint, hex"},
+                    "private_key": {"type": "string", "description": "The certificate's private key, PEM"},
+                    "page_size": {"type": "integer", "minimum": 1, "maximum": 1000}
+                }
+            }),
+            secret_fields: vec!["client_secret".into(), "private_key".into()],
+            streams: vec![graph::MANAGED_DEVICES.into()],
+            requested_hosts: vec!["{config.auth_url}".into(), "{config.graph_url}".into()],
+            auth: AuthScheme::OauthClientCredentials {
+                auth_url_field: "auth_url".into(),
+                tenant_field: "tenant_id".into(),
+                client_id_field: "client_id".into(),
+                client_secret_field: Some("client_secret".into()),
+                thumbprint_field: Some("certificate_thumbprint".into()),
+                private_key_field: Some("private_key".into()),
+                scope: "https://graph.microsoft.com/.default".into(),
+            },
+            collections: vec![
+                Collection::of::<Device>(mapping::DEVICES).searching(&[
+                    "name",
+                    "user",
+                    "os_version",
+                    "serial_number",
+                ]),
+                Collection::of::<App>(mapping::APPS).searching(&["name", "vendor"]),
+            ],
+            views: vec![
+                View::List {
+                    path: "devices".into(),
+                    collection: mapping::DEVICES.into(),
+                    summary: "Devices synced from Intune".into(),
+                },
+                View::Aggregate {
+                    path: "apps".into(),
+                    collection: mapping::APPS.into(),
+                    summary: "Detected apps deduplicated by name, with the devices reporting each"
+                        .into(),
+                    by: "name".into(),
+                },
+            ],
+            actions: vec![],
+            // A page's apps are fetched in batches of 20 devices, a few at once.
+            max_concurrent_requests: 4,
+            config_from: None,
+            webhook: None,
+        }
+    }
+
+    fn check(config: &Config) -> Result<(), Error> {
+        graph::first_device(config).map(|_| ())
+    }
+
+    fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        if stream != graph::MANAGED_DEVICES {
+            return Err(Error::Config(format!("unknown stream {stream}")));
+        }
+        graph::fetch_devices(config, cursor)
+    }
+
+    fn map_record(_stream: &str, record: &Value) -> Result<Vec<Row>, String> {
+        map_device(record)
+    }
+}
+
+export_connector!(Mdm);
+
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
