@@ -4,6 +4,7 @@ mod areas;
 mod auth;
 mod csv_sources;
 mod device_search;
+mod directory;
 mod integrations;
 mod inventory;
 mod invites;

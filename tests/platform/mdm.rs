@@ -25,7 +25,7 @@ async fn app(backend: Backend) -> Option<TestApp> {
     .await
 }
 
-fn device(id: &str, name: &str, os: &str, upn: &str) -> Value {
+pub(crate) fn device(id: &str, name: &str, os: &str, upn: &str) -> Value {
     json!({
         "@odata.type": "#microsoft.graph.managedDevice", "id": id, "deviceName": name,
         "operatingSystem": os, "osVersion": "10.0.22631.3447", "userPrincipalName": upn,
@@ -41,7 +41,7 @@ fn app_entry(id: &str, name: &str, version: &str) -> Value {
            "publisher": "Publisher Inc.", "platform": "windows"})
 }
 
-fn graph_data() -> GraphData {
+pub(crate) fn graph_data() -> GraphData {
     let mut data = GraphData {
         devices: vec![
             device("d-1", "LAPTOP-01", "Windows", "ada@contoso.example"),
@@ -75,7 +75,7 @@ fn graph_data() -> GraphData {
     data
 }
 
-fn config(idp: &FakeOauth, graph: &FakeGraph) -> Value {
+pub(crate) fn config(idp: &FakeOauth, graph: &FakeGraph) -> Value {
     json!({
         "auth_url": idp.base_url, "graph_url": graph.base_url, "tenant_id": DIRECTORY_TENANT,
         "client_id": CLIENT_ID, "certificate_thumbprint": THUMBPRINT_SHA256,
@@ -83,16 +83,20 @@ fn config(idp: &FakeOauth, graph: &FakeGraph) -> Value {
     })
 }
 
-async fn sync(app: &TestApp, account: &Account) -> Value {
+pub(crate) async fn sync(app: &TestApp, account: &Account, area: &str) -> Value {
     let started = app
-        .post("/api/v1/mdm/sync", &account.bearer(), json!({}))
+        .post(
+            &format!("/api/v1/{area}/sync"),
+            &account.bearer(),
+            json!({}),
+        )
         .await;
     assert_eq!(started.status, 202, "{}", started.text);
     app.wait_for_job(account, started.body["job_id"].as_str().unwrap())
         .await
 }
 
-fn names(list: &Value, field: &str) -> Vec<String> {
+pub(crate) fn names(list: &Value, field: &str) -> Vec<String> {
     let mut names: Vec<String> = list["items"]
         .as_array()
         .unwrap()
@@ -122,7 +126,7 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
     // The PS256 assertion with the SHA-256 thumbprint was verified.
     assert!(idp.state.lock().unwrap().assertions_verified >= 1);
 
-    let job = sync(&app, &owner).await;
+    let job = sync(&app, &owner, "mdm").await;
     assert_eq!(job["status"], "success", "{job}");
     {
         let data = graph.data.lock().unwrap();
@@ -181,13 +185,10 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
         data.devices.retain(|d| d["id"] != "d-1");
         data.apps.remove("d-1");
     }
-    let job = sync(&app, &owner).await;
+    let job = sync(&app, &owner, "mdm").await;
     assert_eq!(job["status"], "success", "{job}");
     let devices = app.get("/api/v1/mdm/devices", &owner.bearer()).await;
-    assert_eq!(
-        names(&devices.body, "device_name"),
-        ["LAPTOP-02", "MAC-01"]
-    );
+    assert_eq!(names(&devices.body, "device_name"), ["LAPTOP-02", "MAC-01"]);
     let apps = app.get("/api/v1/mdm/apps", &owner.bearer()).await;
     assert_eq!(names(&apps.body, "name"), ["Google Chrome"]);
     let stats = app.get("/api/v1/mdm/stats", &owner.bearer()).await;
@@ -216,7 +217,11 @@ async fn graph_refusals_are_auth_errors_with_the_permissions(backend: Backend) {
         .post("/api/v1/mdm/test-connection", &owner.bearer(), json!({}))
         .await;
     tested.assert_error(502);
-    assert_eq!(tested.body["type"], "upstream_auth_error", "{}", tested.text);
+    assert_eq!(
+        tested.body["type"], "upstream_auth_error",
+        "{}",
+        tested.text
+    );
     assert_eq!(tested.body["upstream_status"], 403);
     assert!(
         tested.text.contains("Authorization_RequestDenied"),
@@ -224,7 +229,10 @@ async fn graph_refusals_are_auth_errors_with_the_permissions(backend: Backend) {
         tested.text
     );
     let hint = tested.body["permission_hint"].as_str().unwrap();
-    assert!(hint.contains("DeviceManagementManagedDevices.Read.All"), "{hint}");
+    assert!(
+        hint.contains("DeviceManagementManagedDevices.Read.All"),
+        "{hint}"
+    );
     assert!(hint.contains("DeviceManagementApps.Read.All"), "{hint}");
     app.finish().await;
 }

@@ -6,11 +6,13 @@
 //! lower-case `retry-after` of a fraction of a second), answers one device
 //! page with a 503 once, or refuses everything with Graph's 403 error body.
 //! Bearer tokens must come from the [`FakeOauth`] it is started with.
+//! For the directory: `/v1.0/users`, `/v1.0/groups` and
+//! `/v1.0/groups/{id}/members`, paged the same way.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,6 +27,12 @@ pub struct GraphData {
     /// Detected apps by device id.
     pub apps: HashMap<String, Vec<Value>>,
     pub device_page_size: usize,
+    /// Directory users, groups and each group's members.
+    pub users: Vec<Value>,
+    pub groups: Vec<Value>,
+    pub members: HashMap<String, Vec<Value>>,
+    /// Page size of users, groups and members (1 when unset).
+    pub directory_page_size: usize,
     pub apps_page_size: usize,
     /// Device ids whose first apps sub-request is answered 429.
     pub throttle_once: HashSet<String>,
@@ -63,6 +71,9 @@ impl FakeGraph {
         let app = axum::Router::new()
             .route("/v1.0/deviceManagement/managedDevices", get(devices))
             .route("/beta/$batch", post(batch))
+            .route("/v1.0/users", get(users))
+            .route("/v1.0/groups", get(groups))
+            .route("/v1.0/groups/{id}/members", get(members))
             .with_state(shared);
         tokio::spawn(async move { axum::serve(listener, app).await });
         FakeGraph { base_url, data }
@@ -212,4 +223,85 @@ async fn batch(
     // Graph answers in any order.
     responses.reverse();
     axum::Json(json!({"responses": responses})).into_response()
+}
+
+/// A page of `items` at `path`, by `$skiptoken`, with `@odata.nextLink`.
+fn directory_page(
+    shared: &Shared,
+    path: &str,
+    items: &[Value],
+    query: &HashMap<String, String>,
+) -> Response {
+    let size = shared.data.lock().unwrap().directory_page_size.max(1);
+    let skip: usize = query
+        .get("$skiptoken")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    let mut body = json!({"value": items.iter().skip(skip).take(size).collect::<Vec<_>>()});
+    if skip + size < items.len() {
+        body["@odata.nextLink"] = json!(format!(
+            "{}{path}?$skiptoken={}",
+            shared.base_url,
+            skip + size
+        ));
+    }
+    axum::Json(body).into_response()
+}
+
+async fn users(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(refusal) = refused(&shared, &headers) {
+        return refusal;
+    }
+    // The connector must ask for the proxy addresses, as Graph leaves
+    // them out of a user unless selected.
+    let selects_proxy = query
+        .get("$select")
+        .is_some_and(|s| s.split(',').any(|f| f == "proxyAddresses"));
+    let mut users = shared.data.lock().unwrap().users.clone();
+    if !selects_proxy {
+        for user in &mut users {
+            user.as_object_mut().unwrap().remove("proxyAddresses");
+        }
+    }
+    directory_page(&shared, "/v1.0/users", &users, &query)
+}
+
+async fn groups(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(refusal) = refused(&shared, &headers) {
+        return refusal;
+    }
+    let groups = shared.data.lock().unwrap().groups.clone();
+    directory_page(&shared, "/v1.0/groups", &groups, &query)
+}
+
+async fn members(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(refusal) = refused(&shared, &headers) {
+        return refusal;
+    }
+    let Some(members) = shared.data.lock().unwrap().members.get(&id).cloned() else {
+        return graph_error(
+            StatusCode::NOT_FOUND,
+            "Request_ResourceNotFound",
+            "no such group",
+        );
+    };
+    directory_page(
+        &shared,
+        &format!("/v1.0/groups/{id}/members"),
+        &members,
+        &query,
+    )
 }

@@ -114,7 +114,8 @@ async fn token(
             return refuse("AADSTS700027: Client assertion contains an invalid signature.");
         };
         let encoded = |hex_digits: &str| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hex::decode(hex_digits).unwrap())
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(hex::decode(hex_digits).unwrap())
         };
         let thumbprint_matches = match decoded.header.alg {
             jsonwebtoken::Algorithm::PS256 => {

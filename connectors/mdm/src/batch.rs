@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cairn_sdk::{http, json, Config, Error, Value};
 
-use crate::graph;
+use crate::graph::PERMISSION_HINT;
 
 /// Graph refuses a batch of more than 20 requests.
 const SUB_REQUESTS_PER_CALL: usize = 20;
@@ -26,7 +26,7 @@ struct Pending {
 
 /// `devices` with each one's detected apps under `_detectedApps`.
 pub fn attach_apps(config: &Config, mut devices: Vec<Value>) -> Result<Vec<Value>, Error> {
-    let beta = format!("{}/beta", graph::graph_url(config)?);
+    let beta = format!("{}/beta", microsoft_graph::graph_url(config)?);
     let mut apps: Vec<Vec<Value>> = vec![Vec::new(); devices.len()];
     let mut pending: Vec<Pending> = devices
         .iter()
@@ -83,7 +83,7 @@ fn send_round(beta: &str, pending: &[Pending], apps: &mut [Vec<Value>]) -> Resul
     };
     for (chunk, answer) in chunks.iter().zip(http::send_all(&requests)) {
         let answer = answer?;
-        let body = graph::answer(answer.status, &answer.body)?;
+        let body = microsoft_graph::answer(answer.status, &answer.body, PERMISSION_HINT)?;
         let mut answered = vec![false; chunk.len()];
         for sub in body["responses"].as_array().into_iter().flatten() {
             // Answers come in any order; ids are indexes into the chunk.
@@ -117,7 +117,13 @@ fn send_round(beta: &str, pending: &[Pending], apps: &mut [Vec<Value>]) -> Resul
                     }
                     round.again.push(request.clone());
                 }
-                _ => return Err(graph::error(status, &sub["body"])),
+                _ => {
+                    return Err(microsoft_graph::error(
+                        status,
+                        &sub["body"],
+                        PERMISSION_HINT,
+                    ))
+                }
             }
         }
         round.again.extend(

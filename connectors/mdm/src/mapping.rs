@@ -4,19 +4,12 @@
 
 use cairn_sdk::records::{App, Device, RecordType};
 use cairn_sdk::{InventoryItem, Row, SourceRecord, Value};
+use microsoft_graph::text;
 
 /// The collection of managed devices.
 pub const DEVICES: &str = "devices";
 /// The collection of detected apps, one record per (device, app).
 pub const APPS: &str = "apps";
-
-fn text(value: &Value) -> Option<String> {
-    value
-        .as_str()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
 
 /// Intune's `operatingSystem` as the area's platform.
 fn platform(operating_system: &str) -> String {

@@ -10,6 +10,7 @@ mod batches;
 mod sqlite_lower;
 
 pub use batches::WriteBatches;
+pub use sqlite_lower::lower;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -260,6 +260,68 @@ pub async fn related(
     .await
 }
 
+/// A record of some source, for joins across sources.
+#[derive(Debug, sqlx::FromRow)]
+pub struct SourcedRecord {
+    pub source: String,
+    pub record_key: String,
+    pub device_name: Option<String>,
+    pub body: String,
+}
+
+/// The tenant's records typed `record_type` of every source but
+/// `except_source` whose key, ignoring case, is one of `keys`.
+pub async fn of_type_by_keys(
+    db: &Db,
+    tenant: &TenantId,
+    record_type: &str,
+    except_source: &str,
+    keys: &[String],
+) -> sqlx::Result<Vec<SourcedRecord>> {
+    sqlx::query_as(&format!(
+        "SELECT source, record_key, device_name, body FROM source_records \
+         WHERE tenant_id = $1 AND record_type = $2 AND source <> $3 AND LOWER(record_key) IN ({}) \
+         ORDER BY source, record_key LIMIT {RELATED_CAP}",
+        crate::db::json_text_values(db.backend, 4)
+    ))
+    .bind(tenant.as_str())
+    .bind(record_type)
+    .bind(except_source)
+    .bind(lowered_json(keys))
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The tenant's records typed `record_type` whose text field `field`,
+/// ignoring case, is one of `values`.
+pub async fn of_type_by_field(
+    db: &Db,
+    tenant: &TenantId,
+    record_type: &str,
+    field: &str,
+    values: &[String],
+) -> sqlx::Result<Vec<SourcedRecord>> {
+    sqlx::query_as(&format!(
+        "SELECT source, record_key, device_name, body FROM source_records \
+         WHERE tenant_id = $1 AND record_type = $2 AND LOWER({}) IN ({}) \
+         ORDER BY device_name, source, record_key LIMIT {RELATED_CAP}",
+        field_text(db.backend, 3),
+        crate::db::json_text_values(db.backend, 4)
+    ))
+    .bind(tenant.as_str())
+    .bind(record_type)
+    .bind(field)
+    .bind(lowered_json(values))
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// `values` lowered as `LOWER` does on both engines, as a JSON array.
+fn lowered_json(values: &[String]) -> String {
+    let lowered: Vec<String> = values.iter().map(|v| crate::db::lower(v)).collect();
+    serde_json::to_string(&lowered).unwrap_or_default()
+}
+
 /// One group of an aggregate view.
 #[derive(Debug, sqlx::FromRow)]
 pub struct Group {

@@ -15,6 +15,7 @@ pub mod seed;
 pub mod seen;
 pub mod storage;
 pub mod sync;
+mod user_links;
 
 pub use routes::{call_error, router};
 

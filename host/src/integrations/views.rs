@@ -3,6 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::collections::{self, FieldFilter, Scope};
+use super::user_links;
 use crate::auth::TenantId;
 use crate::db::Db;
 use crate::http::error::{ApiError, ApiResult};
@@ -146,7 +147,12 @@ pub async fn answer(
             Ok(json!({"items": items, "total": total, "limit": page.limit, "offset": page.offset}))
         }
         View::ByKey { related, .. } | View::ByDeviceName { related, .. } => {
+            let is_user = collection.record_type == user_links::USER;
             let found = match view {
+                // A user is keyed by their lowercased principal name.
+                View::ByKey { .. } if is_user => {
+                    collections::by_key(db, &scope, &crate::db::lower(param)).await?
+                }
                 View::ByKey { .. } => collections::by_key(db, &scope, param).await?,
                 _ => collections::by_device_name(db, &scope, param).await?,
             };
@@ -157,8 +163,11 @@ pub async fn answer(
                 ))
             })?;
             let key = record.record_key.clone();
-            let mut answer = collections::record_json(record);
             let mut attached = Map::new();
+            if is_user {
+                user_links::attach(db, tenant, area, &record, &mut attached).await?;
+            }
+            let mut answer = collections::record_json(record);
             for link in related {
                 let scope = Scope {
                     tenant,

@@ -64,6 +64,26 @@ pub async fn asset_names(
     Ok(names)
 }
 
+/// Devices whose inventory rows name one of `emails` (ignoring case) as
+/// their user: (device name, source) pairs, by name.
+pub async fn devices_of_users(
+    db: &Db,
+    tenant: &TenantId,
+    emails: &[String],
+) -> sqlx::Result<Vec<(String, String)>> {
+    let lowered: Vec<String> = emails.iter().map(|e| crate::db::lower(e)).collect();
+    sqlx::query_as(&format!(
+        "SELECT DISTINCT device_name, source FROM inventory_items \
+         WHERE tenant_id = $1 AND device_name IS NOT NULL AND LOWER(user_email) IN ({}) \
+         ORDER BY device_name, source LIMIT 1000",
+        crate::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(&lowered).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await
+}
+
 /// Items of one asset (all its names), by application then version.
 pub async fn items_of_device(
     db: &Db,

@@ -1,0 +1,89 @@
+//! A directory user joined to what else names them (spec "Directory user").
+//! The match set is the user's key, UPN, mail and aliases, lowercased. The
+//! user rows of other sources (CSV rosters) whose e-mail is in the set are
+//! attached, with their `flags` folded onto the user; the devices whose
+//! user is in the set, from device records of any area and from inventory
+//! rows, are the user's linked devices.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::collections::{self, StoredRecord};
+use crate::auth::TenantId;
+use crate::db::Db;
+
+/// The record type whose views get the joins.
+pub const USER: &str = "user";
+
+/// The lowercased addresses that name the user of `record`.
+fn match_set(record: &StoredRecord) -> Vec<String> {
+    let fields: Value = serde_json::from_str(&record.fields).unwrap_or(Value::Null);
+    let mut set: Vec<String> = std::iter::once(record.record_key.as_str())
+        .chain(fields["upn"].as_str())
+        .chain(fields["mail"].as_str())
+        .chain(
+            fields["aliases"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        )
+        .map(|address| crate::db::lower(address.trim()))
+        .filter(|address| !address.is_empty())
+        .collect();
+    set.sort();
+    set.dedup();
+    set
+}
+
+/// Adds `flags`, `enrichment` and `linked_devices` to `answer`, the view
+/// of `record` of `area`.
+pub async fn attach(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+    record: &StoredRecord,
+    answer: &mut Map<String, Value>,
+) -> sqlx::Result<()> {
+    let set = match_set(record);
+    let rows = collections::of_type_by_keys(db, tenant, USER, area, &set).await?;
+    let mut flags = Map::new();
+    let mut enrichment = Vec::with_capacity(rows.len());
+    for row in rows {
+        let body: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
+        for (name, value) in body["flags"].as_object().into_iter().flatten() {
+            // A flag one roster sets stays set whatever another says.
+            if flags.get(name) != Some(&Value::Bool(true)) {
+                flags.insert(name.clone(), value.clone());
+            }
+        }
+        enrichment.push(json!({"source": row.source, "key": row.record_key, "record": body}));
+    }
+    // Device name (as first seen) -> the sources that link it.
+    let mut devices: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    let mut link = |name: String, source: String| {
+        let entry = devices
+            .entry(crate::db::lower(&name))
+            .or_insert_with(|| (name, Vec::new()));
+        if !entry.1.contains(&source) {
+            entry.1.push(source);
+        }
+    };
+    for device in collections::of_type_by_field(db, tenant, "device", "user", &set).await? {
+        if let Some(name) = device.device_name {
+            link(name, device.source);
+        }
+    }
+    for (name, source) in crate::inventory::storage::devices_of_users(db, tenant, &set).await? {
+        link(name, source);
+    }
+    let linked: Vec<Value> = devices
+        .into_values()
+        .map(|(name, sources)| json!({"device_name": name, "sources": sources}))
+        .collect();
+    answer.insert("flags".into(), Value::Object(flags));
+    answer.insert("enrichment".into(), Value::Array(enrichment));
+    answer.insert("linked_devices".into(), Value::Array(linked));
+    Ok(())
+}
