@@ -53,6 +53,8 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
     );
     // One user, group or member a page.
     data.directory_page_size = 1;
+    // MAC-01's primary user is Ada under an alias.
+    data.devices[2]["userPrincipalName"] = json!("A.Lovelace@Contoso.example");
     let graph = FakeGraph::start(&idp, data).await;
     let dir = connectors_dir(
         &[
@@ -146,7 +148,10 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
     assert_eq!(ada.body["enrichment"][0]["source"], "badge-roster");
     assert_eq!(
         ada.body["linked_devices"],
-        json!([{"device_name": "LAPTOP-01", "sources": ["mdm"]}])
+        json!([
+            {"device_name": "LAPTOP-01", "sources": ["mdm"]},
+            {"device_name": "MAC-01", "sources": ["mdm"]}
+        ])
     );
     let grace = app
         .get(
@@ -162,6 +167,30 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
         ),
         ["LAPTOP-02"]
     );
+
+    // The device views show a device's user as the directory user, by
+    // UPN or by alias.
+    let devices = app.get("/api/v1/devices/devices", &owner.bearer()).await;
+    let user_of = |name: &str| {
+        devices.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["device_name"] == name)
+            .map(|d| d["directory_user"]["upn"].clone())
+            .unwrap()
+    };
+    assert_eq!(user_of("LAPTOP-01"), "ada@contoso.example", "{}", devices.text);
+    assert_eq!(user_of("MAC-01"), "ada@contoso.example");
+    assert_eq!(user_of("LAPTOP-02"), "grace@contoso.example");
+    let rollup = app.wait_for_rollup(&owner).await;
+    assert_eq!(rollup["status"], "success", "{rollup}");
+    let asset = app
+        .get("/api/v1/devices/by-name/mac-01", &owner.bearer())
+        .await;
+    assert_eq!(asset.status, 200, "{}", asset.text);
+    assert_eq!(asset.body["directory_user"]["upn"], "ada@contoso.example");
+    assert_eq!(asset.body["directory_user"]["source"], "directory");
 
     // Another tenant sees none of it.
     let other = app.register("other@msp.example").await;

@@ -245,6 +245,8 @@ pub struct AssetView {
     /// Application names; only in single-asset responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applications: Option<Vec<String>>,
+    /// The user as a directory area knows them, when one does.
+    pub directory_user: Option<crate::integrations::DirectoryUser>,
 }
 
 fn json(raw: Option<&str>) -> Option<Value> {
@@ -270,6 +272,7 @@ impl AssetView {
             last_seen: to_rfc3339(row.last_seen),
             applications: with_applications
                 .then(|| serde_json::from_str(&row.applications).unwrap_or_default()),
+            directory_user: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! (see `inventory::rollup`), searchable with the structured search.
 
 pub mod assets;
+mod directory_users;
 mod routes;
 mod storage;
 

@@ -7,6 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::assets::{self, AssetRow, AssetView};
+use super::directory_users;
 use super::storage::{self, DeviceStats, DeviceView};
 use crate::app::AppState;
 use crate::auth::Caller;
@@ -77,7 +78,7 @@ async fn unique_devices(
         .filter(|p| p.descriptor.target == "device")
         .map(|p| p.descriptor.key.clone())
         .collect();
-    let (items, total) = storage::devices(
+    let (mut items, total) = storage::devices(
         &state.db,
         &caller.tenant_id,
         params.search.as_deref(),
@@ -86,6 +87,7 @@ async fn unique_devices(
         limit,
     )
     .await?;
+    directory_users::attach(&state, &caller.tenant_id, &mut items).await?;
     Ok(Json(Page {
         items,
         total,
@@ -120,7 +122,7 @@ async fn search_assets(
 ) -> ApiResult<Json<Page<AssetView>>> {
     let page: Page<AssetRow> =
         search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    Ok(Json(page.map(|r| AssetView::from_row(r, false))))
+    asset_page(&state, &caller, page).await
 }
 
 /// One asset by its managed-device UUID (or the device id a source
@@ -133,10 +135,29 @@ async fn by_device_id(
     caller: Caller,
     Path(device_id): Path<String>,
 ) -> ApiResult<Json<AssetView>> {
-    storage::asset_where(&state.db, &caller.tenant_id, "a.device_id = $2", &device_id)
+    let row = storage::asset_where(&state.db, &caller.tenant_id, "a.device_id = $2", &device_id)
         .await?
-        .map(|row| Json(AssetView::from_row(row, true)))
-        .ok_or(ApiError::NotFound("device"))
+        .ok_or(ApiError::NotFound("device"))?;
+    one_asset(&state, &caller, row).await
+}
+
+/// A page of assets' views with their directory users.
+async fn asset_page(
+    state: &AppState,
+    caller: &Caller,
+    page: Page<AssetRow>,
+) -> ApiResult<Json<Page<AssetView>>> {
+    let mut page = page.map(|r| AssetView::from_row(r, false));
+    directory_users::attach(state, &caller.tenant_id, &mut page.items).await?;
+    Ok(Json(page))
+}
+
+/// One asset's view with its applications and its directory user.
+async fn one_asset(state: &AppState, caller: &Caller, row: AssetRow) -> ApiResult<Json<AssetView>> {
+    let mut views = [AssetView::from_row(row, true)];
+    directory_users::attach(state, &caller.tenant_id, &mut views).await?;
+    let [view] = views;
+    Ok(Json(view))
 }
 
 /// One asset by any of its names: the full DNS name and its 15-character
@@ -153,10 +174,10 @@ async fn by_name(
     if key.is_empty() {
         return Err(ApiError::NotFound("device"));
     }
-    storage::asset_where(&state.db, &caller.tenant_id, "a.asset_key = $2", &key)
+    let row = storage::asset_where(&state.db, &caller.tenant_id, "a.asset_key = $2", &key)
         .await?
-        .map(|row| Json(AssetView::from_row(row, true)))
-        .ok_or(ApiError::NotFound("device"))
+        .ok_or(ApiError::NotFound("device"))?;
+    one_asset(&state, &caller, row).await
 }
 
 /// Devices and inventory items per reporting integration.
@@ -196,5 +217,5 @@ async fn by_application(
     };
     let page: Page<AssetRow> =
         search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    Ok(Json(page.map(|r| AssetView::from_row(r, false))))
+    asset_page(&state, &caller, page).await
 }

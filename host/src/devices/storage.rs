@@ -57,6 +57,8 @@ pub struct DeviceView {
     /// on the exact name or its first 15 characters.
     #[schema(value_type = Object)]
     pub enrichment: BTreeMap<String, Value>,
+    /// The user as a directory area knows them, when one does.
+    pub directory_user: Option<crate::integrations::DirectoryUser>,
 }
 
 /// Unique device names across every source, with the enrichment of CSV
@@ -124,6 +126,7 @@ pub async fn devices(
                 sources,
                 last_seen: to_rfc3339(last_seen),
                 enrichment: matched,
+                directory_user: None,
             }
         })
         .collect();

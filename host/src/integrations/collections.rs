@@ -316,6 +316,47 @@ pub async fn of_type_by_field(
     .await
 }
 
+/// A user record and the fields that name them.
+#[derive(Debug, sqlx::FromRow)]
+pub struct UserRecord {
+    pub source: String,
+    pub record_key: String,
+    pub fields: String,
+}
+
+/// The tenant's records typed `user` of `sources` whose key, `mail` or one
+/// of whose `aliases` is, ignoring case, one of `addresses`.
+pub async fn users_named(
+    db: &Db,
+    tenant: &TenantId,
+    sources: &[String],
+    addresses: &[String],
+) -> sqlx::Result<Vec<UserRecord>> {
+    let addresses_in = crate::db::json_text_values(db.backend, 3);
+    let aliases = match db.backend {
+        Backend::Sqlite => "SELECT value FROM json_each(COALESCE(json_extract(fields, '$.aliases'), '[]'))".to_string(),
+        Backend::Postgres => "SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(CAST(fields AS jsonb) -> 'aliases') = 'array' \
+             THEN CAST(fields AS jsonb) -> 'aliases' ELSE CAST('[]' AS jsonb) END) AS value".to_string(),
+    };
+    let mail = match db.backend {
+        Backend::Sqlite => "CAST(json_extract(fields, '$.mail') AS TEXT)",
+        Backend::Postgres => "(CAST(fields AS jsonb) ->> 'mail')",
+    };
+    sqlx::query_as(&format!(
+        "SELECT source, record_key, fields FROM source_records \
+         WHERE tenant_id = $1 AND record_type = 'user' AND source IN ({}) AND ( \
+           LOWER(record_key) IN ({addresses_in}) OR LOWER({mail}) IN ({addresses_in}) \
+           OR EXISTS (SELECT 1 FROM ({aliases}) AS alias WHERE LOWER(alias.value) IN ({addresses_in}))) \
+         ORDER BY source, record_key LIMIT {RELATED_CAP}",
+        crate::db::json_text_values(db.backend, 2),
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(sources).unwrap_or_default())
+    .bind(lowered_json(addresses))
+    .fetch_all(&db.pool)
+    .await
+}
+
 /// `values` lowered as `LOWER` does on both engines, as a JSON array.
 fn lowered_json(values: &[String]) -> String {
     let lowered: Vec<String> = values.iter().map(|v| crate::db::lower(v)).collect();

@@ -21,6 +21,7 @@ pub use routes::{call_error, router};
 
 mod views;
 pub use secrets::SecretBox;
+pub use user_links::{directory_users_named, DirectoryUser};
 
 /// Shown instead of a stored secret; sending it back keeps the secret.
 pub const REDACTED: &str = "********";

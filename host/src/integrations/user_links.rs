@@ -5,7 +5,7 @@
 //! user is in the set, from device records of any area and from inventory
 //! rows, are the user's linked devices.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Map, Value};
 
@@ -16,10 +16,11 @@ use crate::db::Db;
 /// The record type whose views get the joins.
 pub const USER: &str = "user";
 
-/// The lowercased addresses that name the user of `record`.
-fn match_set(record: &StoredRecord) -> Vec<String> {
-    let fields: Value = serde_json::from_str(&record.fields).unwrap_or(Value::Null);
-    let mut set: Vec<String> = std::iter::once(record.record_key.as_str())
+/// The lowercased addresses that name the user keyed `key` with `fields`
+/// (JSON text).
+fn match_set(key: &str, fields: &str) -> Vec<String> {
+    let fields: Value = serde_json::from_str(fields).unwrap_or(Value::Null);
+    let mut set: Vec<String> = std::iter::once(key)
         .chain(fields["upn"].as_str())
         .chain(fields["mail"].as_str())
         .chain(
@@ -46,7 +47,7 @@ pub async fn attach(
     record: &StoredRecord,
     answer: &mut Map<String, Value>,
 ) -> sqlx::Result<()> {
-    let set = match_set(record);
+    let set = match_set(&record.record_key, &record.fields);
     let rows = collections::of_type_by_keys(db, tenant, USER, area, &set).await?;
     let mut flags = Map::new();
     let mut enrichment = Vec::with_capacity(rows.len());
@@ -86,4 +87,48 @@ pub async fn attach(
     answer.insert("enrichment".into(), Value::Array(enrichment));
     answer.insert("linked_devices".into(), Value::Array(linked));
     Ok(())
+}
+
+/// A device's user as a directory knows them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct DirectoryUser {
+    /// The user's key in the directory (the lowercased UPN).
+    pub upn: String,
+    pub display_name: Option<String>,
+    /// The area that synced the user.
+    pub source: String,
+}
+
+/// The directory users (user records of the areas whose connectors declare
+/// a user collection) named by `addresses`, by lowercased address: a user is
+/// named by their key, mail and aliases.
+pub async fn directory_users_named(
+    db: &Db,
+    plugins: &crate::plugins::Plugins,
+    tenant: &TenantId,
+    addresses: &[String],
+) -> sqlx::Result<HashMap<String, DirectoryUser>> {
+    let mut named = HashMap::new();
+    let mut areas: Vec<String> = plugins
+        .connectors
+        .iter()
+        .filter(|c| c.descriptor.collections.iter().any(|k| k.record_type == USER))
+        .map(|c| c.descriptor.area.clone())
+        .collect();
+    areas.dedup();
+    if areas.is_empty() || addresses.is_empty() {
+        return Ok(named);
+    }
+    for user in collections::users_named(db, tenant, &areas, addresses).await? {
+        let fields: Value = serde_json::from_str(&user.fields).unwrap_or(Value::Null);
+        let directory_user = DirectoryUser {
+            upn: user.record_key.clone(),
+            display_name: fields["display_name"].as_str().map(String::from),
+            source: user.source.clone(),
+        };
+        for address in match_set(&user.record_key, &user.fields) {
+            named.entry(address).or_insert_with(|| directory_user.clone());
+        }
+    }
+    Ok(named)
 }
