@@ -5,6 +5,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_graph::{FakeGraph, GraphData};
+use cairn_tests::fake_oauth::{
+    FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT, PRIVATE_KEY, THUMBPRINT_SHA256,
+};
 use cairn_tests::fake_rmm::{
     computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
 };
@@ -49,7 +53,24 @@ async fn no_secret_is_ever_logged() {
     })
     .await;
     let s3 = FakeS3::start().await;
-    let connectors = connectors_dir(&["connectors/rmm"], &[]);
+    let idp = FakeOauth::start().await;
+    let mut graph_data = GraphData {
+        devices: vec![
+            json!({"id": "d-1", "deviceName": "LAPTOP-01", "operatingSystem": "Windows"}),
+        ],
+        device_page_size: 10,
+        apps_page_size: 10,
+        users: vec![json!({"id": "u-1", "userPrincipalName": "ada@contoso.example"})],
+        ..GraphData::default()
+    };
+    graph_data.apps.insert("d-1".into(), vec![]);
+    // A throttled sub-request, whose retry is logged.
+    graph_data.throttle_once.insert("d-1".into());
+    let graph = FakeGraph::start(&idp, graph_data).await;
+    let connectors = connectors_dir(
+        &["connectors/rmm", "connectors/mdm", "connectors/directory"],
+        &[],
+    );
     let app = TestApp::start_with(Backend::Sqlite, |s| {
         s3.configure(s);
         s.smtp_host = "127.0.0.1".into();
@@ -113,6 +134,41 @@ async fn no_secret_is_ever_logged() {
         .to_string();
     let done = app.wait_for_job(&owner, &job_id).await;
     assert_eq!(done["status"], "success", "{done}");
+    // Graph with a certificate (mdm) and with a client secret (directory).
+    for (area, credentials) in [
+        (
+            "mdm",
+            json!({"certificate_thumbprint": THUMBPRINT_SHA256, "private_key": PRIVATE_KEY}),
+        ),
+        ("directory", json!({"client_secret": CLIENT_SECRET})),
+    ] {
+        let mut config = json!({"auth_url": idp.base_url, "graph_url": graph.base_url,
+            "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID});
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(credentials.as_object().unwrap().clone());
+        let saved = app
+            .post(&format!("/api/v1/{area}/config"), &owner.bearer(), config)
+            .await;
+        assert_eq!(saved.status, 200, "{}", saved.text);
+        let job_id = app
+            .post(&format!("/api/v1/{area}/sync"), &owner.bearer(), json!({}))
+            .await
+            .body["job_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let done = app.wait_for_job(&owner, &job_id).await;
+        assert_eq!(done["status"], "success", "{done}");
+    }
+    let assertions = idp.state.lock().unwrap().assertions.clone();
+    assert!(!assertions.is_empty());
+    let private_key_lines: Vec<String> = PRIVATE_KEY
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(String::from)
+        .collect();
     let upstream_tokens: Vec<String> = rmm.data.lock().unwrap().tokens.keys().cloned().collect();
     assert!(!upstream_tokens.is_empty());
     // A failing login: the upstream refuses a wrong password.
@@ -208,10 +264,14 @@ async fn no_secret_is_ever_logged() {
         &presigned_signature,
         RMM_PASSWORD,
         WRONG_RMM_PASSWORD,
+        CLIENT_SECRET,
     ]
     .into_iter()
     .map(str::to_string)
     .chain(upstream_tokens)
+    .chain(idp.issued_tokens())
+    .chain(assertions)
+    .chain(private_key_lines)
     {
         assert!(
             !logs.contains(&secret),

@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 
 use super::mdm::{config as mdm_config, graph_data, names, sync};
 
-backend_tests!(directory_users_are_joined_to_rosters_groups_and_devices);
+backend_tests!(
+    directory_users_are_joined_to_rosters_groups_and_devices,
+    the_directory_is_seeded_from_the_mdm_registration
+);
 
 fn user(upn: &str, mail: &str, proxy_addresses: Value) -> Value {
     json!({"id": format!("id-{upn}"), "userPrincipalName": upn, "mail": mail,
@@ -180,7 +183,12 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
             .map(|d| d["directory_user"]["upn"].clone())
             .unwrap()
     };
-    assert_eq!(user_of("LAPTOP-01"), "ada@contoso.example", "{}", devices.text);
+    assert_eq!(
+        user_of("LAPTOP-01"),
+        "ada@contoso.example",
+        "{}",
+        devices.text
+    );
     assert_eq!(user_of("MAC-01"), "ada@contoso.example");
     assert_eq!(user_of("LAPTOP-02"), "grace@contoso.example");
     let rollup = app.wait_for_rollup(&owner).await;
@@ -203,4 +211,123 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
     let theirs = app.get("/api/v1/directory/users", &other.bearer()).await;
     assert_eq!(theirs.body["items"], json!([]));
     app.finish().await;
+}
+
+/// A certificate and its key in one PEM bundle, as operators deploy them.
+fn bundle() -> String {
+    format!(
+        "-----BEGIN CERTIFICATE-----\nMIIBfakecertificatebody\n-----END CERTIFICATE-----\n{}",
+        cairn_tests::fake_oauth::PRIVATE_KEY
+    )
+}
+
+async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
+    // The database exists before the service starts, with the default
+    // tenant; a second tenant-default area (rmm) has no connector here.
+    let scratch =
+        std::env::temp_dir().join(format!("cairn-seed-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let postgres = match backend {
+        Backend::Postgres => match cairn_tests::PostgresDatabase::create().await {
+            Some(db) => Some(db),
+            None => return,
+        },
+        Backend::Sqlite => None,
+    };
+    let url = match &postgres {
+        Some(db) => db.url.clone(),
+        None => format!("sqlite://{}?mode=rwc", scratch.join("seed.db").display()),
+    };
+    let db = cairn::db::Db::connect(&url, 2).await.unwrap();
+    db.migrate().await.unwrap();
+    let tenant = tenant_of();
+    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'MSP', 'UTC', 0, 0)")
+        .bind(tenant.as_str())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    db.close().await;
+
+    let seeds = json!({"mdm": {
+        "auth_url": "https://login.microsoftonline.com", "graph_url": "https://graph.microsoft.com",
+        "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID,
+        "certificate_thumbprint": cairn_tests::fake_oauth::THUMBPRINT_SHA256,
+        "private_key": bundle()
+    }})
+    .to_string();
+    let dir = connectors_dir(&["connectors/mdm", "connectors/directory"], &[]);
+    let seed_url = url.clone();
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.database_url = seed_url;
+        s.encryption_key = "33".repeat(32);
+        s.default_tenant_id = "tenant-default".into();
+        s.seed_configs = seeds;
+    })
+    .await
+    else {
+        return;
+    };
+    let state = &app.server.state;
+    let stored = |area: &'static str| async move {
+        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant_of(), area)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{area} seeded"))
+    };
+    let mdm = stored("mdm").await;
+    let directory = stored("directory").await;
+    for field in [
+        "tenant_id",
+        "client_id",
+        "certificate_thumbprint",
+        "graph_url",
+        "auth_url",
+    ] {
+        assert_eq!(directory.settings[field], mdm.settings[field], "{field}");
+    }
+    assert_eq!(mdm.secrets["private_key"], bundle());
+    let key = directory.secrets["private_key"].as_str().unwrap();
+    assert!(key.starts_with("-----BEGIN") && key.contains("PRIVATE KEY"));
+    assert!(!key.contains("CERTIFICATE"), "only the key block is reused");
+    assert!(
+        directory.settings.get("private_key").is_none(),
+        "the key is stored as a secret"
+    );
+    app.finish().await;
+
+    // A second start seeds nothing over what is stored.
+    let dir = connectors_dir(&["connectors/mdm", "connectors/directory"], &[]);
+    let changed = json!({"mdm": {"auth_url": "https://changed.example", "graph_url": "https://changed.example",
+        "tenant_id": "other", "client_id": "other", "client_secret": "other-secret"}})
+    .to_string();
+    let seed_url = url.clone();
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.database_url = seed_url;
+        s.encryption_key = "33".repeat(32);
+        s.default_tenant_id = "tenant-default".into();
+        s.seed_configs = changed;
+    })
+    .await
+    else {
+        return;
+    };
+    let state = &app.server.state;
+    let kept =
+        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant_of(), "directory")
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(kept.settings["tenant_id"], DIRECTORY_TENANT);
+    assert!(kept.secrets.get("client_secret").is_none());
+    app.finish().await;
+    if let Some(pg) = postgres {
+        pg.drop().await;
+    }
+    let _ = std::fs::remove_dir_all(scratch);
+}
+
+fn tenant_of() -> cairn::auth::TenantId {
+    cairn::auth::TenantId("tenant-default".into())
 }

@@ -29,6 +29,8 @@ const PUBLIC_KEY: &str = include_str!("keys/oauth-test.pub");
 pub struct OauthState {
     pub base_url: String,
     tokens: Vec<String>,
+    /// Every client assertion presented, verified or not.
+    pub assertions: Vec<String>,
     pub token_requests: u32,
     pub assertions_verified: u32,
 }
@@ -57,6 +59,11 @@ impl FakeOauth {
 
     pub fn token_requests(&self) -> u32 {
         self.state.lock().unwrap().token_requests
+    }
+
+    /// Every access token issued so far.
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.state.lock().unwrap().tokens.clone()
     }
 
     /// Whether `authorization` is a bearer token this platform issued.
@@ -99,6 +106,7 @@ async fn token(
             return refuse("AADSTS7000215: Invalid client secret provided.");
         }
     } else if let Some(assertion) = form.get("client_assertion") {
+        state.assertions.push(assertion.clone());
         let token_url = format!("{}/{DIRECTORY_TENANT}/oauth2/v2.0/token", state.base_url);
         // RS256 with a SHA-1 `x5t`, or PS256 with a SHA-256 `x5t#S256`.
         let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
@@ -130,7 +138,11 @@ async fn token(
     } else {
         return refuse("AADSTS7000216: client_assertion or client_secret is required.");
     }
-    let token = format!("at-{}", state.token_requests);
+    let token = format!(
+        "at-{}-{}",
+        state.token_requests,
+        uuid::Uuid::new_v4().simple()
+    );
     state.tokens.push(token.clone());
     axum::Json(json!({"token_type": "Bearer", "expires_in": 3599, "access_token": token}))
         .into_response()

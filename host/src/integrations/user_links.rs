@@ -112,7 +112,12 @@ pub async fn directory_users_named(
     let mut areas: Vec<String> = plugins
         .connectors
         .iter()
-        .filter(|c| c.descriptor.collections.iter().any(|k| k.record_type == USER))
+        .filter(|c| {
+            c.descriptor
+                .collections
+                .iter()
+                .any(|k| k.record_type == USER)
+        })
         .map(|c| c.descriptor.area.clone())
         .collect();
     areas.dedup();
@@ -127,7 +132,9 @@ pub async fn directory_users_named(
             source: user.source.clone(),
         };
         for address in match_set(&user.record_key, &user.fields) {
-            named.entry(address).or_insert_with(|| directory_user.clone());
+            named
+                .entry(address)
+                .or_insert_with(|| directory_user.clone());
         }
     }
     Ok(named)
