@@ -40,6 +40,7 @@ pub struct GraphData {
     pub fail_page_once: Option<usize>,
     /// Every request answered 403 with Graph's error body.
     pub forbidden: bool,
+    pub device_pages: u32,
     pub batch_calls: u32,
     pub sub_requests: u32,
     pub throttled: u32,
@@ -118,6 +119,7 @@ async fn devices(
         return refusal;
     }
     let mut data = shared.data.lock().unwrap();
+    data.device_pages += 1;
     let top: usize = query
         .get("$top")
         .and_then(|t| t.parse().ok())

@@ -12,6 +12,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("http") => http(),
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
+        Some("mdm") => per_backend("bench-mdm"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
@@ -27,7 +28,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             build_bench("bench-portal")?;
             process::run("target/release/bench-portal", &[], &[])
         }
-        _ => Err("usage: cargo xtask bench <http|jobs|sync|inventory|vuln|csv|portal>".into()),
+        _ => Err("usage: cargo xtask bench <http|jobs|sync|mdm|inventory|vuln|csv|portal>".into()),
     }
 }
 

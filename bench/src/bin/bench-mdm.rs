@@ -1,0 +1,190 @@
+//! Syncs a fake Intune tenant (managed devices with 60 detected apps each,
+//! the apps read per device through Graph JSON batching with 5 % of the
+//! sub-requests throttled once) into a fresh database through the real
+//! pipeline (WASM connector, host HTTP and OAuth, upserts with checkpoints);
+//! prints seconds, rows/s, requests the fake answered and the service's
+//! peak memory (the fakes run in a child process of their own).
+//! Usage: bench-mdm sqlite|postgres [devices]
+//! (`bench-mdm fake-graph <devices>` is the child: it prints the identity
+//! platform's and Graph's URLs, serves until its stdin closes, then prints
+//! its request counts as JSON.)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn::auth::TenantId;
+use cairn::integrations::sync::{SyncCaps, SyncHandler};
+use cairn::integrations::{storage, SecretBox};
+use cairn::jobs::{Queue, QueueTiming, Registry};
+use cairn::plugins::Plugins;
+use cairn_tests::fake_graph::{FakeGraph, GraphData};
+use cairn_tests::fake_oauth::{FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT};
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+const APPS_PER_DEVICE: usize = 60;
+/// One device in this many has its apps sub-request throttled once.
+const THROTTLED_ONE_IN: usize = 20;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
+    let devices: usize = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    if backend == "fake-graph" {
+        return serve_fakes(devices).await;
+    }
+    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["fake-graph", &devices.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
+    let auth_url = lines.next_line().await?.expect("the fake prints its URLs");
+    let graph_url = lines.next_line().await?.expect("the fake prints its URLs");
+
+    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/mdm"], &[]);
+    let (db, url) = cairn_bench::fresh_database(&backend).await?;
+    let settings = cairn::settings::Settings {
+        connectors_dir,
+        data_dir: std::env::temp_dir().join(format!("cairn-bench-mdm-{}", std::process::id())),
+        plugin_plain_http_hosts: "127.0.0.1".into(),
+        outbound_private_networks: "127.0.0.0/8".into(),
+        ..Default::default()
+    }
+    .prepare()?;
+    let plugins = Arc::new(Plugins::load(&settings).await?);
+    let secrets = SecretBox::new(&settings.encryption_key)?;
+    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
+    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
+        .bind(tenant.as_str())
+        .execute(&db.pool)
+        .await?;
+    storage::save_config(
+        &db,
+        &secrets,
+        &tenant,
+        "mdm",
+        storage::NewConfig {
+            connector: "microsoft-intune",
+            settings: &json!({"auth_url": auth_url, "graph_url": graph_url,
+                "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID, "page_size": 250}),
+            secrets: &json!({"client_secret": CLIENT_SECRET}),
+            switching: false,
+        },
+    )
+    .await?;
+    let mut registry = Registry::default();
+    registry.register(
+        "mdm_sync",
+        SyncHandler {
+            plugins: plugins.clone(),
+            secrets,
+            area: "mdm".into(),
+            caps: SyncCaps::from_settings(&settings),
+        },
+        Duration::from_secs(1200),
+    );
+    let queue = Arc::new(Queue::new(
+        db.clone(),
+        registry,
+        QueueTiming::from_settings(&settings),
+    ));
+    queue.enqueue(&tenant, "mdm_sync", &json!({})).await?;
+    let started = Instant::now();
+    let (_, outcome) = queue.run_one().await?.expect("the sync job");
+    let secs = started.elapsed().as_secs_f64();
+    let error: Option<String> =
+        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'mdm_sync'")
+            .fetch_one(&db.pool)
+            .await?;
+    if let Some(error) = error {
+        anyhow::bail!("the sync failed: {error}");
+    }
+    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
+        .fetch_one(&db.pool)
+        .await?;
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
+        .fetch_one(&db.pool)
+        .await?;
+    let peak = cairn_bench::peak_rss_mib();
+    drop(fake.stdin.take());
+    let counts: Value = match lines.next_line().await? {
+        Some(line) => serde_json::from_str(&line)?,
+        None => Value::Null,
+    };
+    fake.wait().await?;
+    println!(
+        "cairn mdm sync benchmark: {backend}, {devices} managed devices x {APPS_PER_DEVICE} apps, \
+         1 in {THROTTLED_ONE_IN} app sub-requests throttled once"
+    );
+    println!(
+        "  outcome {outcome:?}: {items} inventory items + {records} records (devices and apps)"
+    );
+    println!(
+        "  {:.1} s, {:.0} rows/s, service peak memory {peak:.0} MiB (goal: within 60 s)",
+        secs,
+        (items + records) as f64 / secs
+    );
+    println!(
+        "  requests: {} device pages, {} batch calls carrying {} sub-requests ({} throttled), \
+         {} token requests",
+        counts["device_pages"],
+        counts["batch_calls"],
+        counts["sub_requests"],
+        counts["throttled"],
+        counts["token_requests"]
+    );
+    cairn_bench::drop_database(db, &url).await;
+    Ok(())
+}
+
+/// The child process: the identity platform and Graph, until stdin closes.
+async fn serve_fakes(devices: usize) -> anyhow::Result<()> {
+    let mut data = GraphData {
+        device_page_size: 1000,
+        apps_page_size: 100,
+        ..GraphData::default()
+    };
+    for n in 0..devices {
+        let id = format!("{n:08}-0000-4000-8000-000000000000");
+        data.devices.push(json!({
+            "@odata.type": "#microsoft.graph.managedDevice", "id": id,
+            "deviceName": format!("LAPTOP-{n:06}"), "operatingSystem": "Windows",
+            "osVersion": "10.0.22631.3447", "userPrincipalName": format!("user{n}@contoso.example"),
+            "userDisplayName": format!("User {n}"), "complianceState": "compliant",
+            "managedDeviceOwnerType": "company", "serialNumber": format!("SN{n:08}"),
+            "lastSyncDateTime": "2026-11-20T08:00:00Z"
+        }));
+        let apps: Vec<Value> = (0..APPS_PER_DEVICE)
+            .map(|a| {
+                json!({"@odata.type": "#microsoft.graph.detectedApp", "id": format!("app-{a}-{}", a % 3),
+                       "displayName": format!("Application {a}"), "version": format!("{}.{}.{}", a % 7, a % 13, a % 3),
+                       "sizeInByte": 1024 * a, "deviceCount": devices, "publisher": format!("Publisher {}", a % 9),
+                       "platform": "windows"})
+            })
+            .collect();
+        data.apps.insert(id.clone(), apps);
+        if n % THROTTLED_ONE_IN == 0 {
+            data.throttle_once.insert(id);
+        }
+    }
+    let idp = FakeOauth::start().await;
+    let graph = FakeGraph::start(&idp, data).await;
+    println!("{}", idp.base_url);
+    println!("{}", graph.base_url);
+    let mut stdin = tokio::io::stdin();
+    let mut sink = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut stdin, &mut sink).await?;
+    let data = graph.data.lock().unwrap();
+    println!(
+        "{}",
+        json!({"device_pages": data.device_pages, "batch_calls": data.batch_calls,
+               "sub_requests": data.sub_requests, "throttled": data.throttled,
+               "token_requests": idp.token_requests()})
+    );
+    Ok(())
+}
