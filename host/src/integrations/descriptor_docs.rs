@@ -123,6 +123,9 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
                         "description": format!("Records of {} whose {} is this record's key (at most 1000)", other.name, link.field)});
                 }
             }
+            if collection.record_type == super::user_links::USER {
+                super::user_links::document(&mut schema);
+            }
             (vec![], schema)
         }
     }

@@ -38,6 +38,21 @@ fn match_set(key: &str, fields: &str) -> Vec<String> {
     set
 }
 
+/// Documents what [`attach`] adds, in the schema of a user's view.
+pub fn document(schema: &mut Value) {
+    schema["properties"]["flags"] = json!({"type": "object",
+        "description": "Enrichment flags of the user rows of other sources (CSV rosters) matched by UPN, mail or alias; a flag any row sets stays set"});
+    schema["properties"]["enrichment"] = json!({"type": "array",
+        "description": "The matched user rows of other sources (at most 1000)",
+        "items": {"type": "object", "properties": {
+            "source": {"type": "string"}, "key": {"type": "string"}, "record": {"type": "object"}}}});
+    schema["properties"]["linked_devices"] = json!({"type": "array",
+        "description": "Devices whose user is this user (by UPN, mail or alias, ignoring case): device records of any area and inventory rows",
+        "items": {"type": "object", "properties": {
+            "device_name": {"type": "string"},
+            "sources": {"type": "array", "items": {"type": "string"}}}}});
+}
+
 /// Adds `flags`, `enrichment` and `linked_devices` to `answer`, the view
 /// of `record` of `area`.
 pub async fn attach(
