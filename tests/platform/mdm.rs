@@ -68,7 +68,7 @@ pub(crate) fn graph_data() -> GraphData {
     );
     data.apps.insert(
         "d-3".into(),
-        vec![app_entry("a-5", "Google Chrome", "124.0.6367.60")],
+        vec![app_entry("a-1", "Google Chrome", "124.0.6367.60")],
     );
     // d-1's apps come in two pages; d-2's first answer is throttled.
     data.throttle_once.insert("d-2".into());
@@ -160,6 +160,33 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
     assert_eq!(apps.body["total"], 3, "{}", apps.text);
     let stats = app.get("/api/v1/mdm/stats", &owner.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 5, "{}", stats.text);
+    // The tenant-wide list, with Intune's own device counts.
+    let detected = app
+        .get(
+            "/api/v1/mdm/detected-apps?name=google%20chrome",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(detected.status, 200, "{}", detected.text);
+    let mut counts: Vec<(String, i64)> = detected.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["fields"]["version"].as_str().unwrap().to_string(),
+                a["fields"]["device_count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("123.0.6312.86".to_string(), 1),
+            ("124.0.6367.60".to_string(), 2)
+        ]
+    );
 
     // The rollup sees the mdm source.
     let rollup = app.wait_for_rollup(&owner).await;
@@ -177,6 +204,8 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
     let theirs = app.get("/api/v1/mdm/devices", &other.bearer()).await;
     assert_eq!(theirs.body["items"], json!([]), "{}", theirs.text);
     let theirs = app.get("/api/v1/mdm/apps", &other.bearer()).await;
+    assert_eq!(theirs.body["items"], json!([]), "{}", theirs.text);
+    let theirs = app.get("/api/v1/mdm/detected-apps", &other.bearer()).await;
     assert_eq!(theirs.body["items"], json!([]), "{}", theirs.text);
 
     // A device removed upstream is pruned with its apps and items.

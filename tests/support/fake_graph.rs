@@ -6,7 +6,8 @@
 //! lower-case `retry-after` of a fraction of a second), answers one device
 //! page with a 503 once, or refuses everything with Graph's 403 error body.
 //! Bearer tokens must come from the [`FakeOauth`] it is started with.
-//! For the directory: `/v1.0/users`, `/v1.0/groups` and
+//! The tenant-wide `/v1.0/deviceManagement/detectedApps` lists each app id
+//! once with the number of devices reporting it. For the directory: `/v1.0/users`, `/v1.0/groups` and
 //! `/v1.0/groups/{id}/members`, paged the same way.
 
 use std::collections::{HashMap, HashSet};
@@ -71,6 +72,7 @@ impl FakeGraph {
         };
         let app = axum::Router::new()
             .route("/v1.0/deviceManagement/managedDevices", get(devices))
+            .route("/v1.0/deviceManagement/detectedApps", get(detected_apps))
             .route("/beta/$batch", post(batch))
             .route("/v1.0/users", get(users))
             .route("/v1.0/groups", get(groups))
@@ -304,6 +306,36 @@ async fn members(
         &shared,
         &format!("/v1.0/groups/{id}/members"),
         &members,
+        &query,
+    )
+}
+
+async fn detected_apps(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(refusal) = refused(&shared, &headers) {
+        return refusal;
+    }
+    let mut by_id: std::collections::BTreeMap<String, (Value, i64)> = Default::default();
+    for apps in shared.data.lock().unwrap().apps.values() {
+        for app in apps {
+            let id = app["id"].as_str().unwrap_or_default().to_string();
+            by_id.entry(id).or_insert_with(|| (app.clone(), 0)).1 += 1;
+        }
+    }
+    let apps: Vec<Value> = by_id
+        .into_values()
+        .map(|(mut app, devices)| {
+            app["deviceCount"] = json!(devices);
+            app
+        })
+        .collect();
+    directory_page(
+        &shared,
+        "/v1.0/deviceManagement/detectedApps",
+        &apps,
         &query,
     )
 }

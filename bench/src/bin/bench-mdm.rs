@@ -147,6 +147,7 @@ async fn serve_fakes(devices: usize) -> anyhow::Result<()> {
     let mut data = GraphData {
         device_page_size: 1000,
         apps_page_size: 100,
+        directory_page_size: 999,
         ..GraphData::default()
     };
     for n in 0..devices {

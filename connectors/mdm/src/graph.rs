@@ -5,6 +5,8 @@ use microsoft_graph::{get_page, graph_url};
 
 /// The stream of managed devices, each with its detected apps attached.
 pub const MANAGED_DEVICES: &str = "managed_devices";
+/// The stream of the tenant's detected apps, with Intune's device counts.
+pub const DETECTED_APPS: &str = "detected_apps";
 
 /// Intune pages devices by 100 unless told otherwise.
 const DEFAULT_PAGE_SIZE: u64 = 100;
@@ -41,6 +43,24 @@ pub fn fetch_devices(config: &Config, cursor: Option<&str>) -> Result<Page, Erro
     };
     let (devices, next_cursor) = get_page(&url, PERMISSION_HINT)?;
     let records = crate::batch::attach_apps(config, devices)?;
+    Ok(Page {
+        records,
+        next_cursor,
+    })
+}
+
+/// One page of the tenant-wide detected apps (from `cursor`, the previous
+/// page's `@odata.nextLink`).
+pub fn fetch_detected_apps(config: &Config, cursor: Option<&str>) -> Result<Page, Error> {
+    let url = match cursor {
+        Some(next) => next.to_string(),
+        None => format!(
+            "{}/v1.0/deviceManagement/detectedApps?$top={}",
+            graph_url(config)?,
+            page_size(config)
+        ),
+    };
+    let (records, next_cursor) = get_page(&url, PERMISSION_HINT)?;
     Ok(Page {
         records,
         next_cursor,

@@ -4,11 +4,12 @@
 //! `{auth_url}/{tenant_id}/oauth2/v2.0/token` with a client secret or a
 //! certificate (thumbprint and PEM private key); the host does it.
 //!
-//! One stream, `managed_devices`: a page of `/deviceManagement/managedDevices`
+//! Streams: `managed_devices`, a page of `/deviceManagement/managedDevices`
 //! (following `@odata.nextLink`), each device with its detected apps fetched
-//! through JSON batching from the beta per-device endpoint. A device maps to
+//! through JSON batching from the beta per-device endpoint; a device maps to
 //! a device record, and each of its apps to an app record and an inventory
-//! item.
+//! item. `detected_apps`, the tenant-wide `/deviceManagement/detectedApps`
+//! with Intune's own device count of each app and version.
 
 mod batch;
 mod graph;
@@ -16,8 +17,8 @@ mod mapping;
 
 use cairn_sdk::records::{App, Device};
 use cairn_sdk::{
-    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
-    Row, Value, View,
+    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Field,
+    FieldType, Page, Row, Value, View,
 };
 
 pub use mapping::map_device;
@@ -47,7 +48,7 @@ impl Connector for Mdm {
                 }
             }),
             secret_fields: vec!["client_secret".into(), "private_key".into()],
-            streams: vec![graph::MANAGED_DEVICES.into()],
+            streams: vec![graph::MANAGED_DEVICES.into(), graph::DETECTED_APPS.into()],
             requested_hosts: vec!["{config.auth_url}".into(), "{config.graph_url}".into()],
             auth: AuthScheme::OauthClientCredentials {
                 auth_url_field: "auth_url".into(),
@@ -66,6 +67,26 @@ impl Connector for Mdm {
                     "serial_number",
                 ]),
                 Collection::of::<App>(mapping::APPS).searching(&["name", "vendor"]),
+                Collection {
+                    name: mapping::DETECTED_APPS.into(),
+                    record_type: "detected_app".into(),
+                    fields: vec![
+                        field("name", FieldType::String, "Application name"),
+                        field("version", FieldType::String, "Version"),
+                        field("publisher", FieldType::String, "Publisher"),
+                        field(
+                            "platform",
+                            FieldType::String,
+                            "Intune's platform of the app",
+                        ),
+                        field(
+                            "device_count",
+                            FieldType::Integer,
+                            "Devices Intune counts with this app and version",
+                        ),
+                    ],
+                    search: vec!["name".into(), "publisher".into()],
+                },
             ],
             views: vec![
                 View::List {
@@ -79,6 +100,13 @@ impl Connector for Mdm {
                     summary: "Detected apps deduplicated by name, with the devices reporting each"
                         .into(),
                     by: "name".into(),
+                },
+                View::List {
+                    path: "detected-apps".into(),
+                    collection: mapping::DETECTED_APPS.into(),
+                    summary:
+                        "The tenant's detected apps per version, with Intune's own device counts"
+                            .into(),
                 },
             ],
             actions: vec![],
@@ -94,14 +122,27 @@ impl Connector for Mdm {
     }
 
     fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error> {
-        if stream != graph::MANAGED_DEVICES {
-            return Err(Error::Config(format!("unknown stream {stream}")));
+        match stream {
+            graph::MANAGED_DEVICES => graph::fetch_devices(config, cursor),
+            graph::DETECTED_APPS => graph::fetch_detected_apps(config, cursor),
+            other => Err(Error::Config(format!("unknown stream {other}"))),
         }
-        graph::fetch_devices(config, cursor)
     }
 
-    fn map_record(_stream: &str, record: &Value) -> Result<Vec<Row>, String> {
-        map_device(record)
+    fn map_record(stream: &str, record: &Value) -> Result<Vec<Row>, String> {
+        match stream {
+            graph::MANAGED_DEVICES => map_device(record),
+            graph::DETECTED_APPS => mapping::map_detected_app(record),
+            other => Err(format!("unknown stream {other}")),
+        }
+    }
+}
+
+fn field(name: &str, field_type: FieldType, description: &str) -> Field {
+    Field {
+        name: name.into(),
+        field_type,
+        description: description.into(),
     }
 }
 

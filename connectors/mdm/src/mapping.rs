@@ -10,6 +10,8 @@ use microsoft_graph::text;
 pub const DEVICES: &str = "devices";
 /// The collection of detected apps, one record per (device, app).
 pub const APPS: &str = "apps";
+/// The tenant-wide detected apps, one record per app and version.
+pub const DETECTED_APPS: &str = "detected_apps";
 
 /// Intune's `operatingSystem` as the area's platform.
 fn platform(operating_system: &str) -> String {
@@ -114,6 +116,35 @@ pub fn map_device(device: &Value) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// A tenant-wide detected app (one app and version) to its record.
+pub fn map_detected_app(app: &Value) -> Result<Vec<Row>, String> {
+    let id = text(&app["id"]).ok_or("detected app without an id")?;
+    let name = text(&app["displayName"]).ok_or("detected app without a displayName")?;
+    let mut fields = serde_json::Map::new();
+    fields.insert("name".into(), Value::String(name));
+    for (field, key) in [
+        ("version", "version"),
+        ("publisher", "publisher"),
+        ("platform", "platform"),
+    ] {
+        if let Some(value) = text(&app[key]) {
+            fields.insert(field.into(), Value::String(value));
+        }
+    }
+    if let Some(count) = app["deviceCount"].as_i64() {
+        fields.insert("device_count".into(), Value::from(count));
+    }
+    Ok(vec![Row::Record(SourceRecord {
+        collection: DETECTED_APPS.into(),
+        key: id,
+        device_name: None,
+        client_id: None,
+        group_ids: vec![],
+        fields: Value::Object(fields),
+        body: app.clone(),
+    })])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +167,23 @@ mod tests {
         assert_eq!(device.fields["ownership"], "company");
         assert_eq!(device.fields["os_platform"], "other");
         assert_eq!(rows.len(), 1, "no apps attached");
+    }
+
+    #[test]
+    fn the_reference_detected_app_maps_with_its_device_count() {
+        let list: Value = serde_json::from_str(include_str!(
+            "../../../../shared/fixtures/graph/intune_detected_apps_list.json"
+        ))
+        .unwrap();
+        let rows = map_detected_app(&list["value"][0]).unwrap();
+        let Row::Record(app) = &rows[0] else {
+            panic!("a record")
+        };
+        assert_eq!(app.key, "caf60db6-0db6-caf6-b60d-f6cab60df6ca");
+        assert_eq!(app.fields["name"], "Display Name value");
+        assert_eq!(app.fields["device_count"], 11);
+        assert_eq!(app.fields["platform"], "windows");
+        assert!(map_detected_app(&json!({"id": "x"})).is_err());
     }
 
     #[test]
