@@ -13,6 +13,7 @@ use cairn_tests::fake_rmm::{
     computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
 };
 use cairn_tests::fake_s3::{self, FakeS3};
+use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN as S1_TOKEN};
 use cairn_tests::smtp::FakeSmtp;
 use cairn_tests::{Auth, Backend, TestApp, PASSWORD};
 use serde_json::json;
@@ -67,8 +68,19 @@ async fn no_secret_is_ever_logged() {
     // A throttled sub-request, whose retry is logged.
     graph_data.throttle_once.insert("d-1".into());
     let graph = FakeGraph::start(&idp, graph_data).await;
+    let s1 = FakeSentinelOne::start(SentinelOneData {
+        agents: vec![json!({"id": "1001", "computerName": "WS-01", "infected": "True"})],
+        throttle_once: true,
+        ..SentinelOneData::default()
+    })
+    .await;
     let connectors = connectors_dir(
-        &["connectors/rmm", "connectors/mdm", "connectors/directory"],
+        &[
+            "connectors/rmm",
+            "connectors/mdm",
+            "connectors/directory",
+            "connectors/edr",
+        ],
         &[],
     );
     let app = TestApp::start_with(Backend::Sqlite, |s| {
@@ -141,6 +153,10 @@ async fn no_secret_is_ever_logged() {
             json!({"certificate_thumbprint": THUMBPRINT_SHA256, "private_key": PRIVATE_KEY}),
         ),
         ("directory", json!({"client_secret": CLIENT_SECRET})),
+        (
+            "edr",
+            json!({"base_url": s1.base_url, "api_token": S1_TOKEN}),
+        ),
     ] {
         let mut config = json!({"auth_url": idp.base_url, "graph_url": graph.base_url,
             "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID});
@@ -265,6 +281,7 @@ async fn no_secret_is_ever_logged() {
         RMM_PASSWORD,
         WRONG_RMM_PASSWORD,
         CLIENT_SECRET,
+        S1_TOKEN,
     ]
     .into_iter()
     .map(str::to_string)

@@ -5,6 +5,7 @@ mod auth;
 mod csv_sources;
 mod device_search;
 mod directory;
+mod edr;
 mod integrations;
 mod inventory;
 mod invites;
