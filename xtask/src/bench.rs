@@ -13,6 +13,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
         Some("mdm") => per_backend("bench-mdm"),
+        Some("edr") => per_backend("bench-edr"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
@@ -28,7 +29,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             build_bench("bench-portal")?;
             process::run("target/release/bench-portal", &[], &[])
         }
-        _ => Err("usage: cargo xtask bench <http|jobs|sync|mdm|inventory|vuln|csv|portal>".into()),
+        _ => Err(
+            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|inventory|vuln|csv|portal>".into(),
+        ),
     }
 }
 

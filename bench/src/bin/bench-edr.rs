@@ -1,0 +1,162 @@
+//! Syncs a fake SentinelOne console (agents with 80 installed applications
+//! each, read one request per agent, and threats) into a fresh database
+//! through the real pipeline; prints seconds, rows/s, requests the fake
+//! answered and the service's peak memory (the fake runs in a child
+//! process of its own).
+//! Usage: bench-edr sqlite|postgres [agents] [threats]
+//! (`bench-edr fake-s1 <agents> <threats>` is the child: it prints its URL,
+//! serves until its stdin closes, then prints its request count.)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn::auth::TenantId;
+use cairn::integrations::sync::{SyncCaps, SyncHandler};
+use cairn::integrations::{storage, SecretBox};
+use cairn::jobs::{Queue, QueueTiming, Registry};
+use cairn::plugins::Plugins;
+use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+const APPS_PER_AGENT: usize = 80;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| std::env::args().nth(n);
+    let backend = arg(1).unwrap_or_else(|| "sqlite".into());
+    let agents: usize = arg(2).and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    let threats: usize = arg(3).and_then(|n| n.parse().ok()).unwrap_or(5_000);
+    if backend == "fake-s1" {
+        return serve_fake(agents, threats).await;
+    }
+    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["fake-s1", &agents.to_string(), &threats.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
+    let base_url = lines.next_line().await?.expect("the fake prints its URL");
+
+    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/edr"], &[]);
+    let (db, url) = cairn_bench::fresh_database(&backend).await?;
+    let settings = cairn::settings::Settings {
+        connectors_dir,
+        data_dir: std::env::temp_dir().join(format!("cairn-bench-edr-{}", std::process::id())),
+        plugin_plain_http_hosts: "127.0.0.1".into(),
+        outbound_private_networks: "127.0.0.0/8".into(),
+        ..Default::default()
+    }
+    .prepare()?;
+    let plugins = Arc::new(Plugins::load(&settings).await?);
+    let secrets = SecretBox::new(&settings.encryption_key)?;
+    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
+    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
+        .bind(tenant.as_str())
+        .execute(&db.pool)
+        .await?;
+    storage::save_config(
+        &db,
+        &secrets,
+        &tenant,
+        "edr",
+        storage::NewConfig {
+            connector: "sentinelone",
+            settings: &json!({"base_url": base_url, "page_size": 500}),
+            secrets: &json!({"api_token": API_TOKEN}),
+            switching: false,
+        },
+    )
+    .await?;
+    let mut registry = Registry::default();
+    registry.register(
+        "edr_sync",
+        SyncHandler {
+            plugins: plugins.clone(),
+            secrets,
+            area: "edr".into(),
+            caps: SyncCaps::from_settings(&settings),
+        },
+        Duration::from_secs(1200),
+    );
+    let queue = Arc::new(Queue::new(
+        db.clone(),
+        registry,
+        QueueTiming::from_settings(&settings),
+    ));
+    queue.enqueue(&tenant, "edr_sync", &json!({})).await?;
+    let started = Instant::now();
+    let (_, outcome) = queue.run_one().await?.expect("the sync job");
+    let secs = started.elapsed().as_secs_f64();
+    let error: Option<String> =
+        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'edr_sync'")
+            .fetch_one(&db.pool)
+            .await?;
+    if let Some(error) = error {
+        anyhow::bail!("the sync failed: {error}");
+    }
+    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
+        .fetch_one(&db.pool)
+        .await?;
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
+        .fetch_one(&db.pool)
+        .await?;
+    let peak = cairn_bench::peak_rss_mib();
+    drop(fake.stdin.take());
+    let requests = lines.next_line().await?.unwrap_or_default();
+    fake.wait().await?;
+    println!(
+        "cairn edr sync benchmark: {backend}, {agents} SentinelOne agents x {APPS_PER_AGENT} apps, {threats} threats"
+    );
+    println!("  outcome {outcome:?}: {items} inventory items + {records} records (agents, apps, threats)");
+    println!(
+        "  {:.1} s, {:.0} rows/s, service peak memory {peak:.0} MiB, {requests} requests answered (goal: within 60 s)",
+        secs,
+        (items + records) as f64 / secs
+    );
+    cairn_bench::drop_database(db, &url).await;
+    Ok(())
+}
+
+/// The child process: the fake console, until stdin closes.
+async fn serve_fake(agents: usize, threats: usize) -> anyhow::Result<()> {
+    let mut data = SentinelOneData::default();
+    for n in 0..agents {
+        let id = format!("{}", 700_000_000_000_000_000u64 + n as u64);
+        data.agents.push(json!({
+            "id": id, "uuid": format!("{n:032x}"), "computerName": format!("WS-{n:06}"),
+            "osType": "windows", "osName": "Windows 11 Pro", "osRevision": "22631",
+            "agentVersion": "23.4.2.14", "infected": if n % 50 == 0 { "True" } else { "False" },
+            "activeThreats": (n % 50 == 0) as i64, "lastActiveDate": "2026-11-20T08:00:00.000000Z",
+            "lastLoggedInUserName": format!("user{n}"), "siteName": "Default site",
+            "networkInterfaces": [{"id": format!("{n}"), "inet": [format!("10.{}.{}.{}", n / 65536, (n / 256) % 256, n % 256)], "name": "Ethernet"}]
+        }));
+        let apps: Vec<Value> = (0..APPS_PER_AGENT)
+            .map(|a| {
+                json!({"installedDate": "2026-01-01T00:00:00.000000Z", "name": format!("Application {a}"),
+                       "publisher": format!("Publisher {}", a % 9), "size": 1024 * a,
+                       "version": format!("{}.{}.{}", a % 7, a % 13, a % 3)})
+            })
+            .collect();
+        data.apps.insert(id, apps);
+    }
+    for t in 0..threats {
+        let agent = &data.agents[t % agents.max(1)];
+        data.threats.push(json!({
+            "id": format!("{}", 900_000_000_000_000_000u64 + t as u64),
+            "threatInfo": {"threatId": format!("{t}"), "threatName": format!("threat-{t}.exe"),
+                "classification": if t % 3 == 0 { "Malware" } else { "PUA" }, "confidenceLevel": "malicious",
+                "mitigationStatus": "mitigated", "identifiedAt": "2026-11-01T00:00:00Z",
+                "sha1": format!("{t:040x}"), "filePath": format!("C:\\\\Users\\\\u\\\\threat-{t}.exe")},
+            "agentRealtimeInfo": {"agentId": agent["id"], "agentComputerName": agent["computerName"]}
+        }));
+    }
+    let fake = FakeSentinelOne::start(data).await;
+    println!("{}", fake.base_url);
+    let mut stdin = tokio::io::stdin();
+    let mut sink = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut stdin, &mut sink).await?;
+    println!("{}", fake.data.lock().unwrap().requests);
+    Ok(())
+}
