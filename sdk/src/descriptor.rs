@@ -270,6 +270,11 @@ pub enum AuthScheme {
         prefix: String,
         secret_field: String,
     },
+    /// A header built from several config fields, e.g. Tenable's
+    /// `X-ApiKeys: accessKey={access_key}; secretKey={secret_key}`: each
+    /// `{name}` is replaced by the config field `name`. Every field the
+    /// template names is a credential: list it in `secret_fields` too.
+    HeaderTemplate { header: String, template: String },
     /// POST `{base_url}{path}` with a JSON object holding the user name
     /// under `username_key` and the password under `password_key` (and
     /// optionally a client-id header); the answer's `token_key` is sent as

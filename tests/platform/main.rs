@@ -14,6 +14,7 @@ mod mdm;
 mod oauth;
 mod portal;
 mod rmm;
+mod scanner;
 mod search;
 mod service;
 mod tenancy;

@@ -12,6 +12,7 @@ pub mod fake_payments;
 pub mod fake_rmm;
 pub mod fake_s3;
 pub mod fake_sentinelone;
+pub mod fake_tenable;
 pub mod inventory;
 pub mod query_eval;
 pub mod smtp;

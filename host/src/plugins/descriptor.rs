@@ -282,6 +282,10 @@ pub enum AuthScheme {
         prefix: String,
         secret_field: String,
     },
+    HeaderTemplate {
+        header: String,
+        template: String,
+    },
     TokenExchange {
         base_url_field: String,
         path: String,
@@ -305,6 +309,16 @@ pub enum AuthScheme {
     },
 }
 
+/// The config fields a header template names (`{name}`), in order.
+pub fn template_fields(template: &str) -> Vec<&str> {
+    template
+        .split('{')
+        .skip(1)
+        .filter_map(|part| part.split_once('}').map(|(name, _)| name))
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
 impl ConnectorDescriptor {
     /// Config fields the auth scheme and the webhook check read as secrets;
     /// each must be declared in `secret_fields`, or it would be stored in
@@ -313,6 +327,7 @@ impl ConnectorDescriptor {
         let mut fields: Vec<&str> = match &self.auth {
             AuthScheme::None => vec![],
             AuthScheme::StaticHeader { secret_field, .. } => vec![secret_field],
+            AuthScheme::HeaderTemplate { template, .. } => template_fields(template),
             AuthScheme::TokenExchange { password_field, .. } => vec![password_field],
             AuthScheme::OauthClientCredentials {
                 client_secret_field,

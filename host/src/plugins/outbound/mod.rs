@@ -146,6 +146,27 @@ impl Outbound {
                 header.clone(),
                 format!("{prefix}{}", credentials.field(secret_field)?),
             ))),
+            AuthScheme::HeaderTemplate { header, template } => {
+                // One pass over the template, so a secret that happens to
+                // hold `{name}` is never expanded itself.
+                let mut value = String::with_capacity(template.len() + 64);
+                let mut rest = template.as_str();
+                while let Some((before, after)) = rest.split_once('{') {
+                    value.push_str(before);
+                    match after.split_once('}') {
+                        Some((field, tail)) if !field.is_empty() => {
+                            value.push_str(credentials.field(field)?);
+                            rest = tail;
+                        }
+                        _ => {
+                            value.push('{');
+                            rest = after;
+                        }
+                    }
+                }
+                value.push_str(rest);
+                Ok(Some((header.clone(), value)))
+            }
             AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. } => {
                 let token = match credentials
                     .cache

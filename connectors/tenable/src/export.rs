@@ -1,0 +1,247 @@
+//! The vulnerability export: start one (or adopt the one already running),
+//! poll its status, and read its chunks as they become available, even
+//! while it is still processing.
+
+use std::time::Duration;
+
+use cairn_sdk::{http, json, Config, Error, Page, Value};
+
+pub const VULNS: &str = "vulns";
+
+const DEFAULT_NUM_ASSETS: u64 = 500;
+const DEFAULT_POLL: f64 = 5.0;
+/// Polls in one fetch before it returns an empty page (the sync goes on
+/// and fetches again), so one call stays well inside the host's time cap.
+const MAX_POLLS_PER_FETCH: u32 = 12;
+/// Tries of one chunk download that fails transiently.
+const CHUNK_TRIES: u32 = 3;
+
+const PERMISSION_HINT: &str =
+    "use the API keys of a user with the Vulnerability Management Scan Operator role or higher";
+
+fn base(config: &Config) -> Result<&str, Error> {
+    config["base_url"]
+        .as_str()
+        .map(|b| b.trim_end_matches('/'))
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| Error::Config("base_url is not set".into()))
+}
+
+/// Where a sync is: the export and the chunks read from it.
+#[derive(Debug, Clone, PartialEq)]
+struct Cursor {
+    export: String,
+    done: Vec<u64>,
+}
+
+impl Cursor {
+    fn parse(raw: &str) -> Option<Cursor> {
+        let (export, done) = raw.split_once('|')?;
+        let done = done
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(|c| c.parse().ok())
+            .collect::<Option<Vec<u64>>>()?;
+        (!export.is_empty()).then(|| Cursor {
+            export: export.to_string(),
+            done,
+        })
+    }
+
+    fn text(&self) -> String {
+        let done: Vec<String> = self.done.iter().map(u64::to_string).collect();
+        format!("{}|{}", self.export, done.join(","))
+    }
+}
+
+/// The export's status, to check the keys.
+pub fn check(config: &Config) -> Result<(), Error> {
+    let url = format!("{}/vulns/export/status", base(config)?);
+    get(&url).map(|_| ())
+}
+
+/// The next chunk of the export the cursor names (a new export without
+/// one); an empty page with no cursor once the export is finished and
+/// every chunk read.
+pub fn fetch(config: &Config, cursor: Option<&str>) -> Result<Page, Error> {
+    let base = base(config)?;
+    let mut cursor = match cursor.and_then(Cursor::parse) {
+        Some(cursor) => cursor,
+        None => Cursor {
+            export: start(config, base)?,
+            done: vec![],
+        },
+    };
+    let poll = Duration::from_secs_f64(
+        config["poll_seconds"]
+            .as_f64()
+            .unwrap_or(DEFAULT_POLL)
+            .clamp(0.0, 60.0),
+    );
+    for attempt in 0..MAX_POLLS_PER_FETCH {
+        let status = get(&format!("{base}/vulns/export/{}/status", cursor.export))?;
+        let next = status["chunks_available"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .filter(|c| !cursor.done.contains(c))
+            .min();
+        if let Some(chunk) = next {
+            let records = read_chunk(base, &cursor.export, chunk)?;
+            cursor.done.push(chunk);
+            return Ok(Page {
+                records,
+                next_cursor: Some(cursor.text()),
+            });
+        }
+        match status["status"].as_str().unwrap_or_default() {
+            "FINISHED" => {
+                return Ok(Page {
+                    records: vec![],
+                    next_cursor: None,
+                })
+            }
+            "ERROR" | "CANCELLED" => {
+                return Err(Error::Upstream(format!(
+                    "the export {} ended {}",
+                    cursor.export,
+                    status["status"].as_str().unwrap_or_default()
+                )))
+            }
+            _ if attempt + 1 < MAX_POLLS_PER_FETCH => std::thread::sleep(poll),
+            _ => {}
+        }
+    }
+    // Still processing with nothing new: the sync fetches again from here.
+    Ok(Page {
+        records: vec![],
+        next_cursor: Some(cursor.text()),
+    })
+}
+
+/// Starts an export of open, reopened and fixed findings; a 409 names the
+/// export already running, which is adopted.
+fn start(config: &Config, base: &str) -> Result<String, Error> {
+    let num_assets = config["num_assets"]
+        .as_u64()
+        .unwrap_or(DEFAULT_NUM_ASSETS)
+        .clamp(50, 5000);
+    let body = json!({"num_assets": num_assets,
+                      "filters": {"state": ["OPEN", "REOPENED", "FIXED"]}});
+    let response = http::send(
+        "POST",
+        &format!("{base}/vulns/export"),
+        &[
+            ("accept", "application/json"),
+            ("content-type", "application/json"),
+        ],
+        body.to_string().as_bytes(),
+    )?;
+    if response.status == 409 {
+        let conflict: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+        if let Some(active) = conflict["active_job_id"].as_str() {
+            return Ok(active.to_string());
+        }
+    }
+    let answer = answer(response.status, &response.body)?;
+    answer["export_uuid"]
+        .as_str()
+        .map(String::from)
+        .ok_or_else(|| Error::Upstream("the export answer has no export_uuid".into()))
+}
+
+fn read_chunk(base: &str, export: &str, chunk: u64) -> Result<Vec<Value>, Error> {
+    let url = format!("{base}/vulns/export/{export}/chunks/{chunk}");
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match get(&url) {
+            Ok(Value::Array(findings)) => return Ok(findings),
+            Ok(_) => {
+                return Err(Error::Upstream(format!(
+                    "chunk {chunk} is not a JSON array"
+                )))
+            }
+            Err(Error::Transient(_)) if tries < CHUNK_TRIES => {
+                std::thread::sleep(Duration::from_millis(200 * u64::from(tries)))
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+fn get(url: &str) -> Result<Value, Error> {
+    let response = http::send("GET", url, &[("accept", "application/json")], &[])?;
+    answer(response.status, &response.body)
+}
+
+/// A 2xx answer's JSON, or the typed error of Tenable's
+/// `{"statusCode", "error", "message"}`.
+fn answer(status: u16, body: &[u8]) -> Result<Value, Error> {
+    if (200..300).contains(&status) {
+        return serde_json::from_slice(body).map_err(|e| {
+            Error::Upstream(format!(
+                "Tenable answered with a body that is not JSON: {e}"
+            ))
+        });
+    }
+    let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let detail: String = parsed["message"]
+        .as_str()
+        .or(parsed["error"].as_str())
+        .map(String::from)
+        .unwrap_or_else(|| format!("status {status}"))
+        .chars()
+        .take(300)
+        .collect();
+    Err(match status {
+        401 | 403 => Error::Auth {
+            status,
+            message: format!("Tenable refused the request ({detail})"),
+            permission_hint: PERMISSION_HINT.into(),
+        },
+        404 => Error::NotFound(format!("Tenable: {detail}")),
+        429 => Error::RateLimited {
+            retry_after_secs: 30,
+        },
+        500..=599 => Error::Transient(format!("Tenable answered {status}: {detail}")),
+        _ => Error::Upstream(format!("Tenable answered {status}: {detail}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_garbage() {
+        let cursor = Cursor {
+            export: "bde9fe80".into(),
+            done: vec![1, 3],
+        };
+        assert_eq!(cursor.text(), "bde9fe80|1,3");
+        assert_eq!(Cursor::parse("bde9fe80|1,3"), Some(cursor));
+        assert_eq!(
+            Cursor::parse("e|"),
+            Some(Cursor {
+                export: "e".into(),
+                done: vec![]
+            })
+        );
+        assert_eq!(Cursor::parse("e|x"), None);
+        assert_eq!(Cursor::parse("no-separator"), None);
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        assert!(matches!(
+            answer(
+                401,
+                br#"{"statusCode":401,"error":"Unauthorized","message":"Invalid Credentials"}"#
+            ),
+            Err(Error::Auth { status: 401, .. })
+        ));
+        assert!(matches!(answer(502, b""), Err(Error::Transient(_))));
+    }
+}

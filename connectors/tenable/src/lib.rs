@@ -1,0 +1,111 @@
+//! A scanner connector: Tenable Vulnerability Management, through its
+//! vulnerability export (`POST /vulns/export`, poll its status, read each
+//! chunk as it becomes available).
+//!
+//! Area `scanner`. Credentials: `X-ApiKeys: accessKey=...;secretKey=...`,
+//! attached by the host from two secret fields. One stream, `vulns`: each
+//! page is one export chunk, and the cursor names the export and the chunks
+//! done, so a sync killed mid-export resumes the same export. A finding maps
+//! to a finding record and its asset to an asset (device) record.
+
+mod export;
+mod mapping;
+
+use cairn_sdk::records::{Device, Finding};
+use cairn_sdk::{
+    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
+    Related, Row, Value, View,
+};
+
+pub use mapping::map_vuln;
+
+pub struct Tenable;
+
+impl Connector for Tenable {
+    fn describe() -> Descriptor {
+        let findings = || {
+            vec![Related {
+                name: "findings".into(),
+                collection: mapping::FINDINGS.into(),
+                field: "asset_key".into(),
+            }]
+        };
+        Descriptor {
+            id: "tenable-vm".into(),
+            area: "scanner".into(),
+            name: "Tenable Vulnerability Management".into(),
+            version: "0.2.0".into(),
+            sdk_version: String::new(),
+            config_schema: json!({
+                "type": "object",
+                "required": ["base_url", "access_key", "secret_key"],
+                "properties": {
+                    "base_url": {"type": "string", "pattern": "^https?://", "description": "e.g. https://cloud.tenable.com"},
+                    "access_key": {"type": "string", "minLength": 1},
+                    "secret_key": {"type": "string", "minLength": 1},
+                    "num_assets": {"type": "integer", "minimum": 50, "maximum": 5000, "description": "Assets per export chunk (default 500)"},
+                    "poll_seconds": {"type": "number", "minimum": 0, "maximum": 60, "description": "Wait between export status polls (default 5)"}
+                }
+            }),
+            secret_fields: vec!["access_key".into(), "secret_key".into()],
+            streams: vec![export::VULNS.into()],
+            requested_hosts: vec!["{config.base_url}".into()],
+            auth: AuthScheme::HeaderTemplate {
+                header: "X-ApiKeys".into(),
+                template: "accessKey={access_key};secretKey={secret_key}".into(),
+            },
+            collections: vec![
+                Collection::of::<Device>(mapping::ASSETS).searching(&[
+                    "name",
+                    "hostname",
+                    "os_version",
+                ]),
+                Collection::of::<Finding>(mapping::FINDINGS).searching(&["title", "device_name"]),
+            ],
+            views: vec![
+                View::List {
+                    path: "assets".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "Assets the scanner found".into(),
+                },
+                View::ByKey {
+                    path: "findings/{asset_id}".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "One asset by id, with its findings".into(),
+                    related: findings(),
+                },
+                View::ByDeviceName {
+                    path: "device-by-name/{hostname}".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "The asset of one host name (full or short), with its findings".into(),
+                    related: findings(),
+                },
+            ],
+            actions: vec![],
+            max_concurrent_requests: 1,
+            config_from: None,
+            webhook: None,
+        }
+    }
+
+    fn check(config: &Config) -> Result<(), Error> {
+        export::check(config)
+    }
+
+    fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        if stream != export::VULNS {
+            return Err(Error::Config(format!("unknown stream {stream}")));
+        }
+        export::fetch(config, cursor)
+    }
+
+    fn map_record(_stream: &str, record: &Value) -> Result<Vec<Row>, String> {
+        map_vuln(record)
+    }
+}
+
+export_connector!(Tenable);
+
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

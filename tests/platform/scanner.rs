@@ -1,0 +1,218 @@
+//! The scanner area with Tenable Vulnerability Management against a fake
+//! export API: an export already running is adopted (409), chunks read as
+//! they become available while it processes, a chunk failing once is read
+//! again, findings per asset, assets by full or short host name, and the
+//! asset view joining a host the scanner knows by FQDN to the agent the
+//! EDR knows by short name.
+
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
+use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
+use cairn_tests::{backend_tests, Backend, TestApp};
+use serde_json::{json, Value};
+
+use super::mdm::{names, sync};
+
+backend_tests!(tenable_export_findings_and_asset_join);
+
+const CHUNK: &str =
+    include_str!("../../../shared/fixtures/scanner/tenable_io_vulns_export_chunk.json");
+
+fn finding(asset: Value, plugin_id: i64, severity: &str, port: i64) -> Value {
+    let chunk: Value = serde_json::from_str(CHUNK).unwrap();
+    let mut finding = chunk[0].clone();
+    finding["asset"] = asset;
+    finding["plugin"]["id"] = json!(plugin_id);
+    finding["severity"] = json!(severity);
+    finding["port"] = json!({"port": port, "protocol": "TCP", "service": "www"});
+    finding
+}
+
+fn asset(uuid: &str, fqdn: Option<&str>, netbios: Option<&str>, ip: &str) -> Value {
+    json!({"uuid": uuid, "fqdn": fqdn, "netbios_name": netbios, "hostname": ip, "ipv4": ip,
+           "operating_system": ["Microsoft Windows Server 2022"], "tracked": true})
+}
+
+async fn tenable_export_findings_and_asset_join(backend: Backend) {
+    let web = asset("a-1", Some("web01.corp.example"), None, "10.0.0.11");
+    let db = asset("a-2", Some("db02.corp.example"), None, "10.0.0.12");
+    let files = asset("a-3", None, Some("FILESRV"), "10.0.0.13");
+    let tenable = FakeTenable::start(TenableData {
+        chunks: vec![
+            vec![
+                finding(web.clone(), 1001, "critical", 443),
+                finding(web.clone(), 1002, "medium", 80),
+            ],
+            vec![
+                finding(db, 1001, "critical", 443),
+                finding(web, 1003, "high", 22),
+            ],
+            vec![finding(files, 1004, "low", 445)],
+        ],
+        // An export another client started is still running.
+        active: Some(("11111111-2222-4333-8444-555555555555".into(), 0)),
+        fail_chunk_once: vec![2],
+        ..TenableData::default()
+    })
+    .await;
+    let s1 = FakeSentinelOne::start(SentinelOneData {
+        agents: vec![
+            json!({"id": "1002", "computerName": "web01", "osType": "windows",
+                            "infected": false, "activeThreats": 0}),
+        ],
+        ..SentinelOneData::default()
+    })
+    .await;
+    s1.data.lock().unwrap().apps.insert(
+        "1002".into(),
+        vec![json!({"name": "IIS", "version": "10.0", "publisher": "Microsoft"})],
+    );
+    let dir = connectors_dir(&["connectors/tenable", "connectors/edr"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let saved = app
+        .post(
+            "/api/v1/scanner/config",
+            &owner.bearer(),
+            json!({"base_url": tenable.base_url, "access_key": ACCESS_KEY,
+                   "secret_key": SECRET_KEY, "num_assets": 50, "poll_seconds": 0.05}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(saved.body["config"]["access_key"], "********");
+    assert_eq!(saved.body["config"]["secret_key"], "********");
+    let tested = app
+        .post(
+            "/api/v1/scanner/test-connection",
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+
+    let job = sync(&app, &owner, "scanner").await;
+    assert_eq!(job["status"], "success", "{job}");
+    {
+        let data = tenable.data.lock().unwrap();
+        assert_eq!(data.exports_started, 0, "the running export was adopted");
+        assert_eq!(data.conflicts, 1);
+        assert!(data.polls >= 3, "chunks arrived over several polls");
+        assert_eq!(
+            data.chunk_downloads[&2], 2,
+            "the failed chunk was read again"
+        );
+        assert_eq!(data.chunk_downloads[&1], 1);
+    }
+    let assets = app.get("/api/v1/scanner/assets", &owner.bearer()).await;
+    assert_eq!(assets.status, 200, "{}", assets.text);
+    assert_eq!(
+        names(&assets.body, "device_name"),
+        ["FILESRV", "db02.corp.example", "web01.corp.example"]
+    );
+    let findings = app
+        .get("/api/v1/scanner/findings/a-1", &owner.bearer())
+        .await;
+    assert_eq!(findings.status, 200, "{}", findings.text);
+    let mut plugins: Vec<&str> = findings.body["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fields"]["plugin_id"].as_str().unwrap())
+        .collect();
+    plugins.sort();
+    assert_eq!(plugins, ["1001", "1002", "1003"], "findings of two chunks");
+    assert_eq!(
+        findings.body["findings"][0]["fields"]["cve_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        9
+    );
+    for name in ["web01", "WEB01.corp.example"] {
+        let found = app
+            .get(
+                &format!("/api/v1/scanner/device-by-name/{name}"),
+                &owner.bearer(),
+            )
+            .await;
+        assert_eq!(found.status, 200, "{name}: {}", found.text);
+        assert_eq!(found.body["key"], "a-1");
+    }
+
+    // A second sync starts a new export and duplicates nothing.
+    assert_eq!(sync(&app, &owner, "scanner").await["status"], "success");
+    assert_eq!(tenable.data.lock().unwrap().exports_started, 1);
+    let assets = app.get("/api/v1/scanner/assets", &owner.bearer()).await;
+    assert_eq!(assets.body["total"], 3);
+    let stats = app.get("/api/v1/scanner/stats", &owner.bearer()).await;
+    assert_eq!(stats.body["records"]["findings"], 5, "{}", stats.text);
+
+    // The EDR knows the host by its short name; the asset view joins both.
+    app.post(
+        "/api/v1/edr/config",
+        &owner.bearer(),
+        json!({"base_url": s1.base_url, "api_token": API_TOKEN}),
+    )
+    .await;
+    assert_eq!(sync(&app, &owner, "edr").await["status"], "success");
+    let rollup = app.wait_for_rollup(&owner).await;
+    assert_eq!(rollup["status"], "success", "{rollup}");
+    let asset = app
+        .get("/api/v1/devices/by-name/web01", &owner.bearer())
+        .await;
+    assert_eq!(asset.status, 200, "{}", asset.text);
+    assert_eq!(asset.body["edr"]["agent_id"], "1002", "{}", asset.text);
+    assert_eq!(
+        asset.body["scan"]["hostname"], "web01.corp.example",
+        "{}",
+        asset.text
+    );
+    let sources = asset.body["sources"].as_array().unwrap();
+    assert!(sources.contains(&json!("scanner")), "{}", asset.text);
+
+    // Another tenant sees none of it; a wrong key is an auth error.
+    let other = app.register("other@msp.example").await;
+    let theirs = app.get("/api/v1/scanner/assets", &other.bearer()).await;
+    assert_eq!(theirs.body["items"], json!([]));
+    app.get("/api/v1/scanner/findings/a-1", &other.bearer())
+        .await
+        .assert_error(404);
+    app.get("/api/v1/scanner/device-by-name/web01", &other.bearer())
+        .await
+        .assert_error(404);
+    app.post(
+        "/api/v1/scanner/config",
+        &other.bearer(),
+        json!({"base_url": tenable.base_url, "access_key": ACCESS_KEY, "secret_key": "wrong"}),
+    )
+    .await;
+    let refused = app
+        .post(
+            "/api/v1/scanner/test-connection",
+            &other.bearer(),
+            json!({}),
+        )
+        .await;
+    refused.assert_error(502);
+    assert_eq!(
+        refused.body["type"], "upstream_auth_error",
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("Invalid Credentials"));
+    for secret in [ACCESS_KEY, SECRET_KEY] {
+        let config = app.get("/api/v1/scanner/config", &owner.bearer()).await;
+        assert!(!config.text.contains(secret));
+        let jobs = app.get("/api/v1/jobs", &owner.bearer()).await;
+        assert!(!jobs.text.contains(secret));
+    }
+    app.finish().await;
+}
