@@ -11,12 +11,14 @@ use cairn::auth::TenantId;
 use cairn::db::Db;
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
+use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use cairn_tests::{backend_tests, batches, Backend, PostgresDatabase};
 use serde_json::{json, Value};
 
 backend_tests!(
     killed_process_job_resumes_from_its_checkpoint,
     killed_sync_parse_and_rollup_each_finish_once,
+    killed_scanner_sync_resumes_its_export,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -531,5 +533,112 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     server.kill();
     db.pool.close().await;
+    scratch.remove().await;
+}
+
+/// A scanner sync killed while it reads the third chunk of its export: the
+/// next process resumes the same export from the checkpoint (no second
+/// export is started) and stores every finding once.
+async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
+    let Some(scratch) = Scratch::new(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["connectors/tenable"], &[]);
+    let chunks: Vec<Vec<Value>> = (1..=4)
+        .map(|chunk| {
+            (1..=2)
+                .map(|n| {
+                    json!({"asset": {"uuid": format!("asset-{chunk}-{n}"), "fqdn": format!("host-{chunk}-{n}.corp.example")},
+                           "plugin": {"id": 1000 + n, "name": "Check", "cve": ["CVE-2024-0001"]},
+                           "port": {"port": 443, "protocol": "TCP"}, "severity": "high", "state": "OPEN",
+                           "first_found": "2026-11-01T00:00:00Z", "last_found": "2026-11-20T00:00:00Z"})
+                })
+                .collect()
+        })
+        .collect();
+    let tenable = FakeTenable::start(TenableData {
+        chunks,
+        hold_from_chunk: Some(3),
+        ..TenableData::default()
+    })
+    .await;
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let signed_in = server
+        .post(
+            "/api/v1/auth/register",
+            "",
+            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
+        )
+        .await;
+    let token = signed_in["access_token"].as_str().unwrap().to_string();
+    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+    server
+        .post(
+            "/api/v1/scanner/config",
+            &token,
+            json!({"base_url": tenable.base_url, "access_key": ACCESS_KEY,
+                   "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
+        )
+        .await;
+    let sync = server.post("/api/v1/scanner/sync", &token, json!({})).await;
+    let sync_id = sync["job_id"].as_str().unwrap().to_string();
+    wait_until(
+        "the sync to read chunk 3",
+        Duration::from_secs(60),
+        async || tenable.data.lock().unwrap().held > 0,
+    )
+    .await;
+    wait_until(
+        "the checkpoint after chunk 2",
+        Duration::from_secs(60),
+        async || {
+            sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
+                .bind(&sync_id)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap()
+                .is_some_and(|c| c.contains("\"pages\":2"))
+        },
+    )
+    .await;
+    server.kill();
+    let findings_sql =
+        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'findings'";
+    assert_eq!(
+        count(&db, findings_sql, &tenant).await,
+        4,
+        "two chunks written"
+    );
+    tenable.data.lock().unwrap().hold_from_chunk = None;
+
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    wait_until("the sync to finish", Duration::from_secs(60), async || {
+        ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
+    })
+    .await;
+    let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["attempts"], 2, "{job}");
+    {
+        let data = tenable.data.lock().unwrap();
+        assert_eq!(data.exports_started, 1, "the same export was resumed");
+        assert_eq!(data.conflicts, 0, "and never asked for again");
+        assert_eq!(
+            data.chunk_downloads[&1], 1,
+            "chunks done are not read again"
+        );
+        assert_eq!(data.chunk_downloads[&2], 1);
+        assert_eq!(data.chunk_downloads[&4], 1);
+    }
+    assert_eq!(
+        count(&db, findings_sql, &tenant).await,
+        8,
+        "every finding once"
+    );
+    let assets_sql = "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'assets'";
+    assert_eq!(count(&db, assets_sql, &tenant).await, 8);
+    drop(server);
+    db.close().await;
     scratch.remove().await;
 }

@@ -29,6 +29,10 @@ pub struct TenableData {
     pub finished: bool,
     /// Chunk numbers whose next download fails with a 500.
     pub fail_chunk_once: Vec<usize>,
+    /// Chunk downloads from this number on wait until it is cleared (a
+    /// crash test kills the service while one waits).
+    pub hold_from_chunk: Option<usize>,
+    pub held: u32,
     pub exports_started: u32,
     pub conflicts: u32,
     pub polls: u32,
@@ -148,28 +152,37 @@ async fn status(
 }
 
 async fn chunk(
-    State(data): State<Shared>,
+    State(shared): State<Shared>,
     headers: HeaderMap,
     Path((uuid, chunk)): Path<(String, usize)>,
 ) -> Response {
     if let Some(refusal) = refused(&headers) {
         return refusal;
     }
-    let mut data = data.lock().unwrap();
-    let available = match &data.active {
-        Some((id, available)) if *id == uuid => *available,
-        _ => 0,
+    let hold = {
+        let mut data = shared.lock().unwrap();
+        let available = match &data.active {
+            Some((id, available)) if *id == uuid => *available,
+            _ => 0,
+        };
+        if chunk == 0 || chunk > available {
+            return (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"statusCode": 404, "error": "Not Found", "message": "chunk not available"})),
+            )
+                .into_response();
+        }
+        *data.chunk_downloads.entry(chunk).or_default() += 1;
+        let hold = data.hold_from_chunk.is_some_and(|from| chunk >= from);
+        if hold {
+            data.held += 1;
+        }
+        hold
     };
-    if chunk == 0 || chunk > available {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(
-                json!({"statusCode": 404, "error": "Not Found", "message": "chunk not available"}),
-            ),
-        )
-            .into_response();
+    while hold && shared.lock().unwrap().hold_from_chunk.is_some() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    *data.chunk_downloads.entry(chunk).or_default() += 1;
+    let mut data = shared.lock().unwrap();
     if let Some(at) = data.fail_chunk_once.iter().position(|c| *c == chunk) {
         data.fail_chunk_once.remove(at);
         return (
