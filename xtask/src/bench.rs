@@ -14,6 +14,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("sync") => per_backend("bench-sync"),
         Some("mdm") => per_backend("bench-mdm"),
         Some("edr") => per_backend("bench-edr"),
+        Some("scanner") => per_backend("bench-scanner"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
@@ -30,7 +31,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run("target/release/bench-portal", &[], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|inventory|vuln|csv|portal>".into(),
+            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|inventory|vuln|csv|portal>"
+                .into(),
         ),
     }
 }

@@ -1,0 +1,162 @@
+//! Syncs a fake Tenable Vulnerability Management export (assets with 20
+//! findings each, in chunks of 500 assets made available while the export
+//! processes) into a fresh database through the real pipeline; prints
+//! seconds, rows/s, status polls and the service's peak memory (the fake
+//! runs in a child process of its own).
+//! Usage: bench-scanner sqlite|postgres [assets]
+//! (`bench-scanner fake-tenable <assets>` is the child: it prints its URL,
+//! serves until its stdin closes, then prints its poll count.)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn::auth::TenantId;
+use cairn::integrations::sync::{SyncCaps, SyncHandler};
+use cairn::integrations::{storage, SecretBox};
+use cairn::jobs::{Queue, QueueTiming, Registry};
+use cairn::plugins::Plugins;
+use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+
+const FINDINGS_PER_ASSET: usize = 20;
+const ASSETS_PER_CHUNK: usize = 500;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| std::env::args().nth(n);
+    let backend = arg(1).unwrap_or_else(|| "sqlite".into());
+    let assets: usize = arg(2).and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    if backend == "fake-tenable" {
+        return serve_fake(assets).await;
+    }
+    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["fake-tenable", &assets.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
+    let base_url = lines.next_line().await?.expect("the fake prints its URL");
+
+    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/tenable"], &[]);
+    let (db, url) = cairn_bench::fresh_database(&backend).await?;
+    let settings = cairn::settings::Settings {
+        connectors_dir,
+        data_dir: std::env::temp_dir().join(format!("cairn-bench-scanner-{}", std::process::id())),
+        plugin_plain_http_hosts: "127.0.0.1".into(),
+        outbound_private_networks: "127.0.0.0/8".into(),
+        ..Default::default()
+    }
+    .prepare()?;
+    let plugins = Arc::new(Plugins::load(&settings).await?);
+    let secrets = SecretBox::new(&settings.encryption_key)?;
+    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
+    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
+        .bind(tenant.as_str())
+        .execute(&db.pool)
+        .await?;
+    storage::save_config(
+        &db,
+        &secrets,
+        &tenant,
+        "scanner",
+        storage::NewConfig {
+            connector: "tenable-vm",
+            settings: &json!({"base_url": base_url, "num_assets": ASSETS_PER_CHUNK, "poll_seconds": 0.1}),
+            secrets: &json!({"access_key": ACCESS_KEY, "secret_key": SECRET_KEY}),
+            switching: false,
+        },
+    )
+    .await?;
+    let mut registry = Registry::default();
+    registry.register(
+        "scanner_sync",
+        SyncHandler {
+            plugins: plugins.clone(),
+            secrets,
+            area: "scanner".into(),
+            caps: SyncCaps::from_settings(&settings),
+        },
+        Duration::from_secs(1200),
+    );
+    let queue = Arc::new(Queue::new(
+        db.clone(),
+        registry,
+        QueueTiming::from_settings(&settings),
+    ));
+    queue.enqueue(&tenant, "scanner_sync", &json!({})).await?;
+    let started = Instant::now();
+    let (_, outcome) = queue.run_one().await?.expect("the sync job");
+    let secs = started.elapsed().as_secs_f64();
+    let error: Option<String> =
+        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'scanner_sync'")
+            .fetch_one(&db.pool)
+            .await?;
+    if let Some(error) = error {
+        anyhow::bail!("the sync failed: {error}");
+    }
+    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
+        .fetch_one(&db.pool)
+        .await?;
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
+        .fetch_one(&db.pool)
+        .await?;
+    let peak = cairn_bench::peak_rss_mib();
+    drop(fake.stdin.take());
+    let polls = lines.next_line().await?.unwrap_or_default();
+    fake.wait().await?;
+    println!(
+        "cairn scanner sync benchmark: {backend}, Tenable export of {assets} assets x {FINDINGS_PER_ASSET} findings, {ASSETS_PER_CHUNK} assets a chunk"
+    );
+    println!(
+        "  outcome {outcome:?}: {records} records (assets and findings), {items} inventory items"
+    );
+    println!(
+        "  {:.1} s, {:.0} findings/s, service peak memory {peak:.0} MiB, {polls} status polls (goal: within 60 s)",
+        secs,
+        (assets * FINDINGS_PER_ASSET) as f64 / secs
+    );
+    cairn_bench::drop_database(db, &url).await;
+    Ok(())
+}
+
+/// The child process: the fake export, until stdin closes.
+async fn serve_fake(assets: usize) -> anyhow::Result<()> {
+    let mut chunks = Vec::new();
+    for first in (0..assets).step_by(ASSETS_PER_CHUNK) {
+        let mut chunk = Vec::with_capacity(ASSETS_PER_CHUNK * FINDINGS_PER_ASSET);
+        for n in first..(first + ASSETS_PER_CHUNK).min(assets) {
+            let asset = json!({"uuid": format!("{n:08x}-6a31-48e1-9cf3-c6c3174df51d"),
+                "fqdn": format!("host-{n:06}.corp.example"), "hostname": format!("10.{}.{}.{}", n / 65536, (n / 256) % 256, n % 256),
+                "ipv4": format!("10.{}.{}.{}", n / 65536, (n / 256) % 256, n % 256),
+                "operating_system": ["Microsoft Windows Server 2022"], "network_id": "00000000-0000-0000-0000-000000000000", "tracked": true});
+            for f in 0..FINDINGS_PER_ASSET {
+                let severity = ["low", "medium", "high", "critical"][f % 4];
+                chunk.push(json!({"asset": asset,
+                    "output": "The remote host is missing a security update.",
+                    "plugin": {"id": 100_000 + f, "name": format!("KB50{f:05} security update"), "family": "Windows : Microsoft Bulletins",
+                        "cve": [format!("CVE-2026-{:04}", 1000 + f), format!("CVE-2026-{:04}", 2000 + f)],
+                        "cvss3_base_score": 7.8, "risk_factor": "High", "has_patch": true,
+                        "synopsis": "The remote Windows host is affected by multiple vulnerabilities.",
+                        "solution": "Apply the security update."},
+                    "port": {"port": 445, "protocol": "TCP", "service": "cifs"},
+                    "severity": severity, "severity_id": f % 4,
+                    "first_found": "2026-10-01T00:00:00Z", "last_found": "2026-11-20T00:00:00Z", "state": "OPEN",
+                    "indexed": "2026-11-20T08:00:34.964Z"}));
+            }
+        }
+        chunks.push(chunk);
+    }
+    let fake = FakeTenable::start(TenableData {
+        chunks,
+        ..TenableData::default()
+    })
+    .await;
+    println!("{}", fake.base_url);
+    let mut stdin = tokio::io::stdin();
+    let mut sink = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut stdin, &mut sink).await?;
+    println!("{}", fake.data.lock().unwrap().polls);
+    Ok(())
+}
