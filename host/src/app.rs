@@ -17,10 +17,6 @@ use crate::plugins::Plugins;
 use crate::portal::store::BlobStore;
 use crate::settings::Settings;
 
-/// A sync that reports no progress for this long fails (the spec's
-/// stale-sync guard).
-const SYNC_STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
-
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
@@ -68,7 +64,8 @@ impl AppState {
             jobs.register(
                 &crate::integrations::sync_kind(area),
                 handler,
-                SYNC_STALL_TIMEOUT,
+                // The spec's stale-sync guard.
+                std::time::Duration::from_secs(settings.sync_stall_secs.max(1)),
             );
         }
         crate::csv_sources::register(&mut jobs, plugins.clone(), settings.csv_uploads_dir.clone());

@@ -114,6 +114,9 @@ pub struct Settings {
     /// Pages of one sync written to PostgreSQL at once, each in its own
     /// transaction (SQLite writes one at a time).
     pub sync_page_writes: usize,
+    /// Seconds a sync may go without progress (a page with records, or a
+    /// cursor that moved) before it fails: the stale-sync guard.
+    pub sync_stall_secs: u64,
     /// Comma-separated hosts plugins may reach over plain http (tests, labs).
     pub plugin_plain_http_hosts: String,
     /// Comma-separated `id=sha256` pairs: which file serves a connector id
@@ -225,6 +228,7 @@ impl Default for Settings {
             sync_max_page_records: 10_000,
             sync_max_rows: 20_000_000,
             sync_page_writes: 2,
+            sync_stall_secs: 20 * 60,
             plugin_plain_http_hosts: String::new(),
             outbound_private_networks: String::new(),
             connector_pins: String::new(),

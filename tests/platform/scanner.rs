@@ -13,7 +13,10 @@ use serde_json::{json, Value};
 
 use super::mdm::{names, sync};
 
-backend_tests!(tenable_export_findings_and_asset_join);
+backend_tests!(
+    tenable_export_findings_and_asset_join,
+    a_sync_that_makes_no_progress_fails_as_stale
+);
 
 const CHUNK: &str =
     include_str!("../../../shared/fixtures/scanner/tenable_io_vulns_export_chunk.json");
@@ -214,5 +217,52 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
         let jobs = app.get("/api/v1/jobs", &owner.bearer()).await;
         assert!(!jobs.text.contains(secret));
     }
+    app.finish().await;
+}
+
+/// The stale-sync guard: an export that never makes a chunk available keeps
+/// the sync polling without progress, and the sync fails once the guard's
+/// time (shortened by its setting) has passed.
+async fn a_sync_that_makes_no_progress_fails_as_stale(backend: Backend) {
+    let tenable = FakeTenable::start(TenableData {
+        chunks: vec![vec![]],
+        stuck: true,
+        ..TenableData::default()
+    })
+    .await;
+    let dir = connectors_dir(&["connectors/tenable"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+        s.sync_stall_secs = 2;
+        // A stalled run is retried (from its checkpoint) before it is final.
+        s.job_retry_backoff_ms = 0;
+    })
+    .await
+    else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    app.post(
+        "/api/v1/scanner/config",
+        &owner.bearer(),
+        json!({"base_url": tenable.base_url, "access_key": ACCESS_KEY,
+               "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
+    )
+    .await;
+    let job = sync(&app, &owner, "scanner").await;
+    assert_eq!(job["status"], "error", "{job}");
+    assert!(
+        job["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("progress"),
+        "{job}"
+    );
+    assert!(
+        tenable.data.lock().unwrap().polls > 12,
+        "it kept polling first"
+    );
     app.finish().await;
 }

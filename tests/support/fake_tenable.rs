@@ -27,6 +27,8 @@ pub struct TenableData {
     /// runs until a poll finds every chunk available.
     pub active: Option<(String, usize)>,
     pub finished: bool,
+    /// The export never makes a chunk available (it stays PROCESSING).
+    pub stuck: bool,
     /// Chunk numbers whose next download fails with a 500.
     pub fail_chunk_once: Vec<usize>,
     /// Chunk downloads from this number on wait until it is cleared (a
@@ -125,6 +127,7 @@ async fn status(
     let mut data = data.lock().unwrap();
     data.polls += 1;
     let total = data.chunks.len();
+    let stuck = data.stuck;
     let Some((active, available)) = data.active.as_mut().filter(|(id, _)| *id == uuid) else {
         return (
             StatusCode::NOT_FOUND,
@@ -136,7 +139,9 @@ async fn status(
     };
     let _ = active;
     // One more chunk each poll, while processing.
-    *available = (*available + 1).min(total);
+    if !stuck {
+        *available = (*available + 1).min(total);
+    }
     let available = *available;
     let finished = available == total;
     data.finished = finished;

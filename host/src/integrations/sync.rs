@@ -266,6 +266,8 @@ impl JobHandler for SyncHandler {
                     at.rows, self.caps.rows
                 )));
             }
+            let moved =
+                !records.is_empty() || next.as_deref() != at.cursor.as_deref() || next.is_none();
             let next_at = match next {
                 Some(cursor) => Checkpoint {
                     cursor: Some(cursor),
@@ -291,6 +293,7 @@ impl JobHandler for SyncHandler {
                 },
                 stream.clone(),
                 next_at.clone(),
+                moved,
             );
             at = next_at;
         }
@@ -373,6 +376,10 @@ struct PageWrites {
 struct PendingPage {
     stream: String,
     after: Checkpoint,
+    /// Whether the page brought records or moved the cursor: only such a
+    /// page is progress, so a sync polling an upstream that never moves
+    /// meets the stale-sync guard.
+    moved: bool,
     write: AbortOnDropHandle<Result<(), JobFailure>>,
 }
 
@@ -385,10 +392,11 @@ impl PageWrites {
         self.pending.is_empty()
     }
 
-    fn start(&mut self, write: PageWrite, stream: String, after: Checkpoint) {
+    fn start(&mut self, write: PageWrite, stream: String, after: Checkpoint, moved: bool) {
         self.pending.push_back(PendingPage {
             stream,
             after,
+            moved,
             write: AbortOnDropHandle::new(tokio::spawn(write.write())),
         });
     }
@@ -419,10 +427,21 @@ impl PageWrites {
         ctx: &JobContext,
         written: Result<(), JobFailure>,
     ) -> Result<(), JobFailure> {
-        let Some(PendingPage { stream, after, .. }) = self.pending.pop_front() else {
+        let Some(PendingPage {
+            stream,
+            after,
+            moved,
+            ..
+        }) = self.pending.pop_front()
+        else {
             return Ok(());
         };
         written?;
+        // A page that moved nothing leaves the checkpoint as it is: saving
+        // one counts as progress too.
+        if !moved {
+            return Ok(());
+        }
         ctx.save_checkpoint(&json!(after)).await?;
         ctx.progress(
             &stream,
