@@ -270,6 +270,12 @@ pub enum AuthScheme {
         prefix: String,
         secret_field: String,
     },
+    /// HTTP Basic: `Authorization: Basic base64(username:password)` from
+    /// the two config fields (list `password_field` in `secret_fields`).
+    Basic {
+        username_field: String,
+        password_field: String,
+    },
     /// A header built from several config fields, e.g. Tenable's
     /// `X-ApiKeys: accessKey={access_key}; secretKey={secret_key}`: each
     /// `{name}` is replaced by the config field `name`. Every field the

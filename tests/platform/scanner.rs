@@ -6,6 +6,7 @@
 //! EDR knows by short name.
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_qualys::{self, FakeQualys, QualysData};
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use cairn_tests::{backend_tests, Backend, TestApp};
@@ -15,7 +16,8 @@ use super::mdm::{names, sync};
 
 backend_tests!(
     tenable_export_findings_and_asset_join,
-    a_sync_that_makes_no_progress_fails_as_stale
+    a_sync_that_makes_no_progress_fails_as_stale,
+    two_tenants_on_two_scanner_products
 );
 
 const CHUNK: &str =
@@ -264,5 +266,163 @@ async fn a_sync_that_makes_no_progress_fails_as_stale(backend: Backend) {
         tenable.data.lock().unwrap().polls > 12,
         "it kept polling first"
     );
+    app.finish().await;
+}
+
+fn qualys_host(id: u64, fqdn: &str, detections: &[(u32, u8, &str)]) -> (u64, String) {
+    let detections: String = detections
+        .iter()
+        .map(|(qid, severity, status)| {
+            format!(
+                "<DETECTION><QID>{qid}</QID><TYPE>Confirmed</TYPE><SEVERITY>{severity}</SEVERITY>\
+                 <PORT>443</PORT><PROTOCOL>tcp</PROTOCOL><SSL>1</SSL><RESULTS><![CDATA[found]]></RESULTS>\
+                 <STATUS>{status}</STATUS><FIRST_FOUND_DATETIME>2026-10-01T00:00:00Z</FIRST_FOUND_DATETIME>\
+                 <LAST_FOUND_DATETIME>2026-11-20T00:00:00Z</LAST_FOUND_DATETIME></DETECTION>"
+            )
+        })
+        .collect();
+    (
+        id,
+        format!(
+            "<HOST><ID>{id}</ID><IP>10.1.0.{}</IP><TRACKING_METHOD>IP</TRACKING_METHOD>\
+             <OS><![CDATA[Windows Server 2019]]></OS><DNS><![CDATA[{fqdn}]]></DNS>\
+             <DNS_DATA><FQDN><![CDATA[{fqdn}]]></FQDN></DNS_DATA>\
+             <TAGS><TAG><TAG_ID>1</TAG_ID><NAME>Servers</NAME></TAG></TAGS>\
+             <DETECTION_LIST>{detections}</DETECTION_LIST></HOST>",
+            id % 250
+        ),
+    )
+}
+
+/// One tenant scans with Tenable, another with Qualys, through the same
+/// routes; each sees only its own product's data.
+async fn two_tenants_on_two_scanner_products(backend: Backend) {
+    let tenable = FakeTenable::start(TenableData {
+        chunks: vec![vec![finding(
+            asset("t-1", Some("tenable-only.corp.example"), None, "10.0.0.21"),
+            2001,
+            "high",
+            443,
+        )]],
+        ..TenableData::default()
+    })
+    .await;
+    let mut hosts = fake_qualys::fixture_hosts();
+    hosts.push(qualys_host(
+        200_000_001,
+        "gen-1.corp.example",
+        &[(38173, 5, "Active"), (38170, 3, "New"), (91234, 5, "Fixed")],
+    ));
+    hosts.push(qualys_host(
+        200_000_002,
+        "gen-2.corp.example",
+        &[(38173, 4, "Re-Opened")],
+    ));
+    hosts.push(qualys_host(200_000_003, "gen-3.corp.example", &[]));
+    hosts.sort();
+    let second_page = hosts[2].0;
+    let qualys = FakeQualys::start(QualysData {
+        hosts,
+        throttle_once: true,
+        truncate_once_at: Some(second_page),
+        ..QualysData::default()
+    })
+    .await;
+    let dir = connectors_dir(&["connectors/tenable", "connectors/qualys"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let on_tenable = app.register("tenable@msp.example").await;
+    let on_qualys = app.register("qualys@msp.example").await;
+    let saved = app
+        .post(
+            "/api/v1/scanner/config",
+            &on_tenable.bearer(),
+            json!({"connector": "tenable-vm", "base_url": tenable.base_url,
+                   "access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let saved = app
+        .post(
+            "/api/v1/scanner/config",
+            &on_qualys.bearer(),
+            json!({"connector": "qualys-vmdr", "base_url": qualys.base_url,
+                   "username": fake_qualys::USERNAME, "password": fake_qualys::PASSWORD,
+                   "truncation_limit": 2}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(saved.body["config"]["password"], "********");
+    let tested = app
+        .post(
+            "/api/v1/scanner/test-connection",
+            &on_qualys.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+    assert_eq!(
+        sync(&app, &on_tenable, "scanner").await["status"],
+        "success"
+    );
+    let job = sync(&app, &on_qualys, "scanner").await;
+    assert_eq!(job["status"], "success", "{job}");
+    {
+        let data = qualys.data.lock().unwrap();
+        assert_eq!(data.throttled, 1, "the 409 was waited out");
+        assert_eq!(data.truncated, 1, "the cut page was asked for again");
+    }
+
+    let theirs = app
+        .get("/api/v1/scanner/assets", &on_tenable.bearer())
+        .await;
+    assert_eq!(
+        names(&theirs.body, "device_name"),
+        ["tenable-only.corp.example"]
+    );
+    let ours = app.get("/api/v1/scanner/assets", &on_qualys.bearer()).await;
+    assert_eq!(ours.body["total"], 5, "three pages of hosts: {}", ours.text);
+    let gen1 = app
+        .get("/api/v1/scanner/findings/200000001", &on_qualys.bearer())
+        .await;
+    assert_eq!(gen1.status, 200, "{}", gen1.text);
+    assert_eq!(
+        gen1.body["fields"]["critical_count"], 1,
+        "a fixed one is not open"
+    );
+    assert_eq!(gen1.body["fields"]["medium_count"], 1);
+    assert_eq!(gen1.body["fields"]["tags"], json!(["Servers"]));
+    assert_eq!(gen1.body["findings"].as_array().unwrap().len(), 3);
+    let mut states: Vec<&str> = gen1.body["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fields"]["state"].as_str().unwrap())
+        .collect();
+    states.sort();
+    assert_eq!(states, ["fixed", "open", "open"]);
+    // The fixture's host by the short name of its FQDN.
+    let one = app
+        .get("/api/v1/scanner/device-by-name/one", &on_qualys.bearer())
+        .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert_eq!(one.body["key"], "143111841");
+
+    // Neither tenant reaches the other's product or data.
+    app.get("/api/v1/scanner/findings/t-1", &on_qualys.bearer())
+        .await
+        .assert_error(404);
+    app.get("/api/v1/scanner/findings/200000001", &on_tenable.bearer())
+        .await
+        .assert_error(404);
+    let config = app.get("/api/v1/scanner/config", &on_qualys.bearer()).await;
+    assert!(!config.text.contains(fake_qualys::PASSWORD));
     app.finish().await;
 }

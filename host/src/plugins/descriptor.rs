@@ -282,6 +282,10 @@ pub enum AuthScheme {
         prefix: String,
         secret_field: String,
     },
+    Basic {
+        username_field: String,
+        password_field: String,
+    },
     HeaderTemplate {
         header: String,
         template: String,
@@ -328,6 +332,7 @@ impl ConnectorDescriptor {
             AuthScheme::None => vec![],
             AuthScheme::StaticHeader { secret_field, .. } => vec![secret_field],
             AuthScheme::HeaderTemplate { template, .. } => template_fields(template),
+            AuthScheme::Basic { password_field, .. } => vec![password_field],
             AuthScheme::TokenExchange { password_field, .. } => vec![password_field],
             AuthScheme::OauthClientCredentials {
                 client_secret_field,

@@ -146,6 +146,24 @@ impl Outbound {
                 header.clone(),
                 format!("{prefix}{}", credentials.field(secret_field)?),
             ))),
+            AuthScheme::Basic {
+                username_field,
+                password_field,
+            } => {
+                use base64::Engine;
+                let pair = format!(
+                    "{}:{}",
+                    credentials.field(username_field)?,
+                    credentials.field(password_field)?
+                );
+                Ok(Some((
+                    "Authorization".into(),
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    ),
+                )))
+            }
             AuthScheme::HeaderTemplate { header, template } => {
                 // One pass over the template, so a secret that happens to
                 // hold `{name}` is never expanded itself.

@@ -1,0 +1,113 @@
+//! A scanner connector: Qualys VMDR host list detection
+//! (`/api/2.0/fo/asset/host/vm/detection/?action=list`, XML).
+//!
+//! Area `scanner`. Credentials: HTTP Basic with the user name and password,
+//! attached by the host; every request also says `X-Requested-With`. One
+//! stream, `hosts`: each page is a truncated host list, the next page the
+//! URL of the `WARNING` with code 1980. A host maps to an asset record with
+//! its open findings counted by severity, and each detection to a finding.
+//! Qualys throttles with HTTP 409 and an XML code (1965: the seconds to
+//! wait; 1960: too many calls at once): the connector waits and asks again.
+
+mod detections;
+mod mapping;
+mod xml;
+
+use cairn_sdk::records::{Device, Finding};
+use cairn_sdk::{
+    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
+    Related, Row, Value, View,
+};
+
+pub use mapping::map_host;
+
+pub struct Qualys;
+
+impl Connector for Qualys {
+    fn describe() -> Descriptor {
+        let findings = || {
+            vec![Related {
+                name: "findings".into(),
+                collection: mapping::FINDINGS.into(),
+                field: "asset_key".into(),
+            }]
+        };
+        Descriptor {
+            id: "qualys-vmdr".into(),
+            area: "scanner".into(),
+            name: "Qualys VMDR".into(),
+            version: "0.2.0".into(),
+            sdk_version: String::new(),
+            config_schema: json!({
+                "type": "object",
+                "required": ["base_url", "username", "password"],
+                "properties": {
+                    "base_url": {"type": "string", "pattern": "^https?://", "description": "Your platform's API server, e.g. https://qualysapi.qg2.apps.qualys.com"},
+                    "username": {"type": "string", "minLength": 1},
+                    "password": {"type": "string", "minLength": 1},
+                    "truncation_limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Hosts a page (default 1000)"}
+                }
+            }),
+            secret_fields: vec!["password".into()],
+            streams: vec![detections::HOSTS.into()],
+            requested_hosts: vec!["{config.base_url}".into()],
+            auth: AuthScheme::Basic {
+                username_field: "username".into(),
+                password_field: "password".into(),
+            },
+            collections: vec![
+                Collection::of::<Device>(mapping::ASSETS).searching(&[
+                    "name",
+                    "hostname",
+                    "os_version",
+                ]),
+                Collection::of::<Finding>(mapping::FINDINGS)
+                    .searching(&["plugin_id", "device_name"]),
+            ],
+            views: vec![
+                View::List {
+                    path: "assets".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "Assets the scanner found".into(),
+                },
+                View::ByKey {
+                    path: "findings/{asset_id}".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "One asset by id, with its findings".into(),
+                    related: findings(),
+                },
+                View::ByDeviceName {
+                    path: "device-by-name/{hostname}".into(),
+                    collection: mapping::ASSETS.into(),
+                    summary: "The asset of one host name (full or short), with its findings".into(),
+                    related: findings(),
+                },
+            ],
+            actions: vec![],
+            max_concurrent_requests: 1,
+            config_from: None,
+            webhook: None,
+        }
+    }
+
+    fn check(config: &Config) -> Result<(), Error> {
+        detections::check(config)
+    }
+
+    fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        if stream != detections::HOSTS {
+            return Err(Error::Config(format!("unknown stream {stream}")));
+        }
+        detections::fetch(config, cursor)
+    }
+
+    fn map_record(_stream: &str, record: &Value) -> Result<Vec<Row>, String> {
+        map_host(record)
+    }
+}
+
+export_connector!(Qualys);
+
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
