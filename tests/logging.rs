@@ -9,11 +9,13 @@ use cairn_tests::fake_graph::{FakeGraph, GraphData};
 use cairn_tests::fake_oauth::{
     FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT, PRIVATE_KEY, THUMBPRINT_SHA256,
 };
+use cairn_tests::fake_qualys::{self, FakeQualys, QualysData};
 use cairn_tests::fake_rmm::{
     computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
 };
 use cairn_tests::fake_s3::{self, FakeS3};
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN as S1_TOKEN};
+use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use cairn_tests::smtp::FakeSmtp;
 use cairn_tests::{Auth, Backend, TestApp, PASSWORD};
 use serde_json::json;
@@ -68,6 +70,17 @@ async fn no_secret_is_ever_logged() {
     // A throttled sub-request, whose retry is logged.
     graph_data.throttle_once.insert("d-1".into());
     let graph = FakeGraph::start(&idp, graph_data).await;
+    let tenable = FakeTenable::start(TenableData {
+        chunks: vec![vec![]],
+        ..TenableData::default()
+    })
+    .await;
+    let qualys = FakeQualys::start(QualysData {
+        hosts: fake_qualys::fixture_hosts(),
+        throttle_once: true,
+        ..QualysData::default()
+    })
+    .await;
     let s1 = FakeSentinelOne::start(SentinelOneData {
         agents: vec![json!({"id": "1001", "computerName": "WS-01", "infected": "True"})],
         throttle_once: true,
@@ -80,6 +93,8 @@ async fn no_secret_is_ever_logged() {
             "connectors/mdm",
             "connectors/directory",
             "connectors/edr",
+            "connectors/tenable",
+            "connectors/qualys",
         ],
         &[],
     );
@@ -156,6 +171,16 @@ async fn no_secret_is_ever_logged() {
         (
             "edr",
             json!({"base_url": s1.base_url, "api_token": S1_TOKEN}),
+        ),
+        (
+            "scanner",
+            json!({"connector": "tenable-vm", "base_url": tenable.base_url,
+                   "access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
+        ),
+        (
+            "scanner",
+            json!({"connector": "qualys-vmdr", "base_url": qualys.base_url,
+                   "username": fake_qualys::USERNAME, "password": fake_qualys::PASSWORD}),
         ),
     ] {
         let mut config = json!({"auth_url": idp.base_url, "graph_url": graph.base_url,
@@ -282,9 +307,21 @@ async fn no_secret_is_ever_logged() {
         WRONG_RMM_PASSWORD,
         CLIENT_SECRET,
         S1_TOKEN,
+        ACCESS_KEY,
+        SECRET_KEY,
+        fake_qualys::PASSWORD,
     ]
     .into_iter()
     .map(str::to_string)
+    // The Basic header carries the password encoded.
+    .chain([{
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            fake_qualys::USERNAME,
+            fake_qualys::PASSWORD
+        ))
+    }])
     .chain(upstream_tokens)
     .chain(idp.issued_tokens())
     .chain(assertions)
