@@ -27,20 +27,42 @@ pub enum Error {
 impl Error {
     /// The usual mapping of an upstream HTTP status to an error.
     pub fn from_status(status: u16, body: &str) -> Error {
-        let snippet: String = body.chars().take(300).collect();
+        Error::from_status_detail(status, &format!("upstream status {status}: {body}"), "")
+    }
+
+    /// The error of a non-2xx `status`, with `detail` (what the upstream
+    /// said, as your product's error body puts it, cut to 300 characters)
+    /// as its message: 401 and 403 are [`Error::Auth`] carrying
+    /// `permission_hint` (name the permission or role to grant), 404
+    /// [`Error::NotFound`], 429 [`Error::RateLimited`] (the host has
+    /// already waited out the upstream's own `Retry-After`), 5xx
+    /// [`Error::Transient`] and the rest [`Error::Upstream`].
+    pub fn from_status_detail(status: u16, detail: &str, permission_hint: &str) -> Error {
+        let message: String = detail.chars().take(300).collect();
         match status {
             401 | 403 => Error::Auth {
                 status,
-                message: snippet,
-                permission_hint: String::new(),
+                message,
+                permission_hint: permission_hint.into(),
             },
-            404 => Error::NotFound(format!("upstream status 404: {snippet}")),
+            404 => Error::NotFound(message),
             429 => Error::RateLimited {
                 retry_after_secs: 30,
             },
-            500..=599 => Error::Transient(format!("upstream status {status}: {snippet}")),
-            _ => Error::Upstream(format!("upstream status {status}: {snippet}")),
+            500..=599 => Error::Transient(message),
+            _ => Error::Upstream(message),
         }
+    }
+}
+
+/// A JSON value as text: a string trimmed (`None` when only whitespace) or
+/// a number's digits; `None` for anything else. Upstreams send ids as
+/// either.
+pub fn text_of(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 

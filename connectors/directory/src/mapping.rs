@@ -1,8 +1,8 @@
 //! Entra users and groups to records.
 
 use cairn_sdk::records::{Group, RecordType, User};
+use cairn_sdk::text_of as text;
 use cairn_sdk::{json, Row, SourceRecord, Value};
-use microsoft_graph::text;
 
 pub const USERS: &str = "users";
 pub const GROUPS: &str = "groups";

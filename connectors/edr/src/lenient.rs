@@ -4,14 +4,7 @@
 
 use cairn_sdk::Value;
 
-/// A non-empty string, trimmed, or a number's digits.
-pub fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
+pub use cairn_sdk::text_of as text;
 
 /// `true`/`false`, also as the strings `"True"`, `"false"`, `"1"`, `"0"`
 /// and the numbers 1 and 0.

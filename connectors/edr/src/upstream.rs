@@ -118,20 +118,11 @@ fn answer(status: u16, body: &[u8]) -> Result<Value, Error> {
         (Some(title), None) => title.to_string(),
         _ => format!("status {status}"),
     };
-    let detail: String = detail.chars().take(300).collect();
-    Err(match status {
-        401 | 403 => Error::Auth {
-            status,
-            message: format!("SentinelOne refused the request ({detail})"),
-            permission_hint: PERMISSION_HINT.into(),
-        },
-        404 => Error::NotFound(format!("SentinelOne: {detail}")),
-        429 => Error::RateLimited {
-            retry_after_secs: 30,
-        },
-        500..=599 => Error::Transient(format!("SentinelOne answered {status}: {detail}")),
-        _ => Error::Upstream(format!("SentinelOne answered {status}: {detail}")),
-    })
+    Err(Error::from_status_detail(
+        status,
+        &format!("SentinelOne answered {status}: {detail}"),
+        PERMISSION_HINT,
+    ))
 }
 
 /// Percent-encodes a query value.

@@ -3,8 +3,8 @@
 //! item.
 
 use cairn_sdk::records::{App, Device, RecordType};
+use cairn_sdk::text_of as text;
 use cairn_sdk::{InventoryItem, Row, SourceRecord, Value};
-use microsoft_graph::text;
 
 /// The collection of managed devices.
 pub const DEVICES: &str = "devices";

@@ -68,29 +68,11 @@ pub fn error(status: u16, body: &Value, permission_hint: &str) -> Error {
         (Some(code), None) => code.to_string(),
         _ => format!("status {status}"),
     };
-    let detail: String = detail.chars().take(300).collect();
-    match status {
-        401 | 403 => Error::Auth {
-            status,
-            message: format!("Graph refused the request ({detail})"),
-            permission_hint: permission_hint.into(),
-        },
-        404 => Error::NotFound(format!("Graph: {detail}")),
-        429 => Error::RateLimited {
-            retry_after_secs: 30,
-        },
-        500..=599 => Error::Transient(format!("Graph answered {status}: {detail}")),
-        _ => Error::Upstream(format!("Graph answered {status}: {detail}")),
-    }
-}
-
-/// A JSON string's text, trimmed, unless empty.
-pub fn text(value: &Value) -> Option<String> {
-    value
-        .as_str()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
+    Error::from_status_detail(
+        status,
+        &format!("Graph answered {status}: {detail}"),
+        permission_hint,
+    )
 }
 
 #[cfg(test)]

@@ -137,25 +137,15 @@ fn throttled(body: &str) -> Result<Duration, Error> {
 
 /// The typed error of another status, with Qualys's `SIMPLE_RETURN` text.
 fn refusal(status: u16, body: &str) -> Error {
-    let text: String = xml::parse(body)
+    let text = xml::parse(body)
         .ok()
         .and_then(|(_, answer)| answer["RESPONSE"]["TEXT"].as_str().map(String::from))
-        .unwrap_or_else(|| format!("status {status}"))
-        .chars()
-        .take(300)
-        .collect();
-    match status {
-        401 | 403 => Error::Auth {
-            status,
-            message: format!("Qualys refused the request ({text})"),
-            permission_hint: PERMISSION_HINT.into(),
-        },
-        429 => Error::RateLimited {
-            retry_after_secs: 60,
-        },
-        500..=599 => Error::Transient(format!("Qualys answered {status}: {text}")),
-        _ => Error::Upstream(format!("Qualys answered {status}: {text}")),
-    }
+        .unwrap_or_else(|| "no detail".into());
+    Error::from_status_detail(
+        status,
+        &format!("Qualys answered {status}: {text}"),
+        PERMISSION_HINT,
+    )
 }
 
 #[cfg(test)]

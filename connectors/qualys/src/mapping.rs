@@ -9,13 +9,7 @@ use crate::xml::items;
 pub const ASSETS: &str = "assets";
 pub const FINDINGS: &str = "findings";
 
-fn text(value: &Value) -> Option<String> {
-    value
-        .as_str()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
+use cairn_sdk::text_of as text;
 
 fn platform(os: &str) -> String {
     let os = os.to_lowercase();

@@ -187,27 +187,15 @@ fn answer(status: u16, body: &[u8]) -> Result<Value, Error> {
         });
     }
     let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let detail: String = parsed["message"]
+    let detail = parsed["message"]
         .as_str()
         .or(parsed["error"].as_str())
-        .map(String::from)
-        .unwrap_or_else(|| format!("status {status}"))
-        .chars()
-        .take(300)
-        .collect();
-    Err(match status {
-        401 | 403 => Error::Auth {
-            status,
-            message: format!("Tenable refused the request ({detail})"),
-            permission_hint: PERMISSION_HINT.into(),
-        },
-        404 => Error::NotFound(format!("Tenable: {detail}")),
-        429 => Error::RateLimited {
-            retry_after_secs: 30,
-        },
-        500..=599 => Error::Transient(format!("Tenable answered {status}: {detail}")),
-        _ => Error::Upstream(format!("Tenable answered {status}: {detail}")),
-    })
+        .unwrap_or("no detail");
+    Err(Error::from_status_detail(
+        status,
+        &format!("Tenable answered {status}: {detail}"),
+        PERMISSION_HINT,
+    ))
 }
 
 #[cfg(test)]

@@ -6,13 +6,7 @@ use cairn_sdk::{Row, SourceRecord, Value};
 pub const ASSETS: &str = "assets";
 pub const FINDINGS: &str = "findings";
 
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
+use cairn_sdk::text_of as text;
 
 fn platform(os: &str) -> String {
     let os = os.to_lowercase();
