@@ -82,3 +82,122 @@ pub fn percentile_ms(samples: &mut [std::time::Duration], p: f64) -> f64 {
     let index = ((samples.len() as f64 * p).ceil() as usize).clamp(1, samples.len()) - 1;
     samples[index].as_secs_f64() * 1000.0
 }
+
+/// One connector's area synced into a fresh database through the real
+/// pipeline and job queue, as the sync benchmarks run it.
+pub struct SyncBench {
+    pub db: Db,
+    pub url: String,
+    pub tenant: cairn::auth::TenantId,
+    pub plugins: std::sync::Arc<cairn::plugins::Plugins>,
+    queue: std::sync::Arc<cairn::jobs::Queue>,
+    kind: String,
+}
+
+impl SyncBench {
+    /// A fresh `backend` database with one tenant whose `area` is
+    /// configured for `connector` (`settings` and `secrets`), the component
+    /// built from `component` (e.g. `connectors/edr`); loopback upstreams
+    /// over plain http allowed.
+    pub async fn new(
+        backend: &str,
+        component: &str,
+        area: &str,
+        connector: &str,
+        settings: &serde_json::Value,
+        secrets: &serde_json::Value,
+    ) -> anyhow::Result<SyncBench> {
+        use cairn::integrations::sync::{SyncCaps, SyncHandler};
+        use cairn::integrations::{storage, SecretBox};
+        let connectors_dir = cairn_tests::components::connectors_dir(&[component], &[]);
+        let (db, url) = fresh_database(backend).await?;
+        let service = cairn::settings::Settings {
+            connectors_dir,
+            data_dir: std::env::temp_dir()
+                .join(format!("cairn-bench-{area}-{}", std::process::id())),
+            plugin_plain_http_hosts: "127.0.0.1".into(),
+            outbound_private_networks: "127.0.0.0/8".into(),
+            ..Default::default()
+        }
+        .prepare()?;
+        let plugins = std::sync::Arc::new(cairn::plugins::Plugins::load(&service).await?);
+        let secret_box = SecretBox::new(&service.encryption_key)?;
+        let tenant = cairn::auth::TenantId(uuid::Uuid::now_v7().to_string());
+        sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
+            .bind(tenant.as_str())
+            .execute(&db.pool)
+            .await?;
+        storage::save_config(
+            &db,
+            &secret_box,
+            &tenant,
+            area,
+            storage::NewConfig {
+                connector,
+                settings,
+                secrets,
+                switching: false,
+            },
+        )
+        .await?;
+        let kind = cairn::integrations::sync_kind(area);
+        let mut registry = cairn::jobs::Registry::default();
+        registry.register(
+            &kind,
+            SyncHandler {
+                plugins: plugins.clone(),
+                secrets: secret_box,
+                area: area.into(),
+                caps: SyncCaps::from_settings(&service),
+            },
+            std::time::Duration::from_secs(1200),
+        );
+        let queue = std::sync::Arc::new(cairn::jobs::Queue::new(
+            db.clone(),
+            registry,
+            cairn::jobs::QueueTiming::from_settings(&service),
+        ));
+        Ok(SyncBench {
+            db,
+            url,
+            tenant,
+            plugins,
+            queue,
+            kind,
+        })
+    }
+
+    /// Runs one sync: its seconds and outcome, or the job's error.
+    pub async fn run(&self) -> anyhow::Result<(f64, cairn::jobs::RunOutcome)> {
+        self.queue
+            .enqueue(&self.tenant, &self.kind, &serde_json::json!({}))
+            .await?;
+        let started = std::time::Instant::now();
+        let (job_id, outcome) = self
+            .queue
+            .run_one()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no sync job to run"))?;
+        let secs = started.elapsed().as_secs_f64();
+        let error: Option<String> = sqlx::query_scalar("SELECT error FROM jobs WHERE id = $1")
+            .bind(&job_id)
+            .fetch_one(&self.db.pool)
+            .await?;
+        match error {
+            Some(error) => anyhow::bail!("the sync failed: {error}"),
+            None => Ok((secs, outcome)),
+        }
+    }
+
+    /// `SELECT COUNT(*)` of `table`.
+    pub async fn count(&self, table: &str) -> anyhow::Result<i64> {
+        Ok(sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&self.db.pool)
+            .await?)
+    }
+
+    /// Drops the database.
+    pub async fn finish(self) {
+        drop_database(self.db, &self.url).await;
+    }
+}

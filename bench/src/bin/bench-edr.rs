@@ -7,14 +7,6 @@
 //! (`bench-edr fake-s1 <agents> <threats>` is the child: it prints its URL,
 //! serves until its stdin closes, then prints its request count.)
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use cairn::auth::TenantId;
-use cairn::integrations::sync::{SyncCaps, SyncHandler};
-use cairn::integrations::{storage, SecretBox};
-use cairn::jobs::{Queue, QueueTiming, Registry};
-use cairn::plugins::Plugins;
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
@@ -39,69 +31,18 @@ async fn main() -> anyhow::Result<()> {
     let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
     let base_url = lines.next_line().await?.expect("the fake prints its URL");
 
-    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/edr"], &[]);
-    let (db, url) = cairn_bench::fresh_database(&backend).await?;
-    let settings = cairn::settings::Settings {
-        connectors_dir,
-        data_dir: std::env::temp_dir().join(format!("cairn-bench-edr-{}", std::process::id())),
-        plugin_plain_http_hosts: "127.0.0.1".into(),
-        outbound_private_networks: "127.0.0.0/8".into(),
-        ..Default::default()
-    }
-    .prepare()?;
-    let plugins = Arc::new(Plugins::load(&settings).await?);
-    let secrets = SecretBox::new(&settings.encryption_key)?;
-    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
-    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
-        .bind(tenant.as_str())
-        .execute(&db.pool)
-        .await?;
-    storage::save_config(
-        &db,
-        &secrets,
-        &tenant,
+    let bench = cairn_bench::SyncBench::new(
+        &backend,
+        "connectors/edr",
         "edr",
-        storage::NewConfig {
-            connector: "sentinelone",
-            settings: &json!({"base_url": base_url, "page_size": 500}),
-            secrets: &json!({"api_token": API_TOKEN}),
-            switching: false,
-        },
+        "sentinelone",
+        &json!({"base_url": base_url, "page_size": 500}),
+        &json!({"api_token": API_TOKEN}),
     )
     .await?;
-    let mut registry = Registry::default();
-    registry.register(
-        "edr_sync",
-        SyncHandler {
-            plugins: plugins.clone(),
-            secrets,
-            area: "edr".into(),
-            caps: SyncCaps::from_settings(&settings),
-        },
-        Duration::from_secs(1200),
-    );
-    let queue = Arc::new(Queue::new(
-        db.clone(),
-        registry,
-        QueueTiming::from_settings(&settings),
-    ));
-    queue.enqueue(&tenant, "edr_sync", &json!({})).await?;
-    let started = Instant::now();
-    let (_, outcome) = queue.run_one().await?.expect("the sync job");
-    let secs = started.elapsed().as_secs_f64();
-    let error: Option<String> =
-        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'edr_sync'")
-            .fetch_one(&db.pool)
-            .await?;
-    if let Some(error) = error {
-        anyhow::bail!("the sync failed: {error}");
-    }
-    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
-        .fetch_one(&db.pool)
-        .await?;
-    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
-        .fetch_one(&db.pool)
-        .await?;
+    let (secs, outcome) = bench.run().await?;
+    let items = bench.count("inventory_items").await?;
+    let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
     drop(fake.stdin.take());
     let requests = lines.next_line().await?.unwrap_or_default();
@@ -115,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
         secs,
         (items + records) as f64 / secs
     );
-    cairn_bench::drop_database(db, &url).await;
+    bench.finish().await;
     Ok(())
 }
 

@@ -9,14 +9,6 @@
 //! platform's and Graph's URLs, serves until its stdin closes, then prints
 //! its request counts as JSON.)
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use cairn::auth::TenantId;
-use cairn::integrations::sync::{SyncCaps, SyncHandler};
-use cairn::integrations::{storage, SecretBox};
-use cairn::jobs::{Queue, QueueTiming, Registry};
-use cairn::plugins::Plugins;
 use cairn_tests::fake_graph::{FakeGraph, GraphData};
 use cairn_tests::fake_oauth::{FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT};
 use serde_json::{json, Value};
@@ -46,70 +38,18 @@ async fn main() -> anyhow::Result<()> {
     let auth_url = lines.next_line().await?.expect("the fake prints its URLs");
     let graph_url = lines.next_line().await?.expect("the fake prints its URLs");
 
-    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/mdm"], &[]);
-    let (db, url) = cairn_bench::fresh_database(&backend).await?;
-    let settings = cairn::settings::Settings {
-        connectors_dir,
-        data_dir: std::env::temp_dir().join(format!("cairn-bench-mdm-{}", std::process::id())),
-        plugin_plain_http_hosts: "127.0.0.1".into(),
-        outbound_private_networks: "127.0.0.0/8".into(),
-        ..Default::default()
-    }
-    .prepare()?;
-    let plugins = Arc::new(Plugins::load(&settings).await?);
-    let secrets = SecretBox::new(&settings.encryption_key)?;
-    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
-    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
-        .bind(tenant.as_str())
-        .execute(&db.pool)
-        .await?;
-    storage::save_config(
-        &db,
-        &secrets,
-        &tenant,
+    let bench = cairn_bench::SyncBench::new(
+        &backend,
+        "connectors/mdm",
         "mdm",
-        storage::NewConfig {
-            connector: "microsoft-intune",
-            settings: &json!({"auth_url": auth_url, "graph_url": graph_url,
-                "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID, "page_size": 250}),
-            secrets: &json!({"client_secret": CLIENT_SECRET}),
-            switching: false,
-        },
+        "microsoft-intune",
+        &json!({"auth_url": auth_url, "graph_url": graph_url, "tenant_id": DIRECTORY_TENANT, "client_id": CLIENT_ID, "page_size": 250}),
+        &json!({"client_secret": CLIENT_SECRET}),
     )
     .await?;
-    let mut registry = Registry::default();
-    registry.register(
-        "mdm_sync",
-        SyncHandler {
-            plugins: plugins.clone(),
-            secrets,
-            area: "mdm".into(),
-            caps: SyncCaps::from_settings(&settings),
-        },
-        Duration::from_secs(1200),
-    );
-    let queue = Arc::new(Queue::new(
-        db.clone(),
-        registry,
-        QueueTiming::from_settings(&settings),
-    ));
-    queue.enqueue(&tenant, "mdm_sync", &json!({})).await?;
-    let started = Instant::now();
-    let (_, outcome) = queue.run_one().await?.expect("the sync job");
-    let secs = started.elapsed().as_secs_f64();
-    let error: Option<String> =
-        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'mdm_sync'")
-            .fetch_one(&db.pool)
-            .await?;
-    if let Some(error) = error {
-        anyhow::bail!("the sync failed: {error}");
-    }
-    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
-        .fetch_one(&db.pool)
-        .await?;
-    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
-        .fetch_one(&db.pool)
-        .await?;
+    let (secs, outcome) = bench.run().await?;
+    let items = bench.count("inventory_items").await?;
+    let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
     drop(fake.stdin.take());
     let counts: Value = match lines.next_line().await? {
@@ -138,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
         counts["throttled"],
         counts["token_requests"]
     );
-    cairn_bench::drop_database(db, &url).await;
+    bench.finish().await;
     Ok(())
 }
 

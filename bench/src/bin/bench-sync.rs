@@ -7,14 +7,9 @@
 //! (`bench-sync fake-rmm <computers>` is the child: it prints its URL and
 //! serves until its stdin closes.)
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use cairn::auth::TenantId;
-use cairn::integrations::sync::{SyncCaps, SyncHandler};
-use cairn::integrations::{storage, SecretBox};
-use cairn::jobs::{Queue, QueueTiming, Registry};
-use cairn::plugins::{CallScope, Plugins};
+use cairn::plugins::CallScope;
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use serde_json::{json, Value};
 
@@ -46,70 +41,18 @@ async fn main() -> anyhow::Result<()> {
         tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(fake.stdout.take().unwrap()));
     let base_url = lines.next_line().await?.expect("the fake prints its URL");
 
-    let connectors_dir = cairn_tests::components::connectors_dir(&["connectors/rmm"], &[]);
-    let (db, url) = cairn_bench::fresh_database(&backend).await?;
-    let settings = cairn::settings::Settings {
-        connectors_dir,
-        data_dir: std::env::temp_dir().join(format!("cairn-bench-sync-{}", std::process::id())),
-        plugin_plain_http_hosts: "127.0.0.1".into(),
-        outbound_private_networks: "127.0.0.0/8".into(),
-        ..Default::default()
-    }
-    .prepare()?;
-    let plugins = Arc::new(Plugins::load(&settings).await?);
-    let secrets = SecretBox::new(&settings.encryption_key)?;
-    let tenant = TenantId(uuid::Uuid::now_v7().to_string());
-    sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
-        .bind(tenant.as_str())
-        .execute(&db.pool)
-        .await?;
-    storage::save_config(
-        &db,
-        &secrets,
-        &tenant,
+    let bench = cairn_bench::SyncBench::new(
+        &backend,
+        "connectors/rmm",
         "rmm",
-        storage::NewConfig {
-            connector: "connectwise-automate",
-            settings: &json!({"base_url": base_url, "username": USERNAME, "page_size": 1000}),
-            secrets: &json!({"password": PASSWORD}),
-            switching: false,
-        },
+        "connectwise-automate",
+        &json!({"base_url": base_url, "username": USERNAME, "page_size": 1000}),
+        &json!({"password": PASSWORD}),
     )
     .await?;
-
-    let mut registry = Registry::default();
-    registry.register(
-        "rmm_sync",
-        SyncHandler {
-            plugins: plugins.clone(),
-            secrets,
-            area: "rmm".into(),
-            caps: SyncCaps::from_settings(&settings),
-        },
-        Duration::from_secs(1200),
-    );
-    let queue = Arc::new(Queue::new(
-        db.clone(),
-        registry,
-        QueueTiming::from_settings(&settings),
-    ));
-    queue.enqueue(&tenant, "rmm_sync", &json!({})).await?;
-    let started = Instant::now();
-    let (_, outcome) = queue.run_one().await?.expect("the sync job");
-    let secs = started.elapsed().as_secs_f64();
-    let error: Option<String> =
-        sqlx::query_scalar("SELECT error FROM jobs WHERE kind = 'rmm_sync'")
-            .fetch_one(&db.pool)
-            .await?;
-    if let Some(error) = error {
-        anyhow::bail!("the sync failed: {error}");
-    }
-    let items: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_items")
-        .fetch_one(&db.pool)
-        .await?;
-    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
-        .fetch_one(&db.pool)
-        .await?;
+    let (secs, outcome) = bench.run().await?;
+    let items = bench.count("inventory_items").await?;
+    let records = bench.count("source_records").await?;
     let rows = (items + records) as f64;
     println!("cairn rmm sync benchmark: {backend}, {computers} computers x {APPS_PER_COMPUTER} applications");
     println!("  outcome {outcome:?}: {items} inventory items + {records} device records");
@@ -122,13 +65,8 @@ async fn main() -> anyhow::Result<()> {
 
     // The same sync again, nothing changed upstream: every row is seen
     // again and stamped with the new run.
-    queue.enqueue(&tenant, "rmm_sync", &json!({})).await?;
-    let started = Instant::now();
-    let (_, outcome) = queue.run_one().await?.expect("the second sync job");
-    let secs = started.elapsed().as_secs_f64();
-    let changes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM inventory_changes")
-        .fetch_one(&db.pool)
-        .await?;
+    let (secs, outcome) = bench.run().await?;
+    let changes = bench.count("inventory_changes").await?;
     println!(
         "  again, nothing changed: outcome {outcome:?}, {:.1} s, {:.0} rows/s, {changes} change \
          entries in all (one per inserted item)",
@@ -137,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // map across the WASM boundary against the same code compiled natively.
-    let connector = plugins.area_connectors("rmm")[0].clone();
+    let connector = bench.plugins.area_connectors("rmm")[0].clone();
     let mut batch: Vec<Value> = Vec::with_capacity(1000);
     for id in 1..=1000i64 {
         let mut c = computer(id, &format!("WS-{id:06}"), (1, "Acme"), &[]);
@@ -149,7 +87,8 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..rounds {
         // The records as text, as a fetch hands them over.
         let texts: Vec<String> = batch.iter().map(Value::to_string).collect();
-        let mapped = plugins
+        let mapped = bench
+            .plugins
             .map_records(&connector, CallScope::default(), "computers", &texts)
             .await?;
         assert_eq!(mapped.len(), batch.len());
@@ -188,7 +127,7 @@ async fn main() -> anyhow::Result<()> {
         native_map * 1e6,
         wasm_per_record / native_map,
     );
-    cairn_bench::drop_database(db, &url).await;
+    bench.finish().await;
     drop(fake.stdin.take());
     fake.wait().await?;
     Ok(())
