@@ -145,6 +145,20 @@ async fn wait_until(what: &str, timeout: Duration, mut check: impl AsyncFnMut() 
     }
 }
 
+/// Waits until the sync job's checkpoint counts `pages` pages written.
+async fn wait_for_pages(db: &Db, job_id: &str, pages: u64, what: &str) {
+    let needle = format!("\"pages\":{pages}");
+    wait_until(what, Duration::from_secs(60), async || {
+        sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
+            .bind(job_id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+            .is_some_and(|c| c.contains(&needle))
+    })
+    .await;
+}
+
 async fn checkpoint_next(db: &Db, job_id: &str) -> i64 {
     let checkpoint: Option<Option<String>> =
         sqlx::query_scalar("SELECT checkpoint FROM jobs WHERE id = $1")
@@ -351,6 +365,9 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
         async || rmm.held() > 0,
     )
     .await;
+    // Pages are written while the next is fetched: let the second page's
+    // write and checkpoint land before the kill.
+    wait_for_pages(&db, &sync_id, 2, "the checkpoint after page 2").await;
     server.kill();
     let records_sql = "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1";
     assert_eq!(
@@ -393,17 +410,11 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     )
     .await;
     // Let the second page's write and checkpoint land before the kill.
-    wait_until(
+    wait_for_pages(
+        &db,
+        &resync_id,
+        2,
         "the second sync's checkpoint after page 2",
-        Duration::from_secs(60),
-        async || {
-            sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
-                .bind(&resync_id)
-                .fetch_one(&db.pool)
-                .await
-                .unwrap()
-                .is_some_and(|c| c.contains("\"pages\":2"))
-        },
     )
     .await;
     server.kill();
@@ -589,19 +600,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
         async || tenable.data.lock().unwrap().held > 0,
     )
     .await;
-    wait_until(
-        "the checkpoint after chunk 2",
-        Duration::from_secs(60),
-        async || {
-            sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
-                .bind(&sync_id)
-                .fetch_one(&db.pool)
-                .await
-                .unwrap()
-                .is_some_and(|c| c.contains("\"pages\":2"))
-        },
-    )
-    .await;
+    wait_for_pages(&db, &sync_id, 2, "the checkpoint after chunk 2").await;
     server.kill();
     let findings_sql =
         "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'findings'";
