@@ -188,9 +188,41 @@ record_type! {
     }
 }
 
+/// The platform of an operating system's name, as [`Device::os_platform`]
+/// takes it: `windows`, `macos`, `ios`, `android` or `linux` (Linux
+/// distributions by name too); `None` when the name says none of these.
+pub fn platform_of(os_name: &str) -> Option<&'static str> {
+    let os = os_name.to_lowercase();
+    let linux = [
+        "linux", "ubuntu", "debian", "centos", "red hat", "rhel", "suse", "fedora",
+    ];
+    Some(if os.contains("windows") {
+        "windows"
+    } else if os.contains("mac") || os.contains("darwin") {
+        "macos"
+    } else if os.contains("ios") || os.contains("ipados") {
+        "ios"
+    } else if os.contains("android") {
+        "android"
+    } else if linux.iter().any(|l| os.contains(l)) {
+        "linux"
+    } else {
+        return None;
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platforms_from_operating_system_names() {
+        assert_eq!(platform_of("Microsoft Windows 11 Pro x64"), Some("windows"));
+        assert_eq!(platform_of("Apple Mac OS X 10.5.8"), Some("macos"));
+        assert_eq!(platform_of("iPadOS 17"), Some("ios"));
+        assert_eq!(platform_of("Ubuntu 22.04 LTS"), Some("linux"));
+        assert_eq!(platform_of("FreeBSD"), None);
+    }
 
     #[test]
     fn unset_fields_are_left_out_and_declared_fields_cover_the_set_ones() {

@@ -2,7 +2,7 @@
 //! device record, and each detected app to an app record and an inventory
 //! item.
 
-use cairn_sdk::records::{App, Device, RecordType};
+use cairn_sdk::records::{platform_of, App, Device, RecordType};
 use cairn_sdk::text_of as text;
 use cairn_sdk::{InventoryItem, Row, SourceRecord, Value};
 
@@ -15,21 +15,7 @@ pub const DETECTED_APPS: &str = "detected_apps";
 
 /// Intune's `operatingSystem` as the area's platform.
 fn platform(operating_system: &str) -> String {
-    let os = operating_system.to_lowercase();
-    let platform = if os.contains("windows") {
-        "windows"
-    } else if os.contains("mac") {
-        "macos"
-    } else if os.contains("ios") || os.contains("ipados") {
-        "ios"
-    } else if os.contains("android") {
-        "android"
-    } else if os.contains("linux") {
-        "linux"
-    } else {
-        "other"
-    };
-    platform.to_string()
+    platform_of(operating_system).unwrap_or("other").to_string()
 }
 
 pub fn map_device(device: &Value) -> Result<Vec<Row>, String> {

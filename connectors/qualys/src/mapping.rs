@@ -1,7 +1,7 @@
 //! A Qualys host (with its detections) to an asset record, counted by
 //! severity, and one finding record per detection.
 
-use cairn_sdk::records::{Device, Finding, RecordType};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
 use cairn_sdk::{Row, SourceRecord, Value};
 
 use crate::xml::items;
@@ -12,17 +12,7 @@ pub const FINDINGS: &str = "findings";
 use cairn_sdk::text_of as text;
 
 fn platform(os: &str) -> String {
-    let os = os.to_lowercase();
-    if os.contains("windows") {
-        "windows"
-    } else if os.contains("mac os") || os.contains("macos") {
-        "macos"
-    } else if os.contains("linux") {
-        "linux"
-    } else {
-        "other"
-    }
-    .to_string()
+    platform_of(os).unwrap_or("other").to_string()
 }
 
 /// Qualys severity 1-5 as the area's word.

@@ -1,7 +1,7 @@
 //! An Automate computer (with `_Software` and `_ScopeGroupIds` attached by
 //! fetch) to a device record and one inventory item per application.
 
-use cairn_sdk::records::{Device, RecordType};
+use cairn_sdk::records::{platform_of, Device, RecordType};
 use cairn_sdk::{InventoryItem, Row, SourceRecord, Value};
 
 use crate::scope::id_of;
@@ -14,24 +14,9 @@ fn text(value: &Value) -> Option<String> {
         .map(String::from)
 }
 
-/// `windows`, `macos` or `linux` from an operating system name.
+/// The platform of an operating system name, when it names one.
 fn platform(os_name: &str) -> Option<String> {
-    let os = os_name.to_lowercase();
-    let platform = if os.contains("windows") {
-        "windows"
-    } else if os.contains("mac") || os.contains("darwin") {
-        "macos"
-    } else if [
-        "linux", "ubuntu", "debian", "centos", "red hat", "rhel", "suse", "fedora",
-    ]
-    .iter()
-    .any(|l| os.contains(l))
-    {
-        "linux"
-    } else {
-        return None;
-    };
-    Some(platform.to_string())
+    platform_of(os_name).map(String::from)
 }
 
 /// The collection of synced computers.

@@ -1,6 +1,6 @@
 //! An exported finding to a finding record and its asset's record.
 
-use cairn_sdk::records::{Device, Finding, RecordType};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
 use cairn_sdk::{Row, SourceRecord, Value};
 
 pub const ASSETS: &str = "assets";
@@ -9,17 +9,7 @@ pub const FINDINGS: &str = "findings";
 use cairn_sdk::text_of as text;
 
 fn platform(os: &str) -> String {
-    let os = os.to_lowercase();
-    if os.contains("windows") {
-        "windows"
-    } else if os.contains("mac os") || os.contains("macos") {
-        "macos"
-    } else if os.contains("linux") {
-        "linux"
-    } else {
-        "other"
-    }
-    .to_string()
+    platform_of(os).unwrap_or("other").to_string()
 }
 
 pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
