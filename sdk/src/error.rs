@@ -91,3 +91,19 @@ impl From<serde_json::Error> for Error {
         Error::Upstream(format!("unreadable upstream JSON: {err}"))
     }
 }
+
+/// `record` without the top-level `keys` (what a fetch attached, such as
+/// per-device details), copied key by key: cloning the whole record and
+/// removing them afterwards would copy what is dropped.
+pub fn without_keys(record: &serde_json::Value, keys: &[&str]) -> serde_json::Value {
+    match record.as_object() {
+        Some(object) => serde_json::Value::Object(
+            object
+                .iter()
+                .filter(|(key, _)| !keys.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+        None => record.clone(),
+    }
+}

@@ -31,7 +31,7 @@ pub use descriptor::{
     column_aliases, Action, AuthScheme, Collection, ConfigFrom, CsvDescriptor, CsvTarget,
     Descriptor, Field, FieldType, Related, View, WebhookSignature,
 };
-pub use error::{text_of, Error};
+pub use error::{text_of, without_keys, Error};
 pub use rows::{InventoryItem, Row, SourceRecord};
 pub use serde_json::{json, Value};
 

@@ -68,16 +68,7 @@ pub fn map_group(group: &Value) -> Result<Vec<Row>, String> {
         .flatten()
         .filter_map(user_key)
         .collect();
-    let body = match group.as_object() {
-        Some(object) => Value::Object(
-            object
-                .iter()
-                .filter(|(key, _)| key.as_str() != "_members")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        None => group.clone(),
-    };
+    let body = cairn_sdk::without_keys(group, &["_members"]);
     let mut rows = Vec::with_capacity(1 + members.len());
     for member in &members {
         rows.push(Row::Record(SourceRecord {

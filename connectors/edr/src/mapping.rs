@@ -47,16 +47,7 @@ pub fn map_agent(agent: &Value) -> Result<Vec<Row>, String> {
         .flatten()
         .flat_map(|i| strings(&i["inet"]))
         .collect();
-    let body = match agent.as_object() {
-        Some(object) => Value::Object(
-            object
-                .iter()
-                .filter(|(key, _)| key.as_str() != "_apps")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        None => agent.clone(),
-    };
+    let body = cairn_sdk::without_keys(agent, &["_apps"]);
     let fields = Device {
         name: Some(name.clone()),
         device_id: Some(id.clone()),

@@ -28,16 +28,7 @@ pub fn map_device(device: &Value) -> Result<Vec<Row>, String> {
         .clone()
         .or_else(|| text(&device["emailAddress"]).map(|e| e.to_lowercase()));
     let user_name = text(&device["userDisplayName"]);
-    let body = match device.as_object() {
-        Some(object) => Value::Object(
-            object
-                .iter()
-                .filter(|(key, _)| key.as_str() != "_detectedApps")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        None => device.clone(),
-    };
+    let body = cairn_sdk::without_keys(device, &["_detectedApps"]);
     let fields = Device {
         name: Some(name.clone()),
         device_id: Some(id.clone()),

@@ -38,16 +38,7 @@ pub fn map_computer(computer: &Value) -> Result<Vec<Row>, String> {
     let user_name = text(&computer["LastUserName"]);
     // The computer as Automate sent it, without what fetch attached: copied
     // key by key, since cloning it whole would copy its software list too.
-    let body = match computer.as_object() {
-        Some(object) => Value::Object(
-            object
-                .iter()
-                .filter(|(key, _)| !matches!(key.as_str(), "_Software" | "_ScopeGroupIds"))
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        None => computer.clone(),
-    };
+    let body = cairn_sdk::without_keys(computer, &["_Software", "_ScopeGroupIds"]);
     let fields = Device {
         name: Some(name.clone()),
         device_id: Some(id.clone()),
