@@ -101,7 +101,7 @@ record_type! {
         ownership: String => String, "mdm: company or personal",
         hostname: String => String, "scanner: host name or FQDN",
         ip_addresses: Vec<String> => StringList, "scanner: IP addresses",
-        risk_score: f64 => Number, "scanner: the product's risk score",
+        risk_score: f64 => Number, "scanner: the product's risk score on a 0-10 scale",
         critical_count: i64 => Integer, "scanner: open critical findings",
         high_count: i64 => Integer, "scanner: open high findings",
         medium_count: i64 => Integer, "scanner: open medium findings",
@@ -186,6 +186,27 @@ record_type! {
         priority: String => String, "Priority name",
         updated_at: String => DateTime, "When it last changed",
     }
+}
+
+/// The computer name of a host name, as endpoint tools and inventory rows
+/// name a machine: the first label of an FQDN (`web01` of
+/// `web01.corp.example`); `None` for an IP address, which names no
+/// computer.
+///
+/// ```
+/// use cairn_sdk::records::computer_name_of;
+/// assert_eq!(computer_name_of("web01.corp.example").as_deref(), Some("web01"));
+/// assert_eq!(computer_name_of("10.0.0.5"), None);
+/// ```
+pub fn computer_name_of(hostname: &str) -> Option<String> {
+    if hostname.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    hostname
+        .split('.')
+        .next()
+        .filter(|name| !name.is_empty())
+        .map(String::from)
 }
 
 /// The platform of an operating system's name, as [`Device::os_platform`]

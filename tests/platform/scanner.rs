@@ -42,16 +42,26 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
     let web = asset("a-1", Some("web01.corp.example"), None, "10.0.0.11");
     let db = asset("a-2", Some("db02.corp.example"), None, "10.0.0.12");
     let files = asset("a-3", None, Some("FILESRV"), "10.0.0.13");
+    let mut web_critical = finding(web.clone(), 1001, "critical", 443);
+    web_critical["plugin"]["vpr"]["score"] = json!(9.1);
+    let mut web_software = finding(web.clone(), 20811, "info", 0);
+    web_software["output"] = json!(
+        "The following software are installed on the remote host :\n\n\
+         Google Chrome  [version 119.0.6045.160]  [installed on 2026/11/02]\n\
+         Notepad++ (64-bit x64)  [version 8.6]\n\n\
+         The following updates are installed :\n\n  KB5032189\n"
+    );
+    // Exports are chunked by asset: a chunk holds all of its assets'
+    // findings.
     let tenable = FakeTenable::start(TenableData {
         chunks: vec![
             vec![
-                finding(web.clone(), 1001, "critical", 443),
+                web_critical,
                 finding(web.clone(), 1002, "medium", 80),
-            ],
-            vec![
-                finding(db, 1001, "critical", 443),
                 finding(web, 1003, "high", 22),
+                web_software,
             ],
+            vec![finding(db, 1001, "critical", 443)],
             vec![finding(files, 1004, "low", 445)],
         ],
         // An export another client started is still running.
@@ -133,7 +143,26 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
         .map(|f| f["fields"]["plugin_id"].as_str().unwrap())
         .collect();
     plugins.sort();
-    assert_eq!(plugins, ["1001", "1002", "1003"], "findings of two chunks");
+    assert_eq!(plugins, ["1001", "1002", "1003", "20811"]);
+    let fields = &findings.body["fields"];
+    assert_eq!(
+        (
+            &fields["critical_count"],
+            &fields["high_count"],
+            &fields["medium_count"],
+            &fields["low_count"]
+        ),
+        (&json!(1), &json!(1), &json!(1), &json!(0)),
+        "open findings by severity, info not counted: {fields}"
+    );
+    assert_eq!(fields["risk_score"], 9.1, "the highest VPR");
+    let apps = app.get("/api/v1/scanner/apps", &owner.bearer()).await;
+    assert_eq!(
+        names(&apps.body, "name"),
+        ["Google Chrome", "Notepad++ (64-bit x64)"],
+        "the enumeration plugin's software, not its updates: {}",
+        apps.text
+    );
     assert_eq!(
         findings.body["findings"][0]["fields"]["cve_ids"]
             .as_array()
@@ -158,7 +187,7 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
     let assets = app.get("/api/v1/scanner/assets", &owner.bearer()).await;
     assert_eq!(assets.body["total"], 3);
     let stats = app.get("/api/v1/scanner/stats", &owner.bearer()).await;
-    assert_eq!(stats.body["records"]["findings"], 5, "{}", stats.text);
+    assert_eq!(stats.body["records"]["findings"], 6, "{}", stats.text);
 
     // The EDR knows the host by its short name; the asset view joins both.
     app.post(
@@ -180,8 +209,39 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
         "{}",
         asset.text
     );
+    assert_eq!(asset.body["scan"]["risk_score"], 9.1, "{}", asset.text);
     let sources = asset.body["sources"].as_array().unwrap();
     assert!(sources.contains(&json!("scanner")), "{}", asset.text);
+    let risky = app
+        .post(
+            "/api/v1/devices/devices/search",
+            &owner.bearer(),
+            json!({"query": {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "rule", "field": "scan.risk_score", "operator": "gt", "value": 8}]}}),
+        )
+        .await;
+    assert_eq!(risky.status, 200, "{}", risky.text);
+    assert_eq!(
+        names(&risky.body, "device_name"),
+        ["web01"],
+        "{}",
+        risky.text
+    );
+    let with_chrome = app
+        .post(
+            "/api/v1/devices/devices/search",
+            &owner.bearer(),
+            json!({"query": {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "rule", "field": "application_name", "operator": "equals", "value": "google chrome"},
+                {"kind": "rule", "field": "source", "operator": "equals", "value": "scanner"}]}}),
+        )
+        .await;
+    assert_eq!(
+        names(&with_chrome.body, "device_name"),
+        ["web01"],
+        "the scanner's software is inventory: {}",
+        with_chrome.text
+    );
 
     // Another tenant sees none of it; a wrong key is an auth error.
     let other = app.register("other@msp.example").await;
@@ -269,18 +329,38 @@ async fn a_sync_that_makes_no_progress_fails_as_stale(backend: Backend) {
     app.finish().await;
 }
 
-fn qualys_host(id: u64, fqdn: &str, detections: &[(u32, u8, &str)]) -> (u64, String) {
-    let detections: String = detections
+/// A Qualys host: vulnerability detections `(qid, severity, status, qds)`
+/// and, when `software` lists some, the information gathered check that
+/// lists installed applications.
+fn qualys_host(
+    id: u64,
+    fqdn: &str,
+    detections: &[(u32, u8, &str, u32)],
+    software: &[(&str, &str)],
+) -> (u64, String) {
+    let mut detections: String = detections
         .iter()
-        .map(|(qid, severity, status)| {
+        .map(|(qid, severity, status, qds)| {
             format!(
                 "<DETECTION><QID>{qid}</QID><TYPE>Confirmed</TYPE><SEVERITY>{severity}</SEVERITY>\
                  <PORT>443</PORT><PROTOCOL>tcp</PROTOCOL><SSL>1</SSL><RESULTS><![CDATA[found]]></RESULTS>\
                  <STATUS>{status}</STATUS><FIRST_FOUND_DATETIME>2026-10-01T00:00:00Z</FIRST_FOUND_DATETIME>\
-                 <LAST_FOUND_DATETIME>2026-11-20T00:00:00Z</LAST_FOUND_DATETIME></DETECTION>"
+                 <LAST_FOUND_DATETIME>2026-11-20T00:00:00Z</LAST_FOUND_DATETIME>\
+                 <QDS severity=\"HIGH\">{qds}</QDS></DETECTION>"
             )
         })
         .collect();
+    if !software.is_empty() {
+        let rows: String = software
+            .iter()
+            .map(|(name, version)| format!("{name}\t{version}\t20261101\n"))
+            .collect();
+        detections.push_str(&format!(
+            "<DETECTION><QID>90235</QID><TYPE>Info</TYPE><SEVERITY>2</SEVERITY>\
+             <RESULTS><![CDATA[Recently installed applications:\nName\tVersion\tInstall Date\n{rows}]]></RESULTS>\
+             <STATUS>Active</STATUS></DETECTION>"
+        ));
+    }
     (
         id,
         format!(
@@ -311,14 +391,20 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
     hosts.push(qualys_host(
         200_000_001,
         "gen-1.corp.example",
-        &[(38173, 5, "Active"), (38170, 3, "New"), (91234, 5, "Fixed")],
+        &[
+            (38173, 5, "Active", 72),
+            (38170, 3, "New", 40),
+            (91234, 5, "Fixed", 95),
+        ],
+        &[("Google Chrome", "119.0.6045.160"), ("7-Zip", "23.01")],
     ));
     hosts.push(qualys_host(
         200_000_002,
         "gen-2.corp.example",
-        &[(38173, 4, "Re-Opened")],
+        &[(38173, 4, "Re-Opened", 61)],
+        &[("Google Chrome", "118.0.5993.88")],
     ));
-    hosts.push(qualys_host(200_000_003, "gen-3.corp.example", &[]));
+    hosts.push(qualys_host(200_000_003, "gen-3.corp.example", &[], &[]));
     hosts.sort();
     let second_page = hosts[2].0;
     let qualys = FakeQualys::start(QualysData {
@@ -399,7 +485,15 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
     );
     assert_eq!(gen1.body["fields"]["medium_count"], 1);
     assert_eq!(gen1.body["fields"]["tags"], json!(["Servers"]));
-    assert_eq!(gen1.body["findings"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        gen1.body["fields"]["risk_score"], 7.2,
+        "the highest open detection score, on a 0-10 scale"
+    );
+    assert_eq!(
+        gen1.body["findings"].as_array().unwrap().len(),
+        3,
+        "information gathered is not a finding"
+    );
     let mut states: Vec<&str> = gen1.body["findings"]
         .as_array()
         .unwrap()
@@ -414,6 +508,19 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
         .await;
     assert_eq!(one.status, 200, "{}", one.text);
     assert_eq!(one.body["key"], "143111841");
+
+    // The software the information gathered check lists, by name.
+    let apps = app.get("/api/v1/scanner/apps", &on_qualys.bearer()).await;
+    assert_eq!(apps.status, 200, "{}", apps.text);
+    assert_eq!(
+        apps.body["items"],
+        json!([{"name": "Google Chrome", "records": 2, "devices": 2},
+               {"name": "7-Zip", "records": 1, "devices": 1}]),
+        "{}",
+        apps.text
+    );
+    let theirs = app.get("/api/v1/scanner/apps", &on_tenable.bearer()).await;
+    assert_eq!(theirs.body["items"], json!([]));
 
     // Neither tenant reaches the other's product or data.
     app.get("/api/v1/scanner/findings/t-1", &on_qualys.bearer())

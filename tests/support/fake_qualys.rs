@@ -1,8 +1,10 @@
 //! A fake Qualys VMDR host list detection API on 127.0.0.1: XML pages of
 //! hosts by ascending ID, truncated to `truncation_limit` with a `WARNING`
-//! (code 1980) whose `URL` carries `id_min`; HTTP Basic and a mandatory
-//! `X-Requested-With`; on request one 409 with code 1965 and its seconds to
-//! wait, and one page cut short.
+//! (code 1980) whose `URL` repeats the request's parameters with `id_min`;
+//! information gathered detections (`TYPE` Info) only with `show_igs=1`
+//! and `QDS` scores only with `show_qds=1`, as Qualys answers; HTTP Basic
+//! and a mandatory `X-Requested-With`; on request one 409 with code 1965
+//! and its seconds to wait, and one page cut short.
 
 use std::sync::{Arc, Mutex};
 
@@ -144,13 +146,29 @@ async fn detections(
         .filter(|(id, _)| *id >= id_min)
         .nth(limit)
         .map(|(id, _)| *id);
-    let hosts: String = page.iter().map(|(_, xml)| xml.as_str()).collect();
+    let shown = |flag: &str| query.get(flag).map(String::as_str) == Some("1");
+    let hosts: String = page
+        .iter()
+        .map(|(_, xml)| as_asked(xml, shown("show_igs"), shown("show_qds")))
+        .collect();
     let warning = match next {
-        Some(next) => format!(
-            "<WARNING><CODE>1980</CODE><TEXT>{limit} record limit exceeded. Use URL to get next batch of results.</TEXT>\
-             <URL><![CDATA[{}/api/2.0/fo/asset/host/vm/detection/?action=list&truncation_limit={limit}&show_tags=1&id_min={next}]]></URL></WARNING>",
-            shared.base_url
-        ),
+        Some(next) => {
+            let mut again: Vec<(&String, String)> = query
+                .iter()
+                .filter(|(k, _)| *k != "id_min")
+                .map(|(k, v)| (k, v.clone()))
+                .collect();
+            again.sort();
+            let id_min = "id_min".to_string();
+            again.push((&id_min, next.to_string()));
+            let query: Vec<String> = again.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "<WARNING><CODE>1980</CODE><TEXT>{limit} record limit exceeded. Use URL to get next batch of results.</TEXT>\
+                 <URL><![CDATA[{}/api/2.0/fo/asset/host/vm/detection/?{}]]></URL></WARNING>",
+                shared.base_url,
+                query.join("&")
+            )
+        }
         None => String::new(),
     };
     let mut body = format!(
@@ -169,4 +187,33 @@ async fn detections(
         body,
     )
         .into_response()
+}
+
+/// A host's XML as Qualys sends it for the flags asked: without its
+/// information gathered detections unless `igs`, without `QDS` unless `qds`.
+fn as_asked(host: &str, igs: bool, qds: bool) -> String {
+    let mut out = String::with_capacity(host.len());
+    let mut rest = host;
+    while let Some(start) = rest.find("<DETECTION>") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find("</DETECTION>")
+            .expect("a closed DETECTION")
+            + start
+            + "</DETECTION>".len();
+        let detection = &rest[start..end];
+        if igs || !detection.contains("<TYPE>Info</TYPE>") {
+            match (qds, detection.find("<QDS")) {
+                (false, Some(at)) => {
+                    let close = detection[at..].find("</QDS>").expect("a closed QDS") + at + 6;
+                    out.push_str(&detection[..at]);
+                    out.push_str(&detection[close..]);
+                }
+                _ => out.push_str(detection),
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }

@@ -27,10 +27,16 @@ fn base(config: &Config) -> Result<&str, Error> {
         .ok_or_else(|| Error::Config("base_url is not set".into()))
 }
 
+/// The first page: tags and detection scores shown; information gathered
+/// too unless the tenant turned software off (`include_software: false`),
+/// since that is where the installed software is listed.
 fn first_page(config: &Config, limit: u64) -> Result<String, Error> {
+    let gathered = config["include_software"].as_bool().unwrap_or(true);
     Ok(format!(
-        "{}/api/2.0/fo/asset/host/vm/detection/?action=list&truncation_limit={limit}&show_tags=1",
-        base(config)?
+        "{}/api/2.0/fo/asset/host/vm/detection/?action=list&truncation_limit={limit}\
+         &show_tags=1&show_qds=1&show_igs={}",
+        base(config)?,
+        u8::from(gathered)
     ))
 }
 

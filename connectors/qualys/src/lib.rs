@@ -5,15 +5,19 @@
 //! attached by the host; every request also says `X-Requested-With`. One
 //! stream, `hosts`: each page is a truncated host list, the next page the
 //! URL of the `WARNING` with code 1980. A host maps to an asset record with
-//! its open findings counted by severity, and each detection to a finding.
+//! its open findings counted by severity and its highest detection score
+//! (QDS / 10) as its risk, and each vulnerability detection to a finding;
+//! the software information gathered checks 90235 and 45141 list becomes
+//! app records and inventory items (source `scanner`).
 //! Qualys throttles with HTTP 409 and an XML code (1965: the seconds to
 //! wait; 1960: too many calls at once): the connector waits and asks again.
 
 mod detections;
 mod mapping;
+mod software;
 mod xml;
 
-use cairn_sdk::records::{Device, Finding};
+use cairn_sdk::records::{App, Device, Finding};
 use cairn_sdk::{
     export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
     Related, Row, Value, View,
@@ -45,7 +49,8 @@ impl Connector for Qualys {
                     "base_url": {"type": "string", "pattern": "^https?://", "description": "Your platform's API server, e.g. https://qualysapi.qg2.apps.qualys.com"},
                     "username": {"type": "string", "minLength": 1},
                     "password": {"type": "string", "minLength": 1},
-                    "truncation_limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Hosts a page (default 1000)"}
+                    "truncation_limit": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Hosts a page (default 1000)"},
+                    "include_software": {"type": "boolean", "description": "Read installed software from information gathered checks 90235 and 45141 (default true)"}
                 }
             }),
             secret_fields: vec!["password".into()],
@@ -63,6 +68,7 @@ impl Connector for Qualys {
                 ]),
                 Collection::of::<Finding>(mapping::FINDINGS)
                     .searching(&["plugin_id", "device_name"]),
+                Collection::of::<App>(mapping::APPS).searching(&["name", "device_name"]),
             ],
             views: vec![
                 View::List {
@@ -75,6 +81,13 @@ impl Connector for Qualys {
                     collection: mapping::ASSETS.into(),
                     summary: "One asset by id, with its findings".into(),
                     related: findings(),
+                },
+                View::Aggregate {
+                    path: "apps".into(),
+                    collection: mapping::APPS.into(),
+                    summary: "Software the scanner found installed, by name, with device counts"
+                        .into(),
+                    by: "name".into(),
                 },
                 View::ByDeviceName {
                     path: "device-by-name/{hostname}".into(),

@@ -1,13 +1,18 @@
 //! A Qualys host (with its detections) to an asset record, counted by
-//! severity, and one finding record per detection.
+//! severity with its highest detection score as its risk, one finding
+//! record per vulnerability detection, and the software its information
+//! gathered checks list as app records and inventory items.
 
-use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
-use cairn_sdk::{Row, SourceRecord, Value};
+use cairn_sdk::records::{computer_name_of, platform_of, App, Device, Finding, RecordType};
+use cairn_sdk::{json, InventoryItem, Row, SourceRecord, Value};
 
+use crate::software;
 use crate::xml::items;
 
 pub const ASSETS: &str = "assets";
 pub const FINDINGS: &str = "findings";
+/// One record per (host, application, version) a software check listed.
+pub const APPS: &str = "apps";
 
 use cairn_sdk::text_of as text;
 
@@ -43,13 +48,24 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
         .or_else(|| text(&host["NETBIOS"]))
         .or_else(|| text(&host["IP"]));
     let os = text(&host["OS"]);
-    let detections = items(&host["DETECTION_LIST"]["DETECTION"]);
+    // Information gathered (TYPE Info) is not a vulnerability: it only
+    // feeds the software list.
+    let (gathered, detections): (Vec<&Value>, Vec<&Value>) =
+        items(&host["DETECTION_LIST"]["DETECTION"])
+            .into_iter()
+            .partition(|d| text(&d["TYPE"]).is_some_and(|t| t.eq_ignore_ascii_case("info")));
     let open: Vec<(&Value, Option<&str>)> = detections
         .iter()
         .map(|d| (*d, text(&d["SEVERITY"]).as_deref().and_then(severity)))
         .filter(|(d, _)| text(&d["STATUS"]).is_some_and(|s| state(&s) != "fixed"))
         .collect();
     let count = |level: &str| open.iter().filter(|(_, s)| *s == Some(level)).count() as i64;
+    // The Qualys Detection Score (1-100) on the area's 0-10 scale.
+    let risk = open
+        .iter()
+        .filter_map(|(d, _)| text(&d["QDS"])?.parse::<f64>().ok())
+        .map(|qds| qds / 10.0)
+        .reduce(f64::max);
     let tags: Vec<String> = items(&host["TAGS"]["TAG"])
         .into_iter()
         .filter_map(|t| text(&t["NAME"]))
@@ -64,6 +80,7 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
         ip_addresses: (!ip_addresses.is_empty()).then_some(ip_addresses),
         last_seen: text(&host["LAST_VM_SCANNED_DATE"])
             .or_else(|| text(&host["LAST_SCAN_DATETIME"])),
+        risk_score: risk,
         critical_count: Some(count("critical")),
         high_count: Some(count("high")),
         medium_count: Some(count("medium")),
@@ -76,6 +93,11 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
         object.remove("DETECTION_LIST");
     }
     let mut rows = Vec::with_capacity(1 + detections.len());
+    let installed: Vec<software::Software> = gathered
+        .iter()
+        .filter_map(|d| Some(software::parse(&text(&d["QID"])?, &text(&d["RESULTS"])?)))
+        .flatten()
+        .collect();
     rows.push(Row::Record(SourceRecord {
         collection: ASSETS.into(),
         key: id.clone(),
@@ -115,6 +137,45 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
             fields: finding.to_fields(),
             body: detection.clone(),
         }));
+    }
+    let computer = hostname.as_deref().and_then(computer_name_of);
+    for app in installed {
+        rows.push(Row::Record(SourceRecord {
+            collection: APPS.into(),
+            key: format!(
+                "{id}/{}/{}",
+                app.name,
+                app.version.as_deref().unwrap_or_default()
+            ),
+            device_name: hostname.clone(),
+            client_id: None,
+            group_ids: vec![],
+            fields: App {
+                device_key: Some(id.clone()),
+                device_name: hostname.clone(),
+                name: Some(app.name.clone()),
+                vendor: None,
+                version: app.version.clone(),
+            }
+            .to_fields(),
+            body: json!({"name": app.name, "version": app.version}),
+        }));
+        if computer.is_some() {
+            rows.push(Row::Inventory(InventoryItem {
+                device_name: computer.clone(),
+                device_id: Some(id.clone()),
+                os_platform: device.os_platform.clone(),
+                os_version: device.os_version.clone(),
+                user_email: None,
+                user_name: None,
+                application_name: Some(app.name),
+                vendor: None,
+                version: app.version,
+                publisher: None,
+                client_id: None,
+                group_ids: vec![],
+            }));
+        }
     }
     Ok(rows)
 }

@@ -88,7 +88,8 @@ pub fn fetch(config: &Config, cursor: Option<&str>) -> Result<Page, Error> {
             .filter(|c| !cursor.done.contains(c))
             .min();
         if let Some(chunk) = next {
-            let records = read_chunk(base, &cursor.export, chunk)?;
+            let records =
+                crate::mapping::with_asset_totals(read_chunk(base, &cursor.export, chunk)?);
             cursor.done.push(chunk);
             return Ok(Page {
                 records,

@@ -6,12 +6,16 @@
 //! attached by the host from two secret fields. One stream, `vulns`: each
 //! page is one export chunk, and the cursor names the export and the chunks
 //! done, so a sync killed mid-export resumes the same export. A finding maps
-//! to a finding record and its asset to an asset (device) record.
+//! to a finding record and its asset to an asset (device) record, counted
+//! by severity with its highest risk (VPR, else CVSS) as its risk score;
+//! the output of the software enumeration plugins (20811, 22869, 83991) to
+//! app records and inventory items (source `scanner`).
 
 mod export;
 mod mapping;
+mod software;
 
-use cairn_sdk::records::{Device, Finding};
+use cairn_sdk::records::{App, Device, Finding};
 use cairn_sdk::{
     export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
     Related, Row, Value, View,
@@ -61,6 +65,7 @@ impl Connector for Tenable {
                     "os_version",
                 ]),
                 Collection::of::<Finding>(mapping::FINDINGS).searching(&["title", "device_name"]),
+                Collection::of::<App>(mapping::APPS).searching(&["name", "device_name"]),
             ],
             views: vec![
                 View::List {
@@ -73,6 +78,13 @@ impl Connector for Tenable {
                     collection: mapping::ASSETS.into(),
                     summary: "One asset by id, with its findings".into(),
                     related: findings(),
+                },
+                View::Aggregate {
+                    path: "apps".into(),
+                    collection: mapping::APPS.into(),
+                    summary: "Software the scanner found installed, by name, with device counts"
+                        .into(),
+                    by: "name".into(),
                 },
                 View::ByDeviceName {
                     path: "device-by-name/{hostname}".into(),

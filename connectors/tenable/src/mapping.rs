@@ -1,10 +1,22 @@
-//! An exported finding to a finding record and its asset's record.
+//! An exported finding to a finding record and its asset's record; the
+//! output of a software enumeration plugin to app records and inventory
+//! items.
 
-use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
-use cairn_sdk::{Row, SourceRecord, Value};
+use std::collections::HashMap;
+
+use cairn_sdk::records::{computer_name_of, platform_of, App, Device, Finding, RecordType};
+use cairn_sdk::{json, without_keys, InventoryItem, Row, SourceRecord, Value};
+
+use crate::software;
 
 pub const ASSETS: &str = "assets";
 pub const FINDINGS: &str = "findings";
+/// One record per (asset, application, version) an enumeration plugin
+/// listed.
+pub const APPS: &str = "apps";
+/// Where [`with_asset_totals`] puts an asset's totals in each of its
+/// findings.
+const TOTALS: &str = "_asset_totals";
 
 use cairn_sdk::text_of as text;
 
@@ -12,8 +24,62 @@ fn platform(os: &str) -> String {
     platform_of(os).unwrap_or("other").to_string()
 }
 
+/// A finding's risk on a 0-10 scale: its VPR score, else its CVSS v3 base
+/// score, else its CVSS v2 base score.
+fn risk(vuln: &Value) -> Option<f64> {
+    let plugin = &vuln["plugin"];
+    plugin["vpr"]["score"]
+        .as_f64()
+        .or(plugin["cvss3_base_score"].as_f64())
+        .or(plugin["cvss_base_score"].as_f64())
+}
+
+fn is_open(vuln: &Value) -> bool {
+    vuln["state"]
+        .as_str()
+        .is_some_and(|s| !s.eq_ignore_ascii_case("fixed"))
+}
+
+/// Adds to every finding of a chunk its asset's totals over the chunk: open
+/// findings by severity and the highest risk among them. A chunk holds all
+/// the findings of its assets (exports are chunked by asset), so the
+/// totals are the asset's.
+pub fn with_asset_totals(mut findings: Vec<Value>) -> Vec<Value> {
+    let mut totals: HashMap<String, (i64, i64, i64, i64, Option<f64>)> = HashMap::new();
+    for vuln in findings.iter().filter(|v| is_open(v)) {
+        let Some(asset) = text(&vuln["asset"]["uuid"]) else {
+            continue;
+        };
+        let entry = totals.entry(asset).or_default();
+        match vuln["severity"]
+            .as_str()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("critical") => entry.0 += 1,
+            Some("high") => entry.1 += 1,
+            Some("medium") => entry.2 += 1,
+            Some("low") => entry.3 += 1,
+            _ => continue,
+        }
+        if let Some(risk) = risk(vuln) {
+            entry.4 = Some(entry.4.map_or(risk, |r| r.max(risk)));
+        }
+    }
+    for vuln in &mut findings {
+        let Some(asset) = text(&vuln["asset"]["uuid"]) else {
+            continue;
+        };
+        let (critical, high, medium, low, risk) = totals.get(&asset).copied().unwrap_or_default();
+        vuln[TOTALS] = json!({"critical": critical, "high": high, "medium": medium,
+                              "low": low, "risk": risk});
+    }
+    findings
+}
+
 pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
     let asset = &vuln["asset"];
+    let totals = &vuln[TOTALS];
     let asset_id = text(&asset["uuid"]).ok_or("finding without an asset uuid")?;
     let plugin = &vuln["plugin"];
     let plugin_id = text(&plugin["id"]).ok_or("finding without a plugin id")?;
@@ -35,6 +101,11 @@ pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
         hostname: hostname.clone(),
         ip_addresses: (!ip_addresses.is_empty()).then_some(ip_addresses),
         last_seen: text(&vuln["last_found"]),
+        risk_score: totals["risk"].as_f64(),
+        critical_count: totals["critical"].as_i64(),
+        high_count: totals["high"].as_i64(),
+        medium_count: totals["medium"].as_i64(),
+        low_count: totals["low"].as_i64(),
         ..Device::default()
     };
     let port = vuln["port"]["port"].as_i64().filter(|p| *p > 0);
@@ -58,30 +129,69 @@ pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
         first_found: text(&vuln["first_found"]),
         last_found: text(&vuln["last_found"]),
     };
-    Ok(vec![
-        Row::Record(SourceRecord {
-            collection: ASSETS.into(),
-            key: asset_id.clone(),
+    let installed = text(&vuln["output"])
+        .map(|output| software::parse(&plugin_id, &output))
+        .unwrap_or_default();
+    let mut rows = Vec::with_capacity(2 + 2 * installed.len());
+    rows.push(Row::Record(SourceRecord {
+        collection: ASSETS.into(),
+        key: asset_id.clone(),
+        device_name: hostname.clone(),
+        client_id: None,
+        group_ids: vec![],
+        fields: device.to_fields(),
+        body: asset.clone(),
+    }));
+    rows.push(Row::Record(SourceRecord {
+        collection: FINDINGS.into(),
+        key: format!(
+            "{asset_id}|{plugin_id}|{}|{}",
+            port.unwrap_or(0),
+            protocol.to_lowercase()
+        ),
+        device_name: hostname.clone(),
+        client_id: None,
+        group_ids: vec![],
+        fields: finding.to_fields(),
+        body: without_keys(vuln, &[TOTALS]),
+    }));
+    let computer = hostname.as_deref().and_then(computer_name_of);
+    for app in installed {
+        let version = app.version.clone().unwrap_or_default();
+        rows.push(Row::Record(SourceRecord {
+            collection: APPS.into(),
+            key: format!("{asset_id}/{}/{version}", app.name),
             device_name: hostname.clone(),
             client_id: None,
             group_ids: vec![],
-            fields: device.to_fields(),
-            body: asset.clone(),
-        }),
-        Row::Record(SourceRecord {
-            collection: FINDINGS.into(),
-            key: format!(
-                "{asset_id}|{plugin_id}|{}|{}",
-                port.unwrap_or(0),
-                protocol.to_lowercase()
-            ),
-            device_name: hostname,
-            client_id: None,
-            group_ids: vec![],
-            fields: finding.to_fields(),
-            body: vuln.clone(),
-        }),
-    ])
+            fields: App {
+                device_key: Some(asset_id.clone()),
+                device_name: hostname.clone(),
+                name: Some(app.name.clone()),
+                vendor: None,
+                version: app.version.clone(),
+            }
+            .to_fields(),
+            body: json!({"plugin_id": plugin_id, "name": app.name, "version": app.version}),
+        }));
+        if computer.is_some() {
+            rows.push(Row::Inventory(InventoryItem {
+                device_name: computer.clone(),
+                device_id: Some(asset_id.clone()),
+                os_platform: device.os_platform.clone(),
+                os_version: device.os_version.clone(),
+                user_email: None,
+                user_name: None,
+                application_name: Some(app.name),
+                vendor: None,
+                version: app.version,
+                publisher: None,
+                client_id: None,
+                group_ids: vec![],
+            }));
+        }
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -117,5 +227,44 @@ mod tests {
             "cf165808-6a31-48e1-9cf3-c6c3174df51d"
         );
         assert!(map_vuln(&serde_json::json!({"asset": {}})).is_err());
+    }
+
+    #[test]
+    fn assets_carry_open_counts_and_highest_risk_and_enumerations_become_apps() {
+        let chunk: Value = serde_json::from_str(CHUNK).unwrap();
+        let mut high = chunk[0].clone();
+        high["asset"]["fqdn"] = json!("ws7.corp.example");
+        let mut fixed = high.clone();
+        fixed["state"] = json!("FIXED");
+        fixed["severity"] = json!("critical");
+        fixed["plugin"]["vpr"]["score"] = json!(9.8);
+        let mut software = high.clone();
+        software["severity"] = json!("info");
+        software["plugin"]["id"] = json!(20811);
+        software["output"] = json!(
+            "The following software are installed on the remote host :\n\n\
+            Google Chrome  [version 119.0.6045.160]  [installed on 2023/11/20]\n"
+        );
+        let findings = with_asset_totals(vec![high, fixed, software]);
+        let rows = map_vuln(&findings[2]).unwrap();
+        let Row::Record(asset) = &rows[0] else {
+            panic!("the asset first")
+        };
+        assert_eq!(asset.fields["high_count"], 1);
+        assert_eq!(asset.fields["critical_count"], 0, "a fixed one is not open");
+        assert_eq!(asset.fields["risk_score"], 5.9, "the open finding's VPR");
+        let Row::Record(finding) = &rows[1] else {
+            panic!("then the finding")
+        };
+        assert!(finding.body.get(TOTALS).is_none());
+        let Row::Record(app) = &rows[2] else {
+            panic!("then the app")
+        };
+        assert_eq!(app.fields["name"], "Google Chrome");
+        assert_eq!(app.fields["version"], "119.0.6045.160");
+        let Row::Inventory(item) = &rows[3] else {
+            panic!("and its inventory item")
+        };
+        assert_eq!(item.device_name.as_deref(), Some("ws7"));
     }
 }
