@@ -6,6 +6,7 @@
 //! EDR knows by short name.
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_nvd::{self, FakeNvd};
 use cairn_tests::fake_qualys::{self, FakeQualys, QualysData};
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
@@ -17,7 +18,8 @@ use super::mdm::{names, sync};
 backend_tests!(
     tenable_export_findings_and_asset_join,
     a_sync_that_makes_no_progress_fails_as_stale,
-    two_tenants_on_two_scanner_products
+    two_tenants_on_two_scanner_products,
+    research_a_finding_from_the_store_or_nvd
 );
 
 const CHUNK: &str =
@@ -531,5 +533,146 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
         .assert_error(404);
     let config = app.get("/api/v1/scanner/config", &on_qualys.bearer()).await;
     assert!(!config.text.contains(fake_qualys::PASSWORD));
+    app.finish().await;
+}
+
+/// A scanner finding's CVEs resolved through the CVE store: one NVD has is
+/// fetched once and stored, one nobody knows is reported unresolved; a CVE
+/// id alone works too; bad requests are 422, NVD failing is 502, and
+/// another tenant cannot research this tenant's finding.
+async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
+    let nvd = FakeNvd::start(fake_nvd::fixture_records()).await;
+    let mut log4shell = finding(
+        asset("a-1", Some("web01.corp.example"), None, "10.0.0.11"),
+        1001,
+        "critical",
+        443,
+    );
+    log4shell["plugin"]["cve"] = json!(["CVE-2021-44228", "CVE-2099-0001"]);
+    let tenable = FakeTenable::start(TenableData {
+        chunks: vec![vec![log4shell]],
+        ..TenableData::default()
+    })
+    .await;
+    let dir = connectors_dir(&["connectors/tenable"], &[]);
+    let api_url = nvd.api_url();
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+        s.nvd_api_url = api_url;
+        s.nvd_request_delay_ms = 10;
+    })
+    .await
+    else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    app.post(
+        "/api/v1/scanner/config",
+        &owner.bearer(),
+        json!({"base_url": tenable.base_url, "access_key": ACCESS_KEY,
+               "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
+    )
+    .await;
+    assert_eq!(sync(&app, &owner, "scanner").await["status"], "success");
+    let key = "a-1|1001|443|tcp";
+    let researched = app
+        .post(
+            "/api/v1/scanner/research-finding",
+            &owner.bearer(),
+            json!({"finding_key": key}),
+        )
+        .await;
+    assert_eq!(researched.status, 200, "{}", researched.text);
+    assert_eq!(researched.body["finding"]["key"], key);
+    let cve = &researched.body["cves"][0];
+    assert_eq!(cve["cve_id"], "CVE-2021-44228", "{}", researched.text);
+    assert_eq!(cve["fetched_from_nvd"], true);
+    assert_eq!(cve["severity"], "critical");
+    assert!(cve["description"].as_str().unwrap().contains("JNDI"));
+    assert!(cve["weaknesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["cwe_id"] == "CWE-502"));
+    assert_eq!(
+        researched.body["unresolved"][0]["cve_id"], "CVE-2099-0001",
+        "{}",
+        researched.text
+    );
+    let asked = |nvd: &FakeNvd, id: &str| {
+        nvd.data
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .filter(|(q, _)| q.contains(&format!("cveId={id}")))
+            .count()
+    };
+    assert_eq!(asked(&nvd, "CVE-2021-44228"), 1);
+
+    // Stored now: the second answer comes from the store.
+    let again = app
+        .post(
+            "/api/v1/scanner/research-finding",
+            &owner.bearer(),
+            json!({"finding_key": key}),
+        )
+        .await;
+    assert_eq!(again.body["cves"][0]["fetched_from_nvd"], false);
+    assert_eq!(asked(&nvd, "CVE-2021-44228"), 1, "not asked again");
+
+    // A CVE id alone, in any case.
+    let one = app
+        .post(
+            "/api/v1/scanner/research-finding",
+            &owner.bearer(),
+            json!({"cve_id": "cve-2022-22784"}),
+        )
+        .await;
+    assert_eq!(one.status, 200, "{}", one.text);
+    assert_eq!(one.body["cves"][0]["cve_id"], "CVE-2022-22784");
+    assert_eq!(one.body["finding"], Value::Null);
+    app.post(
+        "/api/v1/scanner/research-finding",
+        &owner.bearer(),
+        json!({"cve_id": "CVE-2099-0001"}),
+    )
+    .await
+    .assert_error(404);
+    for bad in [
+        json!({}),
+        json!({"cve_id": "not-a-cve"}),
+        json!({"cve_id": "CVE-2021-44228", "finding_key": key}),
+    ] {
+        app.post("/api/v1/scanner/research-finding", &owner.bearer(), bad)
+            .await
+            .assert_error(422);
+    }
+    // NVD refusing (403 is how it rate-limits) past the retries is the
+    // upstream's fault, not the caller's.
+    {
+        let mut data = nvd.data.lock().unwrap();
+        let next = data.requests.len();
+        data.refusals = (1..=3).map(|n| (next + n, 403)).collect();
+    }
+    app.post(
+        "/api/v1/scanner/research-finding",
+        &owner.bearer(),
+        json!({"cve_id": "CVE-2023-2033"}),
+    )
+    .await
+    .assert_error(502);
+
+    // Another tenant cannot reach the finding.
+    let other = app.register("other@msp.example").await;
+    app.post(
+        "/api/v1/scanner/research-finding",
+        &other.bearer(),
+        json!({"finding_key": key}),
+    )
+    .await
+    .assert_error(404);
     app.finish().await;
 }

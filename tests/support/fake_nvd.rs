@@ -1,7 +1,8 @@
 //! A fake NVD CVE API 2.0 on 127.0.0.1, with the KEV catalog and the EPSS
 //! CSV beside it: `startIndex`/`resultsPerPage` paging with NVD's page
-//! envelope, `lastModStartDate`/`lastModEndDate` filtering, and refusals
-//! on request (403 as NVD rate-limits, 503 as it fails).
+//! envelope, `lastModStartDate`/`lastModEndDate` filtering, one record by
+//! `cveId` (an unknown id: an empty page), and refusals on request (403 as
+//! NVD rate-limits, 503 as it fails).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -131,6 +132,11 @@ async fn cves(
     let matching: Vec<&Value> = data
         .records
         .iter()
+        .filter(|r| {
+            query
+                .get("cveId")
+                .is_none_or(|id| r["id"].as_str() == Some(id.as_str()))
+        })
         .filter(|r| match window {
             None => true,
             Some((a, b)) => r["lastModified"]

@@ -155,6 +155,18 @@ impl From<crate::inventory::search::SearchError> for ApiError {
     }
 }
 
+impl From<crate::vulnerabilities::research::ResearchError> for ApiError {
+    fn from(err: crate::vulnerabilities::research::ResearchError) -> Self {
+        use crate::vulnerabilities::research::ResearchError;
+        match err {
+            ResearchError::NotACveId(_) => ApiError::validation("cve_id", err.to_string()),
+            ResearchError::Unknown(_) => ApiError::Missing(err.to_string()),
+            ResearchError::Lookup(_) => ApiError::Upstream(err.to_string()),
+            ResearchError::Db(err) => err.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
         ApiError::Internal(err.into())

@@ -316,6 +316,83 @@ pub async fn of_type_by_field(
     .await
 }
 
+/// The record typed `record_type` with key `key` in area `area`, whichever
+/// collection holds it.
+pub async fn typed_by_key(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+    record_type: &str,
+    key: &str,
+) -> sqlx::Result<Option<StoredRecord>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM source_records \
+         WHERE tenant_id = $1 AND source = $2 AND record_type = $3 AND record_key = $4 \
+         ORDER BY kind LIMIT 1"
+    ))
+    .bind(tenant.as_str())
+    .bind(area)
+    .bind(record_type)
+    .bind(key)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+/// A record of some area with its normalized fields, for another area that
+/// derives data from every record of a type.
+#[derive(Debug, sqlx::FromRow)]
+pub struct TypedRecord {
+    pub source: String,
+    pub kind: String,
+    pub record_key: String,
+    pub device_name: Option<String>,
+    pub fields: String,
+}
+
+/// Where a walk over typed records stands: after this (area, collection,
+/// key).
+pub type TypedPosition = (String, String, String);
+
+/// The next `limit` of the tenant's records typed `record_type` after
+/// `after`, in (area, collection, key) order.
+pub async fn typed_page(
+    db: &Db,
+    tenant: &TenantId,
+    record_type: &str,
+    after: Option<&TypedPosition>,
+    limit: i64,
+) -> sqlx::Result<Vec<TypedRecord>> {
+    let (source, kind, key) = after.cloned().unwrap_or_default();
+    sqlx::query_as(
+        "SELECT source, kind, record_key, device_name, fields FROM source_records \
+         WHERE tenant_id = $1 AND record_type = $2 \
+         AND (source > $3 OR (source = $3 AND (kind > $4 OR (kind = $4 AND record_key > $5)))) \
+         ORDER BY source, kind, record_key LIMIT $6",
+    )
+    .bind(tenant.as_str())
+    .bind(record_type)
+    .bind(source)
+    .bind(kind)
+    .bind(key)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// What changes whenever a record typed `record_type` of the tenant is
+/// written or removed: their count and newest write.
+pub async fn typed_version(db: &Db, tenant: &TenantId, record_type: &str) -> sqlx::Result<String> {
+    let (count, newest): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), MAX(updated_at) FROM source_records \
+         WHERE tenant_id = $1 AND record_type = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(record_type)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok(format!("{count}:{}", newest.unwrap_or(0)))
+}
+
 /// A user record and the fields that name them.
 #[derive(Debug, sqlx::FromRow)]
 pub struct UserRecord {

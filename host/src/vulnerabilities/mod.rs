@@ -9,6 +9,7 @@
 //! - `identify`: application → CPE product (tenant mapping, the shipped
 //!   translation table, a dictionary lookup where vendor and product must
 //!   agree); `matching`: version ranges → CVEs with provenance and fix.
+//! - `research`: one CVE from the store, else fetched from NVD and stored.
 //! - `scan`: the `vuln_scan` job; `findings`: per-tenant writes;
 //!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
 
@@ -20,6 +21,8 @@ pub mod import;
 pub mod matching;
 pub mod records;
 pub mod reference;
+pub mod research;
+mod research_routes;
 pub mod routes;
 pub mod scan;
 pub mod sources;
@@ -35,7 +38,11 @@ use crate::db::Db;
 use crate::jobs::Registry;
 use crate::settings::Settings;
 
-pub use routes::router;
+/// The area's routes: `/api/v1/vulnerabilities` and the scanner's
+/// research of a finding.
+pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::app::AppState> {
+    routes::router().merge(research_routes::router())
+}
 
 /// The translation table the operator configured, or the shipped one.
 pub fn load_translations(settings: &Settings) -> anyhow::Result<identify::Translations> {

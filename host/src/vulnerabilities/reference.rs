@@ -1,6 +1,6 @@
 //! The global reference store: CVEs and their match rows, the CPE product
-//! dictionary, CWE, KEV and EPSS. Shared by every tenant; never written by
-//! a request of one. Writes go in batches inside one transaction each, as
+//! dictionary, CWE, KEV and EPSS. Shared by every tenant; a request writes
+//! to it only the NVD record of a CVE it lacks, as a sync would have. Writes go in batches inside one transaction each, as
 //! bound JSON arrays (`json_each` / `jsonb_array_elements`), so thousands
 //! of rows cost one statement.
 
@@ -560,6 +560,101 @@ pub async fn set_source_state(
     .execute(&db.pool)
     .await?;
     Ok(())
+}
+
+/// One CVE as research shows it: its record with KEV, EPSS and its
+/// weaknesses' names joined in.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct CveDetail {
+    pub cve_id: String,
+    pub description: String,
+    /// NVD's vulnerability status (`Analyzed`, `Awaiting Analysis`, ...)
+    /// or the CVE record's state.
+    pub status: String,
+    pub published: Option<String>,
+    pub last_modified: String,
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub cvss_version: Option<String>,
+    pub cvss_vector: Option<String>,
+    /// CWE ids with their names, when the CWE catalog is loaded.
+    pub weaknesses: Vec<Weakness>,
+    /// The record's references (`url`, `source`, `tags`) as published.
+    #[schema(value_type = Vec<Object>)]
+    pub references: Value,
+    pub epss_score: Option<f64>,
+    pub epss_percentile: Option<f64>,
+    /// In CISA's Known Exploited Vulnerabilities catalog.
+    pub kev: bool,
+    pub kev_date_added: Option<String>,
+    pub kev_due_date: Option<String>,
+    pub kev_required_action: Option<String>,
+    /// `nvd` or `cve5`: where the stored record came from.
+    pub record_source: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Weakness {
+    pub cwe_id: String,
+    pub name: Option<String>,
+}
+
+/// The stored record of `cve_id` (upper case), if any.
+pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>> {
+    let Some(r) = sqlx::query(
+        "SELECT c.id, c.description, c.status, c.published, c.last_modified, c.severity, \
+         c.cvss_score, c.cvss_version, c.cvss_vector, c.cwe_ids, c.refs, c.source, \
+         e.score, e.percentile, k.cve_id, k.date_added, k.due_date, k.required_action \
+         FROM vuln_cves c LEFT JOIN vuln_epss e ON e.cve_id = c.id \
+         LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE c.id = $1",
+    )
+    .bind(cve_id)
+    .fetch_optional(&db.pool)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let cwe_ids: Vec<String> = serde_json::from_str(&r.get::<String, _>(9)).unwrap_or_default();
+    let names: HashMap<String, String> = if cwe_ids.is_empty() {
+        HashMap::new()
+    } else {
+        sqlx::query(&format!(
+            "SELECT id, name FROM vuln_cwes WHERE id IN ({})",
+            crate::db::json_text_values(db.backend, 1)
+        ))
+        .bind(serde_json::to_string(&cwe_ids).unwrap_or_default())
+        .fetch_all(&db.pool)
+        .await?
+        .into_iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+    };
+    Ok(Some(CveDetail {
+        cve_id: r.get(0),
+        description: r.get(1),
+        status: r.get(2),
+        published: r.get::<Option<i64>, _>(3).map(crate::db::to_rfc3339),
+        last_modified: crate::db::to_rfc3339(r.get(4)),
+        severity: r.get(5),
+        cvss_score: r.get(6),
+        cvss_version: r.get(7),
+        cvss_vector: r.get(8),
+        weaknesses: cwe_ids
+            .into_iter()
+            .map(|id| Weakness {
+                name: names.get(&id).cloned(),
+                cwe_id: id,
+            })
+            .collect(),
+        references: serde_json::from_str(&r.get::<String, _>(10)).unwrap_or(Value::Null),
+        record_source: r.get(11),
+        epss_score: r.get(12),
+        epss_percentile: r.get(13),
+        kev: r.get::<Option<String>, _>(14).is_some(),
+        kev_date_added: r.get(15),
+        kev_due_date: r.get(16),
+        kev_required_action: r.get(17),
+    }))
 }
 
 /// Counts of the reference tables, for `/vulnerabilities/sources`.

@@ -37,6 +37,8 @@ pub fn job_kind(source: &str) -> String {
 const MAX_WINDOW_MS: i64 = 120 * 86_400_000;
 /// Retries of one NVD request refused with 403, 429 or 503.
 const NVD_RETRIES: u32 = 6;
+/// The first wait of a source job on a 429 or 503.
+const SYNC_BACKOFF: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -91,19 +93,15 @@ impl SourceConfig {
         }
     }
 
-    fn outbound(&self, url: &str) -> Result<(Outbound, url::Url), SourceError> {
+    /// The outbound path to `url`; a 429 or 503 is waited out from
+    /// `backoff`, doubling.
+    fn outbound(&self, url: &str, backoff: Duration) -> Result<(Outbound, url::Url), SourceError> {
         let parsed = url::Url::parse(url)
             .map_err(|e| SourceError::Upstream(format!("{url} is not a URL: {e}")))?;
         let policy =
             HostPolicy::for_urls(&[&parsed], &self.plain_http_hosts, self.addresses.clone());
         Ok((
-            Outbound::new(
-                policy,
-                None,
-                self.timeout,
-                self.max_response_bytes,
-                Duration::from_secs(2),
-            ),
+            Outbound::new(policy, None, self.timeout, self.max_response_bytes, backoff),
             parsed,
         ))
     }
@@ -196,7 +194,7 @@ pub async fn sync_nvd(
     config: &SourceConfig,
     progress: &dyn Progress,
 ) -> Result<SourceRun, SourceError> {
-    let (outbound, base) = config.outbound(&config.nvd_api_url)?;
+    let (outbound, base) = config.outbound(&config.nvd_api_url, SYNC_BACKOFF)?;
     let state = reference::source_state(db, NVD).await?;
     let started = crate::db::now_ms();
     let since: Option<i64> = state
@@ -334,6 +332,61 @@ pub async fn sync_nvd(
     Ok(run)
 }
 
+/// Retries of an on-demand lookup, and its first wait on a 429 or 503: a
+/// person is waiting for the answer.
+const LOOKUP_RETRIES: u32 = 2;
+const LOOKUP_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Fetches one CVE from NVD (`?cveId=`) and stores it: `true` when NVD
+/// has it, `false` when NVD answers that it does not. A refusal (403, 429,
+/// 503) is retried twice after a short pause, then reported.
+pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<bool, SourceError> {
+    let (outbound, mut url) = config.outbound(&config.nvd_api_url, LOOKUP_BACKOFF)?;
+    url.query_pairs_mut().append_pair("cveId", cve_id);
+    let mut headers = vec![];
+    if !config.nvd_api_key.is_empty() {
+        headers.push(("apiKey".to_string(), config.nvd_api_key.clone()));
+    }
+    let mut attempt = 0;
+    let response = loop {
+        let response = get(&outbound, &url, headers.clone()).await?;
+        match response.status {
+            200 => break response,
+            // NVD answers an id it does not know with 404 (and some
+            // malformed ones with 400).
+            404 | 400 => return Ok(false),
+            403 | 429 | 503 | 502 | 504 if attempt < LOOKUP_RETRIES => {
+                attempt += 1;
+                let wait = config.nvd_delay.min(Duration::from_secs(2)) * attempt;
+                tokio::time::sleep(wait).await;
+            }
+            status => {
+                return Err(SourceError::Upstream(format!(
+                    "NVD answered {status} after {attempt} retries"
+                )))
+            }
+        }
+    };
+    let page: Value = serde_json::from_slice(&response.body)
+        .map_err(|e| SourceError::Upstream(format!("NVD answer is not JSON: {e}")))?;
+    let Some(item) = page["vulnerabilities"]
+        .as_array()
+        .and_then(|items| items.first())
+    else {
+        return Ok(false);
+    };
+    let record = records::from_nvd(item["cve"].clone())
+        .map_err(|e| SourceError::Upstream(format!("NVD record unreadable: {e}")))?;
+    if !record.id.eq_ignore_ascii_case(cve_id) {
+        return Err(SourceError::Upstream(format!(
+            "NVD answered {} for {cve_id}",
+            record.id
+        )));
+    }
+    reference::write_cves(db, std::slice::from_ref(&record)).await?;
+    Ok(true)
+}
+
 async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), SourceError> {
     tokio::select! {
         _ = tokio::time::sleep(wait) => Ok(()),
@@ -342,7 +395,7 @@ async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), SourceErr
 }
 
 async fn fetch_whole(config: &SourceConfig, url: &str) -> Result<Vec<u8>, SourceError> {
-    let (outbound, url) = config.outbound(url)?;
+    let (outbound, url) = config.outbound(url, SYNC_BACKOFF)?;
     let response = get(&outbound, &url, vec![]).await?;
     if response.status != 200 {
         return Err(SourceError::Upstream(format!(

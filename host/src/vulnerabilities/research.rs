@@ -1,0 +1,90 @@
+//! Research of one CVE: its record from the reference store, fetched from
+//! NVD and stored when the store lacks it, so the next reader (and the
+//! next match) has it too.
+
+use super::reference::{self, CveDetail};
+use super::sources::{self, SourceConfig, SourceError};
+use crate::db::Db;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResearchError {
+    #[error("{0} is not a CVE id (CVE-YYYY-NNNN)")]
+    NotACveId(String),
+    #[error("{0} is neither in the CVE store nor known to NVD")]
+    Unknown(String),
+    #[error("the CVE lookup failed: {0}")]
+    Lookup(String),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+/// A CVE's record and whether this request fetched it from NVD.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Researched {
+    #[serde(flatten)]
+    pub detail: CveDetail,
+    /// The store lacked it: it was fetched from NVD now (and stored).
+    pub fetched_from_nvd: bool,
+}
+
+/// `text` as a CVE id in upper case, if it is one (`CVE-` a four-digit year,
+/// `-`, four or more digits).
+pub fn cve_id(text: &str) -> Option<String> {
+    let id = text.trim().to_uppercase();
+    let mut parts = id.splitn(3, '-');
+    let ok = parts.next() == Some("CVE")
+        && parts
+            .next()
+            .is_some_and(|y| y.len() == 4 && y.bytes().all(|b| b.is_ascii_digit()))
+        && parts
+            .next()
+            .is_some_and(|n| n.len() >= 4 && n.bytes().all(|b| b.is_ascii_digit()));
+    ok.then_some(id)
+}
+
+/// The record of `text` (a CVE id), from the store or else from NVD.
+pub async fn cve(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, ResearchError> {
+    let id = cve_id(text).ok_or_else(|| ResearchError::NotACveId(text.to_string()))?;
+    if let Some(detail) = reference::cve_detail(db, &id).await? {
+        return Ok(Researched {
+            detail,
+            fetched_from_nvd: false,
+        });
+    }
+    match sources::nvd_lookup(db, config, &id).await {
+        Ok(true) => {}
+        Ok(false) => return Err(ResearchError::Unknown(id)),
+        Err(SourceError::Db(err)) => return Err(err.into()),
+        Err(err) => return Err(ResearchError::Lookup(err.to_string())),
+    }
+    // A new CVE may match what tenants run.
+    super::request_rescans(db).await?;
+    let detail = reference::cve_detail(db, &id)
+        .await?
+        .ok_or(ResearchError::Unknown(id))?;
+    Ok(Researched {
+        detail,
+        fetched_from_nvd: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cve_ids_are_checked_and_upper_cased() {
+        assert_eq!(cve_id(" cve-2024-3094 ").as_deref(), Some("CVE-2024-3094"));
+        assert_eq!(cve_id("CVE-2021-44228").as_deref(), Some("CVE-2021-44228"));
+        for bad in [
+            "",
+            "CVE-24-1234",
+            "CVE-2024-123",
+            "CVE-2024-12a4",
+            "GHSA-xxxx",
+            "CVE-2024",
+        ] {
+            assert_eq!(cve_id(bad), None, "{bad}");
+        }
+    }
+}
