@@ -537,9 +537,10 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
 }
 
 /// A scanner finding's CVEs resolved through the CVE store: one NVD has is
-/// fetched once and stored, one nobody knows is reported unresolved; a CVE
-/// id alone works too; bad requests are 422, NVD failing is 502, and
-/// another tenant cannot research this tenant's finding.
+/// fetched once and stored, one nobody knows is reported unresolved; the
+/// finding then shows in the vulnerabilities views, marked as the
+/// scanner's; a CVE id alone works too; bad requests are 422, NVD failing
+/// is 502, and another tenant can neither research nor see the finding.
 async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
     let nvd = FakeNvd::start(fake_nvd::fixture_records()).await;
     let mut log4shell = finding(
@@ -623,6 +624,38 @@ async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
     assert_eq!(again.body["cves"][0]["fetched_from_nvd"], false);
     assert_eq!(asked(&nvd, "CVE-2021-44228"), 1, "not asked again");
 
+    // With the CVE in the store, the scanner's finding is listed beside
+    // Cairn's own matches, marked as the scanner's.
+    super::vulnerabilities::scan(&app, &owner, json!({})).await;
+    let listed = app.get("/api/v1/vulnerabilities/", &owner.bearer()).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(
+        listed.body["total"], 1,
+        "the unknown CVE is not listed: {}",
+        listed.text
+    );
+    let item = &listed.body["items"][0];
+    assert_eq!(item["cve_id"], "CVE-2021-44228");
+    assert_eq!(item["sources"], json!(["scanner"]));
+    assert_eq!(item["device_count"], 1);
+    let devices = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2021-44228/devices",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(devices.status, 200, "{}", devices.text);
+    let row = &devices.body["items"][0];
+    assert_eq!(row["device_name"], "web01", "{}", devices.text);
+    assert_eq!(row["source"], "scanner");
+    assert_eq!(row["criteria"], "scanner check 1001");
+    assert_eq!(row["cpe"], Value::Null);
+    assert_eq!(row["status"], "open");
+    assert!(row["application_name"]
+        .as_str()
+        .unwrap()
+        .starts_with("Google Chrome"));
+
     // A CVE id alone, in any case.
     let one = app
         .post(
@@ -665,8 +698,17 @@ async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
     .await
     .assert_error(502);
 
-    // Another tenant cannot reach the finding.
+    // Another tenant cannot reach the finding, nor see it listed.
     let other = app.register("other@msp.example").await;
+    let theirs = app.get("/api/v1/vulnerabilities/", &other.bearer()).await;
+    assert_eq!(theirs.body["total"], 0, "{}", theirs.text);
+    let theirs = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2021-44228/devices",
+            &other.bearer(),
+        )
+        .await;
+    assert_eq!(theirs.body["total"], 0, "{}", theirs.text);
     app.post(
         "/api/v1/scanner/research-finding",
         &other.bearer(),

@@ -145,7 +145,7 @@ fn software(device: &str, name: &str, publisher: &str, version: &str, platform: 
 }
 
 /// Starts a full scan and waits until it has finished; returns it.
-async fn scan(app: &TestApp, account: &Account, body: Value) -> Value {
+pub(crate) async fn scan(app: &TestApp, account: &Account, body: Value) -> Value {
     let started = app
         .post("/api/v1/vulnerabilities/scan", &account.bearer(), body)
         .await;

@@ -11,6 +11,8 @@
 //!   agree); `matching`: version ranges → CVEs with provenance and fix.
 //! - `research`: one CVE from the store, else fetched from NVD and stored.
 //! - `scan`: the `vuln_scan` job; `findings`: per-tenant writes;
+//!   `scanner_findings`: the findings a scanner integration reported,
+//!   copied for the views;
 //!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
 
 pub mod cpe;
@@ -25,6 +27,7 @@ pub mod research;
 mod research_routes;
 pub mod routes;
 pub mod scan;
+pub mod scanner_findings;
 pub mod sources;
 pub mod views;
 

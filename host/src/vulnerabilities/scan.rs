@@ -84,6 +84,8 @@ impl JobHandler for ScanHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
+        // What a scanner reported is shown beside what this job matches.
+        super::scanner_findings::refresh(db, tenant).await?;
         while let Some((scan_id, scope)) = findings::next_queued_scan(db, tenant).await? {
             findings::mark_scan_running(db, tenant, &scan_id, ctx.job_id()).await?;
             ctx.progress("matching", 0, 1, &scan_id).await?;

@@ -17,6 +17,19 @@ use crate::auth::TenantId;
 use crate::db::{to_rfc3339, Db};
 use crate::inventory::search::escape_like;
 
+/// Matched findings and those a scanner reported, in one shape. A
+/// scanner's finding has its area as `source`, its check as `criteria`,
+/// its title as the application, and no version, product, range or fix.
+const ALL_FINDINGS: &str = "(SELECT tenant_id, device_name, application_name, version, cve_id, \
+     vendor, product, source, criteria, match_id, version_range, fix_version, status, \
+     first_seen, last_seen, fixed_at FROM vuln_findings \
+     UNION ALL SELECT tenant_id, device_name, title, '', cve_id, '', '', area, \
+     area || ' check ' || check_id, NULL, '', NULL, status, first_seen, last_seen, \
+     CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings)";
+
+/// What `sources` calls a finding Cairn matched against installed software.
+const MATCHED: &str = "matched";
+
 /// A CVE found on the tenant's devices.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VulnerabilityView {
@@ -39,6 +52,9 @@ pub struct VulnerabilityView {
     pub applications: Vec<String>,
     /// The smallest fixing versions seen across those findings.
     pub fix_versions: Vec<String>,
+    /// Who found it: `matched` (Cairn, from installed software) and/or the
+    /// integration area that reported it (`scanner`).
+    pub sources: Vec<String>,
     pub first_seen: String,
     pub last_seen: String,
 }
@@ -124,9 +140,11 @@ pub async fn vulnerabilities(
          AND (CAST($8 AS TEXT) IS NULL OR f.application_name = $8) \
          AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9)"
     );
-    let from = "FROM vuln_findings f JOIN vuln_cves c ON c.id = f.cve_id \
-                LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
-                LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id";
+    let from = format!(
+        "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id"
+    );
     fn bind_all<'q>(
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
         tenant: &TenantId,
@@ -203,6 +221,7 @@ pub async fn vulnerabilities(
             last_seen: last_seen(r.get(12), r.get::<i64, _>(13) != 0, matched_at),
             applications: vec![],
             fix_versions: vec![],
+            sources: vec![],
         })
         .collect();
     // Applications and fixes of the page's CVEs, in one query.
@@ -232,7 +251,25 @@ pub async fn vulnerabilities(
                 }
             }
         }
+        let rows = sqlx::query(&format!(
+            "SELECT DISTINCT cve_id, CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' \
+             ELSE source END FROM {ALL_FINDINGS} f \
+             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3)"
+        ))
+        .bind(tenant.as_str())
+        .bind(serde_json::to_string(&ids).unwrap_or_default())
+        .bind(&filter.status)
+        .fetch_all(&db.pool)
+        .await?;
+        let mut sources: HashMap<String, Vec<String>> = HashMap::new();
+        for r in rows {
+            sources.entry(r.get(0)).or_default().push(r.get(1));
+        }
         for item in &mut items {
+            if let Some(mut found_by) = sources.remove(&item.cve_id) {
+                found_by.sort();
+                item.sources = found_by;
+            }
             if let Some((apps, fixes)) = by_cve.remove(&item.cve_id) {
                 item.applications = apps;
                 item.fix_versions = fixes;
@@ -252,13 +289,16 @@ pub struct FindingView {
     pub application_name: String,
     pub version: String,
     pub cve_id: String,
-    /// The CPE product the application was identified as.
-    pub cpe: String,
+    /// The CPE product the application was identified as (none for a
+    /// scanner's finding).
+    pub cpe: Option<String>,
     /// `open` or `fixed`.
     pub status: String,
     pub fix_version: Option<String>,
-    /// Where the match came from: `nvd` (an NVD configuration) or `cna`
-    /// (the CNA's affected data).
+    /// Where the finding came from: `nvd` (an NVD configuration) or `cna`
+    /// (the CNA's affected data) for Cairn's matches, or the integration
+    /// area that reported it (`scanner`); a scanner's finding names its
+    /// check in `criteria` and its title as `application_name`.
     pub source: String,
     /// The CPE match criteria (or CNA product) that matched.
     pub criteria: String,
@@ -283,7 +323,7 @@ pub async fn cve_findings(
     let rows = sqlx::query(&format!(
         "SELECT device_name, application_name, version, cve_id, vendor, product, status, \
          fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at \
-         FROM vuln_findings WHERE {filter} \
+         FROM {ALL_FINDINGS} f WHERE {filter} \
          ORDER BY device_name, application_name, version LIMIT $4 OFFSET $5"
     ))
     .bind(tenant.as_str())
@@ -294,7 +334,7 @@ pub async fn cve_findings(
     .fetch_all(&db.pool)
     .await?;
     let total: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM vuln_findings WHERE {filter}"
+        "SELECT COUNT(*) FROM {ALL_FINDINGS} f WHERE {filter}"
     ))
     .bind(tenant.as_str())
     .bind(cve_id)
@@ -309,7 +349,12 @@ pub async fn cve_findings(
             application_name: r.get(1),
             version: r.get(2),
             cve_id: r.get(3),
-            cpe: format!("{}:{}", r.get::<String, _>(4), r.get::<String, _>(5)),
+            cpe: Some(format!(
+                "{}:{}",
+                r.get::<String, _>(4),
+                r.get::<String, _>(5)
+            ))
+            .filter(|cpe| cpe != ":"),
             status: r.get(6),
             fix_version: r.get(7),
             source: r.get(8),
