@@ -1,10 +1,12 @@
 //! Syncs a fake Tenable Vulnerability Management export (assets with 20
-//! findings each, in chunks of 500 assets made available while the export
-//! processes) into a fresh database through the real pipeline; prints
-//! seconds, rows/s, status polls and the service's peak memory (the fake
-//! runs in a child process of its own).
-//! Usage: bench-scanner sqlite|postgres [assets]
-//! (`bench-scanner fake-tenable <assets>` is the child: it prints its URL,
+//! findings each and a software enumeration listing 40 applications, in
+//! chunks of 50 assets (Tenable's default) made available while the export processes) into a
+//! fresh database through the real pipeline; prints seconds, rows/s,
+//! status polls and the service's peak memory (the fake runs in a child
+//! process of its own); then times the copy of the findings into the
+//! vulnerabilities views.
+//! Usage: bench-scanner sqlite|postgres [assets] [applications per asset, default 40]
+//! (`bench-scanner fake-tenable <assets> <applications>` is the child: it prints its URL,
 //! serves until its stdin closes, then prints its poll count.)
 
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
@@ -12,18 +14,19 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 const FINDINGS_PER_ASSET: usize = 20;
-const ASSETS_PER_CHUNK: usize = 500;
+const ASSETS_PER_CHUNK: usize = 50;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let arg = |n: usize| std::env::args().nth(n);
     let backend = arg(1).unwrap_or_else(|| "sqlite".into());
     let assets: usize = arg(2).and_then(|n| n.parse().ok()).unwrap_or(20_000);
+    let apps: usize = arg(3).and_then(|n| n.parse().ok()).unwrap_or(40);
     if backend == "fake-tenable" {
-        return serve_fake(assets).await;
+        return serve_fake(assets, apps).await;
     }
     let mut fake = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["fake-tenable", &assets.to_string()])
+        .args(["fake-tenable", &assets.to_string(), &apps.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -44,11 +47,15 @@ async fn main() -> anyhow::Result<()> {
     let items = bench.count("inventory_items").await?;
     let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
+    let started = std::time::Instant::now();
+    cairn::vulnerabilities::scanner_findings::refresh(&bench.db, &bench.tenant).await?;
+    let copy_secs = started.elapsed().as_secs_f64();
+    let copied = bench.count("vuln_scanner_findings").await?;
     drop(fake.stdin.take());
     let polls = lines.next_line().await?.unwrap_or_default();
     fake.wait().await?;
     println!(
-        "cairn scanner sync benchmark: {backend}, Tenable export of {assets} assets x {FINDINGS_PER_ASSET} findings, {ASSETS_PER_CHUNK} assets a chunk"
+        "cairn scanner sync benchmark: {backend}, Tenable export of {assets} assets x {FINDINGS_PER_ASSET} findings and {apps} applications, {ASSETS_PER_CHUNK} assets a chunk"
     );
     println!(
         "  outcome {outcome:?}: {records} records (assets and findings), {items} inventory items"
@@ -58,12 +65,15 @@ async fn main() -> anyhow::Result<()> {
         secs,
         (assets * FINDINGS_PER_ASSET) as f64 / secs
     );
+    println!(
+        "  findings copied for the vulnerabilities views: {copied} rows (finding x CVE) in {copy_secs:.1} s"
+    );
     bench.finish().await;
     Ok(())
 }
 
 /// The child process: the fake export, until stdin closes.
-async fn serve_fake(assets: usize) -> anyhow::Result<()> {
+async fn serve_fake(assets: usize, apps: usize) -> anyhow::Result<()> {
     let mut chunks = Vec::new();
     for first in (0..assets).step_by(ASSETS_PER_CHUNK) {
         let mut chunk = Vec::with_capacity(ASSETS_PER_CHUNK * FINDINGS_PER_ASSET);
@@ -88,6 +98,33 @@ async fn serve_fake(assets: usize) -> anyhow::Result<()> {
             }
         }
         chunks.push(chunk);
+    }
+    let listing: String = (0..apps)
+        .map(|a| {
+            format!(
+                "Application {a:02}  [version {a}.0.{}]  [installed on 2026/11/01]\n",
+                a * 7
+            )
+        })
+        .collect();
+    let output = format!(
+        "The following software are installed on the remote host :\n\n{listing}\n\
+         The following updates are installed :\n\n  KB5032189\n"
+    );
+    for chunk in chunks.iter_mut().filter(|_| apps > 0) {
+        let assets: Vec<serde_json::Value> = chunk
+            .iter()
+            .step_by(FINDINGS_PER_ASSET)
+            .map(|f| f["asset"].clone())
+            .collect();
+        for asset in assets {
+            chunk.push(json!({"asset": asset, "output": output,
+                "plugin": {"id": 20811, "name": "Microsoft Windows Installed Software Enumeration (credentialed check)",
+                    "family": "Windows", "risk_factor": "None"},
+                "port": {"port": 445, "protocol": "TCP", "service": "cifs"},
+                "severity": "info", "severity_id": 0,
+                "first_found": "2026-10-01T00:00:00Z", "last_found": "2026-11-20T00:00:00Z", "state": "OPEN"}));
+        }
     }
     let fake = FakeTenable::start(TenableData {
         chunks,

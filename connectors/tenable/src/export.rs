@@ -8,7 +8,13 @@ use cairn_sdk::{http, json, Config, Error, Page, Value};
 
 pub const VULNS: &str = "vulns";
 
-const DEFAULT_NUM_ASSETS: u64 = 500;
+/// Tenable's own default: a chunk holds every finding of its assets, so a
+/// few hundred assets with many informational findings each already make
+/// a chunk of tens of thousands.
+const DEFAULT_NUM_ASSETS: u64 = 50;
+/// Findings handed to the host in one page; a larger chunk is handed over
+/// in slices (the host caps a page at 10,000 records by default).
+const SLICE: usize = 5_000;
 const DEFAULT_POLL: f64 = 5.0;
 /// Polls in one fetch before it returns an empty page (the sync goes on
 /// and fetches again), so one call stays well inside the host's time cap.
@@ -27,30 +33,72 @@ fn base(config: &Config) -> Result<&str, Error> {
         .ok_or_else(|| Error::Config("base_url is not set".into()))
 }
 
-/// Where a sync is: the export and the chunks read from it.
+/// Where a sync is: the export, the chunks read from it, and a chunk
+/// handed over in part (its number and the findings handed so far).
 #[derive(Debug, Clone, PartialEq)]
 struct Cursor {
     export: String,
     done: Vec<u64>,
+    partial: Option<(u64, usize)>,
 }
 
 impl Cursor {
+    /// `export|done,done[|chunk@offset]`.
     fn parse(raw: &str) -> Option<Cursor> {
-        let (export, done) = raw.split_once('|')?;
-        let done = done
+        let mut parts = raw.split('|');
+        let export = parts.next().filter(|e| !e.is_empty())?;
+        let done = parts
+            .next()?
             .split(',')
             .filter(|c| !c.is_empty())
             .map(|c| c.parse().ok())
             .collect::<Option<Vec<u64>>>()?;
-        (!export.is_empty()).then(|| Cursor {
+        let partial = match parts.next() {
+            None => None,
+            Some(part) => {
+                let (chunk, offset) = part.split_once('@')?;
+                Some((chunk.parse().ok()?, offset.parse().ok()?))
+            }
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(Cursor {
             export: export.to_string(),
             done,
+            partial,
         })
     }
 
     fn text(&self) -> String {
         let done: Vec<String> = self.done.iter().map(u64::to_string).collect();
-        format!("{}|{}", self.export, done.join(","))
+        let mut text = format!("{}|{}", self.export, done.join(","));
+        if let Some((chunk, offset)) = self.partial {
+            text.push_str(&format!("|{chunk}@{offset}"));
+        }
+        text
+    }
+
+    /// The page of `chunk`'s findings from `offset`: at most [`SLICE`],
+    /// the chunk done once its last is handed over.
+    fn slice(mut self, chunk: u64, offset: usize, findings: Vec<Value>) -> Page {
+        let total = findings.len();
+        let end = (offset + SLICE).min(total);
+        let records: Vec<Value> = findings
+            .into_iter()
+            .skip(offset)
+            .take(end.saturating_sub(offset))
+            .collect();
+        if end < total {
+            self.partial = Some((chunk, end));
+        } else {
+            self.partial = None;
+            self.done.push(chunk);
+        }
+        Page {
+            records,
+            next_cursor: Some(self.text()),
+        }
     }
 }
 
@@ -70,8 +118,15 @@ pub fn fetch(config: &Config, cursor: Option<&str>) -> Result<Page, Error> {
         None => Cursor {
             export: start(config, base)?,
             done: vec![],
+            partial: None,
         },
     };
+    // A chunk handed over in part: its next slice. The chunk is read
+    // again, its totals taken over all of it.
+    if let Some((chunk, offset)) = cursor.partial {
+        let findings = crate::mapping::with_asset_totals(read_chunk(base, &cursor.export, chunk)?);
+        return Ok(cursor.slice(chunk, offset, findings));
+    }
     let poll = Duration::from_secs_f64(
         config["poll_seconds"]
             .as_f64()
@@ -208,18 +263,50 @@ mod tests {
         let cursor = Cursor {
             export: "bde9fe80".into(),
             done: vec![1, 3],
+            partial: None,
         };
         assert_eq!(cursor.text(), "bde9fe80|1,3");
-        assert_eq!(Cursor::parse("bde9fe80|1,3"), Some(cursor));
+        assert_eq!(Cursor::parse("bde9fe80|1,3"), Some(cursor.clone()));
+        let partial = Cursor {
+            partial: Some((4, 5000)),
+            ..cursor
+        };
+        assert_eq!(partial.text(), "bde9fe80|1,3|4@5000");
+        assert_eq!(Cursor::parse("bde9fe80|1,3|4@5000"), Some(partial));
         assert_eq!(
             Cursor::parse("e|"),
             Some(Cursor {
                 export: "e".into(),
-                done: vec![]
+                done: vec![],
+                partial: None,
             })
         );
-        assert_eq!(Cursor::parse("e|x"), None);
-        assert_eq!(Cursor::parse("no-separator"), None);
+        for bad in ["e|x", "no-separator", "e|1|4", "e|1|4@x", "e|1|4@5|9", "|1"] {
+            assert_eq!(Cursor::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_large_chunk_is_handed_over_in_slices() {
+        let cursor = Cursor {
+            export: "e".into(),
+            done: vec![],
+            partial: None,
+        };
+        let findings = |n: usize| (0..n).map(|i| json!({"n": i})).collect::<Vec<Value>>();
+        let first = cursor.clone().slice(7, 0, findings(SLICE + 10));
+        assert_eq!(first.records.len(), SLICE);
+        let next = Cursor::parse(first.next_cursor.as_deref().unwrap()).unwrap();
+        assert_eq!(next.partial, Some((7, SLICE)));
+        assert!(next.done.is_empty());
+        let second = next.slice(7, SLICE, findings(SLICE + 10));
+        assert_eq!(second.records.len(), 10);
+        assert_eq!(second.records[0]["n"], SLICE);
+        let last = Cursor::parse(second.next_cursor.as_deref().unwrap()).unwrap();
+        assert_eq!((last.partial, last.done), (None, vec![7]));
+        let small = cursor.slice(8, 0, findings(3));
+        assert_eq!(small.records.len(), 3);
+        assert_eq!(small.next_cursor.as_deref(), Some("e|8"));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //!
 //! Area `scanner`. Credentials: `X-ApiKeys: accessKey=...;secretKey=...`,
 //! attached by the host from two secret fields. One stream, `vulns`: each
-//! page is one export chunk, and the cursor names the export and the chunks
-//! done, so a sync killed mid-export resumes the same export. A finding maps
+//! page is one export chunk (a chunk over 5,000 findings is handed over in
+//! slices), and the cursor names the export, the chunks done and the slice
+//! reached, so a sync killed mid-export resumes the same export. A finding maps
 //! to a finding record and its asset to an asset (device) record, counted
 //! by severity with its highest risk (VPR, else CVSS) as its risk score;
 //! the output of the software enumeration plugins (20811, 22869, 83991) to
@@ -47,7 +48,7 @@ impl Connector for Tenable {
                     "base_url": {"type": "string", "pattern": "^https?://", "description": "e.g. https://cloud.tenable.com"},
                     "access_key": {"type": "string", "minLength": 1},
                     "secret_key": {"type": "string", "minLength": 1},
-                    "num_assets": {"type": "integer", "minimum": 50, "maximum": 5000, "description": "Assets per export chunk (default 500)"},
+                    "num_assets": {"type": "integer", "minimum": 50, "maximum": 5000, "description": "Assets per export chunk (default 50)"},
                     "poll_seconds": {"type": "number", "minimum": 0, "maximum": 60, "description": "Wait between export status polls (default 5)"}
                 }
             }),

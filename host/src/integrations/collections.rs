@@ -354,7 +354,8 @@ pub struct TypedRecord {
 pub type TypedPosition = (String, String, String);
 
 /// The next `limit` of the tenant's records typed `record_type` after
-/// `after`, in (area, collection, key) order.
+/// `after`, in (area, collection, key) order: a row-value comparison, so
+/// both engines walk the primary key from `after` instead of rescanning.
 pub async fn typed_page(
     db: &Db,
     tenant: &TenantId,
@@ -365,8 +366,7 @@ pub async fn typed_page(
     let (source, kind, key) = after.cloned().unwrap_or_default();
     sqlx::query_as(
         "SELECT source, kind, record_key, device_name, fields FROM source_records \
-         WHERE tenant_id = $1 AND record_type = $2 \
-         AND (source > $3 OR (source = $3 AND (kind > $4 OR (kind = $4 AND record_key > $5)))) \
+         WHERE tenant_id = $1 AND record_type = $2 AND (source, kind, record_key) > ($3, $4, $5) \
          ORDER BY source, kind, record_key LIMIT $6",
     )
     .bind(tenant.as_str())
