@@ -118,7 +118,8 @@ impl Db {
     async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
         let options = AnyConnectOptions::from_str(url)?;
         let pool = AnyPoolOptions::new()
-            .max_connections(max_connections.max(1))
+            // A reader streaming beside a writer's transaction needs two.
+            .max_connections(max_connections.max(2))
             .acquire_timeout(Duration::from_secs(30))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {

@@ -349,34 +349,20 @@ pub struct TypedRecord {
     pub fields: String,
 }
 
-/// Where a walk over typed records stands: after this (area, collection,
-/// key).
-pub type TypedPosition = (String, String, String);
-
-/// The next `limit` of the tenant's records typed `record_type` after
-/// `after`, in (area, collection, key) order: a row-value comparison, so
-/// both engines walk the primary key from `after` instead of rescanning.
-pub async fn typed_page(
-    db: &Db,
-    tenant: &TenantId,
-    record_type: &str,
-    after: Option<&TypedPosition>,
-    limit: i64,
-) -> sqlx::Result<Vec<TypedRecord>> {
-    let (source, kind, key) = after.cloned().unwrap_or_default();
+/// Every record of the tenant typed `record_type`, streamed in no
+/// particular order.
+pub fn typed_records<'a>(
+    db: &'a Db,
+    tenant: &'a TenantId,
+    record_type: &'a str,
+) -> futures::stream::BoxStream<'a, sqlx::Result<TypedRecord>> {
     sqlx::query_as(
         "SELECT source, kind, record_key, device_name, fields FROM source_records \
-         WHERE tenant_id = $1 AND record_type = $2 AND (source, kind, record_key) > ($3, $4, $5) \
-         ORDER BY source, kind, record_key LIMIT $6",
+         WHERE tenant_id = $1 AND record_type = $2",
     )
     .bind(tenant.as_str())
     .bind(record_type)
-    .bind(source)
-    .bind(kind)
-    .bind(key)
-    .bind(limit)
-    .fetch_all(&db.pool)
-    .await
+    .fetch(&db.pool)
 }
 
 /// What changes whenever a record typed `record_type` of the tenant is

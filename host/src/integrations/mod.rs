@@ -20,9 +20,7 @@ mod user_links;
 pub use routes::{call_error, router};
 
 mod views;
-pub use collections::{
-    typed_by_key, typed_page, typed_version, StoredRecord, TypedPosition, TypedRecord,
-};
+pub use collections::{typed_by_key, typed_records, typed_version, StoredRecord, TypedRecord};
 pub use secrets::SecretBox;
 pub use user_links::{directory_users_named, DirectoryUser};
 

@@ -6,18 +6,19 @@
 
 use std::net::IpAddr;
 
+use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use super::records::parse_time;
 use crate::auth::TenantId;
 use crate::db::{now_ms, Db};
-use crate::integrations::{self, TypedPosition};
+use crate::integrations;
 use crate::inventory::normalize::short_host;
 
 /// The record type whose records are findings.
 const FINDING: &str = "finding";
-/// Finding records read (and rows written) at a time.
-const PAGE: i64 = 5_000;
+/// Rows written a statement.
+const BATCH: usize = 5_000;
 
 /// The device a scanner's host name names, as inventory rows name it: the
 /// short host of an FQDN, an address as it is.
@@ -107,29 +108,28 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
         .bind(tenant.as_str())
         .execute(&mut *tx)
         .await?;
-    let mut after: Option<TypedPosition> = None;
+    // The records stream from another connection while this transaction
+    // writes (the pool always has two).
+    let mut records = integrations::typed_records(db, tenant, FINDING);
+    let mut batch: Vec<Value> = Vec::with_capacity(BATCH);
     loop {
-        let page = integrations::typed_page(db, tenant, FINDING, after.as_ref(), PAGE).await?;
-        let Some(last) = page.last() else {
-            break;
-        };
-        after = Some((
-            last.source.clone(),
-            last.kind.clone(),
-            last.record_key.clone(),
-        ));
-        let batch: Vec<Value> = page.iter().flat_map(|r| rows_of(r, now)).collect();
-        for chunk in batch.chunks(PAGE as usize) {
+        let record = records.try_next().await?;
+        if let Some(record) = &record {
+            batch.extend(rows_of(record, now));
+        }
+        if batch.len() >= BATCH || (record.is_none() && !batch.is_empty()) {
             sqlx::query(&insert)
                 .bind(tenant.as_str())
-                .bind(serde_json::to_string(chunk).unwrap_or_default())
+                .bind(serde_json::to_string(&batch).unwrap_or_default())
                 .execute(&mut *tx)
                 .await?;
+            batch.clear();
         }
-        if (page.len() as i64) < PAGE {
+        if record.is_none() {
             break;
         }
     }
+    drop(records);
     sqlx::query(
         "INSERT INTO vuln_scanner_imports (tenant_id, version, imported_at) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id) DO UPDATE SET version = excluded.version, \
