@@ -638,6 +638,12 @@ async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
     assert_eq!(item["cve_id"], "CVE-2021-44228");
     assert_eq!(item["sources"], json!(["scanner"]));
     assert_eq!(item["device_count"], 1);
+    let stats = app
+        .get("/api/v1/vulnerabilities/stats", &owner.bearer())
+        .await;
+    assert_eq!(stats.body["open_cves"], 1, "{}", stats.text);
+    assert_eq!(stats.body["by_severity"]["critical"], 1, "{}", stats.text);
+    assert_eq!(stats.body["top_cves"][0]["name"], "CVE-2021-44228");
     let devices = app
         .get(
             "/api/v1/vulnerabilities/cve/CVE-2021-44228/devices",

@@ -19,13 +19,15 @@ use crate::inventory::search::escape_like;
 
 /// Matched findings and those a scanner reported, in one shape. A
 /// scanner's finding has its area as `source`, its check as `criteria`,
-/// its title as the application, and no version, product, range or fix.
+/// its title as the application, and no version, product, range or fix;
+/// it counts once the CVE store knows its CVE (as matched ones always do).
 const ALL_FINDINGS: &str = "(SELECT tenant_id, device_name, application_name, version, cve_id, \
      vendor, product, source, criteria, match_id, version_range, fix_version, status, \
      first_seen, last_seen, fixed_at FROM vuln_findings \
      UNION ALL SELECT tenant_id, device_name, title, '', cve_id, '', '', area, \
      area || ' check ' || check_id, NULL, '', NULL, status, first_seen, last_seen, \
-     CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings)";
+     CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings s \
+     WHERE EXISTS (SELECT 1 FROM vuln_cves k WHERE k.id = s.cve_id))";
 
 /// What `sources` calls a finding Cairn matched against installed software.
 const MATCHED: &str = "matched";
@@ -562,7 +564,8 @@ pub struct TrendPoint {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VulnerabilityStats {
-    /// Distinct CVEs with an open finding.
+    /// Distinct CVEs with an open finding, Cairn's or a scanner's (every
+    /// figure but `top_applications` counts both).
     pub open_cves: i64,
     pub open_findings: i64,
     pub affected_devices: i64,
@@ -572,7 +575,7 @@ pub struct VulnerabilityStats {
     pub kev_cves: i64,
     /// The CVEs on the most devices.
     pub top_cves: Vec<CountedName>,
-    /// The applications with the most distinct open CVEs.
+    /// The applications with the most distinct open CVEs Cairn matched.
     pub top_applications: Vec<CountedName>,
     /// Findings opened and fixed per day, last 30 days, oldest first.
     pub trend: Vec<TrendPoint>,
@@ -580,28 +583,28 @@ pub struct VulnerabilityStats {
 
 pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStats> {
     let t = tenant.as_str();
-    let row = sqlx::query(
-        "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM vuln_findings \
-         WHERE tenant_id = $1 AND status = 'open'",
-    )
+    let row = sqlx::query(&format!(
+        "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+         WHERE tenant_id = $1 AND status = 'open'"
+    ))
     .bind(t)
     .fetch_one(&db.pool)
     .await?;
-    let by_severity = sqlx::query(
-        "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM vuln_findings f \
+    let by_severity = sqlx::query(&format!(
+        "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f \
          JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND f.status = 'open' \
-         GROUP BY COALESCE(c.severity, 'unknown')",
-    )
+         GROUP BY COALESCE(c.severity, 'unknown')"
+    ))
     .bind(t)
     .fetch_all(&db.pool)
     .await?
     .into_iter()
     .map(|r| (r.get(0), r.get(1)))
     .collect();
-    let kev_cves = sqlx::query_scalar(
-        "SELECT COUNT(DISTINCT f.cve_id) FROM vuln_findings f JOIN vuln_kev k ON k.cve_id = f.cve_id \
-         WHERE f.tenant_id = $1 AND f.status = 'open'",
-    )
+    let kev_cves = sqlx::query_scalar(&format!(
+        "SELECT COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND f.status = 'open'"
+    ))
     .bind(t)
     .fetch_one(&db.pool)
     .await?;
@@ -614,10 +617,10 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
             .collect()
     };
     let top_cves = counted(
-        sqlx::query(
-            "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM vuln_findings \
-             WHERE tenant_id = $1 AND status = 'open' GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10",
-        )
+        sqlx::query(&format!(
+            "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
+             WHERE tenant_id = $1 AND status = 'open' GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
+        ))
         .bind(t)
         .fetch_all(&db.pool)
         .await?,
@@ -647,7 +650,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
         .collect();
     for (column, opened) in [("first_seen", true), ("fixed_at", false)] {
         let rows = sqlx::query(&format!(
-            "SELECT {column} / {DAY} AS day, COUNT(*) FROM vuln_findings \
+            "SELECT {column} / {DAY} AS day, COUNT(*) FROM {ALL_FINDINGS} f \
              WHERE tenant_id = $1 AND {column} >= $2 GROUP BY {column} / {DAY}"
         ))
         .bind(t)
