@@ -41,10 +41,17 @@ use crate::db::Db;
 use crate::jobs::Registry;
 use crate::settings::Settings;
 
-/// The area's routes: `/api/v1/vulnerabilities` and the scanner's
-/// research of a finding.
-pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::app::AppState> {
-    routes::router().merge(research_routes::router())
+/// The area's routes: `/api/v1/vulnerabilities`, and the research of a
+/// scanner's finding under `/api/v1/scanner` when a loaded connector
+/// serves that area (the path is the area's, never the host's own).
+pub fn router(
+    plugins: &crate::plugins::Plugins,
+) -> utoipa_axum::router::OpenApiRouter<crate::app::AppState> {
+    let router = routes::router();
+    if plugins.areas().contains(&research_routes::SCANNER_AREA) {
+        return router.merge(research_routes::router());
+    }
+    router
 }
 
 /// The translation table the operator configured, or the shipped one.

@@ -17,7 +17,7 @@ use crate::http::json::Json;
 use crate::integrations;
 
 /// The area whose finding records are researched.
-const SCANNER_AREA: &str = "scanner";
+pub const SCANNER_AREA: &str = "scanner";
 /// CVEs researched for one finding at most; NVD paces unkeyed clients to
 /// a few requests a minute.
 const MAX_CVES: usize = 20;
