@@ -56,8 +56,8 @@ pub struct Unresolved {
 
 /// Resolves a scanner finding's CVEs (or one CVE id) to their records: from
 /// the CVE store, or fetched from NVD's CVE API when the store lacks them
-/// (and then stored). A finding whose scanner named no CVE (a Qualys
-/// detection names a QID only) answers with none. At most 20 CVEs of a
+/// (and then stored). A finding whose scanner named no CVE (some scanners
+/// name only their own check) answers with none. At most 20 CVEs of a
 /// finding are researched.
 #[utoipa::path(post, path = "/api/v1/scanner/research-finding", tag = "scanner",
     request_body = ResearchFindingRequest,
