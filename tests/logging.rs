@@ -9,6 +9,7 @@ use cairn_tests::fake_graph::{FakeGraph, GraphData};
 use cairn_tests::fake_oauth::{
     FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT, PRIVATE_KEY, THUMBPRINT_SHA256,
 };
+use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_qualys::{self, FakeQualys, QualysData};
 use cairn_tests::fake_rmm::{
     computer, FakeRmm, RmmData, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER,
@@ -81,6 +82,12 @@ async fn no_secret_is_ever_logged() {
         ..QualysData::default()
     })
     .await;
+    let psa = FakePsa::start(PsaData {
+        // A failure, whose retry is logged.
+        fail_once: Some("service/tickets".into()),
+        ..PsaData::default()
+    })
+    .await;
     let s1 = FakeSentinelOne::start(SentinelOneData {
         agents: vec![json!({"id": "1001", "computerName": "WS-01", "infected": "True"})],
         throttle_once: true,
@@ -95,6 +102,7 @@ async fn no_secret_is_ever_logged() {
             "connectors/edr",
             "connectors/tenable",
             "connectors/qualys",
+            "connectors/psa",
         ],
         &[],
     );
@@ -181,6 +189,12 @@ async fn no_secret_is_ever_logged() {
             "scanner",
             json!({"connector": "qualys-vmdr", "base_url": qualys.base_url,
                    "username": fake_qualys::USERNAME, "password": fake_qualys::PASSWORD}),
+        ),
+        (
+            "psa",
+            json!({"site": psa.site, "company_id": fake_psa::COMPANY,
+                   "public_key": fake_psa::PUBLIC_KEY, "private_key": fake_psa::PRIVATE_KEY,
+                   "client_id": fake_psa::CLIENT_ID}),
         ),
     ] {
         let mut config = json!({"auth_url": idp.base_url, "graph_url": graph.base_url,
@@ -310,18 +324,24 @@ async fn no_secret_is_ever_logged() {
         ACCESS_KEY,
         SECRET_KEY,
         fake_qualys::PASSWORD,
+        fake_psa::PRIVATE_KEY,
     ]
     .into_iter()
     .map(str::to_string)
-    // The Basic header carries the password encoded.
-    .chain([{
+    // The Basic headers carry the passwords encoded.
+    .chain({
         use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(format!(
-            "{}:{}",
-            fake_qualys::USERNAME,
-            fake_qualys::PASSWORD
-        ))
-    }])
+        [
+            format!("{}:{}", fake_qualys::USERNAME, fake_qualys::PASSWORD),
+            format!(
+                "{}+{}:{}",
+                fake_psa::COMPANY,
+                fake_psa::PUBLIC_KEY,
+                fake_psa::PRIVATE_KEY
+            ),
+        ]
+        .map(|pair| base64::engine::general_purpose::STANDARD.encode(pair))
+    })
     .chain(upstream_tokens)
     .chain(idp.issued_tokens())
     .chain(assertions)

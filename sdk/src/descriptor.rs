@@ -281,6 +281,14 @@ pub enum AuthScheme {
     /// `{name}` is replaced by the config field `name`. Every field the
     /// template names is a credential: list it in `secret_fields` too.
     HeaderTemplate { header: String, template: String },
+    /// HTTP Basic whose user name is built from config fields, e.g.
+    /// ConnectWise PSA's `{company_id}+{public_key}` with the private key as
+    /// the password: each `{name}` of `username` is replaced by the config
+    /// field `name`. List `password_field` in `secret_fields`.
+    BasicTemplate {
+        username: String,
+        password_field: String,
+    },
     /// POST `{base_url}{path}` with a JSON object holding the user name
     /// under `username_key` and the password under `password_key` (and
     /// optionally a client-id header); the answer's `token_key` is sent as

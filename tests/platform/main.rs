@@ -13,6 +13,7 @@ mod jobs;
 mod mdm;
 mod oauth;
 mod portal;
+mod psa;
 mod rmm;
 mod scanner;
 mod search;

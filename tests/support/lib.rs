@@ -9,6 +9,7 @@ pub mod fake_inventory;
 pub mod fake_nvd;
 pub mod fake_oauth;
 pub mod fake_payments;
+pub mod fake_psa;
 pub mod fake_qualys;
 pub mod fake_rmm;
 pub mod fake_s3;

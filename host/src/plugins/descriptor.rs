@@ -290,6 +290,10 @@ pub enum AuthScheme {
         header: String,
         template: String,
     },
+    BasicTemplate {
+        username: String,
+        password_field: String,
+    },
     TokenExchange {
         base_url_field: String,
         path: String,
@@ -332,7 +336,8 @@ impl ConnectorDescriptor {
             AuthScheme::None => vec![],
             AuthScheme::StaticHeader { secret_field, .. } => vec![secret_field],
             AuthScheme::HeaderTemplate { template, .. } => template_fields(template),
-            AuthScheme::Basic { password_field, .. } => vec![password_field],
+            AuthScheme::Basic { password_field, .. }
+            | AuthScheme::BasicTemplate { password_field, .. } => vec![password_field],
             AuthScheme::TokenExchange { password_field, .. } => vec![password_field],
             AuthScheme::OauthClientCredentials {
                 client_secret_field,

@@ -90,6 +90,29 @@ pub struct Credentials {
     pub cache_key: String,
 }
 
+/// `template` with each `{name}` replaced by the config field `name`, in
+/// one pass, so a value that happens to hold `{name}` is never expanded
+/// itself.
+fn expand(template: &str, credentials: &Credentials) -> Result<String, wit::PluginError> {
+    let mut value = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some((before, after)) = rest.split_once('{') {
+        value.push_str(before);
+        match after.split_once('}') {
+            Some((field, tail)) if !field.is_empty() => {
+                value.push_str(credentials.field(field)?);
+                rest = tail;
+            }
+            _ => {
+                value.push('{');
+                rest = after;
+            }
+        }
+    }
+    value.push_str(rest);
+    Ok(value)
+}
+
 impl Credentials {
     fn field(&self, name: &str) -> Result<&str, wit::PluginError> {
         self.config[name]
@@ -165,25 +188,25 @@ impl Outbound {
                 )))
             }
             AuthScheme::HeaderTemplate { header, template } => {
-                // One pass over the template, so a secret that happens to
-                // hold `{name}` is never expanded itself.
-                let mut value = String::with_capacity(template.len() + 64);
-                let mut rest = template.as_str();
-                while let Some((before, after)) = rest.split_once('{') {
-                    value.push_str(before);
-                    match after.split_once('}') {
-                        Some((field, tail)) if !field.is_empty() => {
-                            value.push_str(credentials.field(field)?);
-                            rest = tail;
-                        }
-                        _ => {
-                            value.push('{');
-                            rest = after;
-                        }
-                    }
-                }
-                value.push_str(rest);
-                Ok(Some((header.clone(), value)))
+                Ok(Some((header.clone(), expand(template, credentials)?)))
+            }
+            AuthScheme::BasicTemplate {
+                username,
+                password_field,
+            } => {
+                use base64::Engine;
+                let pair = format!(
+                    "{}:{}",
+                    expand(username, credentials)?,
+                    credentials.field(password_field)?
+                );
+                Ok(Some((
+                    "Authorization".into(),
+                    format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(pair)
+                    ),
+                )))
             }
             AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. } => {
                 let token = match credentials
