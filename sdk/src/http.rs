@@ -5,6 +5,25 @@ use serde_json::Value;
 
 use crate::Error;
 
+/// `value` percent-encoded for a URL's query or path: every byte but the
+/// unreserved ones (`A-Z a-z 0-9 - _ . ~`) as `%XX`.
+///
+/// ```
+/// assert_eq!(cairn_sdk::http::encode("name like \"acme%\""), "name%20like%20%22acme%25%22");
+/// ```
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
 /// A response from the upstream.
 #[derive(Debug, Clone)]
 pub struct Response {

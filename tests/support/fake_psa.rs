@@ -492,7 +492,7 @@ async fn handle(
             let notes = data
                 .notes
                 .iter()
-                .filter(|n| n["ticketId"].to_string() == *id)
+                .filter(|n| n["ticketId"].as_u64() == id.parse().ok())
                 .cloned()
                 .collect();
             paged(&shared, &uri, &query, notes)
@@ -545,8 +545,9 @@ async fn handle(
         }
         ("DELETE", ["service", "tickets", id, "configurations", configuration]) => {
             let before = data.ticket_configurations.len();
-            data.ticket_configurations
-                .retain(|(t, c)| !(t.to_string() == *id && c["id"].to_string() == *configuration));
+            data.ticket_configurations.retain(|(t, c)| {
+                !(Some(*t) == id.parse().ok() && c["id"].as_u64() == configuration.parse().ok())
+            });
             if data.ticket_configurations.len() == before {
                 return error(
                     StatusCode::NOT_FOUND,

@@ -40,7 +40,7 @@ pub fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page
     };
     let mut url = format!("{}/{path}?limit={}", api(config)?, page_size(config));
     if let Some(cursor) = cursor {
-        url.push_str(&format!("&cursor={}", encode(cursor)));
+        url.push_str(&format!("&cursor={}", http::encode(cursor)));
     }
     let (mut records, next_cursor) = list(&url)?;
     if stream == AGENTS {
@@ -80,7 +80,10 @@ fn attach_apps(config: &Config, agents: &mut [Value]) -> Result<(), Error> {
         .iter()
         .map(|agent| {
             let id = crate::lenient::text(&agent["id"]).unwrap_or_default();
-            http::Request::get_json(&format!("{api}/agents/applications?ids={}", encode(&id)))
+            http::Request::get_json(&format!(
+                "{api}/agents/applications?ids={}",
+                http::encode(&id)
+            ))
         })
         .collect();
     for (agent, answer) in agents.iter_mut().zip(http::send_all(&requests)) {
@@ -125,19 +128,6 @@ fn answer(status: u16, body: &[u8]) -> Result<Value, Error> {
     ))
 }
 
-/// Percent-encodes a query value.
-fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +164,6 @@ mod tests {
             api(&config).unwrap(),
             "https://console.example/web/api/v2.1"
         );
-        assert_eq!(encode("a b/c"), "a%20b%2Fc");
+        assert_eq!(http::encode("a b/c"), "a%20b%2Fc");
     }
 }

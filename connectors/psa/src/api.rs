@@ -30,20 +30,6 @@ pub fn base(config: &Config) -> Result<String, Error> {
     })
 }
 
-/// Percent-encodes a query value.
-pub fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(byte as char)
-            }
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
-}
-
 /// A string as a conditions literal: double-quoted, quotes escaped.
 pub fn quoted(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
@@ -164,7 +150,7 @@ pub fn url(config: &Config, path: &str, query: &[(&str, String)]) -> Result<Stri
         url.push(if i == 0 { '?' } else { '&' });
         url.push_str(name);
         url.push('=');
-        url.push_str(&encode(value));
+        url.push_str(&http::encode(value));
     }
     Ok(url)
 }

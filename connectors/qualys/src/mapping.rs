@@ -3,8 +3,8 @@
 //! record per vulnerability detection, and the software its information
 //! gathered checks list as app records and inventory items.
 
-use cairn_sdk::records::{computer_name_of, platform_of, App, Device, Finding, RecordType};
-use cairn_sdk::{json, InventoryItem, Row, SourceRecord, Value};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType, ScannedHost};
+use cairn_sdk::{json, Row, SourceRecord, Value};
 
 use crate::software;
 use crate::xml::items;
@@ -138,44 +138,15 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
             body: detection.clone(),
         }));
     }
-    let computer = hostname.as_deref().and_then(computer_name_of);
+    let host = ScannedHost {
+        key: &id,
+        hostname: hostname.as_deref(),
+        os_platform: device.os_platform.as_deref(),
+        os_version: device.os_version.as_deref(),
+    };
     for app in installed {
-        rows.push(Row::Record(SourceRecord {
-            collection: APPS.into(),
-            key: format!(
-                "{id}/{}/{}",
-                app.name,
-                app.version.as_deref().unwrap_or_default()
-            ),
-            device_name: hostname.clone(),
-            client_id: None,
-            group_ids: vec![],
-            fields: App {
-                device_key: Some(id.clone()),
-                device_name: hostname.clone(),
-                name: Some(app.name.clone()),
-                vendor: None,
-                version: app.version.clone(),
-            }
-            .to_fields(),
-            body: json!({"name": app.name, "version": app.version}),
-        }));
-        if computer.is_some() {
-            rows.push(Row::Inventory(InventoryItem {
-                device_name: computer.clone(),
-                device_id: Some(id.clone()),
-                os_platform: device.os_platform.clone(),
-                os_version: device.os_version.clone(),
-                user_email: None,
-                user_name: None,
-                application_name: Some(app.name),
-                vendor: None,
-                version: app.version,
-                publisher: None,
-                client_id: None,
-                group_ids: vec![],
-            }));
-        }
+        let body = json!({"name": app.name, "version": app.version});
+        rows.extend(host.installed(APPS, app.name, app.version, body));
     }
     Ok(rows)
 }

@@ -42,7 +42,7 @@ pub fn get_page(
 ) -> Result<Vec<Value>, Error> {
     let mut url = format!("{}/{path}?page={page}&pageSize={page_size}", base(config)?);
     for (name, value) in query {
-        url.push_str(&format!("&{name}={}", encode(value)));
+        url.push_str(&format!("&{name}={}", http::encode(value)));
     }
     match http::get_json(&url)? {
         Value::Array(items) => Ok(items),
@@ -121,19 +121,6 @@ fn kind(value: &Value) -> &'static str {
         Value::Null => "null",
         _ => "a scalar",
     }
-}
-
-/// Percent-encodes a query value (Automate conditions contain `=` and spaces).
-fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 /// Ids of the named entities at `path` (clients or groups), plus the ids given.

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use cairn_sdk::records::{computer_name_of, platform_of, App, Device, Finding, RecordType};
-use cairn_sdk::{json, without_keys, InventoryItem, Row, SourceRecord, Value};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType, ScannedHost};
+use cairn_sdk::{json, without_keys, Row, SourceRecord, Value};
 
 use crate::software;
 
@@ -155,41 +155,15 @@ pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
         fields: finding.to_fields(),
         body: without_keys(vuln, &[TOTALS]),
     }));
-    let computer = hostname.as_deref().and_then(computer_name_of);
+    let host = ScannedHost {
+        key: &asset_id,
+        hostname: hostname.as_deref(),
+        os_platform: device.os_platform.as_deref(),
+        os_version: device.os_version.as_deref(),
+    };
     for app in installed {
-        let version = app.version.clone().unwrap_or_default();
-        rows.push(Row::Record(SourceRecord {
-            collection: APPS.into(),
-            key: format!("{asset_id}/{}/{version}", app.name),
-            device_name: hostname.clone(),
-            client_id: None,
-            group_ids: vec![],
-            fields: App {
-                device_key: Some(asset_id.clone()),
-                device_name: hostname.clone(),
-                name: Some(app.name.clone()),
-                vendor: None,
-                version: app.version.clone(),
-            }
-            .to_fields(),
-            body: json!({"plugin_id": plugin_id, "name": app.name, "version": app.version}),
-        }));
-        if computer.is_some() {
-            rows.push(Row::Inventory(InventoryItem {
-                device_name: computer.clone(),
-                device_id: Some(asset_id.clone()),
-                os_platform: device.os_platform.clone(),
-                os_version: device.os_version.clone(),
-                user_email: None,
-                user_name: None,
-                application_name: Some(app.name),
-                vendor: None,
-                version: app.version,
-                publisher: None,
-                client_id: None,
-                group_ids: vec![],
-            }));
-        }
+        let body = json!({"plugin_id": plugin_id, "name": app.name, "version": app.version});
+        rows.extend(host.installed(APPS, app.name, app.version, body));
     }
     Ok(rows)
 }

@@ -214,6 +214,12 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
                 "409".into(),
                 error("The area is not configured for this tenant"),
             );
+            // Even an action without a body or query: the connector checks
+            // its path values, and the stored config may not be usable.
+            responses.insert(
+                "422".into(),
+                error("A value the connector or the upstream refused (a path value, the body), or a config it cannot use; `field` names it"),
+            );
             responses.insert(
                 "502".into(),
                 error("`upstream_auth_error` or `upstream_error`"),

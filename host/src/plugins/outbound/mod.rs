@@ -90,6 +90,19 @@ pub struct Credentials {
     pub cache_key: String,
 }
 
+/// The HTTP Basic `Authorization` header of `user` and `password`.
+fn basic(user: &str, password: &str) -> (String, String) {
+    use base64::Engine;
+    let pair = format!("{user}:{password}");
+    (
+        "Authorization".into(),
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        ),
+    )
+}
+
 /// `template` with each `{name}` replaced by the config field `name`, in
 /// one pass, so a value that happens to hold `{name}` is never expanded
 /// itself.
@@ -172,42 +185,20 @@ impl Outbound {
             AuthScheme::Basic {
                 username_field,
                 password_field,
-            } => {
-                use base64::Engine;
-                let pair = format!(
-                    "{}:{}",
-                    credentials.field(username_field)?,
-                    credentials.field(password_field)?
-                );
-                Ok(Some((
-                    "Authorization".into(),
-                    format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD.encode(pair)
-                    ),
-                )))
-            }
+            } => Ok(Some(basic(
+                credentials.field(username_field)?,
+                credentials.field(password_field)?,
+            ))),
             AuthScheme::HeaderTemplate { header, template } => {
                 Ok(Some((header.clone(), expand(template, credentials)?)))
             }
             AuthScheme::BasicTemplate {
                 username,
                 password_field,
-            } => {
-                use base64::Engine;
-                let pair = format!(
-                    "{}:{}",
-                    expand(username, credentials)?,
-                    credentials.field(password_field)?
-                );
-                Ok(Some((
-                    "Authorization".into(),
-                    format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD.encode(pair)
-                    ),
-                )))
-            }
+            } => Ok(Some(basic(
+                &expand(username, credentials)?,
+                credentials.field(password_field)?,
+            ))),
             AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. } => {
                 let token = match credentials
                     .cache
