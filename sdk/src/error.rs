@@ -55,6 +55,22 @@ impl Error {
     }
 }
 
+/// The config field `field` as a base URL: trimmed, without trailing
+/// slashes; a [`Error::Config`] naming the field when it is unset or empty.
+///
+/// ```
+/// let config = cairn_sdk::json!({"base_url": " https://api.example/ "});
+/// assert_eq!(cairn_sdk::base_url(&config, "base_url").unwrap(), "https://api.example");
+/// assert!(cairn_sdk::base_url(&config, "site").is_err());
+/// ```
+pub fn base_url<'a>(config: &'a serde_json::Value, field: &str) -> Result<&'a str, Error> {
+    config[field]
+        .as_str()
+        .map(|b| b.trim().trim_end_matches('/'))
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| Error::Config(format!("{field} is not set")))
+}
+
 /// A JSON value as text: a string trimmed (`None` when only whitespace) or
 /// a number's digits; `None` for anything else. Upstreams send ids as
 /// either.

@@ -22,6 +22,7 @@ mod error;
 pub mod http;
 pub mod records;
 mod rows;
+pub mod scanner;
 
 #[doc(hidden)]
 pub mod __private;
@@ -31,7 +32,7 @@ pub use descriptor::{
     column_aliases, Action, AuthScheme, Collection, ConfigFrom, CsvDescriptor, CsvTarget,
     Descriptor, Field, FieldType, Related, View, WebhookSignature,
 };
-pub use error::{text_of, without_keys, Error};
+pub use error::{base_url, text_of, without_keys, Error};
 pub use rows::{InventoryItem, Row, SourceRecord};
 pub use serde_json::{json, Value};
 

@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use crate::{Collection, Field, FieldType, InventoryItem, Row, SourceRecord};
+use crate::{Collection, Field, FieldType};
 
 /// A normalized record type: its name and declared fields.
 pub trait RecordType: Serialize {
@@ -207,71 +207,6 @@ pub fn computer_name_of(hostname: &str) -> Option<String> {
         .next()
         .filter(|name| !name.is_empty())
         .map(String::from)
-}
-
-/// A host a scanner knows, to which it attributes installed software.
-#[derive(Debug, Clone, Copy)]
-pub struct ScannedHost<'a> {
-    /// The key of the host's asset record.
-    pub key: &'a str,
-    /// Its host name or FQDN, as the asset record names it.
-    pub hostname: Option<&'a str>,
-    pub os_platform: Option<&'a str>,
-    pub os_version: Option<&'a str>,
-}
-
-impl ScannedHost<'_> {
-    /// The rows of an application found installed on the host: an [`App`]
-    /// record in `collection`, keyed `{key}/{name}/{version}`, and an
-    /// inventory item named by the host's computer name
-    /// ([`computer_name_of`]; none for an address), so the software joins
-    /// the asset of the same computer.
-    pub fn installed(
-        &self,
-        collection: &str,
-        name: String,
-        version: Option<String>,
-        body: serde_json::Value,
-    ) -> Vec<Row> {
-        let owned = |v: Option<&str>| v.map(String::from);
-        let mut rows = vec![Row::Record(SourceRecord {
-            collection: collection.into(),
-            key: format!(
-                "{}/{name}/{}",
-                self.key,
-                version.as_deref().unwrap_or_default()
-            ),
-            device_name: owned(self.hostname),
-            client_id: None,
-            group_ids: vec![],
-            fields: App {
-                device_key: Some(self.key.to_string()),
-                device_name: owned(self.hostname),
-                name: Some(name.clone()),
-                vendor: None,
-                version: version.clone(),
-            }
-            .to_fields(),
-            body,
-        })];
-        if let Some(computer) = self.hostname.and_then(computer_name_of) {
-            rows.push(Row::Inventory(InventoryItem {
-                device_name: Some(computer),
-                device_id: Some(self.key.to_string()),
-                os_platform: owned(self.os_platform),
-                os_version: owned(self.os_version),
-                user_email: None,
-                user_name: None,
-                application_name: Some(name),
-                vendor: None,
-                version,
-                publisher: None,
-                client_id: None,
-                group_ids: vec![],
-            }));
-        }
-        rows
-    }
 }
 
 /// The platform of an operating system's name, as [`Device::os_platform`]

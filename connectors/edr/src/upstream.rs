@@ -11,16 +11,10 @@ const PERMISSION_HINT: &str =
     "give the API token's user the Endpoints.view and Threats.view permissions";
 
 fn api(config: &Config) -> Result<String, Error> {
-    let base = config["base_url"]
-        .as_str()
-        .map(|b| b.trim_end_matches('/'))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::Config("base_url is not set".into()))?;
+    let base = cairn_sdk::base_url(config, "base_url")?;
     // A base URL given with the API path is taken as it is.
-    Ok(match base.strip_suffix("/web/api/v2.1") {
-        Some(console) => format!("{console}/web/api/v2.1"),
-        None => format!("{base}/web/api/v2.1"),
-    })
+    let console = base.strip_suffix("/web/api/v2.1").unwrap_or(base);
+    Ok(format!("{console}/web/api/v2.1"))
 }
 
 fn page_size(config: &Config) -> u64 {

@@ -9,11 +9,7 @@ use cairn_sdk::{http, Config, Error, Value};
 
 /// `{graph_url}` from config, without a trailing slash.
 pub fn graph_url(config: &Config) -> Result<&str, Error> {
-    config["graph_url"]
-        .as_str()
-        .map(|b| b.trim_end_matches('/'))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::Config("graph_url is not set".into()))
+    cairn_sdk::base_url(config, "graph_url")
 }
 
 /// A collection page: its `value` and its `@odata.nextLink`. Throttling

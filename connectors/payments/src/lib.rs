@@ -33,11 +33,7 @@ pub use webhook::parse_event;
 pub struct Payments;
 
 fn base(config: &Config) -> Result<&str, Error> {
-    config["base_url"]
-        .as_str()
-        .map(|b| b.trim().trim_end_matches('/'))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::Config("base_url is not set".into()))
+    cairn_sdk::base_url(config, "base_url")
 }
 
 /// The JSON body of a 2xx answer; anything else as a typed error.

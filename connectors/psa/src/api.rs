@@ -19,15 +19,9 @@ const PERMISSION_HINT: &str = "give the API member's security role Inquire (and 
 /// The API base of the configured site; a site given with the API path is
 /// taken as it is.
 pub fn base(config: &Config) -> Result<String, Error> {
-    let site = config["site"]
-        .as_str()
-        .map(|s| s.trim_end_matches('/'))
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| Error::Config("site is not set".into()))?;
-    Ok(match site.strip_suffix(API_PATH) {
-        Some(site) => format!("{site}{API_PATH}"),
-        None => format!("{site}{API_PATH}"),
-    })
+    let site = cairn_sdk::base_url(config, "site")?;
+    let site = site.strip_suffix(API_PATH).unwrap_or(site);
+    Ok(format!("{site}{API_PATH}"))
 }
 
 /// A string as a conditions literal: double-quoted, quotes escaped.

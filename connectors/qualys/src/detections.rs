@@ -20,11 +20,7 @@ const PERMISSION_HINT: &str =
     "use a Qualys user with API access and the VM scanning role (Manager, Unit Manager or Scanner)";
 
 fn base(config: &Config) -> Result<&str, Error> {
-    config["base_url"]
-        .as_str()
-        .map(|b| b.trim_end_matches('/'))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::Config("base_url is not set".into()))
+    cairn_sdk::base_url(config, "base_url")
 }
 
 /// The first page: tags and detection scores shown; information gathered

@@ -17,10 +17,9 @@ mod mapping;
 mod software;
 mod xml;
 
-use cairn_sdk::records::{App, Device, Finding};
 use cairn_sdk::{
-    export_connector, json, AuthScheme, Collection, Config, Connector, Descriptor, Error, Page,
-    Related, Row, Value, View,
+    export_connector, json, scanner, AuthScheme, Config, Connector, Descriptor, Error, Page, Row,
+    Value,
 };
 
 pub use mapping::map_host;
@@ -29,13 +28,6 @@ pub struct Qualys;
 
 impl Connector for Qualys {
     fn describe() -> Descriptor {
-        let findings = || {
-            vec![Related {
-                name: "findings".into(),
-                collection: mapping::FINDINGS.into(),
-                field: "asset_key".into(),
-            }]
-        };
         Descriptor {
             id: "qualys-vmdr".into(),
             area: "scanner".into(),
@@ -60,42 +52,8 @@ impl Connector for Qualys {
                 username_field: "username".into(),
                 password_field: "password".into(),
             },
-            collections: vec![
-                Collection::of::<Device>(mapping::ASSETS).searching(&[
-                    "name",
-                    "hostname",
-                    "os_version",
-                ]),
-                Collection::of::<Finding>(mapping::FINDINGS)
-                    .searching(&["plugin_id", "device_name"]),
-                Collection::of::<App>(mapping::APPS).searching(&["name", "device_name"]),
-            ],
-            views: vec![
-                View::List {
-                    path: "assets".into(),
-                    collection: mapping::ASSETS.into(),
-                    summary: "Assets the scanner found".into(),
-                },
-                View::ByKey {
-                    path: "findings/{asset_id}".into(),
-                    collection: mapping::ASSETS.into(),
-                    summary: "One asset by id, with its findings".into(),
-                    related: findings(),
-                },
-                View::Aggregate {
-                    path: "apps".into(),
-                    collection: mapping::APPS.into(),
-                    summary: "Software the scanner found installed, by name, with device counts"
-                        .into(),
-                    by: "name".into(),
-                },
-                View::ByDeviceName {
-                    path: "device-by-name/{hostname}".into(),
-                    collection: mapping::ASSETS.into(),
-                    summary: "The asset of one host name (full or short), with its findings".into(),
-                    related: findings(),
-                },
-            ],
+            collections: scanner::collections(&["plugin_id", "device_name"]),
+            views: scanner::views(),
             actions: vec![],
             max_concurrent_requests: 1,
             config_from: None,

@@ -3,16 +3,12 @@
 //! record per vulnerability detection, and the software its information
 //! gathered checks list as app records and inventory items.
 
-use cairn_sdk::records::{platform_of, Device, Finding, RecordType, ScannedHost};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
+use cairn_sdk::scanner::{ScannedHost, ASSETS, FINDINGS};
 use cairn_sdk::{json, Row, SourceRecord, Value};
 
 use crate::software;
 use crate::xml::items;
-
-pub const ASSETS: &str = "assets";
-pub const FINDINGS: &str = "findings";
-/// One record per (host, application, version) a software check listed.
-pub const APPS: &str = "apps";
 
 use cairn_sdk::text_of as text;
 
@@ -146,7 +142,7 @@ pub fn map_host(host: &Value) -> Result<Vec<Row>, String> {
     };
     for app in installed {
         let body = json!({"name": app.name, "version": app.version});
-        rows.extend(host.installed(APPS, app.name, app.version, body));
+        rows.extend(host.installed(app.name, app.version, body));
     }
     Ok(rows)
 }

@@ -5,10 +5,7 @@ use cairn_sdk::{http, json, Config, Error, Page, Value};
 const DEFAULT_PAGE_SIZE: u64 = 250;
 
 fn base(config: &Config) -> Result<&str, Error> {
-    config["base_url"]
-        .as_str()
-        .map(|b| b.trim_end_matches('/'))
-        .ok_or_else(|| Error::Config("base_url is not set".into()))
+    cairn_sdk::base_url(config, "base_url")
 }
 
 fn page_size(config: &Config) -> u64 {

@@ -26,11 +26,7 @@ const PERMISSION_HINT: &str =
     "use the API keys of a user with the Vulnerability Management Scan Operator role or higher";
 
 fn base(config: &Config) -> Result<&str, Error> {
-    config["base_url"]
-        .as_str()
-        .map(|b| b.trim_end_matches('/'))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| Error::Config("base_url is not set".into()))
+    cairn_sdk::base_url(config, "base_url")
 }
 
 /// Where a sync is: the export, the chunks read from it, and a chunk

@@ -4,16 +4,12 @@
 
 use std::collections::HashMap;
 
-use cairn_sdk::records::{platform_of, Device, Finding, RecordType, ScannedHost};
+use cairn_sdk::records::{platform_of, Device, Finding, RecordType};
+use cairn_sdk::scanner::{ScannedHost, ASSETS, FINDINGS};
 use cairn_sdk::{json, without_keys, Row, SourceRecord, Value};
 
 use crate::software;
 
-pub const ASSETS: &str = "assets";
-pub const FINDINGS: &str = "findings";
-/// One record per (asset, application, version) an enumeration plugin
-/// listed.
-pub const APPS: &str = "apps";
 /// Where [`with_asset_totals`] puts an asset's totals in each of its
 /// findings.
 const TOTALS: &str = "_asset_totals";
@@ -163,7 +159,7 @@ pub fn map_vuln(vuln: &Value) -> Result<Vec<Row>, String> {
     };
     for app in installed {
         let body = json!({"plugin_id": plugin_id, "name": app.name, "version": app.version});
-        rows.extend(host.installed(APPS, app.name, app.version, body));
+        rows.extend(host.installed(app.name, app.version, body));
     }
     Ok(rows)
 }

@@ -1,8 +1,9 @@
 //! The global reference store: CVEs and their match rows, the CPE product
 //! dictionary, CWE, KEV and EPSS. Shared by every tenant; a request writes
-//! to it only the NVD record of a CVE it lacks, as a sync would have. Writes go in batches inside one transaction each, as
-//! bound JSON arrays (`json_each` / `jsonb_array_elements`), so thousands
-//! of rows cost one statement.
+//! to it only the NVD record of a CVE it lacks, as a sync would have.
+//! Writes go in batches inside one transaction each, as bound JSON arrays
+//! (`json_each` / `jsonb_array_elements`), so thousands of rows cost one
+//! statement.
 
 use std::collections::{HashMap, HashSet};
 

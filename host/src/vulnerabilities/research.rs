@@ -42,8 +42,9 @@ pub fn cve_id(text: &str) -> Option<String> {
     ok.then_some(id)
 }
 
-/// The record of `text` (a CVE id), from the store or else from NVD.
-pub async fn cve(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, ResearchError> {
+/// The record of `text` (a CVE id), from the store or else fetched from
+/// NVD (and stored); whether it was fetched.
+async fn one(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, ResearchError> {
     let id = cve_id(text).ok_or_else(|| ResearchError::NotACveId(text.to_string()))?;
     if let Some(detail) = reference::cve_detail(db, &id).await? {
         return Ok(Researched {
@@ -57,8 +58,6 @@ pub async fn cve(db: &Db, config: &SourceConfig, text: &str) -> Result<Researche
         Err(SourceError::Db(err)) => return Err(err.into()),
         Err(err) => return Err(ResearchError::Lookup(err.to_string())),
     }
-    // A new CVE may match what tenants run.
-    super::request_rescans(db).await?;
     let detail = reference::cve_detail(db, &id)
         .await?
         .ok_or(ResearchError::Unknown(id))?;
@@ -66,6 +65,31 @@ pub async fn cve(db: &Db, config: &SourceConfig, text: &str) -> Result<Researche
         detail,
         fetched_from_nvd: true,
     })
+}
+
+/// The record of each of `texts` (CVE ids), in order: from the store or
+/// else from NVD. A database failure fails the whole; any other failure is
+/// that id's. Once any was fetched, tenants whose match is stale are
+/// re-matched (once), since a new CVE may match what they run.
+pub async fn cves(
+    db: &Db,
+    config: &SourceConfig,
+    texts: &[String],
+) -> Result<Vec<Result<Researched, ResearchError>>, sqlx::Error> {
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
+        match one(db, config, text).await {
+            Err(ResearchError::Db(err)) => return Err(err),
+            other => out.push(other),
+        }
+    }
+    if out
+        .iter()
+        .any(|r| r.as_ref().is_ok_and(|r| r.fetched_from_nvd))
+    {
+        super::request_rescans(db).await?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

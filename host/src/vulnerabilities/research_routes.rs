@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::research::{self, ResearchError, Researched};
+use super::research::{self, Researched};
 use super::sources::SourceConfig;
 use crate::app::AppState;
 use crate::auth::Caller;
@@ -91,7 +91,9 @@ async fn research_finding(
                 .filter_map(Value::as_str)
                 .map(str::to_uppercase)
                 .collect();
+            ids.sort();
             ids.dedup();
+            ids.truncate(MAX_CVES);
             let mut answer = ResearchedFinding {
                 finding: Some(serde_json::json!({"key": record.record_key,
                                                  "device_name": record.device_name,
@@ -99,10 +101,10 @@ async fn research_finding(
                 cves: vec![],
                 unresolved: vec![],
             };
-            for id in ids.into_iter().take(MAX_CVES) {
-                match research::cve(&state.db, &config, &id).await {
+            let found = research::cves(&state.db, &config, &ids).await?;
+            for (id, result) in ids.into_iter().zip(found) {
+                match result {
                     Ok(found) => answer.cves.push(found),
-                    Err(ResearchError::Db(err)) => return Err(err.into()),
                     Err(err) => answer.unresolved.push(Unresolved {
                         cve_id: id,
                         reason: err.to_string(),
@@ -111,11 +113,17 @@ async fn research_finding(
             }
             Ok(Json(answer))
         }
-        (None, Some(cve_id)) => Ok(Json(ResearchedFinding {
-            finding: None,
-            cves: vec![research::cve(&state.db, &config, &cve_id).await?],
-            unresolved: vec![],
-        })),
+        (None, Some(cve_id)) => {
+            let found = research::cves(&state.db, &config, &[cve_id]).await?;
+            Ok(Json(ResearchedFinding {
+                finding: None,
+                cves: vec![found
+                    .into_iter()
+                    .next()
+                    .ok_or(ApiError::NotFound("CVE"))??],
+                unresolved: vec![],
+            }))
+        }
         _ => Err(ApiError::validation(
             "finding_key",
             "give exactly one of finding_key and cve_id",

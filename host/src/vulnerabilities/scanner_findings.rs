@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use serde_json::{json, Value};
 
 use super::records::parse_time;
+use super::research::cve_id;
 use crate::auth::TenantId;
 use crate::db::{now_ms, Db};
 use crate::integrations;
@@ -57,8 +58,7 @@ fn rows_of(record: &integrations::TypedRecord, now: i64) -> Vec<Value> {
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .map(|c| c.trim().to_uppercase())
-        .filter(|c| c.starts_with("CVE-"))
+        .filter_map(cve_id)
         .collect();
     cves.sort();
     cves.dedup();

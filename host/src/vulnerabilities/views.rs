@@ -226,12 +226,15 @@ pub async fn vulnerabilities(
             sources: vec![],
         })
         .collect();
-    // Applications and fixes of the page's CVEs, in one query.
+    // Applications, fixes and who found them, for the page's CVEs, in one
+    // query.
     let ids: Vec<&str> = items.iter().map(|i| i.cve_id.as_str()).collect();
     if !ids.is_empty() {
         let ids_in = format!("cve_id IN ({})", crate::db::json_text_values(db.backend, 2));
         let rows = sqlx::query(&format!(
-            "SELECT DISTINCT cve_id, application_name, fix_version FROM vuln_findings \
+            "SELECT DISTINCT cve_id, application_name, fix_version, \
+             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END \
+             FROM {ALL_FINDINGS} f \
              WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) \
              ORDER BY cve_id, application_name"
         ))
@@ -240,43 +243,49 @@ pub async fn vulnerabilities(
         .bind(&filter.status)
         .fetch_all(&db.pool)
         .await?;
-        let mut by_cve: HashMap<String, (Vec<String>, Vec<String>)> = HashMap::new();
+        /// A CVE's applications, fixes and finders, each once.
+        #[derive(Default)]
+        struct Found {
+            apps: Vec<String>,
+            fixes: Vec<String>,
+            sources: Vec<String>,
+        }
+        let mut found: HashMap<String, Found> = HashMap::new();
         for r in rows {
-            let entry = by_cve.entry(r.get(0)).or_default();
-            let app: String = r.get(1);
-            if !entry.0.contains(&app) {
-                entry.0.push(app);
-            }
-            if let Some(fix) = r.get::<Option<String>, _>(2) {
-                if !entry.1.contains(&fix) {
-                    entry.1.push(fix);
+            let Found {
+                apps,
+                fixes,
+                sources,
+            } = found.entry(r.get(0)).or_default();
+            let source: String = r.get(3);
+            // A scanner's "application" is its check's title: not listed.
+            if source == MATCHED {
+                let app: String = r.get(1);
+                if !apps.contains(&app) {
+                    apps.push(app);
                 }
             }
-        }
-        let rows = sqlx::query(&format!(
-            "SELECT DISTINCT cve_id, CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' \
-             ELSE source END FROM {ALL_FINDINGS} f \
-             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3)"
-        ))
-        .bind(tenant.as_str())
-        .bind(serde_json::to_string(&ids).unwrap_or_default())
-        .bind(&filter.status)
-        .fetch_all(&db.pool)
-        .await?;
-        let mut sources: HashMap<String, Vec<String>> = HashMap::new();
-        for r in rows {
-            sources.entry(r.get(0)).or_default().push(r.get(1));
+            if let Some(fix) = r.get::<Option<String>, _>(2) {
+                if !fixes.contains(&fix) {
+                    fixes.push(fix);
+                }
+            }
+            if !sources.contains(&source) {
+                sources.push(source);
+            }
         }
         for item in &mut items {
-            if let Some(mut found_by) = sources.remove(&item.cve_id) {
-                found_by.sort();
-                item.sources = found_by;
-            }
-            if let Some((apps, fixes)) = by_cve.remove(&item.cve_id) {
+            if let Some(Found {
+                apps,
+                mut fixes,
+                mut sources,
+            }) = found.remove(&item.cve_id)
+            {
+                fixes.sort_by(|a, b| crate::inventory::version::compare_versions(a, b));
+                sources.sort();
                 item.applications = apps;
                 item.fix_versions = fixes;
-                item.fix_versions
-                    .sort_by(|a, b| crate::inventory::version::compare_versions(a, b));
+                item.sources = sources;
             }
         }
     }
@@ -351,12 +360,10 @@ pub async fn cve_findings(
             application_name: r.get(1),
             version: r.get(2),
             cve_id: r.get(3),
-            cpe: Some(format!(
-                "{}:{}",
-                r.get::<String, _>(4),
-                r.get::<String, _>(5)
-            ))
-            .filter(|cpe| cpe != ":"),
+            // A scanner's finding names no product.
+            cpe: Some(r.get::<String, _>(4))
+                .filter(|vendor| !vendor.is_empty())
+                .map(|vendor| format!("{vendor}:{}", r.get::<String, _>(5))),
             status: r.get(6),
             fix_version: r.get(7),
             source: r.get(8),
