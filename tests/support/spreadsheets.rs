@@ -78,7 +78,9 @@ impl TestApp {
     /// Polls an upload of `source` until it succeeds or fails (60 s at
     /// most) and returns it.
     pub async fn wait_for_upload(&self, account: &Account, source: &str, upload_id: &str) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // A guard against a hang, not a timing check: with the whole suite
+        // on two cores an upload has waited its turn for over a minute.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
         loop {
             let upload = self
                 .get(
