@@ -1,6 +1,7 @@
 //! A real server process is killed with SIGKILL in the middle of a job; a
 //! second process takes the job over once the lease expires. Killed: a
-//! checkpointed test job, a real rmm sync, a CSV parse and a rollup.
+//! checkpointed test job, a real rmm sync, a CSV parse, a rollup, a scanner
+//! export and a psa bulk pull.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 use cairn::auth::TenantId;
 use cairn::db::Db;
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use cairn_tests::{backend_tests, batches, Backend, PostgresDatabase};
@@ -19,6 +21,7 @@ backend_tests!(
     killed_process_job_resumes_from_its_checkpoint,
     killed_sync_parse_and_rollup_each_finish_once,
     killed_scanner_sync_resumes_its_export,
+    killed_bulk_pull_resumes_from_its_checkpoint,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -637,6 +640,115 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     );
     let assets_sql = "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'assets'";
     assert_eq!(count(&db, assets_sql, &tenant).await, 8);
+    drop(server);
+    db.close().await;
+    scratch.remove().await;
+}
+
+/// A bulk pull of a board of 2,500 tickets with 4 notes each, 500 a page,
+/// killed while it waits for the third page: the next process goes on from
+/// the checkpoint (pages done are not read again) and stores every ticket
+/// and note once.
+async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
+    let Some(scratch) = Scratch::new(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["connectors/psa"], &[]);
+    let (tickets, notes) = fake_psa::board((7, "Escalations"), 90_000, 2_500, 4);
+    let psa = FakePsa::start(PsaData {
+        tickets,
+        notes,
+        hold_from_page: Some(3),
+        ..PsaData::default()
+    })
+    .await;
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let signed_in = server
+        .post(
+            "/api/v1/auth/register",
+            "",
+            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
+        )
+        .await;
+    let token = signed_in["access_token"].as_str().unwrap().to_string();
+    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+    server
+        .post(
+            "/api/v1/psa/config",
+            &token,
+            json!({"site": psa.site, "company_id": fake_psa::COMPANY, "public_key": fake_psa::PUBLIC_KEY,
+                   "private_key": fake_psa::PRIVATE_KEY, "client_id": fake_psa::CLIENT_ID}),
+        )
+        .await;
+    let pull = server
+        .post(
+            "/api/v1/psa/bulk-pull",
+            &token,
+            json!({"board_id": 7, "page_size": 500}),
+        )
+        .await;
+    let pull_id = pull["job_id"].as_str().unwrap().to_string();
+    wait_until(
+        "the pull to ask for page 3",
+        Duration::from_secs(60),
+        async || psa.data.lock().unwrap().held > 0,
+    )
+    .await;
+    wait_for_pages(&db, &pull_id, 2, "the checkpoint after page 2").await;
+    server.kill();
+    let tickets_sql =
+        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'bulk-tickets'";
+    let notes_sql =
+        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND kind = 'bulk-notes'";
+    assert_eq!(
+        count(&db, tickets_sql, &tenant).await,
+        1_000,
+        "two pages written"
+    );
+    psa.data.lock().unwrap().hold_from_page = None;
+
+    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    wait_until("the pull to finish", Duration::from_secs(120), async || {
+        ["success", "error"].contains(&job_status(&db, &pull_id).await.as_str())
+    })
+    .await;
+    let job = server.get(&format!("/api/v1/jobs/{pull_id}"), &token).await;
+    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["attempts"], 2, "{job}");
+    let status = server.get("/api/v1/psa/bulk-pull/status", &token).await;
+    assert_eq!(status["current"]["id"], pull_id.as_str());
+    assert_eq!(status["current"]["progress"]["done"], 2_500 * 5, "{status}");
+    {
+        let data = psa.data.lock().unwrap();
+        // Page 3 may be answered twice: the killed process's request was
+        // waiting when it died.
+        for page in [1, 2, 4, 5] {
+            let asked = data
+                .requests
+                .iter()
+                .filter(|(_, path, query)| {
+                    path == "service/tickets"
+                        && if page == 1 {
+                            !query.contains("page=")
+                        } else {
+                            query.ends_with(&format!("page={page}"))
+                        }
+                })
+                .count();
+            assert_eq!(asked, 1, "page {page} is read once");
+        }
+    }
+    assert_eq!(
+        count(&db, tickets_sql, &tenant).await,
+        2_500,
+        "every ticket once"
+    );
+    assert_eq!(
+        count(&db, notes_sql, &tenant).await,
+        10_000,
+        "every note once"
+    );
     drop(server);
     db.close().await;
     scratch.remove().await;

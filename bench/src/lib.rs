@@ -149,6 +149,7 @@ impl SyncBench {
                 secrets: secret_box,
                 area: area.into(),
                 caps: SyncCaps::from_settings(&service),
+                mode: cairn::integrations::sync::RunMode::Sync,
             },
             std::time::Duration::from_secs(1200),
         );

@@ -9,7 +9,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::auth::JwtKeys;
 use crate::db::Db;
 use crate::http::rate_limit::RateLimits;
-use crate::integrations::sync::{SyncCaps, SyncHandler};
+use crate::integrations::sync::{RunMode, SyncCaps, SyncHandler};
 use crate::integrations::SecretBox;
 use crate::jobs::{Queue, QueueTiming, Registry};
 use crate::mail::Mailer;
@@ -52,21 +52,24 @@ impl AppState {
         db.migrate().await?;
         let plugins = Arc::new(Plugins::load(&settings).await?);
         let secrets = SecretBox::new(&settings.encryption_key)?;
-        // One sync job kind per area, all run by the same pipeline with the
-        // connector each tenant chose.
+        // One sync job kind per area, and one bulk-pull kind, all run by the
+        // same pipeline with the connector each tenant chose.
         for area in plugins.areas() {
-            let handler = SyncHandler {
-                plugins: plugins.clone(),
-                secrets: secrets.clone(),
-                area: area.to_string(),
-                caps: SyncCaps::from_settings(&settings),
-            };
-            jobs.register(
-                &crate::integrations::sync_kind(area),
-                handler,
+            for (kind, mode) in [
+                (crate::integrations::sync_kind(area), RunMode::Sync),
+                (crate::integrations::pull_kind(area), RunMode::Pull),
+            ] {
+                let handler = SyncHandler {
+                    plugins: plugins.clone(),
+                    secrets: secrets.clone(),
+                    area: area.to_string(),
+                    caps: SyncCaps::from_settings(&settings),
+                    mode,
+                };
                 // The spec's stale-sync guard.
-                std::time::Duration::from_secs(settings.sync_stall_secs.max(1)),
-            );
+                let stall = std::time::Duration::from_secs(settings.sync_stall_secs.max(1));
+                jobs.register(&kind, handler, stall);
+            }
         }
         crate::csv_sources::register(&mut jobs, plugins.clone(), settings.csv_uploads_dir.clone());
         crate::vulnerabilities::register(&mut jobs, &settings)?;

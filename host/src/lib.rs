@@ -17,5 +17,6 @@ pub mod portal;
 pub mod server;
 pub mod settings;
 pub mod tenancy;
+pub mod ticketing;
 pub mod uploads;
 pub mod vulnerabilities;

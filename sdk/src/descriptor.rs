@@ -34,6 +34,10 @@ pub struct Descriptor {
     pub secret_fields: Vec<String>,
     /// Streams `fetch` serves, synced in this order.
     pub streams: Vec<String>,
+    /// A bulk pull a user starts on demand (`POST /api/v1/<area>/bulk-pull`),
+    /// never part of a sync; `None` for most connectors. See [`Pull`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull: Option<Pull>,
     /// Hosts this connector may call. `{config.field}` takes the host of a
     /// URL in the config, e.g. `{config.base_url}`.
     pub requested_hosts: Vec<String>,
@@ -130,8 +134,8 @@ pub enum FieldType {
 }
 
 /// A read route over a collection, mounted at `/api/v1/<area>/<path>`.
-/// Paths are lower-case segments of letters, digits and dashes, and
-/// `{name}` parameters.
+/// Paths are lower-case segments of letters, digits, dashes and inner dots
+/// (`export.csv`), and `{name}` parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum View {
@@ -172,6 +176,53 @@ pub enum View {
         summary: String,
         by: String,
     },
+    /// `GET <path>` with one `{param}`: the records of the collection whose
+    /// field `field` equals the parameter, e.g. a ticket's notes at
+    /// `tickets/{ticket_id}/notes` (at most 1,000, newest first), as
+    /// `{"items", "total"}`.
+    Children {
+        path: String,
+        collection: String,
+        summary: String,
+        field: String,
+    },
+    /// `GET <path>?search=&<field>=`: the records a [`View::List`] with the
+    /// same parameters would give, all of them, streamed as CSV
+    /// (`text/csv`): a header, then one line per record with its key and
+    /// the `columns` (declared fields). A cell that a spreadsheet would
+    /// read as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage
+    /// return) is prefixed with `'`.
+    Export {
+        path: String,
+        collection: String,
+        summary: String,
+        columns: Vec<String>,
+    },
+}
+
+/// A bulk pull: a stream the host fetches only when a user asks, as a
+/// durable background job with a checkpoint (`POST /api/v1/<area>/bulk-pull`
+/// with the parameters, `GET /api/v1/<area>/bulk-pull/status`).
+///
+/// The host calls [`crate::Connector::fetch`] with `stream` and the tenant's
+/// config with the user's parameters merged in (so `config["board_id"]`
+/// reads a `board_id` parameter), page by page as in a sync, and maps every
+/// record with [`crate::Connector::map_record`]. Unlike a sync, a pull never
+/// deletes what it did not see, and a sync never deletes what a pull
+/// stored: the records of `collections` are kept until the next pull
+/// replaces them or the area's config is removed. A resumed pull starts
+/// again from its last written page, so records must have stable keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pull {
+    /// The stream `fetch` serves for the pull; not one of `streams`.
+    pub stream: String,
+    /// Shown in the OpenAPI document.
+    pub summary: String,
+    /// JSON Schema of the parameters (an object); the host validates the
+    /// request body against it and answers 422 naming the field.
+    pub parameters: Value,
+    /// The collections the pull's records go to.
+    pub collections: Vec<String>,
 }
 
 /// Records of another collection attached to a record in a view, e.g. an
@@ -376,6 +427,7 @@ mod tests {
             config_schema: Value::Null,
             secret_fields: vec![],
             streams: vec![],
+            pull: None,
             requested_hosts: vec![],
             auth: AuthScheme::None,
             collections: vec![],

@@ -30,7 +30,7 @@ pub mod __private;
 pub use csv_row::CsvRow;
 pub use descriptor::{
     column_aliases, Action, AuthScheme, Collection, ConfigFrom, CsvDescriptor, CsvTarget,
-    Descriptor, Field, FieldType, Related, View, WebhookSignature,
+    Descriptor, Field, FieldType, Pull, Related, View, WebhookSignature,
 };
 pub use error::{base_url, text_of, without_keys, Error};
 pub use rows::{InventoryItem, Row, SourceRecord};

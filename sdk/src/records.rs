@@ -185,6 +185,22 @@ record_type! {
         company: String => String, "Company the ticket is for",
         priority: String => String, "Priority name",
         updated_at: String => DateTime, "When it last changed",
+        created_at: String => DateTime, "When it was entered",
+        closed: bool => Boolean, "Whether it is closed",
+        owner: String => String, "The member it is assigned to",
+    }
+}
+
+record_type! {
+    /// A note (a comment or time note) on a ticket.
+    TicketNote = "ticket_note" {
+        ticket_id: String => String, "The ticket's id (the ticket record's key)",
+        note_id: String => String, "The upstream's note id",
+        text: String => String, "The note",
+        author: String => String, "Who wrote it",
+        created_at: String => DateTime, "When it was written",
+        internal: bool => Boolean, "An internal note, not shown to the customer",
+        resolution: bool => Boolean, "Part of the ticket's resolution",
     }
 }
 

@@ -79,9 +79,14 @@ fn zoom_cve5_record() -> Value {
     })
 }
 
-async fn app_with_sources(backend: Backend, nvd: &FakeNvd) -> Option<TestApp> {
+async fn app_with_sources(
+    backend: Backend,
+    nvd: &FakeNvd,
+    extra: impl FnOnce(&mut cairn::settings::Settings),
+) -> Option<TestApp> {
     let (api, kev, epss) = (nvd.api_url(), nvd.kev_url(), nvd.epss_url());
     TestApp::start_with(backend, move |s| {
+        extra(s);
         s.job_poll_interval_ms = 50;
         s.job_retry_backoff_ms = 100;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
@@ -127,7 +132,13 @@ async fn run_source(app: &TestApp, source: &str) {
     }
 }
 
-fn software(device: &str, name: &str, publisher: &str, version: &str, platform: &str) -> MappedRow {
+pub(crate) fn software(
+    device: &str,
+    name: &str,
+    publisher: &str,
+    version: &str,
+    platform: &str,
+) -> MappedRow {
     MappedRow::Inventory(InventoryRow {
         device_name: Some(device.into()),
         device_id: None,
@@ -213,6 +224,14 @@ fn finding(device: &str, app: &str, version: &str, cve: &str) -> (String, String
 
 /// Loads the fixtures into a fresh service through its real sources.
 async fn loaded(backend: Backend) -> Option<(TestApp, FakeNvd)> {
+    loaded_with(backend, |_| {}).await
+}
+
+/// [`loaded`], with `extra` settings (connectors to load, say).
+pub(crate) async fn loaded_with(
+    backend: Backend,
+    extra: impl FnOnce(&mut cairn::settings::Settings),
+) -> Option<(TestApp, FakeNvd)> {
     let mut records = fixture_records();
     records.push(rejected_record());
     records.push(putty_record());
@@ -220,7 +239,7 @@ async fn loaded(backend: Backend) -> Option<(TestApp, FakeNvd)> {
     // The first request is refused as NVD rate-limits (403), the third
     // as it fails (503); both are retried.
     nvd.data.lock().unwrap().refusals = vec![(1, 403), (3, 503)];
-    let app = app_with_sources(backend, &nvd).await?;
+    let app = app_with_sources(backend, &nvd, extra).await?;
     run_source(&app, "nvd").await;
     run_source(&app, "kev").await;
     run_source(&app, "epss").await;

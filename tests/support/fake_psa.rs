@@ -48,12 +48,62 @@ pub fn ticket(
     ticket
 }
 
+/// `count` tickets on `board` from id `first`, spread over three companies,
+/// every seventh closed, each with `notes` notes, shaped as ConnectWise
+/// answers a list (references, not expanded members). Ticket `first + 1`'s
+/// summary is a spreadsheet formula.
+pub fn board(
+    board: (u64, &str),
+    first: u64,
+    count: u64,
+    notes: usize,
+) -> (Vec<Value>, HashMap<u64, Vec<Value>>) {
+    let companies = [
+        (19298, "Acme Dental"),
+        (19299, "Globex"),
+        (19300, "Initech"),
+    ];
+    let mut tickets = Vec::with_capacity(count as usize);
+    let mut notes_of = HashMap::with_capacity(count as usize);
+    for n in 0..count {
+        let id = first + n;
+        let summary = if n == 1 {
+            "=HYPERLINK(\"http://evil.example\",\"click\")".to_string()
+        } else {
+            format!("Workstation {n} cannot reach the file share")
+        };
+        let mut ticket = ticket(
+            id,
+            &summary,
+            board,
+            companies[(n % 3) as usize],
+            "2026-11-20T08:00:00Z",
+        );
+        ticket["owner"] = json!({"id": 176, "identifier": "User1", "name": "Training User1"});
+        ticket["closedFlag"] = json!(n % 7 == 0);
+        tickets.push(ticket);
+        let of_ticket = (0..notes)
+            .map(|k| {
+                json!({"id": id * 10 + k as u64, "ticketId": id,
+                       "text": format!("Step {k}: checked the share permissions on workstation {n}"),
+                       "detailDescriptionFlag": k == 0, "internalAnalysisFlag": k == 1,
+                       "resolutionFlag": k == 3,
+                       "member": {"id": 176, "identifier": "User1", "name": "Training User1"},
+                       "dateCreated": "2026-11-20T08:00:00Z", "createdBy": "User1"})
+            })
+            .collect();
+        notes_of.insert(id, of_ticket);
+    }
+    (tickets, notes_of)
+}
+
 pub struct PsaData {
     pub companies: Vec<Value>,
     pub boards: Vec<Value>,
     pub priorities: Vec<Value>,
     pub tickets: Vec<Value>,
-    pub notes: Vec<Value>,
+    /// Notes by ticket id.
+    pub notes: HashMap<u64, Vec<Value>>,
     /// (ticket id, configuration)
     pub ticket_configurations: Vec<(u64, Value)>,
     pub configurations: Vec<Value>,
@@ -61,8 +111,16 @@ pub struct PsaData {
     pub schedule_entries: Vec<Value>,
     /// The next request to this path (after the API prefix) answers 500.
     pub fail_once: Option<String>,
+    /// Ticket list requests for this page or a later one wait until it is
+    /// cleared (a test kills the service meanwhile).
+    pub hold_from_page: Option<usize>,
+    /// Requests waiting on `hold_from_page` so far.
+    pub held: usize,
     /// Every request: method, path and query.
     pub requests: Vec<(String, String, String)>,
+    /// The body of every ticket created (what ConnectWise keeps but does
+    /// not answer, such as `initialDescription`).
+    pub created_tickets: Vec<Value>,
     /// The id the next created object gets, less one.
     pub next_id: u64,
 }
@@ -83,13 +141,16 @@ impl Default for PsaData {
                 .cloned()
                 .unwrap_or_default(),
             tickets: vec![],
-            notes: vec![],
+            notes: HashMap::new(),
             ticket_configurations: vec![],
             configurations: vec![],
             time_entries: vec![],
             schedule_entries: vec![],
             fail_once: None,
+            hold_from_page: None,
+            held: 0,
             requests: vec![],
+            created_tickets: vec![],
             next_id: 10_000,
         }
     }
@@ -230,13 +291,8 @@ fn encode(value: &str) -> String {
         .collect()
 }
 
-fn paged(
-    shared: &Shared,
-    uri: &Uri,
-    query: &HashMap<String, String>,
-    items: Vec<Value>,
-) -> Response {
-    let mut items = items;
+fn paged(shared: &Shared, uri: &Uri, query: &HashMap<String, String>, items: &[Value]) -> Response {
+    let mut items: Vec<&Value> = items.iter().collect();
     if let Some(conditions) = query.get("conditions") {
         let mut kept = vec![];
         for item in items {
@@ -259,24 +315,19 @@ fn paged(
         let mut parts = order.split_whitespace();
         let field = parts.next().unwrap_or("id").to_string();
         let descending = parts.next() == Some("desc");
-        items.sort_by(|a, b| {
-            let key = |v: &Value| {
-                let v = if field == "lastUpdated" {
-                    at(v, "_info/lastUpdated")
-                } else {
-                    at(v, &field)
-                };
-                v.as_f64()
-                    .map(|n| format!("{n:020.3}"))
-                    .unwrap_or_else(|| v.to_string())
-            };
-            let order = key(a).cmp(&key(b));
-            if descending {
-                order.reverse()
+        items.sort_by_cached_key(|v| {
+            let v = if field == "lastUpdated" {
+                at(v, "_info/lastUpdated")
             } else {
-                order
-            }
+                at(v, &field)
+            };
+            v.as_f64()
+                .map(|n| format!("{n:020.3}"))
+                .unwrap_or_else(|| v.to_string())
         });
+        if descending {
+            items.reverse();
+        }
     }
     let size: usize = query
         .get("pageSize")
@@ -300,6 +351,7 @@ fn paged(
         .into_iter()
         .skip((page - 1) * size)
         .take(size)
+        .cloned()
         .collect();
     let link_to = |n: usize| {
         let mut pairs: Vec<String> = query
@@ -358,6 +410,23 @@ async fn handle(
             Value::Null,
         );
     }
+    let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+    let mut counted = false;
+    while path == "service/tickets"
+        && method == Method::GET
+        && shared
+            .data
+            .lock()
+            .unwrap()
+            .hold_from_page
+            .is_some_and(|from| page >= from)
+    {
+        if !counted {
+            shared.data.lock().unwrap().held += 1;
+            counted = true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let mut data = shared.data.lock().unwrap();
     data.requests.push((
         method.to_string(),
@@ -385,10 +454,10 @@ async fn handle(
             axum::Json(json!({"version": "v2025.1.12345", "isCloud": true, "cloudRegion": "NA"}))
                 .into_response()
         }
-        ("GET", ["company", "companies"]) => paged(&shared, &uri, &query, data.companies.clone()),
-        ("GET", ["service", "boards"]) => paged(&shared, &uri, &query, data.boards.clone()),
-        ("GET", ["service", "priorities"]) => paged(&shared, &uri, &query, data.priorities.clone()),
-        ("GET", ["service", "tickets"]) => paged(&shared, &uri, &query, data.tickets.clone()),
+        ("GET", ["company", "companies"]) => paged(&shared, &uri, &query, &data.companies),
+        ("GET", ["service", "boards"]) => paged(&shared, &uri, &query, &data.boards),
+        ("GET", ["service", "priorities"]) => paged(&shared, &uri, &query, &data.priorities),
+        ("GET", ["service", "tickets"]) => paged(&shared, &uri, &query, &data.tickets),
         ("POST", ["service", "tickets"]) => {
             let summary = body["summary"].as_str().unwrap_or("");
             let mut errors = vec![];
@@ -411,6 +480,7 @@ async fn handle(
             }
             data.next_id += 1;
             let id = data.next_id;
+            data.created_tickets.push(body.clone());
             let name = data
                 .companies
                 .iter()
@@ -489,13 +559,8 @@ async fn handle(
             axum::Json(data.tickets[i].clone()).into_response()
         }
         ("GET", ["service", "tickets", id, "notes"]) => {
-            let notes = data
-                .notes
-                .iter()
-                .filter(|n| n["ticketId"].as_u64() == id.parse().ok())
-                .cloned()
-                .collect();
-            paged(&shared, &uri, &query, notes)
+            let notes = id.parse().ok().and_then(|id| data.notes.get(&id));
+            paged(&shared, &uri, &query, notes.map_or(&[][..], Vec::as_slice))
         }
         ("POST", ["service", "tickets", id, "notes"]) => {
             if ticket_of(&data, id).is_none() {
@@ -510,17 +575,18 @@ async fn handle(
             let mut note = body.clone();
             note["id"] = json!(data.next_id);
             note["ticketId"] = json!(id.parse::<u64>().unwrap_or(0));
-            data.notes.push(note.clone());
+            let ticket: u64 = id.parse().unwrap_or(0);
+            data.notes.entry(ticket).or_default().push(note.clone());
             (StatusCode::CREATED, axum::Json(note)).into_response()
         }
         ("GET", ["service", "tickets", id, "configurations"]) => {
-            let linked = data
+            let linked: Vec<Value> = data
                 .ticket_configurations
                 .iter()
                 .filter(|(t, _)| t.to_string() == *id)
                 .map(|(_, c)| c.clone())
                 .collect();
-            paged(&shared, &uri, &query, linked)
+            paged(&shared, &uri, &query, &linked)
         }
         ("POST", ["service", "tickets", id, "configurations"]) => {
             let wanted = body["id"].as_u64();
@@ -558,7 +624,7 @@ async fn handle(
             }
             StatusCode::NO_CONTENT.into_response()
         }
-        ("GET", ["time", "entries"]) => paged(&shared, &uri, &query, data.time_entries.clone()),
+        ("GET", ["time", "entries"]) => paged(&shared, &uri, &query, &data.time_entries),
         ("POST", ["time", "entries"]) => {
             if body["timeStart"].as_str().is_none() {
                 return error(
@@ -574,11 +640,9 @@ async fn handle(
             data.time_entries.push(entry.clone());
             (StatusCode::CREATED, axum::Json(entry)).into_response()
         }
-        ("GET", ["schedule", "entries"]) => {
-            paged(&shared, &uri, &query, data.schedule_entries.clone())
-        }
+        ("GET", ["schedule", "entries"]) => paged(&shared, &uri, &query, &data.schedule_entries),
         ("GET", ["company", "configurations"]) => {
-            paged(&shared, &uri, &query, data.configurations.clone())
+            paged(&shared, &uri, &query, &data.configurations)
         }
         _ => error(
             StatusCode::NOT_FOUND,

@@ -283,7 +283,12 @@ impl TestApp {
     /// Polls `GET /api/v1/jobs/{job_id}` until the job ends in success or
     /// error (60 s at most) and returns it.
     pub async fn wait_for_job(&self, account: &Account, job_id: &str) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        self.wait_for_job_within(account, job_id, 60).await
+    }
+
+    /// [`TestApp::wait_for_job`] with a limit of `secs` seconds.
+    pub async fn wait_for_job_within(&self, account: &Account, job_id: &str, secs: u64) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
             let job = self
                 .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())

@@ -15,6 +15,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("mdm") => per_backend("bench-mdm"),
         Some("edr") => per_backend("bench-edr"),
         Some("scanner") => per_backend("bench-scanner"),
+        Some("psa") => per_backend("bench-psa"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
@@ -31,7 +32,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run("target/release/bench-portal", &[], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|inventory|vuln|csv|portal>"
+            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|psa|inventory|vuln|csv|portal>"
                 .into(),
         ),
     }

@@ -124,6 +124,7 @@ impl Connector for Directory {
                 .to_vec(),
                 private_key_field: Some("private_key".into()),
             }),
+            pull: None,
             webhook: None,
         }
     }

@@ -115,6 +115,7 @@ impl Connector for Edr {
             // A page's agents have their applications read concurrently.
             max_concurrent_requests: 8,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

@@ -113,6 +113,7 @@ impl Connector for Mdm {
             // A page's apps are fetched in batches of 20 devices, a few at once.
             max_concurrent_requests: 4,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

@@ -103,6 +103,7 @@ impl Connector for Payments {
             ],
             max_concurrent_requests: 1,
             config_from: None,
+            pull: None,
             webhook: Some(WebhookSignature {
                 header: "Stripe-Signature".into(),
                 secret_field: "webhook_secret".into(),

@@ -95,6 +95,8 @@ pub fn declared() -> Vec<Action> {
                     "notes": {"type": "string"},
                     "billable": {"type": "string", "enum": ["Billable", "DoNotBill", "NoCharge", "NoDefault"]}}})), None),
         action("schedule_entries", "GET", &format!("{TICKET}/scheduleentries"), "Schedule entries (dispatches) of a ticket", None, Some(paged(json!({})))),
+        // Host-only: the full ticket and the ticket context read it.
+        Action { path: None, ..action("get_ticket", "GET", TICKET, "One ticket, live", None, None) },
         action("company_configurations", "GET", "configurations", "Company configurations (devices), by name or company", None,
             Some(paged(json!({"search": {"type": "string", "description": "part of the name"},
                               "company_id": {"type": "integer"}})))),
@@ -367,6 +369,10 @@ pub fn invoke(config: &Config, request: &ActionRequest) -> Result<Value, Error> 
                 &conditions,
                 "dateStart asc",
             )
+        }
+        "get_ticket" => {
+            let ticket = id(request, "ticket_id")?;
+            call(config, "GET", &format!("service/tickets/{ticket}"), None)
         }
         "company_configurations" => {
             let mut conditions = vec![];

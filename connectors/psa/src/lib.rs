@@ -7,14 +7,16 @@
 //! updated in the last `sync_days` days (default 30), paged by the `Link`
 //! header's `rel="next"` (the cursor is that URL). The live actions are
 //! typed calls for companies, boards, priorities, tickets, notes,
-//! configurations, time and schedule entries (`actions.rs`).
+//! configurations, time and schedule entries (`actions.rs`). A bulk pull
+//! (`pull.rs`) keeps a whole board with its notes.
 
 mod actions;
 mod api;
 mod clock;
 mod mapping;
+mod pull;
 
-use cairn_sdk::records::Ticket;
+use cairn_sdk::records::{Ticket, TicketNote};
 use cairn_sdk::{
     export_connector, json, ActionRequest, AuthScheme, Collection, Config, Connector, Descriptor,
     Error, Page, Row, Value, View,
@@ -50,18 +52,55 @@ impl Connector for ConnectWisePsa {
             }),
             secret_fields: vec!["private_key".into()],
             streams: vec![TICKETS_STREAM.into()],
+            pull: Some(pull::declared()),
             requested_hosts: vec!["{config.site}".into()],
             auth: AuthScheme::BasicTemplate {
                 username: "{company_id}+{public_key}".into(),
                 password_field: "private_key".into(),
             },
-            collections: vec![Collection::of::<Ticket>(mapping::TICKETS)
-                .searching(&["summary", "company", "board", "status"])],
-            views: vec![View::List {
-                path: "synced-tickets".into(),
-                collection: mapping::TICKETS.into(),
-                summary: "Tickets the last syncs pulled".into(),
-            }],
+            collections: vec![
+                Collection::of::<Ticket>(mapping::TICKETS)
+                    .searching(&["summary", "company", "board", "status"]),
+                Collection::of::<Ticket>(mapping::BULK_TICKETS)
+                    .searching(&["summary", "company", "board", "status"]),
+                Collection::of::<TicketNote>(mapping::BULK_NOTES).searching(&["text"]),
+            ],
+            views: vec![
+                View::List {
+                    path: "synced-tickets".into(),
+                    collection: mapping::TICKETS.into(),
+                    summary: "Tickets the last syncs pulled".into(),
+                },
+                View::List {
+                    path: "bulk-tickets".into(),
+                    collection: mapping::BULK_TICKETS.into(),
+                    summary: "Tickets bulk pulls stored, filtered and paged".into(),
+                },
+                View::Children {
+                    path: "bulk-tickets/{ticket_id}/notes".into(),
+                    collection: mapping::BULK_NOTES.into(),
+                    summary: "The notes of a bulk-pulled ticket".into(),
+                    field: "ticket_id".into(),
+                },
+                View::Export {
+                    path: "bulk-tickets/export.csv".into(),
+                    collection: mapping::BULK_TICKETS.into(),
+                    summary: "The bulk-pulled tickets matching the filters, as CSV".into(),
+                    columns: [
+                        "summary",
+                        "status",
+                        "board",
+                        "company",
+                        "priority",
+                        "owner",
+                        "closed",
+                        "created_at",
+                        "updated_at",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                },
+            ],
             actions: actions::declared(),
             max_concurrent_requests: 4,
             config_from: None,
@@ -75,6 +114,9 @@ impl Connector for ConnectWisePsa {
     }
 
     fn fetch(config: &Config, stream: &str, cursor: Option<&str>) -> Result<Page, Error> {
+        if stream == pull::STREAM {
+            return pull::fetch(config, cursor);
+        }
         if stream != TICKETS_STREAM {
             return Err(Error::Config(format!("unknown stream {stream}")));
         }
@@ -113,8 +155,11 @@ impl Connector for ConnectWisePsa {
         })
     }
 
-    fn map_record(_stream: &str, record: &Value) -> Result<Vec<Row>, String> {
-        map_ticket(record)
+    fn map_record(stream: &str, record: &Value) -> Result<Vec<Row>, String> {
+        match stream {
+            pull::STREAM => mapping::map_pulled_ticket(record),
+            _ => map_ticket(record),
+        }
     }
 
     fn invoke(config: &Config, request: &ActionRequest) -> Result<Value, Error> {

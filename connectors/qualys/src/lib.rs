@@ -57,6 +57,7 @@ impl Connector for Qualys {
             actions: vec![],
             max_concurrent_requests: 1,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

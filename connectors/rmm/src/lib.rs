@@ -92,6 +92,7 @@ impl Connector for Rmm {
             // Software is fetched per computer, a page of computers at a time.
             max_concurrent_requests: 8,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

@@ -56,6 +56,7 @@ impl Connector for Tenable {
             actions: vec![],
             max_concurrent_requests: 1,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

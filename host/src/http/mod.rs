@@ -39,6 +39,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::devices::router())
         .merge(crate::csv_sources::router())
         .merge(crate::vulnerabilities::router(&state.plugins))
+        .merge(crate::ticketing::router(&state.plugins))
         .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())

@@ -59,3 +59,31 @@ pub async fn tenant_connector(
     let connector = resolve(plugins, area, stored.connector.as_deref())?;
     Ok(Some((connector, stored)))
 }
+
+/// Runs `call` through the tenant's connector for `area`, as a host
+/// feature does (a payment link, a ticket from a vulnerability): 409 when
+/// the tenant has not configured the area, the connector's failure mapped
+/// as an action route maps it.
+pub async fn invoke(
+    state: &crate::app::AppState,
+    tenant: &TenantId,
+    area: &str,
+    call: &crate::plugins::ActionCall,
+) -> Result<serde_json::Value, ApiError> {
+    let (connector, config) =
+        tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, area)
+            .await?
+            .ok_or_else(|| {
+                ApiError::Conflict(format!("{area} is not configured for this tenant"))
+            })?;
+    let scope = crate::plugins::CallScope {
+        plugin: connector.descriptor.id.clone(),
+        tenant_id: Some(tenant.as_str().to_string()),
+        job_id: None,
+    };
+    state
+        .plugins
+        .invoke(&connector, scope, &config.full(), call)
+        .await
+        .map_err(super::call_error)
+}

@@ -187,6 +187,47 @@ pub async fn list(
     Ok((rows, total))
 }
 
+/// Every record a [`list`] with the same search and filters matches, for
+/// streaming: its SQL owned, so the stream of [`Matching::rows`] can
+/// outlive the request that built it.
+pub struct Matching {
+    sql: String,
+    binds: Vec<String>,
+}
+
+impl Matching {
+    pub fn new(
+        backend: Backend,
+        search: Option<(&str, &[String])>,
+        filters: &[FieldFilter],
+    ) -> Matching {
+        let conditions = conditions(backend, search, filters);
+        Matching {
+            sql: format!(
+                "SELECT {COLUMNS} FROM source_records WHERE {SCOPE}{} \
+                 ORDER BY device_name, record_key",
+                conditions.sql
+            ),
+            binds: conditions.binds,
+        }
+    }
+
+    pub fn rows<'a>(
+        &'a self,
+        db: &'a Db,
+        scope: &'a Scope<'a>,
+    ) -> futures::stream::BoxStream<'a, sqlx::Result<StoredRecord>> {
+        let mut query = sqlx::query_as(&self.sql)
+            .bind(scope.tenant.as_str())
+            .bind(scope.area)
+            .bind(scope.collection);
+        for value in &self.binds {
+            query = query.bind(value.as_str());
+        }
+        query.fetch(&db.pool)
+    }
+}
+
 /// The record with key `key`.
 pub async fn by_key(db: &Db, scope: &Scope<'_>, key: &str) -> sqlx::Result<Option<StoredRecord>> {
     sqlx::query_as(&format!(
@@ -208,6 +249,36 @@ pub async fn by_device_name(
     scope: &Scope<'_>,
     name: &str,
 ) -> sqlx::Result<Option<StoredRecord>> {
+    device_named(
+        db,
+        scope.tenant,
+        scope.area,
+        ("kind", scope.collection),
+        name,
+    )
+    .await
+}
+
+/// [`by_device_name`] among the area's records typed `record_type`, in
+/// whichever collection (an EDR agent for a ticket's configuration).
+pub async fn typed_by_device_name(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+    record_type: &str,
+    name: &str,
+) -> sqlx::Result<Option<StoredRecord>> {
+    device_named(db, tenant, area, ("record_type", record_type), name).await
+}
+
+/// `column` is `kind` or `record_type`, never a caller's text.
+async fn device_named(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+    (column, value): (&'static str, &str),
+    name: &str,
+) -> sqlx::Result<Option<StoredRecord>> {
     let short = |column: &str| match db.backend {
         Backend::Sqlite => format!(
             "CASE WHEN INSTR({column}, '.') > 0 THEN SUBSTR({column}, 1, INSTR({column}, '.') - 1) \
@@ -219,7 +290,8 @@ pub async fn by_device_name(
     let wanted = "LOWER($4)";
     let (stored_short, wanted_short) = (short(stored), short(wanted));
     sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM source_records WHERE {SCOPE} AND device_name IS NOT NULL AND (\
+        "SELECT {COLUMNS} FROM source_records \
+         WHERE tenant_id = $1 AND source = $2 AND {column} = $3 AND device_name IS NOT NULL AND (\
            {stored} = {wanted} \
            OR SUBSTR({stored}, 1, 15) = SUBSTR({wanted}, 1, 15) \
            OR {stored_short} = {wanted_short}) \
@@ -228,9 +300,9 @@ pub async fn by_device_name(
                   updated_at DESC, record_key \
          LIMIT 1"
     ))
-    .bind(scope.tenant.as_str())
-    .bind(scope.area)
-    .bind(scope.collection)
+    .bind(tenant.as_str())
+    .bind(area)
+    .bind(value)
     .bind(name)
     .fetch_optional(&db.pool)
     .await
@@ -257,6 +329,27 @@ pub async fn related(
     .bind(field)
     .bind(key)
     .fetch_all(&db.pool)
+    .await
+}
+
+/// How many records of `scope`'s collection have field `field` equal to
+/// `key` ([`related`] gives at most [`RELATED_CAP`] of them).
+pub async fn related_count(
+    db: &Db,
+    scope: &Scope<'_>,
+    field: &str,
+    key: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM source_records WHERE {SCOPE} AND {} = $5",
+        field_text(db.backend, 4)
+    ))
+    .bind(scope.tenant.as_str())
+    .bind(scope.area)
+    .bind(scope.collection)
+    .bind(field)
+    .bind(key)
+    .fetch_one(&db.pool)
     .await
 }
 
@@ -336,6 +429,34 @@ pub async fn typed_by_key(
     .bind(key)
     .fetch_optional(&db.pool)
     .await
+}
+
+/// Every record typed `record_type` with key `key` in area `area`, with
+/// its collection (a ticket both synced and bulk-pulled).
+pub async fn typed_by_key_in_each(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+    record_type: &str,
+    key: &str,
+) -> sqlx::Result<Vec<(String, StoredRecord)>> {
+    let rows = sqlx::query(&format!(
+        "SELECT kind, {COLUMNS} FROM source_records \
+         WHERE tenant_id = $1 AND source = $2 AND record_type = $3 AND record_key = $4 \
+         ORDER BY kind"
+    ))
+    .bind(tenant.as_str())
+    .bind(area)
+    .bind(record_type)
+    .bind(key)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            use sqlx::{FromRow, Row};
+            Ok((row.try_get(0)?, StoredRecord::from_row(row)?))
+        })
+        .collect()
 }
 
 /// A record of some area with its normalized fields, for another area that

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::storage::{self, NewConfig, StoredConfig};
-use super::{areas, sync_kind, REDACTED};
+use super::{areas, pull_kind, sync_kind, REDACTED};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::db::to_rfc3339;
@@ -204,7 +204,9 @@ pub async fn store_config(
     if switching {
         // The old connector's sync stops at its next page (its config is
         // replaced); its rows are gone, so the inventory is rebuilt.
-        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(area)).await?;
+        for kind in [sync_kind(area), pull_kind(area)] {
+            jobs::cancel_kind(&state.db, &caller.tenant_id, &kind).await?;
+        }
         crate::inventory::rollup::request(&state.db, &caller.tenant_id, "connector switched")
             .await?;
     }

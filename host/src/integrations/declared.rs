@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{json, Map, Value};
 use utoipa::openapi::path::{HttpMethod, Operation, Paths};
@@ -155,7 +156,7 @@ async fn serve(
     params: Vec<(String, String)>,
     query: Vec<(String, String)>,
     body: Bytes,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let area = route.area.as_str();
     // A view needs only which connector the tenant chose; an action reads
     // the whole config (secrets included) below.
@@ -174,16 +175,17 @@ async fn serve(
     };
     let descriptor = &connector.descriptor;
     match declared_at(descriptor, &route.method, &route.path) {
-        Some(Declared::View(view)) => views::answer(
-            &state.db,
-            &caller.tenant_id,
-            descriptor,
-            view,
-            &params,
-            &query,
-        )
-        .await
-        .map(Json),
+        Some(Declared::View(view)) => {
+            views::respond(
+                &state.db,
+                &caller.tenant_id,
+                descriptor,
+                view,
+                &params,
+                &query,
+            )
+            .await
+        }
         Some(Declared::Action(action)) => {
             let Some(stored) =
                 storage::config(&state.db, &state.secrets, &caller.tenant_id, area).await?
@@ -223,7 +225,7 @@ async fn serve(
                 .plugins
                 .invoke(&connector, scope, &stored.full(), &call)
                 .await
-                .map(Json)
+                .map(|answer| Json(answer).into_response())
                 .map_err(call_error)
         }
         None => Err(ApiError::Missing(format!(

@@ -89,8 +89,11 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
         return (vec![], json!({"type": "object"}));
     };
     match view {
-        View::List { .. } => {
+        View::List { .. } | View::Export { .. } => {
             let mut params = page_params();
+            if matches!(view, View::Export { .. }) {
+                params.retain(|p| p["name"] == "search");
+            }
             for field in &collection.fields {
                 let schema = match field.field_type {
                     FieldType::StringList => json!({"type": "string"}),
@@ -105,7 +108,20 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
                     ),
                 ));
             }
-            (params, page_of(record_schema(collection)))
+            let answer = match view {
+                View::Export { columns, .. } => json!({"type": "string", "description": format!(
+                    "CSV: a header line `key,{}`, then one line per matching record. A cell starting with =, +, -, @, tab or carriage return is prefixed with ' so a spreadsheet never runs it.",
+                    columns.join(","))}),
+                _ => page_of(record_schema(collection)),
+            };
+            (params, answer)
+        }
+        View::Children { field, .. } => {
+            let answer = json!({"type": "object", "required": ["items", "total"], "properties": {
+                "items": {"type": "array", "items": record_schema(collection),
+                          "description": format!("Records whose `{field}` is the path value, newest first (at most 1000)")},
+                "total": {"type": "integer", "description": "All such records"}}});
+            (vec![], answer)
         }
         View::Aggregate { by, .. } => {
             let group = json!({"type": "object", "properties": {
@@ -168,9 +184,13 @@ pub fn operation(descriptor: &ConnectorDescriptor, declared: &Declared<'_>) -> O
                 "Served from what the tenant's {} connector synced (declared by {}).",
                 descriptor.area, descriptor.id
             ));
+            let media = match view {
+                View::Export { .. } => "text/csv",
+                _ => "application/json",
+            };
             responses.insert(
                 "200".into(),
-                json!({"description": "OK", "content": {"application/json": {"schema": answer}}}),
+                json!({"description": "OK", "content": {media: {"schema": answer}}}),
             );
             responses.insert(
                 "409".into(),

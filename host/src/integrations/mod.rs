@@ -9,6 +9,8 @@ mod collections;
 mod config;
 mod declared;
 mod descriptor_docs;
+mod export;
+mod pulls;
 mod routes;
 pub mod secrets;
 pub mod seed;
@@ -20,7 +22,10 @@ mod user_links;
 pub use routes::{call_error, router};
 
 mod views;
-pub use collections::{typed_by_key, typed_records, typed_version, StoredRecord, TypedRecord};
+pub use collections::{
+    of_type_by_field, record_json, typed_by_device_name, typed_by_key, typed_by_key_in_each,
+    typed_records, typed_version, StoredRecord, TypedRecord,
+};
 pub use secrets::SecretBox;
 pub use user_links::{directory_users_named, DirectoryUser};
 
@@ -30,4 +35,9 @@ pub const REDACTED: &str = "********";
 /// The job kind of an area's sync.
 pub fn sync_kind(area: &str) -> String {
     format!("{area}_sync")
+}
+
+/// The job kind of an area's bulk pull.
+pub fn pull_kind(area: &str) -> String {
+    format!("{area}_pull")
 }

@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 
 use super::config::{redacted_view, store_config, ConfigView, Merge};
 use super::storage::{self, NewConfig, SourceStats, StoredConfig};
-use super::{areas, sync_kind};
+use super::{areas, pull_kind, seed, sync_kind};
 use crate::app::AppState;
 use crate::auth::{AdminCaller, Caller};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
@@ -29,7 +29,7 @@ use crate::plugins::{CallError, CallScope, LoadedConnector, Plugins};
 /// The area a concrete lifecycle route serves (set on the route, so one
 /// handler serves every area).
 #[derive(Clone)]
-pub struct Area(pub String);
+pub(super) struct Area(pub String);
 
 pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
     let mut router = OpenApiRouter::new()
@@ -43,7 +43,9 @@ pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
             .routes(for_area(routes!(test_connection), area))
             .routes(for_area(routes!(start_sync), area))
             .routes(for_area(routes!(sync_status), area))
-            .routes(for_area(routes!(stats), area));
+            .routes(for_area(routes!(stats), area))
+            .routes(for_area(routes!(auto_config), area));
+        router = super::pulls::mount(router, plugins, area);
         router = super::declared::mount(router, plugins, area);
     }
     router
@@ -52,7 +54,10 @@ pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
 /// A lifecycle route declared at `/api/v1/{area}/...` made concrete for
 /// `area`: its path and OpenAPI operations name the area, and the handler
 /// learns it from the route.
-fn for_area(route: UtoipaMethodRouter<AppState>, area: &str) -> UtoipaMethodRouter<AppState> {
+pub(super) fn for_area(
+    route: UtoipaMethodRouter<AppState>,
+    area: &str,
+) -> UtoipaMethodRouter<AppState> {
     let (schemas, paths, method_router) = route;
     let mut concrete = Paths::new();
     for (path, mut item) in paths.paths {
@@ -198,9 +203,11 @@ async fn delete_config(
     Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<StatusCode> {
     if storage::delete_config(&state.db, &caller.tenant_id, &area).await? {
-        // A running sync stops at its next page (its writes are fenced on
-        // the config, which is gone); queued ones never start.
-        jobs::cancel_kind(&state.db, &caller.tenant_id, &sync_kind(&area)).await?;
+        // A running sync or pull stops at its next page (its writes are
+        // fenced on the config, which is gone); queued ones never start.
+        for kind in [sync_kind(&area), pull_kind(&area)] {
+            jobs::cancel_kind(&state.db, &caller.tenant_id, &kind).await?;
+        }
         crate::inventory::rollup::request(&state.db, &caller.tenant_id, "config removed").await?;
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -208,8 +215,63 @@ async fn delete_config(
     }
 }
 
+#[derive(Serialize, ToSchema)]
+pub struct AutoConfigured {
+    /// True when this call stored the deployment settings' config; false
+    /// when the tenant already had one, which is never overwritten.
+    seeded: bool,
+    config: ConfigView,
+}
+
+/// Store the area's config from the deployment settings (`seed_configs`),
+/// validated like `POST /{area}/config`, unless the tenant already has one:
+/// an existing config is never overwritten. Admins and owners of the
+/// deployment's default tenant only: the settings are the operator's
+/// credentials, not another tenant's to copy.
+#[utoipa::path(post, path = "/api/v1/{area}/auto-config", tag = "integrations",
+    params(("area" = String, Path)),
+    responses((status = 200, body = AutoConfigured),
+              (status = 403, body = ErrorBody, description = "Not an admin of the default tenant"),
+              (status = 409, body = ErrorBody, description = "The deployment settings hold no config for this area"),
+              (status = 422, body = ErrorBody, description = "The deployment settings' config is not valid for the connector")))]
+async fn auto_config(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Extension(Area(area)): Extension<Area>,
+) -> ApiResult<Json<AutoConfigured>> {
+    let settings = &state.settings;
+    if settings.default_tenant_id.is_empty()
+        || caller.tenant_id.as_str() != settings.default_tenant_id
+    {
+        return Err(ApiError::Forbidden(
+            "deployment settings configure only the deployment's default tenant".into(),
+        ));
+    }
+    let seeds = seed::with_derived(&state.plugins, seed::seed_configs(&settings.seed_configs)?);
+    let Some(Value::Object(fields)) = seeds.get(&area) else {
+        return Err(ApiError::Conflict(format!(
+            "the deployment settings hold no {area} config"
+        )));
+    };
+    let existing = storage::config(&state.db, &state.secrets, &caller.tenant_id, &area).await?;
+    let (seeded, config) = match existing {
+        Some(stored) => {
+            let connector = areas::resolve(&state.plugins, &area, stored.connector.as_deref()).ok();
+            (
+                false,
+                redacted_view(&area, connector.as_deref(), Some(&stored)),
+            )
+        }
+        None => (
+            true,
+            store_config(&state, &caller, &area, fields.clone(), Merge::Replace).await?,
+        ),
+    };
+    Ok(Json(AutoConfigured { seeded, config }))
+}
+
 /// The tenant's config for `area` and its connector, or a 409.
-async fn configured(
+pub(super) async fn configured(
     state: &AppState,
     caller: &Caller,
     area: &str,
@@ -280,8 +342,17 @@ async fn test_connection(
 #[derive(Serialize, ToSchema)]
 pub struct SyncStarted {
     job_id: String,
-    /// False when a sync was already queued or running; `job_id` is that one.
+    /// False when one was already queued or running; `job_id` is that one.
     created: bool,
+}
+
+impl From<jobs::Enqueued> for SyncStarted {
+    fn from(enqueued: jobs::Enqueued) -> SyncStarted {
+        SyncStarted {
+            job_id: enqueued.job_id,
+            created: enqueued.created,
+        }
+    }
 }
 
 /// Start a background sync (deduplicated: one queued or running per tenant).
@@ -298,20 +369,14 @@ async fn start_sync(
         .jobs
         .enqueue(&caller.tenant_id, &sync_kind(&area), &serde_json::json!({}))
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(SyncStarted {
-            job_id: enqueued.job_id,
-            created: enqueued.created,
-        }),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(SyncStarted::from(enqueued))))
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct SyncStatus {
-    /// The queued or running sync, else the latest one; null if none ran.
+    /// The queued or running job, else the latest one; null if none ran.
     current: Option<JobView>,
-    /// Recent syncs, newest first.
+    /// Recent ones, newest first.
     history: Vec<JobView>,
 }
 
@@ -324,9 +389,19 @@ async fn sync_status(
     caller: Caller,
     Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<Json<SyncStatus>> {
-    let kind = sync_kind(&area);
+    Ok(Json(
+        jobs_of_kind(&state, &caller, &sync_kind(&area)).await?,
+    ))
+}
+
+/// The tenant's current job of `kind` and its 20 latest.
+pub(super) async fn jobs_of_kind(
+    state: &AppState,
+    caller: &Caller,
+    kind: &str,
+) -> ApiResult<SyncStatus> {
     let filter = JobFilter {
-        kind: Some(&kind),
+        kind: Some(kind),
         status: None,
         limit: 20,
         offset: 0,
@@ -338,7 +413,7 @@ async fn sync_status(
         .position(|j| j.is_active())
         .or((!history.is_empty()).then_some(0))
         .map(|i| history[i].clone());
-    Ok(Json(SyncStatus { current, history }))
+    Ok(SyncStatus { current, history })
 }
 
 /// Counts of what the area's connector synced for the tenant.

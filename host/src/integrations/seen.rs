@@ -116,6 +116,18 @@ pub async fn prune_unseen(
     source: &str,
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
+    prune_unseen_keeping(db, tenant, source, run, &[]).await
+}
+
+/// [`prune_unseen`], keeping every record of the collections `kept` (what
+/// a bulk pull stored: a sync never sees it).
+pub async fn prune_unseen_keeping(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+    kept: &[String],
+) -> sqlx::Result<(u64, u64)> {
     let seen = seen_by(db, tenant, source, run).await?;
     let keys = json_array_rows(db.backend, 4);
     // Each table's rows as (kind, key) pairs: items have no kind. A row this
@@ -154,6 +166,9 @@ pub async fn prune_unseen(
             .fetch(&db.pool);
         while let Some(row) = rows.try_next().await? {
             let (kind, key): (String, String) = (row.get(0), row.get(1));
+            if kept.contains(&kind) {
+                continue;
+            }
             if !seen.contains(&key_hash(*of, &kind, &key)) {
                 unseen.push(serde_json::json!([kind, key]));
             }
@@ -178,6 +193,19 @@ pub async fn prune_unseen(
     }
     complete(db, tenant, source).await?;
     Ok((deleted[0], deleted[1]))
+}
+
+/// Deletes what `run` saw of `source`: a bulk pull's pages, which no prune
+/// reads.
+pub async fn forget_run(db: &Db, tenant: &TenantId, source: &str, run: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
+    sqlx::query("DELETE FROM sync_seen WHERE tenant_id = $1 AND source = $2 AND run = $3")
+        .bind(tenant.as_str())
+        .bind(source)
+        .bind(run)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
 }
 
 /// Records that `source` completed a run now and deletes its stored pages.

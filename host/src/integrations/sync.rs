@@ -3,6 +3,10 @@
 //! upsert its rows with the checkpoint in one transaction, report progress,
 //! repeat; after a complete run, prune what the run did not see and ask for
 //! a rollup rebuild.
+//!
+//! A bulk pull runs the same pipeline over the connector's pull stream,
+//! with the user's parameters merged into the config; it prunes nothing,
+//! and a sync's prune keeps the pull's collections.
 
 use std::sync::Arc;
 
@@ -25,6 +29,18 @@ pub struct SyncHandler {
     /// The area this handler syncs; rows are stored under it.
     pub area: String,
     pub caps: SyncCaps,
+    pub mode: RunMode,
+}
+
+/// What a run fetches, and what it does once complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// The connector's streams; prune what the run did not see, then
+    /// rebuild the rollup.
+    Sync,
+    /// The connector's pull stream, with the job's `parameters` merged into
+    /// the config; nothing pruned.
+    Pull,
 }
 
 /// How much one run may take in, and how many of its pages it may write at
@@ -133,7 +149,24 @@ impl JobHandler for SyncHandler {
             })?;
         let connector = areas::resolve(&self.plugins, area, stored.connector.as_deref())
             .map_err(|e| JobFailure::Permanent(e.to_string()))?;
-        let config = stored.full();
+        let (streams, config) = match self.mode {
+            RunMode::Sync => (connector.descriptor.streams.clone(), stored.full()),
+            RunMode::Pull => {
+                let pull = connector.descriptor.pull.as_ref().ok_or_else(|| {
+                    JobFailure::Permanent(format!(
+                        "this tenant's {area} connector ({}) has no bulk pull",
+                        connector.descriptor.id
+                    ))
+                })?;
+                let mut config = stored.full();
+                if let (Value::Object(config), Some(parameters)) =
+                    (&mut config, ctx.args()["parameters"].as_object())
+                {
+                    config.extend(parameters.clone());
+                }
+                (vec![pull.stream.clone()], config)
+            }
+        };
         let mut at: Checkpoint = ctx
             .checkpoint()
             .and_then(|c| serde_json::from_value(c.clone()).ok())
@@ -150,7 +183,6 @@ impl JobHandler for SyncHandler {
             tenant_id: Some(tenant.as_str().to_string()),
             job_id: Some(ctx.job_id().to_string()),
         };
-        let streams = connector.descriptor.streams.clone();
         // The next page is fetched while this one is mapped and written, so
         // the upstream's latency and the database's overlap. A prefetch
         // left behind (a cap, a failure, a canceled run) is aborted.
@@ -300,7 +332,19 @@ impl JobHandler for SyncHandler {
         while !writes.is_empty() {
             writes.finish_oldest(ctx).await?;
         }
-        let (items, records) = seen::prune_unseen(db, tenant, area, &at.run).await?;
+        if self.mode == RunMode::Pull {
+            seen::forget_run(db, tenant, area, &at.run).await?;
+            let message = format!("{} rows, {} records rejected", at.rows, at.rejected);
+            ctx.progress("done", at.rows, at.rows, &message).await?;
+            return Ok(());
+        }
+        let kept = connector
+            .descriptor
+            .pull
+            .as_ref()
+            .map(|p| p.collections.as_slice())
+            .unwrap_or_default();
+        let (items, records) = seen::prune_unseen_keeping(db, tenant, area, &at.run, kept).await?;
         ctx.progress(
             "done",
             at.rows,

@@ -1,8 +1,10 @@
 //! Answers a connector's declared views from what was synced.
 
+use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 
 use super::collections::{self, FieldFilter, Scope};
+use super::export::{self, ExportRequest};
 use super::user_links;
 use crate::auth::TenantId;
 use crate::db::Db;
@@ -89,8 +91,48 @@ fn check_filter_value(name: &str, field_type: FieldType, value: &str) -> ApiResu
     }
 }
 
-/// The answer of `view` of `descriptor` for the tenant.
-pub async fn answer(
+/// The answer of `view` of `descriptor` for the tenant: JSON, or for an
+/// export the CSV stream.
+pub async fn respond(
+    db: &Db,
+    tenant: &TenantId,
+    descriptor: &ConnectorDescriptor,
+    view: &View,
+    params: &[(String, String)],
+    query: &[(String, String)],
+) -> ApiResult<Response> {
+    if let View::Export {
+        collection,
+        columns,
+        ..
+    } = view
+    {
+        let declared = descriptor.collection(collection).ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!("view over an undeclared collection"))
+        })?;
+        let page = page(query, Some(declared))?;
+        if page.limit != DEFAULT_LIMIT || page.offset != 0 {
+            return Err(ApiError::validation(
+                "limit",
+                "an export gives every matching record; limit and offset do not apply",
+            ));
+        }
+        return Ok(export::respond(ExportRequest {
+            db: db.clone(),
+            tenant: tenant.clone(),
+            area: descriptor.area.clone(),
+            collection: collection.clone(),
+            search: page.search.map(|s| (s, declared.search.clone())),
+            filters: page.filters,
+            columns: columns.clone(),
+            file_name: format!("{}-{collection}.csv", descriptor.area),
+        }));
+    }
+    Ok(axum::Json(answer(db, tenant, descriptor, view, params, query).await?).into_response())
+}
+
+/// The JSON answer of `view` of `descriptor` for the tenant.
+async fn answer(
     db: &Db,
     tenant: &TenantId,
     descriptor: &ConnectorDescriptor,
@@ -146,6 +188,18 @@ pub async fn answer(
                 .collect();
             Ok(json!({"items": items, "total": total, "limit": page.limit, "offset": page.offset}))
         }
+        View::Children { field, .. } => {
+            page(query, None)?;
+            let rows = collections::related(db, &scope, field, param).await?;
+            let total = collections::related_count(db, &scope, field, param).await?;
+            Ok(json!({
+                "items": rows.into_iter().map(collections::record_json).collect::<Vec<_>>(),
+                "total": total,
+            }))
+        }
+        View::Export { .. } => Err(ApiError::Internal(anyhow::anyhow!(
+            "an export is streamed by views::respond"
+        ))),
         View::ByKey { related, .. } | View::ByDeviceName { related, .. } => {
             let is_user = collection.record_type == user_links::USER;
             let found = match view {

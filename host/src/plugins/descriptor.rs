@@ -20,6 +20,9 @@ pub struct ConnectorDescriptor {
     pub config_schema: Value,
     pub secret_fields: Vec<String>,
     pub streams: Vec<String>,
+    /// A bulk pull users start on demand, never part of a sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull: Option<Pull>,
     pub requested_hosts: Vec<String>,
     pub auth: AuthScheme,
     #[serde(default)]
@@ -50,6 +53,17 @@ pub struct ConfigFrom {
     pub fields: Vec<String>,
     #[serde(default)]
     pub private_key_field: Option<String>,
+}
+
+/// A stream fetched only when a user starts a bulk pull, with parameters
+/// merged into the config; its collections are never pruned by a sync.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Pull {
+    pub stream: String,
+    pub summary: String,
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    pub collections: Vec<String>,
 }
 
 /// A kind of record a connector syncs.
@@ -119,6 +133,20 @@ pub enum View {
         summary: String,
         by: String,
     },
+    /// The records whose field `field` equals the path parameter.
+    Children {
+        path: String,
+        collection: String,
+        summary: String,
+        field: String,
+    },
+    /// What a `List` would give, all of it, streamed as CSV.
+    Export {
+        path: String,
+        collection: String,
+        summary: String,
+        columns: Vec<String>,
+    },
 }
 
 impl View {
@@ -127,7 +155,9 @@ impl View {
             View::List { path, .. }
             | View::ByKey { path, .. }
             | View::ByDeviceName { path, .. }
-            | View::Aggregate { path, .. } => path,
+            | View::Aggregate { path, .. }
+            | View::Children { path, .. }
+            | View::Export { path, .. } => path,
         }
     }
 
@@ -136,7 +166,9 @@ impl View {
             View::List { collection, .. }
             | View::ByKey { collection, .. }
             | View::ByDeviceName { collection, .. }
-            | View::Aggregate { collection, .. } => collection,
+            | View::Aggregate { collection, .. }
+            | View::Children { collection, .. }
+            | View::Export { collection, .. } => collection,
         }
     }
 
@@ -145,7 +177,9 @@ impl View {
             View::List { summary, .. }
             | View::ByKey { summary, .. }
             | View::ByDeviceName { summary, .. }
-            | View::Aggregate { summary, .. } => summary,
+            | View::Aggregate { summary, .. }
+            | View::Children { summary, .. }
+            | View::Export { summary, .. } => summary,
         }
     }
 
@@ -159,8 +193,8 @@ impl View {
     /// How many `{param}` segments the view's kind takes.
     fn params_wanted(&self) -> usize {
         match self {
-            View::ByKey { .. } | View::ByDeviceName { .. } => 1,
-            View::List { .. } | View::Aggregate { .. } => 0,
+            View::ByKey { .. } | View::ByDeviceName { .. } | View::Children { .. } => 1,
+            View::List { .. } | View::Aggregate { .. } | View::Export { .. } => 0,
         }
     }
 }
@@ -209,8 +243,27 @@ impl Action {
 /// Methods an action may declare.
 pub const ACTION_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
+/// Routes the host serves itself under one area (a feature joining the
+/// area to Cairn's own data), as (area, method, path): a connector of that
+/// area may not declare them.
+pub const HOST_AREA_ROUTES: &[(&str, &str, &str)] = &[
+    ("scanner", "POST", "research-finding"),
+    ("psa", "POST", "tickets/from-vuln"),
+    ("psa", "GET", "service/tickets/{ticket_id}/context"),
+    ("psa", "GET", "service/tickets/{ticket_id}/full"),
+];
+
 /// Paths the lifecycle routes take under every area.
-pub const LIFECYCLE_PATHS: &[&str] = &["config", "test-connection", "sync", "sync-status", "stats"];
+pub const LIFECYCLE_PATHS: &[&str] = &[
+    "config",
+    "auto-config",
+    "test-connection",
+    "sync",
+    "sync-status",
+    "stats",
+    "bulk-pull",
+    "bulk-pull/status",
+];
 
 /// The `{name}` parameters of a route path, in order; `Err` when a segment
 /// is neither a lower-case literal (letters, digits, dashes) nor `{name}`.
@@ -234,12 +287,15 @@ pub fn path_params(path: &str) -> Result<Vec<&str>, String> {
             }
             params.push(name);
         } else if segment.is_empty()
+            || segment.starts_with('.')
+            || segment.ends_with('.')
+            || segment.contains("..")
             || !segment
                 .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
         {
             return Err(format!(
-                "route {path:?}: segment {segment:?} must be lower-case letters, digits and dashes, or {{name}}"
+                "route {path:?}: segment {segment:?} must be lower-case letters, digits, dashes and inner dots, or {{name}}"
             ));
         }
     }
@@ -419,10 +475,17 @@ impl ConnectorDescriptor {
                     view.params_wanted()
                 ));
             }
-            if let View::Aggregate { by, .. } = view {
-                if collection.field(by).is_none() {
-                    return Err(format!("view {}: field {by} is not declared", view.path()));
-                }
+            let fields: Vec<&String> = match view {
+                View::Aggregate { by, .. } => vec![by],
+                View::Children { field, .. } => vec![field],
+                View::Export { columns, .. } => columns.iter().collect(),
+                _ => vec![],
+            };
+            if let Some(unknown) = fields.into_iter().find(|f| collection.field(f).is_none()) {
+                return Err(format!(
+                    "view {}: field {unknown} is not declared",
+                    view.path()
+                ));
             }
             for related in view.related() {
                 let other = self.collection(&related.collection).ok_or_else(|| {
@@ -468,10 +531,43 @@ impl ConnectorDescriptor {
                     .map_err(|e| format!("action {}: schema is invalid: {e}", action.name))?;
             }
         }
+        if let Some(pull) = &self.pull {
+            if self.streams.contains(&pull.stream) {
+                return Err(format!(
+                    "pull stream {} is also a sync stream; a pull's stream is fetched only on demand",
+                    pull.stream
+                ));
+            }
+            if let Some(unknown) = pull
+                .collections
+                .iter()
+                .find(|c| self.collection(c).is_none())
+            {
+                return Err(format!("pull: no collection {unknown}"));
+            }
+            if pull.parameters["type"] != "object" {
+                return Err("pull: parameters must be an object schema".into());
+            }
+            jsonschema::validator_for(&pull.parameters)
+                .map_err(|e| format!("pull: parameters schema is invalid: {e}"))?;
+        }
         let mut routes = std::collections::HashSet::new();
         for (method, path) in self.routes() {
             if LIFECYCLE_PATHS.contains(&path) {
                 return Err(format!("route {path} is a lifecycle route the host serves"));
+            }
+            if HOST_AREA_ROUTES
+                .iter()
+                .any(|(area, host_method, host_path)| {
+                    *area == self.area
+                        && *host_method == method
+                        && route_shape(host_path) == route_shape(path)
+                })
+            {
+                return Err(format!(
+                    "route {method} {path} is one the host serves for area {}",
+                    self.area
+                ));
             }
             if !routes.insert((method, route_shape(path))) {
                 return Err(format!("route {method} {path} is declared twice"));

@@ -27,7 +27,7 @@ mod v01;
 
 pub use descriptor::{
     Action, AuthScheme, Collection, ConfigFrom, ConnectorDescriptor, CsvDescriptor, FieldType,
-    View, WebhookSignature,
+    Pull, View, WebhookSignature,
 };
 pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use routes::router;

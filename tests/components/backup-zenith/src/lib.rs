@@ -51,6 +51,7 @@ impl Connector for ZenithBackup {
             actions: vec![],
             max_concurrent_requests: 1,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

@@ -152,6 +152,7 @@ impl Connector for AcmeBackup {
             ],
             max_concurrent_requests: 4,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

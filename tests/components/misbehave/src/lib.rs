@@ -62,6 +62,7 @@ impl Connector for Misbehave {
             actions: vec![],
             max_concurrent_requests: 1,
             config_from: None,
+            pull: None,
             webhook: None,
         }
     }

@@ -1,0 +1,131 @@
+//! Bulk-pulls a board of a fake ConnectWise PSA (tickets with 4 notes each,
+//! the notes read one request per ticket) through the running service,
+//! then exports every pulled ticket as CSV over HTTP; prints seconds,
+//! rows/s and the service's peak memory of each (the fake runs in a child
+//! process of its own; the peak is reset before the export).
+//! Usage: bench-psa sqlite|postgres [tickets]
+//! (`bench-psa fake-psa <tickets>` is the child: it prints its URL and
+//! serves until its stdin closes.)
+
+use cairn_tests::fake_psa::{self, FakePsa, PsaData};
+use cairn_tests::{Backend, TestApp};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+
+const NOTES_PER_TICKET: usize = 4;
+const BOARD: (u64, &str) = (7, "Escalations");
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| std::env::args().nth(n);
+    let backend = arg(1).unwrap_or_else(|| "sqlite".into());
+    let tickets: u64 = arg(2).and_then(|n| n.parse().ok()).unwrap_or(50_000);
+    if backend == "fake-psa" {
+        return serve_fake(tickets).await;
+    }
+    let backend_kind = match backend.as_str() {
+        "sqlite" => Backend::Sqlite,
+        "postgres" => Backend::Postgres,
+        other => anyhow::bail!("unknown backend {other}; use sqlite or postgres"),
+    };
+    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["fake-psa", &tickets.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
+    let site = lines.next_line().await?.expect("the fake prints its URL");
+
+    let connectors = cairn_tests::components::connectors_dir(&["connectors/psa"], &[]);
+    let app = TestApp::start_with(backend_kind, move |s| {
+        s.connectors_dir = connectors;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+        s.sync_stall_secs = 1200;
+    })
+    .await
+    .ok_or_else(|| anyhow::anyhow!("{backend} is not available here"))?;
+    let owner = app.register("bench@msp.example").await;
+    let saved = app
+        .post(
+            "/api/v1/psa/config",
+            &owner.bearer(),
+            json!({"site": site, "company_id": fake_psa::COMPANY, "public_key": fake_psa::PUBLIC_KEY,
+                   "private_key": fake_psa::PRIVATE_KEY, "client_id": fake_psa::CLIENT_ID}),
+        )
+        .await;
+    anyhow::ensure!(saved.status == 200, "config: {}", saved.text);
+
+    let started = std::time::Instant::now();
+    let pull = app
+        .post(
+            "/api/v1/psa/bulk-pull",
+            &owner.bearer(),
+            json!({"board_id": BOARD.0}),
+        )
+        .await;
+    anyhow::ensure!(pull.status == 202, "bulk pull: {}", pull.text);
+    let job = app
+        .wait_for_job_within(&owner, pull.body["job_id"].as_str().unwrap(), 600)
+        .await;
+    let pull_secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(job["status"] == "success", "bulk pull: {job}");
+    let rows = job["progress"]["done"].as_i64().unwrap_or(0);
+    let pull_peak = cairn_bench::peak_rss_mib();
+
+    // The export's own peak: the high-water mark starts again here.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let started = std::time::Instant::now();
+    let response = app
+        .http
+        .get(format!("{}/api/v1/psa/bulk-tickets/export.csv", app.url))
+        .bearer_auth(&owner.access_token)
+        .send()
+        .await?;
+    anyhow::ensure!(response.status() == 200, "export: {}", response.status());
+    let (mut bytes, mut lines_out) = (0usize, 0usize);
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        bytes += chunk.len();
+        lines_out += chunk.iter().filter(|b| **b == b'\n').count();
+    }
+    let export_secs = started.elapsed().as_secs_f64();
+    let export_peak = cairn_bench::peak_rss_mib();
+    drop(fake.stdin.take());
+    fake.wait().await?;
+
+    println!(
+        "cairn psa bulk-pull benchmark: {backend}, {tickets} ConnectWise tickets x {NOTES_PER_TICKET} notes (one notes request per ticket)"
+    );
+    println!(
+        "  pull: {pull_secs:.1} s, {rows} rows ({:.0} rows/s, {:.0} tickets/s), service peak memory {pull_peak:.0} MiB (goal: within 60 s)",
+        rows as f64 / pull_secs,
+        tickets as f64 / pull_secs
+    );
+    println!(
+        "  export: {export_secs:.1} s, {} tickets ({:.0} rows/s), {:.1} MB of CSV, service peak memory during the export {export_peak:.0} MiB (goal: under 100 MB)",
+        lines_out.saturating_sub(1),
+        lines_out.saturating_sub(1) as f64 / export_secs,
+        bytes as f64 / 1e6
+    );
+    app.finish().await;
+    Ok(())
+}
+
+/// The child process: the fake PSA, until stdin closes.
+async fn serve_fake(tickets: u64) -> anyhow::Result<()> {
+    let (board, notes) = fake_psa::board(BOARD, 100_000, tickets, NOTES_PER_TICKET);
+    let fake = FakePsa::start(PsaData {
+        tickets: board,
+        notes,
+        ..PsaData::default()
+    })
+    .await;
+    println!("{}", fake.site);
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while stdin.next_line().await?.is_some() {}
+    Ok(())
+}
