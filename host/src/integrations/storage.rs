@@ -249,20 +249,18 @@ fn text(value: &Option<String>) -> Option<String> {
     value.as_ref().map(|v| v.replace('\0', ""))
 }
 
-/// Upserts page `page` of `run`, inside the caller's transaction: new rows
-/// and rows whose content changed are written and stamped with `run`; a row
-/// the page holds unchanged is left as it is, and what the page saw is
-/// recorded for the prune after the run ([`super::seen`]). Rows with the
-/// same key within the page keep the last one, since one statement may not
-/// touch a row twice.
-pub async fn upsert_rows(
-    tx: &mut Transaction<'_, Any>,
-    tenant: &TenantId,
-    source: &str,
-    (run, page): (&str, i64),
-    rows: &[MappedRow],
-) -> sqlx::Result<()> {
-    let now = now_ms();
+/// A page's rows made ready for the database: one row per key (the last
+/// one), in key order, the hashes of what the page saw, and the JSON arrays
+/// the upsert statements read. Preparing is CPU work only, so a sync
+/// prepares a page before it waits for its turn to write.
+pub struct PreparedPage {
+    hashes: Vec<u8>,
+    items: Vec<String>,
+    records: Vec<String>,
+}
+
+/// Prepares `rows` for [`write_prepared`].
+pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
     let mut items: Vec<(String, &InventoryRow)> = vec![];
     let mut records: Vec<&crate::plugins::RecordRow> = vec![];
     let mut seen_items = std::collections::HashMap::new();
@@ -305,31 +303,13 @@ pub async fn upsert_rows(
             &record.key.replace('\0', ""),
         ));
     }
-    seen::record_page(tx, tenant, source, run, page, hashes).await?;
-    let backend = crate::db::backend_of(tx);
-    let rows = crate::db::json_array_rows(backend, 4);
-    let staged = Staged {
-        tenant,
-        source,
-        run,
-        now,
-    };
-    for chunk in items.chunks(UPSERT_CHUNK) {
-        let statement = format!(
-            "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
-             os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
-             group_ids, seen_run, updated_at) \
-             SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-             value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
-             $3, $5 FROM {rows} WHERE true \
-             ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
-            assignments(ITEM_CONTENT),
-            changed("inventory_items", ITEM_CONTENT)
-        );
-        let staged_rows: Vec<serde_json::Value> = chunk
-            .iter()
-            .map(|(key, item)| {
-                serde_json::json!([
+    // Each staged row is written as JSON text straight from a tuple, with
+    // no JSON tree in between.
+    let items = items
+        .chunks(UPSERT_CHUNK)
+        .map(|chunk| {
+            json_array(chunk.iter().map(|(key, item)| {
+                serde_json::to_string(&(
                     key,
                     text(&item.device_name),
                     text(&item.device_id),
@@ -345,41 +325,107 @@ pub async fn upsert_rows(
                     text(&item.publisher),
                     text(&item.client_id),
                     serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
-                ])
-            })
-            .collect();
-        staged
-            .insert(tx, &statement, rows_json(staged_rows))
-            .await?;
-    }
-    for chunk in records.chunks(UPSERT_CHUNK) {
-        let statement = format!(
-            "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-             client_id, group_ids, fields, body, seen_run, updated_at) \
-             SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-             value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
-             ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET {} WHERE {}",
-            assignments(RECORD_CONTENT),
-            changed("source_records", RECORD_CONTENT)
-        );
-        let staged_rows: Vec<serde_json::Value> = chunk
-            .iter()
-            .map(|record| {
-                serde_json::json!([
-                    record.collection,
-                    record.record_type,
+                ))
+            }))
+        })
+        .collect();
+    let records = records
+        .chunks(UPSERT_CHUNK)
+        .map(|chunk| {
+            json_array(chunk.iter().map(|record| {
+                serde_json::to_string(&(
+                    &record.collection,
+                    &record.record_type,
                     record.key.replace('\0', ""),
                     text(&record.device_name),
                     record.client_id.as_deref().map(|c| c.replace('\0', "")),
                     serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
                     record.fields.to_string(),
-                    record.body,
-                ])
-            })
-            .collect();
-        staged
-            .insert(tx, &statement, rows_json(staged_rows))
-            .await?;
+                    &record.body,
+                ))
+            }))
+        })
+        .collect();
+    PreparedPage {
+        hashes,
+        items,
+        records,
+    }
+}
+
+/// `[a,b,...]` of JSON texts; a row that failed to serialize (it cannot:
+/// every part is text) is left out.
+fn json_array(rows: impl Iterator<Item = serde_json::Result<String>>) -> String {
+    let mut out = String::from("[");
+    for row in rows.flatten() {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&row);
+    }
+    out.push(']');
+    out
+}
+
+/// Upserts page `page` of `run`, inside the caller's transaction: new rows
+/// and rows whose content changed are written and stamped with `run`; a row
+/// the page holds unchanged is left as it is, and what the page saw is
+/// recorded for the prune after the run ([`super::seen`]). Rows with the
+/// same key within the page keep the last one, since one statement may not
+/// touch a row twice.
+pub async fn upsert_rows(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+    at: (&str, i64),
+    rows: &[MappedRow],
+) -> sqlx::Result<()> {
+    write_prepared(tx, tenant, source, at, prepare_rows(rows)).await
+}
+
+/// [`upsert_rows`] of a page prepared beforehand.
+pub async fn write_prepared(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+    (run, page): (&str, i64),
+    prepared: PreparedPage,
+) -> sqlx::Result<()> {
+    let now = now_ms();
+    seen::record_page(tx, tenant, source, run, page, prepared.hashes).await?;
+    let backend = crate::db::backend_of(tx);
+    let rows = crate::db::json_array_rows(backend, 4);
+    let staged = Staged {
+        tenant,
+        source,
+        run,
+        now,
+    };
+    let statement = format!(
+        "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
+         os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
+         group_ids, seen_run, updated_at) \
+         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
+         $3, $5 FROM {rows} WHERE true \
+         ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
+        assignments(ITEM_CONTENT),
+        changed("inventory_items", ITEM_CONTENT)
+    );
+    for chunk in prepared.items {
+        staged.insert(tx, &statement, chunk).await?;
+    }
+    let statement = format!(
+        "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+         client_id, group_ids, fields, body, seen_run, updated_at) \
+         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
+         ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET {} WHERE {}",
+        assignments(RECORD_CONTENT),
+        changed("source_records", RECORD_CONTENT)
+    );
+    for chunk in prepared.records {
+        staged.insert(tx, &statement, chunk).await?;
     }
     Ok(())
 }
@@ -457,10 +503,6 @@ impl Staged<'_> {
             .await?;
         Ok(())
     }
-}
-
-fn rows_json(rows: Vec<serde_json::Value>) -> String {
-    serde_json::Value::Array(rows).to_string()
 }
 
 /// Rows per pruning transaction at most (fewer on SQLite, see

@@ -195,9 +195,11 @@ impl JobHandler for SyncHandler {
         let mut prefetched: Option<(Position, AbortOnDropHandle<FetchResult>)> = None;
         // Pages are written on tasks of their own while the next is fetched
         // and mapped; on PostgreSQL several at once, since one connection's
-        // insert leaves the server's other cores idle.
+        // insert leaves the server's other cores idle. SQLite has one
+        // writer: the second page there is prepared while the first is
+        // written, then waits its turn.
         let in_flight = match db.backend {
-            Backend::Sqlite => 1,
+            Backend::Sqlite => 2,
             Backend::Postgres => self.caps.page_writes.max(1),
         };
         let mut writes = PageWrites::default();
@@ -381,6 +383,12 @@ struct PageWrite {
 
 impl PageWrite {
     async fn write(self) -> Result<(), JobFailure> {
+        // Prepared before the page waits for its turn, so on SQLite it
+        // overlaps the page being written.
+        let rows = self.rows;
+        let prepared = tokio::task::spawn_blocking(move || storage::prepare_rows(&rows))
+            .await
+            .map_err(|e| JobFailure::Failed(format!("preparing a page stopped: {e}")))?;
         let db = self.ctx.db();
         let tenant = self.ctx.tenant_id();
         let _turn = db.write_turn().await;
@@ -393,12 +401,12 @@ impl PageWrite {
             ));
         }
         self.ctx.check_lease_in(&mut tx).await?;
-        storage::upsert_rows(
+        storage::write_prepared(
             &mut tx,
             tenant,
             &self.area,
             (&self.run, self.page),
-            &self.rows,
+            prepared,
         )
         .await?;
         tx.commit().await?;
