@@ -296,7 +296,7 @@ fn paged(shared: &Shared, uri: &Uri, query: &HashMap<String, String>, items: &[V
     if let Some(conditions) = query.get("conditions") {
         let mut kept = vec![];
         for item in items {
-            match matches(&item, conditions) {
+            match matches(item, conditions) {
                 Ok(true) => kept.push(item),
                 Ok(false) => {}
                 Err(message) => {
