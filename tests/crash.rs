@@ -4,7 +4,7 @@
 //! export and a psa bulk pull.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
-use cairn_tests::{backend_tests, batches, Backend, PostgresDatabase};
+use cairn_tests::{backend_tests, batches, Backend, ScratchDatabase};
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -96,47 +96,27 @@ impl Server {
     async fn post(&self, path: &str, token: &str, body: Value) -> Value {
         self.call(reqwest::Method::POST, path, token, body).await
     }
+
+    /// Registers the owner of a new tenant: its access token and tenant id.
+    async fn register_owner(&self) -> (String, String) {
+        let signed_in = self
+            .post(
+                "/api/v1/auth/register",
+                "",
+                json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
+            )
+            .await;
+        (
+            signed_in["access_token"].as_str().unwrap().to_string(),
+            signed_in["user"]["tenant_id"].as_str().unwrap().to_string(),
+        )
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A data directory and a database of `backend` that outlive the processes.
-struct Scratch {
-    data_dir: PathBuf,
-    url: String,
-    postgres: Option<PostgresDatabase>,
-}
-
-impl Scratch {
-    async fn new(backend: Backend) -> Option<Scratch> {
-        let data_dir =
-            std::env::temp_dir().join(format!("cairn-crash-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&data_dir).unwrap();
-        let postgres = match backend {
-            Backend::Postgres => Some(PostgresDatabase::create().await?),
-            Backend::Sqlite => None,
-        };
-        let url = match &postgres {
-            Some(db) => db.url.clone(),
-            None => format!("sqlite://{}?mode=rwc", data_dir.join("cairn.db").display()),
-        };
-        Some(Scratch {
-            data_dir,
-            url,
-            postgres,
-        })
-    }
-
-    async fn remove(self) {
-        if let Some(pg) = self.postgres {
-            pg.drop().await;
-        }
-        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
 }
 
@@ -177,11 +157,11 @@ async fn checkpoint_next(db: &Db, job_id: &str) -> i64 {
 }
 
 async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
-    let Some(scratch) = Scratch::new(backend).await else {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
         return;
     };
     let url = scratch.url.clone();
-    let data_dir = scratch.data_dir.clone();
+    let data_dir = scratch.dir.clone();
     let connectors = connectors_dir(&[], &[]);
     let first = Server::spawn(&url, &data_dir, &connectors, "first.log");
     let db = Db::connect(&url, 2).await.expect("connect");
@@ -332,22 +312,14 @@ async fn job_status(db: &Db, job_id: &str) -> String {
 }
 
 async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
-    let Some(scratch) = Scratch::new(backend).await else {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
         return;
     };
     let connectors = connectors_dir(&["connectors/rmm", "csv-providers/software-inventory"], &[]);
     let rmm = FakeRmm::start(rmm_data()).await;
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "1.log");
     let db = Db::connect(&scratch.url, 2).await.expect("connect");
-    let signed_in = server
-        .post(
-            "/api/v1/auth/register",
-            "",
-            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
-        )
-        .await;
-    let token = signed_in["access_token"].as_str().unwrap().to_string();
-    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+    let (token, tenant) = server.register_owner().await;
 
     // 1. An rmm sync killed while its third page is on the wire: pages one
     // and two are written with their checkpoint.
@@ -381,7 +353,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     assert_eq!(job_status(&db, &sync_id).await, "running");
     rmm.release();
 
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
     // The reaper hands the dead process's job back ("queued") before the
     // new process claims it: wait for an end, not for "not running".
     wait_until("the sync to finish", Duration::from_secs(60), async || {
@@ -422,7 +394,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     .await;
     server.kill();
     rmm.release();
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2b.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2b.log");
     wait_until(
         "the second sync to finish",
         Duration::from_secs(60),
@@ -482,7 +454,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
         "killed mid-parse"
     );
 
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "3.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "3.log");
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
     wait_until(
         "the parse to finish",
@@ -525,7 +497,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
                        AND status = 'running'";
     assert_eq!(count(&db, running_sql, &tenant).await, 1);
 
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "4.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "4.log");
     let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
     wait_until(
         "the rollup to be rebuilt",
@@ -554,7 +526,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 /// next process resumes the same export from the checkpoint (no second
 /// export is started) and stores every finding once.
 async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
-    let Some(scratch) = Scratch::new(backend).await else {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
         return;
     };
     let connectors = connectors_dir(&["connectors/tenable"], &[]);
@@ -576,17 +548,9 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
         ..TenableData::default()
     })
     .await;
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "1.log");
     let db = Db::connect(&scratch.url, 2).await.expect("connect");
-    let signed_in = server
-        .post(
-            "/api/v1/auth/register",
-            "",
-            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
-        )
-        .await;
-    let token = signed_in["access_token"].as_str().unwrap().to_string();
-    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+    let (token, tenant) = server.register_owner().await;
     server
         .post(
             "/api/v1/scanner/config",
@@ -614,7 +578,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     );
     tenable.data.lock().unwrap().hold_from_chunk = None;
 
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
     wait_until("the sync to finish", Duration::from_secs(60), async || {
         ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
     })
@@ -650,7 +614,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
 /// the checkpoint (pages done are not read again) and stores every ticket
 /// and note once.
 async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
-    let Some(scratch) = Scratch::new(backend).await else {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
         return;
     };
     let connectors = connectors_dir(&["connectors/psa"], &[]);
@@ -662,17 +626,9 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
         ..PsaData::default()
     })
     .await;
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "1.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "1.log");
     let db = Db::connect(&scratch.url, 2).await.expect("connect");
-    let signed_in = server
-        .post(
-            "/api/v1/auth/register",
-            "",
-            json!({"email": "owner@msp.example", "password": "correct horse battery", "organization": "MSP"}),
-        )
-        .await;
-    let token = signed_in["access_token"].as_str().unwrap().to_string();
-    let tenant = signed_in["user"]["tenant_id"].as_str().unwrap().to_string();
+    let (token, tenant) = server.register_owner().await;
     server
         .post(
             "/api/v1/psa/config",
@@ -708,7 +664,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     );
     psa.data.lock().unwrap().hold_from_page = None;
 
-    let server = Server::spawn(&scratch.url, &scratch.data_dir, &connectors, "2.log");
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
     wait_until("the pull to finish", Duration::from_secs(120), async || {
         ["success", "error"].contains(&job_status(&db, &pull_id).await.as_str())
     })
@@ -749,6 +705,24 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
         10_000,
         "every note once"
     );
+    // The export of those tickets streams each once, the formula the
+    // second ticket's summary holds neutralized.
+    let export = server
+        .http
+        .get(format!("{}/api/v1/psa/bulk-tickets/export.csv", server.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(export.status(), 200);
+    let csv = export.text().await.unwrap();
+    let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2_501, "a header and every ticket once");
+    assert!(
+        lines.iter().any(|l| l.starts_with("90001,\"'=HYPERLINK(")),
+        "the formula is neutralized"
+    );
+    assert!(!lines.iter().any(|l| l.contains(",=") || l.contains(",\"=")));
     drop(server);
     db.close().await;
     scratch.remove().await;

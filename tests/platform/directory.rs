@@ -224,20 +224,10 @@ fn bundle() -> String {
 async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
     // The database exists before the service starts, with the default
     // tenant; a second tenant-default area (rmm) has no connector here.
-    let scratch =
-        std::env::temp_dir().join(format!("cairn-seed-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let postgres = match backend {
-        Backend::Postgres => match cairn_tests::PostgresDatabase::create().await {
-            Some(db) => Some(db),
-            None => return,
-        },
-        Backend::Sqlite => None,
+    let Some(scratch) = cairn_tests::ScratchDatabase::create(backend).await else {
+        return;
     };
-    let url = match &postgres {
-        Some(db) => db.url.clone(),
-        None => format!("sqlite://{}?mode=rwc", scratch.join("seed.db").display()),
-    };
+    let url = scratch.url.clone();
     let db = cairn::db::Db::connect(&url, 2).await.unwrap();
     db.migrate().await.unwrap();
     let tenant = tenant_of();
@@ -322,10 +312,7 @@ async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
     assert_eq!(kept.settings["tenant_id"], DIRECTORY_TENANT);
     assert!(kept.secrets.get("client_secret").is_none());
     app.finish().await;
-    if let Some(pg) = postgres {
-        pg.drop().await;
-    }
-    let _ = std::fs::remove_dir_all(scratch);
+    scratch.remove().await;
 }
 
 fn tenant_of() -> cairn::auth::TenantId {

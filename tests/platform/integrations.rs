@@ -66,20 +66,10 @@ async fn wait_attempts(app: &TestApp, account: &Account, job_id: &str, attempts:
 async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
     // The database exists before the service starts, with the default tenant
     // and one integration already configured.
-    let scratch =
-        std::env::temp_dir().join(format!("cairn-seed-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let postgres = match backend {
-        Backend::Postgres => match cairn_tests::PostgresDatabase::create().await {
-            Some(db) => Some(db),
-            None => return,
-        },
-        Backend::Sqlite => None,
+    let Some(scratch) = cairn_tests::ScratchDatabase::create(backend).await else {
+        return;
     };
-    let url = match &postgres {
-        Some(db) => db.url.clone(),
-        None => format!("sqlite://{}?mode=rwc", scratch.join("seed.db").display()),
-    };
+    let url = scratch.url.clone();
     let key = "33".repeat(32);
     let db = cairn::db::Db::connect(&url, 2).await.unwrap();
     db.migrate().await.unwrap();
@@ -147,10 +137,7 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
     );
     assert_eq!(kept.secrets["api_token"], TOKEN);
     app.finish().await;
-    if let Some(pg) = postgres {
-        pg.drop().await;
-    }
-    let _ = std::fs::remove_dir_all(scratch);
+    scratch.remove().await;
 }
 
 async fn credential_store_round_trip(backend: Backend) {

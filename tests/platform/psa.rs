@@ -59,16 +59,20 @@ fn data() -> PsaData {
     data
 }
 
-async fn psa_live_actions_and_ticket_sync(backend: Backend) {
-    let psa = FakePsa::start(data()).await;
+/// The service with the psa connector, upstreams on loopback allowed.
+async fn start(backend: Backend) -> Option<TestApp> {
     let dir = connectors_dir(&["connectors/psa"], &[]);
-    let Some(app) = TestApp::start_with(backend, move |s| {
+    TestApp::start_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
         s.job_poll_interval_ms = 50;
     })
     .await
-    else {
+}
+
+async fn psa_live_actions_and_ticket_sync(backend: Backend) {
+    let psa = FakePsa::start(data()).await;
+    let Some(app) = start(backend).await else {
         return;
     };
     let owner = app.register("owner@msp.example").await;
@@ -370,14 +374,7 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
     data.tickets.extend(tickets);
     data.notes.extend(notes);
     let psa = FakePsa::start(data).await;
-    let dir = connectors_dir(&["connectors/psa"], &[]);
-    let Some(app) = TestApp::start_with(backend, move |s| {
-        s.connectors_dir = dir;
-        s.plugin_plain_http_hosts = "127.0.0.1".into();
-        s.job_poll_interval_ms = 50;
-    })
-    .await
-    else {
+    let Some(app) = start(backend).await else {
         return;
     };
     let owner = app.register("owner@msp.example").await;
@@ -407,6 +404,18 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
             refused.text
         );
     }
+    // Members read and comment; configuring is for admins.
+    app.post("/api/v1/psa/config", &member.bearer(), config(&psa.site))
+        .await
+        .assert_error(403);
+    let commented = app
+        .post(
+            "/api/v1/psa/service/tickets/3/notes",
+            &member.bearer(),
+            json!({"text": "Called the customer"}),
+        )
+        .await;
+    assert_eq!(commented.status, 200, "{}", commented.text);
     let none_yet = app
         .get("/api/v1/psa/bulk-pull/status", &member.bearer())
         .await;
@@ -599,22 +608,10 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
 
 async fn psa_auto_config_seeds_only_an_empty_config_of_the_default_tenant(backend: Backend) {
     let psa = FakePsa::start(data()).await;
-    let scratch = std::env::temp_dir().join(format!(
-        "cairn-autoconfig-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let postgres = match backend {
-        Backend::Postgres => match cairn_tests::PostgresDatabase::create().await {
-            Some(db) => Some(db),
-            None => return,
-        },
-        Backend::Sqlite => None,
+    let Some(scratch) = cairn_tests::ScratchDatabase::create(backend).await else {
+        return;
     };
-    let url = match &postgres {
-        Some(db) => db.url.clone(),
-        None => format!("sqlite://{}?mode=rwc", scratch.join("auto.db").display()),
-    };
+    let url = scratch.url.clone();
     let key = "44".repeat(32);
     let dir = connectors_dir(&["connectors/psa"], &[]);
     // A first start makes the operator's tenant; the second names it the
@@ -703,10 +700,7 @@ async fn psa_auto_config_seeds_only_an_empty_config_of_the_default_tenant(backen
     let theirs = app.get("/api/v1/psa/config", &customer.bearer()).await;
     assert_eq!(theirs.body["configured"], false, "{}", theirs.text);
     app.finish().await;
-    if let Some(pg) = postgres {
-        pg.drop().await;
-    }
-    let _ = std::fs::remove_dir_all(scratch);
+    scratch.remove().await;
 }
 
 async fn psa_tickets_from_vulnerabilities_with_context(backend: Backend) {

@@ -95,6 +95,40 @@ fn with_database(admin_url: &str, database: &str) -> String {
     format!("{base}/{database}")
 }
 
+/// A database of a backend that outlives the services started on it (a
+/// restart, or a database made before the service starts), with a scratch
+/// directory of its own.
+pub struct ScratchDatabase {
+    pub dir: PathBuf,
+    pub url: String,
+    postgres: Option<PostgresDatabase>,
+}
+
+impl ScratchDatabase {
+    /// `None` when `backend` is skipped here.
+    pub async fn create(backend: Backend) -> Option<ScratchDatabase> {
+        let dir =
+            std::env::temp_dir().join(format!("cairn-scratch-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let postgres = match backend {
+            Backend::Postgres => Some(PostgresDatabase::create().await?),
+            Backend::Sqlite => None,
+        };
+        let url = match &postgres {
+            Some(db) => db.url.clone(),
+            None => format!("sqlite://{}?mode=rwc", dir.join("cairn.db").display()),
+        };
+        Some(ScratchDatabase { dir, url, postgres })
+    }
+
+    pub async fn remove(self) {
+        if let Some(pg) = self.postgres {
+            pg.drop().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A fresh PostgreSQL database for one test.
 pub struct PostgresDatabase {
     pub url: String,
