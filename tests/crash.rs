@@ -641,7 +641,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
         .post(
             "/api/v1/psa/bulk-pull",
             &token,
-            json!({"board_id": 7, "page_size": 500}),
+            json!({"board_id": 7, "tickets_per_page": 500}),
         )
         .await;
     let pull_id = pull["job_id"].as_str().unwrap().to_string();

@@ -219,7 +219,10 @@ pub struct Pull {
     /// Shown in the OpenAPI document.
     pub summary: String,
     /// JSON Schema of the parameters (an object); the host validates the
-    /// request body against it and answers 422 naming the field.
+    /// request body against it and answers 422 naming the field. A
+    /// parameter may not be named like a config field: the host refuses a
+    /// connector whose pull could replace its config (its hosts, its
+    /// credentials).
     pub parameters: Value,
     /// The collections the pull's records go to.
     pub collections: Vec<String>,

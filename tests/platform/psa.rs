@@ -425,7 +425,12 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
     // through one 500 on a notes request.
     psa.data.lock().unwrap().fail_once =
         Some(format!("service/tickets/{}/notes", FIRST_BULK_TICKET + 3));
-    let job = bulk_pull(&app, &member, json!({"board_id": 7, "page_size": 100})).await;
+    let job = bulk_pull(
+        &app,
+        &member,
+        json!({"board_id": 7, "tickets_per_page": 100}),
+    )
+    .await;
     assert_eq!(job["status"], "success", "{job}");
     let status = app
         .get("/api/v1/psa/bulk-pull/status", &member.bearer())

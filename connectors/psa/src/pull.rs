@@ -21,7 +21,7 @@ pub fn declared() -> Pull {
             "properties": {
                 "board_id": {"type": "integer", "minimum": 1, "description": "The board's ConnectWise id (GET /psa/service/boards)"},
                 "include_closed": {"type": "boolean", "description": "Closed tickets too (default true)"},
-                "page_size": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Tickets a page (default 1000)"}
+                "tickets_per_page": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Tickets a page (default 1000)"}
             }
         }),
         collections: vec![BULK_TICKETS.into(), BULK_NOTES.into()],
@@ -61,7 +61,7 @@ fn first_page(config: &Config) -> Result<String, Error> {
     if config["include_closed"].as_bool() == Some(false) {
         conditions.push_str(" and closedFlag=false");
     }
-    let size = config["page_size"]
+    let size = config["tickets_per_page"]
         .as_u64()
         .unwrap_or(api::MAX_PAGE_SIZE)
         .clamp(1, api::MAX_PAGE_SIZE);

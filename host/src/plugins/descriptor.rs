@@ -548,6 +548,22 @@ impl ConnectorDescriptor {
             if pull.parameters["type"] != "object" {
                 return Err("pull: parameters must be an object schema".into());
             }
+            // Parameters are merged into the config: one named like a config
+            // field could send the tenant's credentials to another host.
+            let config_fields = self.config_schema["properties"].as_object();
+            if let Some(clash) = pull.parameters["properties"]
+                .as_object()
+                .into_iter()
+                .flat_map(|p| p.keys())
+                .find(|name| {
+                    config_fields.is_some_and(|c| c.contains_key(*name))
+                        || self.secret_fields.contains(name)
+                })
+            {
+                return Err(format!(
+                    "pull: parameter {clash} is a config field; a pull's parameters never replace the config"
+                ));
+            }
             jsonschema::validator_for(&pull.parameters)
                 .map_err(|e| format!("pull: parameters schema is invalid: {e}"))?;
         }
@@ -625,6 +641,29 @@ mod tests {
                 {"header": "Sig", "secret_field": f, "tolerance_secs": 300})),
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_pull_parameter_may_not_replace_a_config_field() {
+        let mut descriptor = descriptor(&["password"], None);
+        descriptor.config_schema = serde_json::json!({"type": "object", "properties": {
+            "base_url": {"type": "string"}, "password": {"type": "string"}}});
+        descriptor.collections = serde_json::from_value(serde_json::json!([
+            {"name": "boards", "record_type": "ticket", "fields": []}]))
+        .unwrap();
+        let pull = |parameter: &str| Pull {
+            stream: "board".into(),
+            summary: "A board".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {parameter: {"type": "string"}}}),
+            collections: vec!["boards".into()],
+        };
+        descriptor.pull = Some(pull("board_id"));
+        assert_eq!(descriptor.check_declarations(), Ok(()));
+        for clash in ["base_url", "password"] {
+            descriptor.pull = Some(pull(clash));
+            let refused = descriptor.check_declarations().unwrap_err();
+            assert!(refused.contains(clash), "{refused}");
+        }
     }
 
     fn declaring(collections: Value, views: Value, actions: Value) -> Result<(), String> {
