@@ -9,12 +9,11 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::storage::{self, NewConfig, StoredConfig};
-use super::{areas, pull_kind, sync_kind, REDACTED};
+use super::{areas, REDACTED};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::db::to_rfc3339;
 use crate::http::error::{ApiError, ApiResult};
-use crate::jobs::storage as jobs;
 use crate::plugins::outbound::HostPolicy;
 use crate::plugins::{LoadedConnector, Plugins};
 
@@ -204,9 +203,7 @@ pub async fn store_config(
     if switching {
         // The old connector's sync stops at its next page (its config is
         // replaced); its rows are gone, so the inventory is rebuilt.
-        for kind in [sync_kind(area), pull_kind(area)] {
-            jobs::cancel_kind(&state.db, &caller.tenant_id, &kind).await?;
-        }
+        super::cancel_area_jobs(&state.db, &caller.tenant_id, area).await?;
         crate::inventory::rollup::request(&state.db, &caller.tenant_id, "connector switched")
             .await?;
     }

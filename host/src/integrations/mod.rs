@@ -41,3 +41,17 @@ pub fn sync_kind(area: &str) -> String {
 pub fn pull_kind(area: &str) -> String {
     format!("{area}_pull")
 }
+
+/// Cancels the tenant's syncs and pulls of `area` (its config was removed
+/// or switched): a running one stops at its next page, since its writes
+/// are fenced on the config; a queued one never starts.
+async fn cancel_area_jobs(
+    db: &crate::db::Db,
+    tenant: &crate::auth::TenantId,
+    area: &str,
+) -> sqlx::Result<()> {
+    for kind in [sync_kind(area), pull_kind(area)] {
+        crate::jobs::storage::cancel_kind(db, tenant, &kind).await?;
+    }
+    Ok(())
+}

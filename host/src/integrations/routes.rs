@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 
 use super::config::{redacted_view, store_config, ConfigView, Merge};
 use super::storage::{self, NewConfig, SourceStats, StoredConfig};
-use super::{areas, pull_kind, seed, sync_kind};
+use super::{areas, seed, sync_kind};
 use crate::app::AppState;
 use crate::auth::{AdminCaller, Caller};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
@@ -203,11 +203,7 @@ async fn delete_config(
     Extension(Area(area)): Extension<Area>,
 ) -> ApiResult<StatusCode> {
     if storage::delete_config(&state.db, &caller.tenant_id, &area).await? {
-        // A running sync or pull stops at its next page (its writes are
-        // fenced on the config, which is gone); queued ones never start.
-        for kind in [sync_kind(&area), pull_kind(&area)] {
-            jobs::cancel_kind(&state.db, &caller.tenant_id, &kind).await?;
-        }
+        super::cancel_area_jobs(&state.db, &caller.tenant_id, &area).await?;
         crate::inventory::rollup::request(&state.db, &caller.tenant_id, "config removed").await?;
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -101,45 +101,6 @@ pub async fn respond(
     params: &[(String, String)],
     query: &[(String, String)],
 ) -> ApiResult<Response> {
-    if let View::Export {
-        collection,
-        columns,
-        ..
-    } = view
-    {
-        let declared = descriptor.collection(collection).ok_or_else(|| {
-            ApiError::Internal(anyhow::anyhow!("view over an undeclared collection"))
-        })?;
-        let page = page(query, Some(declared))?;
-        if page.limit != DEFAULT_LIMIT || page.offset != 0 {
-            return Err(ApiError::validation(
-                "limit",
-                "an export gives every matching record; limit and offset do not apply",
-            ));
-        }
-        return Ok(export::respond(ExportRequest {
-            db: db.clone(),
-            tenant: tenant.clone(),
-            area: descriptor.area.clone(),
-            collection: collection.clone(),
-            search: page.search.map(|s| (s, declared.search.clone())),
-            filters: page.filters,
-            columns: columns.clone(),
-            file_name: format!("{}-{collection}.csv", descriptor.area),
-        }));
-    }
-    Ok(axum::Json(answer(db, tenant, descriptor, view, params, query).await?).into_response())
-}
-
-/// The JSON answer of `view` of `descriptor` for the tenant.
-async fn answer(
-    db: &Db,
-    tenant: &TenantId,
-    descriptor: &ConnectorDescriptor,
-    view: &View,
-    params: &[(String, String)],
-    query: &[(String, String)],
-) -> ApiResult<Value> {
     let area = descriptor.area.as_str();
     let collection = descriptor
         .collection(view.collection())
@@ -154,7 +115,7 @@ async fn answer(
         .map(|(_, v)| v.replace('\0', ""))
         .unwrap_or_default();
     let param = param.as_str();
-    match view {
+    let answer = match view {
         View::List { .. } => {
             let page = page(query, Some(collection))?;
             let search = page
@@ -164,12 +125,12 @@ async fn answer(
             let (rows, total) =
                 collections::list(db, &scope, search, &page.filters, page.limit, page.offset)
                     .await?;
-            Ok(json!({
+            json!({
                 "items": rows.into_iter().map(collections::record_json).collect::<Vec<_>>(),
                 "total": total,
                 "limit": page.limit,
                 "offset": page.offset,
-            }))
+            })
         }
         View::Aggregate { by, .. } => {
             let page = page(query, None)?;
@@ -186,20 +147,40 @@ async fn answer(
                 .into_iter()
                 .map(|g| json!({by.as_str(): g.value, "records": g.records, "devices": g.devices}))
                 .collect();
-            Ok(json!({"items": items, "total": total, "limit": page.limit, "offset": page.offset}))
+            json!({"items": items, "total": total, "limit": page.limit, "offset": page.offset})
         }
         View::Children { field, .. } => {
             page(query, None)?;
             let rows = collections::related(db, &scope, field, param).await?;
-            let total = collections::related_count(db, &scope, field, param).await?;
-            Ok(json!({
+            // Counted only when the page is full: below the cap it is all.
+            let total = match rows.len() as i64 {
+                n if n < collections::RELATED_CAP => n,
+                _ => collections::related_count(db, &scope, field, param).await?,
+            };
+            json!({
                 "items": rows.into_iter().map(collections::record_json).collect::<Vec<_>>(),
                 "total": total,
-            }))
+            })
         }
-        View::Export { .. } => Err(ApiError::Internal(anyhow::anyhow!(
-            "an export is streamed by views::respond"
-        ))),
+        View::Export { columns, .. } => {
+            let page = page(query, Some(collection))?;
+            if page.limit != DEFAULT_LIMIT || page.offset != 0 {
+                return Err(ApiError::validation(
+                    "limit",
+                    "an export gives every matching record; limit and offset do not apply",
+                ));
+            }
+            return Ok(export::respond(ExportRequest {
+                db: db.clone(),
+                tenant: tenant.clone(),
+                area: area.to_string(),
+                collection: collection.name.clone(),
+                search: page.search.map(|s| (s, collection.search.clone())),
+                filters: page.filters,
+                columns: columns.clone(),
+                file_name: format!("{area}-{}.csv", collection.name),
+            }));
+        }
         View::ByKey { related, .. } | View::ByDeviceName { related, .. } => {
             let is_user = collection.record_type == user_links::USER;
             let found = match view {
@@ -237,7 +218,8 @@ async fn answer(
             if let Value::Object(object) = &mut answer {
                 object.extend(attached);
             }
-            Ok(answer)
+            answer
         }
-    }
+    };
+    Ok(axum::Json(answer).into_response())
 }

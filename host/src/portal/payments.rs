@@ -50,19 +50,6 @@ pub async fn payment_link(
             return Ok(url.clone());
         }
     }
-    let not_set_up =
-        || ApiError::Conflict("online payment is not set up for this invoice's issuer".into());
-    let (connector, config) =
-        areas::tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, PAYMENTS)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(not_set_up)?;
-    let scope = CallScope {
-        plugin: connector.descriptor.id.clone(),
-        tenant_id: Some(tenant.as_str().to_string()),
-        job_id: None,
-    };
     let input = json!({
         "invoice_id": invoice.id,
         "number": invoice.number,
@@ -70,16 +57,17 @@ pub async fn payment_link(
         "amount_cents": invoice.amount_cents,
         "currency": invoice.currency,
     });
-    let answer = state
-        .plugins
-        .invoke(
-            &connector,
-            scope,
-            &config.full(),
-            &ActionCall::with_body("create_checkout", input),
-        )
+    let call = ActionCall::with_body("create_checkout", input);
+    let answer = areas::invoke(state, tenant, PAYMENTS, &call)
         .await
-        .map_err(call_error)?;
+        .map_err(|err| match err {
+            // Not configured, or no payments connector loaded: the client
+            // sees that paying online is not offered, not the area's name.
+            ApiError::Conflict(_) | ApiError::NotFound(_) => {
+                ApiError::Conflict("online payment is not set up for this invoice's issuer".into())
+            }
+            other => other,
+        })?;
     let checkout: Checkout = serde_json::from_value(answer)
         .map_err(|e| ApiError::Upstream(format!("the payments connector answered oddly: {e}")))?;
     invoices::set_payment_link(

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::storage::{self, Claim};
-use super::summary::{description, summary};
+use super::summary::{self, description};
 use super::{actions, call, items};
 use crate::app::AppState;
 use crate::auth::{Caller, TenantId};
@@ -103,7 +103,7 @@ pub async fn ticket_from_vulnerability(
             "{cve_id} is neither in the CVE knowledge base nor among this tenant's findings"
         )));
     }
-    let text = summary(&cve_id, detail.as_ref(), &findings);
+    let text = summary::summary(&cve_id, detail.as_ref(), &findings);
     let company = request.company_id.to_string();
     match storage::claim(&state.db, tenant, &cve_id, &company, &text, request.force_new).await? {
         Claim::Exists { ticket_id, summary } => {
@@ -144,7 +144,10 @@ pub async fn ticket_from_vulnerability(
         }
     };
     storage::created(&state.db, tenant, &cve_id, &company, &ticket_id).await?;
-    let devices = distinct_devices(&findings);
+    let devices: Vec<String> = summary::distinct_devices(&findings)
+        .into_iter()
+        .map(String::from)
+        .collect();
     let (linked, not_linked) = link_devices(&state, tenant, &ticket_id, &request, &devices).await;
     Ok((
         StatusCode::CREATED,
@@ -216,20 +219,6 @@ fn id_text(value: &Value) -> Option<String> {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         _ => None,
     }
-}
-
-fn distinct_devices(findings: &[FindingView]) -> Vec<String> {
-    let mut devices: Vec<String> = vec![];
-    for finding in findings {
-        if !devices
-            .iter()
-            .any(|d| d.eq_ignore_ascii_case(&finding.device_name))
-        {
-            devices.push(finding.device_name.clone());
-        }
-    }
-    devices.sort_by_key(|d| crate::db::lower(d));
-    devices
 }
 
 /// Links the configuration named like each device (ignoring case, or by

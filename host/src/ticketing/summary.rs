@@ -47,7 +47,8 @@ fn truncated(text: &str, chars: usize) -> String {
     cut
 }
 
-fn distinct_devices(findings: &[FindingView]) -> Vec<&str> {
+/// The findings' devices, each once (ignoring case), by name.
+pub fn distinct_devices(findings: &[FindingView]) -> Vec<&str> {
     let mut devices: Vec<&str> = findings.iter().map(|f| f.device_name.as_str()).collect();
     devices.sort_unstable_by_key(|d| d.to_lowercase());
     devices.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
