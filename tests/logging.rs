@@ -5,7 +5,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_feeds::{FakeFeeds, RssItem};
 use cairn_tests::fake_graph::{FakeGraph, GraphData};
+use cairn_tests::fake_model::{FakeModel, MODEL_KEY};
 use cairn_tests::fake_oauth::{
     FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT, PRIVATE_KEY, THUMBPRINT_SHA256,
 };
@@ -106,7 +108,18 @@ async fn no_secret_is_ever_logged() {
         ],
         &[],
     );
+    let model = FakeModel::start().await;
+    let feeds = FakeFeeds::start(
+        vec![RssItem::new(
+            "g-1",
+            "Chrome CVE-2023-2033 exploited",
+            "Update now.",
+        )],
+        vec![],
+    )
+    .await;
     let app = TestApp::start_with(Backend::Sqlite, |s| {
+        model.configure(s);
         s3.configure(s);
         s.smtp_host = "127.0.0.1".into();
         s.smtp_port = smtp.port;
@@ -289,6 +302,23 @@ async fn no_secret_is_ever_logged() {
         .1
         .to_string();
     assert_eq!(app.http.get(&location).send().await.unwrap().status(), 200);
+    // News classified by the model endpoint, with its key.
+    let feed = app
+        .post(
+            "/api/v1/news-feeds/feeds",
+            &owner.bearer(),
+            json!({"url": format!("{}/rss.xml", feeds.url)}),
+        )
+        .await;
+    assert_eq!(feed.status, 201, "{}", feed.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while model.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model was never asked"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let jwt_secret = app.server.state.settings.jwt_secret.clone();
     let encryption_key = app.server.state.settings.encryption_key.clone();
     app.finish().await;
@@ -325,6 +355,7 @@ async fn no_secret_is_ever_logged() {
         SECRET_KEY,
         fake_qualys::PASSWORD,
         fake_psa::PRIVATE_KEY,
+        MODEL_KEY,
     ]
     .into_iter()
     .map(str::to_string)

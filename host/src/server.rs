@@ -73,6 +73,23 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             shutdown.clone(),
         ));
     }
+    background.push(crate::reports::spawn_retention(
+        state.db.clone(),
+        state.settings.reports_dir.clone(),
+        state.settings.report_retention_days,
+        shutdown.clone(),
+    ));
+    background.push(crate::dashboards::spawn_schedule(
+        state.db.clone(),
+        shutdown.clone(),
+    ));
+    if state.settings.news_refresh_minutes > 0 {
+        background.push(crate::news::spawn_schedule(
+            state.db.clone(),
+            state.settings.news_refresh_minutes,
+            shutdown.clone(),
+        ));
+    }
     if state.db.backend == Backend::Postgres {
         background.push(crate::jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),

@@ -65,7 +65,8 @@ pub struct Settings {
     pub bridge_token_ttl_secs: i64,
     /// Default lifetime of an invite, seconds.
     pub invite_ttl_secs: i64,
-    /// SMTP server for invites; empty disables mail (invite links are logged).
+    /// SMTP server for invites and advisories; empty disables mail (invite
+    /// links are logged, advisories are refused).
     pub smtp_host: String,
     pub smtp_port: u16,
     pub smtp_username: String,
@@ -179,6 +180,27 @@ pub struct Settings {
     /// A translation table replacing the shipped one (JSON, same shape as
     /// `host/src/vulnerabilities/translations.json`); empty: the shipped one.
     pub vuln_translations_path: PathBuf,
+    /// An OpenAI-compatible chat completions endpoint (its base URL, the
+    /// part before `/chat/completions`) that classifies news and drafts
+    /// advisories; empty: the deterministic classifier and the templates.
+    pub model_base_url: String,
+    /// The model named in each request.
+    pub model_name: String,
+    /// Sent as `Authorization: Bearer ...`; a secret.
+    pub model_api_key: String,
+    /// How long one model request may take before the fallback answers.
+    pub model_timeout_secs: u64,
+    /// How often every tenant's news feeds are refreshed, minutes; 0: only
+    /// when asked (`POST /news-feeds/feeds/refresh`).
+    pub news_refresh_minutes: u64,
+    /// The largest feed document read, MiB.
+    pub news_max_feed_mb: usize,
+    /// Advisory e-mails sent per minute, per process.
+    pub advisory_mails_per_minute: u32,
+    /// Where generated reports are kept; empty: `<data_dir>/reports`.
+    pub reports_dir: PathBuf,
+    /// Reports finished longer ago than this are deleted with their files.
+    pub report_retention_days: u64,
 }
 
 impl Default for Settings {
@@ -257,6 +279,15 @@ impl Default for Settings {
             kev_interval_secs: 3600,
             epss_interval_secs: 24 * 3600,
             vuln_translations_path: PathBuf::new(),
+            model_base_url: String::new(),
+            model_name: "gpt-4o-mini".into(),
+            model_api_key: String::new(),
+            model_timeout_secs: 30,
+            news_refresh_minutes: 60,
+            news_max_feed_mb: 5,
+            advisory_mails_per_minute: 60,
+            reports_dir: PathBuf::new(),
+            report_retention_days: 30,
         }
     }
 }
@@ -278,6 +309,9 @@ impl std::fmt::Debug for Settings {
             .field("portal_s3_bucket", &self.portal_s3_bucket)
             .field("nvd_api_url", &self.nvd_api_url)
             .field("vuln_schedule", &self.vuln_schedule)
+            .field("model_base_url", &self.model_base_url)
+            .field("model_name", &self.model_name)
+            .field("news_refresh_minutes", &self.news_refresh_minutes)
             .finish_non_exhaustive()
     }
 }
@@ -311,6 +345,9 @@ impl Settings {
         }
         if self.csv_uploads_dir.as_os_str().is_empty() {
             self.csv_uploads_dir = self.data_dir.join("csv-uploads");
+        }
+        if self.reports_dir.as_os_str().is_empty() {
+            self.reports_dir = self.data_dir.join("reports");
         }
         if self.portal_files_dir.as_os_str().is_empty() {
             self.portal_files_dir = self.data_dir.join("portal-files");

@@ -1,8 +1,10 @@
 //! Platform core over HTTP, on SQLite and PostgreSQL.
 
+mod advisories;
 mod areas;
 mod auth;
 mod csv_sources;
+mod dashboards;
 mod device_search;
 mod directory;
 mod edr;
@@ -11,9 +13,11 @@ mod inventory;
 mod invites;
 mod jobs;
 mod mdm;
+mod news;
 mod oauth;
 mod portal;
 mod psa;
+mod reports;
 mod rmm;
 mod scanner;
 mod search;

@@ -4,8 +4,10 @@
 pub mod batches;
 pub mod components;
 pub mod fake_backup;
+pub mod fake_feeds;
 pub mod fake_graph;
 pub mod fake_inventory;
+pub mod fake_model;
 pub mod fake_nvd;
 pub mod fake_oauth;
 pub mod fake_payments;

@@ -16,6 +16,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("edr") => per_backend("bench-edr"),
         Some("scanner") => per_backend("bench-scanner"),
         Some("psa") => per_backend("bench-psa"),
+        Some("dashboards") => per_backend("bench-dashboards"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
@@ -32,7 +33,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run("target/release/bench-portal", &[], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|psa|inventory|vuln|csv|portal>"
+            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|csv|portal>"
                 .into(),
         ),
     }
@@ -103,16 +104,7 @@ struct WrkResult {
 }
 
 fn ensure_wrk() -> Result<(), String> {
-    if Command::new("wrk").arg("--version").output().is_ok() {
-        return Ok(());
-    }
-    println!("== wrk not found; installing it from Debian's packages");
-    process::run("apt-get", &["install", "-y", "-qq", "wrk"], &[])
-        .or_else(|_| {
-            process::run("apt-get", &["update", "-qq"], &[])?;
-            process::run("apt-get", &["install", "-y", "-qq", "wrk"], &[])
-        })
-        .map_err(|e| format!("{e}; install wrk (apt-get install wrk) and run again"))
+    process::ensure_debian_package("wrk", "--version", "wrk")
 }
 
 fn wrk(url: &str, header: Option<&str>) -> Result<WrkResult, String> {

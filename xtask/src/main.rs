@@ -63,6 +63,8 @@ fn test(extra: &[String]) -> Result<(), String> {
         println!("== PostgreSQL NOT reachable at {url}: SKIPPING the PostgreSQL backend; tests run on SQLite only");
         env.push(("CAIRN_TEST_POSTGRES_URL", "skip".into()));
     }
+    // The report tests read PDFs back as text.
+    process::ensure_debian_package("pdftotext", "-v", "poppler-utils")?;
     // Release, as the tests load them (the build is then shared).
     components::build_all("release")?;
     components::test_all()?;

@@ -53,3 +53,18 @@ pub fn postgres_reachable(url: &str) -> bool {
         .and_then(|mut addrs| addrs.next())
         .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok())
 }
+
+/// Installs Debian's `package` when `command` (run with `probe`) is
+/// missing; `Err` says how to install it by hand.
+pub fn ensure_debian_package(command: &str, probe: &str, package: &str) -> Result<(), String> {
+    if Command::new(command).arg(probe).output().is_ok() {
+        return Ok(());
+    }
+    println!("== {command} not found; installing {package} from Debian's packages");
+    run("apt-get", &["install", "-y", "-qq", package], &[])
+        .or_else(|_| {
+            run("apt-get", &["update", "-qq"], &[])?;
+            run("apt-get", &["install", "-y", "-qq", package], &[])
+        })
+        .map_err(|e| format!("{e}; install {package} (apt-get install {package}) and run again"))
+}

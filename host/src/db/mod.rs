@@ -239,6 +239,13 @@ pub fn json_array_rows(backend: Backend, n: usize) -> String {
     }
 }
 
+/// `values` lowered as `LOWER` does on both engines, as a JSON array to
+/// bind for [`json_text_values`].
+pub fn lowered_json(values: &[String]) -> String {
+    let lowered: Vec<String> = values.iter().map(|v| lower(v)).collect();
+    serde_json::to_string(&lowered).unwrap_or_default()
+}
+
 /// `SELECT value ...` over the text values of the JSON array bound as `$n`,
 /// for `column IN (...)` filters on either engine.
 pub fn json_text_values(backend: Backend, n: usize) -> String {

@@ -4,6 +4,7 @@
 
 pub mod assets;
 mod directory_users;
+pub mod figures;
 mod routes;
 mod storage;
 

@@ -63,3 +63,31 @@ impl<S: Send + Sync> FromRequest<S> for Multipart {
             .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
     }
 }
+
+/// A JSON body that may be left out: no body (or only whitespace) is
+/// `T::default()`; malformed JSON is a 400 and a wrong shape a 422, as for
+/// [`Json`].
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + Default,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let body = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        serde_json::from_slice(&body)
+            .map(OptionalJson)
+            .map_err(|e| match e.classify() {
+                serde_json::error::Category::Data => ApiError::validation("body", e.to_string()),
+                _ => ApiError::BadRequest(format!("malformed JSON: {e}")),
+            })
+    }
+}

@@ -40,6 +40,10 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::csv_sources::router())
         .merge(crate::vulnerabilities::router(&state.plugins))
         .merge(crate::ticketing::router(&state.plugins))
+        .merge(crate::news::router())
+        .merge(crate::advisories::router())
+        .merge(crate::dashboards::router())
+        .merge(crate::reports::router())
         .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())

@@ -380,7 +380,7 @@ pub async fn of_type_by_keys(
     .bind(tenant.as_str())
     .bind(record_type)
     .bind(except_source)
-    .bind(lowered_json(keys))
+    .bind(crate::db::lowered_json(keys))
     .fetch_all(&db.pool)
     .await
 }
@@ -404,7 +404,33 @@ pub async fn of_type_by_field(
     .bind(tenant.as_str())
     .bind(record_type)
     .bind(field)
-    .bind(lowered_json(values))
+    .bind(crate::db::lowered_json(values))
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The user (field `user`) of each device record (typed `device`, any
+/// area) named, ignoring case, one of `device_names`: (device name as
+/// stored, user, area), at most [`RELATED_CAP`] per call.
+pub async fn users_of_device_records(
+    db: &Db,
+    tenant: &TenantId,
+    device_names: &[String],
+) -> sqlx::Result<Vec<(String, String, String)>> {
+    if device_names.is_empty() {
+        return Ok(vec![]);
+    }
+    sqlx::query_as(&format!(
+        "SELECT device_name, {user}, source FROM source_records \
+         WHERE tenant_id = $1 AND record_type = 'device' AND device_name IS NOT NULL \
+         AND {user} IS NOT NULL AND {user} <> '' AND LOWER(device_name) IN ({names}) \
+         ORDER BY device_name, source LIMIT {RELATED_CAP}",
+        user = field_text(db.backend, 2),
+        names = crate::db::json_text_values(db.backend, 3)
+    ))
+    .bind(tenant.as_str())
+    .bind("user")
+    .bind(crate::db::lowered_json(device_names))
     .fetch_all(&db.pool)
     .await
 }
@@ -536,15 +562,9 @@ pub async fn users_named(
     ))
     .bind(tenant.as_str())
     .bind(serde_json::to_string(sources).unwrap_or_default())
-    .bind(lowered_json(addresses))
+    .bind(crate::db::lowered_json(addresses))
     .fetch_all(&db.pool)
     .await
-}
-
-/// `values` lowered as `LOWER` does on both engines, as a JSON array.
-fn lowered_json(values: &[String]) -> String {
-    let lowered: Vec<String> = values.iter().map(|v| crate::db::lower(v)).collect();
-    serde_json::to_string(&lowered).unwrap_or_default()
 }
 
 /// One group of an aggregate view.

@@ -10,6 +10,7 @@ mod config;
 mod declared;
 mod descriptor_docs;
 mod export;
+mod health;
 mod pulls;
 mod routes;
 pub mod secrets;
@@ -24,8 +25,10 @@ pub use routes::{call_error, router};
 mod views;
 pub use collections::{
     of_type_by_field, record_json, typed_by_device_name, typed_by_key, typed_by_key_in_each,
-    typed_records, typed_version, StoredRecord, TypedRecord,
+    typed_records, typed_version, users_of_device_records, StoredRecord, TypedRecord,
 };
+pub use export::neutralized as neutralized_csv_cell;
+pub use health::{sync_health, SyncHealth};
 pub use secrets::SecretBox;
 pub use user_links::{directory_users_named, DirectoryUser};
 

@@ -2,6 +2,7 @@
 //! autocomplete and counts. Every query is scoped by tenant.
 
 use serde::Serialize;
+use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::normalize;
@@ -71,7 +72,6 @@ pub async fn devices_of_users(
     tenant: &TenantId,
     emails: &[String],
 ) -> sqlx::Result<Vec<(String, String)>> {
-    let lowered: Vec<String> = emails.iter().map(|e| crate::db::lower(e)).collect();
     sqlx::query_as(&format!(
         "SELECT DISTINCT device_name, source FROM inventory_items \
          WHERE tenant_id = $1 AND device_name IS NOT NULL AND LOWER(user_email) IN ({}) \
@@ -79,7 +79,7 @@ pub async fn devices_of_users(
         crate::db::json_text_values(db.backend, 2)
     ))
     .bind(tenant.as_str())
-    .bind(serde_json::to_string(&lowered).unwrap_or_default())
+    .bind(crate::db::lowered_json(emails))
     .fetch_all(&db.pool)
     .await
 }
@@ -368,4 +368,122 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<InventoryStats> {
         vulnerabilities: crate::vulnerabilities::views::open_cve_count(db, tenant).await?,
         rollup_at: rollup_at.flatten().map(to_rfc3339),
     })
+}
+
+/// What kind of name a [`NamedSoftware`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SoftwareNameKind {
+    Application,
+    Vendor,
+}
+
+/// An application or vendor of the rollup with its device count: what
+/// text about software is matched against.
+#[derive(Debug, Clone)]
+pub struct NamedSoftware {
+    pub name: String,
+    pub kind: SoftwareNameKind,
+    pub device_count: i64,
+}
+
+/// The tenant's applications and vendors, most installed first (at most
+/// `limit` of each).
+pub async fn named_software(
+    db: &Db,
+    tenant: &TenantId,
+    limit: i64,
+) -> sqlx::Result<Vec<NamedSoftware>> {
+    let mut named = vec![];
+    for (table, kind) in [
+        ("applications", SoftwareNameKind::Application),
+        ("vendors", SoftwareNameKind::Vendor),
+    ] {
+        let rows: Vec<(String, i64)> = sqlx::query_as(&format!(
+            "SELECT name, device_count FROM {table} WHERE tenant_id = $1 \
+             ORDER BY device_count DESC, name LIMIT $2"
+        ))
+        .bind(tenant.as_str())
+        .bind(limit)
+        .fetch_all(&db.pool)
+        .await?;
+        named.extend(rows.into_iter().map(|(name, device_count)| NamedSoftware {
+            name,
+            kind,
+            device_count,
+        }));
+    }
+    Ok(named)
+}
+
+/// The users inventory rows name on the devices named, ignoring case, one
+/// of `device_names`: (device name, user e-mail, user name, source), each
+/// once, at most 10,000.
+pub async fn users_of_devices(
+    db: &Db,
+    tenant: &TenantId,
+    device_names: &[String],
+) -> sqlx::Result<Vec<(String, String, Option<String>, String)>> {
+    if device_names.is_empty() {
+        return Ok(vec![]);
+    }
+    sqlx::query_as(&format!(
+        "SELECT DISTINCT device_name, user_email, user_name, source FROM inventory_items \
+         WHERE tenant_id = $1 AND user_email IS NOT NULL AND user_email <> '' \
+         AND LOWER(device_name) IN ({}) ORDER BY device_name, user_email, source LIMIT 10000",
+        crate::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(crate::db::lowered_json(device_names))
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// An application of the rollup as reports list it.
+#[derive(Debug, Clone)]
+pub struct ApplicationSummary {
+    pub name: String,
+    pub vendor: Option<String>,
+    pub device_count: i64,
+    pub newest_version: Option<String>,
+    /// Devices per version, most first.
+    pub versions: Vec<(String, i64)>,
+}
+
+/// The tenant's applications, most installed first.
+pub async fn application_summaries(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<ApplicationSummary>> {
+    #[derive(serde::Deserialize)]
+    struct VersionCount {
+        version: String,
+        count: i64,
+    }
+    let rows = sqlx::query(
+        "SELECT name, vendor, device_count, newest_version, version_counts FROM applications \
+         WHERE tenant_id = $1 ORDER BY device_count DESC, name",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let mut versions: Vec<(String, i64)> =
+                serde_json::from_str::<Vec<VersionCount>>(r.get::<&str, _>(4))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|v| (v.version, v.count))
+                    .collect();
+            versions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            ApplicationSummary {
+                name: r.get(0),
+                vendor: r.get(1),
+                device_count: r.get(2),
+                newest_version: r.get(3),
+                versions,
+            }
+        })
+        .collect())
 }

@@ -512,6 +512,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "portal",
     "research",
     "news",
+    "news-feeds",
     "advisories",
     "reports",
     "dashboards",

@@ -7,3 +7,21 @@ mod routes;
 mod storage;
 
 pub use routes::router;
+
+/// Whether `user_id` is a member of `tenant` (for features that assign
+/// work to a member).
+pub async fn is_member(
+    db: &crate::db::Db,
+    tenant: &crate::auth::TenantId,
+    user_id: &str,
+) -> sqlx::Result<bool> {
+    Ok(storage::member(db, tenant, user_id).await?.is_some())
+}
+
+/// The organization's name (for documents made for it).
+pub async fn name_of(
+    db: &crate::db::Db,
+    tenant: &crate::auth::TenantId,
+) -> sqlx::Result<Option<String>> {
+    Ok(storage::tenant(db, tenant).await?.map(|t| t.name))
+}

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::summary::cve_ids_in;
 use super::{actions, call, items, storage, EDR_AREA, PSA_AREA};
 use crate::app::AppState;
 use crate::auth::{Caller, TenantId};
@@ -15,6 +14,7 @@ use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path};
 use crate::integrations::{self, StoredRecord};
 use crate::vulnerabilities::reference::{self, CveDetail};
+use crate::vulnerabilities::research::cve_ids_in;
 use crate::vulnerabilities::views::{self, FindingView};
 
 /// Affected findings listed per CVE.

@@ -133,19 +133,6 @@ pub fn description(cve_id: &str, detail: Option<&CveDetail>, findings: &[Finding
     out
 }
 
-/// The CVE ids a text names, upper-cased, each once, in order.
-pub fn cve_ids_in(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = vec![];
-    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
-        if let Some(id) = crate::vulnerabilities::research::cve_id(word) {
-            if !found.contains(&id) {
-                found.push(id);
-            }
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,14 +230,5 @@ mod tests {
         let text = description("CVE-2021-44228", Some(&detail(false)), &[]);
         assert!(text.contains("Not in CISA's KEV catalog."));
         assert!(text.contains("Affected devices (0):"));
-    }
-
-    #[test]
-    fn cve_ids_are_found_in_free_text() {
-        assert_eq!(
-            cve_ids_in("[KEV] cve-2021-44228: Log4j; see CVE-2021-45046 and CVE-2021-44228."),
-            ["CVE-2021-44228", "CVE-2021-45046"]
-        );
-        assert!(cve_ids_in("CVE-21-1 and CVE-2021-12").is_empty());
     }
 }

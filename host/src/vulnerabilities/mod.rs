@@ -17,6 +17,7 @@
 
 pub mod cpe;
 pub mod feeds;
+pub mod figures;
 pub mod findings;
 pub mod identify;
 pub mod import;

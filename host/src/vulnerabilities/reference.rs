@@ -676,3 +676,43 @@ pub async fn counts(db: &Db) -> sqlx::Result<Vec<(&'static str, i64)>> {
     }
     Ok(out)
 }
+
+/// A CVE found by a partial match.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct CveHit {
+    pub cve_id: String,
+    /// The description's first 300 characters.
+    pub description: String,
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub published: Option<String>,
+    pub kev: bool,
+}
+
+/// CVEs whose id or description contains `text` (ignoring case): id
+/// matches first, then the newest; at most `limit`.
+pub async fn search_cves(db: &Db, text: &str, limit: i64) -> sqlx::Result<Vec<CveHit>> {
+    let pattern = format!("%{}%", crate::inventory::search::escape_like(text.trim()));
+    let rows = sqlx::query(
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+         FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id \
+         WHERE c.id LIKE UPPER($1) ESCAPE '\\' OR LOWER(c.description) LIKE LOWER($1) ESCAPE '\\' \
+         ORDER BY CASE WHEN c.id LIKE UPPER($1) ESCAPE '\\' THEN 0 ELSE 1 END, \
+         c.published DESC, c.id LIMIT $2",
+    )
+    .bind(&pattern)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| CveHit {
+            cve_id: r.get(0),
+            description: r.get::<String, _>(1).chars().take(300).collect(),
+            severity: r.get(2),
+            cvss_score: r.get(3),
+            published: r.get::<Option<i64>, _>(4).map(crate::db::to_rfc3339),
+            kev: r.get::<Option<String>, _>(5).is_some(),
+        })
+        .collect())
+}

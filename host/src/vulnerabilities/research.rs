@@ -42,6 +42,19 @@ pub fn cve_id(text: &str) -> Option<String> {
     ok.then_some(id)
 }
 
+/// The CVE ids a text names, upper-cased, each once, in order.
+pub fn cve_ids_in(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = vec![];
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+        if let Some(id) = cve_id(word) {
+            if !found.contains(&id) {
+                found.push(id);
+            }
+        }
+    }
+    found
+}
+
 /// The record of `text` (a CVE id), from the store or else fetched from
 /// NVD (and stored); whether it was fetched.
 async fn one(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, ResearchError> {
@@ -95,6 +108,15 @@ pub async fn cves(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cve_ids_are_found_in_free_text() {
+        assert_eq!(
+            cve_ids_in("[KEV] cve-2021-44228: Log4j; see CVE-2021-45046 and CVE-2021-44228."),
+            ["CVE-2021-44228", "CVE-2021-45046"]
+        );
+        assert!(cve_ids_in("CVE-21-1 and CVE-2021-12").is_empty());
+    }
 
     #[test]
     fn cve_ids_are_checked_and_upper_cased() {

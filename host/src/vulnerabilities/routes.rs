@@ -18,8 +18,8 @@ use super::views::{
 use crate::app::AppState;
 use crate::auth::{AdminCaller, Caller, TenantId};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
-use crate::http::json::{Json, Path, Query};
-use crate::inventory::search::{page_bounds, Page};
+use crate::http::json::{Json, OptionalJson, Path, Query};
+use crate::inventory::search::{page_bounds, Page, PageParams};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -38,28 +38,12 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(reference_sources))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// Default 0.
-    #[param(minimum = 0)]
-    skip: Option<i64>,
-    /// Default 50, at most 500.
-    #[param(minimum = 1)]
-    limit: Option<i64>,
-}
-
 fn bounds(skip: Option<i64>, limit: Option<i64>) -> ApiResult<(i64, i64)> {
     Ok(page_bounds(skip, limit)?)
 }
 
 fn page<T>(items: Vec<T>, total: i64, skip: i64, limit: i64) -> Page<T> {
-    Page {
-        items,
-        total,
-        skip,
-        limit,
-    }
+    Page::new(items, total, (skip, limit))
 }
 
 /// Queues the scan and the job that runs it.
@@ -111,15 +95,9 @@ fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
 async fn start_scan(
     State(state): State<AppState>,
     caller: Caller,
-    body: axum::body::Bytes,
+    // No body scans the whole inventory.
+    OptionalJson(request): OptionalJson<ScanRequest>,
 ) -> ApiResult<(StatusCode, Json<ScanView>)> {
-    // The body is optional: no body scans the whole inventory.
-    let request: ScanRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        ScanRequest::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::validation("body", format!("not a scan request: {e}")))?
-    };
     let scope = ScanScope {
         application: non_empty("application", request.application)?,
         vendor: non_empty("vendor", request.vendor)?,

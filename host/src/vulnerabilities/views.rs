@@ -21,7 +21,8 @@ use crate::inventory::search::escape_like;
 /// scanner's finding has its area as `source`, its check as `criteria`,
 /// its title as the application, and no version, product, range or fix;
 /// it counts once the CVE store knows its CVE (as matched ones always do).
-const ALL_FINDINGS: &str = "(SELECT tenant_id, device_name, application_name, version, cve_id, \
+pub(super) const ALL_FINDINGS: &str =
+    "(SELECT tenant_id, device_name, application_name, version, cve_id, \
      vendor, product, source, criteria, match_id, version_range, fix_version, status, \
      first_seen, last_seen, fixed_at FROM vuln_findings \
      UNION ALL SELECT tenant_id, device_name, title, '', cve_id, '', '', area, \
@@ -789,4 +790,26 @@ pub async fn open_cves_by_application(
         out.entry(r.get(0)).or_default().push(r.get(1));
     }
     Ok(out)
+}
+
+/// Distinct devices with an open finding, per CVE of `cve_ids` (upper
+/// case) that has any.
+pub async fn open_device_counts(
+    db: &Db,
+    tenant: &TenantId,
+    cve_ids: &[String],
+) -> sqlx::Result<HashMap<String, i64>> {
+    if cve_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT cve_id, COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+         WHERE tenant_id = $1 AND status = 'open' AND cve_id IN ({}) GROUP BY cve_id",
+        crate::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(cve_ids).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
 }

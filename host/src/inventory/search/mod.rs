@@ -7,7 +7,7 @@ mod compile;
 mod document;
 mod query;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
@@ -95,6 +95,37 @@ impl<T> Page<T> {
     }
 }
 
+/// `skip` and `limit` of a list route's query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Default 0.
+    #[param(minimum = 0)]
+    pub skip: Option<i64>,
+    /// Default 50, at most 500.
+    #[param(minimum = 1)]
+    pub limit: Option<i64>,
+}
+
+impl PageParams {
+    /// Checked as [`page_bounds`] checks them.
+    pub fn bounds(&self) -> Result<(i64, i64), SearchError> {
+        page_bounds(self.skip, self.limit)
+    }
+}
+
+impl<T> Page<T> {
+    /// A page of `items` out of `total`, at `bounds` (skip, limit).
+    pub fn new(items: Vec<T>, total: i64, (skip, limit): (i64, i64)) -> Page<T> {
+        Page {
+            items,
+            total,
+            skip,
+            limit,
+        }
+    }
+}
+
 /// `skip` and `limit` checked: negative values are refused, limits above
 /// [`MAX_LIMIT`] cut to it.
 pub fn page_bounds(skip: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), SearchError> {
@@ -156,17 +187,7 @@ where
 {
     let (skip, limit) = page_bounds(request.skip, request.limit)?;
     if let Some(query) = &request.query {
-        let (rules, depth) = size(query);
-        if rules > MAX_RULES {
-            return Err(SearchError::Page(
-                "the query has more than 256 rules; split it",
-            ));
-        }
-        if depth > MAX_DEPTH {
-            return Err(SearchError::Page(
-                "the query nests groups more than 16 deep",
-            ));
-        }
+        check_size(query)?;
     }
     let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
     let condition = compiler
@@ -212,4 +233,58 @@ where
         skip,
         limit,
     })
+}
+
+/// Refuses a query too large or too deep to compile safely.
+fn check_size(query: &QueryGroup) -> Result<(), SearchError> {
+    let (rules, depth) = size(query);
+    if rules > MAX_RULES {
+        return Err(SearchError::Page(
+            "the query has more than 256 rules; split it",
+        ));
+    }
+    if depth > MAX_DEPTH {
+        return Err(SearchError::Page(
+            "the query nests groups more than 16 deep",
+        ));
+    }
+    Ok(())
+}
+
+/// Every row of `table` the tenant has that `query` matches, with
+/// `columns` selected, at most `cap` rows and no count: what a query that
+/// narrows another figure needs.
+pub async fn all_matching<T>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    query: &QueryGroup,
+    columns: &str,
+    cap: i64,
+) -> Result<Vec<T>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    check_size(query)?;
+    let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
+    let condition = compiler
+        .group(query)?
+        .map(|c| format!(" AND {c}"))
+        .unwrap_or_default();
+    if compiler.next_placeholder() > MAX_PARAMETERS {
+        return Err(SearchError::Page("the query has too many values; split it"));
+    }
+    let mut args = AnyArguments::default();
+    let _ = args.add(tenant.as_str().to_string());
+    compiler.bind_into(&mut args);
+    let _ = args.add(cap);
+    let select = format!(
+        "SELECT {columns} FROM {} WHERE {} = $1{condition} LIMIT ${}",
+        table.from,
+        table.tenant_column,
+        compiler.next_placeholder()
+    );
+    Ok(sqlx::query_as_with::<_, T, _>(&select, args)
+        .fetch_all(&db.pool)
+        .await?)
 }

@@ -31,6 +31,19 @@ const MAX_RATE_LIMIT_RETRIES: u32 = 4;
 /// The longest `Retry-After` the host waits in one go.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
+/// A readable reason for an outbound failure.
+pub fn describe(error: &wit::PluginError) -> String {
+    match error {
+        wit::PluginError::Config(m)
+        | wit::PluginError::Upstream(m)
+        | wit::PluginError::Transient(m)
+        | wit::PluginError::NotFound(m) => m.clone(),
+        wit::PluginError::RateLimited(secs) => format!("rate limited; retry in {secs} s"),
+        wit::PluginError::Auth(a) => format!("refused credentials ({}): {}", a.status, a.message),
+        other => format!("{other:?}"),
+    }
+}
+
 /// What one call may reach, and how.
 #[derive(Clone)]
 pub struct Outbound {
@@ -307,6 +320,82 @@ impl Outbound {
             crate::db::now_ms() + expires_in * 1000,
         );
         Ok(token)
+    }
+
+    /// The path for requests the host makes for a feature of its own (a
+    /// news feed, a model endpoint) to exactly `url`'s origin, under the
+    /// operator's address rule and plain-http grants, with `bearer` (if
+    /// any) sent as `Authorization: Bearer` to that origin only. `Err` says
+    /// why `url` may not be reached.
+    pub fn for_host_feature(
+        settings: &crate::settings::Settings,
+        url: &str,
+        bearer: Option<&str>,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> Result<(Outbound, url::Url), String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        let addresses = AddressRule::new(
+            settings
+                .outbound_private_network_list()
+                .map_err(|e| e.to_string())?,
+        );
+        let policy = HostPolicy::for_urls(
+            &[&parsed],
+            &settings.plugin_plain_http_host_list(),
+            addresses,
+        );
+        policy.check(&parsed)?;
+        let credentials = bearer.map(|token| Credentials {
+            scheme: AuthScheme::StaticHeader {
+                header: "Authorization".into(),
+                prefix: "Bearer ".into(),
+                secret_field: "token".into(),
+            },
+            config: serde_json::json!({ "token": token }),
+            cache: Arc::default(),
+            cache_key: String::new(),
+        });
+        Ok((
+            Outbound::new(
+                policy,
+                credentials,
+                timeout,
+                max_response_bytes,
+                Duration::from_millis(500),
+            ),
+            parsed,
+        ))
+    }
+
+    /// One request of a host feature (`feature` names it in the logs),
+    /// with `headers` as given; 429 and 503 are waited out as for plugins.
+    pub async fn host_request(
+        &self,
+        feature: &str,
+        method: &str,
+        url: &url::Url,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> Result<wit::HttpResponse, wit::PluginError> {
+        let scope = CallScope {
+            plugin: feature.to_string(),
+            tenant_id: None,
+            job_id: None,
+        };
+        let request = wit::HttpRequest {
+            method: method.into(),
+            url: url.to_string(),
+            headers: headers
+                .iter()
+                .map(|(name, value)| wit::Header {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                })
+                .collect(),
+            body,
+        };
+        self.send(&scope, request).await
     }
 
     /// At most `concurrency` requests of one [`Outbound::send_all`] at once.
@@ -636,6 +725,9 @@ fn transport_error(err: reqwest::Error) -> wit::PluginError {
             }
             source = cause.source();
         }
+    }
+    if err.is_timeout() {
+        return wit::PluginError::Transient("request timed out".into());
     }
     // The URL may carry query parameters; say what failed without it.
     wit::PluginError::Transient(format!("request failed: {}", err.without_url()))
