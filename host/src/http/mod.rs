@@ -44,6 +44,9 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::advisories::router())
         .merge(crate::dashboards::router())
         .merge(crate::reports::router())
+        .merge(crate::tags::router())
+        .merge(crate::projects::router())
+        .merge(crate::research::router())
         .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())

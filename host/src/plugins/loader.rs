@@ -519,6 +519,8 @@ pub const RESERVED_IDS: &[&str] = &[
     "tags",
     "projects",
     "subscriptions",
+    "versions",
+    "weaknesses",
     "search",
     "users",
     "admin",

@@ -25,3 +25,16 @@ pub async fn name_of(
 ) -> sqlx::Result<Option<String>> {
     Ok(storage::tenant(db, tenant).await?.map(|t| t.name))
 }
+
+/// The e-mail of each member of `tenant`, by user id (to name who did
+/// something in a tenant's records).
+pub async fn member_emails(
+    db: &crate::db::Db,
+    tenant: &crate::auth::TenantId,
+) -> sqlx::Result<std::collections::HashMap<String, String>> {
+    Ok(storage::members(db, tenant)
+        .await?
+        .into_iter()
+        .map(|m| (m.id, m.email))
+        .collect())
+}

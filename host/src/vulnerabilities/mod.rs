@@ -31,6 +31,7 @@ pub mod scan;
 pub mod scanner_findings;
 pub mod sources;
 pub mod views;
+pub mod weaknesses;
 
 use std::sync::Arc;
 use std::time::Duration;

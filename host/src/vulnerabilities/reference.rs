@@ -104,6 +104,7 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     let mut replace_cna = Vec::new();
     let mut cna_stamps = Vec::new();
     let mut match_rows = Vec::new();
+    let mut weakness_pairs = Vec::new();
     let mut outcome = CveWrite::default();
     for record in records {
         let stored = existing.get(&record.id);
@@ -146,6 +147,10 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
                 flag(record.has_nvd_config),
                 record.source,
             ]));
+            let mut cwe_ids: Vec<&str> = record.cwe_ids.iter().map(String::as_str).collect();
+            cwe_ids.sort_unstable();
+            cwe_ids.dedup();
+            weakness_pairs.extend(cwe_ids.into_iter().map(|cwe| json!([record.id, cwe])));
         }
         if write_main && record.source == SOURCE_NVD {
             // Rows are written with their CVE, so a CVE not stored has none.
@@ -216,6 +221,22 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
         .bind(generation)
         .execute(&mut *tx)
         .await?;
+        // The CVE-to-CWE index follows the record's `cwe_ids`.
+        sqlx::query(&format!(
+            "DELETE FROM vuln_cve_cwes WHERE cve_id IN (SELECT value->>0 FROM {rows})"
+        ))
+        .bind(serde_json::to_string(&cve_rows).unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
+        for chunk in weakness_pairs.chunks(5_000) {
+            sqlx::query(&format!(
+                "INSERT INTO vuln_cve_cwes (cve_id, cwe_id) SELECT value->>0, value->>1 \
+                 FROM {rows} WHERE true ON CONFLICT (cwe_id, cve_id) DO NOTHING"
+            ))
+            .bind(serde_json::to_string(chunk).unwrap_or_default())
+            .execute(&mut *tx)
+            .await?;
+        }
     }
     if !cna_stamps.is_empty() {
         sqlx::query(&format!(
@@ -704,15 +725,93 @@ pub async fn search_cves(db: &Db, text: &str, limit: i64) -> sqlx::Result<Vec<Cv
     .bind(limit)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| CveHit {
-            cve_id: r.get(0),
-            description: r.get::<String, _>(1).chars().take(300).collect(),
-            severity: r.get(2),
-            cvss_score: r.get(3),
-            published: r.get::<Option<i64>, _>(4).map(crate::db::to_rfc3339),
-            kev: r.get::<Option<String>, _>(5).is_some(),
-        })
-        .collect())
+    Ok(rows.into_iter().map(cve_hit).collect())
+}
+
+/// CVEs whose match rows name one of `vendors` or one of `products`
+/// (CPE-style names, lower case), newest first: a page and the total.
+pub async fn cves_of_products(
+    db: &Db,
+    vendors: &[String],
+    products: &[String],
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<CveHit>, i64)> {
+    if vendors.is_empty() && products.is_empty() {
+        return Ok((vec![], 0));
+    }
+    let matching = format!(
+        "c.id IN (SELECT cve_id FROM vuln_match_rows WHERE vendor IN ({}) OR product IN ({}))",
+        crate::db::json_text_values(db.backend, 1),
+        crate::db::json_text_values(db.backend, 2)
+    );
+    let vendors = serde_json::to_string(vendors).unwrap_or_default();
+    let products = serde_json::to_string(products).unwrap_or_default();
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM vuln_cves c WHERE {matching}"
+    ))
+    .bind(&vendors)
+    .bind(&products)
+    .fetch_one(&db.pool)
+    .await?;
+    let rows = sqlx::query(&format!(
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+         FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE {matching} \
+         ORDER BY c.published DESC, c.id LIMIT $3 OFFSET $4"
+    ))
+    .bind(&vendors)
+    .bind(&products)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok((rows.into_iter().map(cve_hit).collect(), total))
+}
+
+/// A `CveHit` from a row's first six columns: id, description, severity,
+/// score, published, and the KEV entry's id or NULL.
+pub fn cve_hit(r: sqlx::any::AnyRow) -> CveHit {
+    CveHit {
+        cve_id: r.get(0),
+        description: r.get::<String, _>(1).chars().take(300).collect(),
+        severity: r.get(2),
+        cvss_score: r.get(3),
+        published: r.get::<Option<i64>, _>(4).map(crate::db::to_rfc3339),
+        kev: r.get::<Option<String>, _>(5).is_some(),
+    }
+}
+
+/// CVEs whose match rows name one of the (vendor, product) `keys`, newest
+/// first: a page and the total.
+pub async fn cves_of_product_keys(
+    db: &Db,
+    keys: &[ProductKey],
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<CveHit>, i64)> {
+    if keys.is_empty() {
+        return Ok((vec![], 0));
+    }
+    let pairs: Vec<Value> = keys.iter().map(|k| json!([k.vendor, k.product])).collect();
+    let matching = format!(
+        "c.id IN (SELECT m.cve_id FROM vuln_match_rows m JOIN {} ON m.vendor = value->>0 \
+         AND m.product = value->>1)",
+        crate::db::json_array_rows(db.backend, 1)
+    );
+    let pairs = serde_json::to_string(&pairs).unwrap_or_default();
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM vuln_cves c WHERE {matching}"
+    ))
+    .bind(&pairs)
+    .fetch_one(&db.pool)
+    .await?;
+    let rows = sqlx::query(&format!(
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+         FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE {matching} \
+         ORDER BY c.published DESC, c.id LIMIT $2 OFFSET $3"
+    ))
+    .bind(&pairs)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok((rows.into_iter().map(cve_hit).collect(), total))
 }

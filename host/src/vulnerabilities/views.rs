@@ -813,3 +813,82 @@ pub async fn open_device_counts(
     .await?;
     Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
 }
+
+/// One application version with an open finding of a CVE.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AffectedVersion {
+    /// As installed (or a scanner's finding title).
+    pub application_name: String,
+    /// Empty for a scanner's finding.
+    pub version: String,
+    /// The smallest version the CVE's data says fixes it, when known.
+    pub fix_version: Option<String>,
+    pub device_count: i64,
+}
+
+/// The application versions with an open finding of `cve_id` on the
+/// tenant's devices, the most devices first.
+pub async fn cve_affected_versions(
+    db: &Db,
+    tenant: &TenantId,
+    cve_id: &str,
+) -> sqlx::Result<Vec<AffectedVersion>> {
+    let rows = sqlx::query(&format!(
+        "SELECT application_name, version, MIN(fix_version), COUNT(DISTINCT device_name) AS devices \
+         FROM {ALL_FINDINGS} f WHERE tenant_id = $1 AND cve_id = $2 AND status = 'open' \
+         GROUP BY application_name, version ORDER BY devices DESC, application_name, version"
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| AffectedVersion {
+            application_name: r.get(0),
+            version: r.get(1),
+            fix_version: r.get(2),
+            device_count: r.get(3),
+        })
+        .collect())
+}
+
+/// An open CVE of one installed application version.
+#[derive(Debug)]
+pub struct OpenVersionCve {
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    pub fix_version: Option<String>,
+}
+
+/// The open CVEs of the tenant's applications named `names` (as
+/// installed), per version.
+pub async fn open_cves_of_applications(
+    db: &Db,
+    tenant: &TenantId,
+    names: &[String],
+) -> sqlx::Result<Vec<OpenVersionCve>> {
+    if names.is_empty() {
+        return Ok(vec![]);
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT application_name, version, cve_id, MIN(fix_version) FROM vuln_findings \
+         WHERE tenant_id = $1 AND status = 'open' AND application_name IN ({}) \
+         GROUP BY application_name, version, cve_id ORDER BY application_name, version, cve_id",
+        crate::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(names).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| OpenVersionCve {
+            application_name: r.get(0),
+            version: r.get(1),
+            cve_id: r.get(2),
+            fix_version: r.get(3),
+        })
+        .collect())
+}
