@@ -18,6 +18,7 @@ mod oauth;
 mod portal;
 mod psa;
 mod reports;
+mod research;
 mod rmm;
 mod scanner;
 mod search;

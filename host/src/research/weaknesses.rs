@@ -72,7 +72,7 @@ pub struct WeaknessWithCves {
 
 /// One weakness: its catalog entry and counts, with its CVEs.
 #[utoipa::path(get, path = "/api/v1/weaknesses/{cwe_id}", tag = "weaknesses",
-    params(("cwe_id" = String, Path, description = "`CWE-79`, `NVD-CWE-Other` or `NVD-CWE-noinfo`"),
+    params(("cwe_id" = String, Path, description = "`CWE-79` (any case)"),
            WeaknessCvesQuery),
     responses((status = 200, body = WeaknessWithCves),
               (status = 404, body = ErrorBody, description = "Neither the catalog nor any CVE names it"),

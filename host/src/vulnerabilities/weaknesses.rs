@@ -12,28 +12,19 @@ use crate::auth::TenantId;
 use crate::db::Db;
 use crate::inventory::search::escape_like;
 
-/// `text` as a weakness id the CVE store uses: `CWE-<digits>` (any case),
-/// or NVD's `NVD-CWE-Other` and `NVD-CWE-noinfo`.
+/// `text` as a weakness id as the CVE store keeps them: `CWE-<digits>`
+/// (any case). NVD's `NVD-CWE-Other` and `NVD-CWE-noinfo` are not kept.
 pub fn cwe_id(text: &str) -> Option<String> {
-    let text = text.trim();
-    let upper = text.to_uppercase();
-    if let Some(digits) = upper.strip_prefix("CWE-") {
-        if (1..=7).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Some(upper);
-        }
-        return None;
-    }
-    ["NVD-CWE-Other", "NVD-CWE-noinfo"]
-        .into_iter()
-        .find(|known| known.eq_ignore_ascii_case(text))
-        .map(String::from)
+    let upper = text.trim().to_uppercase();
+    let digits = upper.strip_prefix("CWE-")?;
+    ((1..=7).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())).then_some(upper)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct WeaknessSummary {
     pub cwe_id: String,
     /// From the CWE catalog; absent when the catalog is not loaded or does
-    /// not list the id (NVD's `NVD-CWE-Other`).
+    /// not list the id.
     pub name: Option<String>,
     /// CVEs of the store naming it.
     pub cve_count: i64,
@@ -197,8 +188,15 @@ mod tests {
     #[test]
     fn weakness_ids_are_checked_and_normalized() {
         assert_eq!(cwe_id(" cwe-79 ").as_deref(), Some("CWE-79"));
-        assert_eq!(cwe_id("nvd-cwe-noinfo").as_deref(), Some("NVD-CWE-noinfo"));
-        for bad in ["", "CWE-", "CWE-12a", "79", "CWE-12345678", "XSS"] {
+        for bad in [
+            "",
+            "CWE-",
+            "CWE-12a",
+            "79",
+            "CWE-12345678",
+            "XSS",
+            "NVD-CWE-noinfo",
+        ] {
             assert_eq!(cwe_id(bad), None, "{bad}");
         }
     }
