@@ -74,6 +74,7 @@ impl AppState {
         crate::csv_sources::register(&mut jobs, plugins.clone(), settings.csv_uploads_dir.clone());
         crate::vulnerabilities::register(&mut jobs, &settings)?;
         crate::news::register(&mut jobs, &settings);
+        crate::subscriptions::register(&mut jobs, &settings);
         crate::advisories::register(&mut jobs, &settings)?;
         crate::reports::register(&mut jobs, settings.reports_dir.clone());
         let inner = Inner {

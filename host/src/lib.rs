@@ -23,6 +23,7 @@ pub mod reports;
 pub mod research;
 pub mod server;
 pub mod settings;
+pub mod subscriptions;
 pub mod tags;
 pub mod tenancy;
 pub mod ticketing;

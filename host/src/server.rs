@@ -90,6 +90,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             shutdown.clone(),
         ));
     }
+    if state.settings.subscription_sync_hours > 0 {
+        background.push(crate::subscriptions::spawn_schedule(
+            state.db.clone(),
+            state.settings.subscription_sync_hours,
+            shutdown.clone(),
+        ));
+    }
     if state.db.backend == Backend::Postgres {
         background.push(crate::jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),

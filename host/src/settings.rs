@@ -195,6 +195,9 @@ pub struct Settings {
     pub news_refresh_minutes: u64,
     /// The largest feed document read, MiB.
     pub news_max_feed_mb: usize,
+    /// How often every subscription is synced from NVD, hours; 0: only
+    /// when asked (`POST /subscriptions/sync`).
+    pub subscription_sync_hours: u64,
     /// Advisory e-mails sent per minute, per process.
     pub advisory_mails_per_minute: u32,
     /// Where generated reports are kept; empty: `<data_dir>/reports`.
@@ -285,6 +288,7 @@ impl Default for Settings {
             model_timeout_secs: 30,
             news_refresh_minutes: 60,
             news_max_feed_mb: 5,
+            subscription_sync_hours: 24,
             advisory_mails_per_minute: 60,
             reports_dir: PathBuf::new(),
             report_retention_days: 30,
@@ -312,6 +316,7 @@ impl std::fmt::Debug for Settings {
             .field("model_base_url", &self.model_base_url)
             .field("model_name", &self.model_name)
             .field("news_refresh_minutes", &self.news_refresh_minutes)
+            .field("subscription_sync_hours", &self.subscription_sync_hours)
             .finish_non_exhaustive()
     }
 }

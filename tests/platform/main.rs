@@ -23,6 +23,7 @@ mod rmm;
 mod scanner;
 mod search;
 mod service;
+mod subscriptions;
 mod tenancy;
 mod vulnerabilities;
 mod write_turns;

@@ -1,8 +1,10 @@
 //! A fake NVD CVE API 2.0 on 127.0.0.1, with the KEV catalog and the EPSS
 //! CSV beside it: `startIndex`/`resultsPerPage` paging with NVD's page
 //! envelope, `lastModStartDate`/`lastModEndDate` filtering, one record by
-//! `cveId` (an unknown id: an empty page), and refusals on request (403 as
-//! NVD rate-limits, 503 as it fails).
+//! `cveId` (an unknown id: an empty page), `virtualMatchString` (a CPE
+//! match string's vendor and product against the configurations) and
+//! `keywordSearch` (every word in the description), and refusals on
+//! request (403 as NVD rate-limits, 503 as it fails).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -137,6 +139,16 @@ async fn cves(
                 .get("cveId")
                 .is_none_or(|id| r["id"].as_str() == Some(id.as_str()))
         })
+        .filter(|r| {
+            query
+                .get("virtualMatchString")
+                .is_none_or(|wanted| names_cpe(r, wanted))
+        })
+        .filter(|r| {
+            query
+                .get("keywordSearch")
+                .is_none_or(|words| describes(r, words))
+        })
         .filter(|r| match window {
             None => true,
             Some((a, b)) => r["lastModified"]
@@ -161,6 +173,49 @@ async fn cves(
         "vulnerabilities": page,
     }))
     .into_response()
+}
+
+/// Whether a CPE criteria of the record's configurations fits the match
+/// string's given parts (`cpe:2.3:*:vendor[:product]`; `*` fits any).
+fn names_cpe(record: &Value, wanted: &str) -> bool {
+    let wanted: Vec<&str> = wanted.split(':').collect();
+    let configurations = record["configurations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    configurations.iter().any(|configuration| {
+        configuration["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|node| {
+                node["cpeMatch"].as_array().into_iter().flatten().any(|m| {
+                    let parts: Vec<&str> =
+                        m["criteria"].as_str().unwrap_or("").split(':').collect();
+                    wanted
+                        .iter()
+                        .enumerate()
+                        .all(|(i, w)| *w == "*" || parts.get(i) == Some(w))
+                })
+            })
+    })
+}
+
+/// Whether every word is in an English description (ignoring case), as
+/// NVD's `keywordSearch` does.
+fn describes(record: &Value, words: &str) -> bool {
+    let text: String = record["descriptions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["lang"] == "en")
+        .filter_map(|d| d["value"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    words
+        .split_whitespace()
+        .all(|w| text.contains(&w.to_lowercase()))
 }
 
 async fn kev() -> Response {

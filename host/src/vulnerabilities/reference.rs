@@ -815,3 +815,109 @@ pub async fn cves_of_product_keys(
     .await?;
     Ok((rows.into_iter().map(cve_hit).collect(), total))
 }
+
+/// The CPE vendors the dictionary (or an NVD configuration) knows with
+/// `product`, or, for `None`, whether `vendor` is known at all: the
+/// vendors found, at most 20.
+pub async fn known_vendors(
+    db: &Db,
+    vendor: Option<&str>,
+    product: Option<&str>,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT vendor FROM vuln_cpe_products \
+         WHERE (CAST($1 AS TEXT) IS NULL OR vendor = $1) AND (CAST($2 AS TEXT) IS NULL OR product = $2) \
+         ORDER BY vendor LIMIT 20",
+    )
+    .bind(vendor)
+    .bind(product)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// A CPE dictionary entry.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct CpeProduct {
+    pub vendor: String,
+    pub product: String,
+    /// The dictionary's title, when it came from a dictionary file.
+    pub title: Option<String>,
+    /// `cpe:2.3:*:vendor:product`, as a match string.
+    pub cpe: String,
+}
+
+/// Dictionary entries whose vendor, product or title contains `text`
+/// (ignoring case; spaces match `_`), by vendor and product: a page and
+/// the total.
+pub async fn search_cpe_products(
+    db: &Db,
+    text: &str,
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<CpeProduct>, i64)> {
+    let words = text.split_whitespace().collect::<Vec<_>>();
+    let pattern = format!(
+        "%{}%",
+        crate::inventory::search::escape_like(&words.join("_"))
+    );
+    let title_pattern = format!(
+        "%{}%",
+        crate::inventory::search::escape_like(&words.join(" "))
+    );
+    let filter =
+        "LOWER(vendor) LIKE LOWER($1) ESCAPE '\\' OR LOWER(product) LIKE LOWER($1) ESCAPE '\\' \
+                  OR LOWER(vendor || '_' || product) LIKE LOWER($1) ESCAPE '\\' \
+                  OR LOWER(title) LIKE LOWER($2) ESCAPE '\\'";
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM vuln_cpe_products WHERE {filter}"
+    ))
+    .bind(&pattern)
+    .bind(&title_pattern)
+    .fetch_one(&db.pool)
+    .await?;
+    let rows = sqlx::query(&format!(
+        "SELECT vendor, product, title FROM vuln_cpe_products WHERE {filter} \
+         ORDER BY vendor, product LIMIT $3 OFFSET $4"
+    ))
+    .bind(&pattern)
+    .bind(&title_pattern)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok((
+        rows.into_iter()
+            .map(|r| {
+                let (vendor, product): (String, String) = (r.get(0), r.get(1));
+                CpeProduct {
+                    cpe: format!("cpe:2.3:*:{vendor}:{product}"),
+                    title: r.get(2),
+                    vendor,
+                    product,
+                }
+            })
+            .collect(),
+        total,
+    ))
+}
+
+/// The stored CVEs among `ids`, by id.
+pub async fn cve_hits(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, CveHit>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+         FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE c.id IN ({})",
+        crate::db::json_text_values(db.backend, 1)
+    ))
+    .bind(serde_json::to_string(ids).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let hit = cve_hit(r);
+            (hit.cve_id.clone(), hit)
+        })
+        .collect())
+}

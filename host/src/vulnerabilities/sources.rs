@@ -337,12 +337,17 @@ pub async fn sync_nvd(
 const LOOKUP_RETRIES: u32 = 2;
 const LOOKUP_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Fetches one CVE from NVD (`?cveId=`) and stores it: `true` when NVD
-/// has it, `false` when NVD answers that it does not. A refusal (403, 429,
-/// 503) is retried twice after a short pause, then reported.
-pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<bool, SourceError> {
+/// One NVD CVE API request for a person or a tenant's job: a refusal
+/// (403, 429, 503) is retried twice after a short pause, then reported.
+/// `None` when NVD answers that nothing fits (404, or 400 for some
+/// malformed ids).
+async fn nvd_request(
+    config: &SourceConfig,
+    query: &[(&str, String)],
+) -> Result<Option<Value>, SourceError> {
     let (outbound, mut url) = config.outbound(&config.nvd_api_url, LOOKUP_BACKOFF)?;
-    url.query_pairs_mut().append_pair("cveId", cve_id);
+    url.query_pairs_mut()
+        .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
     let mut headers = vec![];
     if !config.nvd_api_key.is_empty() {
         headers.push(("apiKey".to_string(), config.nvd_api_key.clone()));
@@ -352,9 +357,7 @@ pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<
         let response = get(&outbound, &url, headers.clone()).await?;
         match response.status {
             200 => break response,
-            // NVD answers an id it does not know with 404 (and some
-            // malformed ones with 400).
-            404 | 400 => return Ok(false),
+            404 | 400 => return Ok(None),
             403 | 429 | 503 | 502 | 504 if attempt < LOOKUP_RETRIES => {
                 attempt += 1;
                 let wait = config.nvd_delay.min(Duration::from_secs(2)) * attempt;
@@ -367,8 +370,17 @@ pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<
             }
         }
     };
-    let page: Value = serde_json::from_slice(&response.body)
-        .map_err(|e| SourceError::Upstream(format!("NVD answer is not JSON: {e}")))?;
+    serde_json::from_slice(&response.body)
+        .map(Some)
+        .map_err(|e| SourceError::Upstream(format!("NVD answer is not JSON: {e}")))
+}
+
+/// Fetches one CVE from NVD (`?cveId=`) and stores it: `true` when NVD
+/// has it, `false` when NVD answers that it does not.
+pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<bool, SourceError> {
+    let Some(page) = nvd_request(config, &[("cveId", cve_id.to_string())]).await? else {
+        return Ok(false);
+    };
     let Some(item) = page["vulnerabilities"]
         .as_array()
         .and_then(|items| items.first())
@@ -385,6 +397,79 @@ pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<
     }
     reference::write_cves(db, std::slice::from_ref(&record)).await?;
     Ok(true)
+}
+
+/// What to ask NVD's CVE API for: CVEs of a CPE vendor (and product), or
+/// those whose description holds every word of a keyword search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NvdSearch {
+    Cpe {
+        vendor: String,
+        product: Option<String>,
+    },
+    Keyword(String),
+}
+
+impl NvdSearch {
+    fn query(&self) -> (&'static str, String) {
+        match self {
+            NvdSearch::Cpe { vendor, product } => (
+                "virtualMatchString",
+                match product {
+                    Some(product) => format!("cpe:2.3:*:{vendor}:{product}"),
+                    None => format!("cpe:2.3:*:{vendor}"),
+                },
+            ),
+            NvdSearch::Keyword(words) => ("keywordSearch", words.clone()),
+        }
+    }
+}
+
+/// One page of an NVD search, its records stored.
+#[derive(Debug, Default)]
+pub struct SearchedPage {
+    /// (CVE id, last modified in Unix ms) of each record of the page.
+    pub cves: Vec<(String, i64)>,
+    /// Records of the whole search.
+    pub total: u64,
+    /// Records new to the CVE store or newer than its copy.
+    pub written: u64,
+}
+
+/// Asks NVD for one page of `search` from `start_index`, and stores its
+/// records in the CVE store (as a sync would).
+pub async fn nvd_search_page(
+    db: &Db,
+    config: &SourceConfig,
+    search: &NvdSearch,
+    start_index: u64,
+    per_page: u64,
+) -> Result<SearchedPage, SourceError> {
+    let (key, value) = search.query();
+    let query = [
+        (key, value),
+        ("resultsPerPage", per_page.clamp(1, 2000).to_string()),
+        ("startIndex", start_index.to_string()),
+    ];
+    let Some(page) = nvd_request(config, &query).await? else {
+        return Ok(SearchedPage::default());
+    };
+    let mut parsed = vec![];
+    for item in page["vulnerabilities"].as_array().into_iter().flatten() {
+        match records::from_nvd(item["cve"].clone()) {
+            Ok(record) => parsed.push(record),
+            Err(err) => tracing::warn!(error = %err, "NVD record skipped"),
+        }
+    }
+    let written = reference::write_cves(db, &parsed).await?.written;
+    Ok(SearchedPage {
+        written,
+        cves: parsed
+            .iter()
+            .map(|r| (r.id.clone(), r.last_modified))
+            .collect(),
+        total: page["totalResults"].as_u64().unwrap_or(0),
+    })
 }
 
 async fn pause(wait: Duration, stop: &CancellationToken) -> Result<(), SourceError> {
