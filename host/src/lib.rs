@@ -26,6 +26,7 @@ pub mod settings;
 pub mod subscriptions;
 pub mod tags;
 pub mod tenancy;
+pub mod threat_intel;
 pub mod ticketing;
 pub mod uploads;
 pub mod vulnerabilities;

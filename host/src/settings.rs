@@ -171,6 +171,8 @@ pub struct Settings {
     pub kev_url: String,
     /// FIRST EPSS scores (CSV, plain or gzip).
     pub epss_url: String,
+    /// FIRST's EPSS API (`?cve=`), asked when one CVE is enriched now.
+    pub epss_api_url: String,
     /// Whether the service loads NVD (every `nvd_interval_secs`), KEV and
     /// EPSS on its own. Off: only `cairn vuln import` and `cairn vuln sync`.
     pub vuln_schedule: bool,
@@ -277,6 +279,7 @@ impl Default for Settings {
             nvd_results_per_page: 2000,
             kev_url: "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json".into(),
             epss_url: "https://epss.cyentia.com/epss_scores-current.csv.gz".into(),
+            epss_api_url: "https://api.first.org/data/v1/epss".into(),
             vuln_schedule: true,
             nvd_interval_secs: 2 * 3600,
             kev_interval_secs: 3600,

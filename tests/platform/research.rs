@@ -13,6 +13,7 @@ backend_tests!(
     tags_and_projects_belong_to_their_tenant,
     research_answers_from_the_store_and_from_nvd,
     versions_and_weaknesses_follow_the_tenants_findings,
+    threat_intel_reads_exploitation_and_exposure,
 );
 
 /// Chrome 112.0.5615.49 (open to CVE-2023-2033, fixed in
@@ -770,5 +771,127 @@ async fn versions_and_weaknesses_follow_the_tenants_findings(backend: Backend) {
     let theirs = app.get("/api/v1/weaknesses/CWE-843", &other.bearer()).await;
     assert_eq!(theirs.body["tenant_cve_count"], 1);
     assert_eq!(theirs.body["cves"]["items"][0]["device_count"], 1);
+    app.finish().await;
+}
+
+async fn threat_intel_reads_exploitation_and_exposure(backend: Backend) {
+    let Some((app, nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let (owner, other) = seeded(&app).await;
+
+    let log4j = app
+        .get("/api/v1/threat-intel/cve/cve-2021-44228", &owner.bearer())
+        .await;
+    assert_eq!(log4j.status, 200, "{}", log4j.text);
+    assert_eq!(log4j.body["kev"], true);
+    assert_eq!(log4j.body["kev_ransomware_use"], "Known");
+    assert_eq!(
+        log4j.body["exploit_references"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(log4j.body["affected_device_count"], 0);
+    let chrome = app
+        .get("/api/v1/threat-intel/cve/CVE-2023-2033", &owner.bearer())
+        .await;
+    assert_eq!(chrome.body["affected_device_count"], 2, "{}", chrome.text);
+    assert_eq!(chrome.body["epss_score"], Value::Null);
+    let bad = app
+        .get("/api/v1/threat-intel/cve/CVE-2023-XYZ", &owner.bearer())
+        .await;
+    bad.assert_error(422);
+    assert_eq!(bad.body["field"], "cve_id");
+
+    // Enriching asks NVD, KEV and FIRST's EPSS API now.
+    nvd.data
+        .lock()
+        .unwrap()
+        .epss_scores
+        .push(("CVE-2023-2033".into(), 0.91234, 0.99871));
+    let enriched = app
+        .post(
+            "/api/v1/threat-intel/enrich/CVE-2023-2033",
+            &owner.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(enriched.status, 200, "{}", enriched.text);
+    let outcomes: Vec<(&str, &str)> = enriched.body["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["source"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(outcomes, [("nvd", "ok"), ("kev", "ok"), ("epss", "ok")]);
+    assert_eq!(enriched.body["cve"]["epss_score"], 0.91234);
+    assert_eq!(enriched.body["cve"]["epss_percentile"], 0.99871);
+    app.post(
+        "/api/v1/threat-intel/enrich/CVE-2020-0001",
+        &owner.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(404);
+
+    // High risk by EPSS: the store's, or the tenant's own.
+    let store = app
+        .get(
+            "/api/v1/threat-intel/epss/high-risk?threshold=0.25&limit=3",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(store.status, 200, "{}", store.text);
+    let ids = cve_ids(&store.body);
+    assert_eq!(ids[0], "CVE-2023-2033", "{}", store.text);
+    assert!(store.body.as_array().unwrap().len() <= 3);
+    let mine = app
+        .get(
+            "/api/v1/threat-intel/epss/high-risk?threshold=0.5&in_tenant=true",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(cve_ids(&mine.body), ["CVE-2023-2033"], "{}", mine.text);
+    assert_eq!(mine.body[0]["device_count"], 2);
+    let theirs = app
+        .get(
+            "/api/v1/threat-intel/epss/high-risk?threshold=0.5&in_tenant=true",
+            &other.bearer(),
+        )
+        .await;
+    assert_eq!(theirs.body[0]["device_count"], 1, "{}", theirs.text);
+    let bad = app
+        .get(
+            "/api/v1/threat-intel/epss/high-risk?threshold=2",
+            &owner.bearer(),
+        )
+        .await;
+    bad.assert_error(422);
+    assert_eq!(bad.body["field"], "threshold");
+
+    // The research panel in one answer.
+    let panel = app
+        .get(
+            "/api/v1/threat-intel/research/CVE-2023-2033",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(panel.status, 200, "{}", panel.text);
+    assert_eq!(panel.body["affected_device_count"], 2);
+    assert_eq!(panel.body["exploitation"]["kev"], true);
+    assert_eq!(panel.body["exploitation"]["epss_score"], 0.91234);
+    assert_eq!(
+        panel.body["affected_applications"][0]["fix_version"],
+        "112.0.5615.121"
+    );
+    let theirs = app
+        .get(
+            "/api/v1/threat-intel/research/CVE-2023-2033",
+            &other.bearer(),
+        )
+        .await;
+    assert_eq!(theirs.body["affected_device_count"], 1);
+    app.get("/api/v1/threat-intel/research/nope", &owner.bearer())
+        .await
+        .assert_error(422);
     app.finish().await;
 }

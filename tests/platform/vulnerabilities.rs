@@ -85,6 +85,7 @@ async fn app_with_sources(
     extra: impl FnOnce(&mut cairn::settings::Settings),
 ) -> Option<TestApp> {
     let (api, kev, epss) = (nvd.api_url(), nvd.kev_url(), nvd.epss_url());
+    let epss_api = nvd.epss_api_url();
     TestApp::start_with(backend, move |s| {
         extra(s);
         s.job_poll_interval_ms = 50;
@@ -96,6 +97,7 @@ async fn app_with_sources(
         s.nvd_results_per_page = 3;
         s.kev_url = kev;
         s.epss_url = epss;
+        s.epss_api_url = epss_api;
     })
     .await
 }

@@ -40,6 +40,9 @@ pub struct NvdData {
     pub refusals: Vec<(usize, u16)>,
     /// Every request's query string and `apiKey` header.
     pub requests: Vec<(String, Option<String>)>,
+    /// Scores FIRST's EPSS API answers with (CVE, score, percentile), on
+    /// top of the fixture's.
+    pub epss_scores: Vec<(String, f64, f64)>,
 }
 
 #[derive(Clone)]
@@ -58,6 +61,9 @@ impl FakeNvd {
     pub fn epss_url(&self) -> String {
         format!("{}/epss_scores-current.csv.gz", self.base_url)
     }
+    pub fn epss_api_url(&self) -> String {
+        format!("{}/data/v1/epss", self.base_url)
+    }
 
     pub async fn start(records: Vec<Value>) -> FakeNvd {
         let data = Arc::new(Mutex::new(NvdData {
@@ -68,6 +74,7 @@ impl FakeNvd {
             .route("/rest/json/cves/2.0", get(cves))
             .route("/kev.json", get(kev))
             .route("/epss_scores-current.csv.gz", get(epss))
+            .route("/data/v1/epss", get(epss_api))
             .with_state(data.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -216,6 +223,44 @@ fn describes(record: &Value, words: &str) -> bool {
     words
         .split_whitespace()
         .all(|w| text.contains(&w.to_lowercase()))
+}
+
+/// FIRST's EPSS API: `?cve=` with its envelope and numbers as strings.
+async fn epss_api(
+    State(data): State<Arc<Mutex<NvdData>>>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let wanted = query.get("cve").cloned().unwrap_or_default();
+    let plain =
+        std::fs::read_to_string(fixtures().join("epss/epss_scores-current_first200.csv")).unwrap();
+    let mut scores: Vec<(String, f64, f64)> = plain
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.split(',');
+            let cve = cells.next()?.to_string();
+            Some((
+                cve,
+                cells.next()?.parse().ok()?,
+                cells.next()?.parse().ok()?,
+            ))
+        })
+        .collect();
+    scores.extend(data.lock().unwrap().epss_scores.iter().cloned());
+    let found: Vec<Value> = scores
+        .iter()
+        .rev()
+        .filter(|(cve, _, _)| *cve == wanted)
+        .take(1)
+        .map(|(cve, score, percentile)| {
+            json!({"cve": cve, "epss": format!("{score:.9}"), "percentile": format!("{percentile:.9}"),
+                   "date": "2026-11-24"})
+        })
+        .collect();
+    axum::Json(
+        json!({"status": "OK", "status-code": 200, "version": "1.0", "access": "public",
+                      "total": found.len(), "offset": 0, "limit": 100, "data": found}),
+    )
+    .into_response()
 }
 
 async fn kev() -> Response {

@@ -48,6 +48,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(crate::projects::router())
         .merge(crate::research::router())
         .merge(crate::subscriptions::router())
+        .merge(crate::threat_intel::router())
         .merge(crate::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())

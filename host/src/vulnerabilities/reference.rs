@@ -611,6 +611,8 @@ pub struct CveDetail {
     pub kev_date_added: Option<String>,
     pub kev_due_date: Option<String>,
     pub kev_required_action: Option<String>,
+    /// KEV's `knownRansomwareCampaignUse` (`Known` or `Unknown`).
+    pub kev_ransomware_use: Option<String>,
     /// `nvd` or `cve5`: where the stored record came from.
     pub record_source: String,
 }
@@ -626,8 +628,8 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     let Some(r) = sqlx::query(
         "SELECT c.id, c.description, c.status, c.published, c.last_modified, c.severity, \
          c.cvss_score, c.cvss_version, c.cvss_vector, c.cwe_ids, c.refs, c.source, \
-         e.score, e.percentile, k.cve_id, k.date_added, k.due_date, k.required_action \
-         FROM vuln_cves c LEFT JOIN vuln_epss e ON e.cve_id = c.id \
+         e.score, e.percentile, k.cve_id, k.date_added, k.due_date, k.required_action, \
+         k.ransomware_use FROM vuln_cves c LEFT JOIN vuln_epss e ON e.cve_id = c.id \
          LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE c.id = $1",
     )
     .bind(cve_id)
@@ -676,6 +678,7 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
         kev_date_added: r.get(15),
         kev_due_date: r.get(16),
         kev_required_action: r.get(17),
+        kev_ransomware_use: r.get(18),
     }))
 }
 
@@ -918,6 +921,41 @@ pub async fn cve_hits(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, C
         .map(|r| {
             let hit = cve_hit(r);
             (hit.cve_id.clone(), hit)
+        })
+        .collect())
+}
+
+/// A CVE with its EPSS score.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ScoredCve {
+    #[serde(flatten)]
+    pub cve: CveHit,
+    pub epss_score: f64,
+    pub epss_percentile: f64,
+}
+
+/// Stored CVEs whose EPSS score is at least `threshold`, highest first;
+/// at most `limit`.
+pub async fn epss_at_least(db: &Db, threshold: f64, limit: i64) -> sqlx::Result<Vec<ScoredCve>> {
+    let rows = sqlx::query(
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id, \
+         e.score, e.percentile FROM vuln_epss e JOIN vuln_cves c ON c.id = e.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE e.score >= $1 \
+         ORDER BY e.score DESC, c.id LIMIT $2",
+    )
+    .bind(threshold)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let (epss_score, epss_percentile) = (r.get(6), r.get(7));
+            ScoredCve {
+                cve: cve_hit(r),
+                epss_score,
+                epss_percentile,
+            }
         })
         .collect())
 }

@@ -59,6 +59,7 @@ pub struct SourceConfig {
     pub nvd_results_per_page: u64,
     pub kev_url: String,
     pub epss_url: String,
+    pub epss_api_url: String,
     pub plain_http_hosts: Vec<String>,
     pub addresses: AddressRule,
     pub timeout: Duration,
@@ -82,6 +83,7 @@ impl SourceConfig {
             nvd_results_per_page: settings.nvd_results_per_page.clamp(1, 2000),
             kev_url: settings.kev_url.clone(),
             epss_url: settings.epss_url.clone(),
+            epss_api_url: settings.epss_api_url.clone(),
             plain_http_hosts: settings.plugin_plain_http_host_list(),
             // Checked when the settings were prepared.
             addresses: AddressRule::new(
@@ -514,6 +516,56 @@ pub async fn sync_kev(db: &Db, config: &SourceConfig) -> Result<SourceRun, Sourc
     };
     reference::set_source_state(db, KEV, None, &json!({"last_run": run})).await?;
     Ok(run)
+}
+
+/// Asks FIRST's EPSS API for one CVE's score (`?cve=`) and stores it:
+/// the score, or `None` when FIRST has none.
+pub async fn epss_lookup(
+    db: &Db,
+    config: &SourceConfig,
+    cve_id: &str,
+) -> Result<Option<feeds::EpssScore>, SourceError> {
+    let (outbound, mut url) = config.outbound(&config.epss_api_url, LOOKUP_BACKOFF)?;
+    url.query_pairs_mut().append_pair("cve", cve_id);
+    let response = get(
+        &outbound,
+        &url,
+        vec![("Accept".into(), "application/json".into())],
+    )
+    .await?;
+    if response.status != 200 {
+        return Err(SourceError::Upstream(format!(
+            "EPSS answered {}",
+            response.status
+        )));
+    }
+    let answer: Value = serde_json::from_slice(&response.body)
+        .map_err(|e| SourceError::Upstream(format!("EPSS answer is not JSON: {e}")))?;
+    // FIRST sends the numbers as strings.
+    let number = |v: &Value| {
+        v.as_str()
+            .and_then(|s| s.parse::<f64>().ok())
+            .or(v.as_f64())
+    };
+    let Some(entry) = answer["data"].as_array().into_iter().flatten().find(|e| {
+        e["cve"]
+            .as_str()
+            .is_some_and(|c| c.eq_ignore_ascii_case(cve_id))
+    }) else {
+        return Ok(None);
+    };
+    let (Some(score), Some(percentile)) = (number(&entry["epss"]), number(&entry["percentile"]))
+    else {
+        return Err(SourceError::Upstream("EPSS entry without a score".into()));
+    };
+    let date = entry["date"].as_str().unwrap_or_default().to_string();
+    let score = feeds::EpssScore {
+        cve_id: cve_id.to_string(),
+        score,
+        percentile,
+    };
+    reference::write_epss(db, &date, std::slice::from_ref(&score)).await?;
+    Ok(Some(score))
 }
 
 pub async fn sync_epss(db: &Db, config: &SourceConfig) -> Result<SourceRun, SourceError> {
