@@ -14,6 +14,7 @@ backend_tests!(
     research_answers_from_the_store_and_from_nvd,
     versions_and_weaknesses_follow_the_tenants_findings,
     threat_intel_reads_exploitation_and_exposure,
+    triage_survives_an_upgrade_and_leaves_the_open_counts,
 );
 
 /// Chrome 112.0.5615.49 (open to CVE-2023-2033, fixed in
@@ -893,5 +894,257 @@ async fn threat_intel_reads_exploitation_and_exposure(backend: Backend) {
     app.get("/api/v1/threat-intel/research/nope", &owner.bearer())
         .await
         .assert_error(422);
+    app.finish().await;
+}
+
+/// The open CVE ids of the tenant's vulnerability list (`status` given).
+async fn listed(app: &TestApp, account: &Account, status: &str) -> Vec<String> {
+    let list = app
+        .get(
+            &format!("/api/v1/vulnerabilities/?status={status}"),
+            &account.bearer(),
+        )
+        .await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    cve_ids(&list.body["items"])
+}
+
+async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let (owner, other) = seeded(&app).await;
+    let member = app
+        .add_member(&owner, "analyst@msp.example", "member")
+        .await;
+    let chrome = "CVE-2023-2033".to_string();
+    let path = "/api/v1/vulnerabilities/cve/CVE-2023-2033/triage";
+    let put = |who: &Account, body: Value| {
+        let app = &app;
+        let auth = who.bearer();
+        async move { app.call(Method::PUT, path, &auth, Some(body)).await }
+    };
+
+    let untouched = app.get(path, &owner.bearer()).await;
+    assert_eq!(untouched.status, 200, "{}", untouched.text);
+    assert_eq!(untouched.body["statuses"][0]["status"], "to_evaluate");
+    assert_eq!(untouched.body["statuses"][0]["product"], "chrome");
+    assert_eq!(untouched.body["history"], json!([]));
+
+    let analysing = put(
+        &member,
+        json!({"status": "in_analysis", "assignee_id": member.user_id, "comment": "looking"}),
+    )
+    .await;
+    assert_eq!(analysing.status, 200, "{}", analysing.text);
+    assert_eq!(analysing.body["vendor"], "google");
+    assert_eq!(analysing.body["suppressed"], false);
+    // Refusals name the field and change nothing.
+    for (body, field) in [
+        (json!({"status": "not_affected"}), "justification"),
+        (
+            json!({"status": "risk_accepted", "expires_at": "2020-01-01T00:00:00Z"}),
+            "expires_at",
+        ),
+        (json!({"status": "ignored"}), "status"),
+        (
+            json!({"status": "resolved", "assignee_id": other.user_id}),
+            "assignee_id",
+        ),
+        (json!({"status": "resolved", "vendor": "google"}), "vendor"),
+    ] {
+        let bad = put(&owner, body).await;
+        bad.assert_error(422);
+        assert_eq!(bad.body["field"], field, "{}", bad.text);
+    }
+    put(
+        &owner,
+        json!({"status": "resolved", "vendor": "mozilla", "product": "firefox"}),
+    )
+    .await
+    .assert_error(404);
+    app.get(
+        "/api/v1/vulnerabilities/cve/CVE-20-1/triage",
+        &owner.bearer(),
+    )
+    .await
+    .assert_error(422);
+    assert!(listed(&app, &owner, "open").await.contains(&chrome));
+
+    // Accepting the risk takes the CVE out of the open counts and lists.
+    let stats_before = app
+        .get("/api/v1/vulnerabilities/stats", &owner.bearer())
+        .await;
+    let accepted = put(
+        &owner,
+        json!({"status": "risk_accepted", "expires_at": "2099-01-01T00:00:00Z",
+               "comment": "kiosk browsers, replaced next quarter"}),
+    )
+    .await;
+    assert_eq!(accepted.status, 200, "{}", accepted.text);
+    assert_eq!(accepted.body["suppressed"], true);
+    assert!(!listed(&app, &owner, "open").await.contains(&chrome));
+    let stats = app
+        .get("/api/v1/vulnerabilities/stats", &owner.bearer())
+        .await;
+    assert_eq!(
+        stats.body["open_findings"].as_i64().unwrap(),
+        stats_before.body["open_findings"].as_i64().unwrap() - 2,
+        "{}",
+        stats.text
+    );
+    let shown = app
+        .get("/api/v1/vulnerabilities/?status=accepted", &owner.bearer())
+        .await;
+    assert_eq!(
+        cve_ids(&shown.body["items"]),
+        [chrome.clone()],
+        "{}",
+        shown.text
+    );
+    assert_eq!(
+        shown.body["items"][0]["triage_statuses"],
+        json!(["risk_accepted"])
+    );
+    let by_triage = app
+        .get(
+            "/api/v1/vulnerabilities/?status=all&triage=risk_accepted",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(cve_ids(&by_triage.body["items"]), [chrome.clone()]);
+    app.get("/api/v1/vulnerabilities/?triage=ignored", &owner.bearer())
+        .await
+        .assert_error(422);
+    let research = app
+        .get("/api/v1/research/cve/CVE-2023-2033", &owner.bearer())
+        .await;
+    assert_eq!(
+        research.body["affected_device_count"], 0,
+        "{}",
+        research.text
+    );
+    // The other tenant's findings of the same CVE are untouched.
+    assert!(listed(&app, &other, "open").await.contains(&chrome));
+    let theirs = app.get(path, &other.bearer()).await;
+    assert_eq!(theirs.body["statuses"][0]["status"], "to_evaluate");
+    assert_eq!(theirs.body["history"], json!([]));
+    let triaged = app
+        .get("/api/v1/vulnerabilities/triage", &other.bearer())
+        .await;
+    assert_eq!(triaged.body["total"], 0);
+
+    // WS-01 upgrades to another vulnerable Chrome: the status holds.
+    let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
+    let rows = [
+        software(
+            "WS-01",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.87",
+            "windows",
+        ),
+        software(
+            "WS-02",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.49",
+            "windows",
+        ),
+        software(
+            "WS-03",
+            "Google Chrome",
+            "Google LLC",
+            "113.0.5672.63",
+            "windows",
+        ),
+        software(
+            "WS-03",
+            "Notepad Classic",
+            "Example Tools",
+            "1.4",
+            "windows",
+        ),
+    ];
+    let mut tx = app.db().pool.begin().await.unwrap();
+    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("upgrade", 0), &rows)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "upgrade")
+        .await
+        .unwrap();
+    app.rebuild(&owner).await;
+    scan(&app, &owner, json!({})).await;
+    assert!(!listed(&app, &owner, "open").await.contains(&chrome));
+    let devices = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices?status=accepted",
+            &owner.bearer(),
+        )
+        .await;
+    let versions: Vec<(&str, &str, &str)> = devices.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["device_name"].as_str().unwrap(),
+                f["version"].as_str().unwrap(),
+                f["triage_status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            ("WS-01", "112.0.5615.87", "risk_accepted"),
+            ("WS-02", "112.0.5615.49", "risk_accepted")
+        ],
+        "{}",
+        devices.text
+    );
+
+    // Back to analysis: open again, and the whole trail kept.
+    put(
+        &member,
+        json!({"status": "in_analysis", "comment": "vendor fix slipped"}),
+    )
+    .await;
+    assert!(listed(&app, &owner, "open").await.contains(&chrome));
+    let trail = app.get(path, &owner.bearer()).await;
+    let steps: Vec<(&str, &str, &str)> = trail.body["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["from_status"].as_str().unwrap(),
+                c["to_status"].as_str().unwrap(),
+                c["changed_by"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("risk_accepted", "in_analysis", "analyst@msp.example"),
+            ("in_analysis", "risk_accepted", "owner@msp.example"),
+            ("to_evaluate", "in_analysis", "analyst@msp.example"),
+        ],
+        "{}",
+        trail.text
+    );
+    assert_eq!(
+        trail.body["history"][1]["comment"],
+        "kiosk browsers, replaced next quarter"
+    );
+    let mine = app
+        .get(
+            "/api/v1/vulnerabilities/triage?status=in_analysis",
+            &owner.bearer(),
+        )
+        .await;
+    assert_eq!(mine.body["total"], 1, "{}", mine.text);
     app.finish().await;
 }

@@ -11,6 +11,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
+use super::triage::counts_open_sql;
 use super::views::ALL_FINDINGS;
 use crate::auth::TenantId;
 use crate::db::{json_text_values, Db};
@@ -50,12 +51,19 @@ const FINDING_TABLES: [(&str, &str); 2] = [
     ),
 ];
 
+/// SQL true when a row `f` of the finding table `table` (an entry of
+/// [`FINDING_TABLES`]) counts as open.
+fn open_in(db: &Db, table: &str) -> String {
+    counts_open_sql(db.backend, table.starts_with("vuln_scanner_findings"))
+}
+
 /// Open findings per CVE (`cve_id`, `n`) of one finding table, of the
 /// tenant `$1`, narrowed by the devices bound at `$2`.
 fn per_cve(db: &Db, devices: &Devices<'_>, (table, counts): (&str, &str)) -> String {
     format!(
         "SELECT f.cve_id, COUNT(*) AS n FROM {table} \
-         WHERE f.tenant_id = $1 AND f.status = 'open' AND {}{counts} GROUP BY f.cve_id",
+         WHERE f.tenant_id = $1 AND {} AND {}{counts} GROUP BY f.cve_id",
+        open_in(db, table),
         devices.condition(db, 2)
     )
 }
@@ -172,7 +180,8 @@ pub async fn epss_high_risk(
         }
         let pairs: Vec<(String, String)> = sqlx::query_as(&format!(
             "SELECT DISTINCT f.cve_id, f.device_name FROM {table} \
-             WHERE f.tenant_id = $1 AND f.status = 'open' AND {}{counts} AND f.cve_id IN ({})",
+             WHERE f.tenant_id = $1 AND {} AND {}{counts} AND f.cve_id IN ({})",
+            open_in(db, table),
             devices.condition(db, 2),
             json_text_values(db.backend, 3)
         ))
@@ -220,7 +229,8 @@ pub async fn top_vulnerable_applications(
     // (few) pairs merged here, a pair both tables hold counted once.
     let mut counts: HashMap<String, i64> = sqlx::query_as(&format!(
         "SELECT f.application_name, COUNT(DISTINCT f.cve_id) FROM {matched} \
-         WHERE f.tenant_id = $1 AND f.status = 'open' AND {} GROUP BY f.application_name",
+         WHERE f.tenant_id = $1 AND {} AND {} GROUP BY f.application_name",
+        open_in(db, matched),
         devices.condition(db, 2)
     ))
     .bind(tenant.as_str())
@@ -231,7 +241,8 @@ pub async fn top_vulnerable_applications(
     .collect();
     let scanner_pairs: Vec<(String, String)> = sqlx::query_as(&format!(
         "SELECT DISTINCT f.title, f.cve_id FROM {scanned} \
-         WHERE f.tenant_id = $1 AND f.status = 'open' AND {}{scanned_counts}",
+         WHERE f.tenant_id = $1 AND {} AND {}{scanned_counts}",
+        open_in(db, scanned),
         devices.condition(db, 2)
     ))
     .bind(tenant.as_str())
@@ -250,7 +261,8 @@ pub async fn top_vulnerable_applications(
     } else {
         sqlx::query_as(&format!(
             "SELECT DISTINCT f.application_name, f.cve_id FROM {matched} \
-             WHERE f.tenant_id = $1 AND f.status = 'open' AND {} AND f.application_name IN ({})",
+             WHERE f.tenant_id = $1 AND {} AND {} AND f.application_name IN ({})",
+            open_in(db, matched),
             devices.condition(db, 2),
             json_text_values(db.backend, 3)
         ))
@@ -318,7 +330,8 @@ pub async fn key_figures(db: &Db, tenant: &TenantId) -> sqlx::Result<KeyFigures>
     };
     let affected: i64 = sqlx::query_scalar(&format!(
         "SELECT COUNT(DISTINCT f.device_name) FROM {ALL_FINDINGS} f \
-         WHERE f.tenant_id = $1 AND f.status = 'open'"
+         WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(db.backend, false)
     ))
     .bind(tenant.as_str())
     .fetch_one(&db.pool)
@@ -366,9 +379,10 @@ pub async fn open_findings(
          c.cvss_score, k.cve_id, e.score, f.fix_version, f.first_seen \
          FROM {ALL_FINDINGS} f LEFT JOIN vuln_cves c ON c.id = f.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
-         WHERE f.tenant_id = $1 AND f.status = 'open' AND {} \
+         WHERE f.tenant_id = $1 AND {} AND {} \
          AND (CAST($3 AS TEXT) IS NULL OR LOWER(COALESCE(c.severity, 'unknown')) IN ({})) \
          ORDER BY f.device_name, f.application_name, f.version, f.cve_id",
+        counts_open_sql(db.backend, false),
         devices.condition(db, 2),
         json_text_values(db.backend, 3)
     );
@@ -412,7 +426,8 @@ pub async fn open_finding_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64>
     let mut total = 0;
     for (table, counts) in FINDING_TABLES {
         let n: i64 = sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM {table} WHERE f.tenant_id = $1 AND f.status = 'open'{counts}"
+            "SELECT COUNT(*) FROM {table} WHERE f.tenant_id = $1 AND {}{counts}",
+            open_in(db, table)
         ))
         .bind(tenant.as_str())
         .fetch_one(&db.pool)

@@ -30,6 +30,8 @@ pub mod routes;
 pub mod scan;
 pub mod scanner_findings;
 pub mod sources;
+pub mod triage;
+mod triage_routes;
 pub mod views;
 pub mod weaknesses;
 

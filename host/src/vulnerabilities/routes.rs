@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_mappings, put_mapping))
         .routes(routes!(delete_mapping))
         .routes(routes!(reference_sources))
+        .merge(super::triage_routes::router())
 }
 
 fn bounds(skip: Option<i64>, limit: Option<i64>) -> ApiResult<(i64, i64)> {
@@ -228,7 +229,9 @@ async fn scan_cve_devices(
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct VulnerabilityParams {
-    /// `open` (default), `fixed` or `all`.
+    /// `open` (default: open and not taken out of the open counts by
+    /// triage), `accepted` (open, but triaged not affected, false positive
+    /// or risk accepted until a later date), `fixed` or `all`.
     status: Option<String>,
     /// Comma-separated: `critical`, `high`, `medium`, `low`, `none`,
     /// `unknown`.
@@ -243,6 +246,10 @@ pub struct VulnerabilityParams {
     application: Option<String>,
     /// Only findings on this device (exact name).
     device: Option<String>,
+    /// Only CVEs with a finding in this triage status (`to_evaluate`,
+    /// `in_analysis`, `remediation_in_progress`, `resolved`,
+    /// `not_affected`, `risk_accepted`, `false_positive`).
+    triage: Option<String>,
     /// `-cvss_score` (default), `cvss_score`, `-epss_score`,
     /// `epss_score`, `-device_count`, `device_count`, `-published`,
     /// `published`, `cve_id`, `-cve_id`, `-first_seen`, `first_seen`.
@@ -259,10 +266,10 @@ const SEVERITIES: [&str; 6] = ["critical", "high", "medium", "low", "none", "unk
 
 fn status_param(status: Option<String>) -> ApiResult<String> {
     let status = status.unwrap_or_else(|| findings::OPEN.into());
-    if !["open", "fixed", "all"].contains(&status.as_str()) {
+    if !["open", "accepted", "fixed", "all"].contains(&status.as_str()) {
         return Err(ApiError::validation(
             "status",
-            "status must be open, fixed or all",
+            "status must be open, accepted, fixed or all",
         ));
     }
     Ok(status)
@@ -311,6 +318,15 @@ async fn list_vulnerabilities(
         search: params.search.filter(|s| !s.is_empty()),
         application: params.application.filter(|s| !s.is_empty()),
         device: params.device.filter(|s| !s.is_empty()),
+        triage: match params.triage.filter(|s| !s.is_empty()) {
+            Some(status) if !super::triage::STATUSES.contains(&status.as_str()) => {
+                return Err(ApiError::validation(
+                    "triage",
+                    format!("must be one of {}", super::triage::STATUSES.join(", ")),
+                ))
+            }
+            other => other,
+        },
     };
     let (items, total) =
         views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
@@ -320,7 +336,9 @@ async fn list_vulnerabilities(
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct CveDeviceParams {
-    /// `open` (default), `fixed` or `all`.
+    /// `open` (default: open and not taken out of the open counts by
+    /// triage), `accepted` (open, but triaged not affected, false positive
+    /// or risk accepted until a later date), `fixed` or `all`.
     status: Option<String>,
     /// Default 0.
     #[param(minimum = 0)]

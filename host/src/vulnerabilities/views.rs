@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use super::findings::OPEN;
 use super::identify::clean_name;
 use super::scan::ScanScope;
+use super::triage::{counts_open_sql, suppressed_sql};
 use crate::auth::TenantId;
 use crate::db::{to_rfc3339, Db};
 use crate::inventory::search::escape_like;
@@ -29,6 +30,20 @@ pub(super) const ALL_FINDINGS: &str =
      area || ' check ' || check_id, NULL, '', NULL, status, first_seen, last_seen, \
      CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings s \
      WHERE EXISTS (SELECT 1 FROM vuln_cves k WHERE k.id = s.cve_id))";
+
+/// A list's finding status (`open`, `accepted`, `fixed` or `all`) as the
+/// status to bind and a triage condition over `f`: `open` leaves out the
+/// open findings the tenant's triage takes out of the open counts;
+/// `accepted` is exactly those.
+pub fn status_filter(backend: crate::db::Backend, status: &str) -> (&'static str, String) {
+    let suppressed = suppressed_sql(backend, "f.vendor", "f.product");
+    match status {
+        "open" => ("open", format!("NOT {suppressed}")),
+        "accepted" => ("open", suppressed),
+        "fixed" => ("fixed", "1 = 1".into()),
+        _ => ("all", "1 = 1".into()),
+    }
+}
 
 /// What `sources` calls a finding Cairn matched against installed software.
 const MATCHED: &str = "matched";
@@ -60,6 +75,9 @@ pub struct VulnerabilityView {
     pub sources: Vec<String>,
     pub first_seen: String,
     pub last_seen: String,
+    /// The tenant's triage statuses of its findings' products
+    /// (`to_evaluate` for a product no one triaged).
+    pub triage_statuses: Vec<String>,
 }
 
 /// Filters of `GET /vulnerabilities/`.
@@ -72,7 +90,14 @@ pub struct VulnerabilityFilter {
     pub search: Option<String>,
     pub application: Option<String>,
     pub device: Option<String>,
+    /// Only CVEs with a finding in this triage status.
+    pub triage: Option<String>,
 }
+
+/// SQL: the triage status of the finding `f` (`to_evaluate` when none).
+const TRIAGE_STATUS: &str = "COALESCE((SELECT t.status FROM vuln_triage t \
+    WHERE t.tenant_id = f.tenant_id AND t.cve_id = f.cve_id AND t.vendor = f.vendor \
+    AND t.product = f.product), 'to_evaluate')";
 
 /// Sort keys of the list, as SQL over the aggregate's columns.
 pub fn sort_sql(sort: &str) -> Option<&'static str> {
@@ -131,8 +156,9 @@ pub async fn vulnerabilities(
         "COALESCE(c.severity, 'unknown') IN ({})",
         crate::db::json_text_values(db.backend, 3)
     );
+    let (status, triaged) = status_filter(db.backend, &filter.status);
     let filter_sql = format!(
-        "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) \
+        "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) AND {triaged} \
          AND ($4 = 1 OR {severity_in}) \
          AND (CAST($5 AS BIGINT) IS NULL OR (CAST($5 AS BIGINT) = 1 AND k.cve_id IS NOT NULL) \
               OR (CAST($5 AS BIGINT) = 0 AND k.cve_id IS NULL)) \
@@ -141,7 +167,8 @@ pub async fn vulnerabilities(
               OR LOWER(c.description) LIKE LOWER($7) ESCAPE '\\' \
               OR LOWER(f.application_name) LIKE LOWER($7) ESCAPE '\\') \
          AND (CAST($8 AS TEXT) IS NULL OR f.application_name = $8) \
-         AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9)"
+         AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9) \
+         AND (CAST($10 AS TEXT) IS NULL OR {TRIAGE_STATUS} = $10)"
     );
     let from = format!(
         "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
@@ -150,6 +177,7 @@ pub async fn vulnerabilities(
     );
     fn bind_all<'q>(
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        status: &'static str,
         tenant: &TenantId,
         filter: &VulnerabilityFilter,
         severities: &str,
@@ -157,7 +185,7 @@ pub async fn vulnerabilities(
         pattern: &Option<String>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
         q.bind(tenant.as_str().to_string())
-            .bind(filter.status.clone())
+            .bind(status)
             .bind(severities.to_string())
             .bind(i64::from(any_severity))
             .bind(filter.kev.map(i64::from))
@@ -167,6 +195,7 @@ pub async fn vulnerabilities(
             .bind(pattern.clone())
             .bind(filter.application.clone())
             .bind(filter.device.clone())
+            .bind(filter.triage.clone())
     }
     let select = format!(
         "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
@@ -177,11 +206,12 @@ pub async fn vulnerabilities(
          {from} WHERE {filter_sql} \
          GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
          e.percentile, k.cve_id, k.due_date, c.published \
-         ORDER BY {order} LIMIT $10 OFFSET $11"
+         ORDER BY {order} LIMIT $11 OFFSET $12"
     );
     let count = format!("SELECT COUNT(DISTINCT f.cve_id) {from} WHERE {filter_sql}");
     let rows = bind_all(
         sqlx::query(&select),
+        status,
         tenant,
         filter,
         &severities,
@@ -194,6 +224,7 @@ pub async fn vulnerabilities(
     .await?;
     let total: i64 = bind_all(
         sqlx::query(&count),
+        status,
         tenant,
         filter,
         &severities,
@@ -225,6 +256,7 @@ pub async fn vulnerabilities(
             applications: vec![],
             fix_versions: vec![],
             sources: vec![],
+            triage_statuses: vec![],
         })
         .collect();
     // Applications, fixes and who found them, for the page's CVEs, in one
@@ -234,14 +266,14 @@ pub async fn vulnerabilities(
         let ids_in = format!("cve_id IN ({})", crate::db::json_text_values(db.backend, 2));
         let rows = sqlx::query(&format!(
             "SELECT DISTINCT cve_id, application_name, fix_version, \
-             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END \
+             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END, {TRIAGE_STATUS} \
              FROM {ALL_FINDINGS} f \
-             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) \
+             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) AND {triaged} \
              ORDER BY cve_id, application_name"
         ))
         .bind(tenant.as_str())
         .bind(serde_json::to_string(&ids).unwrap_or_default())
-        .bind(&filter.status)
+        .bind(status)
         .fetch_all(&db.pool)
         .await?;
         /// A CVE's applications, fixes and finders, each once.
@@ -250,6 +282,7 @@ pub async fn vulnerabilities(
             apps: Vec<String>,
             fixes: Vec<String>,
             sources: Vec<String>,
+            triage: Vec<String>,
         }
         let mut found: HashMap<String, Found> = HashMap::new();
         for r in rows {
@@ -257,7 +290,12 @@ pub async fn vulnerabilities(
                 apps,
                 fixes,
                 sources,
+                triage,
             } = found.entry(r.get(0)).or_default();
+            let status: String = r.get(4);
+            if !triage.contains(&status) {
+                triage.push(status);
+            }
             let source: String = r.get(3);
             // A scanner's "application" is its check's title: not listed.
             if source == MATCHED {
@@ -280,8 +318,11 @@ pub async fn vulnerabilities(
                 apps,
                 mut fixes,
                 mut sources,
+                mut triage,
             }) = found.remove(&item.cve_id)
             {
+                triage.sort();
+                item.triage_statuses = triage;
                 fixes.sort_by(|a, b| crate::inventory::version::compare_versions(a, b));
                 sources.sort();
                 item.applications = apps;
@@ -321,6 +362,8 @@ pub struct FindingView {
     pub first_seen: String,
     pub last_seen: String,
     pub fixed_at: Option<String>,
+    /// The tenant's triage status of this CVE for this product.
+    pub triage_status: String,
 }
 
 pub async fn cve_findings(
@@ -331,11 +374,14 @@ pub async fn cve_findings(
     skip: i64,
     limit: i64,
 ) -> sqlx::Result<(Vec<FindingView>, i64)> {
-    let filter = "tenant_id = $1 AND cve_id = $2 AND ($3 = 'all' OR status = $3)";
+    let (status, triaged) = status_filter(db.backend, status);
+    let filter = format!(
+        "f.tenant_id = $1 AND f.cve_id = $2 AND ($3 = 'all' OR f.status = $3) AND {triaged}"
+    );
     let rows = sqlx::query(&format!(
         "SELECT device_name, application_name, version, cve_id, vendor, product, status, \
-         fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at \
-         FROM {ALL_FINDINGS} f WHERE {filter} \
+         fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at, \
+         {TRIAGE_STATUS} FROM {ALL_FINDINGS} f WHERE {filter} \
          ORDER BY device_name, application_name, version LIMIT $4 OFFSET $5"
     ))
     .bind(tenant.as_str())
@@ -374,6 +420,7 @@ pub async fn cve_findings(
             first_seen: to_rfc3339(r.get(12)),
             last_seen: last_seen(r.get(13), r.get::<&str, _>(6) == OPEN, matched_at),
             fixed_at: r.get::<Option<i64>, _>(14).map(to_rfc3339),
+            triage_status: r.get(15),
         })
         .collect();
     Ok((items, total))
@@ -591,16 +638,17 @@ pub struct VulnerabilityStats {
 
 pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStats> {
     let t = tenant.as_str();
+    let open = counts_open_sql(db.backend, false);
     let row = sqlx::query(&format!(
         "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
-         WHERE tenant_id = $1 AND status = 'open'"
+         WHERE f.tenant_id = $1 AND {open}"
     ))
     .bind(t)
     .fetch_one(&db.pool)
     .await?;
     let by_severity = sqlx::query(&format!(
         "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f \
-         JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND f.status = 'open' \
+         JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND {open} \
          GROUP BY COALESCE(c.severity, 'unknown')"
     ))
     .bind(t)
@@ -611,7 +659,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     .collect();
     let kev_cves = sqlx::query_scalar(&format!(
         "SELECT COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f JOIN vuln_kev k ON k.cve_id = f.cve_id \
-         WHERE f.tenant_id = $1 AND f.status = 'open'"
+         WHERE f.tenant_id = $1 AND {open}"
     ))
     .bind(t)
     .fetch_one(&db.pool)
@@ -627,18 +675,18 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     let top_cves = counted(
         sqlx::query(&format!(
             "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
-             WHERE tenant_id = $1 AND status = 'open' GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
+             WHERE f.tenant_id = $1 AND {open} GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
         ))
         .bind(t)
         .fetch_all(&db.pool)
         .await?,
     );
     let top_applications = counted(
-        sqlx::query(
-            "SELECT application_name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings \
-             WHERE tenant_id = $1 AND status = 'open' GROUP BY application_name \
-             ORDER BY n DESC, application_name LIMIT 10",
-        )
+        sqlx::query(&format!(
+            "SELECT application_name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
+             WHERE f.tenant_id = $1 AND {open} GROUP BY application_name \
+             ORDER BY n DESC, application_name LIMIT 10"
+        ))
         .bind(t)
         .fetch_all(&db.pool)
         .await?,
@@ -765,9 +813,10 @@ pub async fn unmatched(
 
 /// Distinct open CVEs of the tenant.
 pub async fn open_cve_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
-        "SELECT COUNT(DISTINCT cve_id) FROM vuln_findings WHERE tenant_id = $1 AND status = 'open'",
-    )
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(DISTINCT cve_id) FROM vuln_findings f WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(db.backend, false)
+    ))
     .bind(tenant.as_str())
     .fetch_one(&db.pool)
     .await
@@ -778,10 +827,11 @@ pub async fn open_cves_by_application(
     db: &Db,
     tenant: &TenantId,
 ) -> sqlx::Result<HashMap<String, Vec<String>>> {
-    let rows = sqlx::query(
-        "SELECT DISTINCT application_name, cve_id FROM vuln_findings \
-         WHERE tenant_id = $1 AND status = 'open'",
-    )
+    let rows = sqlx::query(&format!(
+        "SELECT DISTINCT application_name, cve_id FROM vuln_findings f \
+         WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(db.backend, false)
+    ))
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
@@ -804,7 +854,8 @@ pub async fn open_device_counts(
     }
     let rows = sqlx::query(&format!(
         "SELECT cve_id, COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
-         WHERE tenant_id = $1 AND status = 'open' AND cve_id IN ({}) GROUP BY cve_id",
+         WHERE f.tenant_id = $1 AND {} AND f.cve_id IN ({}) GROUP BY cve_id",
+        counts_open_sql(db.backend, false),
         crate::db::json_text_values(db.backend, 2)
     ))
     .bind(tenant.as_str())
@@ -835,8 +886,9 @@ pub async fn cve_affected_versions(
 ) -> sqlx::Result<Vec<AffectedVersion>> {
     let rows = sqlx::query(&format!(
         "SELECT application_name, version, MIN(fix_version), COUNT(DISTINCT device_name) AS devices \
-         FROM {ALL_FINDINGS} f WHERE tenant_id = $1 AND cve_id = $2 AND status = 'open' \
-         GROUP BY application_name, version ORDER BY devices DESC, application_name, version"
+         FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND f.cve_id = $2 AND {} \
+         GROUP BY application_name, version ORDER BY devices DESC, application_name, version",
+        counts_open_sql(db.backend, false)
     ))
     .bind(tenant.as_str())
     .bind(cve_id)
@@ -873,9 +925,10 @@ pub async fn open_cves_of_applications(
         return Ok(vec![]);
     }
     let rows = sqlx::query(&format!(
-        "SELECT application_name, version, cve_id, MIN(fix_version) FROM vuln_findings \
-         WHERE tenant_id = $1 AND status = 'open' AND application_name IN ({}) \
+        "SELECT application_name, version, cve_id, MIN(fix_version) FROM vuln_findings f \
+         WHERE f.tenant_id = $1 AND {} AND f.application_name IN ({}) \
          GROUP BY application_name, version, cve_id ORDER BY application_name, version, cve_id",
+        counts_open_sql(db.backend, false),
         crate::db::json_text_values(db.backend, 2)
     ))
     .bind(tenant.as_str())

@@ -7,9 +7,10 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::reference::{cve_hit, CveHit};
+use super::triage::counts_open_sql;
 use super::views::ALL_FINDINGS;
 use crate::auth::TenantId;
-use crate::db::Db;
+use crate::db::{Backend, Db};
 use crate::inventory::search::escape_like;
 
 /// `text` as a weakness id as the CVE store keeps them: `CWE-<digits>`
@@ -33,11 +34,14 @@ pub struct WeaknessSummary {
 }
 
 /// The tenant's open CVE ids, as a subquery taking the tenant as `$1`.
-fn open_cves() -> String {
-    format!("SELECT cve_id FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND f.status = 'open'")
+fn open_cves(backend: Backend) -> String {
+    format!(
+        "SELECT cve_id FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(backend, false)
+    )
 }
 
-fn counted() -> String {
+fn counted(backend: Backend) -> String {
     format!(
         "WITH ids AS (SELECT id AS cwe_id FROM vuln_cwes UNION SELECT cwe_id FROM vuln_cve_cwes), \
          g AS (SELECT cwe_id, COUNT(*) AS n FROM vuln_cve_cwes GROUP BY cwe_id), \
@@ -47,7 +51,7 @@ fn counted() -> String {
          COALESCE(t.n, 0) AS tenant_cve_count, w.description FROM ids \
          LEFT JOIN vuln_cwes w ON w.id = ids.cwe_id \
          LEFT JOIN g ON g.cwe_id = ids.cwe_id LEFT JOIN t ON t.cwe_id = ids.cwe_id",
-        open_cves()
+        open_cves(backend)
     )
 }
 
@@ -78,7 +82,7 @@ pub async fn weaknesses(
         "SELECT * FROM ({}) x WHERE (CAST($2 AS TEXT) IS NULL \
          OR LOWER(x.cwe_id) LIKE LOWER($2) ESCAPE '\\' OR LOWER(x.name) LIKE LOWER($2) ESCAPE '\\') \
          AND ($3 = 0 OR x.tenant_cve_count > 0)",
-        counted()
+        counted(db.backend)
     );
     let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM ({filtered}) y"))
         .bind(tenant.as_str())
@@ -115,7 +119,7 @@ pub async fn weakness(
 ) -> sqlx::Result<Option<WeaknessDetail>> {
     let row = sqlx::query(&format!(
         "SELECT * FROM ({}) x WHERE x.cwe_id = $2",
-        counted()
+        counted(db.backend)
     ))
     .bind(tenant.as_str())
     .bind(cwe_id)
@@ -149,8 +153,9 @@ pub async fn cves_of_weakness(
         "FROM vuln_cve_cwes x JOIN vuln_cves c ON c.id = x.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = c.id \
          LEFT JOIN (SELECT cve_id, COUNT(DISTINCT device_name) AS devices FROM {ALL_FINDINGS} f \
-                    WHERE f.tenant_id = $1 AND f.status = 'open' GROUP BY cve_id) d ON d.cve_id = c.id \
-         WHERE x.cwe_id = $2 AND ($3 = 0 OR d.devices IS NOT NULL)"
+                    WHERE f.tenant_id = $1 AND {} GROUP BY cve_id) d ON d.cve_id = c.id \
+         WHERE x.cwe_id = $2 AND ($3 = 0 OR d.devices IS NOT NULL)",
+        counts_open_sql(db.backend, false)
     );
     let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {from}"))
         .bind(tenant.as_str())
