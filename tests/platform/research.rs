@@ -998,7 +998,7 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
         .await;
     assert_eq!(
         cve_ids(&shown.body["items"]),
-        [chrome.clone()],
+        ["CVE-2023-2033"],
         "{}",
         shown.text
     );
@@ -1012,7 +1012,7 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
             &owner.bearer(),
         )
         .await;
-    assert_eq!(cve_ids(&by_triage.body["items"]), [chrome.clone()]);
+    assert_eq!(cve_ids(&by_triage.body["items"]), ["CVE-2023-2033"]);
     app.get("/api/v1/vulnerabilities/?triage=ignored", &owner.bearer())
         .await
         .assert_error(422);

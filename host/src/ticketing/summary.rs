@@ -153,6 +153,7 @@ mod tests {
             first_seen: String::new(),
             last_seen: String::new(),
             fixed_at: None,
+            triage_status: "to_evaluate".into(),
         }
     }
 
@@ -177,6 +178,7 @@ mod tests {
             kev_date_added: kev.then(|| "2021-12-10".into()),
             kev_due_date: kev.then(|| "2021-12-24".into()),
             kev_required_action: kev.then(|| "Apply updates per vendor instructions.".into()),
+            kev_ransomware_use: None,
             record_source: "nvd".into(),
         }
     }

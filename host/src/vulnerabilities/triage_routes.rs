@@ -187,7 +187,7 @@ async fn set_cve_triage(
                 .timestamp_millis(),
         ),
     };
-    if *status == RISK_ACCEPTED && !expires_at.is_some_and(|at| at > crate::db::now_ms()) {
+    if *status == RISK_ACCEPTED && expires_at.is_none_or(|at| at <= crate::db::now_ms()) {
         return Err(ApiError::validation(
             "expires_at",
             "risk_accepted needs an expiry in the future",
