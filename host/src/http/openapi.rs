@@ -37,6 +37,13 @@ use utoipa::{Modify, OpenApi};
         (name = "inventory", description = "Software rollup, items, vendors and structured search"),
         (name = "devices", description = "Assets (NetBIOS view), device names and asset search"),
         (name = "portal", description = "Running the client portal: clients, keys, invoices, payment webhooks"),
+        (name = "research", description = "A CVE or a product researched against the tenant's devices, and the history"),
+        (name = "versions", description = "Versions in use, compliance with minimum versions, outdated software"),
+        (name = "weaknesses", description = "CWE weaknesses with their CVE counts"),
+        (name = "tags", description = "Tags on CVEs, vendors and products"),
+        (name = "projects", description = "Projects of vendors and products and their CVEs"),
+        (name = "subscriptions", description = "Vendor and product subscriptions synced from NVD"),
+        (name = "threat-intel", description = "Exploitation and likelihood of CVEs (KEV, EPSS), enrichment"),
     )
 )]
 struct ApiDoc;
