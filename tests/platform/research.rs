@@ -3,6 +3,7 @@
 //! findings and inventory, and nothing of one tenant is visible to or
 //! changeable by another.
 
+use cairn::plugins::MappedRow;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -17,47 +18,32 @@ backend_tests!(
     triage_survives_an_upgrade_and_leaves_the_open_counts,
 );
 
+/// The owner's software, with Chrome at `ws01_chrome` on WS-01.
+fn owner_rows(ws01_chrome: &str) -> Vec<MappedRow> {
+    let chrome = |device: &str, version: &str| {
+        software(device, "Google Chrome", "Google LLC", version, "windows")
+    };
+    vec![
+        chrome("WS-01", ws01_chrome),
+        chrome("WS-02", "112.0.5615.49"),
+        chrome("WS-03", "113.0.5672.63"),
+        software(
+            "WS-03",
+            "Notepad Classic",
+            "Example Tools",
+            "1.4",
+            "windows",
+        ),
+    ]
+}
+
 /// Chrome 112.0.5615.49 (open to CVE-2023-2033, fixed in
 /// 112.0.5615.121) on WS-01 and WS-02, Chrome 113 on WS-03, Notepad on
 /// WS-03; another tenant runs the vulnerable Chrome on THEIRS-1.
 async fn seeded(app: &TestApp) -> (Account, Account) {
     let owner = app.register("owner@msp.example").await;
     let other = app.register("owner@other.example").await;
-    app.seed(
-        &owner,
-        "rmm",
-        &[
-            software(
-                "WS-01",
-                "Google Chrome",
-                "Google LLC",
-                "112.0.5615.49",
-                "windows",
-            ),
-            software(
-                "WS-02",
-                "Google Chrome",
-                "Google LLC",
-                "112.0.5615.49",
-                "windows",
-            ),
-            software(
-                "WS-03",
-                "Google Chrome",
-                "Google LLC",
-                "113.0.5672.63",
-                "windows",
-            ),
-            software(
-                "WS-03",
-                "Notepad Classic",
-                "Example Tools",
-                "1.4",
-                "windows",
-            ),
-        ],
-    )
-    .await;
+    app.seed(&owner, "rmm", &owner_rows("112.0.5615.49")).await;
     app.seed(
         &other,
         "rmm",
@@ -1036,36 +1022,7 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
 
     // WS-01 upgrades to another vulnerable Chrome: the status holds.
     let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
-    let rows = [
-        software(
-            "WS-01",
-            "Google Chrome",
-            "Google LLC",
-            "112.0.5615.87",
-            "windows",
-        ),
-        software(
-            "WS-02",
-            "Google Chrome",
-            "Google LLC",
-            "112.0.5615.49",
-            "windows",
-        ),
-        software(
-            "WS-03",
-            "Google Chrome",
-            "Google LLC",
-            "113.0.5672.63",
-            "windows",
-        ),
-        software(
-            "WS-03",
-            "Notepad Classic",
-            "Example Tools",
-            "1.4",
-            "windows",
-        ),
-    ];
+    let rows = owner_rows("112.0.5615.87");
     let mut tx = app.db().pool.begin().await.unwrap();
     cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("upgrade", 0), &rows)
         .await

@@ -194,6 +194,48 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     }
 }
 
+/// How an update of a tenant's row whose name is unique in the tenant
+/// ended.
+pub enum NamedUpdate {
+    Done,
+    NoSuchRow,
+    NameTaken,
+}
+
+impl NamedUpdate {
+    /// From the update statement's outcome: no row changed is a row the
+    /// tenant does not have; a unique violation is the name taken.
+    pub fn of(result: Result<sqlx::any::AnyQueryResult, sqlx::Error>) -> sqlx::Result<NamedUpdate> {
+        match result {
+            Ok(done) if done.rows_affected() == 1 => Ok(NamedUpdate::Done),
+            Ok(_) => Ok(NamedUpdate::NoSuchRow),
+            Err(err) if is_unique_violation(&err) => Ok(NamedUpdate::NameTaken),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Deletes the row `id` of `tenant` from `table` (a table name of ours,
+/// with `tenant_id` and `id` columns); whether there was one. Rows that
+/// reference it go by their foreign keys' cascade.
+pub async fn delete_tenant_row(
+    db: &Db,
+    table: &'static str,
+    tenant: &crate::auth::TenantId,
+    id: &str,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let deleted = sqlx::query(&format!(
+        "DELETE FROM {table} WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    Ok(deleted == 1)
+}
+
 /// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders.
 pub fn values_placeholders(rows: usize, columns: usize) -> String {
     values_placeholders_wrapped(rows, columns, &[])

@@ -8,9 +8,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::storage::{self, NewProject, ProjectView, Renamed, PRODUCT, VENDOR};
+use super::storage::{self, NewProject, ProjectView, PRODUCT, VENDOR};
 use crate::app::AppState;
 use crate::auth::{Caller, TenantId};
+use crate::db::NamedUpdate;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::search::{Page, PageParams};
@@ -186,9 +187,9 @@ async fn update_project(
             .unwrap_or(&current.description),
     )?;
     match storage::update(&state.db, tenant, &project_id, name, description).await? {
-        Renamed::Done => Ok(Json(found(&state, tenant, &project_id).await?)),
-        Renamed::NoSuchProject => Err(ApiError::NotFound("project")),
-        Renamed::NameTaken => Err(ApiError::Conflict(format!(
+        NamedUpdate::Done => Ok(Json(found(&state, tenant, &project_id).await?)),
+        NamedUpdate::NoSuchRow => Err(ApiError::NotFound("project")),
+        NamedUpdate::NameTaken => Err(ApiError::Conflict(format!(
             "a project named {name:?} exists"
         ))),
     }

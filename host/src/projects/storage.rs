@@ -5,7 +5,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use crate::auth::TenantId;
-use crate::db::{now_ms, to_rfc3339, Db};
+use crate::db::{now_ms, to_rfc3339, Db, NamedUpdate};
 
 pub const VENDOR: &str = "vendor";
 pub const PRODUCT: &str = "product";
@@ -134,20 +134,13 @@ async fn add_entry_in(
     .rows_affected())
 }
 
-/// What a change of name or description did.
-pub enum Renamed {
-    Done,
-    NoSuchProject,
-    NameTaken,
-}
-
 pub async fn update(
     db: &Db,
     tenant: &TenantId,
     id: &str,
     name: &str,
     description: &str,
-) -> sqlx::Result<Renamed> {
+) -> sqlx::Result<NamedUpdate> {
     let _turn = db.write_turn().await;
     let result = sqlx::query(
         "UPDATE projects SET name = $3, name_key = $4, description = $5, updated_at = $6 \
@@ -161,24 +154,12 @@ pub async fn update(
     .bind(now_ms())
     .execute(&db.pool)
     .await;
-    match result {
-        Ok(done) if done.rows_affected() == 1 => Ok(Renamed::Done),
-        Ok(_) => Ok(Renamed::NoSuchProject),
-        Err(err) if crate::db::is_unique_violation(&err) => Ok(Renamed::NameTaken),
-        Err(err) => Err(err),
-    }
+    NamedUpdate::of(result)
 }
 
 /// Deletes a project (its entries cascade).
 pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let deleted = sqlx::query("DELETE FROM projects WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_str())
-        .bind(id)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
-    Ok(deleted == 1)
+    crate::db::delete_tenant_row(db, "projects", tenant, id).await
 }
 
 /// Adds a vendor or product to the tenant's project and stamps the

@@ -72,12 +72,5 @@ pub async fn put(
 }
 
 pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let deleted = sqlx::query("DELETE FROM version_rules WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_str())
-        .bind(id)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
-    Ok(deleted == 1)
+    crate::db::delete_tenant_row(db, "version_rules", tenant, id).await
 }

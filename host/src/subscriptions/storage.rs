@@ -144,14 +144,7 @@ pub async fn create(
 
 /// Deletes a subscription (its CVE links cascade).
 pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let deleted = sqlx::query("DELETE FROM subscriptions WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_str())
-        .bind(id)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
-    Ok(deleted == 1)
+    crate::db::delete_tenant_row(db, "subscriptions", tenant, id).await
 }
 
 /// Asks a sync of every subscription of `tenant`; how many it has.

@@ -8,9 +8,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::storage::{self, Entity, EntityType, TagFields, TagView, TaggedEntity, Updated};
+use super::storage::{self, Entity, EntityType, TagFields, TagView, TaggedEntity};
 use crate::app::AppState;
 use crate::auth::Caller;
+use crate::db::NamedUpdate;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::vulnerabilities::research::cve_id;
@@ -182,9 +183,9 @@ async fn update_tag(
         Some(&current),
     )?;
     match storage::update(&state.db, tenant, &tag_id, &fields).await? {
-        Updated::Done => {}
-        Updated::NoSuchTag => return Err(ApiError::NotFound("tag")),
-        Updated::NameTaken => {
+        NamedUpdate::Done => {}
+        NamedUpdate::NoSuchRow => return Err(ApiError::NotFound("tag")),
+        NamedUpdate::NameTaken => {
             return Err(ApiError::Conflict(format!(
                 "a tag named {:?} exists",
                 fields.name

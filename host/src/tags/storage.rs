@@ -7,7 +7,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use crate::auth::TenantId;
-use crate::db::{now_ms, to_rfc3339, Db};
+use crate::db::{now_ms, to_rfc3339, Db, NamedUpdate};
 
 /// What a tag can be assigned to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize, ToSchema)]
@@ -129,19 +129,12 @@ pub async fn create(
     Ok((inserted == 1).then_some(id))
 }
 
-/// What an update did.
-pub enum Updated {
-    Done,
-    NoSuchTag,
-    NameTaken,
-}
-
 pub async fn update(
     db: &Db,
     tenant: &TenantId,
     id: &str,
     fields: &TagFields<'_>,
-) -> sqlx::Result<Updated> {
+) -> sqlx::Result<NamedUpdate> {
     let _turn = db.write_turn().await;
     let result = sqlx::query(
         "UPDATE tags SET name = $3, name_key = $4, color = $5, description = $6, updated_at = $7 \
@@ -156,24 +149,12 @@ pub async fn update(
     .bind(now_ms())
     .execute(&db.pool)
     .await;
-    match result {
-        Ok(done) if done.rows_affected() == 1 => Ok(Updated::Done),
-        Ok(_) => Ok(Updated::NoSuchTag),
-        Err(err) if crate::db::is_unique_violation(&err) => Ok(Updated::NameTaken),
-        Err(err) => Err(err),
-    }
+    NamedUpdate::of(result)
 }
 
 /// Deletes a tag and its assignments (in one statement: they cascade).
 pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let deleted = sqlx::query("DELETE FROM tags WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_str())
-        .bind(id)
-        .execute(&db.pool)
-        .await?
-        .rows_affected();
-    Ok(deleted == 1)
+    crate::db::delete_tenant_row(db, "tags", tenant, id).await
 }
 
 /// Assigns the tenant's tag `tag_id` to `entity`: `None` when the tag is
