@@ -45,7 +45,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    let app = tower::Layer::layer(
+        &tower::util::MapRequestLayer::new(crate::http::middleware::without_encoded_nul),
+        router,
+    );
+    let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+        SocketAddr,
+    >(app);
     let http_shutdown = shutdown.clone();
     let http = tokio::spawn(async move {
         axum::serve(listener, app)

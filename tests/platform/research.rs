@@ -16,6 +16,7 @@ backend_tests!(
     versions_and_weaknesses_follow_the_tenants_findings,
     threat_intel_reads_exploitation_and_exposure,
     triage_survives_an_upgrade_and_leaves_the_open_counts,
+    text_with_nul_is_never_a_server_error,
 );
 
 /// The owner's software, with Chrome at `ws01_chrome` on WS-01.
@@ -1103,5 +1104,138 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
         )
         .await;
     assert_eq!(mine.body["total"], 1, "{}", mine.text);
+    app.finish().await;
+}
+
+/// PostgreSQL stores no NUL in text: every route of these areas answers
+/// text holding one with a client error or as if it were absent, never a
+/// 500.
+async fn text_with_nul_is_never_a_server_error(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let (owner, _other) = seeded(&app).await;
+    let tag = app
+        .post("/api/v1/tags/", &owner.bearer(), json!({"name": "Plain"}))
+        .await;
+    let tag_id = tag.body["id"].as_str().unwrap().to_string();
+    let project = app
+        .post(
+            "/api/v1/projects/",
+            &owner.bearer(),
+            json!({"name": "Plain"}),
+        )
+        .await;
+    let project_id = project.body["id"].as_str().unwrap().to_string();
+    let nul = "a\u{0}b";
+    let calls: Vec<(Method, String, Option<Value>)> = vec![
+        (
+            Method::POST,
+            "/api/v1/tags/".into(),
+            Some(json!({"name": "x", "description": nul})),
+        ),
+        (
+            Method::PUT,
+            format!("/api/v1/tags/{tag_id}"),
+            Some(json!({"description": nul})),
+        ),
+        (
+            Method::POST,
+            "/api/v1/tags/entity/assign".into(),
+            Some(json!({"tag_id": tag_id, "entity_type": "vendor", "entity_name": nul})),
+        ),
+        (Method::GET, "/api/v1/tags/entity/vendor/a%00b".into(), None),
+        (
+            Method::POST,
+            "/api/v1/projects/".into(),
+            Some(json!({"name": "y", "description": nul})),
+        ),
+        (
+            Method::PUT,
+            format!("/api/v1/projects/{project_id}"),
+            Some(json!({"description": nul})),
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/projects/{project_id}/vendors/a%00b"),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/research/product?application=a%00b".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/research/product?vendor=a%00b&product=c".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/research/cve/CVE-2023-2033%00".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/versions/summary?search=a%00b".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/versions/outdated?device=a%00b".into(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/api/v1/versions/rules".into(),
+            Some(json!({"application": nul, "minimum_version": "1.0", "note": nul})),
+        ),
+        (Method::GET, "/api/v1/weaknesses/?search=a%00b".into(), None),
+        (Method::GET, "/api/v1/weaknesses/CWE-79%00".into(), None),
+        (
+            Method::POST,
+            "/api/v1/subscriptions/".into(),
+            Some(json!({"sub_type": "vendor", "name": nul})),
+        ),
+        (
+            Method::GET,
+            "/api/v1/subscriptions/check?sub_type=vendor&name=a%00b".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/subscriptions/cpe/search?q=a%00b".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/subscriptions/cves/search?keyword=a%00b".into(),
+            None,
+        ),
+        (
+            Method::PUT,
+            "/api/v1/vulnerabilities/cve/CVE-2023-2033/triage".into(),
+            Some(json!({"status": "in_analysis", "comment": nul})),
+        ),
+        (
+            Method::PUT,
+            "/api/v1/vulnerabilities/cve/CVE-2023-2033/triage".into(),
+            Some(json!({"status": "not_affected", "justification": nul})),
+        ),
+        (
+            Method::GET,
+            "/api/v1/vulnerabilities/triage?assignee=a%00b".into(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/threat-intel/cve/CVE-2023-2033%00".into(),
+            None,
+        ),
+    ];
+    for (method, path, body) in calls {
+        let answer = app.call(method.clone(), &path, &owner.bearer(), body).await;
+        assert!(answer.status < 500, "{method} {path}: {}", answer.text);
+    }
     app.finish().await;
 }

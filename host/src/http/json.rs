@@ -8,11 +8,47 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// `axum::Json` with our error body on rejection (400 malformed, 422 wrong shape,
-/// 415 wrong content type reported as 400).
-#[derive(Debug, Clone, Copy, Default, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// `axum::Json` with our error body on rejection (400 malformed, 422 wrong
+/// shape, 415 wrong content type reported as 400). NUL characters are
+/// taken out of every string of the body first: text is stored without
+/// them (PostgreSQL refuses them), so a NUL means what its absence means.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T>(pub T);
+
+impl<S, T> FromRequest<S> for Json<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let axum::Json(mut value) =
+            axum::Json::<serde_json::Value>::from_request(request, state).await?;
+        without_nul(&mut value);
+        serde_json::from_value(value)
+            .map(Json)
+            .map_err(|e| ApiError::validation("body", e.to_string()))
+    }
+}
+
+/// Takes every NUL character out of the strings (and keys) of `value`.
+fn without_nul(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) if text.contains('\0') => text.retain(|c| c != '\0'),
+        Value::Array(items) => items.iter_mut().for_each(without_nul),
+        Value::Object(map) if map.keys().any(|k| k.contains('\0')) => {
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                without_nul(&mut item);
+                map.insert(key.replace('\0', ""), item);
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(without_nul),
+        _ => {}
+    }
+}
 
 impl<T: serde::Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
@@ -65,8 +101,8 @@ impl<S: Send + Sync> FromRequest<S> for Multipart {
 }
 
 /// A JSON body that may be left out: no body (or only whitespace) is
-/// `T::default()`; malformed JSON is a 400 and a wrong shape a 422, as for
-/// [`Json`].
+/// `T::default()`; malformed JSON is a 400 and a wrong shape a 422, and
+/// NULs are taken out, as for [`Json`].
 pub struct OptionalJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for OptionalJson<T>
@@ -83,11 +119,26 @@ where
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }
-        serde_json::from_slice(&body)
+        let mut value: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+        without_nul(&mut value);
+        serde_json::from_value(value)
             .map(OptionalJson)
-            .map_err(|e| match e.classify() {
-                serde_json::error::Category::Data => ApiError::validation("body", e.to_string()),
-                _ => ApiError::BadRequest(format!("malformed JSON: {e}")),
-            })
+            .map_err(|e| ApiError::validation("body", e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_nul;
+
+    #[test]
+    fn nul_characters_leave_strings_and_keys() {
+        let mut value = serde_json::json!({"na\u{0}me": ["a\u{0}b", {"c": "\u{0}"}], "n": 1});
+        without_nul(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({"name": ["ab", {"c": ""}], "n": 1})
+        );
     }
 }

@@ -38,3 +38,31 @@ pub async fn internal_errors(request: Request, next: Next) -> Response {
     };
     (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
 }
+
+/// Takes percent-encoded NULs (`%00`) out of a request's path and query
+/// before it is routed: stored text has no NUL (PostgreSQL refuses it), so
+/// a NUL in an id or a filter means what its absence means, on both
+/// engines. It wraps the whole router, since routing reads the path.
+pub fn without_encoded_nul(mut request: Request) -> Request {
+    let uri = request.uri();
+    let has_nul = |text: &str| text.contains("%00");
+    if !has_nul(uri.path()) && !uri.query().is_some_and(has_nul) {
+        return request;
+    }
+    let path_and_query = match uri.query() {
+        Some(query) => format!(
+            "{}?{}",
+            uri.path().replace("%00", ""),
+            query.replace("%00", "")
+        ),
+        None => uri.path().replace("%00", ""),
+    };
+    let mut parts = uri.clone().into_parts();
+    if let Ok(cleaned) = path_and_query.parse() {
+        parts.path_and_query = Some(cleaned);
+        if let Ok(cleaned) = axum::http::Uri::from_parts(parts) {
+            *request.uri_mut() = cleaned;
+        }
+    }
+    request
+}
