@@ -455,36 +455,19 @@ async fn a_dropped_file_cannot_take_over_a_connector_id() {
     .await
     .assert_error(404);
 
-    // Core routes are never connector ids, except in an area the host
-    // shares with its connectors, where the host's own paths are refused
-    // to every connector (`HOST_AREA_ROUTES`).
+    // Core routes are never connector ids.
     let doc = app.get("/openapi.json", &Auth::None).await.body;
-    let shared_areas: Vec<&str> = cairn::plugins::descriptor::HOST_AREA_ROUTES
-        .iter()
-        .map(|(area, _, _)| *area)
-        .collect();
     for path in doc["paths"].as_object().unwrap().keys() {
         let Some(rest) = path.strip_prefix("/api/v1/") else {
             continue;
         };
         let segment = rest.split('/').next().unwrap();
-        if segment == "{integration}" {
-            continue;
-        }
-        if shared_areas.contains(&segment) {
-            let route = &rest[segment.len() + 1..];
+        if segment != "{integration}" {
             assert!(
-                cairn::plugins::descriptor::HOST_AREA_ROUTES
-                    .iter()
-                    .any(|(area, _, host)| *area == segment && *host == route),
-                "{path} is served by the host in area {segment} but not refused to its connectors"
+                cairn::plugins::loader::RESERVED_IDS.contains(&segment),
+                "{segment} (of {path}) is served by the host but not reserved"
             );
-            continue;
         }
-        assert!(
-            cairn::plugins::loader::RESERVED_IDS.contains(&segment),
-            "{segment} (of {path}) is served by the host but not reserved"
-        );
     }
     app.finish().await;
 

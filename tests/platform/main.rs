@@ -25,5 +25,6 @@ mod search;
 mod service;
 mod subscriptions;
 mod tenancy;
+mod threat_intel;
 mod vulnerabilities;
 mod write_turns;

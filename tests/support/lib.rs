@@ -17,6 +17,7 @@ pub mod fake_rmm;
 pub mod fake_s3;
 pub mod fake_sentinelone;
 pub mod fake_tenable;
+pub mod fake_threat_intel;
 pub mod inventory;
 pub mod query_eval;
 pub mod smtp;

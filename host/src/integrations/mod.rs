@@ -20,6 +20,7 @@ pub mod storage;
 pub mod sync;
 mod user_links;
 
+pub use config::{redacted_view, store_config, ConfigView, Merge};
 pub use routes::{call_error, router};
 
 mod views;

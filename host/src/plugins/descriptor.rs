@@ -251,10 +251,6 @@ pub const HOST_AREA_ROUTES: &[(&str, &str, &str)] = &[
     ("psa", "POST", "tickets/from-vuln"),
     ("psa", "GET", "service/tickets/{ticket_id}/context"),
     ("psa", "GET", "service/tickets/{ticket_id}/full"),
-    ("threat-intel", "GET", "cve/{cve_id}"),
-    ("threat-intel", "GET", "epss/high-risk"),
-    ("threat-intel", "POST", "enrich/{cve_id}"),
-    ("threat-intel", "GET", "research/{cve_id}"),
 ];
 
 /// Paths the lifecycle routes take under every area.

@@ -519,6 +519,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "tags",
     "projects",
     "subscriptions",
+    "threat-intel",
     "versions",
     "weaknesses",
     "search",

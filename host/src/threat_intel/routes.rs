@@ -7,6 +7,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::lookups::{
+    __path_get_threat_intel_config, __path_hash_threat_intel, __path_ip_threat_intel,
+    __path_set_threat_intel_config,
+};
+use super::lookups::{
+    get_threat_intel_config, hash_threat_intel, ip_threat_intel, set_threat_intel_config,
+};
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
@@ -24,6 +31,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(high_risk_by_epss))
         .routes(routes!(enrich_cve))
         .routes(routes!(research_panel))
+        .routes(routes!(get_threat_intel_config, set_threat_intel_config))
+        .routes(routes!(ip_threat_intel))
+        .routes(routes!(hash_threat_intel))
 }
 
 fn checked_id(text: &str) -> Result<String, ApiError> {
