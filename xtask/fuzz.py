@@ -136,9 +136,13 @@ def main():
                    {"label": "fuzzing"}, token)
         examples = int(examples)
         codes = [
-            # Signing out would end the session the run fuzzes with.
+            # Signing out would end the session the run fuzzes with. The
+            # CVE search asks NVD on every call, which this machine cannot
+            # reach: its answer is a 502 whatever the input (its input
+            # checks are covered by tests/platform/subscriptions.rs).
             fuzz(st, base + "/openapi.json", token, examples,
-                 os.path.join(data, "api.json"), ["/api/v1/auth/logout"], data),
+                 os.path.join(data, "api.json"),
+                 ["/api/v1/auth/logout", "/api/v1/subscriptions/cves/search"], data),
             fuzz(st, base + "/api/openapi.json", key["key"], examples,
                  os.path.join(data, "portal.json"), [], data),
         ]
