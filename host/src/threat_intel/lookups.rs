@@ -251,19 +251,14 @@ async fn look_up(
             });
         }
     }
-    let (connector, _) = areas::tenant_connector(
-        &state.db,
-        &state.secrets,
-        &state.plugins,
-        tenant,
-        area,
-    )
-    .await?
-    .ok_or_else(|| {
-        ApiError::Conflict(format!(
+    let (connector, _) =
+        areas::tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, area)
+            .await?
+            .ok_or_else(|| {
+                ApiError::Conflict(format!(
             "no {area} provider is configured for this tenant (POST /api/v1/threat-intel/config)"
         ))
-    })?;
+            })?;
     let result = areas::invoke(state, tenant, area, &ActionCall::with_body(action, body)).await?;
     keep(
         &state.db,
