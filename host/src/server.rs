@@ -96,6 +96,10 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             shutdown.clone(),
         ));
     }
+    background.push(crate::vulnerabilities::spawn_scan_sweep(
+        state.db.clone(),
+        shutdown.clone(),
+    ));
     if state.settings.subscription_sync_hours > 0 {
         background.push(crate::subscriptions::spawn_schedule(
             state.db.clone(),

@@ -134,3 +134,46 @@ pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
     }
     Ok(())
 }
+
+/// Every 15 s, a scan job for each tenant with a scan queued for more than
+/// 10 s: a scan asked for while the tenant's job was finishing joins that
+/// run in the queue's one-job-per-tenant rule, after its last look for
+/// queued scans.
+pub fn spawn_scan_sweep(
+    db: Db,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let period = Duration::from_secs(15);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(err) = enqueue_waiting_scans(&db).await {
+                        tracing::warn!(error = %err, "scan sweep");
+                    }
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+async fn enqueue_waiting_scans(db: &Db) -> sqlx::Result<()> {
+    let tenants: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT tenant_id FROM vuln_scans WHERE status = 'queued' AND created_at < $1",
+    )
+    .bind(crate::db::now_ms() - 10_000)
+    .fetch_all(&db.pool)
+    .await?;
+    for tenant in tenants {
+        crate::jobs::enqueue(
+            db,
+            &TenantId(tenant),
+            scan::SCAN_KIND,
+            &json!({"after": "sweep"}),
+        )
+        .await?;
+    }
+    Ok(())
+}
