@@ -15,7 +15,7 @@ use crate::db::NamedUpdate;
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::search::{Page, PageParams};
-use crate::vulnerabilities::records::cna_slug;
+use crate::vulnerabilities::records::cpe_name;
 use crate::vulnerabilities::reference::{self, CveHit};
 use crate::vulnerabilities::views;
 
@@ -53,20 +53,6 @@ fn checked_description(description: &str) -> Result<&str, ApiError> {
         ));
     }
     Ok(description)
-}
-
-/// A vendor or product name as the CVE store writes it (`Apache HTTP
-/// Server` → `apache_http_server`); 422 naming `field` when nothing of it
-/// is left.
-fn cpe_name(name: &str, field: &str) -> Result<String, ApiError> {
-    let slug = cna_slug(name);
-    if slug.is_empty() || slug.len() > 200 {
-        return Err(ApiError::validation(
-            field,
-            format!("{name:?} is not a vendor or product name (letters, digits, . _ + -)"),
-        ));
-    }
-    Ok(slug)
 }
 
 fn cpe_names(names: &[String], field: &str) -> Result<Vec<String>, ApiError> {

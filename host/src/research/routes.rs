@@ -23,7 +23,7 @@ use crate::http::json::{Json, Path, Query};
 use crate::inventory::search::{fold, page_bounds, Page};
 use crate::inventory::storage::items_of_application;
 use crate::vulnerabilities::identify::ProductKey;
-use crate::vulnerabilities::records::cna_slug;
+use crate::vulnerabilities::records::cpe_name;
 use crate::vulnerabilities::research::ResearchError;
 use crate::vulnerabilities::sources::SourceConfig;
 
@@ -124,16 +124,10 @@ async fn research_a_product(
         given(params.product),
         given(params.application),
     ) {
-        (Some(vendor), Some(product), None) => {
-            let (vendor, product) = (cna_slug(&vendor), cna_slug(&product));
-            if vendor.is_empty() {
-                return Err(ApiError::validation("vendor", "names no CPE vendor"));
-            }
-            if product.is_empty() {
-                return Err(ApiError::validation("product", "names no CPE product"));
-            }
-            ProductQuery::Product(ProductKey { vendor, product })
-        }
+        (Some(vendor), Some(product), None) => ProductQuery::Product(ProductKey {
+            vendor: cpe_name(&vendor, "vendor")?,
+            product: cpe_name(&product, "product")?,
+        }),
         (None, None, Some(application)) if application.chars().count() <= 300 => {
             ProductQuery::Application(application)
         }

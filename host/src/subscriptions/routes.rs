@@ -16,7 +16,7 @@ use crate::auth::{Caller, TenantId};
 use crate::http::error::{ApiError, ApiResult, ErrorBody};
 use crate::http::json::{Json, Path, Query};
 use crate::inventory::search::{page_bounds, Page};
-use crate::vulnerabilities::records::cna_slug;
+use crate::vulnerabilities::records::cpe_name;
 use crate::vulnerabilities::reference::{self, CpeProduct, CveHit};
 use crate::vulnerabilities::sources::{self, NvdSearch, SourceConfig, SourceError};
 use crate::vulnerabilities::views::open_device_counts;
@@ -46,18 +46,10 @@ fn sub_type(text: &str) -> Result<&'static str, ApiError> {
     }
 }
 
-/// A vendor or product name and its CPE form; 422 naming `field` when
-/// nothing of it is left.
+/// A vendor or product name, trimmed, and its CPE form.
 fn named(name: &str, field: &str) -> Result<(String, String), ApiError> {
     let name = name.trim();
-    let key = cna_slug(name);
-    if key.is_empty() || name.chars().count() > MAX_NAME {
-        return Err(ApiError::validation(
-            field,
-            format!("must be a vendor or product name of at most {MAX_NAME} characters (letters, digits, . _ + -)"),
-        ));
-    }
-    Ok((name.to_string(), key))
+    Ok((name.to_string(), cpe_name(name, field)?))
 }
 
 /// The tenant's subscriptions with their CVE counts and last sync.

@@ -427,6 +427,26 @@ pub fn severity_of_score(score: f64) -> &'static str {
 
 /// A CNA name as a CPE-style key: lowercase, company suffixes dropped,
 /// spaces as `_`, only `[a-z0-9._+-]` kept.
+/// Longest vendor or product name a person may give.
+const MAX_PRODUCT_NAME: usize = 200;
+
+/// A vendor or product name a person gave, as the CVE store writes names
+/// ([`cna_slug`]: `Apache HTTP Server` → `apache_http_server`); a 422
+/// naming `field` when it is too long or nothing of it is left.
+pub fn cpe_name(name: &str, field: &str) -> Result<String, crate::http::error::ApiError> {
+    let slug = cna_slug(name);
+    if slug.is_empty() || name.chars().count() > MAX_PRODUCT_NAME {
+        return Err(crate::http::error::ApiError::validation(
+            field,
+            format!(
+                "must be a vendor or product name of at most {MAX_PRODUCT_NAME} characters \
+                 (letters, digits, . _ + -)"
+            ),
+        ));
+    }
+    Ok(slug)
+}
+
 pub fn cna_slug(name: &str) -> String {
     const SUFFIXES: [&str; 10] = [
         " inc",
