@@ -640,7 +640,7 @@ async fn a_superseded_rebuild_stops_before_sweeping_newer_rows(backend: Backend)
         &[item("WS-02", "Beta", "Acme", "2.0", "windows")],
     )
     .await;
-    rollup::rebuild_until_current(db, &tenant).await.unwrap();
+    rollup::rebuild_until_current(db, &tenant, cairn::inventory::rollup::Mode::Incremental).await.unwrap();
     assert_eq!(
         sorted_names(&applications(&app, &owner, "").await),
         ["Alpha", "Beta"]

@@ -20,6 +20,7 @@ mod psa;
 mod reports;
 mod research;
 mod rmm;
+mod rollup_incremental;
 mod scanner;
 mod search;
 mod service;

@@ -136,7 +136,7 @@ async fn seed(
             .await?;
         tx.commit().await?;
     }
-    cairn::inventory::rollup::rebuild_until_current(db, tenant)
+    cairn::inventory::rollup::rebuild_until_current(db, tenant, cairn::inventory::rollup::Mode::Incremental)
         .await
         .map_err(|e| anyhow::anyhow!("rollup: {e:?}"))?;
     let cves = 2000;

@@ -207,7 +207,7 @@ async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Res
     );
     let rss_before = cairn_bench::peak_rss_mib();
     let started = Instant::now();
-    let stats = cairn::inventory::rollup::rebuild_until_current(db, &rollup_tenant).await?;
+    let stats = cairn::inventory::rollup::rebuild_until_current(db, &rollup_tenant, cairn::inventory::rollup::Mode::Incremental).await?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "  rollup: {} rows -> {} applications, {} assets in {secs:.2} s; peak memory {:.0} MiB (before the rebuild {rss_before:.0} MiB)",
@@ -277,7 +277,7 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
         }),
     )
     .await?;
-    let built = cairn::inventory::rollup::rebuild_until_current(db, &search_tenant).await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(db, &search_tenant, cairn::inventory::rollup::Mode::Incremental).await?;
     let query = json!({
         "query": {"kind": "group", "combinator": "and", "rules": [
             {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"},
@@ -332,7 +332,7 @@ async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
         }),
     )
     .await?;
-    let built = cairn::inventory::rollup::rebuild_until_current(db, &list_tenant).await?;
+    let built = cairn::inventory::rollup::rebuild_until_current(db, &list_tenant, cairn::inventory::rollup::Mode::Incremental).await?;
     let mut samples = vec![];
     for i in 0..SAMPLES {
         let skip = (i * 97) % (LIST_APPLICATIONS - 50);

@@ -79,13 +79,44 @@ pub async fn consume(
     tenant: &TenantId,
     ids: &[i64],
 ) -> sqlx::Result<()> {
+    consume_from(tx, backend, Queue::Matcher, tenant, ids).await
+}
+
+/// The change queues the database fills from inventory writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Queue {
+    /// `inventory_changes`, read by the vulnerability matcher.
+    Matcher,
+    /// `rollup_changes`, read by the rollup.
+    Rollup,
+}
+
+impl Queue {
+    fn table(self) -> &'static str {
+        match self {
+            Queue::Matcher => "inventory_changes",
+            Queue::Rollup => "rollup_changes",
+        }
+    }
+}
+
+/// Deletes the entries of `queue` a consumer read (by id), inside the
+/// transaction that records what it made of them.
+pub async fn consume_from(
+    tx: &mut Transaction<'_, Any>,
+    backend: crate::db::Backend,
+    queue: Queue,
+    tenant: &TenantId,
+    ids: &[i64],
+) -> sqlx::Result<()> {
+    let table = queue.table();
     let rows = crate::db::json_array_rows(backend, 2);
     for chunk in runs(ids).chunks(5_000) {
         let chunk: Vec<[i64; 2]> = chunk.iter().map(|&(a, b)| [a, b]).collect();
         // Each run is a range scan of the primary key.
         sqlx::query(&format!(
-            "DELETE FROM inventory_changes WHERE tenant_id = $1 AND id IN \
-             (SELECT c.id FROM {rows} CROSS JOIN inventory_changes c \
+            "DELETE FROM {table} WHERE tenant_id = $1 AND id IN \
+             (SELECT c.id FROM {rows} CROSS JOIN {table} c \
              WHERE c.id BETWEEN CAST(value->>0 AS BIGINT) AND CAST(value->>1 AS BIGINT))"
         ))
         .bind(tenant.as_str())

@@ -1,13 +1,13 @@
 //! The rebuild's arithmetic: inventory rows in, applications and assets out.
 //! No I/O, so every rollup rule is tested here on plain values.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
 
+pub use super::counts::{Counts, Held};
 use crate::inventory::normalize::{self, clean, clean_owned};
-use crate::inventory::version::compare_versions;
 
 /// The integrations whose device records attach to assets, and the key each
 /// detail is shown under.
@@ -19,6 +19,7 @@ pub const SCANNER_SOURCE: &str = "scanner";
 #[derive(Debug, Clone, Default, sqlx::FromRow)]
 pub struct ItemRow {
     pub source: String,
+    pub item_key: String,
     pub device_name: Option<String>,
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
@@ -36,6 +37,7 @@ pub struct ItemRow {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeviceRecord {
     pub source: String,
+    pub record_key: String,
     pub device_name: Option<String>,
     /// The record's normalized fields (the shared device shape); `{}` for
     /// records of v0.1 components and CSV enrichment.
@@ -81,6 +83,8 @@ pub struct Asset {
     /// The longest name observed.
     pub device_name: String,
     pub names: Vec<String>,
+    /// The names as the inventory spells them, where that differs.
+    pub raw_names: Vec<String>,
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
     pub os_version: Option<String>,
@@ -112,24 +116,77 @@ impl Interner {
     }
 }
 
+/// Devices holding a value and rows naming it, while rows stream in.
 #[derive(Default)]
-struct ApplicationTally {
+struct Holders {
     devices: HashSet<u32>,
-    versions: HashMap<String, HashSet<u32>>,
-    vendors: HashMap<String, HashSet<u32>>,
-    platforms: HashSet<String>,
-    sources: BTreeSet<String>,
-    publisher: Option<String>,
+    rows: i64,
 }
 
-/// The newest value of a field across an asset's rows.
+impl Holders {
+    fn add(&mut self, device: Option<u32>) {
+        self.devices.extend(device);
+        self.rows += 1;
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            devices: self.devices.len() as i64,
+            rows: self.rows,
+        }
+    }
+}
+
+#[derive(Default)]
+struct ApplicationTally {
+    holders: Holders,
+    versions: HashMap<String, Holders>,
+    vendors: HashMap<String, Holders>,
+    platforms: HashMap<String, i64>,
+    sources: BTreeMap<String, i64>,
+    publishers: HashMap<String, i64>,
+}
+
+impl ApplicationTally {
+    fn counts(&self) -> Counts {
+        let held = |values: &HashMap<String, Holders>| {
+            values
+                .iter()
+                .map(|(value, holders)| (value.clone(), holders.held()))
+                .collect()
+        };
+        let rows = |values: &HashMap<String, i64>| {
+            values
+                .iter()
+                .map(|(value, rows)| (value.clone(), *rows))
+                .collect()
+        };
+        Counts {
+            devices: self.holders.devices.len() as i64,
+            rows: self.holders.rows,
+            versions: held(&self.versions),
+            vendors: held(&self.vendors),
+            platforms: rows(&self.platforms),
+            sources: self.sources.clone(),
+            publishers: rows(&self.publishers),
+        }
+    }
+}
+
+/// The newest value of a field across an asset's rows: the value of the
+/// row that changed last, the greater value between rows that changed at
+/// the same time, so the answer never depends on the order rows are read.
 #[derive(Default)]
 struct Latest(Option<(i64, String)>);
 
 impl Latest {
     fn offer(&mut self, at: i64, value: Option<String>) {
         if let Some(value) = value {
-            if self.0.as_ref().is_none_or(|(seen, _)| at >= *seen) {
+            let newer = self
+                .0
+                .as_ref()
+                .is_none_or(|(seen, held)| (at, &value) > (*seen, held));
+            if newer {
                 self.0 = Some((at, value));
             }
         }
@@ -143,7 +200,10 @@ impl Latest {
 #[derive(Default)]
 struct AssetTally {
     names: BTreeSet<String>,
-    mdm_device_id: Option<String>,
+    /// Spellings of the names as the inventory holds them, where they
+    /// differ from the cleaned name.
+    raw_names: BTreeSet<String>,
+    mdm_device_id: Latest,
     device_id: Latest,
     os_platform: Latest,
     os_version: Latest,
@@ -151,7 +211,11 @@ struct AssetTally {
     user_name: Latest,
     applications: BTreeSet<String>,
     sources: BTreeSet<String>,
-    last_seen: i64,
+    last_updated: i64,
+}
+
+fn add_count<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, i64>, key: K) {
+    *counts.entry(key).or_default() += 1;
 }
 
 /// Accumulates rows one at a time, so the reader can stream them.
@@ -160,8 +224,10 @@ pub struct Rollup {
     devices: Interner,
     applications: HashMap<String, ApplicationTally>,
     assets: HashMap<String, AssetTally>,
+    /// Spellings of a device name that clean to nothing.
+    blank_names: BTreeSet<String>,
     last_key: Option<(String, String)>,
-    /// When each synced source last completed a run: see [`Self::reported_at`].
+    /// When each synced source last completed a run: see [`Self::assets`].
     completed_runs: HashMap<String, i64>,
 }
 
@@ -175,85 +241,72 @@ impl Rollup {
         }
     }
 
-    /// When a row was last reported: a sync leaves a row it finds unchanged
-    /// as it is, so a row of a source whose last run completed later was
-    /// reported by that run.
-    pub fn reported_at(&self, source: &str, updated_at: i64) -> i64 {
-        self.completed_runs
-            .get(source)
-            .map_or(updated_at, |&completed| completed.max(updated_at))
-    }
-
     pub fn add(&mut self, row: ItemRow) {
-        let reported_at = self.reported_at(&row.source, row.updated_at);
+        let at = row.updated_at;
+        let raw_name = row.device_name;
         // Owned values move into the tallies: a million rows, no copies
         // where nothing needs cleaning.
-        let device_name = clean_owned(row.device_name);
+        let device_name = clean_owned(raw_name.clone());
         let source = normalize::strip_control(&row.source);
         let application = row
             .application_name
             .as_deref()
             .and_then(normalize::application_name);
         let os_platform = clean_owned(row.os_platform);
-        if let Some(name) = &device_name {
-            let key = self.asset_key(name);
-            let asset = self.assets.entry(key).or_default();
-            if !asset.names.contains(name) {
-                asset.names.insert(name.clone());
+        match (&device_name, raw_name) {
+            (Some(name), raw) => {
+                let key = self.asset_key(name);
+                let asset = self.assets.entry(key).or_default();
+                if !asset.names.contains(name) {
+                    asset.names.insert(name.clone());
+                }
+                if let Some(raw) = raw.filter(|raw| raw != name) {
+                    asset.raw_names.insert(raw);
+                }
+                let device_id = clean_owned(row.device_id);
+                if source == MDM_SOURCE {
+                    asset.mdm_device_id.offer(at, device_id.clone());
+                }
+                asset.device_id.offer(at, device_id);
+                asset.os_platform.offer(at, os_platform.clone());
+                asset.os_version.offer(at, clean_owned(row.os_version));
+                asset.user_email.offer(at, clean_owned(row.user_email));
+                asset.user_name.offer(at, clean_owned(row.user_name));
+                if let Some(app) = &application {
+                    if !asset.applications.contains(app) {
+                        asset.applications.insert(app.clone());
+                    }
+                }
+                if !asset.sources.contains(&source) {
+                    asset.sources.insert(source.clone());
+                }
+                asset.last_updated = asset.last_updated.max(at);
             }
-            let device_id = clean_owned(row.device_id);
-            if source == MDM_SOURCE && asset.mdm_device_id.is_none() {
-                asset.mdm_device_id = device_id.clone();
-            }
-            asset.device_id.offer(reported_at, device_id);
-            asset.os_platform.offer(reported_at, os_platform.clone());
-            asset
-                .os_version
-                .offer(reported_at, clean_owned(row.os_version));
-            asset
-                .user_email
-                .offer(reported_at, clean_owned(row.user_email));
-            asset
-                .user_name
-                .offer(reported_at, clean_owned(row.user_name));
-            if let Some(app) = &application {
-                if !asset.applications.contains(app) {
-                    asset.applications.insert(app.clone());
+            (None, Some(raw)) => {
+                if !self.blank_names.contains(&raw) {
+                    self.blank_names.insert(raw);
                 }
             }
-            if !asset.sources.contains(&source) {
-                asset.sources.insert(source.clone());
-            }
-            asset.last_seen = asset.last_seen.max(reported_at);
+            (None, None) => {}
         }
         let Some(application) = application else {
             return;
         };
         let device = device_name.as_deref().map(|n| self.devices.id(n));
         let tally = self.applications.entry(application).or_default();
-        if let Some(device) = device {
-            tally.devices.insert(device);
-        }
+        tally.holders.add(device);
         if let Some(version) = clean_owned(row.version) {
-            let holders = tally.versions.entry(version).or_default();
-            holders.extend(device);
+            tally.versions.entry(version).or_default().add(device);
         }
         if let Some(vendor) = clean_owned(row.vendor) {
-            let holders = tally.vendors.entry(vendor).or_default();
-            holders.extend(device);
+            tally.vendors.entry(vendor).or_default().add(device);
         }
         if let Some(platform) = os_platform {
-            if !tally.platforms.contains(&platform) {
-                tally.platforms.insert(platform);
-            }
+            add_count(&mut tally.platforms, platform);
         }
-        if !tally.sources.contains(&source) {
-            tally.sources.insert(source);
-        }
+        *tally.sources.entry(source).or_default() += 1;
         if let Some(publisher) = clean_owned(row.publisher) {
-            if tally.publisher.as_ref().is_none_or(|p| publisher > *p) {
-                tally.publisher = Some(publisher);
-            }
+            add_count(&mut tally.publishers, publisher);
         }
     }
 
@@ -270,30 +323,74 @@ impl Rollup {
         }
     }
 
-    /// The applications sorted by name, and the vendors they are
-    /// attributed to, sorted by name.
-    pub fn applications(&mut self) -> (Vec<Application>, Vec<Vendor>) {
-        let mut vendors: HashMap<String, (i64, HashSet<u32>)> = HashMap::new();
-        let mut out: Vec<Application> = std::mem::take(&mut self.applications)
+    /// Each application's tallies, by name.
+    pub fn tallies(&self) -> HashMap<String, Counts> {
+        self.applications
+            .iter()
+            .map(|(name, tally)| (name.clone(), tally.counts()))
+            .collect()
+    }
+
+    /// Per vendor, the distinct devices holding any application
+    /// `vendor_of` attributes to it.
+    pub fn vendor_devices(&self, vendor_of: impl Fn(&str) -> Option<String>) -> HashMap<String, i64> {
+        let mut devices: HashMap<String, HashSet<u32>> = HashMap::new();
+        for (name, tally) in &self.applications {
+            if let Some(vendor) = vendor_of(name) {
+                devices
+                    .entry(vendor)
+                    .or_default()
+                    .extend(tally.holders.devices.iter().copied());
+            }
+        }
+        devices
             .into_iter()
-            .map(|(name, tally)| {
-                let devices = tally.devices.clone();
-                let app = application(name, tally);
-                if let Some(vendor) = &app.vendor {
-                    let entry = vendors.entry(vendor.clone()).or_default();
-                    entry.0 += 1;
-                    entry.1.extend(devices);
-                }
-                app
-            })
+            .map(|(vendor, held)| (vendor, held.len() as i64))
+            .collect()
+    }
+
+    /// Every asset name in [`match_form`]: what a detail record must name
+    /// to attach.
+    pub fn match_forms(&self) -> HashSet<String> {
+        self.assets
+            .values()
+            .flat_map(|asset| asset.names.iter().map(|n| match_form(n)))
+            .collect()
+    }
+
+    /// Spellings of a device name in the rows that clean to nothing.
+    pub fn blank_names(&self) -> &BTreeSet<String> {
+        &self.blank_names
+    }
+
+    /// The applications sorted by name, each with its tallies, and the
+    /// vendors they are attributed to, sorted by name.
+    pub fn applications(&mut self) -> (Vec<(Application, Counts)>, Vec<Vendor>) {
+        let tallies = self.tallies();
+        let vendor_of = |name: &str| {
+            tallies
+                .get(name)
+                .and_then(|c| c.dominant_vendor().map(str::to_string))
+        };
+        let devices = self.vendor_devices(vendor_of);
+        self.applications.clear();
+        let mut out: Vec<(Application, Counts)> = tallies
+            .into_iter()
+            .map(|(name, counts)| (counts.application(&name), counts))
             .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut vendors: Vec<Vendor> = vendors
+        out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        let mut applications_of: HashMap<&str, i64> = HashMap::new();
+        for (app, _) in &out {
+            if let Some(vendor) = &app.vendor {
+                *applications_of.entry(vendor).or_default() += 1;
+            }
+        }
+        let mut vendors: Vec<Vendor> = applications_of
             .into_iter()
-            .map(|(name, (apps, devices))| Vendor {
-                name,
+            .map(|(name, apps)| Vendor {
+                name: name.to_string(),
                 application_count: apps,
-                device_count: devices.len() as i64,
+                device_count: devices.get(name).copied().unwrap_or(0),
             })
             .collect();
         vendors.sort_by(|a, b| a.name.cmp(&b.name));
@@ -301,78 +398,56 @@ impl Rollup {
     }
 
     /// The assets, with mdm, edr and scanner detail attached, sorted by key.
+    /// An asset was last seen when its newest row changed or when a source
+    /// that reports it last completed a run, whichever is later: a sync
+    /// leaves unchanged rows as they are.
     pub fn assets(&mut self, records: Vec<DeviceRecord>) -> Vec<Asset> {
         let details = DetailIndex::new(records);
+        let completed_runs = &self.completed_runs;
         let mut out: Vec<Asset> = std::mem::take(&mut self.assets)
             .into_iter()
-            .map(|(key, tally)| asset(key, tally, &details))
+            .map(|(key, tally)| asset(key, tally, &details, completed_runs))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
     }
 }
 
-fn application(name: String, tally: ApplicationTally) -> Application {
-    // Dominant vendor: on the most devices; ties go to the first by name so
-    // a rebuild of the same data always agrees with itself.
-    let vendor = tally
-        .vendors
-        .iter()
-        .max_by(|(a, da), (b, db)| da.len().cmp(&db.len()).then_with(|| b.cmp(a)))
-        .map(|(v, _)| v.clone());
-    let mut version_counts: Vec<VersionCount> = tally
-        .versions
-        .iter()
-        .map(|(version, holders)| VersionCount {
-            version: version.clone(),
-            count: holders.len() as i64,
-        })
-        .collect();
-    // Most devices first; among equals the newest, which is the version an
-    // analyst would call current.
-    version_counts.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then_with(|| compare_versions(&b.version, &a.version))
-    });
-    let newest = tally
-        .versions
-        .keys()
-        .max_by(|a, b| compare_versions(a, b))
-        .cloned();
-    let oldest = tally
-        .versions
-        .keys()
-        .min_by(|a, b| compare_versions(a, b))
-        .cloned();
-    Application {
-        name,
-        vendor,
-        device_count: tally.devices.len() as i64,
-        most_common_version: version_counts.first().map(|v| v.version.clone()),
-        newest_version: newest,
-        oldest_version: oldest,
-        version_counts,
-        platforms: normalize::platforms(tally.platforms.iter().map(String::as_str)),
-        sources: tally.sources.into_iter().collect(),
-        publisher: tally.publisher,
-    }
+/// The form a device name is matched in: upper case, as the NetBIOS key
+/// has it, so a record can only attach to an asset whose key it names.
+pub fn match_form(name: &str) -> String {
+    name.to_uppercase()
 }
 
-/// Device records of the detail sources, by lowercased name. A scanner
-/// record is also found by the short host of its FQDN.
+/// The names a device record of `source` attaches by: its name, and for a
+/// scanner record also the short host of its FQDN.
+pub fn record_names(source: &str, name: &str) -> Vec<String> {
+    let mut names = vec![match_form(name)];
+    if source == SCANNER_SOURCE {
+        names.push(match_form(normalize::short_host(name)));
+    }
+    names
+}
+
+/// Whether `source` is one whose device records attach to assets.
+pub fn is_detail_source(source: &str) -> Option<&'static str> {
+    [MDM_SOURCE, EDR_SOURCE, SCANNER_SOURCE]
+        .into_iter()
+        .find(|s| *s == source)
+}
+
+/// Device records of the detail sources, by name in [`match_form`]. A
+/// scanner record is also found by the short host of its FQDN.
 struct DetailIndex {
-    by_source: HashMap<&'static str, HashMap<String, (i64, Value)>>,
+    by_source: HashMap<&'static str, HashMap<String, (i64, String, Value)>>,
 }
 
 impl DetailIndex {
     fn new(records: Vec<DeviceRecord>) -> DetailIndex {
-        let mut by_source: HashMap<&'static str, HashMap<String, (i64, Value)>> = HashMap::new();
+        let mut by_source: HashMap<&'static str, HashMap<String, (i64, String, Value)>> =
+            HashMap::new();
         for record in records {
-            let Some(source) = [MDM_SOURCE, EDR_SOURCE, SCANNER_SOURCE]
-                .into_iter()
-                .find(|s| *s == record.source)
-            else {
+            let Some(source) = is_detail_source(&record.source) else {
                 continue;
             };
             let Some(name) = clean(record.device_name.as_deref()) else {
@@ -385,17 +460,18 @@ impl DetailIndex {
                 _ => serde_json::from_str(&record.body).unwrap_or(Value::Null),
             };
             let body = normalize::strip_control_json(detail);
-            let mut names = vec![name.to_lowercase()];
-            if source == SCANNER_SOURCE {
-                names.push(normalize::short_host(&name).to_lowercase());
-            }
             let index = by_source.entry(source).or_default();
-            for name in names {
-                let newer = index
-                    .get(&name)
-                    .is_none_or(|(at, _)| record.updated_at >= *at);
+            for name in record_names(source, &name) {
+                // The newest record; between equally new ones the greater
+                // key, whatever order they were read in.
+                let newer = index.get(&name).is_none_or(|(at, key, _)| {
+                    (record.updated_at, &record.record_key) > (*at, key)
+                });
                 if newer {
-                    index.insert(name, (record.updated_at, body.clone()));
+                    index.insert(
+                        name,
+                        (record.updated_at, record.record_key.clone(), body.clone()),
+                    );
                 }
             }
         }
@@ -407,9 +483,9 @@ impl DetailIndex {
         let index = self.by_source.get(source)?;
         names
             .iter()
-            .filter_map(|n| index.get(&n.to_lowercase()))
-            .max_by_key(|(at, _)| *at)
-            .map(|(_, body)| body.clone())
+            .filter_map(|n| index.get(&match_form(n)))
+            .max_by(|(a, ka, _), (b, kb, _)| (a, ka).cmp(&(b, kb)))
+            .map(|(_, _, body)| body.clone())
     }
 }
 
@@ -422,7 +498,12 @@ fn managed_device_id(mdm: &Value) -> Option<String> {
         .and_then(|id| clean(Some(id)))
 }
 
-fn asset(key: String, tally: AssetTally, details: &DetailIndex) -> Asset {
+fn asset(
+    key: String,
+    tally: AssetTally,
+    details: &DetailIndex,
+    completed_runs: &HashMap<String, i64>,
+) -> Asset {
     let device_name = tally
         .names
         .iter()
@@ -444,12 +525,17 @@ fn asset(key: String, tally: AssetTally, details: &DetailIndex) -> Asset {
     let device_id = mdm
         .as_ref()
         .and_then(managed_device_id)
-        .or(tally.mdm_device_id)
+        .or(tally.mdm_device_id.get())
         .or(tally.device_id.get());
+    let last_seen = sources
+        .iter()
+        .filter_map(|s| completed_runs.get(s))
+        .fold(tally.last_updated, |seen, &completed| seen.max(completed));
     Asset {
         key,
         device_name,
         names: tally.names.into_iter().collect(),
+        raw_names: tally.raw_names.into_iter().collect(),
         device_id,
         os_platform: tally.os_platform.get(),
         os_version: tally.os_version.get(),
@@ -460,7 +546,7 @@ fn asset(key: String, tally: AssetTally, details: &DetailIndex) -> Asset {
         mdm,
         edr,
         scan,
-        last_seen: tally.last_seen,
+        last_seen,
     }
 }
 
@@ -485,7 +571,7 @@ mod tests {
     fn rollup(rows: Vec<ItemRow>) -> Vec<Application> {
         let mut rollup = Rollup::default();
         rows.into_iter().for_each(|r| rollup.add(r));
-        rollup.applications().0
+        rollup.applications().0.into_iter().map(|(a, _)| a).collect()
     }
 
     #[test]
@@ -662,6 +748,7 @@ mod tests {
         let records = vec![
             DeviceRecord {
                 source: "mdm".into(),
+                record_key: "m1".into(),
                 device_name: Some("workstation-accounting-01.corp.example.com".into()),
                 fields: json!({"managed_device_id": "5f1c-uuid", "compliance_state": "compliant"})
                     .to_string(),
@@ -671,6 +758,7 @@ mod tests {
             },
             DeviceRecord {
                 source: "edr".into(),
+                record_key: "e1".into(),
                 device_name: Some("WORKSTATION-ACC".into()),
                 fields: "{}".into(),
                 body: json!({"infected": false}).to_string(),
@@ -678,6 +766,7 @@ mod tests {
             },
             DeviceRecord {
                 source: "scanner".into(),
+                record_key: "s1".into(),
                 device_name: Some("workstation-acc.corp.example.com".into()),
                 fields: json!({"risk_score": 7.5}).to_string(),
                 body: "{}".into(),

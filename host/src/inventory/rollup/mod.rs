@@ -9,6 +9,9 @@
 //! window between a rebuild's last check and its job finishing).
 
 pub mod build;
+pub mod changes;
+mod counts;
+pub mod incremental;
 pub mod store;
 
 use std::time::Duration;
@@ -44,26 +47,41 @@ pub async fn request(db: &Db, tenant: &TenantId, reason: &str) -> sqlx::Result<(
 /// What one rebuild read and wrote.
 #[derive(Debug, Clone, Copy)]
 pub struct RebuildStats {
+    /// Inventory rows read.
     pub items: u64,
+    /// Applications and assets written (or removed).
     pub applications: usize,
     pub assets: usize,
     pub rollup_at: i64,
+    /// For an incremental rebuild, the queued changes it folded in.
+    pub changes: Option<usize>,
+}
+
+/// How a rebuild may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Fold in the queued changes where the stored rollup allows it.
+    Incremental,
+    /// Read the whole inventory again.
+    Whole,
 }
 
 /// Derives the tenant's applications, vendors and assets from its
 /// inventory as it is now; returns the items read and what they give.
 pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Derived)> {
-    let completed_runs = crate::integrations::seen::completed_runs(db, tenant).await?;
-    let mut rollup = build::Rollup::with_completed_runs(completed_runs);
-    let items = store::read_items(db, tenant, &mut rollup).await?;
-    let mut records = store::read_device_records(db, tenant).await?;
-    for record in &mut records {
-        record.updated_at = rollup.reported_at(&record.source, record.updated_at);
-    }
+    let completions = crate::integrations::seen::completed_runs(db, tenant).await?;
+    let mut rollup = build::Rollup::with_completed_runs(completions.clone());
+    let mut tx = store::snapshot(db).await?;
+    let changes = changes::pending_ids(&mut tx, tenant).await?;
+    let items = store::read_items(&mut tx, db.backend, tenant, &mut rollup).await?;
+    let records = store::read_device_records(&mut tx, tenant).await?;
+    tx.commit().await?;
     // Seconds of computing for a large inventory: off the async workers.
     let derived = tokio::task::spawn_blocking(move || {
+        let blank_names = rollup.blank_names().iter().cloned().collect();
         let (applications, vendors) = rollup.applications();
         let assets = rollup.assets(records);
+        let (applications, tallies): (Vec<_>, Vec<_>) = applications.into_iter().unzip();
         store::Derived {
             application_documents: applications
                 .iter()
@@ -75,7 +93,11 @@ pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Der
                 .collect(),
             assets,
             applications,
+            tallies,
             vendors,
+            blank_names,
+            completions,
+            changes,
         }
     })
     .await
@@ -85,12 +107,19 @@ pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Der
 }
 
 /// Rebuilds the tenant's applications and assets from its inventory now,
-/// stamping the rows `rollup_at` (from [`store::begin`]).
+/// stamping the rows `rollup_at` (from [`store::begin`]): incrementally
+/// where `mode` and the stored rollup allow, else whole.
 pub async fn rebuild(
     db: &Db,
     tenant: &TenantId,
     rollup_at: i64,
+    mode: Mode,
 ) -> Result<RebuildStats, WriteError> {
+    if mode == Mode::Incremental {
+        if let Some(stats) = incremental::apply(db, tenant, rollup_at).await? {
+            return Ok(stats);
+        }
+    }
     let (items, derived) = derive(db, tenant).await?;
     store::write(db, tenant, rollup_at, &derived).await?;
     Ok(RebuildStats {
@@ -98,16 +127,21 @@ pub async fn rebuild(
         applications: derived.applications.len(),
         assets: derived.assets.len(),
         rollup_at,
+        changes: None,
     })
 }
 
 /// Rebuilds until no request is left unanswered; returns the last run's
 /// figures. [`WriteError::Superseded`] when a later rebuild took over, which
 /// then answers the requests.
-pub async fn rebuild_until_current(db: &Db, tenant: &TenantId) -> Result<RebuildStats, WriteError> {
+pub async fn rebuild_until_current(
+    db: &Db,
+    tenant: &TenantId,
+    mode: Mode,
+) -> Result<RebuildStats, WriteError> {
     loop {
         let (requested, rollup_at) = store::begin(db, tenant).await?;
-        let stats = rebuild(db, tenant, rollup_at).await?;
+        let stats = rebuild(db, tenant, rollup_at, mode).await?;
         if !store::finish(db, tenant, requested).await? {
             return Ok(stats);
         }
@@ -121,7 +155,7 @@ impl JobHandler for RollupHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         ctx.progress("rebuilding", 0, 1, "reading inventory")
             .await?;
-        let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id()).await {
+        let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id(), Mode::Incremental).await {
             Ok(stats) => stats,
             Err(WriteError::Superseded) => {
                 ctx.progress("done", 1, 1, "a later rebuild took over")
@@ -132,16 +166,17 @@ impl JobHandler for RollupHandler {
         };
         // The inventory changed: its vulnerabilities may have too.
         crate::vulnerabilities::inventory_changed(ctx.db(), ctx.tenant_id()).await?;
-        ctx.progress(
-            "done",
-            1,
-            1,
-            &format!(
+        let detail = match stats.changes {
+            Some(changes) => format!(
+                "{changes} inventory changes folded in: {} applications and {} assets recomputed from {} items",
+                stats.applications, stats.assets, stats.items
+            ),
+            None => format!(
                 "{} inventory items rolled up into {} applications and {} assets",
                 stats.items, stats.applications, stats.assets
             ),
-        )
-        .await?;
+        };
+        ctx.progress("done", 1, 1, &detail).await?;
         Ok(())
     }
 }

@@ -3,12 +3,16 @@
 use futures::TryStreamExt;
 use sqlx::{Any, Transaction};
 
+use std::collections::HashMap;
+
 use super::build::{
-    Application, Asset, DeviceRecord, ItemRow, Rollup, Vendor, EDR_SOURCE, MDM_SOURCE,
+    Application, Asset, Counts, DeviceRecord, ItemRow, Rollup, Vendor, EDR_SOURCE, MDM_SOURCE,
     SCANNER_SOURCE,
 };
 use crate::auth::TenantId;
-use crate::db::{now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db};
+use crate::db::{
+    json_text_values, now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db,
+};
 use crate::inventory::search::fold;
 
 /// Rows per transaction, as the spec fixes it.
@@ -20,18 +24,38 @@ const STATEMENT_ROWS: usize = 50;
 /// Item rows per page of the SQLite read.
 const READ_PAGE: i64 = 5_000;
 
+/// A read transaction that sees one state of the database throughout: the
+/// inventory and the change queue entries it reflects are read together,
+/// so a rebuild consumes exactly the changes its result includes.
+pub async fn snapshot(db: &Db) -> sqlx::Result<Transaction<'_, Any>> {
+    let mut tx = db.pool.begin().await?;
+    if db.backend == Backend::Postgres {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(tx)
+}
+
+/// The columns of [`ItemRow`], in its order.
+const ITEM_COLUMNS: &str = "source, item_key, device_name, device_id, os_platform, os_version, \
+    user_email, user_name, application_name, vendor, version, publisher, updated_at";
+
 /// Streams the tenant's inventory into `rollup` without holding every row.
-pub async fn read_items(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
-    match db.backend {
-        Backend::Sqlite => read_items_in_pages(db, tenant, rollup).await,
+pub async fn read_items(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    rollup: &mut Rollup,
+) -> sqlx::Result<u64> {
+    match backend {
+        Backend::Sqlite => read_items_in_pages(tx, tenant, rollup).await,
         Backend::Postgres => {
-            let mut rows = sqlx::query_as::<_, ItemRow>(
-                "SELECT source, device_name, device_id, os_platform, os_version, user_email, \
-                 user_name, application_name, vendor, version, publisher, updated_at \
-                 FROM inventory_items WHERE tenant_id = $1",
-            )
-            .bind(tenant.as_str())
-            .fetch(&db.pool);
+            let statement =
+                format!("SELECT {ITEM_COLUMNS} FROM inventory_items WHERE tenant_id = $1");
+            let mut rows = sqlx::query_as::<_, ItemRow>(&statement)
+                .bind(tenant.as_str())
+                .fetch(&mut **tx);
             let mut count = 0;
             while let Some(row) = rows.try_next().await? {
                 rollup.add(row);
@@ -63,7 +87,11 @@ type PagedItem = (
 /// SQLite hands a streamed query's rows over one by one from its worker
 /// thread, a context switch each; a million of them cost seconds. Pages of
 /// rows aggregated into one JSON value each cross over a few dozen times.
-async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) -> sqlx::Result<u64> {
+async fn read_items_in_pages(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    rollup: &mut Rollup,
+) -> sqlx::Result<u64> {
     let mut after: Option<(String, String)> = None;
     let mut count = 0;
     loop {
@@ -83,7 +111,7 @@ async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) ->
         if let Some((source, key)) = &after {
             query = query.bind(source).bind(key);
         }
-        let page: Option<String> = query.fetch_one(&db.pool).await?;
+        let page: Option<String> = query.fetch_one(&mut **tx).await?;
         let rows: Vec<PagedItem> = serde_json::from_str(page.as_deref().unwrap_or("[]"))
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let full = rows.len() as i64 == READ_PAGE;
@@ -95,6 +123,7 @@ async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) ->
         for row in rows {
             rollup.add(ItemRow {
                 source: row.0,
+                item_key: row.1,
                 device_name: row.2,
                 device_id: row.3,
                 os_platform: row.4,
@@ -115,17 +144,236 @@ async fn read_items_in_pages(db: &Db, tenant: &TenantId, rollup: &mut Rollup) ->
     }
 }
 
-pub async fn read_device_records(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceRecord>> {
+/// The device records of the areas whose detail attaches to assets.
+pub async fn read_device_records(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<DeviceRecord>> {
     sqlx::query_as(
-        "SELECT source, device_name, fields, body, updated_at FROM source_records \
+        "SELECT source, record_key, device_name, fields, body, updated_at FROM source_records \
          WHERE tenant_id = $1 AND record_type = 'device' AND source IN ($2, $3, $4)",
     )
     .bind(tenant.as_str())
     .bind(MDM_SOURCE)
     .bind(EDR_SOURCE)
     .bind(SCANNER_SOURCE)
-    .fetch_all(&db.pool)
+    .fetch_all(&mut **tx)
     .await
+}
+
+/// Each detail record's source, key and device name, without its body.
+pub async fn read_device_record_names(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<(String, String, Option<String>)>> {
+    sqlx::query_as(
+        "SELECT source, record_key, device_name FROM source_records \
+         WHERE tenant_id = $1 AND record_type = 'device' AND source IN ($2, $3, $4)",
+    )
+    .bind(tenant.as_str())
+    .bind(MDM_SOURCE)
+    .bind(EDR_SOURCE)
+    .bind(SCANNER_SOURCE)
+    .fetch_all(&mut **tx)
+    .await
+}
+
+/// The named detail records of one source, whole.
+pub async fn read_device_records_of(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    source: &str,
+    keys: &[String],
+) -> sqlx::Result<Vec<DeviceRecord>> {
+    let mut records = Vec::new();
+    for chunk in keys.chunks(IN_LIST) {
+        let statement = format!(
+            "SELECT source, record_key, device_name, fields, body, updated_at FROM source_records \
+             WHERE tenant_id = $1 AND record_type = 'device' AND source = $2 \
+             AND record_key IN ({})",
+            json_text_values(backend, 3)
+        );
+        let found: Vec<DeviceRecord> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(json(&chunk))
+            .fetch_all(&mut **tx)
+            .await?;
+        records.extend(found);
+    }
+    Ok(records)
+}
+
+/// Values per `IN (...)` list of the incremental reads.
+const IN_LIST: usize = 2_000;
+
+/// The inventory rows whose device name is one of `names` (as stored), and
+/// with `blank` also those with no device name.
+pub async fn read_items_named(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    names: &[String],
+    blank: bool,
+) -> sqlx::Result<Vec<ItemRow>> {
+    let mut rows = Vec::new();
+    for chunk in names.chunks(IN_LIST) {
+        let statement = format!(
+            "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE tenant_id = $1 \
+             AND device_name IN ({})",
+            json_text_values(backend, 2)
+        );
+        let found: Vec<ItemRow> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .bind(json(&chunk))
+            .fetch_all(&mut **tx)
+            .await?;
+        rows.extend(found);
+    }
+    if blank {
+        let statement = format!(
+            "SELECT {ITEM_COLUMNS} FROM inventory_items WHERE tenant_id = $1 \
+             AND device_name IS NULL"
+        );
+        let found: Vec<ItemRow> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .fetch_all(&mut **tx)
+            .await?;
+        rows.extend(found);
+    }
+    Ok(rows)
+}
+
+/// Every device name the stored assets `keys` were built from, as cleaned
+/// and as the inventory spells them.
+pub async fn asset_names(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    keys: &[String],
+) -> sqlx::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for chunk in keys.chunks(IN_LIST) {
+        let statement = format!(
+            "SELECT names, raw_names FROM assets WHERE tenant_id = $1 AND asset_key IN ({})",
+            json_text_values(backend, 2)
+        );
+        let rows: Vec<(String, String)> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .bind(json(&chunk))
+            .fetch_all(&mut **tx)
+            .await?;
+        for (cleaned, raw) in rows {
+            for list in [cleaned, raw] {
+                let list: Vec<String> = serde_json::from_str(&list).unwrap_or_default();
+                names.extend(list);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// A stored application as the incremental rebuild adds to it: its
+/// tallies (None when written before tallies were kept) and vendor.
+pub struct StoredApplication {
+    pub tally: Option<Counts>,
+    pub vendor: Option<String>,
+}
+
+pub async fn read_tallies(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    names: &[String],
+) -> sqlx::Result<HashMap<String, StoredApplication>> {
+    let mut stored = HashMap::new();
+    for chunk in names.chunks(IN_LIST) {
+        let statement = format!(
+            "SELECT name, tally, vendor FROM applications WHERE tenant_id = $1 AND name IN ({})",
+            json_text_values(backend, 2)
+        );
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .bind(json(&chunk))
+            .fetch_all(&mut **tx)
+            .await?;
+        for (name, tally, vendor) in rows {
+            let tally = tally.and_then(|t| serde_json::from_str(&t).ok());
+            stored.insert(name, StoredApplication { tally, vendor });
+        }
+    }
+    Ok(stored)
+}
+
+/// Stored vendors' application and device counts.
+pub async fn read_vendors(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    names: &[String],
+) -> sqlx::Result<HashMap<String, (i64, i64)>> {
+    let mut stored = HashMap::new();
+    for chunk in names.chunks(IN_LIST) {
+        let statement = format!(
+            "SELECT name, application_count, device_count FROM vendors \
+             WHERE tenant_id = $1 AND name IN ({})",
+            json_text_values(backend, 2)
+        );
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(&statement)
+            .bind(tenant.as_str())
+            .bind(json(&chunk))
+            .fetch_all(&mut **tx)
+            .await?;
+        stored.extend(rows.into_iter().map(|(name, apps, devices)| (name, (apps, devices))));
+    }
+    Ok(stored)
+}
+
+/// What the last rebuild left for the next: see migration 0027.
+#[derive(Debug, Default)]
+pub struct State {
+    /// The stored tallies account for every change not yet consumed.
+    pub tallied: bool,
+    pub blank_names: Vec<String>,
+    pub completions: HashMap<String, i64>,
+}
+
+pub async fn read_state(db: &Db, tenant: &TenantId) -> sqlx::Result<State> {
+    let row: Option<(i64, String, String)> = sqlx::query_as(
+        "SELECT CAST(tallied AS BIGINT), blank_names, completions FROM rollup_state \
+         WHERE tenant_id = $1",
+    )
+    .bind(tenant.as_str())
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(match row {
+        Some((tallied, blank_names, completions)) => State {
+            tallied: tallied == 1,
+            blank_names: serde_json::from_str(&blank_names).unwrap_or_default(),
+            completions: serde_json::from_str(&completions).unwrap_or_default(),
+        },
+        None => State::default(),
+    })
+}
+
+/// Records what the rebuild's result reflects, in its last transaction.
+pub async fn save_state(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    blank_names: &[String],
+    completions: &HashMap<String, i64>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE rollup_state SET tallied = 1, blank_names = $2, completions = $3 \
+         WHERE tenant_id = $1",
+    )
+    .bind(tenant.as_str())
+    .bind(json(&blank_names))
+    .bind(json(&completions.iter().collect::<std::collections::BTreeMap<_, _>>()))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {
@@ -142,33 +390,42 @@ fn document_wraps(backend: Backend, column: usize) -> Vec<(usize, &'static str)>
     }
 }
 
-async fn upsert_applications(
+/// Applications to write, each with its tallies and search document at
+/// the same index.
+pub struct ApplicationRows<'a> {
+    pub applications: &'a [Application],
+    pub tallies: &'a [Counts],
+    pub documents: &'a [String],
+}
+
+pub async fn upsert_applications(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tenant: &TenantId,
     rollup_at: i64,
-    apps: &[Application],
-    documents: &[String],
+    rows: ApplicationRows<'_>,
 ) -> sqlx::Result<()> {
-    for (chunk, documents) in apps
+    let chunks = rows
+        .applications
         .chunks(STATEMENT_ROWS)
-        .zip(documents.chunks(STATEMENT_ROWS))
-    {
+        .zip(rows.tallies.chunks(STATEMENT_ROWS))
+        .zip(rows.documents.chunks(STATEMENT_ROWS));
+    for ((chunk, tallies), documents) in chunks {
         let statement = format!(
             "INSERT INTO applications (id, tenant_id, name, vendor, device_count, most_common_version, \
              newest_version, oldest_version, version_counts, versions, platforms, sources, publisher, rollup_at, \
-             search_doc, sort_key) \
+             search_doc, sort_key, tally) \
              VALUES {} ON CONFLICT (tenant_id, name) DO UPDATE SET vendor = excluded.vendor, \
              device_count = excluded.device_count, most_common_version = excluded.most_common_version, \
              newest_version = excluded.newest_version, oldest_version = excluded.oldest_version, \
              version_counts = excluded.version_counts, versions = excluded.versions, \
              platforms = excluded.platforms, sources = excluded.sources, \
              publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
-             search_doc = excluded.search_doc, sort_key = excluded.sort_key",
-            values_placeholders_wrapped(chunk.len(), 16, &document_wraps(backend, 15))
+             search_doc = excluded.search_doc, sort_key = excluded.sort_key, tally = excluded.tally",
+            values_placeholders_wrapped(chunk.len(), 17, &document_wraps(backend, 15))
         );
         let mut query = sqlx::query(&statement);
-        for (app, document) in chunk.iter().zip(documents) {
+        for ((app, tally), document) in chunk.iter().zip(tallies).zip(documents) {
             let versions: Vec<&str> = app
                 .version_counts
                 .iter()
@@ -190,14 +447,15 @@ async fn upsert_applications(
                 .bind(app.publisher.as_deref())
                 .bind(rollup_at)
                 .bind(document.as_str())
-                .bind(fold(&app.name));
+                .bind(fold(&app.name))
+                .bind(json(tally));
         }
         query.execute(&mut **tx).await?;
     }
     Ok(())
 }
 
-async fn upsert_assets(
+pub async fn upsert_assets(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tenant: &TenantId,
@@ -212,7 +470,7 @@ async fn upsert_assets(
         let statement = format!(
             "INSERT INTO assets (tenant_id, asset_key, device_name, device_id, os_platform, os_version, \
              user_email, user_name, application_count, names, applications, sources, mdm, edr, scan, \
-             last_seen, rollup_at, search_doc, sort_key) VALUES {} \
+             last_seen, rollup_at, search_doc, sort_key, raw_names) VALUES {} \
              ON CONFLICT (tenant_id, asset_key) DO UPDATE SET \
              device_name = excluded.device_name, device_id = excluded.device_id, \
              os_platform = excluded.os_platform, os_version = excluded.os_version, \
@@ -221,8 +479,8 @@ async fn upsert_assets(
              applications = excluded.applications, sources = excluded.sources, mdm = excluded.mdm, \
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
-             sort_key = excluded.sort_key",
-            values_placeholders_wrapped(chunk.len(), 19, &document_wraps(backend, 18))
+             sort_key = excluded.sort_key, raw_names = excluded.raw_names",
+            values_placeholders_wrapped(chunk.len(), 20, &document_wraps(backend, 18))
         );
         let mut query = sqlx::query(&statement);
         for (asset, document) in chunk.iter().zip(documents) {
@@ -245,14 +503,15 @@ async fn upsert_assets(
                 .bind(asset.last_seen)
                 .bind(rollup_at)
                 .bind(document.as_str())
-                .bind(fold(&asset.device_name));
+                .bind(fold(&asset.device_name))
+                .bind(json(&asset.raw_names));
         }
         query.execute(&mut **tx).await?;
     }
     Ok(())
 }
 
-async fn upsert_vendors(
+pub async fn upsert_vendors(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     rollup_at: i64,
@@ -282,14 +541,90 @@ async fn upsert_vendors(
     Ok(())
 }
 
+/// The rollup's tables, each keyed within a tenant by one name column.
+#[derive(Debug, Clone, Copy)]
+pub enum Named {
+    Applications,
+    Assets,
+    Vendors,
+}
+
+impl Named {
+    fn table_and_key(self) -> (&'static str, &'static str) {
+        match self {
+            Named::Applications => ("applications", "name"),
+            Named::Assets => ("assets", "asset_key"),
+            Named::Vendors => ("vendors", "name"),
+        }
+    }
+}
+
+/// Deletes the tenant's rows of `table` named in `names`.
+pub async fn delete_named(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    table: Named,
+    tenant: &TenantId,
+    names: &[String],
+) -> sqlx::Result<()> {
+    let (table, key) = table.table_and_key();
+    for chunk in names.chunks(IN_LIST) {
+        let statement = format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND {key} IN ({})",
+            json_text_values(backend, 2)
+        );
+        sqlx::query(&statement)
+            .bind(tenant.as_str())
+            .bind(json(&chunk))
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Moves the last_seen of every asset `source` reports to `completed`
+/// where it is earlier: the source completed a run, which reported them
+/// whether or not their rows changed.
+pub async fn bump_last_seen(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    source: &str,
+    completed: i64,
+    rollup_at: i64,
+) -> sqlx::Result<()> {
+    let sources = match backend {
+        Backend::Sqlite => "SELECT value FROM json_each(assets.sources)",
+        Backend::Postgres => "SELECT jsonb_array_elements_text(CAST(assets.sources AS jsonb))",
+    };
+    sqlx::query(&format!(
+        "UPDATE assets SET last_seen = $3, rollup_at = $4 \
+         WHERE tenant_id = $1 AND last_seen < $3 AND $2 IN ({sources})"
+    ))
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(completed)
+    .bind(rollup_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// What one rebuild derived; each row's search document is beside it, at
 /// the same index.
 pub struct Derived {
     pub applications: Vec<Application>,
+    pub tallies: Vec<Counts>,
     pub application_documents: Vec<String>,
     pub vendors: Vec<Vendor>,
     pub assets: Vec<Asset>,
     pub asset_documents: Vec<String>,
+    /// Spellings of a blank device name in the rows read.
+    pub blank_names: Vec<String>,
+    /// The source completion times the assets' last_seen reflect.
+    pub completions: HashMap<String, i64>,
+    /// The change queue entries the rows read already include.
+    pub changes: Vec<i64>,
 }
 
 /// Why a rebuild's write stopped.
@@ -320,11 +655,28 @@ pub async fn write(
     let applications = derived
         .applications
         .chunks(BATCH)
+        .zip(derived.tallies.chunks(BATCH))
         .zip(derived.application_documents.chunks(BATCH));
-    for (batch, documents) in applications {
+    {
+        // Until the last batch commits, the stored rows are a mix of two
+        // rebuilds: only a whole rebuild may follow one cut off.
         let _turn = db.write_turn().await;
         let mut tx = hold(db, tenant, rollup_at).await?;
-        upsert_applications(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
+        sqlx::query("UPDATE rollup_state SET tallied = 0 WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    for ((applications, tallies), documents) in applications {
+        let _turn = db.write_turn().await;
+        let mut tx = hold(db, tenant, rollup_at).await?;
+        let rows = ApplicationRows {
+            applications,
+            tallies,
+            documents,
+        };
+        upsert_applications(&mut tx, db.backend, tenant, rollup_at, rows).await?;
         tx.commit().await?;
     }
     let assets = derived
@@ -354,6 +706,8 @@ pub async fn write(
         .execute(&mut *tx)
         .await?;
     }
+    super::changes::consume(&mut tx, db.backend, tenant, &derived.changes).await?;
+    save_state(&mut tx, tenant, &derived.blank_names, &derived.completions).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -361,7 +715,7 @@ pub async fn write(
 /// Opens a transaction that holds the tenant's `rollup_state` row while
 /// `rollup_at` is its latest rebuild; on PostgreSQL the row lock also makes
 /// a concurrent `begin` wait for the commit.
-async fn hold<'a>(
+pub async fn hold<'a>(
     db: &'a Db,
     tenant: &TenantId,
     rollup_at: i64,
