@@ -87,7 +87,9 @@ fn random_item(dice: &mut Dice) -> InventoryRow {
     };
     InventoryRow {
         device_name,
-        device_id: dice.maybe(&["agent-1", "agent-2"]).filter(|_| dice.roll(4) == 0),
+        device_id: dice
+            .maybe(&["agent-1", "agent-2"])
+            .filter(|_| dice.roll(4) == 0),
         os_platform: dice.maybe(&["windows", "Windows", "macOS"]),
         os_version: dice.maybe(&["10", "11", "14.2"]),
         user_email: dice.maybe(&["ana@msp.example", "ANA@MSP.EXAMPLE", "jörg@msp.example"]),
@@ -231,7 +233,10 @@ async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec
             .map(|row| {
                 use sqlx::Row;
                 (0..row.len())
-                    .map(|i| row.get::<Option<String>, _>(i).unwrap_or_else(|| "∅".into()))
+                    .map(|i| {
+                        row.get::<Option<String>, _>(i)
+                            .unwrap_or_else(|| "∅".into())
+                    })
                     .collect::<Vec<_>>()
                     .join(" | ")
             })

@@ -136,9 +136,13 @@ async fn seed(
             .await?;
         tx.commit().await?;
     }
-    cairn::inventory::rollup::rebuild_until_current(db, tenant, cairn::inventory::rollup::Mode::Incremental)
-        .await
-        .map_err(|e| anyhow::anyhow!("rollup: {e:?}"))?;
+    cairn::inventory::rollup::rebuild_until_current(
+        db,
+        tenant,
+        cairn::inventory::rollup::Mode::Incremental,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("rollup: {e:?}"))?;
     let cves = 2000;
     let now = cairn::db::now_ms();
     let severities = ["CRITICAL", "HIGH", "MEDIUM", "LOW"];

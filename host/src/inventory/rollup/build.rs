@@ -333,7 +333,10 @@ impl Rollup {
 
     /// Per vendor, the distinct devices holding any application
     /// `vendor_of` attributes to it.
-    pub fn vendor_devices(&self, vendor_of: impl Fn(&str) -> Option<String>) -> HashMap<String, i64> {
+    pub fn vendor_devices(
+        &self,
+        vendor_of: impl Fn(&str) -> Option<String>,
+    ) -> HashMap<String, i64> {
         let mut devices: HashMap<String, HashSet<u32>> = HashMap::new();
         for (name, tally) in &self.applications {
             if let Some(vendor) = vendor_of(name) {
@@ -571,7 +574,12 @@ mod tests {
     fn rollup(rows: Vec<ItemRow>) -> Vec<Application> {
         let mut rollup = Rollup::default();
         rows.into_iter().for_each(|r| rollup.add(r));
-        rollup.applications().0.into_iter().map(|(a, _)| a).collect()
+        rollup
+            .applications()
+            .0
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect()
     }
 
     #[test]

@@ -150,7 +150,10 @@ fn touch_record(touched: &mut Touched, entry: &Entry) {
 
 /// The ids of every entry of the tenant's queue: what a whole rebuild,
 /// reading the inventory in the same snapshot, accounts for.
-pub async fn pending_ids(tx: &mut Transaction<'_, Any>, tenant: &TenantId) -> sqlx::Result<Vec<i64>> {
+pub async fn pending_ids(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<i64>> {
     sqlx::query_scalar("SELECT id FROM rollup_changes WHERE tenant_id = $1")
         .bind(tenant.as_str())
         .fetch_all(&mut **tx)
@@ -170,15 +173,15 @@ pub async fn consume(
 
 /// The rows of the touched groups now and as the last rebuild counted
 /// them, given every current row whose device name the groups could hold.
-pub fn split(
-    touched: &Touched,
-    current: Vec<ItemRow>,
-) -> (Vec<ItemRow>, Vec<ItemRow>) {
+pub fn split(touched: &Touched, current: Vec<ItemRow>) -> (Vec<ItemRow>, Vec<ItemRow>) {
     let mut seen: HashSet<(String, String)> = HashSet::new();
     let mut now = Vec::with_capacity(current.len());
     let mut before = Vec::new();
     for row in current {
-        if !touched.groups.contains(&group_of(row.device_name.as_deref())) {
+        if !touched
+            .groups
+            .contains(&group_of(row.device_name.as_deref()))
+        {
             continue;
         }
         let key = (row.source.clone(), row.item_key.clone());
@@ -195,7 +198,11 @@ pub fn split(
         touched
             .before
             .iter()
-            .filter(|row| touched.groups.contains(&group_of(row.device_name.as_deref())))
+            .filter(|row| {
+                touched
+                    .groups
+                    .contains(&group_of(row.device_name.as_deref()))
+            })
             .cloned(),
     );
     (now, before)

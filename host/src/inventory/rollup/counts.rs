@@ -136,7 +136,13 @@ mod tests {
         Counts {
             devices,
             rows: devices,
-            versions: BTreeMap::from([(version.to_string(), Held { devices, rows: devices })]),
+            versions: BTreeMap::from([(
+                version.to_string(),
+                Held {
+                    devices,
+                    rows: devices,
+                },
+            )]),
             sources: BTreeMap::from([("rmm".to_string(), devices)]),
             ..Counts::default()
         }
@@ -147,7 +153,10 @@ mod tests {
         let mut total = counts(3, "1.0");
         total.apply(&counts(2, "2.0"), 1);
         assert_eq!(total.devices, 5);
-        assert_eq!(total.application("App").newest_version.as_deref(), Some("2.0"));
+        assert_eq!(
+            total.application("App").newest_version.as_deref(),
+            Some("2.0")
+        );
         total.apply(&counts(2, "2.0"), -1);
         assert_eq!(total, counts(3, "1.0"));
         total.apply(&counts(3, "1.0"), -1);

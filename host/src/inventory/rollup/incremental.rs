@@ -129,8 +129,7 @@ pub async fn apply(
     let mut vendors = Vec::new();
     let mut vendors_gone = Vec::new();
     for name in vendor_names {
-        let (mut applications, mut devices) =
-            stored_vendors.get(&name).copied().unwrap_or((0, 0));
+        let (mut applications, mut devices) = stored_vendors.get(&name).copied().unwrap_or((0, 0));
         devices += devices_now.get(&name).copied().unwrap_or(0)
             - devices_before.get(&name).copied().unwrap_or(0);
         for (app, _) in &fresh {
@@ -169,7 +168,8 @@ pub async fn apply(
     }
     let mut records = Vec::new();
     for (source, keys) in &record_keys {
-        records.extend(store::read_device_records_of(&mut tx, backend, tenant, source, keys).await?);
+        records
+            .extend(store::read_device_records_of(&mut tx, backend, tenant, source, keys).await?);
     }
     tx.commit().await?;
 
@@ -196,8 +196,14 @@ pub async fn apply(
         documents: &derived.application_documents,
     };
     store::upsert_applications(&mut tx, backend, tenant, rollup_at, rows).await?;
-    store::delete_named(&mut tx, backend, store::Named::Applications, tenant, &derived.gone)
-        .await?;
+    store::delete_named(
+        &mut tx,
+        backend,
+        store::Named::Applications,
+        tenant,
+        &derived.gone,
+    )
+    .await?;
     store::upsert_assets(
         &mut tx,
         backend,
@@ -209,7 +215,14 @@ pub async fn apply(
     .await?;
     store::delete_named(&mut tx, backend, store::Named::Assets, tenant, &assets_gone).await?;
     store::upsert_vendors(&mut tx, tenant, rollup_at, &vendors).await?;
-    store::delete_named(&mut tx, backend, store::Named::Vendors, tenant, &vendors_gone).await?;
+    store::delete_named(
+        &mut tx,
+        backend,
+        store::Named::Vendors,
+        tenant,
+        &vendors_gone,
+    )
+    .await?;
     for (source, completed) in moved_completions(&state.completions, &completions) {
         store::bump_last_seen(&mut tx, backend, tenant, &source, completed, rollup_at).await?;
     }
@@ -262,7 +275,9 @@ impl Folded {
             let application = counts.application(&name);
             folded
                 .application_documents
-                .push(crate::inventory::applications::search_document(&application));
+                .push(crate::inventory::applications::search_document(
+                    &application,
+                ));
             folded.applications.push(application);
             folded.tallies.push(counts);
         }

@@ -155,7 +155,8 @@ impl JobHandler for RollupHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         ctx.progress("rebuilding", 0, 1, "reading inventory")
             .await?;
-        let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id(), Mode::Incremental).await {
+        let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id(), Mode::Incremental).await
+        {
             Ok(stats) => stats,
             Err(WriteError::Superseded) => {
                 ctx.progress("done", 1, 1, "a later rebuild took over")

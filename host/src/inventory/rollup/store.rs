@@ -325,7 +325,10 @@ pub async fn read_vendors(
             .bind(json(&chunk))
             .fetch_all(&mut **tx)
             .await?;
-        stored.extend(rows.into_iter().map(|(name, apps, devices)| (name, (apps, devices))));
+        stored.extend(
+            rows.into_iter()
+                .map(|(name, apps, devices)| (name, (apps, devices))),
+        );
     }
     Ok(stored)
 }
@@ -370,7 +373,11 @@ pub async fn save_state(
     )
     .bind(tenant.as_str())
     .bind(json(&blank_names))
-    .bind(json(&completions.iter().collect::<std::collections::BTreeMap<_, _>>()))
+    .bind(json(
+        &completions
+            .iter()
+            .collect::<std::collections::BTreeMap<_, _>>(),
+    ))
     .execute(&mut **tx)
     .await?;
     Ok(())
