@@ -30,7 +30,7 @@ impl Dice {
         values[self.roll(values.len())]
     }
 
-    fn maybe<'a>(&mut self, values: &[&'a str]) -> Option<String> {
+    fn maybe(&mut self, values: &[&str]) -> Option<String> {
         let i = self.roll(values.len() + 1);
         values.get(i).map(|v| v.to_string())
     }
