@@ -12,6 +12,12 @@
 -- record entry (a device record of an area whose detail attaches to
 -- assets) keeps its device names only.
 --
+-- Nothing is recorded for a tenant until its first whole rebuild is about
+-- to read (`rollup_state.recording`): that rebuild reads everything, so a
+-- first sync of a million rows queues nothing. SQLite has one writer at a
+-- time, so every write before the switch has committed by the time the
+-- rebuild's snapshot begins.
+--
 -- No foreign key to tenants: the rows come from triggers that also fire
 -- while a tenant's inventory is being cascaded away.
 CREATE TABLE rollup_changes (
@@ -36,13 +42,17 @@ CREATE TABLE rollup_changes (
 );
 CREATE INDEX rollup_changes_tenant ON rollup_changes(tenant_id, id);
 
+ALTER TABLE rollup_state ADD COLUMN recording SMALLINT NOT NULL DEFAULT 0;
+
 CREATE TRIGGER inventory_items_rollup_added AFTER INSERT ON inventory_items
+WHEN (SELECT recording FROM rollup_state WHERE tenant_id = new.tenant_id) = 1
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old)
     VALUES (new.tenant_id, 'item', new.source, new.item_key, new.device_name, 0);
 END;
 
 CREATE TRIGGER inventory_items_rollup_removed AFTER DELETE ON inventory_items
+WHEN (SELECT recording FROM rollup_state WHERE tenant_id = old.tenant_id) = 1
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old,
         old_device_name, old_device_id, old_os_platform, old_os_version, old_user_email,
@@ -53,12 +63,13 @@ BEGIN
 END;
 
 CREATE TRIGGER inventory_items_rollup_changed AFTER UPDATE ON inventory_items
-WHEN old.device_name IS NOT new.device_name OR old.device_id IS NOT new.device_id
+WHEN (SELECT recording FROM rollup_state WHERE tenant_id = new.tenant_id) = 1
+AND (old.device_name IS NOT new.device_name OR old.device_id IS NOT new.device_id
   OR old.os_platform IS NOT new.os_platform OR old.os_version IS NOT new.os_version
   OR old.user_email IS NOT new.user_email OR old.user_name IS NOT new.user_name
   OR old.application_name IS NOT new.application_name OR old.vendor IS NOT new.vendor
   OR old.version IS NOT new.version OR old.publisher IS NOT new.publisher
-  OR old.updated_at IS NOT new.updated_at
+  OR old.updated_at IS NOT new.updated_at)
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old,
         old_device_name, old_device_id, old_os_platform, old_os_version, old_user_email,
@@ -70,6 +81,7 @@ END;
 
 CREATE TRIGGER source_records_rollup_added AFTER INSERT ON source_records
 WHEN new.record_type = 'device' AND new.source IN ('mdm', 'edr', 'scanner')
+  AND (SELECT recording FROM rollup_state WHERE tenant_id = new.tenant_id) = 1
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old)
     VALUES (new.tenant_id, 'record', new.source, new.record_key, new.device_name, 0);
@@ -77,6 +89,7 @@ END;
 
 CREATE TRIGGER source_records_rollup_removed AFTER DELETE ON source_records
 WHEN old.record_type = 'device' AND old.source IN ('mdm', 'edr', 'scanner')
+  AND (SELECT recording FROM rollup_state WHERE tenant_id = old.tenant_id) = 1
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old, old_device_name)
     VALUES (old.tenant_id, 'record', old.source, old.record_key, NULL, 1, old.device_name);
@@ -85,6 +98,7 @@ END;
 CREATE TRIGGER source_records_rollup_changed AFTER UPDATE ON source_records
 WHEN (old.record_type = 'device' OR new.record_type = 'device')
   AND new.source IN ('mdm', 'edr', 'scanner')
+  AND (SELECT recording FROM rollup_state WHERE tenant_id = new.tenant_id) = 1
 BEGIN
     INSERT INTO rollup_changes (tenant_id, kind, source, item_key, device_name, had_old, old_device_name)
     VALUES (new.tenant_id, 'record', new.source, new.record_key, new.device_name, 1, old.device_name);

@@ -71,6 +71,7 @@ pub enum Mode {
 pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Derived)> {
     let completions = crate::integrations::seen::completed_runs(db, tenant).await?;
     let mut rollup = build::Rollup::with_completed_runs(completions.clone());
+    store::start_recording(db, tenant).await?;
     let mut tx = store::snapshot(db).await?;
     let changes = changes::pending_ids(&mut tx, tenant).await?;
     let items = store::read_items(&mut tx, db.backend, tenant, &mut rollup).await?;
