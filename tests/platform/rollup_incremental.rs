@@ -217,6 +217,13 @@ async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec
              FROM vendors WHERE tenant_id = $1 ORDER BY name",
         ),
         (
+            // What device search reads: kept in step with the assets,
+            // removed with them.
+            "asset terms",
+            "SELECT asset_key, field, text_value, CAST(number_value AS TEXT) FROM asset_terms \
+             WHERE tenant_id = $1 ORDER BY asset_key, field, text_value, number_value",
+        ),
+        (
             "state",
             "SELECT blank_names, completions FROM rollup_state WHERE tenant_id = $1",
         ),
@@ -299,6 +306,7 @@ async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Ba
             );
         }
         assert!(!whole["applications"].is_empty() && !whole["assets"].is_empty());
+        assert!(whole["asset terms"].len() > whole["assets"].len());
     }
     // Only a dominant vendor changing under untouched devices gives way
     // to a whole rebuild.

@@ -6,7 +6,9 @@ use utoipa::ToSchema;
 
 use crate::db::to_rfc3339;
 use crate::inventory::rollup::build::Asset;
-use crate::inventory::search::{Catalog, Column, Field, FieldType, SearchDocument, Table};
+use crate::inventory::search::{
+    Catalog, Column, Field, FieldType, SearchDocument, Table, Term, Terms,
+};
 
 use FieldType::{Boolean, Number, Text};
 
@@ -97,6 +99,15 @@ const ROW_TEXT_FIELDS: &[&str] = &[
 
 type DetailFields = &'static [(&'static str, FieldType)];
 
+/// Every field but `application_count` and `last_seen` (columns of the
+/// asset) and `application_name` is looked up in `asset_terms` (migration
+/// 0028), which the rollup fills from the asset's [`SearchDocument`].
+const ASSET_TERMS: Terms = Terms {
+    table: "asset_terms",
+    key_column: "asset_key",
+    row_key: "a.asset_key",
+};
+
 impl Catalog for AssetFields {
     fn field(&self, name: &str) -> Option<Field> {
         if name.contains('.') {
@@ -105,19 +116,22 @@ impl Catalog for AssetFields {
                 .flat_map(|fields| fields.iter())
                 .find(|(k, _)| *k == name)?;
             return Some(Field {
-                column: Column::Document(key),
+                column: Column::Term(ASSET_TERMS, key),
                 ty,
             });
         }
         let (column, ty) = match name {
-            "device_name" => (Column::DocumentList("device_name"), Text),
+            "device_name" => (Column::Term(ASSET_TERMS, "device_name"), Text),
+            // An asset holds hundreds of applications: a term each would
+            // multiply the rollup's writes, so this list stays in the
+            // document, read per asset.
             "application_name" => (Column::DocumentList("application_name"), Text),
-            "source" => (Column::DocumentList("source"), Text),
+            "source" => (Column::Term(ASSET_TERMS, "source"), Text),
             "application_count" => (Column::Required("a.application_count"), Number),
             "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
             _ => {
                 let key = ROW_TEXT_FIELDS.iter().find(|k| **k == name)?;
-                (Column::Document(key), Text)
+                (Column::Term(ASSET_TERMS, key), Text)
             }
         };
         Some(Field { column, ty })
@@ -131,7 +145,16 @@ impl Catalog for AssetFields {
                 column: Column::Required("a.sort_key"),
                 ty: Text,
             }),
-            _ => self.field(name),
+            // A list has no one value to sort by.
+            "application_name" | "source" => None,
+            // The other term fields sort by the document's copy.
+            _ => self.field(name).map(|field| match field.column {
+                Column::Term(_, key) => Field {
+                    column: Column::Document(key),
+                    ty: field.ty,
+                },
+                _ => field,
+            }),
         }
     }
 }
@@ -141,6 +164,18 @@ impl Catalog for AssetFields {
 /// the allow-listed keys of its mdm, edr and scanner records under their
 /// prefixed names, each with its JSON type.
 pub fn search_document(asset: &Asset) -> String {
+    searchable(asset).to_json()
+}
+
+/// The rows of `asset_terms` for `asset`: every field of its document
+/// but `application_name` (see [`AssetFields`]).
+pub fn search_terms(asset: &Asset) -> Vec<Term> {
+    let mut terms = searchable(asset).terms();
+    terms.retain(|term| term.field != "application_name");
+    terms
+}
+
+fn searchable(asset: &Asset) -> SearchDocument {
     let mut doc = SearchDocument::default();
     doc.list("device_name", asset.names.iter().map(String::as_str))
         .list(
@@ -175,7 +210,7 @@ pub fn search_document(asset: &Asset) -> String {
             }
         }
     }
-    doc.to_json()
+    doc
 }
 
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \

@@ -13,7 +13,7 @@ use crate::auth::TenantId;
 use crate::db::{
     json_text_values, now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db,
 };
-use crate::inventory::search::fold;
+use crate::inventory::search::{fold, TermValue};
 
 /// Rows per transaction, as the spec fixes it.
 pub const BATCH: usize = 1000;
@@ -547,6 +547,65 @@ pub async fn upsert_assets(
         }
         query.execute(&mut **tx).await?;
     }
+    replace_terms(tx, backend, tenant, assets).await
+}
+
+/// Terms one statement writes: a JSON array of this many small rows.
+const TERM_ROWS: usize = 5_000;
+
+/// Replaces the search terms (migration 0028) of `assets` with what each
+/// holds now.
+async fn replace_terms(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+    assets: &[Asset],
+) -> sqlx::Result<()> {
+    let keys: Vec<&str> = assets.iter().map(|asset| asset.key.as_str()).collect();
+    sqlx::query(&format!(
+        "DELETE FROM asset_terms WHERE tenant_id = $1 AND asset_key IN ({})",
+        crate::db::json_text_values(backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(json(&keys))
+    .execute(&mut **tx)
+    .await?;
+    let insert = format!(
+        "INSERT INTO asset_terms (tenant_id, asset_key, field, text_value, number_value) \
+         SELECT $1, value->>0, value->>1, value->>2, CAST(value->>3 AS DOUBLE PRECISION) FROM {}",
+        crate::db::json_array_rows(backend, 2)
+    );
+    let mut rows: Vec<serde_json::Value> = Vec::with_capacity(TERM_ROWS);
+    for asset in assets {
+        for term in crate::devices::assets::search_terms(asset) {
+            let (text, number) = match term.value {
+                TermValue::Text(text) => (Some(text), None),
+                TermValue::Number(number) => (None, Some(number)),
+            };
+            rows.push(serde_json::json!([asset.key, term.field, text, number]));
+        }
+        if rows.len() >= TERM_ROWS {
+            write_terms(tx, &insert, tenant, &rows).await?;
+            rows.clear();
+        }
+    }
+    if !rows.is_empty() {
+        write_terms(tx, &insert, tenant, &rows).await?;
+    }
+    Ok(())
+}
+
+async fn write_terms(
+    tx: &mut Transaction<'_, Any>,
+    insert: &str,
+    tenant: &TenantId,
+    rows: &[serde_json::Value],
+) -> sqlx::Result<()> {
+    sqlx::query(insert)
+        .bind(tenant.as_str())
+        .bind(json(&rows))
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

@@ -43,7 +43,29 @@ pub enum Column {
     /// matches when an element does, and a negated rule when no element
     /// matches its positive form.
     DocumentList(&'static str),
+    /// A field (the key) of a [`Terms`] table, which holds a row per value
+    /// (so a list field is several rows): a rule matches a row that has a
+    /// value matching it, a negated rule one that has none. Not sortable;
+    /// a catalog sorts such a field by its document key.
+    Term(Terms, &'static str),
 }
+
+/// A child table beside the searched one with a row per searchable value
+/// (`field`, folded `text_value` or `number_value`), indexed by
+/// `(tenant_id, field, text_value, number_value, key)`: a rule on a
+/// [`Column::Term`] is one index range turned into a set of keys, where a
+/// document key is read and parsed on every row of the tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    pub table: &'static str,
+    /// The searched row's key column in the terms table.
+    pub key_column: &'static str,
+    /// The same key as the search's `FROM` names it (`a.asset_key`).
+    pub row_key: &'static str,
+}
+
+/// The placeholder every search binds the tenant to.
+pub const TENANT_PLACEHOLDER: &str = "$1";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
@@ -153,7 +175,7 @@ impl<'c> Compiler<'c> {
         let field = self
             .catalog
             .sort_field(name)
-            .filter(|f| !matches!(f.column, Column::DocumentList(_)))
+            .filter(|f| !matches!(f.column, Column::DocumentList(_) | Column::Term(..)))
             .ok_or_else(|| SearchError::Sort(name.to_string()))?;
         let expr = self.value_expr(&field);
         let direction = if descending { "DESC" } else { "ASC" };
@@ -191,6 +213,14 @@ impl<'c> Compiler<'c> {
                     format!("(NOT {exists})")
                 } else {
                     exists
+                }
+            }
+            Column::Term(terms, key) => {
+                let lookup = self.term_lookup(terms, key, field.ty, positive, rule)?;
+                if negated {
+                    format!("(NOT {lookup})")
+                } else {
+                    lookup
                 }
             }
             _ => {
@@ -283,11 +313,35 @@ impl<'c> Compiler<'c> {
         Ok(self.push(param))
     }
 
+    /// Whether the row has a value of `key` in its terms table matching
+    /// `operator`: the keys of the matching index range, as a set.
+    fn term_lookup(
+        &mut self,
+        terms: &Terms,
+        key: &str,
+        ty: FieldType,
+        operator: Operator,
+        rule: &QueryRule,
+    ) -> Result<String, SearchError> {
+        // Text values have no number and numbers no text: naming the other
+        // column's NULL keeps a number rule on the index's range.
+        let (value, other) = match ty {
+            FieldType::Text => ("t.text_value", "t.number_value"),
+            _ => ("t.number_value", "t.text_value"),
+        };
+        let inner = self.predicate(value, ty, operator, rule)?;
+        Ok(format!(
+            "{} IN (SELECT t.{} FROM {} t WHERE t.tenant_id = {TENANT_PLACEHOLDER} \
+             AND t.field = '{key}' AND {other} IS NULL AND {inner})",
+            terms.row_key, terms.key_column, terms.table
+        ))
+    }
+
     /// The SQL expression of a scalar field.
     fn value_expr(&self, field: &Field) -> String {
         match &field.column {
             Column::Plain(expr) | Column::Required(expr) => expr.to_string(),
-            Column::Document(key) | Column::DocumentList(key) => {
+            Column::Document(key) | Column::DocumentList(key) | Column::Term(_, key) => {
                 self.json_key(self.document, key, field.ty)
             }
         }

@@ -55,6 +55,46 @@ impl SearchDocument {
     pub fn to_json(&self) -> String {
         Value::Object(self.0.clone()).to_string()
     }
+
+    /// The document as the rows of a terms table (see
+    /// [`Terms`](super::Terms)): one per value, one per element of a list,
+    /// booleans as 0 and 1.
+    pub fn terms(&self) -> Vec<Term> {
+        let mut rows = Vec::with_capacity(self.0.len());
+        for (key, value) in &self.0 {
+            let values = match value {
+                Value::Array(items) => items.as_slice(),
+                other => std::slice::from_ref(other),
+            };
+            for value in values {
+                let value = match value {
+                    Value::String(text) => TermValue::Text(text.clone()),
+                    Value::Number(n) => TermValue::Number(n.as_f64().unwrap_or_default()),
+                    Value::Bool(b) => TermValue::Number(f64::from(u8::from(*b))),
+                    _ => continue,
+                };
+                rows.push(Term {
+                    field: key.clone(),
+                    value,
+                });
+            }
+        }
+        rows
+    }
+}
+
+/// One searchable value of a row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Term {
+    pub field: String,
+    pub value: TermValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TermValue {
+    /// Folded.
+    Text(String),
+    Number(f64),
 }
 
 #[cfg(test)]
@@ -78,6 +118,34 @@ mod tests {
             doc,
             json!({"name": "école müller", "names": ["σίσυφοσ", "ws-01", "strasse"], "count": 3,
                    "flag": true, "label": "ärger"})
+        );
+    }
+
+    #[test]
+    fn terms_are_a_row_per_value_with_booleans_as_numbers() {
+        let mut doc = SearchDocument::default();
+        doc.list("names", ["WS-01", "Straße"])
+            .typed("count", &json!(3.5))
+            .typed("flag", &json!(true))
+            .text("label", Some("Ärger"));
+        let mut terms: Vec<(String, String)> = doc
+            .terms()
+            .into_iter()
+            .map(|t| (t.field, format!("{:?}", t.value)))
+            .collect();
+        terms.sort();
+        let expected = [
+            ("count", "Number(3.5)"),
+            ("flag", "Number(1.0)"),
+            ("label", "Text(\"ärger\")"),
+            ("names", "Text(\"strasse\")"),
+            ("names", "Text(\"ws-01\")"),
+        ];
+        assert_eq!(
+            terms,
+            expected
+                .map(|(f, v)| (f.to_string(), v.to_string()))
+                .to_vec()
         );
     }
 }

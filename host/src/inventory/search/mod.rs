@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
-pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType};
-pub use document::{fold, SearchDocument};
+pub use compile::{
+    escape_like, Catalog, Column, Compiler, Field, FieldType, Terms, TENANT_PLACEHOLDER,
+};
+pub use document::{fold, SearchDocument, Term, TermValue};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
     DEFAULT_LIMIT, MAX_LIMIT,
@@ -203,7 +205,7 @@ where
         request.sort.as_deref().unwrap_or(table.default_sort),
         table.tiebreak,
     )?;
-    let filter = format!("{} = $1{condition}", table.tenant_column);
+    let filter = format!("{} = {TENANT_PLACEHOLDER}{condition}", table.tenant_column);
     let arguments = || {
         let mut args = AnyArguments::default();
         let _ = args.add(tenant.as_str().to_string());
@@ -279,7 +281,7 @@ where
     compiler.bind_into(&mut args);
     let _ = args.add(cap);
     let select = format!(
-        "SELECT {columns} FROM {} WHERE {} = $1{condition} LIMIT ${}",
+        "SELECT {columns} FROM {} WHERE {} = {TENANT_PLACEHOLDER}{condition} LIMIT ${}",
         table.from,
         table.tenant_column,
         compiler.next_placeholder()
