@@ -507,8 +507,10 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     .await;
     let applications_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1";
     assert_eq!(count(&db, applications_sql, &tenant).await, expected);
-    // Nothing left of the killed rebuild: every row is the finished one's.
-    assert_eq!(count(&db, new_rows_sql, &tenant).await, expected);
+    // Every application once, none lost or doubled by the killed run. The
+    // stamps no longer tell which run wrote a row: the kill may land in the
+    // incremental round that follows the whole rebuild, and an incremental
+    // rebuild restamps only the rows it changes.
     let listed = server
         .get(
             "/api/v1/inventory/applications?search=Application%20000042",
