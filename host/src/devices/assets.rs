@@ -159,20 +159,33 @@ impl Catalog for AssetFields {
     }
 }
 
+/// What an asset is searched by, built once per rebuilt asset: its
+/// document and the rows of `asset_terms` taken from it.
+#[derive(Debug)]
+pub struct AssetSearch {
+    pub document: String,
+    /// Only the fields the catalog looks up in terms ([`Column::Term`]).
+    pub terms: Vec<Term>,
+}
+
 /// What an asset is searched by (see [`SearchDocument`]): its names,
 /// applications and sources as folded lists, its row's text fields, and
 /// the allow-listed keys of its mdm, edr and scanner records under their
 /// prefixed names, each with its JSON type.
-pub fn search_document(asset: &Asset) -> String {
-    searchable(asset).to_json()
-}
-
-/// The rows of `asset_terms` for `asset`: every field of its document
-/// but `application_name` (see [`AssetFields`]).
-pub fn search_terms(asset: &Asset) -> Vec<Term> {
-    let mut terms = searchable(asset).terms();
-    terms.retain(|term| term.field != "application_name");
-    terms
+pub fn search(asset: &Asset) -> AssetSearch {
+    let document = searchable(asset);
+    AssetSearch {
+        terms: document.terms(|field| {
+            matches!(
+                AssetFields.field(field),
+                Some(Field {
+                    column: Column::Term(..),
+                    ..
+                })
+            )
+        }),
+        document: document.to_json(),
+    }
 }
 
 fn searchable(asset: &Asset) -> SearchDocument {

@@ -210,7 +210,7 @@ pub async fn apply(
         tenant,
         rollup_at,
         &derived.assets,
-        &derived.asset_documents,
+        &derived.asset_search,
     )
     .await?;
     store::delete_named(&mut tx, backend, store::Named::Assets, tenant, &assets_gone).await?;
@@ -246,7 +246,7 @@ struct Folded {
     /// Applications no row names any more.
     gone: Vec<String>,
     assets: Vec<super::build::Asset>,
-    asset_documents: Vec<String>,
+    asset_search: Vec<crate::devices::assets::AssetSearch>,
 }
 
 impl Folded {
@@ -261,10 +261,7 @@ impl Folded {
             tallies: Vec::new(),
             application_documents: Vec::new(),
             gone: Vec::new(),
-            asset_documents: assets
-                .iter()
-                .map(crate::devices::assets::search_document)
-                .collect(),
+            asset_search: assets.iter().map(crate::devices::assets::search).collect(),
             assets,
         };
         for (name, counts) in fresh {

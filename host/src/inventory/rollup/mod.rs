@@ -88,10 +88,7 @@ pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Der
                 .iter()
                 .map(crate::inventory::applications::search_document)
                 .collect(),
-            asset_documents: assets
-                .iter()
-                .map(crate::devices::assets::search_document)
-                .collect(),
+            asset_search: assets.iter().map(crate::devices::assets::search).collect(),
             assets,
             applications,
             tallies,

@@ -13,6 +13,7 @@ use crate::auth::TenantId;
 use crate::db::{
     json_text_values, now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db,
 };
+use crate::devices::assets::AssetSearch;
 use crate::inventory::search::{fold, TermValue};
 
 /// Rows per transaction, as the spec fixes it.
@@ -500,11 +501,11 @@ pub async fn upsert_assets(
     tenant: &TenantId,
     rollup_at: i64,
     assets: &[Asset],
-    documents: &[String],
+    search: &[AssetSearch],
 ) -> sqlx::Result<()> {
-    for (chunk, documents) in assets
+    for (chunk, search) in assets
         .chunks(STATEMENT_ROWS)
-        .zip(documents.chunks(STATEMENT_ROWS))
+        .zip(search.chunks(STATEMENT_ROWS))
     {
         let statement = format!(
             "INSERT INTO assets (tenant_id, asset_key, device_name, device_id, os_platform, os_version, \
@@ -522,7 +523,7 @@ pub async fn upsert_assets(
             values_placeholders_wrapped(chunk.len(), 20, &document_wraps(backend, 18))
         );
         let mut query = sqlx::query(&statement);
-        for (asset, document) in chunk.iter().zip(documents) {
+        for (asset, search) in chunk.iter().zip(search) {
             query = query
                 .bind(tenant.as_str())
                 .bind(asset.key.as_str())
@@ -541,30 +542,31 @@ pub async fn upsert_assets(
                 .bind(asset.scan.as_ref().map(json))
                 .bind(asset.last_seen)
                 .bind(rollup_at)
-                .bind(document.as_str())
+                .bind(search.document.as_str())
                 .bind(fold(&asset.device_name))
                 .bind(json(&asset.raw_names));
         }
         query.execute(&mut **tx).await?;
     }
-    replace_terms(tx, backend, tenant, assets).await
+    replace_terms(tx, backend, tenant, assets, search).await
 }
 
 /// Terms one statement writes: a JSON array of this many small rows.
 const TERM_ROWS: usize = 5_000;
 
 /// Replaces the search terms (migration 0028) of `assets` with what each
-/// holds now.
+/// holds now (`search`, at the same index).
 async fn replace_terms(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tenant: &TenantId,
     assets: &[Asset],
+    search: &[AssetSearch],
 ) -> sqlx::Result<()> {
     let keys: Vec<&str> = assets.iter().map(|asset| asset.key.as_str()).collect();
     sqlx::query(&format!(
         "DELETE FROM asset_terms WHERE tenant_id = $1 AND asset_key IN ({})",
-        crate::db::json_text_values(backend, 2)
+        json_text_values(backend, 2)
     ))
     .bind(tenant.as_str())
     .bind(json(&keys))
@@ -576,9 +578,9 @@ async fn replace_terms(
         crate::db::json_array_rows(backend, 2)
     );
     let mut rows: Vec<serde_json::Value> = Vec::with_capacity(TERM_ROWS);
-    for asset in assets {
-        for term in crate::devices::assets::search_terms(asset) {
-            let (text, number) = match term.value {
+    for (asset, search) in assets.iter().zip(search) {
+        for term in &search.terms {
+            let (text, number) = match &term.value {
                 TermValue::Text(text) => (Some(text), None),
                 TermValue::Number(number) => (None, Some(number)),
             };
@@ -716,7 +718,7 @@ pub struct Derived {
     pub application_documents: Vec<String>,
     pub vendors: Vec<Vendor>,
     pub assets: Vec<Asset>,
-    pub asset_documents: Vec<String>,
+    pub asset_search: Vec<AssetSearch>,
     /// Spellings of a blank device name in the rows read.
     pub blank_names: Vec<String>,
     /// The source completion times the assets' last_seen reflect.
@@ -780,11 +782,11 @@ pub async fn write(
     let assets = derived
         .assets
         .chunks(BATCH)
-        .zip(derived.asset_documents.chunks(BATCH));
-    for (batch, documents) in assets {
+        .zip(derived.asset_search.chunks(BATCH));
+    for (batch, search) in assets {
         let _turn = db.write_turn().await;
         let mut tx = hold(db, tenant, rollup_at).await?;
-        upsert_assets(&mut tx, db.backend, tenant, rollup_at, batch, documents).await?;
+        upsert_assets(&mut tx, db.backend, tenant, rollup_at, batch, search).await?;
         tx.commit().await?;
     }
     for batch in derived.vendors.chunks(BATCH) {

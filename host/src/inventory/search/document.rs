@@ -56,12 +56,12 @@ impl SearchDocument {
         Value::Object(self.0.clone()).to_string()
     }
 
-    /// The document as the rows of a terms table (see
+    /// The fields `wanted` takes as the rows of a terms table (see
     /// [`Terms`](super::Terms)): one per value, one per element of a list,
     /// booleans as 0 and 1.
-    pub fn terms(&self) -> Vec<Term> {
+    pub fn terms(&self, wanted: impl Fn(&str) -> bool) -> Vec<Term> {
         let mut rows = Vec::with_capacity(self.0.len());
-        for (key, value) in &self.0 {
+        for (key, value) in self.0.iter().filter(|(key, _)| wanted(key)) {
             let values = match value {
                 Value::Array(items) => items.as_slice(),
                 other => std::slice::from_ref(other),
@@ -127,9 +127,10 @@ mod tests {
         doc.list("names", ["WS-01", "Straße"])
             .typed("count", &json!(3.5))
             .typed("flag", &json!(true))
-            .text("label", Some("Ärger"));
+            .text("label", Some("Ärger"))
+            .text("left_out", Some("x"));
         let mut terms: Vec<(String, String)> = doc
-            .terms()
+            .terms(|field| field != "left_out")
             .into_iter()
             .map(|t| (t.field, format!("{:?}", t.value)))
             .collect();

@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
-pub use compile::{
-    escape_like, Catalog, Column, Compiler, Field, FieldType, Terms, TENANT_PLACEHOLDER,
-};
+use compile::TENANT_PLACEHOLDER;
+pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Terms};
 pub use document::{fold, SearchDocument, Term, TermValue};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
