@@ -220,8 +220,9 @@ async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec
             // What device search reads: kept in step with the assets,
             // removed with them.
             "asset terms",
-            "SELECT asset_key, field, text_value, CAST(number_value AS TEXT) FROM asset_terms \
-             WHERE tenant_id = $1 ORDER BY asset_key, field, text_value, number_value",
+            "SELECT a.asset_key, t.field, t.text_value, CAST(t.number_value AS TEXT) \
+             FROM asset_terms t JOIN assets a ON a.id = t.asset_id WHERE t.tenant_id = $1 \
+             ORDER BY a.asset_key, t.field, t.text_value, t.number_value",
         ),
         (
             "state",

@@ -100,12 +100,14 @@ const ROW_TEXT_FIELDS: &[&str] = &[
 type DetailFields = &'static [(&'static str, FieldType)];
 
 /// Every field but `application_count` and `last_seen` (columns of the
-/// asset) and `application_name` is looked up in `asset_terms` (migration
-/// 0028), which the rollup fills from the asset's [`SearchDocument`].
+/// asset) and `application_name` is looked up in `asset_terms` (migrations
+/// 0028 and 0029), which the rollup fills from the asset's
+/// [`SearchDocument`]. Terms point at the asset's integer id: a lookup's
+/// set of integers is cheaper to build and probe than one of text keys.
 const ASSET_TERMS: Terms = Terms {
     table: "asset_terms",
-    key_column: "asset_key",
-    row_key: "a.asset_key",
+    key_column: "asset_id",
+    row_key: "a.id",
 };
 
 impl Catalog for AssetFields {

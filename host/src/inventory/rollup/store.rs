@@ -503,6 +503,8 @@ pub async fn upsert_assets(
     assets: &[Asset],
     search: &[AssetSearch],
 ) -> sqlx::Result<()> {
+    // Each asset's stable id (migration 0029), which its terms point at.
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(assets.len());
     for (chunk, search) in assets
         .chunks(STATEMENT_ROWS)
         .zip(search.chunks(STATEMENT_ROWS))
@@ -519,10 +521,11 @@ pub async fn upsert_assets(
              applications = excluded.applications, sources = excluded.sources, mdm = excluded.mdm, \
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
-             sort_key = excluded.sort_key, raw_names = excluded.raw_names",
+             sort_key = excluded.sort_key, raw_names = excluded.raw_names \
+             RETURNING asset_key, id",
             values_placeholders_wrapped(chunk.len(), 20, &document_wraps(backend, 18))
         );
-        let mut query = sqlx::query(&statement);
+        let mut query = sqlx::query_as::<_, (String, i64)>(&statement);
         for (asset, search) in chunk.iter().zip(search) {
             query = query
                 .bind(tenant.as_str())
@@ -546,45 +549,49 @@ pub async fn upsert_assets(
                 .bind(fold(&asset.device_name))
                 .bind(json(&asset.raw_names));
         }
-        query.execute(&mut **tx).await?;
+        ids.extend(query.fetch_all(&mut **tx).await?);
     }
-    replace_terms(tx, backend, tenant, assets, search).await
+    replace_terms(tx, backend, tenant, assets, &ids, search).await
 }
 
 /// Terms one statement writes: a JSON array of this many small rows.
 const TERM_ROWS: usize = 5_000;
 
 /// Replaces the search terms (migration 0028) of `assets` with what each
-/// holds now (`search`, at the same index).
+/// holds now (`search`, at the same index); `ids` are the assets' ids.
 async fn replace_terms(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tenant: &TenantId,
     assets: &[Asset],
+    ids: &HashMap<String, i64>,
     search: &[AssetSearch],
 ) -> sqlx::Result<()> {
-    let keys: Vec<&str> = assets.iter().map(|asset| asset.key.as_str()).collect();
+    let written: Vec<i64> = ids.values().copied().collect();
     sqlx::query(&format!(
-        "DELETE FROM asset_terms WHERE tenant_id = $1 AND asset_key IN ({})",
-        json_text_values(backend, 2)
+        "DELETE FROM asset_terms WHERE tenant_id = $1 AND asset_id IN (SELECT CAST(value AS BIGINT) FROM {})",
+        crate::db::json_array_rows(backend, 2)
     ))
     .bind(tenant.as_str())
-    .bind(json(&keys))
+    .bind(json(&written))
     .execute(&mut **tx)
     .await?;
     let insert = format!(
-        "INSERT INTO asset_terms (tenant_id, asset_key, field, text_value, number_value) \
-         SELECT $1, value->>0, value->>1, value->>2, CAST(value->>3 AS DOUBLE PRECISION) FROM {}",
+        "INSERT INTO asset_terms (tenant_id, asset_id, field, text_value, number_value) \
+         SELECT $1, CAST(value->>0 AS BIGINT), value->>1, value->>2, CAST(value->>3 AS DOUBLE PRECISION) FROM {}",
         crate::db::json_array_rows(backend, 2)
     );
     let mut rows: Vec<serde_json::Value> = Vec::with_capacity(TERM_ROWS);
     for (asset, search) in assets.iter().zip(search) {
+        let Some(id) = ids.get(&asset.key) else {
+            continue;
+        };
         for term in &search.terms {
             let (text, number) = match &term.value {
                 TermValue::Text(text) => (Some(text), None),
                 TermValue::Number(number) => (None, Some(number)),
             };
-            rows.push(serde_json::json!([asset.key, term.field, text, number]));
+            rows.push(serde_json::json!([id, term.field, text, number]));
         }
         if rows.len() >= TERM_ROWS {
             write_terms(tx, &insert, tenant, &rows).await?;

@@ -60,7 +60,7 @@ pub struct Terms {
     pub table: &'static str,
     /// The searched row's key column in the terms table.
     pub key_column: &'static str,
-    /// The same key as the search's `FROM` names it (`a.asset_key`).
+    /// The same key as the search's `FROM` names it (`a.id`).
     pub row_key: &'static str,
 }
 
