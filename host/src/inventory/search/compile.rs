@@ -329,12 +329,36 @@ impl<'c> Compiler<'c> {
             FieldType::Text => ("t.text_value", "t.number_value"),
             _ => ("t.number_value", "t.text_value"),
         };
-        let inner = self.predicate(value, ty, operator, rule)?;
+        let mut inner = self.predicate(value, ty, operator, rule)?;
+        if ty == FieldType::Text && operator == Operator::StartsWith {
+            inner.push_str(&self.prefix_range(value, rule)?);
+        }
         Ok(format!(
             "{} IN (SELECT t.{} FROM {} t WHERE t.tenant_id = {TENANT_PLACEHOLDER} \
              AND t.field = '{key}' AND {other} IS NULL AND {inner})",
             terms.row_key, terms.key_column, terms.table
         ))
+    }
+
+    /// ` AND expr >= prefix AND expr < successor`: the byte range of
+    /// the values starting with the rule's folded prefix, beside its `LIKE`
+    /// so the index narrows to that range (SQLite applies no `LIKE`
+    /// optimization to a case-sensitive column). Only for terms, whose text
+    /// compares byte by byte on both engines (`COLLATE "C"` on PostgreSQL).
+    fn prefix_range(&mut self, expr: &str, rule: &QueryRule) -> Result<String, SearchError> {
+        let prefix = fold(&super::coerce::raw_value(rule)?);
+        if prefix.is_empty() {
+            return Ok(String::new());
+        }
+        let upper = prefix_successor(&prefix);
+        let lower = self.push(Param::Text(prefix));
+        Ok(match upper {
+            Some(upper) => {
+                let upper = self.push(Param::Text(upper));
+                format!(" AND {expr} >= {lower} AND {expr} < {upper}")
+            }
+            None => format!(" AND {expr} >= {lower}"),
+        })
     }
 
     /// The SQL expression of a scalar field.
@@ -406,6 +430,24 @@ fn applies(operator: Operator, ty: FieldType) -> bool {
     }
 }
 
+/// The least string above every string starting with `prefix` in byte
+/// (UTF-8, so code point) order: the prefix with its last character that
+/// can be raised raised by one; `None` when none can.
+fn prefix_successor(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let raised = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            other => char::from_u32(u32::from(other) + 1),
+        };
+        if let Some(raised) = raised {
+            chars.push(raised);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// Makes user text literal inside a LIKE pattern (escape character `\`).
 pub fn escape_like(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -421,6 +463,21 @@ pub fn escape_like(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_range_holds_exactly_the_strings_starting_with_it() {
+        assert_eq!(prefix_successor("pc-0999").as_deref(), Some("pc-099:"));
+        assert_eq!(prefix_successor("é").as_deref(), Some("ê"));
+        assert_eq!(prefix_successor("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_successor("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_successor("\u{10FFFF}"), None);
+        let samples = ["müller", "müllerß", "müller\u{10FFFF}", "müllex", "mülles", "müll", "mümmel"];
+        let upper = prefix_successor("müller").unwrap();
+        for sample in samples {
+            let in_range = sample >= "müller" && sample < upper.as_str();
+            assert_eq!(in_range, sample.starts_with("müller"), "{sample}");
+        }
+    }
 
     #[test]
     fn like_metacharacters_are_escaped() {
