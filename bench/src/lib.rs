@@ -61,11 +61,27 @@ pub fn peak_rss_mib() -> f64 {
 
 /// Peak resident memory of process `pid` (or `self`) so far, in MiB (Linux).
 pub fn peak_rss_mib_of(pid: &str) -> f64 {
+    status_mib(pid, "VmHWM:")
+}
+
+/// Resident memory of this process now, in MiB (Linux).
+pub fn rss_mib() -> f64 {
+    status_mib("self", "VmRSS:")
+}
+
+/// Starts [`peak_rss_mib`] over from the memory resident now (Linux's
+/// `clear_refs`), so a figure covers one phase rather than the seeding
+/// before it.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn status_mib(pid: &str, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<f64>().ok())
         })

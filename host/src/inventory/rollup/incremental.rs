@@ -214,7 +214,7 @@ pub async fn apply(
     )
     .await?;
     store::delete_named(&mut tx, backend, store::Named::Assets, tenant, &assets_gone).await?;
-    store::upsert_vendors(&mut tx, tenant, rollup_at, &vendors).await?;
+    store::upsert_vendors(&mut tx, db.backend, tenant, rollup_at, &vendors).await?;
     store::delete_named(
         &mut tx,
         backend,

@@ -462,7 +462,7 @@ pub async fn upsert_applications(
              platforms = excluded.platforms, sources = excluded.sources, \
              publisher = excluded.publisher, rollup_at = excluded.rollup_at, \
              search_doc = excluded.search_doc, sort_key = excluded.sort_key, tally = excluded.tally",
-            values_placeholders_wrapped(chunk.len(), 17, &document_wraps(backend, 15))
+            values_placeholders_wrapped(backend, chunk.len(), 17, &document_wraps(backend, 15))
         );
         let mut query = sqlx::query(&statement);
         for ((app, tally), document) in chunk.iter().zip(tallies).zip(documents) {
@@ -523,7 +523,7 @@ pub async fn upsert_assets(
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
              sort_key = excluded.sort_key, raw_names = excluded.raw_names \
              RETURNING asset_key, id",
-            values_placeholders_wrapped(chunk.len(), 20, &document_wraps(backend, 18))
+            values_placeholders_wrapped(backend, chunk.len(), 20, &document_wraps(backend, 18))
         );
         let mut query = sqlx::query_as::<_, (String, i64)>(&statement);
         for (asset, search) in chunk.iter().zip(search) {
@@ -620,6 +620,7 @@ async fn write_terms(
 
 pub async fn upsert_vendors(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     tenant: &TenantId,
     rollup_at: i64,
     vendors: &[Vendor],
@@ -631,7 +632,7 @@ pub async fn upsert_vendors(
              ON CONFLICT (tenant_id, name) DO UPDATE SET application_count = excluded.application_count, \
              device_count = excluded.device_count, rollup_at = excluded.rollup_at, \
              sort_key = excluded.sort_key",
-            values_placeholders(chunk.len(), 6)
+            values_placeholders(backend, chunk.len(), 6)
         );
         let mut query = sqlx::query(&statement);
         for vendor in chunk {
@@ -799,7 +800,7 @@ pub async fn write(
     for batch in derived.vendors.chunks(BATCH) {
         let _turn = db.write_turn().await;
         let mut tx = hold(db, tenant, rollup_at).await?;
-        upsert_vendors(&mut tx, tenant, rollup_at, batch).await?;
+        upsert_vendors(&mut tx, db.backend, tenant, rollup_at, batch).await?;
         tx.commit().await?;
     }
     let _turn = db.write_turn().await;

@@ -471,7 +471,15 @@ mod tests {
         assert_eq!(prefix_successor("a\u{10FFFF}").as_deref(), Some("b"));
         assert_eq!(prefix_successor("\u{D7FF}").as_deref(), Some("\u{E000}"));
         assert_eq!(prefix_successor("\u{10FFFF}"), None);
-        let samples = ["müller", "müllerß", "müller\u{10FFFF}", "müllex", "mülles", "müll", "mümmel"];
+        let samples = [
+            "müller",
+            "müllerß",
+            "müller\u{10FFFF}",
+            "müllex",
+            "mülles",
+            "müll",
+            "mümmel",
+        ];
         let upper = prefix_successor("müller").unwrap();
         for sample in samples {
             let in_range = sample >= "müller" && sample < upper.as_str();
