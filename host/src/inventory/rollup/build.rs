@@ -98,8 +98,9 @@ pub struct Asset {
     pub last_seen: i64,
 }
 
-/// Device names become small integers so that the per-version and
-/// per-vendor device sets of a million rows stay compact.
+/// Device and application names become small integers so that the device
+/// sets of applications and the application sets of assets stay compact
+/// over a million rows.
 #[derive(Default)]
 struct Interner {
     ids: HashMap<String, u32>,
@@ -113,6 +114,15 @@ impl Interner {
         let id = self.ids.len() as u32;
         self.ids.insert(name.to_string(), id);
         id
+    }
+
+    /// Every name, at the index of its id.
+    fn names(&self) -> Vec<&str> {
+        let mut names = vec![""; self.ids.len()];
+        for (name, &id) in &self.ids {
+            names[id as usize] = name;
+        }
+        names
     }
 }
 
@@ -209,7 +219,9 @@ struct AssetTally {
     os_version: Latest,
     user_email: Latest,
     user_name: Latest,
-    applications: BTreeSet<String>,
+    /// Ids in [`Rollup::application_ids`], once per row: sorted and
+    /// deduplicated when the asset is built.
+    applications: Vec<u32>,
     sources: BTreeSet<String>,
     last_updated: i64,
 }
@@ -222,6 +234,7 @@ fn add_count<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, i64>, key: K) {
 #[derive(Default)]
 pub struct Rollup {
     devices: Interner,
+    application_ids: Interner,
     applications: HashMap<String, ApplicationTally>,
     assets: HashMap<String, AssetTally>,
     /// Spellings of a device name that clean to nothing.
@@ -273,9 +286,7 @@ impl Rollup {
                 asset.user_email.offer(at, clean_owned(row.user_email));
                 asset.user_name.offer(at, clean_owned(row.user_name));
                 if let Some(app) = &application {
-                    if !asset.applications.contains(app) {
-                        asset.applications.insert(app.clone());
-                    }
+                    asset.applications.push(self.application_ids.id(app));
                 }
                 if !asset.sources.contains(&source) {
                     asset.sources.insert(source.clone());
@@ -407,9 +418,10 @@ impl Rollup {
     pub fn assets(&mut self, records: Vec<DeviceRecord>) -> Vec<Asset> {
         let details = DetailIndex::new(records);
         let completed_runs = &self.completed_runs;
+        let application_names = self.application_ids.names();
         let mut out: Vec<Asset> = std::mem::take(&mut self.assets)
             .into_iter()
-            .map(|(key, tally)| asset(key, tally, &details, completed_runs))
+            .map(|(key, tally)| asset(key, tally, &details, completed_runs, &application_names))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
@@ -506,6 +518,7 @@ fn asset(
     tally: AssetTally,
     details: &DetailIndex,
     completed_runs: &HashMap<String, i64>,
+    application_names: &[&str],
 ) -> Asset {
     let device_name = tally
         .names
@@ -534,6 +547,14 @@ fn asset(
         .iter()
         .filter_map(|s| completed_runs.get(s))
         .fold(tally.last_updated, |seen, &completed| seen.max(completed));
+    let mut applications = tally.applications;
+    applications.sort_unstable();
+    applications.dedup();
+    let mut applications: Vec<String> = applications
+        .into_iter()
+        .map(|id| application_names[id as usize].to_string())
+        .collect();
+    applications.sort_unstable();
     Asset {
         key,
         device_name,
@@ -544,7 +565,7 @@ fn asset(
         os_version: tally.os_version.get(),
         user_email: tally.user_email.get().map(|e| e.to_lowercase()),
         user_name: tally.user_name.get(),
-        applications: tally.applications.into_iter().collect(),
+        applications,
         sources: sources.into_iter().collect(),
         mdm,
         edr,
