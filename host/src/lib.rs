@@ -1,15 +1,8 @@
 //! Cairn's host: storage, auth, tenancy and the HTTP API. See ARCHITECTURE.md
 //! at the repository root for the map.
 
-/// mimalloc rather than the system allocator, for every binary linking the
-/// host (the service, its benchmarks and tests): the rollup folds a million
-/// rows into maps of small strings, and glibc's malloc and free were a
-/// fifth of its profile; with mimalloc the whole rollup of 1,000,000 rows
-/// took 4.2 s instead of 5.6 s.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 pub mod advisories;
+pub mod allocator;
 pub mod app;
 pub mod auth;
 pub mod csv_sources;

@@ -37,6 +37,7 @@ pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
 
 /// As [`start`], with the given job handlers (tests add their own kinds).
 pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Result<RunningServer> {
+    crate::allocator::release_freed_memory_at_once();
     let listen = settings.listen_addr()?;
     let workers = settings.job_workers;
     let state = AppState::new(settings, jobs).await?;
