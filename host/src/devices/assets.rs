@@ -195,7 +195,7 @@ fn searchable(asset: &Asset) -> SearchDocument {
     doc.list("device_name", asset.names.iter().map(String::as_str))
         .list(
             "application_name",
-            asset.applications.iter().map(String::as_str),
+            asset.applications.iter().map(|name| &**name),
         )
         .list("source", asset.sources.iter().map(String::as_str))
         .text("device_id", asset.device_id.as_deref())

@@ -2,6 +2,7 @@
 //! No I/O, so every rollup rule is tested here on plain values.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -90,7 +91,9 @@ pub struct Asset {
     pub os_version: Option<String>,
     pub user_email: Option<String>,
     pub user_name: Option<String>,
-    pub applications: Vec<String>,
+    /// Sorted; each name shared with every other asset holding it (a
+    /// whole rebuild holds a million of them at once).
+    pub applications: Vec<Arc<str>>,
     pub sources: Vec<String>,
     pub mdm: Option<Value>,
     pub edr: Option<Value>,
@@ -418,7 +421,12 @@ impl Rollup {
     pub fn assets(&mut self, records: Vec<DeviceRecord>) -> Vec<Asset> {
         let details = DetailIndex::new(records);
         let completed_runs = &self.completed_runs;
-        let application_names = self.application_ids.names();
+        let application_names: Vec<Arc<str>> = self
+            .application_ids
+            .names()
+            .into_iter()
+            .map(Arc::from)
+            .collect();
         let mut out: Vec<Asset> = std::mem::take(&mut self.assets)
             .into_iter()
             .map(|(key, tally)| asset(key, tally, &details, completed_runs, &application_names))
@@ -518,7 +526,7 @@ fn asset(
     tally: AssetTally,
     details: &DetailIndex,
     completed_runs: &HashMap<String, i64>,
-    application_names: &[&str],
+    application_names: &[Arc<str>],
 ) -> Asset {
     let device_name = tally
         .names
@@ -550,9 +558,9 @@ fn asset(
     let mut applications = tally.applications;
     applications.sort_unstable();
     applications.dedup();
-    let mut applications: Vec<String> = applications
+    let mut applications: Vec<Arc<str>> = applications
         .into_iter()
-        .map(|id| application_names[id as usize].to_string())
+        .map(|id| application_names[id as usize].clone())
         .collect();
     applications.sort_unstable();
     Asset {
@@ -811,7 +819,8 @@ mod tests {
             "WORKSTATION-ACCOUNTING-01.corp.example.com"
         );
         assert_eq!(asset.device_id.as_deref(), Some("5f1c-uuid"));
-        assert_eq!(asset.applications, ["Chrome", "Excel"]);
+        let applications: Vec<&str> = asset.applications.iter().map(|a| &**a).collect();
+        assert_eq!(applications, ["Chrome", "Excel"]);
         assert_eq!(asset.sources, ["edr", "rmm", "scanner"]);
         assert_eq!(asset.mdm.as_ref().unwrap()["compliance_state"], "compliant");
         assert_eq!(asset.edr.as_ref().unwrap()["infected"], false);
