@@ -583,6 +583,8 @@ async fn replace_terms(
     );
     let mut rows: Vec<serde_json::Value> = Vec::with_capacity(TERM_ROWS);
     for (asset, search) in assets.iter().zip(search) {
+        // The upsert returns every row it inserts or updates, so each
+        // asset has its id; the lookup cannot miss.
         let Some(id) = ids.get(&asset.key) else {
             continue;
         };
