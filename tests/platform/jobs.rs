@@ -26,6 +26,8 @@ backend_tests!(
     pruning_keeps_recent_history,
     a_handler_computing_past_its_lease_keeps_it,
     a_new_job_wakes_another_process_at_once,
+    a_request_during_a_run_gets_a_run_after_it,
+    a_run_sent_back_gives_way_to_the_job_queued_behind_it,
 );
 
 const TICK: Duration = Duration::from_millis(20);
@@ -843,5 +845,207 @@ async fn a_new_job_wakes_another_process_at_once(backend: Backend) {
     stop.cancel();
     pool.await.unwrap();
     listener.await.unwrap();
+    app.finish().await;
+}
+
+/// The handler reads its input when it starts; a request that arrives
+/// while it runs must get a run that reads the input again.
+async fn a_request_during_a_run_gets_a_run_after_it(backend: Backend) {
+    let input = Arc::new(Mutex::new(vec!["first"]));
+    let seen: Arc<Mutex<Vec<Vec<&'static str>>>> = Arc::default();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let proceed = Arc::new(tokio::sync::Semaphore::new(0));
+    let registry = {
+        let (input, seen, started, proceed) = (
+            input.clone(),
+            seen.clone(),
+            started.clone(),
+            proceed.clone(),
+        );
+        registry_with(&["read_input"], Duration::from_secs(60), move |_ctx| {
+            let (input, seen, started, proceed) = (
+                input.clone(),
+                seen.clone(),
+                started.clone(),
+                proceed.clone(),
+            );
+            async move {
+                let read = input.lock().unwrap().clone();
+                started.notify_one();
+                proceed.acquire().await.unwrap().forget();
+                seen.lock().unwrap().push(read);
+                Ok(())
+            }
+        })
+    };
+    let Some(app) = TestApp::start_with_jobs(backend, fast, registry).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let queue = app.server.state.jobs.clone();
+    let first = queue
+        .enqueue(&tenant, "read_input", &json!({}))
+        .await
+        .unwrap();
+    started.notified().await;
+    assert_eq!(
+        job(&app, &tenant, &first.job_id).await.status(),
+        JobStatus::Running
+    );
+
+    // Arrives after the running job read its input.
+    input.lock().unwrap().push("second");
+    let behind = queue
+        .enqueue(&tenant, "read_input", &json!({}))
+        .await
+        .unwrap();
+    assert!(behind.created, "a job of its own, not the running one");
+    assert_ne!(behind.job_id, first.job_id);
+    let again = queue
+        .enqueue(&tenant, "read_input", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.job_id, behind.job_id,
+        "requests coalesce while queued"
+    );
+    assert!(!again.created);
+    // It waits while the first runs: runs of one kind never overlap.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        job(&app, &tenant, &behind.job_id).await.status(),
+        JobStatus::Queued
+    );
+
+    proceed.add_permits(1);
+    started.notified().await;
+    proceed.add_permits(1);
+    let db = app.db().clone();
+    wait_for(
+        "the job behind to run",
+        Duration::from_secs(10),
+        async || {
+            storage::job(&db, &tenant, &behind.job_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .status()
+                == JobStatus::Success
+        },
+    )
+    .await;
+    assert_eq!(
+        job(&app, &tenant, &first.job_id).await.status(),
+        JobStatus::Success
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![vec!["first"], vec!["first", "second"]]
+    );
+    app.finish().await;
+}
+
+/// A run that would go back to the queue (a retry, a lapsed lease, a
+/// shutdown) ends instead when a newer job of its kind is queued behind it:
+/// that job does the work, and the queue keeps one queued job per kind.
+async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, no_workers).await else {
+        return;
+    };
+    let tenant = app.create_tenant("t").await;
+    let db = app.db();
+    let claim_with_one_behind = async |kind: &str| {
+        let running = storage::enqueue(db, &tenant, kind, &json!({}))
+            .await
+            .unwrap()
+            .job_id;
+        let claimed = storage::claim(db, "worker-a", &kinds(&[kind]), 10, 60_000)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        let behind = storage::enqueue(db, &tenant, kind, &json!({}))
+            .await
+            .unwrap();
+        assert!(behind.created);
+        assert!(
+            storage::claim(db, "worker-b", &kinds(&[kind]), 10, 60_000)
+                .await
+                .unwrap()
+                .is_empty(),
+            "the job behind waits for the running one"
+        );
+        let fence = Fence {
+            job_id: running.clone(),
+            worker_id: "worker-a".into(),
+            attempts: claimed[0].attempts,
+        };
+        (fence, behind.job_id)
+    };
+
+    let (failed, failed_behind) = claim_with_one_behind("retried").await;
+    assert_eq!(
+        storage::finish_failure(db, &failed, "upstream timed out", 0, true)
+            .await
+            .unwrap(),
+        Some(JobStatus::Error)
+    );
+    let row = job(&app, &tenant, &failed.job_id).await;
+    assert_eq!(row.error.as_deref(), Some("upstream timed out"));
+
+    let (lapsed, lapsed_behind) = claim_with_one_behind("lapsed").await;
+    expire_lease(&app, &lapsed.job_id).await;
+    assert_eq!(storage::reap_expired(db).await.unwrap(), 1);
+    let row = job(&app, &tenant, &lapsed.job_id).await;
+    assert_eq!(row.status(), JobStatus::Error);
+    assert!(
+        row.error
+            .as_deref()
+            .unwrap()
+            .contains("queued behind it takes over"),
+        "{:?}",
+        row.error
+    );
+
+    let (released, released_behind) = claim_with_one_behind("released").await;
+    assert!(storage::release(db, &released).await.unwrap());
+    let row = job(&app, &tenant, &released.job_id).await;
+    assert_eq!(row.status(), JobStatus::Canceled);
+    assert!(row.finished_at.is_some());
+
+    // Each job behind is now claimable, once.
+    let claimed = storage::claim(
+        db,
+        "worker-b",
+        &kinds(&["retried", "lapsed", "released"]),
+        10,
+        60_000,
+    )
+    .await
+    .unwrap();
+    let mut claimed: Vec<String> = claimed.into_iter().map(|j| j.id).collect();
+    claimed.sort();
+    let mut expected = vec![failed_behind, lapsed_behind, released_behind];
+    expected.sort();
+    assert_eq!(claimed, expected);
+
+    // With nothing behind, the same paths still send a run back.
+    let alone = storage::enqueue(db, &tenant, "alone", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let claimed = storage::claim(db, "worker-a", &kinds(&["alone"]), 1, 60_000)
+        .await
+        .unwrap();
+    let fence = Fence {
+        job_id: alone.clone(),
+        worker_id: "worker-a".into(),
+        attempts: claimed[0].attempts,
+    };
+    assert_eq!(
+        storage::finish_failure(db, &fence, "flaky", 0, true)
+            .await
+            .unwrap(),
+        Some(JobStatus::Queued)
+    );
     app.finish().await;
 }

@@ -92,14 +92,16 @@ const COLUMNS: &str = "id, tenant_id, kind, args, status, progress, checkpoint, 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueued {
     pub job_id: String,
-    /// False when a queued or running job of the same kind already existed;
-    /// `job_id` is then that job's id.
+    /// False when a job of the same kind was already queued; `job_id` is
+    /// then that job's id.
     pub created: bool,
 }
 
-/// Queues a job unless one of the same kind is queued or running for the
-/// tenant. One statement: the partial unique index decides, so concurrent
-/// callers all get the one job's id.
+/// Queues a job unless one of the same kind is already queued for the
+/// tenant. A running job does not count: it may have read its input before
+/// this request's, so the new job waits behind it (see `claim`). One
+/// statement: the partial unique index decides, so concurrent callers all
+/// get the one queued job's id.
 pub async fn enqueue(
     db: &Db,
     tenant: &TenantId,
@@ -110,7 +112,7 @@ pub async fn enqueue(
     let id = uuid::Uuid::now_v7().to_string();
     let upsert = "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at) \
          VALUES ($1, $2, $3, $4, 'queued', '{}', 0, 3, {now}, {now}) \
-         ON CONFLICT (tenant_id, kind) WHERE status IN ('queued', 'running') \
+         ON CONFLICT (tenant_id, kind) WHERE status = 'queued' \
          DO UPDATE SET kind = excluded.kind RETURNING id";
     let statement = match db.backend {
         // A new job wakes idle workers of other processes (ours are woken by
@@ -153,11 +155,11 @@ pub async fn claim(
     // keeps the planner walking the claim index in order).
     let (kind_filter, kind_param) = match db.backend {
         Backend::Sqlite => (
-            "kind IN (SELECT value FROM json_each($4))",
+            "q.kind IN (SELECT value FROM json_each($4))",
             serde_json::to_string(kinds).unwrap_or_default(),
         ),
         Backend::Postgres => (
-            "kind = ANY(CAST($4 AS TEXT[]))",
+            "q.kind = ANY(CAST($4 AS TEXT[]))",
             format!(
                 "{{{}}}",
                 kinds
@@ -170,9 +172,13 @@ pub async fn claim(
     };
     let set = "status = 'running', attempts = attempts + 1, worker_id = $1, started_at = {now}, \
                heartbeat_at = {now}, lease_until = {now} + $2";
+    // A queued job waits while its kind runs for the tenant: runs of one
+    // kind never overlap.
     let pick = format!(
-        "SELECT id FROM jobs WHERE status = 'queued' AND run_after <= {{now}} AND {kind_filter} \
-         ORDER BY created_at, id LIMIT $3"
+        "SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.run_after <= {{now}} AND {kind_filter} \
+         AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.tenant_id = q.tenant_id AND r.kind = q.kind \
+                         AND r.status = 'running') \
+         ORDER BY q.created_at, q.id LIMIT $3"
     );
     let statement = match db.backend {
         Backend::Postgres => format!(
@@ -358,8 +364,31 @@ pub async fn finish_canceled(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     Ok(result.rows_affected() == 1)
 }
 
-/// Requeues the job with `backoff_ms` while attempts remain, else marks it
-/// `error`. Returns the new status, or `None` when the lease is lost.
+/// True in an UPDATE of `jobs` when no other job of the row's tenant and
+/// kind is queued: only then may the row go back to the queue. Otherwise
+/// the queued job, asked for while this one ran, takes over its work.
+const NONE_QUEUED_BEHIND: &str =
+    "NOT EXISTS (SELECT 1 FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
+     AND behind.kind = jobs.kind AND behind.status = 'queued')";
+
+/// Runs a statement that may send a running job back to the queue once
+/// more when it lost a race on PostgreSQL: a job queued behind it between
+/// its check and its write breaks the one-queued-per-kind index, and the
+/// second run sees that job and ends this one instead.
+async fn requeue_with_one_retry<T, F, Fut>(mut statement: F) -> sqlx::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = sqlx::Result<T>>,
+{
+    match statement().await {
+        Err(sqlx::Error::Database(err)) if err.is_unique_violation() => statement().await,
+        other => other,
+    }
+}
+
+/// Requeues the job with `backoff_ms` while attempts remain and no newer
+/// job of its kind is queued, else marks it `error`. Returns the new
+/// status, or `None` when the lease is lost.
 pub async fn finish_failure(
     db: &Db,
     fence: &Fence,
@@ -368,40 +397,50 @@ pub async fn finish_failure(
     retry: bool,
 ) -> sqlx::Result<Option<JobStatus>> {
     let _turn = db.write_turn().await;
-    let status: Option<String> = sqlx::query_scalar(&sql(
+    let retries =
+        format!("CAST($6 AS BIGINT) = 1 AND attempts < max_attempts AND {NONE_QUEUED_BEHIND}");
+    let statement = sql(
         db,
         &format!(
-            "UPDATE jobs SET status = CASE WHEN CAST($6 AS BIGINT) = 1 AND attempts < max_attempts THEN 'queued' ELSE 'error' END, \
-             finished_at = CASE WHEN CAST($6 AS BIGINT) = 1 AND attempts < max_attempts THEN NULL ELSE {{now}} END, \
+            "UPDATE jobs SET status = CASE WHEN {retries} THEN 'queued' ELSE 'error' END, \
+             finished_at = CASE WHEN {retries} THEN NULL ELSE {{now}} END, \
              error = $4, run_after = {{now}} + $5, lease_until = NULL WHERE {FENCE} RETURNING status"
         ),
-    ))
-    .bind(&fence.job_id)
-    .bind(&fence.worker_id)
-    .bind(fence.attempts)
-    .bind(message)
-    .bind(backoff_ms)
-    .bind(i64::from(retry))
-    .fetch_optional(&db.bookkeeping)
+    );
+    let status: Option<String> = requeue_with_one_retry(|| {
+        sqlx::query_scalar(&statement)
+            .bind(&fence.job_id)
+            .bind(&fence.worker_id)
+            .bind(fence.attempts)
+            .bind(message)
+            .bind(backoff_ms)
+            .bind(i64::from(retry))
+            .fetch_optional(&db.bookkeeping)
+    })
     .await?;
     Ok(status.as_deref().and_then(JobStatus::parse))
 }
 
 /// Running jobs whose lease has passed go back to the queue while attempts
-/// remain, else to `error`; decided inside the one UPDATE. Returns how many.
+/// remain and no newer job of their kind is queued, else to `error`;
+/// decided inside the one UPDATE. Returns how many.
 pub async fn reap_expired(db: &Db) -> sqlx::Result<u64> {
     let _turn = db.write_turn().await;
-    let result = sqlx::query(&sql(
+    let requeues = format!("attempts < max_attempts AND {NONE_QUEUED_BEHIND}");
+    let statement = sql(
         db,
-        "UPDATE jobs SET status = CASE WHEN attempts < max_attempts THEN 'queued' ELSE 'error' END, \
-         error = CASE WHEN attempts < max_attempts THEN error \
-                 ELSE 'lease expired: the worker stopped after attempt ' || attempts || ' of ' || max_attempts END, \
-         finished_at = CASE WHEN attempts < max_attempts THEN NULL ELSE {now} END, \
-         run_after = {now}, lease_until = NULL \
-         WHERE status = 'running' AND lease_until < {now}",
-    ))
-    .execute(&db.bookkeeping)
-    .await?;
+        &format!(
+            "UPDATE jobs SET status = CASE WHEN {requeues} THEN 'queued' ELSE 'error' END, \
+             error = CASE WHEN {requeues} THEN error \
+                     WHEN attempts < max_attempts THEN 'lease expired: the worker stopped; the job queued behind it takes over' \
+                     ELSE 'lease expired: the worker stopped after attempt ' || attempts || ' of ' || max_attempts END, \
+             finished_at = CASE WHEN {requeues} THEN NULL ELSE {{now}} END, \
+             run_after = {{now}}, lease_until = NULL \
+             WHERE status = 'running' AND lease_until < {{now}}"
+        ),
+    );
+    let result =
+        requeue_with_one_retry(|| sqlx::query(&statement).execute(&db.bookkeeping)).await?;
     Ok(result.rows_affected())
 }
 
@@ -531,20 +570,27 @@ pub async fn list(
 }
 
 /// Hands a job back to the queue without counting the attempt (graceful
-/// shutdown). False when the lease was already lost.
+/// shutdown); when a newer job of its kind is queued, that one takes over
+/// and this one ends `canceled`. False when the lease was already lost.
 pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
-    let result = sqlx::query(&sql(
+    let statement = sql(
         db,
         &format!(
-            "UPDATE jobs SET status = 'queued', attempts = attempts - 1, lease_until = NULL, run_after = {{now}} \
-             WHERE {FENCE}"
+            "UPDATE jobs SET status = CASE WHEN {NONE_QUEUED_BEHIND} THEN 'queued' ELSE 'canceled' END, \
+             finished_at = CASE WHEN {NONE_QUEUED_BEHIND} THEN NULL ELSE {{now}} END, \
+             error = CASE WHEN {NONE_QUEUED_BEHIND} THEN error \
+                     ELSE 'stopped by a shutdown; the job queued behind it takes over' END, \
+             attempts = attempts - 1, lease_until = NULL, run_after = {{now}} WHERE {FENCE}"
         ),
-    ))
-    .bind(&fence.job_id)
-    .bind(&fence.worker_id)
-    .bind(fence.attempts)
-    .execute(&db.bookkeeping)
+    );
+    let result = requeue_with_one_retry(|| {
+        sqlx::query(&statement)
+            .bind(&fence.job_id)
+            .bind(&fence.worker_id)
+            .bind(fence.attempts)
+            .execute(&db.bookkeeping)
+    })
     .await?;
     Ok(result.rows_affected() == 1)
 }

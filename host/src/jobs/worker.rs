@@ -286,6 +286,13 @@ impl Queue {
                     .await
             }
         };
+        // A job of this kind queued while this one ran may be claimed now;
+        // the claim made when the slot freed ran before this end was written.
+        if let RunOutcome::Recorded(status) = outcome {
+            if status != JobStatus::Queued {
+                self.wakeup.wake();
+            }
+        }
         tracing::info!(?outcome, "job run ended");
         outcome
     }
