@@ -36,9 +36,9 @@ pub fn register(registry: &mut Registry, settings: &Settings) {
 
 /// The schedule: every `subscription_sync_hours`, a sync of every
 /// subscription of every tenant that has one; and every minute, a sync
-/// for any subscription still waiting (one asked for while its tenant's
-/// sync was finishing, which the queue's one-job-per-tenant rule joined
-/// to that run).
+/// for any subscription still waiting (its request outlived its job: the
+/// run failed, or the service stopped between the request and the
+/// enqueue).
 pub fn spawn_schedule(
     db: Db,
     hours: u64,
