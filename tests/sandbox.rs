@@ -485,3 +485,23 @@ async fn a_dropped_file_cannot_take_over_a_connector_id() {
     assert_eq!(listed.body["skipped"].as_array().unwrap().len(), 1);
     app.finish().await;
 }
+
+/// With the operator's `plugin_perf_map`, `perf` can name a component's
+/// functions: they are listed in the process's perf map.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_perf_map_names_a_components_functions() {
+    let dir = connectors_dir(&["misbehave"], &[]);
+    let app = TestApp::start_with(Backend::Sqlite, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_perf_map = true;
+    })
+    .await
+    .expect("sqlite runs");
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let map = std::fs::read_to_string(&path).expect("the perf map is written");
+    assert!(
+        map.lines().any(|line| line.ends_with(" describe")),
+        "no `describe` export in {path}"
+    );
+    app.finish().await;
+}

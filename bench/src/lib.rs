@@ -133,6 +133,7 @@ impl SyncBench {
                 .join(format!("cairn-bench-{area}-{}", std::process::id())),
             plugin_plain_http_hosts: "127.0.0.1".into(),
             outbound_private_networks: "127.0.0.0/8".into(),
+            plugin_perf_map: std::env::var_os("CAIRN_PLUGIN_PERF_MAP").is_some(),
             ..Default::default()
         }
         .prepare()?;

@@ -92,6 +92,8 @@ pub struct Settings {
     pub connectors_dir: PathBuf,
     /// Memory cap of one plugin call.
     pub plugin_memory_mb: usize,
+    /// List compiled plugin code for `perf` (profiling a slow connector).
+    pub plugin_perf_map: bool,
     /// Deadline of one plugin call (its HTTP waits included).
     pub plugin_call_timeout_secs: u64,
     /// Timeout of one outbound HTTP request.
@@ -245,6 +247,7 @@ impl Default for Settings {
             job_history_keep: 20,
             connectors_dir: PathBuf::from("target/components/wasm32-wasip2/release"),
             plugin_memory_mb: 256,
+            plugin_perf_map: false,
             plugin_call_timeout_secs: 120,
             plugin_http_timeout_secs: 30,
             plugin_max_response_mb: 64,

@@ -3,7 +3,8 @@
 //! upserts with checkpoints); prints rows/s, seconds and the service's peak
 //! memory (the fake runs in a child process of its own), and the per-record
 //! cost of `map` in WASM against the same mapping compiled natively.
-//! Usage: bench-sync sqlite|postgres [computers]
+//! Usage: bench-sync sqlite|postgres [computers]; `BENCH_ONLY=map` skips
+//! the syncs, `BENCH_MAP_ROUNDS` (10) sets how often the map batch runs.
 //! (`bench-sync fake-rmm <computers>` is the child: it prints its URL and
 //! serves until its stdin closes.)
 
@@ -50,29 +51,9 @@ async fn main() -> anyhow::Result<()> {
         &json!({"password": PASSWORD}),
     )
     .await?;
-    let (secs, outcome) = bench.run().await?;
-    let items = bench.count("inventory_items").await?;
-    let records = bench.count("source_records").await?;
-    let rows = (items + records) as f64;
-    println!("cairn rmm sync benchmark: {backend}, {computers} computers x {APPS_PER_COMPUTER} applications");
-    println!("  outcome {outcome:?}: {items} inventory items + {records} device records");
-    println!(
-        "  {:.1} s, {:.0} rows/s, service peak memory {:.0} MiB (goals: 50,000 rows/s, 300 MB)",
-        secs,
-        rows / secs,
-        cairn_bench::peak_rss_mib()
-    );
-
-    // The same sync again, nothing changed upstream: every row is seen
-    // again and stamped with the new run.
-    let (secs, outcome) = bench.run().await?;
-    let changes = bench.count("inventory_changes").await?;
-    println!(
-        "  again, nothing changed: outcome {outcome:?}, {:.1} s, {:.0} rows/s, {changes} change \
-         entries in all (one per inserted item)",
-        secs,
-        rows / secs
-    );
+    if std::env::var("BENCH_ONLY").map_or(true, |only| only != "map") {
+        sync_twice(&bench, &backend, computers).await?;
+    }
 
     // map across the WASM boundary against the same code compiled natively.
     let connector = bench.plugins.area_connectors("rmm")[0].clone();
@@ -82,7 +63,10 @@ async fn main() -> anyhow::Result<()> {
         c["_Software"] = Value::Array(apps(&app_refs));
         batch.push(c);
     }
-    let rounds = 10;
+    let rounds: usize = std::env::var("BENCH_MAP_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
     let wasm_started = Instant::now();
     for _ in 0..rounds {
         // The records as text, as a fetch hands them over.
@@ -130,6 +114,38 @@ async fn main() -> anyhow::Result<()> {
     bench.finish().await;
     drop(fake.stdin.take());
     fake.wait().await?;
+    Ok(())
+}
+
+/// A first sync, then the same again with nothing changed upstream.
+async fn sync_twice(
+    bench: &cairn_bench::SyncBench,
+    backend: &str,
+    computers: usize,
+) -> anyhow::Result<()> {
+    let (secs, outcome) = bench.run().await?;
+    let items = bench.count("inventory_items").await?;
+    let records = bench.count("source_records").await?;
+    let rows = (items + records) as f64;
+    println!("cairn rmm sync benchmark: {backend}, {computers} computers x {APPS_PER_COMPUTER} applications");
+    println!("  outcome {outcome:?}: {items} inventory items + {records} device records");
+    println!(
+        "  {:.1} s, {:.0} rows/s, service peak memory {:.0} MiB (goals: 50,000 rows/s, 300 MB)",
+        secs,
+        rows / secs,
+        cairn_bench::peak_rss_mib()
+    );
+
+    // The same sync again, nothing changed upstream: every row is seen
+    // again and stamped with the new run.
+    let (secs, outcome) = bench.run().await?;
+    let changes = bench.count("inventory_changes").await?;
+    println!(
+        "  again, nothing changed: outcome {outcome:?}, {:.1} s, {:.0} rows/s, {changes} change \
+         entries in all (one per inserted item)",
+        secs,
+        rows / secs
+    );
     Ok(())
 }
 

@@ -11,10 +11,15 @@ use wasmtime::{Config, Engine};
 /// How often the epoch advances: a running guest yields its thread this often.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-pub fn new_engine() -> anyhow::Result<Engine> {
+/// The engine; with `perf_map`, compiled guest code is listed in
+/// `/tmp/perf-<pid>.map`, so `perf` names a component's functions.
+pub fn new_engine(perf_map: bool) -> anyhow::Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
+    if perf_map {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     let engine = Engine::new(&config)?;
     // Advance the epoch for as long as the engine lives; a weak handle lets
     // the thread end with it.

@@ -83,7 +83,7 @@ impl Plugins {
     /// Loads every `.wasm` file of `settings.connectors_dir`. Problems with a
     /// file skip that file; only an unusable engine is an error.
     pub async fn load(settings: &Settings) -> anyhow::Result<Plugins> {
-        let engine = super::engine::new_engine()?;
+        let engine = super::engine::new_engine(settings.plugin_perf_map)?;
         let linker = runtime::linker(&engine)?;
         let mut plugins = Plugins {
             engine,
