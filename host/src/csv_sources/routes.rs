@@ -179,7 +179,7 @@ async fn accept(
         return Err(err.into());
     }
     // One parse job per tenant works through its waiting uploads in order;
-    // if one is already running it picks this upload up too.
+    // while one runs, this queues another to start when it ends.
     let job = state
         .jobs
         .enqueue(&caller.tenant_id, CSV_PARSE_KIND, &serde_json::json!({}))

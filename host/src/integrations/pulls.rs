@@ -67,7 +67,8 @@ fn document(paths: &mut Paths, pulls: &[(String, crate::plugins::Pull)]) {
             operation.description = Some(format!(
                 "{summary}. Runs in the background as a durable job with a checkpoint: a pull \
                  interrupted by a restart resumes from its last written page. One pull runs per \
-                 tenant at a time; asking again while one is queued or running answers that one."
+                 tenant at a time; asking again while one is queued answers that one, and asking while \
+                 one runs queues another to start when it ends."
             ));
             if let Ok(body) = serde_json::from_value(json!({
                 "required": true,

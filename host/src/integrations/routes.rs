@@ -338,7 +338,8 @@ async fn test_connection(
 #[derive(Serialize, ToSchema)]
 pub struct SyncStarted {
     job_id: String,
-    /// False when one was already queued or running; `job_id` is that one.
+    /// False when one was already queued and not yet started; `job_id` is
+    /// that one. Asked for while a sync runs, a new one is queued after it.
     created: bool,
 }
 
@@ -351,7 +352,8 @@ impl From<jobs::Enqueued> for SyncStarted {
     }
 }
 
-/// Start a background sync (deduplicated: one queued or running per tenant).
+/// Start a background sync (deduplicated: at most one waits per tenant; one
+/// asked for while a sync runs starts when that one ends).
 #[utoipa::path(post, path = "/api/v1/{area}/sync", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 202, body = SyncStarted), (status = 409, body = ErrorBody, description = "Not configured")))]

@@ -31,7 +31,7 @@ pub async fn request_all(db: &Db) -> sqlx::Result<()> {
 }
 
 /// Queues a sync for every tenant with a subscription asked to sync more
-/// than half a minute ago (a queued or running sync absorbs it).
+/// than half a minute ago (a sync already queued absorbs it).
 pub async fn enqueue_waiting(db: &Db) -> sqlx::Result<()> {
     for tenant in storage::tenants_waiting(db, now_ms() - 30_000).await? {
         crate::jobs::enqueue(db, &tenant, SYNC_KIND, &serde_json::json!({})).await?;
