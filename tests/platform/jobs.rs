@@ -273,6 +273,29 @@ async fn expire_lease(app: &TestApp, id: &str) {
         .unwrap();
 }
 
+/// Queues a job of `kind` and claims it as `worker`; the run's fence.
+async fn enqueue_and_claim(
+    db: &cairn::db::Db,
+    tenant: &TenantId,
+    kind: &str,
+    worker: &str,
+) -> Fence {
+    let id = storage::enqueue(db, tenant, kind, &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let claimed = storage::claim(db, worker, &kinds(&[kind]), 10, 60_000)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "the one {kind} job is claimed");
+    assert_eq!(claimed[0].id, id);
+    Fence {
+        job_id: id,
+        worker_id: worker.into(),
+        attempts: claimed[0].attempts,
+    }
+}
+
 async fn reaper_requeues_or_fails_expired_leases(backend: Backend) {
     let Some(app) = TestApp::start_with(backend, no_workers).await else {
         return;
@@ -339,20 +362,8 @@ async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
     };
     let tenant = app.create_tenant("t").await;
     let db = app.db();
-    let id = storage::enqueue(db, &tenant, "sync", &json!({}))
-        .await
-        .unwrap()
-        .job_id;
-    let first = storage::claim(db, "worker-a", &kinds(&["sync"]), 1, 60_000)
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
-    let zombie = Fence {
-        job_id: id.clone(),
-        worker_id: "worker-a".into(),
-        attempts: first.attempts,
-    };
+    let zombie = enqueue_and_claim(db, &tenant, "sync", "worker-a").await;
+    let id = zombie.job_id.clone();
     expire_lease(&app, &id).await;
     storage::reap_expired(db).await.unwrap();
     let second = storage::claim(db, "worker-b", &kinds(&["sync"]), 1, 60_000)
@@ -405,20 +416,8 @@ async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
     // A batch of successes records only the runs whose fence holds: the
     // zombie's stale attempt, beside a live run of its own worker and the
     // owner's, changes nothing.
-    let other = storage::enqueue(db, &tenant, "parse", &json!({}))
-        .await
-        .unwrap()
-        .job_id;
-    let live = storage::claim(db, "worker-a", &kinds(&["parse"]), 1, 60_000)
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
-    let live = Fence {
-        job_id: live.id,
-        worker_id: "worker-a".into(),
-        attempts: live.attempts,
-    };
+    let live = enqueue_and_claim(db, &tenant, "parse", "worker-a").await;
+    let other = live.job_id.clone();
     let recorded = storage::finish_successes(db, &[&zombie, &live])
         .await
         .unwrap();
@@ -955,14 +954,7 @@ async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend)
     let tenant = app.create_tenant("t").await;
     let db = app.db();
     let claim_with_one_behind = async |kind: &str| {
-        let running = storage::enqueue(db, &tenant, kind, &json!({}))
-            .await
-            .unwrap()
-            .job_id;
-        let claimed = storage::claim(db, "worker-a", &kinds(&[kind]), 10, 60_000)
-            .await
-            .unwrap();
-        assert_eq!(claimed.len(), 1);
+        let fence = enqueue_and_claim(db, &tenant, kind, "worker-a").await;
         let behind = storage::enqueue(db, &tenant, kind, &json!({}))
             .await
             .unwrap();
@@ -974,11 +966,6 @@ async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend)
                 .is_empty(),
             "the job behind waits for the running one"
         );
-        let fence = Fence {
-            job_id: running.clone(),
-            worker_id: "worker-a".into(),
-            attempts: claimed[0].attempts,
-        };
         (fence, behind.job_id)
     };
 
@@ -1029,18 +1016,7 @@ async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend)
     assert_eq!(claimed, expected);
 
     // With nothing behind, the same paths still send a run back.
-    let alone = storage::enqueue(db, &tenant, "alone", &json!({}))
-        .await
-        .unwrap()
-        .job_id;
-    let claimed = storage::claim(db, "worker-a", &kinds(&["alone"]), 1, 60_000)
-        .await
-        .unwrap();
-    let fence = Fence {
-        job_id: alone.clone(),
-        worker_id: "worker-a".into(),
-        attempts: claimed[0].attempts,
-    };
+    let fence = enqueue_and_claim(db, &tenant, "alone", "worker-a").await;
     assert_eq!(
         storage::finish_failure(db, &fence, "flaky", 0, true)
             .await
