@@ -505,3 +505,64 @@ async fn the_perf_map_names_a_components_functions() {
     );
     app.finish().await;
 }
+
+/// The repository's components allocate through the SDK's size classes
+/// (small blocks from free lists, large ones from talc). A page of
+/// computers whose software names make each record about 9 KiB (blocks of
+/// every size, and vectors that grow from small blocks into large ones)
+/// maps whole: every row holds exactly what its record said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_large_records_maps_intact() {
+    use cairn::plugins::MappedRow;
+    use cairn_tests::fake_rmm::{apps, computer};
+
+    let dir = connectors_dir(&["connectors/rmm"], &[]);
+    let app = TestApp::start_with(Backend::Sqlite, move |s| s.connectors_dir = dir)
+        .await
+        .expect("sqlite runs");
+    let plugins = app.server.state.plugins.clone();
+    let connector = plugins.area_connectors("rmm")[0].clone();
+    let application = |id: i64, i: usize| format!("Application {i} of {id} {}", "x".repeat(300));
+    let records: Vec<String> = (1..=1000i64)
+        .map(|id| {
+            let names: Vec<(String, String)> = (0..25)
+                .map(|i| (application(id, i), format!("{i}.{id}")))
+                .collect();
+            let refs: Vec<(&str, &str)> = names
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let mut record = computer(id, &format!("WS-{id:06}"), (id % 7, "Client"), &[]);
+            record["_Software"] = json!(apps(&refs));
+            record.to_string()
+        })
+        .collect();
+
+    let mapped = plugins
+        .map_records(&connector, CallScope::default(), "computers", &records)
+        .await
+        .expect("the page maps");
+    assert_eq!(mapped.len(), records.len());
+    for (id, result) in (1..).zip(mapped) {
+        let rows = result.expect("every computer maps");
+        assert_eq!(
+            rows.len(),
+            26,
+            "computer {id}: a device and 25 applications"
+        );
+        let MappedRow::Record(device) = &rows[0] else {
+            panic!("computer {id}: the device comes first")
+        };
+        assert_eq!(device.key, id.to_string());
+        assert_eq!(device.client_id, Some((id % 7).to_string()));
+        for (i, row) in rows[1..].iter().enumerate() {
+            let MappedRow::Inventory(item) = row else {
+                panic!("computer {id}: applications follow the device")
+            };
+            assert_eq!(item.device_name, Some(format!("WS-{id:06}")));
+            assert_eq!(item.application_name, Some(application(id, i)));
+            assert_eq!(item.version, Some(format!("{i}.{id}")));
+        }
+    }
+    app.finish().await;
+}

@@ -416,6 +416,19 @@ pub enum CsvTarget {
     User,
 }
 
+/// Builds [`CsvDescriptor::column_aliases`] from string literals:
+/// `column_aliases(&[("device_name", &["hostname", "computer"])])`.
+pub fn column_aliases(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    list.iter()
+        .map(|(column, spellings)| {
+            (
+                column.to_string(),
+                spellings.iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,17 +478,4 @@ mod tests {
         let back: Descriptor = serde_json::from_value(json).unwrap();
         assert_eq!(back.webhook, Some(signature));
     }
-}
-
-/// Builds [`CsvDescriptor::column_aliases`] from string literals:
-/// `column_aliases(&[("device_name", &["hostname", "computer"])])`.
-pub fn column_aliases(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
-    list.iter()
-        .map(|(column, spellings)| {
-            (
-                column.to_string(),
-                spellings.iter().map(|s| s.to_string()).collect(),
-            )
-        })
-        .collect()
 }

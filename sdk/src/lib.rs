@@ -16,6 +16,7 @@
 //! Credentials never reach a component: the descriptor names an
 //! [`AuthScheme`] and the host signs every request [`http::send`] makes.
 
+mod allocator;
 mod csv_row;
 mod descriptor;
 mod error;
@@ -27,6 +28,9 @@ pub mod scanner;
 #[doc(hidden)]
 pub mod __private;
 
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+pub use allocator::SizeClassAllocator;
+pub use allocator::SizeClasses;
 pub use csv_row::CsvRow;
 pub use descriptor::{
     column_aliases, Action, AuthScheme, Collection, ConfigFrom, CsvDescriptor, CsvTarget,

@@ -78,9 +78,23 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Runs each component crate's own unit tests natively (mapping logic is
+/// Runs the SDK's and each component crate's unit tests natively (mapping logic is
 /// plain Rust; only the host calls need WebAssembly).
 pub fn test_all() -> Result<(), String> {
+    println!("== unit tests of the SDK");
+    process::run(
+        "cargo",
+        &[
+            "test",
+            "--manifest-path",
+            "sdk/Cargo.toml",
+            "--features",
+            "connector",
+            "--target-dir",
+            "target/components-native",
+        ],
+        &[],
+    )?;
     for krate in crates() {
         let manifest = krate.join("Cargo.toml");
         println!("== unit tests of component {}", krate.display());

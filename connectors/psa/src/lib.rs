@@ -169,6 +169,6 @@ impl Connector for ConnectWisePsa {
 
 export_connector!(ConnectWisePsa);
 
-#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
 #[global_allocator]
-static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();
