@@ -18,7 +18,7 @@ const CHUNK: usize = 64 * 1024;
 /// still in cache; larger blocks go to [talc](https://docs.rs/talc).
 ///
 /// Mapping a page allocates and frees every string of every row. On the
-/// rmm connector's `map` this allocator took 48 to 53 µs per computer
+/// rmm connector's `map` this allocator took 46 to 53 µs per computer
 /// where talc alone took 58 to 64 (`cargo xtask bench sync`).
 /// Small blocks are never handed back to talc: a freed one waits in its
 /// class for the next block of that size. The host drops an instance's
