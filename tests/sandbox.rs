@@ -528,12 +528,8 @@ async fn a_page_of_large_records_maps_intact() {
             let names: Vec<(String, String)> = (0..25)
                 .map(|i| (application(id, i), format!("{i}.{id}")))
                 .collect();
-            let refs: Vec<(&str, &str)> = names
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
-                .collect();
             let mut record = computer(id, &format!("WS-{id:06}"), (id % 7, "Client"), &[]);
-            record["_Software"] = json!(apps(&refs));
+            record["_Software"] = json!(apps(&names));
             record.to_string()
         })
         .collect();

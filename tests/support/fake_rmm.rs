@@ -332,10 +332,10 @@ pub fn computer(id: i64, name: &str, client: (i64, &str), groups: &[&str]) -> Va
 }
 
 /// Software entries as Automate lists them.
-pub fn apps(names: &[(&str, &str)]) -> Vec<Value> {
+pub fn apps<S: AsRef<str>>(names: &[(S, S)]) -> Vec<Value> {
     names
         .iter()
         .enumerate()
-        .map(|(i, (name, version))| json!({"Id": i + 1, "Name": name, "Version": version, "Publisher": "Vendor"}))
+        .map(|(i, (name, version))| json!({"Id": i + 1, "Name": name.as_ref(), "Version": version.as_ref(), "Publisher": "Vendor"}))
         .collect()
 }

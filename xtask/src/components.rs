@@ -78,37 +78,27 @@ fn wasm_files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Runs the SDK's and each component crate's unit tests natively (mapping logic is
-/// plain Rust; only the host calls need WebAssembly).
+/// Runs the SDK's and each component crate's unit tests natively (mapping
+/// logic is plain Rust; only the host calls need WebAssembly).
 pub fn test_all() -> Result<(), String> {
     println!("== unit tests of the SDK");
-    process::run(
-        "cargo",
-        &[
-            "test",
-            "--manifest-path",
-            "sdk/Cargo.toml",
-            "--features",
-            "connector",
-            "--target-dir",
-            "target/components-native",
-        ],
-        &[],
-    )?;
+    unit_tests("sdk/Cargo.toml", &["--features", "connector"])?;
     for krate in crates() {
-        let manifest = krate.join("Cargo.toml");
         println!("== unit tests of component {}", krate.display());
-        process::run(
-            "cargo",
-            &[
-                "test",
-                "--manifest-path",
-                manifest.to_str().unwrap_or_default(),
-                "--target-dir",
-                "target/components-native",
-            ],
-            &[],
-        )?;
+        unit_tests(krate.join("Cargo.toml").to_str().unwrap_or_default(), &[])?;
     }
     Ok(())
+}
+
+/// `cargo test` of the crate at `manifest`, natively, with `extra` arguments.
+fn unit_tests(manifest: &str, extra: &[&str]) -> Result<(), String> {
+    let mut args = vec![
+        "test",
+        "--manifest-path",
+        manifest,
+        "--target-dir",
+        "target/components-native",
+    ];
+    args.extend(extra);
+    process::run("cargo", &args, &[])
 }

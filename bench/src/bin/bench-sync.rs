@@ -28,10 +28,6 @@ async fn main() -> anyhow::Result<()> {
         return serve_fake(computers).await;
     }
     let app_names = app_names();
-    let app_refs: Vec<(&str, &str)> = app_names
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_str()))
-        .collect();
     let mut fake = tokio::process::Command::new(std::env::current_exe()?)
         .args(["fake-rmm", &computers.to_string()])
         .stdin(std::process::Stdio::piped())
@@ -60,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let mut batch: Vec<Value> = Vec::with_capacity(1000);
     for id in 1..=1000i64 {
         let mut c = computer(id, &format!("WS-{id:06}"), (1, "Acme"), &[]);
-        c["_Software"] = Value::Array(apps(&app_refs));
+        c["_Software"] = Value::Array(apps(&app_names));
         batch.push(c);
     }
     let rounds: usize = std::env::var("BENCH_MAP_ROUNDS")
@@ -167,14 +163,10 @@ async fn serve_fake(computers: usize) -> anyhow::Result<()> {
         ..RmmData::default()
     };
     let app_names = app_names();
-    let app_refs: Vec<(&str, &str)> = app_names
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_str()))
-        .collect();
     for id in 1..=computers as i64 {
         data.computers
             .push(computer(id, &format!("WS-{id:06}"), (1, "Acme"), &[]));
-        data.software.insert(id, apps(&app_refs));
+        data.software.insert(id, apps(&app_names));
     }
     let rmm = FakeRmm::start(data).await;
     println!("{}", rmm.base_url);
