@@ -10,8 +10,9 @@ compile_error!("enable one of the cairn-sdk features `connector` and `csv-provid
 #[allow(clippy::too_many_arguments)]
 pub mod connector {
     wit_bindgen::generate!({
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         world: "connector",
+        generate_all,
         pub_export_macro: true,
         default_bindings_module: "cairn_sdk::__private::connector",
     });
@@ -20,19 +21,20 @@ pub mod connector {
 #[cfg(feature = "csv-provider")]
 pub mod csv_provider {
     wit_bindgen::generate!({
-        path: "wit/v0.2",
+        path: "wit/v0.3",
         world: "csv-provider",
+        generate_all,
         pub_export_macro: true,
         default_bindings_module: "cairn_sdk::__private::csv_provider",
     });
 }
 
 #[cfg(feature = "connector")]
-use connector::cairn::plugin::{host, types as wit};
+use connector::cairn::plugin0_2_0::{host, types as wit};
 #[cfg(all(feature = "csv-provider", not(feature = "connector")))]
-use csv_provider::cairn::plugin::{host, types as wit};
+use csv_provider::cairn::plugin0_2_0::{host, types as wit};
 
-use crate::{Error, InventoryItem, LogLevel, Row};
+use crate::{Error, LogLevel};
 
 /// Sends panic messages to the host log before the trap, so the host can
 /// report why the call failed.
@@ -157,41 +159,6 @@ fn error_to_wit(err: Error) -> wit::PluginError {
     }
 }
 
-fn row_to_wit(row: Row) -> wit::Row {
-    match row {
-        Row::Inventory(item) => wit::Row::Inventory(inventory_to_wit(item)),
-        Row::Record(record) => wit::Row::Record(wit::SourceRecord {
-            collection: record.collection,
-            key: record.key,
-            device_name: record.device_name,
-            client_id: record.client_id,
-            group_ids: record.group_ids,
-            fields: match record.fields {
-                serde_json::Value::Null => "{}".to_string(),
-                fields => fields.to_string(),
-            },
-            body: record.body.to_string(),
-        }),
-    }
-}
-
-fn inventory_to_wit(item: InventoryItem) -> wit::InventoryItem {
-    wit::InventoryItem {
-        device_name: item.device_name,
-        device_id: item.device_id,
-        os_platform: item.os_platform,
-        os_version: item.os_version,
-        user_email: item.user_email,
-        user_name: item.user_name,
-        application_name: item.application_name,
-        vendor: item.vendor,
-        version: item.version,
-        publisher: item.publisher,
-        client_id: item.client_id,
-        group_ids: item.group_ids,
-    }
-}
-
 #[cfg(feature = "connector")]
 fn parse_config(config: &str) -> Result<serde_json::Value, wit::PluginError> {
     serde_json::from_str(config)
@@ -230,20 +197,20 @@ mod connector_exports {
         Ok((records, page.next_cursor))
     }
 
-    pub fn map_records<C: Connector>(
-        stream: String,
-        records: Vec<String>,
-    ) -> Vec<Result<Vec<wit::Row>, String>> {
+    pub fn map_records<C: Connector>(stream: String, records: Vec<String>) -> Vec<u8> {
         install_panic_hook();
-        records
-            .iter()
-            .map(|raw| {
-                let record: serde_json::Value =
-                    serde_json::from_str(raw).map_err(|e| format!("record is not JSON: {e}"))?;
-                C::map_record(&stream, &record)
-                    .map(|rows| rows.into_iter().map(row_to_wit).collect())
-            })
-            .collect()
+        let input_bytes = records.iter().map(String::len).sum();
+        let mut page = crate::row_page::RowPageWriter::with_input_bytes(input_bytes);
+        for raw in &records {
+            let mapped = serde_json::from_str(raw)
+                .map_err(|e| format!("record is not JSON: {e}"))
+                .and_then(|record| C::map_record(&stream, &record));
+            match mapped {
+                Ok(rows) => page.rows(&rows),
+                Err(reason) => page.failed(&reason),
+            }
+        }
+        page.finish()
     }
 
     pub fn invoke<C: Connector>(
@@ -287,16 +254,16 @@ mod csv_exports {
         serde_json::to_string(&descriptor).unwrap_or_default()
     }
 
-    pub fn map_rows<P: CsvProvider>(
-        headers: Vec<String>,
-        rows: Vec<Vec<String>>,
-    ) -> Vec<Result<Vec<wit::Row>, String>> {
+    pub fn map_rows<P: CsvProvider>(headers: Vec<String>, rows: Vec<Vec<String>>) -> Vec<u8> {
         install_panic_hook();
-        rows.iter()
-            .map(|cells| {
-                P::map_row(&crate::CsvRow::new(&headers, cells))
-                    .map(|rows| rows.into_iter().map(row_to_wit).collect())
-            })
-            .collect()
+        let input_bytes = rows.iter().flatten().map(String::len).sum();
+        let mut page = crate::row_page::RowPageWriter::with_input_bytes(input_bytes);
+        for cells in &rows {
+            match P::map_row(&crate::CsvRow::new(&headers, cells)) {
+                Ok(rows) => page.rows(&rows),
+                Err(reason) => page.failed(&reason),
+            }
+        }
+        page.finish()
     }
 }

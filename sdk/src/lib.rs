@@ -22,6 +22,8 @@ mod descriptor;
 mod error;
 pub mod http;
 pub mod records;
+#[doc(hidden)]
+pub mod row_page;
 mod rows;
 pub mod scanner;
 
@@ -178,7 +180,7 @@ macro_rules! export_connector {
             fn map_records(
                 stream: ::std::string::String,
                 records: ::std::vec::Vec<::std::string::String>,
-            ) -> ::std::vec::Vec<::std::result::Result<::std::vec::Vec<$crate::__private::connector::Row>, ::std::string::String>> {
+            ) -> ::std::vec::Vec<u8> {
                 $crate::__private::map_records::<$t>(stream, records)
             }
             fn invoke(
@@ -205,7 +207,7 @@ macro_rules! export_csv_provider {
             fn map_rows(
                 headers: ::std::vec::Vec<::std::string::String>,
                 rows: ::std::vec::Vec<::std::vec::Vec<::std::string::String>>,
-            ) -> ::std::vec::Vec<::std::result::Result<::std::vec::Vec<$crate::__private::csv_provider::Row>, ::std::string::String>> {
+            ) -> ::std::vec::Vec<u8> {
                 $crate::__private::map_rows::<$t>(headers, rows)
             }
         }

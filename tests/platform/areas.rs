@@ -1,7 +1,7 @@
 //! Contract v0.2 end to end: an outside connector for an area the host has
 //! never heard of (`backup`) mounted from its descriptor alone; two products
-//! serving one area for two tenants, and switching; a v0.1 component still
-//! loading and syncing.
+//! serving one area for two tenants, and switching; v0.1 and v0.2
+//! components still loading and syncing.
 
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_backup::{self, ACME_KEY, ZENITH_KEY};
@@ -13,10 +13,14 @@ backend_tests!(
     an_outside_connector_is_mounted_from_its_descriptor,
     tenants_use_their_own_connector_for_one_area,
     a_v01_component_still_loads_and_syncs,
+    a_v02_component_still_loads_and_syncs,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
-    let dir = connectors_dir(&["backup", "backup-zenith", "legacy-v01"], &[]);
+    let dir = connectors_dir(
+        &["backup", "backup-zenith", "legacy-v01", "legacy-v02"],
+        &[],
+    );
     TestApp::start_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
@@ -401,6 +405,35 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
 }
 
 async fn a_v01_component_still_loads_and_syncs(backend: Backend) {
+    let legacy = Legacy {
+        id: "legacy",
+        area: "legacy",
+        sdk_version: "0.1.0",
+        collection: "device",
+    };
+    a_legacy_component_loads_and_syncs(backend, legacy).await;
+}
+
+async fn a_v02_component_still_loads_and_syncs(backend: Backend) {
+    let legacy = Legacy {
+        id: "legacy2-inventory",
+        area: "legacy2",
+        sdk_version: "0.2.0",
+        collection: "devices",
+    };
+    a_legacy_component_loads_and_syncs(backend, legacy).await;
+}
+
+/// A test component built against a frozen contract.
+struct Legacy {
+    id: &'static str,
+    area: &'static str,
+    sdk_version: &'static str,
+    /// The collection its devices are synced into.
+    collection: &'static str,
+}
+
+async fn a_legacy_component_loads_and_syncs(backend: Backend, legacy: Legacy) {
     let upstream = FakeInventory::start(vec![
         device("1", "WS-01", &[("7-Zip", "23.01"), ("Firefox", "128.0")]),
         device("2", "WS-02", &[("7-Zip", "23.01")]),
@@ -412,40 +445,52 @@ async fn a_v01_component_still_loads_and_syncs(backend: Backend) {
     };
     let owner = app.register("owner@alpha.example").await;
     let listed = app.get("/api/v1/integrations/", &owner.bearer()).await;
-    let legacy = listed.body["connectors"]
+    let loaded = listed.body["connectors"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["descriptor"]["id"] == "legacy")
-        .unwrap_or_else(|| panic!("legacy loaded: {}", listed.text))
+        .find(|c| c["descriptor"]["id"] == legacy.id)
+        .unwrap_or_else(|| panic!("{} loaded: {}", legacy.id, listed.text))
         .clone();
-    assert_eq!(legacy["descriptor"]["sdk_version"], "0.1.0");
-    assert_eq!(legacy["descriptor"]["area"], "legacy");
+    assert_eq!(loaded["descriptor"]["sdk_version"], legacy.sdk_version);
+    assert_eq!(loaded["descriptor"]["area"], legacy.area);
 
+    let area = format!("/api/v1/{}", legacy.area);
     let saved = app
         .post(
-            "/api/v1/legacy/config",
+            &format!("{area}/config"),
             &owner.bearer(),
             json!({"base_url": upstream.url, "api_token": TOKEN}),
         )
         .await;
     assert_eq!(saved.status, 200, "{}", saved.text);
     let tested = app
-        .post("/api/v1/legacy/test-connection", &owner.bearer(), json!({}))
+        .post(
+            &format!("{area}/test-connection"),
+            &owner.bearer(),
+            json!({}),
+        )
         .await;
     assert_eq!(tested.status, 200, "{}", tested.text);
-    assert_eq!(app.sync_area(&owner, "legacy").await["status"], "success");
-    let stats = app.get("/api/v1/legacy/stats", &owner.bearer()).await;
+    assert_eq!(
+        app.sync_area(&owner, legacy.area).await["status"],
+        "success"
+    );
+    let stats = app.get(&format!("{area}/stats"), &owner.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 3, "{}", stats.text);
-    assert_eq!(stats.body["records"]["device"], 3);
-    // The views v0.1 hosts served, and its action as a GET route.
-    let devices = app.get("/api/v1/legacy/devices", &owner.bearer()).await;
+    assert_eq!(
+        stats.body["records"][legacy.collection], 3,
+        "{}",
+        stats.text
+    );
+    // A list view, a by-name view and the action as a GET route.
+    let devices = app.get(&format!("{area}/devices"), &owner.bearer()).await;
     assert_eq!(devices.body["total"], 3, "{}", devices.text);
     let one = app
-        .get("/api/v1/legacy/device-by-name/ws-02", &owner.bearer())
+        .get(&format!("{area}/device-by-name/ws-02"), &owner.bearer())
         .await;
     assert_eq!(one.body["record"]["name"], "WS-02", "{}", one.text);
-    let ping = app.get("/api/v1/legacy/ping", &owner.bearer()).await;
+    let ping = app.get(&format!("{area}/ping"), &owner.bearer()).await;
     assert_eq!(ping.status, 200, "{}", ping.text);
     assert_eq!(ping.body["pong"], true);
     app.finish().await;

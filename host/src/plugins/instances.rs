@@ -1,21 +1,27 @@
 //! Instances of connectors and CSV providers by the contract each was
-//! built against: every call answers in the current contract's types, a
-//! v0.1 component's through its adapter (`super::v01`).
+//! built against: every call answers in the same types, a v0.3 component's
+//! rows decoded from their buffer (`super::row_page`), a v0.1 component's
+//! through its adapter (`super::v01`).
 
 use wasmtime::Store;
 
 use super::runtime::connector_world::cairn::plugin::types as wit;
-use super::runtime::{connector_world, csv_world, v01, PluginState};
+use super::runtime::{connector_world, csv_world, v01, v03, PluginState};
+
+/// Rows per input, or why the component's answer is malformed.
+pub type Mapped = Result<Vec<Result<Vec<wit::Row>, String>>, String>;
 
 /// A connector ready to instantiate, by the contract it was built against.
 pub enum ConnectorPre {
-    Current(connector_world::ConnectorPre<PluginState>),
+    Current(v03::connector_world::ConnectorPre<PluginState>),
+    V02(connector_world::ConnectorPre<PluginState>),
     V01(v01::connector_world::ConnectorPre<PluginState>),
 }
 
 /// One instance of a connector; calls answer in the current contract's types.
 pub enum ConnectorInstance {
-    Current(connector_world::Connector),
+    Current(v03::connector_world::Connector),
+    V02(connector_world::Connector),
     V01(v01::connector_world::Connector),
 }
 
@@ -25,6 +31,7 @@ impl ConnectorInstance {
     pub async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
         match self {
             ConnectorInstance::Current(i) => i.call_describe(store).await,
+            ConnectorInstance::V02(i) => i.call_describe(store).await,
             ConnectorInstance::V01(i) => i.call_describe(store).await,
         }
     }
@@ -36,6 +43,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Result<(), wit::PluginError>> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_check(store, config).await?,
+            ConnectorInstance::V02(i) => i.call_check(store, config).await?,
             ConnectorInstance::V01(i) => i
                 .call_check(store, config)
                 .await?
@@ -52,6 +60,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Fetched> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_fetch(store, config, stream, cursor).await?,
+            ConnectorInstance::V02(i) => i.call_fetch(store, config, stream, cursor).await?,
             ConnectorInstance::V01(i) => i
                 .call_fetch(store, config, stream, cursor)
                 .await?
@@ -64,12 +73,16 @@ impl ConnectorInstance {
         store: &mut Store<PluginState>,
         stream: &str,
         records: &[String],
-    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+    ) -> wasmtime::Result<Mapped> {
         Ok(match self {
-            ConnectorInstance::Current(i) => i.call_map_records(store, stream, records).await?,
-            ConnectorInstance::V01(i) => {
-                super::v01::rows(i.call_map_records(store, stream, records).await?)
+            ConnectorInstance::Current(i) => {
+                let page = i.call_map_records(store, stream, records).await?;
+                super::row_page::decode(&page, records.len())
             }
+            ConnectorInstance::V02(i) => Ok(i.call_map_records(store, stream, records).await?),
+            ConnectorInstance::V01(i) => Ok(super::v01::rows(
+                i.call_map_records(store, stream, records).await?,
+            )),
         })
     }
 
@@ -81,6 +94,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Result<String, wit::PluginError>> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
+            ConnectorInstance::V02(i) => i.call_invoke(store, config, request).await?,
             // v0.1 actions took one JSON input and no path or query.
             ConnectorInstance::V01(i) => {
                 let input = if request.body == "null" {
@@ -97,12 +111,14 @@ impl ConnectorInstance {
 }
 
 pub enum CsvPre {
-    Current(csv_world::CsvProviderPre<PluginState>),
+    Current(v03::csv_world::CsvProviderPre<PluginState>),
+    V02(csv_world::CsvProviderPre<PluginState>),
     V01(v01::csv_world::CsvProviderPre<PluginState>),
 }
 
 pub enum CsvInstance {
-    Current(csv_world::CsvProvider),
+    Current(v03::csv_world::CsvProvider),
+    V02(csv_world::CsvProvider),
     V01(v01::csv_world::CsvProvider),
 }
 
@@ -110,6 +126,7 @@ impl CsvInstance {
     pub async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
         match self {
             CsvInstance::Current(i) => i.call_describe(store).await,
+            CsvInstance::V02(i) => i.call_describe(store).await,
             CsvInstance::V01(i) => i.call_describe(store).await,
         }
     }
@@ -119,10 +136,16 @@ impl CsvInstance {
         store: &mut Store<PluginState>,
         headers: &[String],
         rows: &[Vec<String>],
-    ) -> wasmtime::Result<Vec<Result<Vec<wit::Row>, String>>> {
+    ) -> wasmtime::Result<Mapped> {
         Ok(match self {
-            CsvInstance::Current(i) => i.call_map_rows(store, headers, rows).await?,
-            CsvInstance::V01(i) => super::v01::rows(i.call_map_rows(store, headers, rows).await?),
+            CsvInstance::Current(i) => {
+                let page = i.call_map_rows(store, headers, rows).await?;
+                super::row_page::decode(&page, rows.len())
+            }
+            CsvInstance::V02(i) => Ok(i.call_map_rows(store, headers, rows).await?),
+            CsvInstance::V01(i) => Ok(super::v01::rows(
+                i.call_map_rows(store, headers, rows).await?,
+            )),
         })
     }
 }
@@ -134,6 +157,7 @@ impl CsvPre {
     ) -> wasmtime::Result<CsvInstance> {
         Ok(match self {
             CsvPre::Current(pre) => CsvInstance::Current(pre.instantiate_async(store).await?),
+            CsvPre::V02(pre) => CsvInstance::V02(pre.instantiate_async(store).await?),
             CsvPre::V01(pre) => CsvInstance::V01(pre.instantiate_async(store).await?),
         })
     }
@@ -148,6 +172,7 @@ impl ConnectorPre {
             ConnectorPre::Current(pre) => {
                 ConnectorInstance::Current(pre.instantiate_async(store).await?)
             }
+            ConnectorPre::V02(pre) => ConnectorInstance::V02(pre.instantiate_async(store).await?),
             ConnectorPre::V01(pre) => ConnectorInstance::V01(pre.instantiate_async(store).await?),
         })
     }

@@ -12,12 +12,12 @@ use wasmtime::component::{InstancePre, Linker};
 use wasmtime::{Engine, Store};
 
 use super::descriptor::{sdk_supported, ConnectorDescriptor, CsvDescriptor};
-use super::instances::{ConnectorInstance, ConnectorPre, CsvPre};
+use super::instances::{ConnectorInstance, ConnectorPre, CsvPre, Mapped};
 use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache};
 use super::rows::{MappedRow, RowCaps};
 use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{
-    self, connector_world, csv_world, v01, CallError, CallLimits, CallScope, PluginState,
+    self, connector_world, csv_world, v01, v03, CallError, CallLimits, CallScope, PluginState,
 };
 use crate::settings::Settings;
 
@@ -161,8 +161,9 @@ impl Plugins {
             plugin: file.display().to_string(),
             ..CallScope::default()
         };
-        let connector = connector_world::ConnectorPre::new(pre.clone())
+        let connector = v03::connector_world::ConnectorPre::new(pre.clone())
             .map(ConnectorPre::Current)
+            .or_else(|_| connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V02))
             .or_else(|_| {
                 v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01)
             });
@@ -201,8 +202,9 @@ impl Plugins {
             }));
             return Ok(());
         }
-        let provider = csv_world::CsvProviderPre::new(pre.clone())
+        let provider = v03::csv_world::CsvProviderPre::new(pre.clone())
             .map(CsvPre::Current)
+            .or_else(|_| csv_world::CsvProviderPre::new(pre.clone()).map(CsvPre::V02))
             .or_else(|_| v01::csv_world::CsvProviderPre::new(pre).map(CsvPre::V01));
         if let Ok(provider) = provider {
             let raw = runtime::bounded(self.limits, async {
@@ -363,21 +365,25 @@ impl Plugins {
         stream: &str,
         records: &[String],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        let mapped = runtime::bounded(self.limits, async {
+        runtime::bounded(self.limits, async {
             let (mut store, instance) = self.instance(connector, scope, None).await?;
-            instance
-                .map_records(&mut store, stream, records)
-                .await
-                .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+            let mut results = Vec::with_capacity(records.len());
+            for batch in batches(records, String::len) {
+                let mapped = instance
+                    .map_records(&mut store, stream, batch)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+                results.extend(one_result_per_input(
+                    mapped,
+                    batch.len(),
+                    self.row_caps,
+                    "map-records",
+                    "records",
+                )?);
+            }
+            Ok(results)
         })
-        .await?;
-        one_result_per_input(
-            mapped,
-            records.len(),
-            self.row_caps,
-            "map-records",
-            "records",
-        )
+        .await
     }
 
     pub fn csv_provider(&self, key: &str) -> Option<&Arc<LoadedCsvProvider>> {
@@ -393,20 +399,31 @@ impl Plugins {
         headers: &[String],
         rows: &[Vec<String>],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        let mapped = runtime::bounded(self.limits, async {
+        runtime::bounded(self.limits, async {
             let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
             let instance = provider
                 .pre
                 .instantiate(&mut store)
                 .await
                 .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-            instance
-                .map_rows(&mut store, headers, rows)
-                .await
-                .map_err(|e| runtime::classify_trap(&store, e, self.limits))
+            let row_bytes = |cells: &Vec<String>| cells.iter().map(String::len).sum();
+            let mut results = Vec::with_capacity(rows.len());
+            for batch in batches(rows, row_bytes) {
+                let mapped = instance
+                    .map_rows(&mut store, headers, batch)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+                results.extend(one_result_per_input(
+                    mapped,
+                    batch.len(),
+                    self.row_caps,
+                    "map-rows",
+                    "rows",
+                )?);
+            }
+            Ok(results)
         })
-        .await?;
-        one_result_per_input(mapped, rows.len(), self.row_caps, "map-rows", "rows")
+        .await
     }
 
     /// Runs a live action (`invoke`).
@@ -467,17 +484,51 @@ impl Plugins {
     }
 }
 
+/// How many input bytes one mapping call takes at most (one input may be
+/// larger). A page is mapped in several calls on one instance: the
+/// component's memory is then reused while it is in cache, where one call
+/// for a page of 1,000 records touched tens of megabytes of fresh memory.
+const MAP_BATCH_BYTES: usize = 256 * 1024;
+
+/// `items` in runs of at most [`MAP_BATCH_BYTES`] (by `bytes`), each of at
+/// least one item.
+fn batches<T>(items: &[T], bytes: impl Fn(&T) -> usize) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut total = 0;
+        let end = rest
+            .iter()
+            .position(|item| {
+                total += bytes(item);
+                total > MAP_BATCH_BYTES
+            })
+            .unwrap_or(rest.len())
+            .max(1);
+        let (batch, after) = rest.split_at(end);
+        rest = after;
+        Some(batch)
+    })
+}
+
 /// A mapping's answer, which must hold exactly one result per input: a
 /// short answer would silently drop inputs (and a sync would then prune
 /// their rows), so it fails the call instead. An input mapped to a row over
 /// `caps` is rejected with the reason, like one the plugin rejected itself.
 fn one_result_per_input(
-    mapped: Vec<Result<Vec<wit::Row>, String>>,
+    mapped: Mapped,
     inputs: usize,
     caps: RowCaps,
     function: &str,
     what: &str,
 ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
+    let mapped = mapped.map_err(|reason| {
+        CallError::Protocol(format!(
+            "{function} answered a malformed row buffer: {reason}"
+        ))
+    })?;
     if mapped.len() != inputs {
         return Err(CallError::Protocol(format!(
             "{function} returned {} results for {inputs} {what}",
@@ -734,16 +785,35 @@ mod tests {
     };
 
     #[test]
+    fn inputs_are_mapped_in_runs_of_bounded_size_in_order() {
+        let sizes = [100_000, 100_000, 100_000, 1_000_000, 10, 10];
+        let runs: Vec<Vec<usize>> = batches(&sizes, |size| *size)
+            .map(<[usize]>::to_vec)
+            .collect();
+        // An input over the bound goes alone; none is left out or reordered.
+        assert_eq!(
+            runs,
+            vec![
+                vec![100_000, 100_000],
+                vec![100_000],
+                vec![1_000_000],
+                vec![10, 10]
+            ]
+        );
+        assert_eq!(batches(&[] as &[usize], |size| *size).count(), 0);
+    }
+
+    #[test]
     fn a_short_mapping_answer_fails_the_call() {
         let answer: Vec<Result<Vec<wit::Row>, String>> = vec![Ok(vec![]), Err("bad".into())];
-        let err =
-            one_result_per_input(answer.clone(), 3, CAPS, "map-records", "records").unwrap_err();
+        let err = one_result_per_input(Ok(answer.clone()), 3, CAPS, "map-records", "records")
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             CallError::Protocol("map-records returned 2 results for 3 records".into()).to_string()
         );
         assert_eq!(
-            one_result_per_input(answer, 2, CAPS, "map-records", "records")
+            one_result_per_input(Ok(answer), 2, CAPS, "map-records", "records")
                 .unwrap()
                 .len(),
             2

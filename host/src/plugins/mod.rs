@@ -21,6 +21,7 @@ mod instances;
 pub mod loader;
 pub mod outbound;
 mod routes;
+mod row_page;
 pub mod rows;
 pub mod runtime;
 mod v01;
@@ -35,4 +36,4 @@ pub use rows::{InventoryRow, MappedRow, RecordRow};
 pub use runtime::{CallError, CallScope};
 
 /// SDK versions this host loads (major.minor of `cairn-sdk`).
-pub const SUPPORTED_SDK: &[&str] = &["0.1", "0.2"];
+pub const SUPPORTED_SDK: &[&str] = &["0.1", "0.2", "0.3"];
