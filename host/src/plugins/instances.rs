@@ -1,7 +1,7 @@
 //! Instances of connectors and CSV providers by the contract each was
-//! built against: every call answers in the same types, a v0.3 component's
-//! rows decoded from their buffer (`super::row_page`), a v0.1 component's
-//! through its adapter (`super::v01`).
+//! built against: every call answers in v0.2's types (which v0.3 shares), a
+//! v0.3 component's rows decoded from their buffer (`super::row_page`), a
+//! v0.1 component's through its adapter (`super::v01`).
 
 use wasmtime::Store;
 
@@ -18,7 +18,8 @@ pub enum ConnectorPre {
     V01(v01::connector_world::ConnectorPre<PluginState>),
 }
 
-/// One instance of a connector; calls answer in the current contract's types.
+/// One instance of a connector; calls answer in v0.2's types, which v0.3
+/// shares.
 pub enum ConnectorInstance {
     Current(v03::connector_world::Connector),
     V02(connector_world::Connector),

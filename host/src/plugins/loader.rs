@@ -804,6 +804,25 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_row_buffer_fails_the_call() {
+        let err = one_result_per_input(
+            Err("the buffer ends early".into()),
+            1,
+            CAPS,
+            "map-rows",
+            "rows",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            CallError::Protocol(
+                "map-rows answered a malformed row buffer: the buffer ends early".into()
+            )
+            .to_string()
+        );
+    }
+
+    #[test]
     fn a_short_mapping_answer_fails_the_call() {
         let answer: Vec<Result<Vec<wit::Row>, String>> = vec![Ok(vec![]), Err("bad".into())];
         let err = one_result_per_input(Ok(answer.clone()), 3, CAPS, "map-records", "records")

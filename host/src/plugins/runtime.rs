@@ -65,7 +65,7 @@ pub(crate) mod v03 {
 }
 
 /// The frozen contract `cairn:plugin@0.1.0`; its components are adapted to
-/// the current one in `super::v01`.
+/// v0.2's types, which the current contract shares, in `super::v01`.
 pub(crate) mod v01 {
     pub(crate) mod connector_world {
         wasmtime::component::bindgen!({
