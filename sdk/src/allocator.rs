@@ -22,7 +22,8 @@ const CHUNK: usize = 64 * 1024;
 /// where talc alone took 58 to 64 (`cargo xtask bench sync`).
 /// Small blocks are never handed back to talc: a freed one waits in its
 /// class for the next block of that size. The host drops an instance's
-/// memory when its call ends, so nothing is held across calls.
+/// memory once it has mapped a page (or made any other call), so nothing is
+/// held across pages.
 ///
 /// Declare it once, in the component's crate:
 ///

@@ -9,7 +9,7 @@ use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{connector_world, csv_world, v01, v03, PluginState};
 
 /// Rows per input, or why the component's answer is malformed.
-pub type Mapped = Result<Vec<Result<Vec<wit::Row>, String>>, String>;
+pub type Mapped = Result<super::row_page::Results, String>;
 
 /// A connector ready to instantiate, by the contract it was built against.
 pub enum ConnectorPre {

@@ -39,9 +39,10 @@ pub fn decode(buffer: &[u8], inputs: usize) -> Result<Results, String> {
     Ok(results)
 }
 
-/// The fewest bytes a row takes (an inventory row of absent texts), so a
-/// count can be checked against the bytes left before anything is reserved.
-const ROW_MIN_BYTES: usize = 1 + 12 * 4;
+/// The fewest bytes a row takes (a record row of empty texts: its tag and
+/// seven length words; an inventory row takes at least twelve), so a count
+/// can be checked against the bytes left before anything is reserved.
+const ROW_MIN_BYTES: usize = 1 + 7 * 4;
 
 struct Reader<'a> {
     rest: &'a [u8],
@@ -243,6 +244,24 @@ mod tests {
         );
         assert_eq!(results[2], Ok(rows(1)));
         assert_eq!(results[3], Ok(vec![]));
+    }
+
+    #[test]
+    fn a_page_of_the_smallest_records_reads_back() {
+        let tiny = SourceRecord {
+            collection: "c".into(),
+            key: "k".into(),
+            device_name: None,
+            client_id: None,
+            group_ids: vec![],
+            fields: json!({}),
+            body: json!(0),
+        };
+        let rows = vec![Row::Record(tiny); 100];
+        let mut writer = RowPageWriter::with_input_bytes(0);
+        writer.rows(&rows);
+        let results = decode(&writer.finish(), 1).unwrap();
+        assert_eq!(results[0].as_ref().map(Vec::len), Ok(100));
     }
 
     #[test]
