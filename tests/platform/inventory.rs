@@ -15,6 +15,7 @@ backend_tests!(
     inventory_and_devices_are_scoped_by_tenant,
     a_superseded_rebuild_stops_before_sweeping_newer_rows,
     a_rebuild_reads_every_row_of_a_large_inventory,
+    the_change_queue_holds_the_key_of_each_changed_row,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -711,5 +712,106 @@ async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
     for a in 0..5 {
         assert_eq!(by_name(&page, &format!("App {a}"))["device_count"], 9000);
     }
+    app.finish().await;
+}
+
+/// The queue the vulnerability matcher reads (filled by triggers, per row on
+/// SQLite and per statement on PostgreSQL) holds, through the sync's own
+/// upsert and prune: each inserted and each deleted row's key, both keys of
+/// a row whose device was renamed, nothing for a change matching does not
+/// read or for a row without an application, and nothing of another tenant.
+async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
+    use cairn::integrations::{seen, storage};
+    use cairn::inventory::changes;
+    use cairn::inventory::software::SoftwareKey;
+
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let other = app.register("owner@other.example").await;
+    let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
+    let db = app.db();
+    let write = |tenant: cairn::auth::TenantId, run: &'static str, rows: Vec<MappedRow>| async move {
+        let mut tx = db.pool.begin().await.unwrap();
+        storage::upsert_rows(&mut tx, &tenant, "rmm", (run, 0), &rows)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        seen::prune_unseen(db, &tenant, "rmm", run).await.unwrap();
+    };
+    let key = |device: &str, application: &str, version: &str| SoftwareKey {
+        device_name: device.into(),
+        application_name: application.into(),
+        version: version.into(),
+    };
+    let with_id = |device: &str, id: &str| {
+        let mut row = full_item(device, "Alpha", "Acme", "1.0");
+        row.device_id = Some(id.into());
+        MappedRow::Inventory(row)
+    };
+    let mut no_application = full_item("WS-04", "", "Acme", "1.0");
+    no_application.application_name = None;
+    let beta = full_item("WS-01", "Beta", "Acme", "2.0");
+
+    write(
+        tenant.clone(),
+        "run-1",
+        vec![
+            with_id("WS-01", "id-1"),
+            MappedRow::Inventory(beta.clone()),
+            item("WS-02", "Gamma", "Acme", "3.0", "windows"),
+            MappedRow::Inventory(no_application.clone()),
+        ],
+    )
+    .await;
+    let (ids, keys) = changes::pending(db, &tenant).await.unwrap();
+    assert_eq!(
+        keys,
+        [
+            key("WS-01", "Alpha", "1.0"),
+            key("WS-01", "Beta", "2.0"),
+            key("WS-02", "Gamma", "3.0")
+        ]
+    );
+    assert_eq!(ids.len(), 3);
+    let mut tx = db.pool.begin().await.unwrap();
+    changes::consume(&mut tx, db.backend, &tenant, &ids)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    write(
+        cairn::auth::TenantId(other.tenant_id.clone()),
+        "run-x",
+        vec![item("OTHER-01", "Omega", "Acme", "9.0", "windows")],
+    )
+    .await;
+
+    // Alpha's device is renamed, Beta gains only a user, Gamma is gone,
+    // Delta is new.
+    let mut beta_with_user = beta;
+    beta_with_user.user_name = Some("ACME\\jdoe".into());
+    write(
+        tenant.clone(),
+        "run-2",
+        vec![
+            with_id("WS-01-NEW", "id-1"),
+            MappedRow::Inventory(beta_with_user),
+            item("WS-03", "Delta", "Acme", "4.0", "windows"),
+            MappedRow::Inventory(no_application),
+        ],
+    )
+    .await;
+    let (ids, keys) = changes::pending(db, &tenant).await.unwrap();
+    assert_eq!(
+        keys,
+        [
+            key("WS-01", "Alpha", "1.0"),
+            key("WS-01-NEW", "Alpha", "1.0"),
+            key("WS-02", "Gamma", "3.0"),
+            key("WS-03", "Delta", "4.0")
+        ]
+    );
+    assert_eq!(ids.len(), 4, "one entry per key: {keys:?}");
     app.finish().await;
 }

@@ -1,8 +1,9 @@
 //! The change queue of installed software.
 //!
-//! Triggers on `inventory_items` (migration 0009) append the key (device,
-//! application, version) of every row that is inserted, deleted, or whose
-//! matching fields change, whichever code path wrote it. A consumer reads
+//! Triggers on `inventory_items` (migration 0009; on PostgreSQL per
+//! statement since 0031) append the key (device, application, version) of
+//! every row that is inserted, deleted, or whose matching fields change,
+//! whichever code path wrote it. A consumer reads
 //! the queue, re-reads the current rows of those keys, and deletes exactly
 //! the entries it read in the transaction that records its result, so an
 //! entry added meanwhile is kept for the next run.
