@@ -16,6 +16,7 @@ backend_tests!(
     a_superseded_rebuild_stops_before_sweeping_newer_rows,
     a_rebuild_reads_every_row_of_a_large_inventory,
     the_change_queue_holds_the_key_of_each_changed_row,
+    inventory_rows_belong_to_an_existing_tenant,
 );
 
 async fn app(backend: Backend) -> Option<TestApp> {
@@ -813,5 +814,63 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
         ]
     );
     assert_eq!(ids.len(), 4, "one entry per key: {keys:?}");
+    app.finish().await;
+}
+
+/// Inventory items and source records name an existing tenant (a foreign
+/// key on SQLite, a check per statement on PostgreSQL): a row of an unknown
+/// tenant is refused as a foreign key violation, and deleting a tenant
+/// deletes its rows and nobody else's.
+async fn inventory_rows_belong_to_an_existing_tenant(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let other = app.register("owner@other.example").await;
+    let db = app.db();
+    for statement in [
+        "INSERT INTO inventory_items (tenant_id, source, item_key, group_ids, seen_run, updated_at) \
+         VALUES ($1, 'rmm', 'k', '[]', 'run', 0)",
+        "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, body, \
+         seen_run, updated_at) VALUES ($1, 'rmm', 'devices', 'device', 'k', '{}', 'run', 0)",
+    ] {
+        let refused = sqlx::query(statement)
+            .bind("no-such-tenant")
+            .execute(&db.pool)
+            .await
+            .expect_err(statement);
+        assert_eq!(
+            refused.as_database_error().map(|e| e.kind()),
+            Some(sqlx::error::ErrorKind::ForeignKeyViolation),
+            "{refused}"
+        );
+    }
+    let rows = [
+        item("WS-01", "Alpha", "Acme", "1.0", "windows"),
+        device_record("WS-01", json!({"name": "WS-01"})),
+    ];
+    app.seed(&owner, "rmm", &rows).await;
+    app.seed(&other, "rmm", &rows).await;
+    let count = |table: &'static str, tenant: String| async move {
+        sqlx::query_scalar::<_, i64>(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"
+        ))
+        .bind(tenant)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(count("inventory_items", owner.tenant_id.clone()).await, 1);
+    assert_eq!(count("source_records", owner.tenant_id.clone()).await, 1);
+
+    sqlx::query("DELETE FROM tenants WHERE id = $1")
+        .bind(owner.tenant_id.as_str())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    for table in ["inventory_items", "source_records"] {
+        assert_eq!(count(table, owner.tenant_id.clone()).await, 0, "{table}");
+        assert_eq!(count(table, other.tenant_id.clone()).await, 1, "{table}");
+    }
     app.finish().await;
 }
