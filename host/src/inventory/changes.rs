@@ -3,10 +3,10 @@
 //! Triggers on `inventory_items` (migration 0009; on PostgreSQL per
 //! statement since 0031) append the key (device, application, version) of
 //! every row that is inserted, deleted, or whose matching fields change,
-//! whichever code path wrote it. A consumer reads
-//! the queue, re-reads the current rows of those keys, and deletes exactly
-//! the entries it read in the transaction that records its result, so an
-//! entry added meanwhile is kept for the next run.
+//! whichever code path wrote it. A consumer reads the queue, re-reads the
+//! current rows of those keys, and deletes exactly the entries it read in
+//! the transaction that records its result, so an entry added meanwhile is
+//! kept for the next run.
 
 use sqlx::{Any, Row, Transaction};
 
