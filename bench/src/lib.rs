@@ -89,6 +89,58 @@ fn status_mib(pid: &str, field: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// CPU time (user and system) this process has used so far, in seconds
+/// (Linux). A shared machine's wall-clock figures swing with its
+/// neighbours; the CPU a phase took shows what a change saved.
+pub fn cpu_seconds() -> f64 {
+    process_times("self").map_or(0.0, |t| t.own)
+}
+
+/// CPU seconds of the PostgreSQL server on this machine so far: every
+/// `postgres` process, and through the postmaster's account of its
+/// children, the backends that have exited. `None` when no server process
+/// is visible here (a remote server).
+pub fn postgres_cpu_seconds() -> Option<f64> {
+    let mut total = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let is_postgres = |pid: &str| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "postgres")
+        };
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || !is_postgres(&pid) {
+            continue;
+        }
+        let Some(times) = process_times(&pid) else {
+            continue;
+        };
+        let postmaster = !is_postgres(&times.parent);
+        *total.get_or_insert(0.0) += times.own + if postmaster { times.children } else { 0.0 };
+    }
+    total
+}
+
+struct ProcessTimes {
+    parent: String,
+    own: f64,
+    /// Of the children it has waited for.
+    children: f64,
+}
+
+fn process_times(pid: &str) -> Option<ProcessTimes> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name: state, ppid, ..., utime (12th),
+    // stime, cutime, cstime; in clock ticks, which Linux fixes at 100 a
+    // second for user space.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    Some(ProcessTimes {
+        parent: fields.get(1)?.to_string(),
+        own: (ticks(11)? + ticks(12)?) / 100.0,
+        children: (ticks(13)? + ticks(14)?) / 100.0,
+    })
+}
+
 /// The `p` quantile (0 to 1) of `samples`, in milliseconds (nearest rank).
 pub fn percentile_ms(samples: &mut [std::time::Duration], p: f64) -> f64 {
     if samples.is_empty() {

@@ -63,8 +63,32 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10);
-    let wasm_started = Instant::now();
+    // The three are timed in turns, round by round, so a machine that
+    // speeds up or slows down meanwhile (a shared one does, by a quarter
+    // within seconds) weighs on each alike.
+    let native = |as_text: bool| -> anyhow::Result<std::time::Duration> {
+        let started = Instant::now();
+        for record in &batch {
+            // The record as text, parsed, mapped; with `as_text`, its rows
+            // also carry their JSON as text, the form the host stores and a
+            // component hands over.
+            let text = record.to_string();
+            let parsed: Value = serde_json::from_str(&text)?;
+            let rows = rmm::map_computer(&parsed).map_err(anyhow::Error::msg)?;
+            if as_text {
+                for row in &rows {
+                    if let cairn_sdk::Row::Record(r) = row {
+                        std::hint::black_box((r.fields.to_string(), r.body.to_string()));
+                    }
+                }
+            }
+            std::hint::black_box(rows);
+        }
+        Ok(started.elapsed())
+    };
+    let (mut wasm, mut native_rows, mut native_map) = Default::default();
     for _ in 0..rounds {
+        let started = Instant::now();
         // The records as text, as a fetch hands them over.
         let texts: Vec<String> = batch.iter().map(Value::to_string).collect();
         let mapped = bench
@@ -72,32 +96,18 @@ async fn main() -> anyhow::Result<()> {
             .map_records(&connector, CallScope::default(), "computers", &texts)
             .await?;
         assert_eq!(mapped.len(), batch.len());
+        drop(mapped);
+        wasm += started.elapsed();
+        native_rows += native(true)?;
+        native_map += native(false)?;
     }
-    let wasm_per_record = wasm_started.elapsed().as_secs_f64() / (rounds * batch.len()) as f64;
-    let native = |rounds: usize, as_text: bool| -> anyhow::Result<f64> {
-        let started = Instant::now();
-        for _ in 0..rounds {
-            for record in &batch {
-                // The record as text, parsed, mapped; with `as_text`, its
-                // rows also carry their JSON as text, the form the host
-                // stores and a component hands over.
-                let text = record.to_string();
-                let parsed: Value = serde_json::from_str(&text)?;
-                let rows = rmm::map_computer(&parsed).map_err(anyhow::Error::msg)?;
-                if as_text {
-                    for row in &rows {
-                        if let cairn_sdk::Row::Record(r) = row {
-                            std::hint::black_box((r.fields.to_string(), r.body.to_string()));
-                        }
-                    }
-                }
-                std::hint::black_box(rows);
-            }
-        }
-        Ok(started.elapsed().as_secs_f64() / (rounds * batch.len()) as f64)
-    };
-    let native_map = native(rounds, false)?;
-    let native_rows = native(rounds, true)?;
+    let per_record =
+        |total: std::time::Duration| total.as_secs_f64() / (rounds * batch.len()) as f64;
+    let (wasm_per_record, native_rows, native_map) = (
+        per_record(wasm),
+        per_record(native_rows),
+        per_record(native_map),
+    );
     println!(
         "  map per record (25 applications): WASM {:.1} µs; native {:.1} µs with its rows' JSON \
          as text (ratio {:.2}x, goal: within 1.5x), {:.1} µs without (ratio {:.2}x)",
@@ -119,7 +129,18 @@ async fn sync_twice(
     backend: &str,
     computers: usize,
 ) -> anyhow::Result<()> {
+    let (service_cpu, postgres_cpu) = (
+        cairn_bench::cpu_seconds(),
+        cairn_bench::postgres_cpu_seconds(),
+    );
     let (secs, outcome) = bench.run().await?;
+    let service_cpu = cairn_bench::cpu_seconds() - service_cpu;
+    let postgres_cpu = match (backend, postgres_cpu, cairn_bench::postgres_cpu_seconds()) {
+        ("postgres", Some(before), Some(after)) => {
+            format!(", local PostgreSQL server {:.1} s", after - before)
+        }
+        _ => String::new(),
+    };
     let items = bench.count("inventory_items").await?;
     let records = bench.count("source_records").await?;
     let rows = (items + records) as f64;
@@ -131,6 +152,9 @@ async fn sync_twice(
         rows / secs,
         cairn_bench::peak_rss_mib()
     );
+    // What the sync cost in CPU, steadier than seconds on a shared machine
+    // (the fake upstream runs in a process of its own and is not counted).
+    println!("  CPU: service {service_cpu:.1} s{postgres_cpu}");
 
     // The same sync again, nothing changed upstream: every row is seen
     // again and stamped with the new run.
