@@ -104,10 +104,6 @@ pub fn postgres_cpu_seconds() -> Option<f64> {
     let mut total = None;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
-        let is_postgres = |pid: &str| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "postgres")
-        };
         if !pid.bytes().all(|b| b.is_ascii_digit()) || !is_postgres(&pid) {
             continue;
         }
@@ -118,6 +114,10 @@ pub fn postgres_cpu_seconds() -> Option<f64> {
         *total.get_or_insert(0.0) += times.own + if postmaster { times.children } else { 0.0 };
     }
     total
+}
+
+fn is_postgres(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "postgres")
 }
 
 struct ProcessTimes {

@@ -8,8 +8,9 @@
 -- tenant, else the statement fails as a foreign key violation (23503);
 -- the tenant's row is locked FOR KEY SHARE, as the key locks it, until the
 -- writer commits, so a tenant cannot be deleted under a write; and
--- deleting a tenant deletes its rows. No statement changes a row's
--- tenant, but an update is checked as an insert is.
+-- deleting a tenant deletes its rows. An update that sets a row's tenant
+-- (none of ours does) is checked row by row; an upsert, which leaves the
+-- tenant out of its SET list, fires no check at all.
 ALTER TABLE inventory_items DROP CONSTRAINT inventory_items_tenant_id_fkey;
 ALTER TABLE source_records DROP CONSTRAINT source_records_tenant_id_fkey;
 
@@ -33,15 +34,27 @@ $$;
 CREATE TRIGGER inventory_items_tenant_added AFTER INSERT ON inventory_items
 REFERENCING NEW TABLE AS written
 FOR EACH STATEMENT EXECUTE FUNCTION rows_name_existing_tenants();
-CREATE TRIGGER inventory_items_tenant_changed AFTER UPDATE ON inventory_items
-REFERENCING NEW TABLE AS written
-FOR EACH STATEMENT EXECUTE FUNCTION rows_name_existing_tenants();
 CREATE TRIGGER source_records_tenant_added AFTER INSERT ON source_records
 REFERENCING NEW TABLE AS written
 FOR EACH STATEMENT EXECUTE FUNCTION rows_name_existing_tenants();
-CREATE TRIGGER source_records_tenant_changed AFTER UPDATE ON source_records
-REFERENCING NEW TABLE AS written
-FOR EACH STATEMENT EXECUTE FUNCTION rows_name_existing_tenants();
+
+-- A trigger with a column list may not read transition tables, hence a
+-- row-level one; it fires only for updates whose SET names tenant_id.
+CREATE FUNCTION row_names_existing_tenant() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM tenants WHERE id = NEW.tenant_id FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'update on table "%" names tenant "%", which does not exist',
+            TG_TABLE_NAME, NEW.tenant_id
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER inventory_items_tenant_changed AFTER UPDATE OF tenant_id ON inventory_items
+FOR EACH ROW EXECUTE FUNCTION row_names_existing_tenant();
+CREATE TRIGGER source_records_tenant_changed AFTER UPDATE OF tenant_id ON source_records
+FOR EACH ROW EXECUTE FUNCTION row_names_existing_tenant();
 
 CREATE FUNCTION tenant_inventory_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -818,9 +818,9 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
 }
 
 /// Inventory items and source records name an existing tenant (a foreign
-/// key on SQLite, a check per statement on PostgreSQL): a row of an unknown
-/// tenant is refused as a foreign key violation, and deleting a tenant
-/// deletes its rows and nobody else's.
+/// key on SQLite, triggers on PostgreSQL): a row inserted or moved to an
+/// unknown tenant is refused as a foreign key violation, and deleting a
+/// tenant deletes its rows and nobody else's.
 async fn inventory_rows_belong_to_an_existing_tenant(backend: Backend) {
     let Some(app) = app(backend).await else {
         return;
@@ -862,6 +862,21 @@ async fn inventory_rows_belong_to_an_existing_tenant(backend: Backend) {
     };
     assert_eq!(count("inventory_items", owner.tenant_id.clone()).await, 1);
     assert_eq!(count("source_records", owner.tenant_id.clone()).await, 1);
+    for table in ["inventory_items", "source_records"] {
+        let statement =
+            format!("UPDATE {table} SET tenant_id = 'no-such-tenant' WHERE tenant_id = $1");
+        let refused = sqlx::query(&statement)
+            .bind(owner.tenant_id.as_str())
+            .execute(&db.pool)
+            .await
+            .expect_err(&statement);
+        assert_eq!(
+            refused.as_database_error().map(|e| e.kind()),
+            Some(sqlx::error::ErrorKind::ForeignKeyViolation),
+            "{refused}"
+        );
+        assert_eq!(count(table, owner.tenant_id.clone()).await, 1, "{table}");
+    }
 
     sqlx::query("DELETE FROM tenants WHERE id = $1")
         .bind(owner.tenant_id.as_str())

@@ -129,16 +129,16 @@ async fn sync_twice(
     backend: &str,
     computers: usize,
 ) -> anyhow::Result<()> {
-    let (service_cpu, postgres_cpu) = (
-        cairn_bench::cpu_seconds(),
-        cairn_bench::postgres_cpu_seconds(),
-    );
+    let server_cpu = || {
+        (backend == "postgres")
+            .then(cairn_bench::postgres_cpu_seconds)
+            .flatten()
+    };
+    let (service_before, server_before) = (cairn_bench::cpu_seconds(), server_cpu());
     let (secs, outcome) = bench.run().await?;
-    let service_cpu = cairn_bench::cpu_seconds() - service_cpu;
-    let postgres_cpu = match (backend, postgres_cpu, cairn_bench::postgres_cpu_seconds()) {
-        ("postgres", Some(before), Some(after)) => {
-            format!(", local PostgreSQL server {:.1} s", after - before)
-        }
+    let service_cpu = cairn_bench::cpu_seconds() - service_before;
+    let server_cpu = match (server_before, server_cpu()) {
+        (Some(before), Some(after)) => format!(", local PostgreSQL server {:.1} s", after - before),
         _ => String::new(),
     };
     let items = bench.count("inventory_items").await?;
@@ -154,7 +154,7 @@ async fn sync_twice(
     );
     // What the sync cost in CPU, steadier than seconds on a shared machine
     // (the fake upstream runs in a process of its own and is not counted).
-    println!("  CPU: service {service_cpu:.1} s{postgres_cpu}");
+    println!("  CPU: service {service_cpu:.1} s{server_cpu}");
 
     // The same sync again, nothing changed upstream: every row is seen
     // again and stamped with the new run.
