@@ -550,14 +550,23 @@ async fn a_page_of_large_records_maps_intact() {
             panic!("computer {id}: the device comes first")
         };
         assert_eq!(device.key, id.to_string());
-        assert_eq!(device.client_id, Some((id % 7).to_string()));
+        assert_eq!(
+            device.client_id.as_deref(),
+            Some((id % 7).to_string().as_str())
+        );
         for (i, row) in rows[1..].iter().enumerate() {
             let MappedRow::Inventory(item) = row else {
                 panic!("computer {id}: applications follow the device")
             };
-            assert_eq!(item.device_name, Some(format!("WS-{id:06}")));
-            assert_eq!(item.application_name, Some(application(id, i)));
-            assert_eq!(item.version, Some(format!("{i}.{id}")));
+            assert_eq!(
+                item.device_name.as_deref(),
+                Some(format!("WS-{id:06}").as_str())
+            );
+            assert_eq!(
+                item.application_name.as_deref(),
+                Some(application(id, i).as_str())
+            );
+            assert_eq!(item.version.as_deref(), Some(format!("{i}.{id}").as_str()));
         }
     }
     app.finish().await;

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_model::{FakeModel, ModelMode};
 use cairn_tests::smtp::{FakeSmtp, Mail};
@@ -34,8 +34,8 @@ fn chrome_on(device: &str, user: Option<&str>) -> MappedRow {
         unreachable!()
     };
     MappedRow::Inventory(InventoryRow {
-        user_email: user.map(String::from),
-        user_name: user.map(|_| "Alice A.".to_string()),
+        user_email: user.map(RowText::from),
+        user_name: user.map(|_| "Alice A.".into()),
         ..row
     })
 }
@@ -45,7 +45,7 @@ fn directory_user(upn: &str, display_name: &str) -> MappedRow {
     MappedRow::Record(RecordRow {
         collection: "users".into(),
         record_type: "user".into(),
-        key: upn.to_lowercase(),
+        key: upn.to_lowercase().into(),
         device_name: None,
         client_id: None,
         group_ids: vec![],

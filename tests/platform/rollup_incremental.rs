@@ -9,7 +9,7 @@ use cairn::auth::TenantId;
 use cairn::integrations::seen::prune_unseen;
 use cairn::integrations::storage::upsert_rows;
 use cairn::inventory::rollup::{self, Mode};
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
 use cairn_tests::{backend_tests, Backend, TestApp};
 use serde_json::json;
 
@@ -30,9 +30,9 @@ impl Dice {
         values[self.roll(values.len())]
     }
 
-    fn maybe(&mut self, values: &[&str]) -> Option<String> {
+    fn maybe(&mut self, values: &[&str]) -> Option<RowText> {
         let i = self.roll(values.len() + 1);
-        values.get(i).map(|v| v.to_string())
+        values.get(i).map(|&v| v.into())
     }
 }
 
@@ -77,13 +77,13 @@ const VERSIONS: &[&str] = &["1.0", "1.1", "2.0", "10.0.1", "9.9"];
 
 fn random_item(dice: &mut Dice) -> InventoryRow {
     // One row in eight has no device name at all.
-    let device_name = (dice.roll(8) != 0).then(|| dice.pick(DEVICES).to_string());
+    let device_name = (dice.roll(8) != 0).then(|| dice.pick(DEVICES).into());
     let application = dice.roll(APPLICATIONS.len() + 1);
     let (usual, other) = VENDORS[application % VENDORS.len()];
     let vendor = match dice.roll(6) {
         0 => None,
-        1 => Some(other.to_string()),
-        _ => Some(usual.to_string()),
+        1 => Some(other.into()),
+        _ => Some(usual.into()),
     };
     InventoryRow {
         device_name,
@@ -94,7 +94,7 @@ fn random_item(dice: &mut Dice) -> InventoryRow {
         os_version: dice.maybe(&["10", "11", "14.2"]),
         user_email: dice.maybe(&["ana@msp.example", "ANA@MSP.EXAMPLE", "jörg@msp.example"]),
         user_name: dice.maybe(&["Ana", "Jörg"]),
-        application_name: APPLICATIONS.get(application).map(|a| a.to_string()),
+        application_name: APPLICATIONS.get(application).map(|&a| a.into()),
         vendor,
         version: dice.maybe(VERSIONS),
         publisher: dice.maybe(&["Acme A", "Acme B"]),
@@ -114,8 +114,8 @@ fn random_record(dice: &mut Dice, key: usize) -> RecordRow {
     RecordRow {
         collection: "devices".into(),
         record_type: "device".into(),
-        key: format!("record-{key}"),
-        device_name: Some(dice.pick(DEVICES).to_string()),
+        key: format!("record-{key}").into(),
+        device_name: Some(dice.pick(DEVICES).into()),
         client_id: None,
         group_ids: vec![],
         body: fields.to_string(),

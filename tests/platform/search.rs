@@ -562,7 +562,7 @@ async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
                 ["windows", "Linux", "mac%", "a_b"][rng.gen_range(0..4)],
             );
             if let cairn::plugins::MappedRow::Inventory(inner) = &mut row {
-                inner.publisher = rng.gen_bool(0.5).then(|| word(&mut rng, 3));
+                inner.publisher = rng.gen_bool(0.5).then(|| word(&mut rng, 3).into());
             }
             rows.push(row);
         }

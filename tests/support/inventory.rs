@@ -50,7 +50,7 @@ pub fn device_record(device: &str, fields: Value) -> MappedRow {
     MappedRow::Record(RecordRow {
         collection: "devices".into(),
         record_type: "device".into(),
-        key: device.to_lowercase(),
+        key: device.to_lowercase().into(),
         device_name: Some(device.into()),
         client_id: None,
         group_ids: vec![],

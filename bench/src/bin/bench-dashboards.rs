@@ -116,13 +116,13 @@ async fn seed(
             .iter()
             .map(|i| {
                 MappedRow::Inventory(InventoryRow {
-                    device_name: Some(format!("DEV-{i:05}")),
+                    device_name: Some(format!("DEV-{i:05}").into()),
                     device_id: None,
                     os_platform: Some(platforms[i % 3].into()),
                     os_version: None,
                     user_email: None,
                     user_name: None,
-                    application_name: Some(format!("App {}", i % 50)),
+                    application_name: Some(format!("App {}", i % 50).into()),
                     vendor: None,
                     version: Some("1.0".into()),
                     publisher: Some("Bench".into()),

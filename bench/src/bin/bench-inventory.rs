@@ -27,15 +27,15 @@ const SAMPLES: usize = 300;
 
 fn row(device: String, app: String, vendor: String, version: String, platform: &str) -> MappedRow {
     MappedRow::Inventory(InventoryRow {
-        device_name: Some(device),
+        device_name: Some(device.into()),
         device_id: None,
         os_platform: Some(platform.into()),
         os_version: Some("10.0.19045".into()),
         user_email: None,
         user_name: None,
-        application_name: Some(app),
-        vendor: Some(vendor),
-        version: Some(version),
+        application_name: Some(app.into()),
+        vendor: Some(vendor.into()),
+        version: Some(version.into()),
         publisher: None,
         client_id: None,
         group_ids: vec![],
@@ -304,8 +304,8 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
             MappedRow::Record(RecordRow {
                 collection: "devices".into(),
                 record_type: "device".into(),
-                key: format!("agent-{d}"),
-                device_name: Some(format!("PC-{d:06}")),
+                key: format!("agent-{d}").into(),
+                device_name: Some(format!("PC-{d:06}").into()),
                 client_id: None,
                 group_ids: vec![],
                 fields: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "active_threats": d % 5}),

@@ -118,16 +118,16 @@ fn write_feed(
 fn row(device: usize, app: usize, minor: usize) -> MappedRow {
     let (name, publisher) = application(app);
     MappedRow::Inventory(InventoryRow {
-        device_name: Some(format!("WS-{device:05}")),
+        device_name: Some(format!("WS-{device:05}").into()),
         device_id: None,
         os_platform: Some("windows".into()),
         os_version: Some("10.0.19045".into()),
         user_email: None,
         user_name: None,
-        application_name: Some(name),
+        application_name: Some(name.into()),
         vendor: None,
-        version: Some(version(minor)),
-        publisher: Some(publisher),
+        version: Some(version(minor).into()),
+        publisher: Some(publisher.into()),
         client_id: None,
         group_ids: vec![],
     })

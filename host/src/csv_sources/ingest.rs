@@ -17,7 +17,7 @@ use super::storage::{self, ParseReport, Rejection, UploadRow, FAILED};
 use crate::auth::TenantId;
 use crate::inventory::normalize::platform_label;
 use crate::jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
-use crate::plugins::rows::{InventoryRow, MappedRow};
+use crate::plugins::rows::{InventoryRow, MappedRow, RowText};
 use crate::plugins::{CallScope, LoadedCsvProvider, Plugins};
 
 pub const CSV_PARSE_KIND: &str = "csv_parse";
@@ -459,14 +459,14 @@ fn stage(
 /// Platform labels mapped onto windows, macos, linux; blank values dropped.
 fn normalized(mut item: InventoryRow) -> InventoryRow {
     if let Some(label) = item.os_platform.as_deref().and_then(platform_label) {
-        item.os_platform = Some(label.to_string());
+        item.os_platform = Some(label.into());
     }
     item
 }
 
 /// One row per (device, application, version) within a source.
 fn item_key(item: &InventoryRow) -> String {
-    let part = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_lowercase();
+    let part = |v: &Option<RowText>| v.as_deref().unwrap_or("").trim().to_lowercase();
     format!(
         "{}\u{1f}{}\u{1f}{}",
         part(&item.device_name),

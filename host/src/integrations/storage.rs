@@ -1,5 +1,6 @@
 //! Integration configs and the rows syncs write, scoped by tenant.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -245,8 +246,14 @@ const UPSERT_CHUNK: usize = 5000;
 /// PostgreSQL refuses NUL in text, and upstream agents do send it; it is
 /// dropped here so one bad name cannot fail a whole page. The rollup strips
 /// the other control characters.
-fn text(value: &Option<String>) -> Option<String> {
-    value.as_ref().map(|v| v.replace('\0', ""))
+fn text(value: Option<&str>) -> Option<Cow<'_, str>> {
+    value.map(|v| {
+        if v.contains('\0') {
+            Cow::Owned(v.replace('\0', ""))
+        } else {
+            Cow::Borrowed(v)
+        }
+    })
 }
 
 /// A page's rows made ready for the database: one row per key (the last
@@ -311,19 +318,21 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
             json_array(chunk.iter().map(|(key, item)| {
                 serde_json::to_string(&(
                     key,
-                    text(&item.device_name),
-                    text(&item.device_id),
-                    text(&item.os_platform.as_deref().map(|raw| {
-                        platform_label(raw).map_or_else(|| raw.to_string(), str::to_string)
-                    })),
-                    text(&item.os_version),
-                    text(&item.user_email),
-                    text(&item.user_name),
-                    text(&item.application_name),
-                    text(&item.vendor),
-                    text(&item.version),
-                    text(&item.publisher),
-                    text(&item.client_id),
+                    text(item.device_name.as_deref()),
+                    text(item.device_id.as_deref()),
+                    text(
+                        item.os_platform
+                            .as_deref()
+                            .map(|raw| platform_label(raw).unwrap_or(raw)),
+                    ),
+                    text(item.os_version.as_deref()),
+                    text(item.user_email.as_deref()),
+                    text(item.user_name.as_deref()),
+                    text(item.application_name.as_deref()),
+                    text(item.vendor.as_deref()),
+                    text(item.version.as_deref()),
+                    text(item.publisher.as_deref()),
+                    text(item.client_id.as_deref()),
                     serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
                 ))
             }))
@@ -336,9 +345,9 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
                 serde_json::to_string(&(
                     &record.collection,
                     &record.record_type,
-                    record.key.replace('\0', ""),
-                    text(&record.device_name),
-                    record.client_id.as_deref().map(|c| c.replace('\0', "")),
+                    text(Some(&record.key)),
+                    text(record.device_name.as_deref()),
+                    text(record.client_id.as_deref()),
                     serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
                     record.fields.to_string(),
                     &record.body,

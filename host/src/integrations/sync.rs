@@ -525,7 +525,7 @@ fn conform(
                 let collection = descriptor
                     .collection(&record.collection)
                     .ok_or_else(|| format!("collection {} is not declared", record.collection))?;
-                record.record_type = collection.record_type.clone();
+                record.record_type = collection.record_type.as_str().into();
                 if let Value::Object(fields) = &mut record.fields {
                     fields.retain(|name, _| collection.field(name).is_some());
                 }

@@ -1,15 +1,21 @@
 //! Instances of connectors and CSV providers by the contract each was
-//! built against: every call answers in v0.2's types (which v0.3 shares), a
-//! v0.3 component's rows decoded from their buffer (`super::row_page`), a
-//! v0.1 component's through its adapter (`super::v01`).
+//! built against: every call answers in v0.2's types (which v0.3 shares),
+//! except that a v0.3 component maps to one buffer of rows
+//! (`super::row_page`); a v0.1 component answers through its adapter
+//! (`super::v01`).
 
 use wasmtime::Store;
 
 use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{connector_world, csv_world, v01, v03, PluginState};
 
-/// Rows per input, or why the component's answer is malformed.
-pub type Mapped = Result<super::row_page::Results, String>;
+/// A component's answer to `map-records` or `map-rows`, by its contract.
+pub enum Mapped {
+    /// v0.3: one buffer of encoded rows (`super::row_page` reads it).
+    Page(Vec<u8>),
+    /// v0.1 and v0.2: rows per input, typed.
+    Typed(Vec<Result<Vec<wit::Row>, String>>),
+}
 
 /// A connector ready to instantiate, by the contract it was built against.
 pub enum ConnectorPre {
@@ -77,11 +83,12 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Mapped> {
         Ok(match self {
             ConnectorInstance::Current(i) => {
-                let page = i.call_map_records(store, stream, records).await?;
-                super::row_page::decode(&page, records.len())
+                Mapped::Page(i.call_map_records(store, stream, records).await?)
             }
-            ConnectorInstance::V02(i) => Ok(i.call_map_records(store, stream, records).await?),
-            ConnectorInstance::V01(i) => Ok(super::v01::rows(
+            ConnectorInstance::V02(i) => {
+                Mapped::Typed(i.call_map_records(store, stream, records).await?)
+            }
+            ConnectorInstance::V01(i) => Mapped::Typed(super::v01::rows(
                 i.call_map_records(store, stream, records).await?,
             )),
         })
@@ -139,12 +146,9 @@ impl CsvInstance {
         rows: &[Vec<String>],
     ) -> wasmtime::Result<Mapped> {
         Ok(match self {
-            CsvInstance::Current(i) => {
-                let page = i.call_map_rows(store, headers, rows).await?;
-                super::row_page::decode(&page, rows.len())
-            }
-            CsvInstance::V02(i) => Ok(i.call_map_rows(store, headers, rows).await?),
-            CsvInstance::V01(i) => Ok(super::v01::rows(
+            CsvInstance::Current(i) => Mapped::Page(i.call_map_rows(store, headers, rows).await?),
+            CsvInstance::V02(i) => Mapped::Typed(i.call_map_rows(store, headers, rows).await?),
+            CsvInstance::V01(i) => Mapped::Typed(super::v01::rows(
                 i.call_map_rows(store, headers, rows).await?,
             )),
         })

@@ -524,18 +524,23 @@ fn one_result_per_input(
     function: &str,
     what: &str,
 ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-    let mapped = mapped.map_err(|reason| {
-        CallError::Protocol(format!(
-            "{function} answered a malformed row buffer: {reason}"
-        ))
-    })?;
-    if mapped.len() != inputs {
+    let typed = match mapped {
+        Mapped::Page(page) => {
+            return super::row_page::decode(&page, inputs, caps).map_err(|reason| {
+                CallError::Protocol(format!(
+                    "{function} answered a malformed row buffer: {reason}"
+                ))
+            })
+        }
+        Mapped::Typed(typed) => typed,
+    };
+    if typed.len() != inputs {
         return Err(CallError::Protocol(format!(
             "{function} returned {} results for {inputs} {what}",
-            mapped.len()
+            typed.len()
         )));
     }
-    Ok(mapped
+    Ok(typed
         .into_iter()
         .map(|result| {
             result?
@@ -805,14 +810,9 @@ mod tests {
 
     #[test]
     fn a_malformed_row_buffer_fails_the_call() {
-        let err = one_result_per_input(
-            Err("the buffer ends early".into()),
-            1,
-            CAPS,
-            "map-rows",
-            "rows",
-        )
-        .unwrap_err();
+        // A result tag, then nothing where its row count should be.
+        let err =
+            one_result_per_input(Mapped::Page(vec![0]), 1, CAPS, "map-rows", "rows").unwrap_err();
         assert_eq!(
             err.to_string(),
             CallError::Protocol(
@@ -825,14 +825,20 @@ mod tests {
     #[test]
     fn a_short_mapping_answer_fails_the_call() {
         let answer: Vec<Result<Vec<wit::Row>, String>> = vec![Ok(vec![]), Err("bad".into())];
-        let err = one_result_per_input(Ok(answer.clone()), 3, CAPS, "map-records", "records")
-            .unwrap_err();
+        let err = one_result_per_input(
+            Mapped::Typed(answer.clone()),
+            3,
+            CAPS,
+            "map-records",
+            "records",
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             CallError::Protocol("map-records returned 2 results for 3 records".into()).to_string()
         );
         assert_eq!(
-            one_result_per_input(Ok(answer), 2, CAPS, "map-records", "records")
+            one_result_per_input(Mapped::Typed(answer), 2, CAPS, "map-records", "records")
                 .unwrap()
                 .len(),
             2

@@ -32,7 +32,7 @@ pub use descriptor::{
 };
 pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use routes::router;
-pub use rows::{InventoryRow, MappedRow, RecordRow};
+pub use rows::{InventoryRow, MappedRow, RecordRow, RowText};
 pub use runtime::{CallError, CallScope};
 
 /// SDK versions this host loads (major.minor of `cairn-sdk`).

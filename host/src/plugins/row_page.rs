@@ -1,19 +1,21 @@
 //! Reads the buffer of mapped rows a v0.3 component answers `map-records`
 //! and `map-rows` with (`sdk/wit/v0.3/plugin.wit` documents the encoding;
-//! the SDK's `row_page` writes it). A component is untrusted: every length
-//! is checked against what is left, and a malformed buffer is an error,
-//! never a panic.
+//! the SDK's `row_page` writes it) straight into the host's rows. A
+//! component is untrusted: every length is checked against what is left,
+//! and a malformed buffer is an error, never a panic.
 
-use super::runtime::connector_world::cairn::plugin::types as wit;
+use super::rows::{self, InventoryRow, MappedRow, RecordRow, RowCaps, RowText};
 
 /// The length word of an absent optional text.
 const ABSENT: u32 = u32::MAX;
 
-/// One result per input: its rows, or why it could not be mapped.
-pub type Results = Vec<Result<Vec<wit::Row>, String>>;
+/// One result per input: its rows, or why it could not be mapped (the
+/// component's reason, or the first row over the caps).
+pub type Results = Vec<Result<Vec<MappedRow>, String>>;
 
-/// Decodes `buffer`, which must hold exactly `inputs` results.
-pub fn decode(buffer: &[u8], inputs: usize) -> Result<Results, String> {
+/// Decodes `buffer`, which must hold exactly `inputs` results, checking
+/// each row against `caps`.
+pub fn decode(buffer: &[u8], inputs: usize, caps: RowCaps) -> Result<Results, String> {
     let mut reader = Reader { rest: buffer };
     let mut results = Vec::with_capacity(inputs);
     while !reader.rest.is_empty() {
@@ -23,13 +25,21 @@ pub fn decode(buffer: &[u8], inputs: usize) -> Result<Results, String> {
         results.push(match reader.byte()? {
             0 => {
                 let count = reader.count(ROW_MIN_BYTES)?;
-                let mut rows = Vec::with_capacity(count);
+                let mut rows = Ok(Vec::with_capacity(count));
+                // Every row is read, even past one over the caps, so the
+                // next result starts where it should.
                 for _ in 0..count {
-                    rows.push(reader.row()?);
+                    let row = reader.row(caps)?;
+                    if let Ok(kept) = &mut rows {
+                        match row {
+                            Ok(row) => kept.push(row),
+                            Err(reason) => rows = Err(reason),
+                        }
+                    }
                 }
-                Ok(rows)
+                rows
             }
-            1 => Err(reader.text()?),
+            1 => Err(reader.str()?.to_owned()),
             tag => return Err(format!("unknown result tag {tag}")),
         });
     }
@@ -48,7 +58,7 @@ struct Reader<'a> {
     rest: &'a [u8],
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn byte(&mut self) -> Result<u8, String> {
         let (&first, rest) = self.rest.split_first().ok_or(ENDS_EARLY)?;
         self.rest = rest;
@@ -72,38 +82,43 @@ impl Reader<'_> {
         Ok(count)
     }
 
-    fn text_of(&mut self, len: u32) -> Result<String, String> {
+    /// The next `len` bytes as text, borrowed from the buffer.
+    fn str_of(&mut self, len: u32) -> Result<&'a str, String> {
         let len = len as usize;
         if len > self.rest.len() {
             return Err(ENDS_EARLY.into());
         }
         let (text, rest) = self.rest.split_at(len);
         self.rest = rest;
-        std::str::from_utf8(text)
-            .map(str::to_owned)
-            .map_err(|_| "a text is not UTF-8".into())
+        std::str::from_utf8(text).map_err(|_| "a text is not UTF-8".into())
     }
 
-    fn text(&mut self) -> Result<String, String> {
+    fn str(&mut self) -> Result<&'a str, String> {
         let len = self.u32()?;
-        self.text_of(len)
+        self.str_of(len)
     }
 
-    fn optional(&mut self) -> Result<Option<String>, String> {
+    fn text(&mut self) -> Result<RowText, String> {
+        self.str().map(RowText::from)
+    }
+
+    fn optional(&mut self) -> Result<Option<RowText>, String> {
         match self.u32()? {
             ABSENT => Ok(None),
-            len => self.text_of(len).map(Some),
+            len => self.str_of(len).map(|text| Some(text.into())),
         }
     }
 
-    fn list(&mut self) -> Result<Vec<String>, String> {
+    fn list(&mut self) -> Result<Vec<RowText>, String> {
         let count = self.count(4)?;
         (0..count).map(|_| self.text()).collect()
     }
 
-    fn row(&mut self) -> Result<wit::Row, String> {
-        match self.byte()? {
-            0 => Ok(wit::Row::Inventory(wit::InventoryItem {
+    /// The next row: an error of the buffer fails the whole answer, a row
+    /// over `caps` only its input.
+    fn row(&mut self, caps: RowCaps) -> Result<Result<MappedRow, String>, String> {
+        let row = match self.byte()? {
+            0 => MappedRow::Inventory(InventoryRow {
                 device_name: self.optional()?,
                 device_id: self.optional()?,
                 os_platform: self.optional()?,
@@ -116,18 +131,31 @@ impl Reader<'_> {
                 publisher: self.optional()?,
                 client_id: self.optional()?,
                 group_ids: self.list()?,
-            })),
-            1 => Ok(wit::Row::Record(wit::SourceRecord {
-                collection: self.text()?,
-                key: self.text()?,
-                device_name: self.optional()?,
-                client_id: self.optional()?,
-                group_ids: self.list()?,
-                fields: self.text()?,
-                body: self.text()?,
-            })),
-            tag => Err(format!("unknown row tag {tag}")),
-        }
+            }),
+            1 => {
+                let collection = self.text()?;
+                let key = self.text()?;
+                let device_name = self.optional()?;
+                let client_id = self.optional()?;
+                let group_ids = self.list()?;
+                let (fields, body) = (self.str()?, self.str()?);
+                if let Err(reason) = caps.check_record_size(&collection, fields, body) {
+                    return Ok(Err(reason));
+                }
+                MappedRow::Record(RecordRow {
+                    record_type: collection.clone(),
+                    collection,
+                    key,
+                    device_name,
+                    client_id,
+                    group_ids,
+                    fields: rows::record_fields(fields),
+                    body: rows::json_text(body.to_owned()),
+                })
+            }
+            tag => return Err(format!("unknown row tag {tag}")),
+        };
+        Ok(row.within(caps))
     }
 }
 
@@ -136,10 +164,16 @@ const ENDS_EARLY: &str = "the buffer ends early";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::MappedRow;
+    use crate::plugins::runtime::connector_world::cairn::plugin::types as wit;
     use cairn_sdk::row_page::RowPageWriter;
     use cairn_sdk::{json, InventoryItem, Row, SourceRecord, Value};
     use proptest::prelude::*;
+
+    const CAPS: RowCaps = RowCaps {
+        field_chars: 64,
+        body_bytes: 4096,
+        group_ids: 8,
+    };
 
     fn item(application: &str) -> InventoryItem {
         InventoryItem {
@@ -225,11 +259,7 @@ mod tests {
     fn what_the_sdk_writes_reads_back_whole() {
         let (buffer, mapped) = sample();
         // Compared as the host's rows: the generated types have no `==`.
-        let results: Vec<Result<Vec<MappedRow>, String>> = decode(&buffer, 4)
-            .unwrap()
-            .into_iter()
-            .map(|result| result.map(|rows| rows.into_iter().map(MappedRow::from).collect()))
-            .collect();
+        let results = decode(&buffer, 4, CAPS).unwrap();
         assert_eq!(results.len(), 4);
         let rows = |index: usize| -> Vec<MappedRow> {
             mapped[index]
@@ -247,6 +277,33 @@ mod tests {
     }
 
     #[test]
+    fn a_row_over_the_caps_fails_its_input_and_the_next_reads_on() {
+        let long = "ü".repeat(65);
+        let mut writer = RowPageWriter::with_input_bytes(0);
+        writer.rows(&[Row::Inventory(item(&long)), Row::Inventory(item("Firefox"))]);
+        writer.rows(&[Row::Inventory(item("Firefox"))]);
+        let results = decode(&writer.finish(), 2, CAPS).unwrap();
+        assert_eq!(
+            results[0],
+            Err("application_name is 65 characters long, over the cap of 64".into())
+        );
+        assert_eq!(
+            results[1],
+            Ok(vec![MappedRow::from(expected(&Row::Inventory(item(
+                "Firefox"
+            ))))])
+        );
+        let big = record(json!({"name": "x".repeat(5000)}));
+        let mut writer = RowPageWriter::with_input_bytes(0);
+        writer.rows(&[Row::Record(big)]);
+        let results = decode(&writer.finish(), 1, CAPS).unwrap();
+        assert!(results[0]
+            .as_ref()
+            .unwrap_err()
+            .contains("over the cap of 4096"));
+    }
+
+    #[test]
     fn a_page_of_the_smallest_records_reads_back() {
         let tiny = SourceRecord {
             collection: "c".into(),
@@ -260,16 +317,19 @@ mod tests {
         let rows = vec![Row::Record(tiny); 100];
         let mut writer = RowPageWriter::with_input_bytes(0);
         writer.rows(&rows);
-        let results = decode(&writer.finish(), 1).unwrap();
+        let results = decode(&writer.finish(), 1, CAPS).unwrap();
         assert_eq!(results[0].as_ref().map(Vec::len), Ok(100));
     }
 
     #[test]
     fn a_buffer_with_another_count_of_results_is_refused() {
         let (buffer, _) = sample();
-        assert_eq!(decode(&buffer, 5).unwrap_err(), "4 results for 5 inputs");
-        assert_eq!(decode(&buffer, 3).unwrap_err(), "more than 3 results");
-        assert_eq!(decode(&[], 1).unwrap_err(), "0 results for 1 inputs");
+        assert_eq!(
+            decode(&buffer, 5, CAPS).unwrap_err(),
+            "4 results for 5 inputs"
+        );
+        assert_eq!(decode(&buffer, 3, CAPS).unwrap_err(), "more than 3 results");
+        assert_eq!(decode(&[], 1, CAPS).unwrap_err(), "0 results for 1 inputs");
     }
 
     #[test]
@@ -277,26 +337,31 @@ mod tests {
         let (buffer, _) = sample();
         // Cutting at a result's end leaves a shorter, well-formed buffer.
         for end in 0..buffer.len() {
-            assert!(decode(&buffer[..end], 4).is_err(), "cut at {end}");
+            assert!(decode(&buffer[..end], 4, CAPS).is_err(), "cut at {end}");
         }
     }
 
     #[test]
     fn bad_tags_lengths_and_text_are_named() {
-        assert_eq!(decode(&[7], 1).unwrap_err(), "unknown result tag 7");
+        assert_eq!(decode(&[7], 1, CAPS).unwrap_err(), "unknown result tag 7");
         assert_eq!(
-            decode(&[0, 1, 0, 0, 0, 9], 1).unwrap_err(),
+            decode(&[0, 1, 0, 0, 0, 9], 1, CAPS).unwrap_err(),
             "1 items announced, more than the buffer holds"
         );
         let mut bad_row = vec![0, 1, 0, 0, 0, 9];
         bad_row.extend([0; ROW_MIN_BYTES]);
-        assert_eq!(decode(&bad_row, 1).unwrap_err(), "unknown row tag 9");
+        assert_eq!(decode(&bad_row, 1, CAPS).unwrap_err(), "unknown row tag 9");
         let huge_count = [0, 0xff, 0xff, 0xff, 0x7f];
-        assert!(decode(&huge_count, 1).unwrap_err().contains("announced"));
+        assert!(decode(&huge_count, 1, CAPS)
+            .unwrap_err()
+            .contains("announced"));
         let not_utf8 = [1, 2, 0, 0, 0, 0xc3, 0x28];
-        assert_eq!(decode(&not_utf8, 1).unwrap_err(), "a text is not UTF-8");
+        assert_eq!(
+            decode(&not_utf8, 1, CAPS).unwrap_err(),
+            "a text is not UTF-8"
+        );
         let too_long = [1, 9, 0, 0, 0, b'a'];
-        assert_eq!(decode(&too_long, 1).unwrap_err(), ENDS_EARLY);
+        assert_eq!(decode(&too_long, 1, CAPS).unwrap_err(), ENDS_EARLY);
     }
 
     proptest! {
@@ -311,7 +376,7 @@ mod tests {
                 let at = at % buffer.len();
                 buffer[at] = byte;
             }
-            let _ = decode(&buffer, 4);
+            let _ = decode(&buffer, 4, CAPS);
         }
     }
 }

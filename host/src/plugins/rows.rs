@@ -5,33 +5,38 @@ use serde_json::Value;
 
 use super::runtime::connector_world::cairn::plugin::types as wit;
 
+/// A text of a mapped row: a name, version, id or key. Such texts are short,
+/// and up to 24 bytes are held inline, so reading a page of rows does not
+/// allocate per field (a computer's 25 applications are about 250 texts).
+pub type RowText = compact_str::CompactString;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InventoryRow {
-    pub device_name: Option<String>,
-    pub device_id: Option<String>,
-    pub os_platform: Option<String>,
-    pub os_version: Option<String>,
-    pub user_email: Option<String>,
-    pub user_name: Option<String>,
-    pub application_name: Option<String>,
-    pub vendor: Option<String>,
-    pub version: Option<String>,
-    pub publisher: Option<String>,
-    pub client_id: Option<String>,
-    pub group_ids: Vec<String>,
+    pub device_name: Option<RowText>,
+    pub device_id: Option<RowText>,
+    pub os_platform: Option<RowText>,
+    pub os_version: Option<RowText>,
+    pub user_email: Option<RowText>,
+    pub user_name: Option<RowText>,
+    pub application_name: Option<RowText>,
+    pub vendor: Option<RowText>,
+    pub version: Option<RowText>,
+    pub publisher: Option<RowText>,
+    pub client_id: Option<RowText>,
+    pub group_ids: Vec<RowText>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRow {
     /// The declared collection it belongs to.
-    pub collection: String,
+    pub collection: RowText,
     /// The collection's record type (`device`, `threat`, ...): set from the
     /// descriptor by the sync; the collection's name until then.
-    pub record_type: String,
-    pub key: String,
-    pub device_name: Option<String>,
-    pub client_id: Option<String>,
-    pub group_ids: Vec<String>,
+    pub record_type: RowText,
+    pub key: RowText,
+    pub device_name: Option<RowText>,
+    pub client_id: Option<RowText>,
+    pub group_ids: Vec<RowText>,
     /// The collection's normalized fields (a JSON object).
     pub fields: Value,
     /// The upstream record as JSON text, kept as the plugin sent it (it is
@@ -47,48 +52,54 @@ pub enum MappedRow {
 
 impl From<wit::Row> for MappedRow {
     fn from(row: wit::Row) -> Self {
+        let text = |t: Option<String>| t.map(RowText::from);
+        let texts = |t: Vec<String>| t.into_iter().map(RowText::from).collect();
         match row {
             wit::Row::Inventory(i) => MappedRow::Inventory(InventoryRow {
-                device_name: i.device_name,
-                device_id: i.device_id,
-                os_platform: i.os_platform,
-                os_version: i.os_version,
-                user_email: i.user_email,
-                user_name: i.user_name,
-                application_name: i.application_name,
-                vendor: i.vendor,
-                version: i.version,
-                publisher: i.publisher,
-                client_id: i.client_id,
-                group_ids: i.group_ids,
+                device_name: text(i.device_name),
+                device_id: text(i.device_id),
+                os_platform: text(i.os_platform),
+                os_version: text(i.os_version),
+                user_email: text(i.user_email),
+                user_name: text(i.user_name),
+                application_name: text(i.application_name),
+                vendor: text(i.vendor),
+                version: text(i.version),
+                publisher: text(i.publisher),
+                client_id: text(i.client_id),
+                group_ids: texts(i.group_ids),
             }),
             wit::Row::Record(r) => MappedRow::Record(RecordRow {
-                record_type: r.collection.clone(),
-                collection: r.collection,
-                key: r.key,
-                device_name: r.device_name,
-                client_id: r.client_id,
-                group_ids: r.group_ids,
-                fields: match serde_json::from_str(&r.fields) {
-                    Ok(Value::Object(mut fields)) => {
-                        // PostgreSQL's jsonb refuses NUL, and views read
-                        // fields as jsonb.
-                        for value in fields.values_mut() {
-                            strip_nul(value);
-                        }
-                        Value::Object(fields)
-                    }
-                    _ => Value::Object(Default::default()),
-                },
+                collection: r.collection.as_str().into(),
+                record_type: r.collection.into(),
+                key: r.key.into(),
+                device_name: text(r.device_name),
+                client_id: text(r.client_id),
+                group_ids: texts(r.group_ids),
+                fields: record_fields(&r.fields),
                 body: json_text(r.body),
             }),
         }
     }
 }
 
+/// A record's fields from their JSON text: an object, else empty.
+pub(super) fn record_fields(text: &str) -> Value {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(mut fields)) => {
+            // PostgreSQL's jsonb refuses NUL, and views read fields as jsonb.
+            for value in fields.values_mut() {
+                strip_nul(value);
+            }
+            Value::Object(fields)
+        }
+        _ => Value::Object(Default::default()),
+    }
+}
+
 /// `text` when it is JSON, else `text` as a JSON string. Checking does not
 /// build the value: a body is stored as sent.
-fn json_text(text: String) -> String {
+pub(super) fn json_text(text: String) -> String {
     match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
         Ok(_) => text,
         Err(_) => Value::String(text).to_string(),
@@ -117,63 +128,47 @@ pub struct RowCaps {
     pub group_ids: usize,
 }
 
+impl RowCaps {
+    /// Refuses a record whose body and fields, as the plugin sent them, are
+    /// over the cap, before either is parsed.
+    pub(super) fn check_record_size(
+        &self,
+        collection: &str,
+        fields: &str,
+        body: &str,
+    ) -> Result<(), String> {
+        let size = body.len() + fields.len();
+        if size > self.body_bytes {
+            return Err(format!(
+                "the {collection} record's body and fields are {size} bytes, over the cap of {}",
+                self.body_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl MappedRow {
     /// Converts a plugin's row, or says why it is over `caps`. A record's
     /// body is measured as the plugin sent it, before it is parsed.
     pub(crate) fn from_plugin(row: wit::Row, caps: RowCaps) -> Result<MappedRow, String> {
         if let wit::Row::Record(r) = &row {
-            let size = r.body.len() + r.fields.len();
-            if size > caps.body_bytes {
-                return Err(format!(
-                    "the {} record's body and fields are {size} bytes, over the cap of {}",
-                    r.collection, caps.body_bytes
-                ));
-            }
+            caps.check_record_size(&r.collection, &r.fields, &r.body)?;
         }
-        let row = MappedRow::from(row);
-        match row.oversized(caps) {
+        MappedRow::from(row).within(caps)
+    }
+
+    /// This row, or why it is over `caps`.
+    pub(super) fn within(self, caps: RowCaps) -> Result<MappedRow, String> {
+        match self.oversized(caps) {
             Some(reason) => Err(reason),
-            None => Ok(row),
+            None => Ok(self),
         }
     }
 
     /// Why this row's fields are over `caps`, naming the first that is.
     fn oversized(&self, caps: RowCaps) -> Option<String> {
-        let (fields, group_ids): (Vec<(&str, Option<&str>)>, &[String]) = match self {
-            MappedRow::Inventory(i) => (
-                vec![
-                    ("device_name", i.device_name.as_deref()),
-                    ("device_id", i.device_id.as_deref()),
-                    ("os_platform", i.os_platform.as_deref()),
-                    ("os_version", i.os_version.as_deref()),
-                    ("user_email", i.user_email.as_deref()),
-                    ("user_name", i.user_name.as_deref()),
-                    ("application_name", i.application_name.as_deref()),
-                    ("vendor", i.vendor.as_deref()),
-                    ("version", i.version.as_deref()),
-                    ("publisher", i.publisher.as_deref()),
-                    ("client_id", i.client_id.as_deref()),
-                ],
-                &i.group_ids,
-            ),
-            MappedRow::Record(r) => (
-                vec![
-                    ("key", Some(r.key.as_str())),
-                    ("device_name", r.device_name.as_deref()),
-                    ("client_id", r.client_id.as_deref()),
-                ],
-                &r.group_ids,
-            ),
-        };
-        if group_ids.len() > caps.group_ids {
-            return Some(format!(
-                "{} group ids, over the cap of {}",
-                group_ids.len(),
-                caps.group_ids
-            ));
-        }
-        let groups = group_ids.iter().map(|g| ("group_ids", Some(g.as_str())));
-        fields.into_iter().chain(groups).find_map(|(field, value)| {
+        let over = |field: &str, value: Option<&RowText>| -> Option<String> {
             let value = value?;
             // Bytes bound characters from above: count only when needed.
             if value.len() <= caps.field_chars {
@@ -186,7 +181,43 @@ impl MappedRow {
                     caps.field_chars
                 )
             })
-        })
+        };
+        let group_ids = match self {
+            MappedRow::Inventory(i) => &i.group_ids,
+            MappedRow::Record(r) => &r.group_ids,
+        };
+        if group_ids.len() > caps.group_ids {
+            return Some(format!(
+                "{} group ids, over the cap of {}",
+                group_ids.len(),
+                caps.group_ids
+            ));
+        }
+        let field = match self {
+            MappedRow::Inventory(i) => [
+                ("device_name", &i.device_name),
+                ("device_id", &i.device_id),
+                ("os_platform", &i.os_platform),
+                ("os_version", &i.os_version),
+                ("user_email", &i.user_email),
+                ("user_name", &i.user_name),
+                ("application_name", &i.application_name),
+                ("vendor", &i.vendor),
+                ("version", &i.version),
+                ("publisher", &i.publisher),
+                ("client_id", &i.client_id),
+            ]
+            .into_iter()
+            .find_map(|(field, value)| over(field, value.as_ref())),
+            MappedRow::Record(r) => [
+                ("key", Some(&r.key)),
+                ("device_name", r.device_name.as_ref()),
+                ("client_id", r.client_id.as_ref()),
+            ]
+            .into_iter()
+            .find_map(|(field, value)| over(field, value)),
+        };
+        field.or_else(|| group_ids.iter().find_map(|g| over("group_ids", Some(g))))
     }
 }
 
