@@ -4,7 +4,7 @@
 //! component is untrusted: every length is checked against what is left,
 //! and a malformed buffer is an error, never a panic.
 
-use super::rows::{self, InventoryRow, MappedRow, RecordRow, RowCaps, RowText};
+use super::rows::{InventoryRow, MappedRow, RecordRow, RowCaps, RowText};
 
 /// The length word of an absent optional text.
 const ABSENT: u32 = u32::MAX;
@@ -25,19 +25,19 @@ pub fn decode(buffer: &[u8], inputs: usize, caps: RowCaps) -> Result<Results, St
         results.push(match reader.byte()? {
             0 => {
                 let count = reader.count(ROW_MIN_BYTES)?;
-                let mut rows = Ok(Vec::with_capacity(count));
+                let mut rows = Vec::with_capacity(count);
+                let mut refused = None;
                 // Every row is read, even past one over the caps, so the
                 // next result starts where it should.
                 for _ in 0..count {
-                    let row = reader.row(caps)?;
-                    if let Ok(kept) = &mut rows {
-                        match row {
-                            Ok(row) => kept.push(row),
-                            Err(reason) => rows = Err(reason),
+                    match reader.row(caps)? {
+                        Ok(row) => rows.push(row),
+                        Err(reason) => {
+                            refused.get_or_insert(reason);
                         }
                     }
                 }
-                rows
+                refused.map_or(Ok(rows), Err)
             }
             1 => Err(reader.str()?.to_owned()),
             tag => return Err(format!("unknown result tag {tag}")),
@@ -142,16 +142,15 @@ impl<'a> Reader<'a> {
                 if let Err(reason) = caps.check_record_size(&collection, fields, body) {
                     return Ok(Err(reason));
                 }
-                MappedRow::Record(RecordRow {
-                    record_type: collection.clone(),
+                MappedRow::Record(RecordRow::from_plugin(
                     collection,
                     key,
                     device_name,
                     client_id,
                     group_ids,
-                    fields: rows::record_fields(fields),
-                    body: rows::json_text(body.to_owned()),
-                })
+                    fields,
+                    body.to_owned(),
+                ))
             }
             tag => return Err(format!("unknown row tag {tag}")),
         };

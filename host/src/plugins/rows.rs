@@ -69,22 +69,46 @@ impl From<wit::Row> for MappedRow {
                 client_id: text(i.client_id),
                 group_ids: texts(i.group_ids),
             }),
-            wit::Row::Record(r) => MappedRow::Record(RecordRow {
-                collection: r.collection.as_str().into(),
-                record_type: r.collection.into(),
-                key: r.key.into(),
-                device_name: text(r.device_name),
-                client_id: text(r.client_id),
-                group_ids: texts(r.group_ids),
-                fields: record_fields(&r.fields),
-                body: json_text(r.body),
-            }),
+            wit::Row::Record(r) => MappedRow::Record(RecordRow::from_plugin(
+                r.collection.into(),
+                r.key.into(),
+                text(r.device_name),
+                text(r.client_id),
+                texts(r.group_ids),
+                &r.fields,
+                r.body,
+            )),
+        }
+    }
+}
+
+impl RecordRow {
+    /// A plugin's record, its fields and body as the plugin sent them: the
+    /// fields are parsed, the body kept as sent when it is JSON.
+    pub(super) fn from_plugin(
+        collection: RowText,
+        key: RowText,
+        device_name: Option<RowText>,
+        client_id: Option<RowText>,
+        group_ids: Vec<RowText>,
+        fields: &str,
+        body: String,
+    ) -> RecordRow {
+        RecordRow {
+            record_type: collection.clone(),
+            collection,
+            key,
+            device_name,
+            client_id,
+            group_ids,
+            fields: record_fields(fields),
+            body: json_text(body),
         }
     }
 }
 
 /// A record's fields from their JSON text: an object, else empty.
-pub(super) fn record_fields(text: &str) -> Value {
+fn record_fields(text: &str) -> Value {
     match serde_json::from_str(text) {
         Ok(Value::Object(mut fields)) => {
             // PostgreSQL's jsonb refuses NUL, and views read fields as jsonb.
@@ -99,7 +123,7 @@ pub(super) fn record_fields(text: &str) -> Value {
 
 /// `text` when it is JSON, else `text` as a JSON string. Checking does not
 /// build the value: a body is stored as sent.
-pub(super) fn json_text(text: String) -> String {
+fn json_text(text: String) -> String {
     match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
         Ok(_) => text,
         Err(_) => Value::String(text).to_string(),
