@@ -14,10 +14,8 @@ backend_tests!(
     a_refused_token_is_an_auth_error
 );
 
-const AGENTS: &str =
-    include_str!("../../../shared/fixtures/edr/sentinelone_agents_raw_response.json");
-const THREATS: &str =
-    include_str!("../../../shared/fixtures/edr/sentinelone_get_threats_2_1_raw_response.json");
+const AGENTS: &str = include_str!("../fixtures/edr/sentinelone_agents_raw_response.json");
+const THREATS: &str = include_str!("../fixtures/edr/sentinelone_get_threats_2_1_raw_response.json");
 
 fn agent(id: &str, name: &str, os_type: &str, infected: Value, active_threats: Value) -> Value {
     let fixture: Value = serde_json::from_str(AGENTS).unwrap();

@@ -22,8 +22,7 @@ backend_tests!(
     research_a_finding_from_the_store_or_nvd
 );
 
-const CHUNK: &str =
-    include_str!("../../../shared/fixtures/scanner/tenable_io_vulns_export_chunk.json");
+const CHUNK: &str = include_str!("../fixtures/scanner/tenable_io_vulns_export_chunk.json");
 
 fn finding(asset: Value, plugin_id: i64, severity: &str, port: i64) -> Value {
     let chunk: Value = serde_json::from_str(CHUNK).unwrap();

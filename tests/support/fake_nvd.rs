@@ -15,9 +15,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{json, Value};
 
-/// The real fixtures directory of the steering repository.
+/// The vendored real-world fixtures (`tests/fixtures`, sources in its README).
 pub fn fixtures() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
 /// Every NVD record of `fixtures/nvd`, as NVD API `cve` objects.

@@ -25,7 +25,7 @@ const API: &str = "/v4_6_release/apis/3.0";
 
 fn fixture(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures/psa")
+        .join("fixtures/psa")
         .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).expect("a psa fixture")).unwrap()
 }

@@ -45,7 +45,7 @@ struct Shared {
 pub fn fixture_hosts() -> Vec<(u64, String)> {
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/fixtures/scanner/qualys_host_list_detections_raw.xml"),
+            .join("fixtures/scanner/qualys_host_list_detections_raw.xml"),
     )
     .expect("the Qualys fixture");
     let mut hosts = Vec::new();

@@ -106,7 +106,7 @@ mod tests {
     use super::*;
 
     const GROUPS_FIXTURE: &str =
-        include_str!("../../../../shared/fixtures/graph/groups_list_response.json");
+        include_str!("../../../tests/fixtures/graph/groups_list_response.json");
 
     #[test]
     fn aliases_are_smtp_addresses_in_any_case_lowercased() {

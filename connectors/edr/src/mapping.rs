@@ -157,12 +157,11 @@ mod tests {
     use cairn_sdk::json;
 
     const AGENTS: &str =
-        include_str!("../../../../shared/fixtures/edr/sentinelone_agents_raw_response.json");
-    const THREATS: &str = include_str!(
-        "../../../../shared/fixtures/edr/sentinelone_get_threats_2_1_raw_response.json"
-    );
+        include_str!("../../../tests/fixtures/edr/sentinelone_agents_raw_response.json");
+    const THREATS: &str =
+        include_str!("../../../tests/fixtures/edr/sentinelone_get_threats_2_1_raw_response.json");
     const APPS: &str =
-        include_str!("../../../../shared/fixtures/edr/sentinelone_apps_by_agent_ids_success.json");
+        include_str!("../../../tests/fixtures/edr/sentinelone_apps_by_agent_ids_success.json");
 
     #[test]
     fn the_fixture_agent_maps_with_its_apps() {

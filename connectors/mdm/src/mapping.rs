@@ -129,7 +129,7 @@ mod tests {
 
     /// The fixture's managed device (Graph's reference example).
     const FIXTURE: &str =
-        include_str!("../../../../shared/fixtures/graph/intune_managed_device_raw.json");
+        include_str!("../../../tests/fixtures/graph/intune_managed_device_raw.json");
 
     #[test]
     fn the_reference_device_maps_to_a_device_record() {
@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn the_reference_detected_app_maps_with_its_device_count() {
         let list: Value = serde_json::from_str(include_str!(
-            "../../../../shared/fixtures/graph/intune_detected_apps_list.json"
+            "../../../tests/fixtures/graph/intune_detected_apps_list.json"
         ))
         .unwrap();
         let rows = map_detected_app(&list["value"][0]).unwrap();

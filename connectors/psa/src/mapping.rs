@@ -93,7 +93,7 @@ mod tests {
     #[test]
     fn the_fixture_ticket_maps() {
         let ticket: Value = serde_json::from_str(include_str!(
-            "../../../../shared/fixtures/psa/connectwise_service_ticket.json"
+            "../../../tests/fixtures/psa/connectwise_service_ticket.json"
         ))
         .unwrap();
         let rows = map_ticket(&ticket).unwrap();
@@ -109,11 +109,11 @@ mod tests {
     #[test]
     fn a_pulled_ticket_maps_with_its_notes() {
         let mut ticket: Value = serde_json::from_str(include_str!(
-            "../../../../shared/fixtures/psa/connectwise_service_ticket.json"
+            "../../../tests/fixtures/psa/connectwise_service_ticket.json"
         ))
         .unwrap();
         let notes: Value = serde_json::from_str(include_str!(
-            "../../../../shared/fixtures/psa/connectwise_service_notes.json"
+            "../../../tests/fixtures/psa/connectwise_service_notes.json"
         ))
         .unwrap();
         ticket[NOTES_KEY] = notes.clone();

@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn the_fixture_page_has_two_hosts_and_no_next() {
         let text =
-            include_str!("../../../../shared/fixtures/scanner/qualys_host_list_detections_raw.xml");
+            include_str!("../../../tests/fixtures/scanner/qualys_host_list_detections_raw.xml");
         let (_, document) = xml::parse(text).unwrap();
         let (hosts, next) = hosts_of(&document).unwrap();
         assert_eq!(hosts.len(), 2);

@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn the_fixture_hosts_map_with_counts_and_findings() {
         let text =
-            include_str!("../../../../shared/fixtures/scanner/qualys_host_list_detections_raw.xml");
+            include_str!("../../../tests/fixtures/scanner/qualys_host_list_detections_raw.xml");
         let (_, document) = crate::xml::parse(text).unwrap();
         let host = items(&document["RESPONSE"]["HOST_LIST"]["HOST"])[0].clone();
         let rows = map_host(&host).unwrap();

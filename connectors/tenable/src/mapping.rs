@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     const CHUNK: &str =
-        include_str!("../../../../shared/fixtures/scanner/tenable_io_vulns_export_chunk.json");
+        include_str!("../../../tests/fixtures/scanner/tenable_io_vulns_export_chunk.json");
 
     #[test]
     fn the_fixture_finding_maps_to_its_asset_and_finding() {

@@ -185,11 +185,11 @@ mod tests {
 
     #[test]
     fn rpm_vectors_on_plain_versions() {
-        // rpm's own vectors (../shared/fixtures/versions/rpmvercmp.csv)
+        // rpm's own vectors (tests/fixtures/versions/rpmvercmp.csv)
         // where its rule and ours agree: digits and dots, no tilde, caret
         // or leading letters (rpm orders those by rules of its own).
         let path = format!(
-            "{}/../../shared/fixtures/versions/rpmvercmp.csv",
+            "{}/../tests/fixtures/versions/rpmvercmp.csv",
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(path).expect("fixture");

@@ -197,7 +197,7 @@ mod tests {
 
     fn fixture(path: &str) -> Vec<u8> {
         std::fs::read(format!(
-            "{}/../../shared/fixtures/{path}",
+            "{}/../tests/fixtures/{path}",
             env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap()

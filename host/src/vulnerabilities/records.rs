@@ -591,7 +591,7 @@ mod tests {
 
     fn fixture(name: &str) -> Value {
         let path = format!(
-            "{}/../../shared/fixtures/nvd/{name}.json",
+            "{}/../tests/fixtures/nvd/{name}.json",
             env!("CARGO_MANIFEST_DIR")
         );
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
