@@ -6,7 +6,7 @@
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn::auth::TenantId;
 use cairn::db::Db;
@@ -14,7 +14,7 @@ use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
-use cairn_tests::{backend_tests, batches, Backend, ScratchDatabase};
+use cairn_tests::{backend_tests, batches, wait_for, Backend, ScratchDatabase};
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -39,6 +39,7 @@ impl Server {
             .env("CAIRN_DATABASE_URL", database_url)
             .env("CAIRN_DATA_DIR", data_dir)
             .env("CAIRN_CONNECTORS_DIR", connectors)
+            .env("CAIRN_PLUGIN_CACHE_DIR", cairn_tests::plugin_cache_dir())
             .env("CAIRN_PLUGIN_PLAIN_HTTP_HOSTS", "127.0.0.1")
             .env("CAIRN_OUTBOUND_PRIVATE_NETWORKS", "127.0.0.0/8")
             .env("CAIRN_VULN_SCHEDULE", "false")
@@ -120,18 +121,10 @@ impl Drop for Server {
     }
 }
 
-async fn wait_until(what: &str, timeout: Duration, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Waits until the sync job's checkpoint counts `pages` pages written.
 async fn wait_for_pages(db: &Db, job_id: &str, pages: u64, what: &str) {
     let needle = format!("\"pages\":{pages}");
-    wait_until(what, Duration::from_secs(60), async || {
+    wait_for(what, Duration::from_secs(60), async || {
         sqlx::query_scalar::<_, Option<String>>("SELECT checkpoint FROM jobs WHERE id = $1")
             .bind(job_id)
             .fetch_one(&db.pool)
@@ -165,7 +158,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
     let connectors = connectors_dir(&[], &[]);
     let first = Server::spawn(&url, &data_dir, &connectors, "first.log");
     let db = Db::connect(&url, 2).await.expect("connect");
-    wait_until(
+    wait_for(
         "the first server to migrate",
         Duration::from_secs(30),
         async || {
@@ -193,7 +186,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
     .unwrap()
     .job_id;
 
-    wait_until(
+    wait_for(
         "a few batches in the first process",
         Duration::from_secs(30),
         async || checkpoint_next(&db, &job_id).await >= 5,
@@ -215,7 +208,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
     assert_eq!(status, "running", "the dead process still holds the lease");
 
     let second = Server::spawn(&url, &data_dir, &connectors, "second.log");
-    wait_until(
+    wait_for(
         "the second process to finish the job",
         Duration::from_secs(60),
         async || {
@@ -334,7 +327,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     rmm.hold_from_page(3);
     let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
     let sync_id = sync["job_id"].as_str().unwrap().to_string();
-    wait_until(
+    wait_for(
         "the sync to reach page 3",
         Duration::from_secs(60),
         async || rmm.held() > 0,
@@ -356,7 +349,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
     // The reaper hands the dead process's job back ("queued") before the
     // new process claims it: wait for an end, not for "not running".
-    wait_until("the sync to finish", Duration::from_secs(60), async || {
+    wait_for("the sync to finish", Duration::from_secs(60), async || {
         ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
     })
     .await;
@@ -378,7 +371,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let pages_before = rmm.computer_pages().len();
     let resync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
     let resync_id = resync["job_id"].as_str().unwrap().to_string();
-    wait_until(
+    wait_for(
         "the second sync to reach page 3",
         Duration::from_secs(60),
         async || rmm.held() > 0,
@@ -395,7 +388,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     server.kill();
     rmm.release();
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2b.log");
-    wait_until(
+    wait_for(
         "the second sync to finish",
         Duration::from_secs(60),
         async || ["success", "error"].contains(&job_status(&db, &resync_id).await.as_str()),
@@ -436,7 +429,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
         .unwrap();
     let upload_id = accepted["id"].as_str().expect("accepted").to_string();
     let parse_id = accepted["job_id"].as_str().unwrap().to_string();
-    wait_until(
+    wait_for(
         "the parse to be under way",
         Duration::from_secs(60),
         async || {
@@ -456,7 +449,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "3.log");
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
-    wait_until(
+    wait_for(
         "the parse to finish",
         Duration::from_secs(120),
         async || {
@@ -481,7 +474,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let new_rows_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1 \
                         AND rollup_at = (SELECT rollup_at FROM rollup_state WHERE tenant_id = $1)";
     let expected = rows as i64 + 3;
-    wait_until(
+    wait_for(
         "the rollup to write part of its rebuild",
         Duration::from_secs(120),
         async || {
@@ -499,7 +492,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "4.log");
     let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
-    wait_until(
+    wait_for(
         "the rollup to be rebuilt",
         Duration::from_secs(120),
         async || count(&db, behind_sql, &tenant).await == 0,
@@ -563,7 +556,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
         .await;
     let sync = server.post("/api/v1/scanner/sync", &token, json!({})).await;
     let sync_id = sync["job_id"].as_str().unwrap().to_string();
-    wait_until(
+    wait_for(
         "the sync to read chunk 3",
         Duration::from_secs(60),
         async || tenable.data.lock().unwrap().held > 0,
@@ -581,7 +574,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     tenable.data.lock().unwrap().hold_from_chunk = None;
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
-    wait_until("the sync to finish", Duration::from_secs(60), async || {
+    wait_for("the sync to finish", Duration::from_secs(60), async || {
         ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
     })
     .await;
@@ -647,7 +640,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
         )
         .await;
     let pull_id = pull["job_id"].as_str().unwrap().to_string();
-    wait_until(
+    wait_for(
         "the pull to ask for page 3",
         Duration::from_secs(60),
         async || psa.data.lock().unwrap().held > 0,
@@ -667,7 +660,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     psa.data.lock().unwrap().hold_from_page = None;
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
-    wait_until("the pull to finish", Duration::from_secs(120), async || {
+    wait_for("the pull to finish", Duration::from_secs(120), async || {
         ["success", "error"].contains(&job_status(&db, &pull_id).await.as_str())
     })
     .await;

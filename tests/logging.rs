@@ -311,14 +311,12 @@ async fn no_secret_is_ever_logged() {
         )
         .await;
     assert_eq!(feed.status, 201, "{}", feed.text);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while model.requests().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the model was never asked"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    cairn_tests::wait_for(
+        "the model to be asked",
+        std::time::Duration::from_secs(30),
+        async || !model.requests().is_empty(),
+    )
+    .await;
     let jwt_secret = app.server.state.settings.jwt_secret.clone();
     let encryption_key = app.server.state.settings.encryption_key.clone();
     app.finish().await;

@@ -421,7 +421,7 @@ async fn private_addresses_need_the_operators_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_file_cannot_take_over_a_connector_id() {
-    let misbehave = std::fs::read(cairn_tests::components::test_component("misbehave")).unwrap();
+    let misbehave = std::fs::read(cairn_tests::components::built("misbehave")).unwrap();
     let copy: &[u8] = &misbehave;
     let start = |pins: String| {
         let dir = connectors_dir(&["misbehave"], &[("zz-impostor.wasm", copy)]);

@@ -90,6 +90,9 @@ pub struct Settings {
     pub job_history_keep: i64,
     /// Directory of connector and CSV provider `.wasm` files.
     pub connectors_dir: PathBuf,
+    /// Where compiled components are cached, keyed by the file's hash and the
+    /// engine; empty: `<data_dir>/plugin-cache`. Processes may share one.
+    pub plugin_cache_dir: PathBuf,
     /// Memory cap of one plugin call.
     pub plugin_memory_mb: usize,
     /// List compiled plugin code for `perf` (profiling a slow connector).
@@ -246,6 +249,7 @@ impl Default for Settings {
             job_retention_days: 14,
             job_history_keep: 20,
             connectors_dir: PathBuf::from("target/components/wasm32-wasip2/release"),
+            plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,
             plugin_perf_map: false,
             plugin_call_timeout_secs: 120,
@@ -359,6 +363,9 @@ impl Settings {
         }
         if self.reports_dir.as_os_str().is_empty() {
             self.reports_dir = self.data_dir.join("reports");
+        }
+        if self.plugin_cache_dir.as_os_str().is_empty() {
+            self.plugin_cache_dir = self.data_dir.join("plugin-cache");
         }
         if self.portal_files_dir.as_os_str().is_empty() {
             self.portal_files_dir = self.data_dir.join("portal-files");

@@ -11,7 +11,7 @@ use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_model::{FakeModel, ModelMode};
 use cairn_tests::smtp::{FakeSmtp, Mail};
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
 use super::vulnerabilities::{loaded_with, scan, software};
@@ -60,22 +60,22 @@ fn text_of(mail: &Mail) -> String {
 }
 
 async fn wait_sent(app: &TestApp, account: &Account, id: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let one = app
-            .get(&format!("/api/v1/advisories/{id}"), &account.bearer())
-            .await;
-        assert_eq!(one.status, 200, "{}", one.text);
-        if one.body["status"] != "sending" {
-            return one.body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not sent: {}",
-            one.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "the advisory to be sent",
+        Duration::from_secs(60),
+        async || {
+            let one = app
+                .get(&format!("/api/v1/advisories/{id}"), &account.bearer())
+                .await;
+            assert_eq!(one.status, 200, "{}", one.text);
+            if one.body["status"] != "sending" {
+                Ok(one.body)
+            } else {
+                Err(one.text)
+            }
+        },
+    )
+    .await
 }
 
 async fn advisories_reach_the_affected_users_once(backend: Backend) {

@@ -2,11 +2,11 @@
 //! upstream: config, test-connection, sync, sync-status, stats, devices,
 //! pruning, delete, and tenant isolation.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_inventory::{device, FakeInventory, TOKEN};
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_for, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -46,21 +46,18 @@ async fn app_with(
 
 /// Waits until the job has run `attempts` times and is not running.
 async fn wait_attempts(app: &TestApp, account: &Account, job_id: &str, attempts: i64) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let what = format!("job {job_id} to reach {attempts} attempts");
+    wait_until(&what, Duration::from_secs(60), async || {
         let job = app
             .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
             .await;
         if job.body["attempts"].as_i64() >= Some(attempts) && job.body["status"] != "running" {
-            return job.body;
+            Ok(job.body)
+        } else {
+            Err(job.text)
         }
-        assert!(
-            Instant::now() < deadline,
-            "job did not reach {attempts} attempts: {}",
-            job.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
@@ -718,11 +715,12 @@ async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
     let job_id = started.body["job_id"].as_str().unwrap().to_string();
 
     // Page 1 is written; the sync waits for page 2.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while upstream.held() == 0 {
-        assert!(Instant::now() < deadline, "the sync never asked for page 2");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        "the sync to ask for page 2",
+        Duration::from_secs(30),
+        async || upstream.held() > 0,
+    )
+    .await;
     let synced_rows = async || -> i64 {
         sqlx::query_scalar(
             "SELECT (SELECT COUNT(*) FROM inventory_items WHERE source = $1) \
@@ -740,21 +738,17 @@ async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
         .await;
     assert_eq!(deleted.status, 204);
     upstream.release();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let job = loop {
+    let job = wait_until("the sync to stop", Duration::from_secs(30), async || {
         let job = app
             .get(&format!("/api/v1/jobs/{job_id}"), &owner.bearer())
             .await;
         if ["success", "error", "canceled"].contains(&job.body["status"].as_str().unwrap_or("")) {
-            break job.body;
+            Ok(job.body)
+        } else {
+            Err(job.text)
         }
-        assert!(
-            Instant::now() < deadline,
-            "the sync did not stop: {}",
-            job.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    })
+    .await;
     assert_ne!(job["status"], "success", "{job}");
     assert_eq!(synced_rows().await, 0, "nothing was written back: {job}");
     app.finish().await;

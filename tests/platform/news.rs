@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cairn_tests::fake_feeds::{FakeFeeds, RssItem, ATOM_MODIFIED};
 use cairn_tests::fake_model::{FakeModel, ModelMode, MODEL_KEY};
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
 use super::vulnerabilities::software;
@@ -92,22 +92,22 @@ async fn with_chrome(app: &TestApp, owner: &Account) {
 
 /// Waits until the tenant has no item left to classify; returns the stats.
 async fn wait_classified(app: &TestApp, account: &Account) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let stats = app
-            .get("/api/v1/news-feeds/items/stats", &account.bearer())
-            .await;
-        assert_eq!(stats.status, 200, "{}", stats.text);
-        if stats.body["total"].as_i64() > Some(0) && stats.body["unclassified"] == 0 {
-            return stats.body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not classified: {}",
-            stats.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "the news to be classified",
+        Duration::from_secs(60),
+        async || {
+            let stats = app
+                .get("/api/v1/news-feeds/items/stats", &account.bearer())
+                .await;
+            assert_eq!(stats.status, 200, "{}", stats.text);
+            if stats.body["total"].as_i64() > Some(0) && stats.body["unclassified"] == 0 {
+                Ok(stats.body)
+            } else {
+                Err(stats.text)
+            }
+        },
+    )
+    .await
 }
 
 async fn items(app: &TestApp, account: &Account, query: &str) -> Vec<Value> {

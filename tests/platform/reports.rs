@@ -6,7 +6,7 @@
 use std::io::Cursor;
 use std::time::Duration;
 
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use calamine::{Reader, Xlsx};
 use serde_json::{json, Value};
 
@@ -28,22 +28,18 @@ async fn generate(app: &TestApp, account: &Account, body: Value) -> Value {
         .await;
     assert_eq!(started.status, 202, "{body}: {}", started.text);
     let id = started.body["id"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
+    wait_until("the report", Duration::from_secs(60), async || {
         let status = app
             .get(&format!("/api/v1/reports/{id}/status"), &account.bearer())
             .await;
         assert_eq!(status.status, 200, "{}", status.text);
         if ["succeeded", "failed"].contains(&status.body["status"].as_str().unwrap()) {
-            return status.body;
+            Ok(status.body)
+        } else {
+            Err(status.text)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "not written: {}",
-            status.text
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 async fn download(app: &TestApp, account: &Account, id: &str) -> (String, String, Vec<u8>) {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use cairn_tests::fake_nvd::FakeNvd;
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
 use super::vulnerabilities::loaded_with;
@@ -16,17 +16,21 @@ backend_tests!(subscriptions_follow_products_before_and_after_their_first_cve);
 /// Waits until no subscription of `account` waits for a sync; returns the
 /// list.
 async fn synced(app: &TestApp, account: &Account) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        let list = app.get("/api/v1/subscriptions/", &account.bearer()).await;
-        assert_eq!(list.status, 200, "{}", list.text);
-        let items = list.body.as_array().unwrap().clone();
-        if items.iter().all(|s| s["sync_pending"] == false) {
-            return items;
-        }
-        assert!(std::time::Instant::now() < deadline, "{}", list.text);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        "the subscriptions' syncs",
+        Duration::from_secs(120),
+        async || {
+            let list = app.get("/api/v1/subscriptions/", &account.bearer()).await;
+            assert_eq!(list.status, 200, "{}", list.text);
+            let items = list.body.as_array().unwrap().clone();
+            if items.iter().all(|s| s["sync_pending"] == false) {
+                Ok(items)
+            } else {
+                Err(list.text)
+            }
+        },
+    )
+    .await
 }
 
 fn named<'a>(list: &'a [Value], name: &str) -> &'a Value {

@@ -1,5 +1,5 @@
 //! The CVE knowledge base and matching, end to end: the real NVD records
-//! of `../shared/fixtures/nvd` served by a fake NVD CVE API 2.0 (paging, a
+//! of `tests/fixtures/nvd` served by a fake NVD CVE API 2.0 (paging, a
 //! 403 and a 503 on the way), KEV and EPSS from their real fixtures, a CVE
 //! 5 record through the import, then real Windows display names in the
 //! inventory matched exactly against them.
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use cairn::auth::TenantId;
 use cairn::plugins::{InventoryRow, MappedRow};
 use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
-use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -113,8 +113,8 @@ async fn run_source(app: &TestApp, source: &str) {
     )
     .await
     .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
+    let what = format!("the {source} job");
+    wait_until(&what, std::time::Duration::from_secs(60), async || {
         let (status, error): (String, Option<String>) =
             sqlx::query_as("SELECT status, error FROM jobs WHERE id = $1")
                 .bind(&job.job_id)
@@ -122,16 +122,12 @@ async fn run_source(app: &TestApp, source: &str) {
                 .await
                 .unwrap();
         match status.as_str() {
-            "success" => return,
+            "success" => Ok(()),
             "error" => panic!("{source} job failed: {error:?}"),
-            _ => {}
+            _ => Err(status),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{source} job did not finish"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 pub(crate) fn software(
@@ -167,8 +163,7 @@ pub(crate) async fn scan(app: &TestApp, account: &Account, body: Value) -> Value
 }
 
 async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
+    wait_until("the scan", std::time::Duration::from_secs(60), async || {
         let resp = app
             .get(
                 &format!("/api/v1/vulnerabilities/scans/{id}"),
@@ -177,17 +172,12 @@ async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
             .await;
         assert_eq!(resp.status, 200, "{}", resp.text);
         match resp.body["status"].as_str().unwrap_or("") {
-            "succeeded" => return resp.body,
+            "succeeded" => Ok(resp.body),
             "failed" => panic!("scan failed: {}", resp.text),
-            _ => {}
+            _ => Err(resp.text),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "scan did not finish: {}",
-            resp.text
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// (device, application, version, CVE) of every open finding.

@@ -1,59 +1,63 @@
 //! Components the tests load: test components under `tests/components/` and
-//! the repository's connectors under `connectors/`, built for wasm32-wasip2
-//! on first use (`cargo xtask test` has usually built them already, so the
-//! build is a no-op).
+//! the repository's connectors and CSV providers, all crates of the one
+//! components workspace (`connectors/Cargo.toml`).
+//!
+//! `cargo xtask test` builds every component before the tests run and names
+//! the folder in `CAIRN_TEST_COMPONENTS`; a test run without it (`cargo test`
+//! by hand) builds each component it needs once per process.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Builds the component crate `<folder>/<name>` into `<target>` and returns
-/// its `.wasm` file.
-fn build(folder: &str, name: &str, target: &str) -> PathBuf {
-    static BUILD: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+/// Set by `cargo xtask test`: the folder holding every built component.
+const BUILT_ENV: &str = "CAIRN_TEST_COMPONENTS";
+
+/// The `.wasm` file of the components workspace's crate `name` (a
+/// connector, CSV provider or test component), built for wasm32-wasip2 in
+/// release.
+pub fn built(name: &str) -> PathBuf {
+    // Cargo names the artifact after the crate, `-` written as `_`.
+    let file = format!("{}.wasm", name.replace('-', "_"));
+    if let Some(dir) = std::env::var_os(BUILT_ENV) {
+        let path = Path::new(&dir).join(&file);
+        assert!(
+            path.is_file(),
+            "{} is missing from {BUILT_ENV}",
+            path.display()
+        );
+        return path;
+    }
+    static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("repository root")
         .to_path_buf();
-    let target_dir = root.join(target);
-    let manifest = root.join(folder).join(name).join("Cargo.toml");
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .status()
-        .expect("run cargo");
-    assert!(
-        status.success(),
-        "building {folder}/{name} failed (is the wasm32-wasip2 target installed?)"
-    );
-    // Cargo names the artifact after the crate, `-` written as `_`.
-    target_dir
-        .join("wasm32-wasip2/release")
-        .join(format!("{}.wasm", name.replace('-', "_")))
-}
-
-/// The `.wasm` file of test component `name` (`tests/components/`).
-pub fn test_component(name: &str) -> PathBuf {
-    build("tests/components", name, "target/test-components")
-}
-
-/// The `.wasm` file of the repository's connector `name` (`connectors/`).
-pub fn connector(name: &str) -> PathBuf {
-    build("connectors", name, "target/components")
-}
-
-/// The `.wasm` file of the repository's CSV provider `name` (`csv-providers/`).
-pub fn csv_provider(name: &str) -> PathBuf {
-    build("csv-providers", name, "target/components")
+    let target_dir = root.join("target/wasm");
+    if !built.get_or_insert_default().contains(name) {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "--manifest-path",
+            ])
+            .arg(root.join("connectors/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .args(["-p", name])
+            .status()
+            .expect("run cargo");
+        assert!(
+            status.success(),
+            "building component {name} failed (is the wasm32-wasip2 target installed?)"
+        );
+        built.get_or_insert_default().insert(name.to_string());
+    }
+    target_dir.join("wasm32-wasip2/release").join(file)
 }
 
 /// A fresh directory holding the given components (and any extra files).
@@ -67,15 +71,10 @@ pub fn connectors_dir(components: &[&str], extra: &[(&str, &[u8])]) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).expect("connectors dir");
     for name in components {
-        let built = if let Some(connector_name) = name.strip_prefix("connectors/") {
-            connector(connector_name)
-        } else if let Some(provider_name) = name.strip_prefix("csv-providers/") {
-            csv_provider(provider_name)
-        } else {
-            test_component(name)
-        };
+        // The folder (`connectors/`, `csv-providers/` or none for a test
+        // component) only says where the crate lives; its name is the crate's.
         let file = name.rsplit('/').next().unwrap_or(name);
-        std::fs::copy(built, dir.join(format!("{file}.wasm"))).expect("copy component");
+        std::fs::copy(built(file), dir.join(format!("{file}.wasm"))).expect("copy component");
     }
     for (file, bytes) in extra {
         std::fs::write(dir.join(file), bytes).expect("write extra file");

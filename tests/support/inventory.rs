@@ -83,8 +83,8 @@ impl TestApp {
     /// Waits until the tenant has a finished rollup job and none queued or
     /// running; returns the newest.
     pub async fn wait_for_rollup(&self, account: &Account) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
+        let limit = std::time::Duration::from_secs(60);
+        crate::wait_until("the rollup", limit, async || {
             let jobs = self
                 .get("/api/v1/jobs?kind=rollup", &account.bearer())
                 .await;
@@ -92,15 +92,11 @@ impl TestApp {
             let active = items
                 .iter()
                 .any(|j| ["queued", "running"].contains(&j["status"].as_str().unwrap_or("")));
-            if !items.is_empty() && !active {
-                return items[0].clone();
+            match items.first() {
+                Some(newest) if !active => Ok(newest.clone()),
+                _ => Err(jobs.text),
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "rollup did not finish: {}",
-                jobs.text
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }

@@ -22,8 +22,9 @@ pub mod inventory;
 pub mod query_eval;
 pub mod smtp;
 pub mod spreadsheets;
+mod templates;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cairn::server::RunningServer;
 use cairn::settings::Settings;
@@ -93,6 +94,13 @@ async fn postgres_admin_url() -> Option<String> {
     }
 }
 
+/// One compiled-component cache for every service the tests start: each
+/// component is compiled once per run instead of once per test. Under
+/// `target/`, so a clean clone starts without it.
+pub fn plugin_cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-plugin-cache")
+}
+
 fn with_database(admin_url: &str, database: &str) -> String {
     let (base, _) = admin_url.rsplit_once('/').expect("URL has a database path");
     format!("{base}/{database}")
@@ -108,15 +116,29 @@ pub struct ScratchDatabase {
 }
 
 impl ScratchDatabase {
+    /// An empty database, for a service to migrate as on its first start;
     /// `None` when `backend` is skipped here.
     pub async fn create(backend: Backend) -> Option<ScratchDatabase> {
+        Self::create_with(backend, false).await
+    }
+
+    /// A database already migrated.
+    pub async fn create_migrated(backend: Backend) -> Option<ScratchDatabase> {
+        Self::create_with(backend, true).await
+    }
+
+    async fn create_with(backend: Backend, migrated: bool) -> Option<ScratchDatabase> {
         let dir =
             std::env::temp_dir().join(format!("cairn-scratch-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
-        let postgres = match backend {
-            Backend::Postgres => Some(PostgresDatabase::create().await?),
-            Backend::Sqlite => None,
+        let postgres = match (backend, migrated) {
+            (Backend::Postgres, false) => Some(PostgresDatabase::create().await?),
+            (Backend::Postgres, true) => Some(PostgresDatabase::create_migrated().await?),
+            (Backend::Sqlite, _) => None,
         };
+        if backend == Backend::Sqlite && migrated {
+            templates::copy_sqlite_template(&dir.join("cairn.db")).await;
+        }
         let url = match &postgres {
             Some(db) => db.url.clone(),
             None => format!("sqlite://{}?mode=rwc", dir.join("cairn.db").display()),
@@ -132,6 +154,53 @@ impl ScratchDatabase {
     }
 }
 
+/// A migrated database of one backend, with no service on it: for the
+/// tests of an area's logic, which call its public functions directly.
+/// Cases share it, each in a tenant of its own, as the service's tenants do.
+pub struct TestDb {
+    pub db: cairn::db::Db,
+    scratch: ScratchDatabase,
+}
+
+impl TestDb {
+    /// `None` when `backend` is skipped here.
+    pub async fn create(backend: Backend) -> Option<TestDb> {
+        let scratch = ScratchDatabase::create_migrated(backend).await?;
+        let db = cairn::db::Db::connect(&scratch.url, 4)
+            .await
+            .expect("open the test database");
+        // A no-op on the template's copy, but it checks that copy.
+        db.migrate().await.expect("migrate the test database");
+        Some(TestDb { db, scratch })
+    }
+
+    /// The database's URL, for what opens connections of its own.
+    pub fn url(&self) -> &str {
+        &self.scratch.url
+    }
+
+    /// A new tenant, named `name`, for one case.
+    pub async fn tenant(&self, name: &str) -> cairn::auth::TenantId {
+        let id = uuid::Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO tenants (id, name, timezone, created_at, updated_at) \
+             VALUES ($1, $2, 'UTC', 0, 0)",
+        )
+        .bind(&id)
+        .bind(name)
+        .execute(&self.db.pool)
+        .await
+        .expect("insert tenant");
+        cairn::auth::TenantId(id)
+    }
+
+    /// Closes the pool and removes the database.
+    pub async fn finish(self) {
+        self.db.close().await;
+        self.scratch.remove().await;
+    }
+}
+
 /// A fresh PostgreSQL database for one test.
 pub struct PostgresDatabase {
     pub url: String,
@@ -140,16 +209,36 @@ pub struct PostgresDatabase {
 }
 
 impl PostgresDatabase {
-    /// `None` when the PostgreSQL backend is skipped here.
+    /// An empty database, for a service to migrate; `None` when the
+    /// PostgreSQL backend is skipped here.
     pub async fn create() -> Option<PostgresDatabase> {
+        Self::create_with(false).await
+    }
+
+    /// A database already migrated (a copy of the run's template).
+    pub async fn create_migrated() -> Option<PostgresDatabase> {
+        Self::create_with(true).await
+    }
+
+    async fn create_with(migrated: bool) -> Option<PostgresDatabase> {
         let admin = postgres_admin_url().await?;
         let name = format!("cairn_t_{}", uuid::Uuid::new_v4().simple());
+        let template = match migrated {
+            true => Some(templates::postgres_template(&admin).await),
+            false => None,
+        };
         let mut conn = PgConnection::connect(&admin)
             .await
             .expect("connect to PostgreSQL");
-        conn.execute(format!("CREATE DATABASE {name}").as_str())
-            .await
-            .expect("create test database");
+        match template {
+            Some(template) => templates::create_from_template(&mut conn, &name, template).await,
+            None => {
+                conn.execute(format!("CREATE DATABASE {name}").as_str())
+                    .await
+                    .expect("create test database");
+            }
+        }
+        let _ = conn.close().await;
         Some(PostgresDatabase {
             url: with_database(&admin, &name),
             admin,
@@ -215,13 +304,21 @@ impl TestApp {
             // The fakes listen on loopback; the tests of the address rule
             // set this back to empty.
             outbound_private_networks: "127.0.0.0/8".into(),
+            plugin_cache_dir: plugin_cache_dir(),
             ..Settings::default()
         };
+        // A migrated copy: the service's own migration finds nothing to do.
         let mut postgres = None;
-        if backend == Backend::Postgres {
-            let database = PostgresDatabase::create().await?;
-            settings.database_url = database.url.clone();
-            postgres = Some(database);
+        match backend {
+            Backend::Postgres => {
+                let database = PostgresDatabase::create_migrated().await?;
+                settings.database_url = database.url.clone();
+                postgres = Some(database);
+            }
+            Backend::Sqlite => {
+                std::fs::create_dir_all(&data_dir).expect("data directory");
+                templates::copy_sqlite_template(&data_dir.join("cairn.db")).await;
+            }
         }
         configure(&mut settings);
         let settings = settings.prepare().expect("valid settings");
@@ -325,21 +422,18 @@ impl TestApp {
 
     /// [`TestApp::wait_for_job`] with a limit of `secs` seconds.
     pub async fn wait_for_job_within(&self, account: &Account, job_id: &str, secs: u64) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-        loop {
+        let limit = std::time::Duration::from_secs(secs);
+        wait_until(&format!("job {job_id}"), limit, async || {
             let job = self
                 .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
                 .await;
             if ["success", "error"].contains(&job.body["status"].as_str().unwrap_or("")) {
-                return job.body;
+                Ok(job.body)
+            } else {
+                Err(job.text)
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "job did not finish: {}",
-                job.text
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// Starts a sync of `area` (`POST /api/v1/<area>/sync`) and waits,
@@ -355,8 +449,8 @@ impl TestApp {
             .await;
         assert_eq!(started.status, 202, "{}", started.text);
         let job_id = started.body["job_id"].as_str().unwrap().to_string();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
+        let limit = std::time::Duration::from_secs(60);
+        wait_until(&format!("the {area} sync"), limit, async || {
             let status = self
                 .get(&format!("/api/v1/{area}/sync-status"), &account.bearer())
                 .await;
@@ -364,15 +458,12 @@ impl TestApp {
             if current["id"] == job_id.as_str()
                 && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
             {
-                return current.clone();
+                Ok(current.clone())
+            } else {
+                Err(status.text)
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "sync did not finish: {}",
-                status.text
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// `admin` invites `email` with `role`; returns the invite token and id.
@@ -404,6 +495,49 @@ impl TestApp {
         assert_eq!(resp.status, 201, "accept for {email}: {}", resp.body);
         Account::from_sign_in(&resp)
     }
+}
+
+/// Polls `probe` until it is ready and returns what it gave: the one way the
+/// tests wait for something the service does in the background. `probe`
+/// answers `Ok(value)` when done and `Err(state)` while not; the state of the
+/// last poll is in the failure message. Polls quickly at first (most waits
+/// are short), then every 100 ms. `limit` is a guard against a hang, never a
+/// timing check: with the whole suite on two cores a job may wait its turn.
+pub async fn wait_until<T>(
+    what: &str,
+    limit: std::time::Duration,
+    mut probe: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        let state = match probe().await {
+            Ok(value) => return value,
+            Err(state) => state,
+        };
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}; last seen: {state}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Waits until `check` holds; [`wait_until`] for a plain condition.
+pub async fn wait_for(
+    what: &str,
+    limit: std::time::Duration,
+    mut check: impl AsyncFnMut() -> bool,
+) {
+    wait_until(what, limit, async || {
+        if check().await {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    })
+    .await
 }
 
 pub const PASSWORD: &str = "correct horse battery";

@@ -78,10 +78,10 @@ impl TestApp {
     /// Polls an upload of `source` until it succeeds or fails (60 s at
     /// most) and returns it.
     pub async fn wait_for_upload(&self, account: &Account, source: &str, upload_id: &str) -> Value {
-        // A guard against a hang, not a timing check: with the whole suite
-        // on two cores an upload has waited its turn for over a minute.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-        loop {
+        // With the whole suite on two cores an upload has waited its turn
+        // for over a minute.
+        let limit = std::time::Duration::from_secs(180);
+        crate::wait_until(&format!("upload {upload_id}"), limit, async || {
             let upload = self
                 .get(
                     &format!("/api/v1/csv-sources/{source}/uploads/{upload_id}"),
@@ -90,15 +90,12 @@ impl TestApp {
                 .await;
             assert_eq!(upload.status, 200, "{}", upload.text);
             if ["succeeded", "failed"].contains(&upload.body["status"].as_str().unwrap_or("")) {
-                return upload.body;
+                Ok(upload.body)
+            } else {
+                Err(upload.text)
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "upload did not finish: {}",
-                upload.text
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// Uploads to `source` and waits for the parse; returns the upload.

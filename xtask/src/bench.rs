@@ -20,7 +20,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
         Some("csv") => {
-            crate::components::build_all("release")?;
+            crate::components::build_all()?;
             process::run(
                 "cargo",
                 &["build", "--release", "--quiet", "-p", "cairn"],

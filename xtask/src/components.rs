@@ -1,59 +1,172 @@
-//! Building the WebAssembly components (connectors and CSV providers).
+//! The components workspace (`connectors/Cargo.toml`): connectors, CSV
+//! providers, test components and the SDK, built for wasm32-wasip2 with one
+//! lock file into one target directory.
+//!
+//! The SDK's `connector` and `csv-provider` features exclude each other and
+//! cargo unifies features over the packages one invocation selects, so every
+//! step runs cargo once per world: [`World::Connector`] for everything but
+//! `csv-providers/`, [`World::CsvProvider`] for those.
 
 use std::path::{Path, PathBuf};
 
-use crate::process;
+use crate::{lint, process};
 
 pub const TARGET: &str = "wasm32-wasip2";
 
-/// Every component crate: a folder with a Cargo.toml under `connectors/` or
-/// `csv-providers/`.
-pub fn crates() -> Vec<PathBuf> {
-    let mut found = vec![];
-    for dir in ["connectors", "csv-providers"] {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+/// The components workspace's manifest.
+const MANIFEST: &str = "connectors/Cargo.toml";
+
+/// Where the components workspace builds.
+pub const BUILD_DIR: &str = "target/wasm";
+
+/// Where the product components (connectors and CSV providers, not the test
+/// components) are installed: the host's default connectors directory.
+pub const INSTALL_DIR: &str = "target/components/wasm32-wasip2/release";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum World {
+    Connector,
+    CsvProvider,
+}
+
+/// A crate of the components workspace.
+#[derive(Debug)]
+struct Member {
+    name: String,
+    world: World,
+    /// A connector or CSV provider that `serve` loads; test components and
+    /// the SDK are not.
+    product: bool,
+    /// A `cdylib`: it builds a `.wasm` component.
+    component: bool,
+}
+
+fn read_member(dir: &Path, world: World, product: bool) -> Option<Member> {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+    let name = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("name = "))?
+        .trim_matches('"')
+        .to_string();
+    Some(Member {
+        name,
+        world,
+        product,
+        component: manifest.contains("cdylib"),
+    })
+}
+
+/// Every crate of the components workspace, the SDK first.
+fn members() -> Vec<Member> {
+    let mut found: Vec<Member> = read_member(Path::new("sdk"), World::Connector, false)
+        .into_iter()
+        .collect();
+    for (folder, world, product) in [
+        ("connectors", World::Connector, true),
+        ("csv-providers", World::CsvProvider, true),
+        ("tests/components", World::Connector, false),
+    ] {
+        let Ok(entries) = std::fs::read_dir(folder) else {
             continue;
         };
-        for entry in entries.flatten() {
-            if entry.path().join("Cargo.toml").is_file() {
-                found.push(entry.path());
-            }
-        }
+        let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        found.extend(
+            dirs.iter()
+                .filter_map(|dir| read_member(dir, world, product)),
+        );
     }
-    found.sort();
     found
 }
 
-/// Builds every component with `profile` (`debug` or `release`), adding the
-/// wasm target first if it is missing. Returns the built `.wasm` files.
-pub fn build_all(profile: &str) -> Result<Vec<PathBuf>, String> {
-    let crates = crates();
-    if crates.is_empty() {
-        return Ok(vec![]);
-    }
-    ensure_target()?;
-    let mut built = vec![];
-    for krate in &crates {
-        let manifest = krate.join("Cargo.toml");
-        let mut args = vec![
-            "build",
-            "--manifest-path",
-            manifest.to_str().unwrap_or_default(),
-            "--target",
-            TARGET,
-            "--target-dir",
-            "target/components",
-        ];
-        if profile == "release" {
-            args.push("--release");
+/// `cargo <command> --manifest-path connectors/Cargo.toml` once per world,
+/// selecting that world's members that `select` keeps (the SDK is selected
+/// in both, so it is built, tested and linted with each feature).
+fn per_world(
+    command: &[&str],
+    select: impl Fn(&Member) -> bool,
+    trailing: &[&str],
+    env: &[(String, String)],
+) -> Result<(), String> {
+    let members = members();
+    for world in [World::Connector, World::CsvProvider] {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend(["--manifest-path", MANIFEST, "--target-dir", BUILD_DIR]);
+        let chosen: Vec<&Member> = members
+            .iter()
+            .filter(|m| (m.world == world || m.name == "cairn-sdk") && select(m))
+            .collect();
+        if chosen.iter().all(|m| m.name == "cairn-sdk") {
+            continue;
         }
-        println!("== building component {}", krate.display());
-        process::run("cargo", &args, &[])?;
-        built.extend(wasm_files(
-            &Path::new("target/components").join(TARGET).join(profile),
-        ));
+        for member in chosen {
+            args.extend(["-p", member.name.as_str()]);
+        }
+        args.extend(trailing);
+        process::run("cargo", &args, &lint::pairs(env))?;
     }
-    Ok(built)
+    Ok(())
+}
+
+/// Builds every component for wasm32-wasip2 in release and installs the
+/// connectors and CSV providers into [`INSTALL_DIR`]. Returns the installed
+/// `.wasm` files.
+pub fn build_all() -> Result<Vec<PathBuf>, String> {
+    build_all_with(&[])
+}
+
+/// [`build_all`] with `env` (the lints of [`lint::while_building`]).
+pub fn build_all_with(env: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
+    ensure_target()?;
+    println!("== building the components (wasm32-wasip2, release)");
+    per_world(
+        &["build", "--release", "--target", TARGET],
+        |m| m.component,
+        &[],
+        env,
+    )?;
+    let built = Path::new(BUILD_DIR).join(TARGET).join("release");
+    std::fs::create_dir_all(INSTALL_DIR).map_err(|e| format!("{INSTALL_DIR}: {e}"))?;
+    let mut installed = vec![];
+    for member in members().iter().filter(|m| m.product && m.component) {
+        // Cargo names the artifact after the crate, `-` written as `_`.
+        let file = format!("{}.wasm", member.name.replace('-', "_"));
+        let to = Path::new(INSTALL_DIR).join(&file);
+        std::fs::copy(built.join(&file), &to)
+            .map_err(|e| format!("installing {file} into {INSTALL_DIR}: {e}"))?;
+        installed.push(to);
+    }
+    Ok(installed)
+}
+
+/// Where the components workspace leaves every built component, test
+/// components included (absolute, for the tests' environment).
+pub fn built_dir() -> PathBuf {
+    let relative = Path::new(BUILD_DIR).join(TARGET).join("release");
+    std::env::current_dir()
+        .map(|cwd| cwd.join(&relative))
+        .unwrap_or(relative)
+}
+
+/// Lints every crate of the components workspace for wasm32-wasip2, as the
+/// host's workspace is linted: warnings are errors.
+pub fn clippy() -> Result<(), String> {
+    ensure_target()?;
+    println!("== clippy of the components (wasm32-wasip2)");
+    per_world(
+        &["clippy", "--quiet", "--target", TARGET, "--all-targets"],
+        |_| true,
+        &["--", "-D", "warnings"],
+        &[],
+    )
+}
+
+/// Runs the SDK's and each connector's and CSV provider's unit tests
+/// natively (mapping logic is plain Rust; only the host calls need
+/// WebAssembly), with `env` (the lints of [`lint::while_building`]).
+pub fn test_all(env: &[(String, String)]) -> Result<(), String> {
+    println!("== unit tests of the SDK, the connectors and the CSV providers (native)");
+    per_world(&["test"], |m| m.product || m.name == "cairn-sdk", &[], env)
 }
 
 fn ensure_target() -> Result<(), String> {
@@ -64,41 +177,4 @@ fn ensure_target() -> Result<(), String> {
     }
     println!("== adding the {TARGET} target");
     process::run("rustup", &["target", "add", TARGET], &[])
-}
-
-fn wasm_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Runs the SDK's and each component crate's unit tests natively (mapping
-/// logic is plain Rust; only the host calls need WebAssembly).
-pub fn test_all() -> Result<(), String> {
-    println!("== unit tests of the SDK");
-    unit_tests("sdk/Cargo.toml", &["--features", "connector"])?;
-    for krate in crates() {
-        println!("== unit tests of component {}", krate.display());
-        unit_tests(krate.join("Cargo.toml").to_str().unwrap_or_default(), &[])?;
-    }
-    Ok(())
-}
-
-/// `cargo test` of the crate at `manifest`, natively, with `extra` arguments.
-fn unit_tests(manifest: &str, extra: &[&str]) -> Result<(), String> {
-    let mut args = vec![
-        "test",
-        "--manifest-path",
-        manifest,
-        "--target-dir",
-        "target/components-native",
-    ];
-    args.extend(extra);
-    process::run("cargo", &args, &[])
 }

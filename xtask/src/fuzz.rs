@@ -12,7 +12,8 @@ const VENV: &str = "target/fuzz-venv";
 /// few enough to keep the run near a minute.
 const EXAMPLES: &str = "20";
 
-pub fn run() -> Result<(), String> {
+/// Fuzzes the service binary built with `env` (that of the tests' build).
+pub fn run(env: &[(String, String)]) -> Result<(), String> {
     let required = std::env::var("CAIRN_REQUIRE_FUZZ").is_ok_and(|v| v == "1");
     let st = format!("{VENV}/bin/schemathesis");
     if !Path::new(&st).is_file() {
@@ -38,18 +39,14 @@ pub fn run() -> Result<(), String> {
             return Ok(());
         }
     }
-    process::run(
-        "cargo",
-        &["build", "--quiet", "-p", "cairn", "--bin", "cairn"],
-        &[],
-    )?;
+    crate::tests::build_server(env)?;
     process::run(
         "python3",
         &[
             "xtask/fuzz.py",
             &st,
-            "target/debug/cairn",
-            "target/components/wasm32-wasip2/release",
+            crate::tests::SERVER_BINARY,
+            crate::components::INSTALL_DIR,
             EXAMPLES,
         ],
         &[],

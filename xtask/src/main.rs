@@ -2,8 +2,11 @@
 //! nothing but Rust.
 //!
 //! - `serve`: build every component and the host (release), run the service.
-//! - `test`: every test, on SQLite and (when reachable) PostgreSQL, then the
-//!   OpenAPI validation and the schemathesis fuzzing of both APIs.
+//! - `test`: what CI runs: rustfmt, every test on SQLite and (when
+//!   reachable) PostgreSQL with clippy linting every crate as it is built
+//!   (warnings are errors), the OpenAPI validation and the schemathesis
+//!   fuzzing of both APIs; prints the time of each step.
+//! - `lint`: rustfmt and clippy of both workspaces, without building.
 //! - `components`: build connectors and CSV providers for wasm32-wasip2.
 //! - `fuzz`: the schemathesis run of `test` alone.
 //! - `bench <name>`: benchmarks that print figures (see README).
@@ -11,23 +14,31 @@
 mod bench;
 mod components;
 mod fuzz;
+mod lint;
 mod process;
+mod steps;
+mod tests;
 
 use std::process::ExitCode;
 
+use steps::Steps;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut steps = Steps::new();
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
-        Some("test") => test(&args[1..]),
-        Some("components") => components::build_all("release").map(|_| ()),
-        Some("fuzz") => components::build_all("release").and_then(|_| fuzz::run()),
+        Some("test") => test(&mut steps, &args[1..]),
+        Some("lint") => lint(&mut steps),
+        Some("components") => components::build_all().map(|_| ()),
+        Some("fuzz") => components::build_all().and_then(|_| fuzz::run(&lint::while_building()?)),
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <serve|test|components|fuzz|bench NAME> [args]");
+            eprintln!("usage: cargo xtask <serve|test|lint|components|fuzz|bench NAME> [args]");
             return ExitCode::from(2);
         }
     };
+    steps.print_table();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -38,42 +49,68 @@ fn main() -> ExitCode {
 }
 
 fn serve(extra: &[String]) -> Result<(), String> {
-    components::build_all("release")?;
+    components::build_all()?;
     let mut args = vec!["run", "--release", "-p", "cairn", "--", "serve"];
     args.extend(extra.iter().map(String::as_str));
     process::run("cargo", &args, &[])
 }
 
+/// rustfmt and clippy of the host's workspace and of the components
+/// workspace, without building either.
+fn lint(steps: &mut Steps) -> Result<(), String> {
+    steps.run("fmt", lint::fmt)?;
+    steps.run("clippy of the host", lint::clippy_host)?;
+    steps.run("clippy of the components", components::clippy)
+}
+
 const POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
-fn test(extra: &[String]) -> Result<(), String> {
+/// Every test: `extra` arguments go to each test binary (a name filter,
+/// `--nocapture`, ...).
+fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
+    steps.run("fmt", lint::fmt)?;
     let required = std::env::var("CAIRN_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
     let url = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| POSTGRES_URL.into());
-    let mut env: Vec<(&str, String)> = vec![];
+    let mut env: Vec<(String, String)> = vec![];
     if process::postgres_reachable(&url) {
         println!(
             "== PostgreSQL reachable at {url}: every storage test runs on SQLite AND PostgreSQL"
         );
-        env.push(("CAIRN_TEST_POSTGRES_URL", url));
+        env.push(("CAIRN_TEST_POSTGRES_URL".into(), url));
     } else if required {
         return Err(format!(
             "PostgreSQL is required (CAIRN_REQUIRE_POSTGRES=1) but not reachable at {url}"
         ));
     } else {
         println!("== PostgreSQL NOT reachable at {url}: SKIPPING the PostgreSQL backend; tests run on SQLite only");
-        env.push(("CAIRN_TEST_POSTGRES_URL", "skip".into()));
+        env.push(("CAIRN_TEST_POSTGRES_URL".into(), "skip".into()));
     }
     // The report tests read PDFs back as text.
     process::ensure_debian_package("pdftotext", "-v", "poppler-utils")?;
-    // Release, as the tests load them (the build is then shared).
-    components::build_all("release")?;
-    components::test_all()?;
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let mut args = vec!["test", "--workspace"];
-    args.extend(extra.iter().map(String::as_str));
-    process::run("cargo", &args, &env_refs)?;
-    validate_openapi()?;
-    fuzz::run()
+    let linted = lint::while_building()?;
+    // Release, as the tests load them; the tests take them from here.
+    steps.run("components build, linted", || {
+        components::build_all_with(&linted).map(|_| ())
+    })?;
+    env.push((
+        "CAIRN_TEST_COMPONENTS".into(),
+        components::built_dir().display().to_string(),
+    ));
+    steps.run("components unit tests, linted", || {
+        components::test_all(&linted)
+    })?;
+    let binaries = steps.run("host test build, linted", || {
+        let binaries = tests::build(&linted)?;
+        tests::build_server(&linted)?;
+        Ok(binaries)
+    })?;
+    tests::run_all(steps, &binaries, &env, extra)?;
+    steps.run("doc tests", || tests::run_doc(&linted, &env))?;
+    // Two single-threaded Python programs: on two cores, side by side.
+    let validation = Steps::alongside("OpenAPI validation", validate_openapi);
+    let fuzzed = steps.run("fuzz", || fuzz::run(&linted));
+    validation.finish(steps)?;
+    fuzzed
 }
 
 /// Checks `/openapi.json` with a real OpenAPI 3.1 validator when one is
@@ -96,10 +133,10 @@ fn validate_openapi() -> Result<(), String> {
         (None, "openapi.json"),
         (Some("--portal"), "portal-openapi.json"),
     ] {
-        let mut args = vec!["run", "--quiet", "-p", "cairn", "--", "openapi"];
+        let mut args = vec!["openapi"];
         args.extend(flag);
         let doc = process::output(
-            "cargo",
+            tests::SERVER_BINARY,
             &args,
             &[(
                 "CAIRN_DATA_DIR",

@@ -61,7 +61,13 @@ pub fn compile_cached(
     // Binary only: a text (WAT) file is not a plugin.
     let component = Component::from_binary(engine, bytes)?;
     if std::fs::create_dir_all(cache_dir).is_ok() {
-        let tmp = artifact.with_extension("tmp");
+        // A name of its own, so processes sharing the cache never write
+        // into one file; the rename makes the artifact appear whole.
+        let tmp = artifact.with_extension(format!(
+            "{}.{}.tmp",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
         if let Ok(serialized) = component.serialize() {
             if std::fs::write(&tmp, serialized).is_ok() {
                 let _ = std::fs::rename(&tmp, &artifact);

@@ -106,9 +106,9 @@ impl Plugins {
             tokens: Arc::default(),
             max_concurrency: settings.plugin_max_concurrent_requests.max(1),
         };
-        let cache_dir = settings.data_dir.join("plugin-cache");
+        let cache_dir = &settings.plugin_cache_dir;
         for file in wasm_files(&settings.connectors_dir) {
-            if let Err(reason) = plugins.load_file(&linker, &cache_dir, &file).await {
+            if let Err(reason) = plugins.load_file(&linker, cache_dir, &file).await {
                 tracing::warn!(file = %file.display(), %reason, "plugin skipped");
                 plugins.skipped.push(Skipped {
                     file: file.display().to_string(),

@@ -1,0 +1,299 @@
+//! The software rollup's rules: rows written through the sync's own upsert,
+//! the applications derived from them by a whole rebuild, and what an
+//! incremental rebuild folds in after a run stops reporting a device.
+
+use cairn::auth::TenantId;
+use cairn::inventory::rollup::{self, build::Application, Mode};
+use cairn::plugins::MappedRow;
+use cairn_tests::inventory::item;
+use cairn_tests::{backend_tests, Backend, TestDb};
+
+backend_tests!(
+    each_rollup_rule_gives_its_applications,
+    a_run_that_stops_reporting_a_device_drops_its_applications,
+);
+
+/// `source` reported `application` `version` from `vendor` on `device`
+/// (`platform`).
+struct Seen {
+    source: &'static str,
+    device: &'static str,
+    application: &'static str,
+    vendor: &'static str,
+    version: &'static str,
+    platform: &'static str,
+}
+
+const fn rmm(
+    device: &'static str,
+    application: &'static str,
+    vendor: &'static str,
+    version: &'static str,
+    platform: &'static str,
+) -> Seen {
+    Seen {
+        source: "rmm",
+        device,
+        application,
+        vendor,
+        version,
+        platform,
+    }
+}
+
+const fn edr(
+    device: &'static str,
+    application: &'static str,
+    vendor: &'static str,
+    version: &'static str,
+    platform: &'static str,
+) -> Seen {
+    Seen {
+        source: "edr",
+        ..rmm(device, application, vendor, version, platform)
+    }
+}
+
+/// An application as one line: name, vendor, devices, the most common,
+/// newest and oldest versions, devices per version, platforms, sources.
+fn line(app: &Application) -> String {
+    let versions: Vec<String> = app
+        .version_counts
+        .iter()
+        .map(|v| format!("{}x{}", v.version, v.count))
+        .collect();
+    format!(
+        "{} | {} | {} devices | common {} newest {} oldest {} | {} | {} | {}",
+        app.name,
+        app.vendor.as_deref().unwrap_or("-"),
+        app.device_count,
+        app.most_common_version.as_deref().unwrap_or("-"),
+        app.newest_version.as_deref().unwrap_or("-"),
+        app.oldest_version.as_deref().unwrap_or("-"),
+        versions.join(" "),
+        app.platforms.join(" "),
+        app.sources.join(" "),
+    )
+}
+
+/// Writes `rows` for `tenant`, one sync run per source, as syncs do.
+async fn write(db: &TestDb, tenant: &TenantId, run: &str, rows: &[Seen]) {
+    let mut sources: Vec<&str> = rows.iter().map(|r| r.source).collect();
+    sources.sort();
+    sources.dedup();
+    let mut tx = db.db.pool.begin().await.unwrap();
+    for source in sources {
+        let mapped: Vec<MappedRow> = rows
+            .iter()
+            .filter(|r| r.source == source)
+            .map(|r| item(r.device, r.application, r.vendor, r.version, r.platform))
+            .collect();
+        cairn::integrations::storage::upsert_rows(&mut tx, tenant, source, (run, 0), &mapped)
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// The applications a whole rebuild derives from `rows`, one line each,
+/// most installed first, are `expected`.
+async fn check(db: &TestDb, rule: &str, rows: &[Seen], expected: &[&str]) {
+    let tenant = db.tenant(rule).await;
+    write(db, &tenant, "run", rows).await;
+    let stats = rollup::rebuild_until_current(&db.db, &tenant, Mode::Whole)
+        .await
+        .unwrap();
+    assert_eq!(stats.items, rows.len() as u64, "{rule}: rows read");
+    let (_, derived) = rollup::derive(&db.db, &tenant).await.unwrap();
+    let mut lines: Vec<String> = derived.applications.iter().map(line).collect();
+    lines.sort();
+    let mut expected: Vec<String> = expected.iter().map(|l| l.to_string()).collect();
+    expected.sort();
+    assert_eq!(lines, expected, "{rule}");
+    // Stored as derived: the summaries clients read, most installed first.
+    let stored = cairn::inventory::storage::application_summaries(&db.db, &tenant)
+        .await
+        .unwrap();
+    let mut by_count: Vec<(i64, String)> = derived
+        .applications
+        .iter()
+        .map(|a| (-a.device_count, a.name.clone()))
+        .collect();
+    by_count.sort();
+    let stored_names: Vec<String> = stored.iter().map(|a| a.name.clone()).collect();
+    let derived_names: Vec<String> = by_count.into_iter().map(|(_, n)| n).collect();
+    assert_eq!(
+        stored_names, derived_names,
+        "{rule}: stored, most installed first"
+    );
+}
+
+const TEAMS_GUID: &str = "Teams Machine-Wide Installer (3F2504E0-4F89-11D3-9A0C-0305E82C3301)";
+
+async fn each_rollup_rule_gives_its_applications(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    check(
+        &db,
+        "an installer-id suffix merges with the plain name",
+        &[
+            rmm("WS-01", TEAMS_GUID, "Microsoft", "1.6", "windows"),
+            rmm("WS-02", "Teams Machine-Wide Installer (a1b2c3d4e5)", "Microsoft", "1.6", "windows"),
+            rmm("WS-03", "Teams Machine-Wide Installer", "Microsoft", "1.6", "windows"),
+        ],
+        &["Teams Machine-Wide Installer | Microsoft | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | Windows | rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "an architecture suffix stays part of the name",
+        &[
+            rmm("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", "23.01", "windows"),
+            rmm("WS-02", "7-Zip 23.01", "Igor Pavlov", "23.01", "windows"),
+        ],
+        &[
+            "7-Zip 23.01 (x64) | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | Windows | rmm",
+            "7-Zip 23.01 | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | Windows | rmm",
+        ],
+    )
+    .await;
+    check(
+        &db,
+        "the vendor is the one on the most devices",
+        &[
+            rmm("WS-01", "Teams", "Microsoft", "1.6", "windows"),
+            rmm("WS-02", "Teams", "Microsoft Corporation", "1.6", "windows"),
+            rmm("WS-03", "Teams", "Microsoft Corporation", "1.6", "windows"),
+        ],
+        &["Teams | Microsoft Corporation | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | Windows | rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "a device counts once, and once per version it has",
+        &[
+            rmm("WS-01", "Teams", "Microsoft", "1.6.0.1", "macos"),
+            rmm("WS-01", "Teams", "Microsoft", "1.10.0.2", "macos"),
+            rmm("WS-02", "Teams", "Microsoft", "1.6.0.1", "macos"),
+        ],
+        &["Teams | Microsoft | 2 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.6.0.1 | 1.6.0.1x2 1.10.0.2x1 | Macos | rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "versions compare by number, not by text; most devices first",
+        &[
+            rmm("WS-01", "Teams", "Microsoft", "1.5.0.30767", "windows"),
+            rmm("WS-02", "Teams", "Microsoft", "1.6.0.1", "windows"),
+            rmm("WS-03", "Teams", "Microsoft", "1.6.0.1", "windows"),
+            rmm("WS-04", "Teams", "Microsoft", "1.6.0.1", "windows"),
+            rmm("WS-05", "Teams", "Microsoft", "1.10.0.2", "windows"),
+        ],
+        &["Teams | Microsoft | 5 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.5.0.30767 | 1.6.0.1x3 1.10.0.2x1 1.5.0.30767x1 | Windows | rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "platforms are labelled once whatever their case",
+        &[
+            rmm("WS-01", "Teams", "Microsoft", "1.6", "windows"),
+            rmm("WS-02", "Teams", "Microsoft", "1.6", "Windows"),
+            rmm("WS-03", "Teams", "Microsoft", "1.6", "WINDOWS"),
+            rmm("WS-04", "Teams", "Microsoft", "1.6", "macos"),
+        ],
+        &["Teams | Microsoft | 4 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x4 | Macos Windows | rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "one application gathers its sources; of versions on as many devices the newest leads",
+        &[
+            rmm("WS-03", "7-Zip 23.01 (x64)", "Igor Pavlov", "23.01", "windows"),
+            edr("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", "22.01", "windows"),
+        ],
+        &["7-Zip 23.01 (x64) | Igor Pavlov | 2 devices | common 23.01 newest 23.01 oldest 22.01 | 23.01x1 22.01x1 | Windows | edr rmm"],
+    )
+    .await;
+    check(
+        &db,
+        "a row without a name gives no application",
+        &[rmm("WS-05", "", "Nobody", "1", "linux")],
+        &[],
+    )
+    .await;
+    check(
+        &db,
+        "control characters and NULs are stripped from names and vendors",
+        &[rmm("WS-05", "Note\0pad\u{7}++", "Don\u{1}Ho", "8.6", "linux")],
+        &["Notepad++ | DonHo | 1 devices | common 8.6 newest 8.6 oldest 8.6 | 8.6x1 | Linux | rmm"],
+    )
+    .await;
+    check(&db, "no rows, no applications", &[], &[]).await;
+    db.finish().await;
+}
+
+async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = db.tenant("re-imaged").await;
+    let rows = [
+        rmm("WS-01", TEAMS_GUID, "Microsoft", "1.5.0.30767", "windows"),
+        rmm(
+            "WS-02",
+            "Teams Machine-Wide Installer",
+            "Microsoft",
+            "1.6.0.1",
+            "windows",
+        ),
+        rmm("WS-05", "Notepad++", "Don Ho", "8.6", "linux"),
+    ];
+    write(&db, &tenant, "first", &rows).await;
+    let first = rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
+        .await
+        .unwrap();
+    assert_eq!((first.applications, first.assets), (2, 3));
+    let stored = |db: &TestDb, tenant: &TenantId| {
+        let (db, tenant) = (db.db.clone(), tenant.clone());
+        async move {
+            sqlx::query_as::<_, (String, String, i64)>(
+                "SELECT name, id, rollup_at FROM applications WHERE tenant_id = $1 ORDER BY name",
+            )
+            .bind(tenant.as_str())
+            .fetch_all(&db.pool)
+            .await
+            .unwrap()
+        }
+    };
+    let before = stored(&db, &tenant).await;
+
+    // WS-05 is re-imaged: the next run of rmm no longer reports Notepad++.
+    write(&db, &tenant, "second", &rows[..2]).await;
+    cairn::integrations::seen::prune_unseen(&db.db, &tenant, "rmm", "second")
+        .await
+        .unwrap();
+    let second = rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
+        .await
+        .unwrap();
+    // Only WS-05 changed: its row is folded in, nothing else is read.
+    assert_eq!(second.changes, Some(1), "the prune queued WS-05's row");
+    assert_eq!(
+        (second.applications, second.assets, second.items),
+        (1, 1, 0),
+        "one application and one asset recomputed from no rows"
+    );
+    let after = stored(&db, &tenant).await;
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].0, "Teams Machine-Wide Installer");
+    assert_eq!(after[0].1, before[1].1, "ids survive rebuilds");
+    assert_eq!(
+        after[0].2, before[1].2,
+        "an application no change touched keeps the run that produced it"
+    );
+    let stats = cairn::inventory::storage::stats(&db.db, &tenant)
+        .await
+        .unwrap();
+    assert_eq!((stats.applications, stats.vulnerabilities), (1, 0));
+    db.finish().await;
+}

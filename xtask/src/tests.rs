@@ -1,0 +1,146 @@
+//! The host workspace's tests: built once, then each test binary run as a
+//! step of its own, so the step table says which binary took the time.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::process;
+use crate::steps::Steps;
+
+/// The service binary the OpenAPI export and the fuzzing run: built by
+/// [`build`] in the tests' profile, so nothing is compiled twice.
+pub const SERVER_BINARY: &str = "target/debug/cairn";
+
+/// One test executable of the workspace.
+pub struct TestBinary {
+    /// `<package>::<target>` (`cairn::lib`, `cairn-tests::platform`).
+    pub name: String,
+    pub executable: PathBuf,
+    /// The package's folder: cargo runs tests there.
+    pub package_dir: PathBuf,
+}
+
+/// How many tests of one binary run at once. Most tests wait on a service
+/// they started (HTTP, a job, a database), so more than the cores.
+fn test_threads() -> String {
+    std::env::var("CAIRN_TEST_THREADS").unwrap_or_else(|_| "6".into())
+}
+
+/// Builds every test executable of the workspace with `env` (the lints of
+/// [`crate::lint::while_building`]).
+pub fn build(env: &[(String, String)]) -> Result<Vec<TestBinary>, String> {
+    let output = Command::new("cargo")
+        .args([
+            "test",
+            "--workspace",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("building the tests failed ({})", output.status));
+    }
+    let mut binaries = vec![];
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+            continue;
+        }
+        let Some(executable) = message["executable"].as_str() else {
+            continue;
+        };
+        let package_dir = PathBuf::from(message["manifest_path"].as_str().unwrap_or_default())
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        // `path+file:///.../host#cairn@0.1.0`, or `...xtask#0.1.0` when the
+        // folder is named after the package.
+        let fragment = message["package_id"]
+            .as_str()
+            .and_then(|id| id.rsplit_once('#'))
+            .map(|(_, fragment)| fragment)
+            .unwrap_or_default();
+        let package = match fragment.split_once('@') {
+            Some((name, _)) => name.to_string(),
+            None => package_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        let kind = message["target"]["kind"][0].as_str().unwrap_or_default();
+        let target = message["target"]["name"].as_str().unwrap_or_default();
+        let name = if kind == "lib" {
+            format!("{package}::lib")
+        } else {
+            format!("{package}::{target}")
+        };
+        binaries.push(TestBinary {
+            name,
+            executable: PathBuf::from(executable),
+            package_dir,
+        });
+    }
+    binaries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(binaries)
+}
+
+/// Runs each test binary as a step, with `env` and the `extra` libtest
+/// arguments; goes on past a failing binary and fails at the end, so one
+/// run reports every failure.
+pub fn run_all(
+    steps: &mut Steps,
+    binaries: &[TestBinary],
+    env: &[(String, String)],
+    extra: &[String],
+) -> Result<(), String> {
+    let threads = format!("--test-threads={}", test_threads());
+    let mut failed = vec![];
+    for binary in binaries {
+        let mut args: Vec<&str> = vec![threads.as_str()];
+        args.extend(extra.iter().map(String::as_str));
+        let result = steps.run(&format!("test {}", binary.name), || {
+            let status = Command::new(&binary.executable)
+                .args(&args)
+                .current_dir(&binary.package_dir)
+                .env("CARGO_MANIFEST_DIR", &binary.package_dir)
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .status()
+                .map_err(|e| format!("cannot run {}: {e}", binary.executable.display()))?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!("{} failed ({status})", binary.name))
+            }
+        });
+        if let Err(err) = result {
+            failed.push(err);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
+/// The workspace's documentation tests, with the same `env` as [`build`].
+pub fn run_doc(env: &[(String, String)], test_env: &[(String, String)]) -> Result<(), String> {
+    let mut all = crate::lint::pairs(env);
+    all.extend(crate::lint::pairs(test_env));
+    process::run("cargo", &["test", "--quiet", "--workspace", "--doc"], &all)
+}
+
+/// Builds the service binary in the tests' profile, with the same `env`
+/// as [`build`] so the library it links is not compiled again.
+pub fn build_server(env: &[(String, String)]) -> Result<(), String> {
+    process::run(
+        "cargo",
+        &["build", "--quiet", "-p", "cairn", "--bin", "cairn"],
+        &crate::lint::pairs(env),
+    )
+}
