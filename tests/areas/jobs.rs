@@ -7,12 +7,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use cairn::auth::TenantId;
 use cairn::jobs::storage::{self, Fence};
-use cairn::jobs::{
-    JobContext, JobFailure, JobHandler, JobStatus, Queue, QueueTiming, Registry, RunOutcome,
-};
+use cairn::jobs::{JobFailure, JobStatus, Queue, QueueTiming, Registry, RunOutcome};
+use cairn_tests::jobs::registry_with;
 use cairn_tests::{backend_tests, wait_for, Backend, TestDb};
 use serde_json::json;
 
@@ -67,32 +65,6 @@ impl Pool {
         self.stop.cancel();
         self.handle.await.unwrap();
     }
-}
-
-/// A handler from a closure.
-struct FnHandler<F>(F);
-
-#[async_trait]
-impl<F, Fut> JobHandler for FnHandler<F>
-where
-    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
-{
-    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        (self.0)(ctx.clone()).await
-    }
-}
-
-fn registry_with<F, Fut>(kinds: &[&str], stall: Duration, f: F) -> Registry
-where
-    F: Fn(JobContext) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
-{
-    let mut registry = Registry::default();
-    for kind in kinds {
-        registry.register(kind, FnHandler(f.clone()), stall);
-    }
-    registry
 }
 
 async fn job(test_db: &TestDb, tenant: &TenantId, id: &str) -> storage::JobRow {

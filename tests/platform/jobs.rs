@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use cairn::auth::TenantId;
 use cairn::jobs::storage;
-use cairn::jobs::{JobContext, JobFailure, JobHandler, JobStatus, Registry, RunOutcome};
+use cairn::jobs::{JobContext, JobStatus, RunOutcome};
+use cairn_tests::jobs::{registry_with, FnHandler};
 use cairn_tests::{backend_tests, wait_for, Auth, Backend, TestApp};
 use serde_json::json;
 
@@ -29,32 +29,6 @@ fn fast(s: &mut cairn::settings::Settings) {
 fn no_workers(s: &mut cairn::settings::Settings) {
     fast(s);
     s.job_workers = 0;
-}
-
-/// A handler from a closure.
-struct FnHandler<F>(F);
-
-#[async_trait]
-impl<F, Fut> JobHandler for FnHandler<F>
-where
-    F: Fn(JobContext) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
-{
-    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        (self.0)(ctx.clone()).await
-    }
-}
-
-fn registry_with<F, Fut>(kinds: &[&str], stall: Duration, f: F) -> Registry
-where
-    F: Fn(JobContext) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), JobFailure>> + Send + 'static,
-{
-    let mut registry = Registry::default();
-    for kind in kinds {
-        registry.register(kind, FnHandler(f.clone()), stall);
-    }
-    registry
 }
 
 async fn job(app: &TestApp, tenant: &TenantId, id: &str) -> storage::JobRow {

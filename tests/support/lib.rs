@@ -19,6 +19,7 @@ pub mod fake_sentinelone;
 pub mod fake_tenable;
 pub mod fake_threat_intel;
 pub mod inventory;
+pub mod jobs;
 pub mod query_eval;
 pub mod smtp;
 pub mod spreadsheets;
@@ -181,17 +182,7 @@ impl TestDb {
 
     /// A new tenant, named `name`, for one case.
     pub async fn tenant(&self, name: &str) -> cairn::auth::TenantId {
-        let id = uuid::Uuid::now_v7().to_string();
-        sqlx::query(
-            "INSERT INTO tenants (id, name, timezone, created_at, updated_at) \
-             VALUES ($1, $2, 'UTC', 0, 0)",
-        )
-        .bind(&id)
-        .bind(name)
-        .execute(&self.db.pool)
-        .await
-        .expect("insert tenant");
-        cairn::auth::TenantId(id)
+        insert_tenant(&self.db, name).await
     }
 
     /// Closes the pool and removes the database.
@@ -199,6 +190,22 @@ impl TestDb {
         self.db.close().await;
         self.scratch.remove().await;
     }
+}
+
+/// A tenant row made directly, for tests that need many tenants but no
+/// accounts (registration is rate limited).
+async fn insert_tenant(db: &cairn::db::Db, name: &str) -> cairn::auth::TenantId {
+    let id = uuid::Uuid::now_v7().to_string();
+    sqlx::query(
+        "INSERT INTO tenants (id, name, timezone, created_at, updated_at) \
+         VALUES ($1, $2, 'UTC', 0, 0)",
+    )
+    .bind(&id)
+    .bind(name)
+    .execute(&db.pool)
+    .await
+    .expect("insert tenant");
+    cairn::auth::TenantId(id)
 }
 
 /// A fresh PostgreSQL database for one test.
@@ -353,14 +360,7 @@ impl TestApp {
     /// A tenant row made directly, for tests that need many tenants but no
     /// accounts (registration is rate limited).
     pub async fn create_tenant(&self, name: &str) -> cairn::auth::TenantId {
-        let id = uuid::Uuid::now_v7().to_string();
-        sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, $2, 'UTC', 0, 0)")
-            .bind(&id)
-            .bind(name)
-            .execute(&self.db().pool)
-            .await
-            .expect("insert tenant");
-        cairn::auth::TenantId(id)
+        insert_tenant(self.db(), name).await
     }
 
     pub async fn call(&self, method: Method, path: &str, auth: &Auth, body: Option<Value>) -> Resp {
