@@ -12,33 +12,49 @@ const VENV: &str = "target/fuzz-venv";
 /// few enough to keep the run near a minute.
 const EXAMPLES: &str = "20";
 
-/// Fuzzes the service binary built with `env` (that of the tests' build).
-pub fn run(env: &[(String, String)]) -> Result<(), String> {
+/// Installs schemathesis into its venv unless it is there. Returns whether
+/// it is usable; fails only when fuzzing is required (`CAIRN_REQUIRE_FUZZ=1`).
+/// Mostly downloads, so `test` runs it alongside a build.
+pub fn install() -> Result<bool, String> {
     let required = std::env::var("CAIRN_REQUIRE_FUZZ").is_ok_and(|v| v == "1");
-    let st = format!("{VENV}/bin/schemathesis");
-    if !Path::new(&st).is_file() {
-        let installed = process::run("python3", &["-m", "venv", VENV], &[]).and_then(|()| {
-            process::run(
-                &format!("{VENV}/bin/pip"),
-                &[
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    SCHEMATHESIS,
-                ],
-                &[],
-            )
-        });
-        if let Err(err) = installed {
-            if required {
-                return Err(format!(
-                    "schemathesis is required but could not be installed: {err}"
-                ));
-            }
+    if Path::new(&schemathesis()).is_file() {
+        return Ok(true);
+    }
+    let installed = process::run("python3", &["-m", "venv", VENV], &[]).and_then(|()| {
+        process::run(
+            &format!("{VENV}/bin/pip"),
+            &[
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                SCHEMATHESIS,
+            ],
+            &[],
+        )
+    });
+    match installed {
+        Ok(()) => Ok(true),
+        Err(err) if required => Err(format!(
+            "schemathesis is required but could not be installed: {err}"
+        )),
+        Err(err) => {
             println!("== SKIPPED fuzzing: {SCHEMATHESIS} could not be installed ({err})");
-            return Ok(());
+            Ok(false)
         }
     }
+}
+
+fn schemathesis() -> String {
+    format!("{VENV}/bin/schemathesis")
+}
+
+/// Fuzzes the service binary built with `env` (that of the tests' build),
+/// installing schemathesis first if [`install`] has not.
+pub fn run(env: &[(String, String)]) -> Result<(), String> {
+    if !install()? {
+        return Ok(());
+    }
+    let st = schemathesis();
     crate::tests::build_server(env)?;
     process::run(
         "python3",

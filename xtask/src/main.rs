@@ -88,6 +88,8 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     // The report tests read PDFs back as text.
     process::ensure_debian_package("pdftotext", "-v", "poppler-utils")?;
     let linted = lint::while_building()?;
+    // Downloads, while the builds use the cores.
+    let fuzzer = Steps::alongside("fuzzer install", fuzz::install);
     // Release, as the tests load them; the tests take them from here.
     steps.run("components build, linted", || {
         components::build_all_with(&linted).map(|_| ())
@@ -107,6 +109,7 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     tests::run_all(steps, &binaries, &env, extra)?;
     steps.run("doc tests", || tests::run_doc(&linted, &env))?;
     // Two single-threaded Python programs: on two cores, side by side.
+    fuzzer.finish(steps)?;
     let validation = Steps::alongside("OpenAPI validation", validate_openapi);
     let fuzzed = steps.run("fuzz", || fuzz::run(&linted));
     validation.finish(steps)?;

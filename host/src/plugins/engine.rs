@@ -47,6 +47,12 @@ pub fn compile_cached(
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let artifact: PathBuf = cache_dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
+    // One compiler per artifact: loaders that start together (several
+    // processes on one cache, or many services in one test run) wait for
+    // the first to write it instead of each compiling the same module. The
+    // lock is advisory and released when the file closes; without it (a
+    // read-only cache) everyone compiles, as before.
+    let _compiling = lock_artifact(cache_dir, &artifact);
     if artifact.is_file() {
         // SAFETY: the artifact was written by `Component::serialize` of an
         // engine with the same compatibility hash (it is in the file name),
@@ -75,4 +81,18 @@ pub fn compile_cached(
         }
     }
     Ok((component, sha256))
+}
+
+/// Holds an exclusive lock on `<artifact>.lock` until dropped, or `None`
+/// where the cache directory cannot hold one.
+fn lock_artifact(cache_dir: &Path, artifact: &Path) -> Option<std::fs::File> {
+    std::fs::create_dir_all(cache_dir).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(artifact.with_extension("lock"))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
 }
