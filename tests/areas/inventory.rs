@@ -1,16 +1,25 @@
 //! The software rollup's rules: rows written through the sync's own upsert,
-//! the applications derived from them by a whole rebuild, and what an
-//! incremental rebuild folds in after a run stops reporting a device.
+//! the applications derived from them by a whole rebuild, what an
+//! incremental rebuild folds in after a run stops reporting a device, a
+//! superseded rebuild, a large one, the change queue the matcher reads, and
+//! the tenant every inventory row must belong to.
 
 use cairn::auth::TenantId;
+use cairn::devices::assets::{self, AssetRow, AssetView};
 use cairn::inventory::rollup::{self, build::Application, Mode};
-use cairn::plugins::MappedRow;
-use cairn_tests::inventory::item;
+use cairn::inventory::search::{self, Page, SearchRequest};
+use cairn::plugins::{InventoryRow, MappedRow};
+use cairn_tests::inventory::{device_record, item};
 use cairn_tests::{backend_tests, Backend, TestDb};
+use serde_json::json;
 
 backend_tests!(
     each_rollup_rule_gives_its_applications,
     a_run_that_stops_reporting_a_device_drops_its_applications,
+    a_superseded_rebuild_stops_before_sweeping_newer_rows,
+    a_rebuild_reads_every_row_of_a_large_inventory,
+    the_change_queue_holds_the_key_of_each_changed_row,
+    inventory_rows_belong_to_an_existing_tenant,
 );
 
 /// `source` reported `application` `version` from `vendor` on `device`
@@ -296,4 +305,289 @@ async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Bac
         .unwrap();
     assert_eq!((stats.applications, stats.vulnerabilities), (1, 0));
     db.finish().await;
+}
+
+/// The names of the tenant's applications as stored, sorted.
+async fn application_names(db: &TestDb, tenant: &TenantId) -> Vec<String> {
+    let mut names: Vec<String> = cairn::inventory::storage::application_summaries(&db.db, tenant)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    names.sort();
+    names
+}
+
+/// A rebuild that derived from older data and writes after a later rebuild
+/// began (its job presumed dead and run again, say) must not sweep away
+/// the later rebuild's rows.
+async fn a_superseded_rebuild_stops_before_sweeping_newer_rows(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = db.tenant("superseded").await;
+    db.seed(
+        &tenant,
+        "rmm",
+        &[item("WS-01", "Alpha", "Acme", "1.0", "windows")],
+    )
+    .await;
+    let (_, early) = rollup::store::begin(&db.db, &tenant).await.unwrap();
+    let (_, stale) = rollup::derive(&db.db, &tenant).await.unwrap();
+
+    db.seed(
+        &tenant,
+        "rmm",
+        &[item("WS-02", "Beta", "Acme", "2.0", "windows")],
+    )
+    .await;
+    rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
+        .await
+        .unwrap();
+    assert_eq!(application_names(&db, &tenant).await, ["Alpha", "Beta"]);
+
+    let late = rollup::store::write(&db.db, &tenant, early, &stale).await;
+    assert_eq!(application_names(&db, &tenant).await, ["Alpha", "Beta"]);
+    assert!(
+        matches!(late, Err(rollup::WriteError::Superseded)),
+        "{late:?}"
+    );
+    // Both devices keep their asset.
+    let assets: Page<AssetRow> =
+        search::run(&db.db, &tenant, &assets::table(), &SearchRequest::default())
+            .await
+            .unwrap();
+    let mut devices: Vec<String> = assets
+        .items
+        .into_iter()
+        .map(|row| AssetView::from_row(row, false).device_name)
+        .collect();
+    devices.sort();
+    assert_eq!(devices, ["WS-01", "WS-02"]);
+    db.finish().await;
+}
+
+/// More rows than one page of the rebuild's read, from two sources: every
+/// row is counted once, and the job's detail says so.
+async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = db.tenant("large").await;
+    for (source, devices) in [("rmm", 0..6_000), ("csv-export", 4_000..9_000)] {
+        let rows: Vec<MappedRow> = devices
+            .flat_map(|d| {
+                (0..5).map(move |a| {
+                    item(
+                        &format!("PC-{d:05}"),
+                        &format!("App {a}"),
+                        "Acme",
+                        "1.0",
+                        "windows",
+                    )
+                })
+            })
+            .collect();
+        db.seed(&tenant, source, &rows).await;
+    }
+    // As the rollup job runs it.
+    let stats = rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
+        .await
+        .unwrap();
+    assert_eq!(
+        stats.to_string(),
+        "55000 inventory items rolled up into 5 applications and 9000 assets"
+    );
+    let stored = cairn::inventory::storage::application_summaries(&db.db, &tenant)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 5);
+    for app in stored {
+        assert_eq!(app.device_count, 9000, "{}", app.name);
+    }
+    db.finish().await;
+}
+
+fn full_item(device: &str, application: &str, vendor: &str, version: &str) -> InventoryRow {
+    match item(device, application, vendor, version, "windows") {
+        MappedRow::Inventory(row) => row,
+        MappedRow::Record(_) => unreachable!(),
+    }
+}
+
+/// The queue the vulnerability matcher reads (filled by triggers, per row on
+/// SQLite and per statement on PostgreSQL) holds, through the sync's own
+/// upsert and prune: each inserted and each deleted row's key, both keys of
+/// a row whose device was renamed, nothing for a change matching does not
+/// read or for a row without an application, and nothing of another tenant.
+async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
+    use cairn::integrations::{seen, storage};
+    use cairn::inventory::changes;
+    use cairn::inventory::software::SoftwareKey;
+
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = test_db.tenant("owner").await;
+    let other = test_db.tenant("other").await;
+    let db = &test_db.db;
+    let write = |tenant: cairn::auth::TenantId, run: &'static str, rows: Vec<MappedRow>| async move {
+        let mut tx = db.pool.begin().await.unwrap();
+        storage::upsert_rows(&mut tx, &tenant, "rmm", (run, 0), &rows)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        seen::prune_unseen(db, &tenant, "rmm", run).await.unwrap();
+    };
+    let key = |device: &str, application: &str, version: &str| SoftwareKey {
+        device_name: device.into(),
+        application_name: application.into(),
+        version: version.into(),
+    };
+    let with_id = |device: &str, id: &str| {
+        let mut row = full_item(device, "Alpha", "Acme", "1.0");
+        row.device_id = Some(id.into());
+        MappedRow::Inventory(row)
+    };
+    let mut no_application = full_item("WS-04", "", "Acme", "1.0");
+    no_application.application_name = None;
+    let beta = full_item("WS-01", "Beta", "Acme", "2.0");
+
+    write(
+        tenant.clone(),
+        "run-1",
+        vec![
+            with_id("WS-01", "id-1"),
+            MappedRow::Inventory(beta.clone()),
+            item("WS-02", "Gamma", "Acme", "3.0", "windows"),
+            MappedRow::Inventory(no_application.clone()),
+        ],
+    )
+    .await;
+    let (ids, keys) = changes::pending(db, &tenant).await.unwrap();
+    assert_eq!(
+        keys,
+        [
+            key("WS-01", "Alpha", "1.0"),
+            key("WS-01", "Beta", "2.0"),
+            key("WS-02", "Gamma", "3.0")
+        ]
+    );
+    assert_eq!(ids.len(), 3);
+    let mut tx = db.pool.begin().await.unwrap();
+    changes::consume(&mut tx, db.backend, &tenant, &ids)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    write(
+        other.clone(),
+        "run-x",
+        vec![item("OTHER-01", "Omega", "Acme", "9.0", "windows")],
+    )
+    .await;
+
+    // Alpha's device is renamed, Beta gains only a user, Gamma is gone,
+    // Delta is new.
+    let mut beta_with_user = beta;
+    beta_with_user.user_name = Some("ACME\\jdoe".into());
+    write(
+        tenant.clone(),
+        "run-2",
+        vec![
+            with_id("WS-01-NEW", "id-1"),
+            MappedRow::Inventory(beta_with_user),
+            item("WS-03", "Delta", "Acme", "4.0", "windows"),
+            MappedRow::Inventory(no_application),
+        ],
+    )
+    .await;
+    let (ids, keys) = changes::pending(db, &tenant).await.unwrap();
+    assert_eq!(
+        keys,
+        [
+            key("WS-01", "Alpha", "1.0"),
+            key("WS-01-NEW", "Alpha", "1.0"),
+            key("WS-02", "Gamma", "3.0"),
+            key("WS-03", "Delta", "4.0")
+        ]
+    );
+    assert_eq!(ids.len(), 4, "one entry per key: {keys:?}");
+    test_db.finish().await;
+}
+
+/// Inventory items and source records name an existing tenant (a foreign
+/// key on SQLite, triggers on PostgreSQL): a row inserted or moved to an
+/// unknown tenant is refused as a foreign key violation, and deleting a
+/// tenant deletes its rows and nobody else's.
+async fn inventory_rows_belong_to_an_existing_tenant(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let owner = test_db.tenant("owner").await;
+    let other = test_db.tenant("other").await;
+    let db = &test_db.db;
+    for statement in [
+        "INSERT INTO inventory_items (tenant_id, source, item_key, group_ids, seen_run, updated_at) \
+         VALUES ($1, 'rmm', 'k', '[]', 'run', 0)",
+        "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, body, \
+         seen_run, updated_at) VALUES ($1, 'rmm', 'devices', 'device', 'k', '{}', 'run', 0)",
+    ] {
+        let refused = sqlx::query(statement)
+            .bind("no-such-tenant")
+            .execute(&db.pool)
+            .await
+            .expect_err(statement);
+        assert_eq!(
+            refused.as_database_error().map(|e| e.kind()),
+            Some(sqlx::error::ErrorKind::ForeignKeyViolation),
+            "{refused}"
+        );
+    }
+    let rows = [
+        item("WS-01", "Alpha", "Acme", "1.0", "windows"),
+        device_record("WS-01", json!({"name": "WS-01"})),
+    ];
+    test_db.seed(&owner, "rmm", &rows).await;
+    test_db.seed(&other, "rmm", &rows).await;
+    let count = |table: &'static str, tenant: String| async move {
+        sqlx::query_scalar::<_, i64>(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE tenant_id = $1"
+        ))
+        .bind(tenant)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(
+        count("inventory_items", owner.as_str().to_string()).await,
+        1
+    );
+    assert_eq!(count("source_records", owner.as_str().to_string()).await, 1);
+    for table in ["inventory_items", "source_records"] {
+        let statement =
+            format!("UPDATE {table} SET tenant_id = 'no-such-tenant' WHERE tenant_id = $1");
+        let refused = sqlx::query(&statement)
+            .bind(owner.as_str())
+            .execute(&db.pool)
+            .await
+            .expect_err(&statement);
+        assert_eq!(
+            refused.as_database_error().map(|e| e.kind()),
+            Some(sqlx::error::ErrorKind::ForeignKeyViolation),
+            "{refused}"
+        );
+        assert_eq!(count(table, owner.as_str().to_string()).await, 1, "{table}");
+    }
+
+    sqlx::query("DELETE FROM tenants WHERE id = $1")
+        .bind(owner.as_str())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    for table in ["inventory_items", "source_records"] {
+        assert_eq!(count(table, owner.as_str().to_string()).await, 0, "{table}");
+        assert_eq!(count(table, other.as_str().to_string()).await, 1, "{table}");
+    }
+    test_db.finish().await;
 }

@@ -6,3 +6,5 @@
 
 mod inventory;
 mod jobs;
+mod rollup_incremental;
+mod search;

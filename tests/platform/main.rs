@@ -20,7 +20,6 @@ mod psa;
 mod reports;
 mod research;
 mod rmm;
-mod rollup_incremental;
 mod scanner;
 mod search;
 mod service;

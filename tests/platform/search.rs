@@ -1,17 +1,15 @@
-//! Structured search over the software rollup: every operator on each field
-//! type, each combinator, deep nesting, hostile values, and a differential
-//! test against a plain in-memory evaluator.
+//! Structured search over HTTP: what a client sees of it. The rules
+//! themselves (every operator, combinator, hostile value, and a differential
+//! test) are checked on the area's functions in `tests/areas/search.rs`;
+//! here, one end-to-end path answered for the caller's tenant only, the 422
+//! naming the part of a request that is wrong, and the caps.
 
 use cairn_tests::inventory::{item, sorted_names};
-use cairn_tests::query_eval::{eval_group, positive, OPERATORS};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 backend_tests!(
-    every_operator_combinator_and_hostile_value,
-    random_queries_agree_with_an_in_memory_evaluator,
+    a_search_answers_for_the_callers_tenant_and_names_bad_parts,
     oversized_queries_are_the_clients_error,
 );
 
@@ -42,55 +40,18 @@ fn rule(field: &str, operator: &str, value: Value) -> Value {
 fn group(combinator: &str, rules: Vec<Value>) -> Value {
     json!({"kind": "group", "combinator": combinator, "rules": rules})
 }
-
-const ALL: [&str; 7] = [
-    "100% Pure_Tool",
-    "100x Pure-Tool",
-    "Google Chrome",
-    "Mozilla Firefox",
-    "OpenSSH",
-    "a.b*c",
-    "aXbbc",
-];
-
-fn all_but(excluded: &[&str]) -> Vec<&'static str> {
-    ALL.iter()
-        .copied()
-        .filter(|n| !excluded.contains(n))
-        .collect()
-}
-
-async fn every_operator_combinator_and_hostile_value(backend: Backend) {
+async fn a_search_answers_for_the_callers_tenant_and_names_bad_parts(backend: Backend) {
     let Some(app) = app(backend).await else {
         return;
     };
     let owner = app.register("owner@msp.example").await;
     let other = app.register("other@elsewhere.example").await;
     let mut rows = vec![];
-    for (d, version) in [
-        ("D1", "120.0"),
-        ("D2", "120.0"),
-        ("D3", "120.0"),
-        ("D4", "119.0"),
-    ] {
-        rows.push(item(d, "Google Chrome", "Google", version, "windows"));
-    }
     for d in ["D1", "D2"] {
-        rows.push(item(d, "Mozilla Firefox", "Mozilla", "128.0", "macos"));
+        rows.push(item(d, "Google Chrome", "Google", "120.0", "windows"));
     }
-    rows.push(item(
-        "D5",
-        "100% Pure_Tool",
-        r"O'Reilly \ Co",
-        "1.0",
-        "linux",
-    ));
-    rows.push(item("D6", "100x Pure-Tool", "Decoy", "1.0", "linux"));
-    rows.push(item("D5", "a.b*c", "Regex", "2.0", "windows"));
-    rows.push(item("D6", "aXbbc", "Regex", "2.0", "windows"));
-    for d in ["D1", "D5", "D6"] {
-        rows.push(item(d, "OpenSSH", "", "9.6", "linux"));
-    }
+    rows.push(item("D1", "Mozilla Firefox", "Mozilla", "128.0", "macos"));
+    rows.push(item("D3", "OpenSSH", "", "9.6", "linux"));
     app.seed(&owner, "rmm", &rows).await;
     app.seed(
         &other,
@@ -101,256 +62,37 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
     app.rebuild(&owner).await;
     app.rebuild(&other).await;
 
-    let cases: Vec<(Value, Vec<&str>)> = vec![
-        // Text.
+    // The other tenant's look-alike is never answered.
+    for (query, want) in [
         (
-            rule("name", "contains", json!("CHROME")),
+            group("and", vec![rule("name", "contains", json!("chrome"))]),
             vec!["Google Chrome"],
         ),
         (
-            rule("name", "not_contains", json!("o")),
-            vec!["a.b*c", "aXbbc"],
-        ),
-        (rule("name", "equals", json!("openssh")), vec!["OpenSSH"]),
-        (
-            rule("name", "not_equals", json!("OpenSSH")),
-            all_but(&["OpenSSH"]),
-        ),
-        (
-            rule("name", "starts_with", json!("100%")),
-            vec!["100% Pure_Tool"],
-        ),
-        (
-            rule("name", "not_starts_with", json!("100")),
-            all_but(&["100% Pure_Tool", "100x Pure-Tool"]),
-        ),
-        (
-            rule("name", "ends_with", json!("_tool")),
-            vec!["100% Pure_Tool"],
-        ),
-        (
-            rule("name", "not_ends_with", json!("C")),
-            all_but(&["a.b*c", "aXbbc"]),
-        ),
-        (
-            rule("name", "in", json!("openssh, a.b*c")),
-            vec!["OpenSSH", "a.b*c"],
-        ),
-        (
-            rule("name", "in", json!(["OpenSSH", "aXbbc"])),
-            vec!["OpenSSH", "aXbbc"],
-        ),
-        (
-            rule("name", "not_in", json!("OpenSSH,a.b*c")),
-            all_but(&["OpenSSH", "a.b*c"]),
-        ),
-        (rule("vendor", "is_empty", Value::Null), vec!["OpenSSH"]),
-        (
-            rule("vendor", "is_not_empty", Value::Null),
-            all_but(&["OpenSSH"]),
-        ),
-        (rule("name", "gt", json!("a")), ALL.to_vec()),
-        // Hostile values match only what they literally say.
-        (rule("name", "contains", json!("a.b*c")), vec!["a.b*c"]),
-        (rule("name", "contains", json!("%")), vec!["100% Pure_Tool"]),
-        (rule("name", "contains", json!("_")), vec!["100% Pure_Tool"]),
-        (rule("name", "equals", json!("%")), vec![]),
-        (
-            rule("vendor", "equals", json!(r"O'Reilly \ Co")),
-            vec!["100% Pure_Tool"],
-        ),
-        (
-            rule("vendor", "contains", json!("'")),
-            vec!["100% Pure_Tool"],
-        ),
-        (
-            rule("vendor", "contains", json!(r"\")),
-            vec!["100% Pure_Tool"],
-        ),
-        (rule("vendor", "contains", json!("' OR '1'='1")), vec![]),
-        (rule("name", "contains", json!("[a-z]+")), vec![]),
-        // Numbers.
-        (
-            rule("device_count", "equals", json!(4)),
-            vec!["Google Chrome"],
-        ),
-        (
-            rule("device_count", "not_equals", json!("1")),
-            vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"],
-        ),
-        (
-            rule("device_count", "gt", json!("2")),
-            vec!["Google Chrome", "OpenSSH"],
-        ),
-        (
-            rule("device_count", "gte", json!(3)),
-            vec!["Google Chrome", "OpenSSH"],
-        ),
-        (
-            rule("device_count", "lt", json!(2)),
-            vec!["100% Pure_Tool", "100x Pure-Tool", "a.b*c", "aXbbc"],
-        ),
-        (
-            rule("device_count", "lte", json!("2.0")),
-            all_but(&["Google Chrome", "OpenSSH"]),
-        ),
-        (
-            rule("device_count", "in", json!("2, 3")),
+            group(
+                "or",
+                vec![
+                    rule("vendor", "is_empty", Value::Null),
+                    rule("platform", "equals", json!("macos")),
+                ],
+            ),
             vec!["Mozilla Firefox", "OpenSSH"],
         ),
-        (
-            rule("device_count", "not_in", json!("1")),
-            vec!["Google Chrome", "Mozilla Firefox", "OpenSSH"],
-        ),
-        (rule("size_bytes", "is_empty", Value::Null), ALL.to_vec()),
-        (rule("size_bytes", "is_not_empty", Value::Null), vec![]),
-        (rule("device_count", "contains", json!("4")), ALL.to_vec()),
-        // Lists: any element matches; negations mean no element does.
-        (
-            rule("version", "equals", json!("119.0")),
-            vec!["Google Chrome"],
-        ),
-        (
-            rule("version", "contains", json!("12")),
-            vec!["Google Chrome", "Mozilla Firefox"],
-        ),
-        (
-            rule("version", "not_equals", json!("120.0")),
-            all_but(&["Google Chrome"]),
-        ),
-        (
-            rule("platform", "equals", json!("linux")),
-            vec!["100% Pure_Tool", "100x Pure-Tool", "OpenSSH"],
-        ),
-        (
-            rule("platform", "not_in", json!("windows,linux")),
-            vec!["Mozilla Firefox"],
-        ),
-        (
-            rule("platform", "starts_with", json!("mac")),
-            vec!["Mozilla Firefox"],
-        ),
-        // Unknown fields are skipped, unknown operators dropped.
-        (
-            rule("tenant_id", "equals", json!(other.tenant_id)),
-            ALL.to_vec(),
-        ),
-        (rule("1=1", "equals", json!("1")), ALL.to_vec()),
-        (rule("name", "matches", json!(".*")), ALL.to_vec()),
-        (
-            rule("name", "equals; DROP TABLE applications", json!("x")),
-            ALL.to_vec(),
-        ),
-        // Combinators.
-        (
-            group(
-                "and",
-                vec![
-                    rule("vendor", "equals", json!("Regex")),
-                    rule("name", "starts_with", json!("a.")),
-                ],
-            ),
-            vec!["a.b*c"],
-        ),
-        (
-            group(
-                "or",
-                vec![
-                    rule("name", "equals", json!("OpenSSH")),
-                    rule("device_count", "gt", json!(3)),
-                ],
-            ),
-            vec!["Google Chrome", "OpenSSH"],
-        ),
-        (
-            group(
-                "none",
-                vec![
-                    rule("platform", "equals", json!("windows")),
-                    rule("platform", "equals", json!("linux")),
-                ],
-            ),
-            vec!["Mozilla Firefox"],
-        ),
-        (
-            group(
-                "not_all",
-                vec![
-                    rule("vendor", "equals", json!("Regex")),
-                    rule("name", "equals", json!("aXbbc")),
-                ],
-            ),
-            all_but(&["aXbbc"]),
-        ),
-        (group("and", vec![]), ALL.to_vec()),
-        (group("none", vec![]), ALL.to_vec()),
-        (
-            group(
-                "or",
-                vec![group("and", vec![]), rule("nope", "equals", json!("x"))],
-            ),
-            ALL.to_vec(),
-        ),
-        // Five deep.
-        (
-            group(
-                "and",
-                vec![group(
-                    "or",
-                    vec![group(
-                        "and",
-                        vec![group(
-                            "or",
-                            vec![group("and", vec![rule("name", "contains", json!("fire"))])],
-                        )],
-                    )],
-                )],
-            ),
-            vec!["Mozilla Firefox"],
-        ),
-        (
-            group(
-                "none",
-                vec![group(
-                    "or",
-                    vec![group(
-                        "and",
-                        vec![group(
-                            "none",
-                            vec![group("or", vec![rule("name", "equals", json!("OpenSSH"))])],
-                        )],
-                    )],
-                )],
-            ),
-            vec!["OpenSSH"],
-        ),
-    ];
-    for (query, want) in cases {
-        let query = if query["kind"] == "rule" {
-            group("and", vec![query])
-        } else {
-            query
-        };
+    ] {
         let page = search(&app, &owner, json!({"query": query})).await;
         assert_eq!(sorted_names(&page), want, "{query}");
         assert_eq!(page["total"], want.len(), "{query}");
     }
-
-    // Sort, page and free text.
     let page = search(
         &app,
         &owner,
-        json!({"sort": "-device_count", "skip": 1, "limit": 2, "search": "o"}),
+        json!({"sort": "name", "skip": 1, "limit": 1, "search": "o"}),
     )
     .await;
-    let listed: Vec<&str> = page["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, ["OpenSSH", "Mozilla Firefox"]);
-    assert_eq!(page["total"], 5);
+    assert_eq!(sorted_names(&page), ["Mozilla Firefox"]);
+    assert_eq!(page["total"], 3);
+    assert_eq!(page["skip"], 1);
+    assert_eq!(page["limit"], 1);
 
     // Bad requests are the client's and say which part is wrong.
     let bad = [
@@ -396,195 +138,6 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
         if field != "body" {
             assert_eq!(resp.body["field"], field, "{}", resp.text);
         }
-    }
-    app.finish().await;
-}
-
-// ---- differential -------------------------------------------------------
-
-const TEXT_FIELDS: [&str; 3] = ["name", "vendor", "publisher"];
-const LIST_FIELDS: [&str; 2] = ["version", "platform"];
-/// Small alphabet with LIKE metacharacters, so collisions and escapes are
-/// common.
-const ALPHABET: [&str; 8] = ["a", "B", "%", "_", "\\", "'", ".", " "];
-
-fn word(rng: &mut StdRng, max: usize) -> String {
-    let len = rng.gen_range(0..=max);
-    (0..len)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())])
-        .collect()
-}
-
-fn random_rule(rng: &mut StdRng) -> Value {
-    let operator = OPERATORS[rng.gen_range(0..OPERATORS.len())];
-    let kind = rng.gen_range(0..10);
-    let (field, value) = match kind {
-        0..=3 => (TEXT_FIELDS[rng.gen_range(0..3)], json!(word(rng, 2))),
-        4..=5 => (LIST_FIELDS[rng.gen_range(0..2)], json!(word(rng, 2))),
-        6..=8 => ("device_count", json!(rng.gen_range(0..5).to_string())),
-        _ => ("not_a_field", json!("x")),
-    };
-    let value = if operator.ends_with("in") && field == "device_count" {
-        json!(format!("{},{}", rng.gen_range(0..5), rng.gen_range(0..5)))
-    } else if operator.ends_with("in") {
-        json!(format!("{},{}", word(rng, 2), word(rng, 2)))
-    } else {
-        value
-    };
-    rule(field, operator, value)
-}
-
-fn random_group(rng: &mut StdRng, depth: u32) -> Value {
-    let combinator = ["and", "or", "none", "not_all"][rng.gen_range(0..4)];
-    let n = rng.gen_range(0..=3);
-    let rules = (0..n)
-        .map(|_| {
-            if depth < 3 && rng.gen_bool(0.3) {
-                random_group(rng, depth + 1)
-            } else {
-                random_rule(rng)
-            }
-        })
-        .collect();
-    group(combinator, rules)
-}
-
-/// The values of a field on an application, as text; lists have many.
-fn values(app: &Value, field: &str) -> Vec<String> {
-    match field {
-        "version" => app["version_counts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["version"].as_str().unwrap().to_string())
-            .collect(),
-        "platform" => app["platforms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect(),
-        _ => app[field]
-            .as_str()
-            .map(|s| vec![s.to_string()])
-            .unwrap_or_default(),
-    }
-}
-
-fn split(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
-/// What a rule means, written plainly. `None` when the rule is skipped.
-fn eval_rule(app: &Value, rule: &Value) -> Option<bool> {
-    let field = rule["field"].as_str().unwrap();
-    let operator = rule["operator"].as_str().unwrap();
-    let value = rule["value"].as_str().unwrap_or("");
-    let (positive, negated) = positive(operator);
-    if field == "device_count" {
-        let n = app["device_count"].as_f64().unwrap();
-        let v: f64 = value
-            .split(',')
-            .next()
-            .unwrap_or("0")
-            .trim()
-            .parse()
-            .unwrap_or(0.0);
-        let hit = match positive {
-            "equals" => n == v,
-            "gt" => n > v,
-            "gte" => n >= v,
-            "lt" => n < v,
-            "lte" => n <= v,
-            "is_not_empty" => true,
-            "in" => split(value).iter().any(|x| x.parse::<f64>().unwrap() == n),
-            _ => return None,
-        };
-        return Some(hit != negated);
-    }
-    if !TEXT_FIELDS.contains(&field) && !LIST_FIELDS.contains(&field) {
-        return None;
-    }
-    let needle = value.to_ascii_lowercase();
-    let matches = |text: &String| {
-        let text = text.to_ascii_lowercase();
-        match positive {
-            "contains" => text.contains(&needle),
-            "equals" => text == needle,
-            "starts_with" => text.starts_with(&needle),
-            "ends_with" => text.ends_with(&needle),
-            "is_not_empty" => !text.is_empty(),
-            "in" => split(value).iter().any(|x| x.to_ascii_lowercase() == text),
-            _ => false,
-        }
-    };
-    if ![
-        "contains",
-        "equals",
-        "starts_with",
-        "ends_with",
-        "is_not_empty",
-        "in",
-    ]
-    .contains(&positive)
-    {
-        return None;
-    }
-    Some(values(app, field).iter().any(matches) != negated)
-}
-
-async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
-    let Some(app) = app(backend).await else {
-        return;
-    };
-    let owner = app.register("owner@msp.example").await;
-    let other = app.register("other@elsewhere.example").await;
-    let seed: u64 = std::env::var("CAIRN_SEARCH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    println!("search differential seed: {seed} (set CAIRN_SEARCH_SEED to replay)");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut rows = vec![];
-    for a in 0..40 {
-        let name = format!("{}{a}", word(&mut rng, 3));
-        for _ in 0..rng.gen_range(1..4) {
-            let device = format!("D{}", rng.gen_range(0..8));
-            let mut row = item(
-                &device,
-                &name,
-                &word(&mut rng, 3),
-                &word(&mut rng, 2),
-                ["windows", "Linux", "mac%", "a_b"][rng.gen_range(0..4)],
-            );
-            if let cairn::plugins::MappedRow::Inventory(inner) = &mut row {
-                inner.publisher = rng.gen_bool(0.5).then(|| word(&mut rng, 3).into());
-            }
-            rows.push(row);
-        }
-    }
-    app.seed(&owner, "rmm", &rows).await;
-    app.seed(&other, "rmm", &rows).await;
-    app.rebuild(&owner).await;
-    app.rebuild(&other).await;
-    let everything = search(&app, &owner, json!({"limit": 500})).await;
-    let apps = everything["items"].as_array().unwrap().clone();
-    assert_eq!(everything["total"].as_u64().unwrap() as usize, apps.len());
-
-    for _ in 0..150 {
-        let query = random_group(&mut rng, 0);
-        let mut want: Vec<String> = apps
-            .iter()
-            .filter(|a| eval_group(*a, &query, &eval_rule).unwrap_or(true))
-            .map(|a| a["name"].as_str().unwrap().to_string())
-            .collect();
-        want.sort();
-        let page = search(&app, &owner, json!({"query": query, "limit": 500})).await;
-        assert_eq!(sorted_names(&page), want, "seed {seed}, query {query}");
     }
     app.finish().await;
 }

@@ -185,6 +185,32 @@ impl TestDb {
         insert_tenant(&self.db, name).await
     }
 
+    /// Writes `rows` as `source` reported them for `tenant`, through the
+    /// sync's own upsert.
+    pub async fn seed(
+        &self,
+        tenant: &cairn::auth::TenantId,
+        source: &str,
+        rows: &[cairn::plugins::MappedRow],
+    ) {
+        let mut tx = self.db.pool.begin().await.expect("begin");
+        cairn::integrations::storage::upsert_rows(&mut tx, tenant, source, ("seed", 0), rows)
+            .await
+            .expect("write the rows");
+        tx.commit().await.expect("commit");
+    }
+
+    /// Rebuilds `tenant`'s software rollup from everything written so far.
+    pub async fn rebuild(&self, tenant: &cairn::auth::TenantId) {
+        cairn::inventory::rollup::rebuild_until_current(
+            &self.db,
+            tenant,
+            cairn::inventory::rollup::Mode::Whole,
+        )
+        .await
+        .expect("rebuild the rollup");
+    }
+
     /// Closes the pool and removes the database.
     pub async fn finish(self) {
         self.db.close().await;

@@ -84,6 +84,18 @@ async fn build_template(admin: &mut PgConnection, admin_url: &str, name: &str) {
     while_in_use(admin, &closed)
         .await
         .expect("close the template");
+    // The pool's close does not always wait for a connection the migrator
+    // just gave back (seen on a clean machine: the rename then waited on
+    // it for good). The database is this builder's alone, so whatever is
+    // still connected to it is ended.
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(&building)
+    .execute(&mut *admin)
+    .await
+    .expect("end the template's connections");
     let rename = format!("ALTER DATABASE {building} RENAME TO {name}");
     match while_in_use(admin, &rename).await {
         Ok(()) => {}

@@ -101,11 +101,7 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     steps.run("components unit tests, linted", || {
         components::test_all(&linted)
     })?;
-    let binaries = steps.run("host test build, linted", || {
-        let binaries = tests::build(&linted)?;
-        tests::build_server(&linted)?;
-        Ok(binaries)
-    })?;
+    let binaries = steps.run("host test build, linted", || tests::build(&linted))?;
     tests::run_all(steps, &binaries, &env, extra)?;
     steps.run("doc tests", || tests::run_doc(&linted, &env))?;
     // Two single-threaded Python programs: on two cores, side by side.

@@ -30,10 +30,17 @@ fn test_threads() -> String {
 /// [`crate::lint::while_building`]).
 pub fn build(env: &[(String, String)]) -> Result<Vec<TestBinary>, String> {
     let output = Command::new("cargo")
+        // One invocation for the test binaries and the `cairn` binary the
+        // fuzzer, the OpenAPI check and the process tests run: a separate
+        // `cargo build -p cairn` resolves features without the tests'
+        // dev-dependencies and compiles the host and many of its
+        // dependencies a second time.
         .args([
-            "test",
+            "build",
             "--workspace",
-            "--no-run",
+            "--lib",
+            "--bins",
+            "--tests",
             "--message-format=json-render-diagnostics",
         ])
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -135,12 +142,19 @@ pub fn run_doc(env: &[(String, String)], test_env: &[(String, String)]) -> Resul
     process::run("cargo", &["test", "--quiet", "--workspace", "--doc"], &all)
 }
 
-/// Builds the service binary in the tests' profile, with the same `env`
-/// as [`build`] so the library it links is not compiled again.
+/// Builds the service binary as [`build`] does (same targets, same `env`,
+/// so the same features): after it, nothing is compiled again.
 pub fn build_server(env: &[(String, String)]) -> Result<(), String> {
     process::run(
         "cargo",
-        &["build", "--quiet", "-p", "cairn", "--bin", "cairn"],
+        &[
+            "build",
+            "--quiet",
+            "--workspace",
+            "--lib",
+            "--bins",
+            "--tests",
+        ],
         &crate::lint::pairs(env),
     )
 }

@@ -57,6 +57,24 @@ pub struct RebuildStats {
     pub changes: Option<usize>,
 }
 
+/// What a rebuild did, as the rollup job's detail says it to clients.
+impl std::fmt::Display for RebuildStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.changes {
+            Some(changes) => write!(
+                f,
+                "{changes} inventory changes folded in: {} applications and {} assets recomputed from {} items",
+                self.applications, self.assets, self.items
+            ),
+            None => write!(
+                f,
+                "{} inventory items rolled up into {} applications and {} assets",
+                self.items, self.applications, self.assets
+            ),
+        }
+    }
+}
+
 /// How a rebuild may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -165,17 +183,7 @@ impl JobHandler for RollupHandler {
         };
         // The inventory changed: its vulnerabilities may have too.
         crate::vulnerabilities::inventory_changed(ctx.db(), ctx.tenant_id()).await?;
-        let detail = match stats.changes {
-            Some(changes) => format!(
-                "{changes} inventory changes folded in: {} applications and {} assets recomputed from {} items",
-                stats.applications, stats.assets, stats.items
-            ),
-            None => format!(
-                "{} inventory items rolled up into {} applications and {} assets",
-                stats.items, stats.applications, stats.assets
-            ),
-        };
-        ctx.progress("done", 1, 1, &detail).await?;
+        ctx.progress("done", 1, 1, &stats.to_string()).await?;
         Ok(())
     }
 }

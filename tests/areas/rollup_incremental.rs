@@ -10,7 +10,7 @@ use cairn::integrations::seen::prune_unseen;
 use cairn::integrations::storage::upsert_rows;
 use cairn::inventory::rollup::{self, Mode};
 use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
-use cairn_tests::{backend_tests, Backend, TestApp};
+use cairn_tests::{backend_tests, Backend, TestDb};
 use serde_json::json;
 
 backend_tests!(incremental_rollup_equals_a_whole_rebuild_on_random_changes);
@@ -178,7 +178,7 @@ impl Upstream {
         }
     }
 
-    async fn sync(&self, app: &TestApp, tenant: &TenantId, source: &str, run: &str) {
+    async fn sync(&self, test_db: &TestDb, tenant: &TenantId, source: &str, run: &str) {
         let rows: Vec<MappedRow> = self
             .items
             .iter()
@@ -186,17 +186,19 @@ impl Upstream {
             .map(MappedRow::Inventory)
             .chain(self.records.iter().cloned().map(MappedRow::Record))
             .collect();
-        let mut tx = app.db().pool.begin().await.unwrap();
+        let mut tx = test_db.db.pool.begin().await.unwrap();
         upsert_rows(&mut tx, tenant, source, (run, 0), &rows)
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        prune_unseen(app.db(), tenant, source, run).await.unwrap();
+        prune_unseen(&test_db.db, tenant, source, run)
+            .await
+            .unwrap();
     }
 }
 
 /// The rollup's tables as a reader sees them, without the stamps.
-async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec<String>> {
+async fn stored_rollup(test_db: &TestDb, tenant: &TenantId) -> BTreeMap<String, Vec<String>> {
     let queries = [
         (
             "applications",
@@ -233,7 +235,7 @@ async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec
     for (table, query) in queries {
         let rows = sqlx::query(query)
             .bind(tenant.as_str())
-            .fetch_all(&app.db().pool)
+            .fetch_all(&test_db.db.pool)
             .await
             .unwrap();
         let rows = rows
@@ -255,12 +257,11 @@ async fn stored_rollup(app: &TestApp, tenant: &TenantId) -> BTreeMap<String, Vec
 }
 
 async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Backend) {
-    let Some(app) = TestApp::start_with(backend, |s| s.job_workers = 0).await else {
+    let Some(test_db) = TestDb::create(backend).await else {
         return;
     };
-    let owner = app.register("owner@msp.example").await;
-    let tenant = TenantId(owner.tenant_id.clone());
-    let db = app.db();
+    let tenant = test_db.tenant("owner").await;
+    let db = &test_db.db;
     let mut dice = Dice(0x9e37_79b9_7f4a_7c15);
     // Syncs of three areas (mdm and edr with device records) and a CSV
     // provider, which records no completion.
@@ -270,7 +271,7 @@ async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Ba
         for _ in 0..12 {
             upstream[i].change(&mut dice, ["mdm", "edr", "scanner"].contains(source));
         }
-        upstream[i].sync(&app, &tenant, source, "run-0").await;
+        upstream[i].sync(&test_db, &tenant, source, "run-0").await;
     }
     let first = rollup::rebuild_until_current(db, &tenant, Mode::Incremental)
         .await
@@ -284,7 +285,7 @@ async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Ba
             let source = sources[i];
             upstream[i].change(&mut dice, ["mdm", "edr", "scanner"].contains(&source));
             upstream[i]
-                .sync(&app, &tenant, source, &format!("run-{round}"))
+                .sync(&test_db, &tenant, source, &format!("run-{round}"))
                 .await;
         }
         // Completion times are milliseconds: keep rounds apart.
@@ -295,11 +296,11 @@ async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Ba
         if stats.changes.is_some() {
             folded += 1;
         }
-        let incremental = stored_rollup(&app, &tenant).await;
+        let incremental = stored_rollup(&test_db, &tenant).await;
         rollup::rebuild_until_current(db, &tenant, Mode::Whole)
             .await
             .unwrap();
-        let whole = stored_rollup(&app, &tenant).await;
+        let whole = stored_rollup(&test_db, &tenant).await;
         for (table, rows) in &whole {
             assert_eq!(
                 &incremental[table], rows,
@@ -312,5 +313,5 @@ async fn incremental_rollup_equals_a_whole_rebuild_on_random_changes(backend: Ba
     // Only a dominant vendor changing under untouched devices gives way
     // to a whole rebuild.
     assert!(folded >= 18, "only {folded} of 24 rounds were incremental");
-    app.finish().await;
+    test_db.finish().await;
 }
