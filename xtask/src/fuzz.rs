@@ -49,14 +49,21 @@ fn schemathesis() -> String {
 }
 
 /// Fuzzes the service binary built with `env` (that of the tests' build),
-/// installing schemathesis first if [`install`] has not.
-pub fn run(env: &[(String, String)]) -> Result<(), String> {
+/// installing schemathesis first if [`install`] has not; the run's output
+/// goes to `log` when one is given.
+pub fn run(env: &[(String, String)], log: Option<&Path>) -> Result<(), String> {
     if !install()? {
         return Ok(());
     }
     let st = schemathesis();
     crate::tests::build_server(env)?;
-    process::run(
+    // The tests' compiled components, so the fuzzed service starts without
+    // compiling every component again.
+    let cache = std::env::current_dir()
+        .map(|dir| dir.join(crate::tests::PLUGIN_CACHE))
+        .map_err(|e| e.to_string())?;
+    let cache = cache.to_string_lossy();
+    process::run_logged(
         "python3",
         &[
             "xtask/fuzz.py",
@@ -65,6 +72,7 @@ pub fn run(env: &[(String, String)]) -> Result<(), String> {
             crate::components::INSTALL_DIR,
             EXAMPLES,
         ],
-        &[],
+        &[("CAIRN_PLUGIN_CACHE_DIR", &cache)],
+        log,
     )
 }

@@ -21,6 +21,8 @@ mod tests;
 
 use std::process::ExitCode;
 
+use std::path::Path;
+
 use steps::Steps;
 
 fn main() -> ExitCode {
@@ -31,7 +33,9 @@ fn main() -> ExitCode {
         Some("test") => test(&mut steps, &args[1..]),
         Some("lint") => lint(&mut steps),
         Some("components") => components::build_all().map(|_| ()),
-        Some("fuzz") => components::build_all().and_then(|_| fuzz::run(&lint::while_building()?)),
+        Some("fuzz") => {
+            components::build_all().and_then(|_| fuzz::run(&lint::while_building()?, None))
+        }
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <serve|test|lint|components|fuzz|bench NAME> [args]");
@@ -90,31 +94,84 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     let linted = lint::while_building()?;
     // Downloads, while the builds use the cores.
     let fuzzer = Steps::alongside("fuzzer install", fuzz::install);
+    // The two workspaces build side by side: each has stretches where one
+    // crate keeps one core busy (a component's LTO, the host crate), and
+    // the other fills them. The host build's messages are printed after.
+    let build_log = process::step_log("host-test-build");
+    let host_build = {
+        let (linted, log) = (linted.clone(), build_log.clone());
+        Steps::alongside("host test build, linted", move || {
+            tests::build(&linted, Some(&log))
+        })
+    };
     // Release, as the tests load them; the tests take them from here.
-    steps.run("components build, linted", || {
-        components::build_all_with(&linted).map(|_| ())
-    })?;
+    let components_built = steps
+        .run("components build, linted", || {
+            components::build_all_with(&linted).map(|_| ())
+        })
+        .and_then(|()| {
+            steps.run("components unit tests, linted", || {
+                components::test_all(&linted)
+            })
+        });
+    // Waited for even when the components failed: no build outlives xtask.
+    let binaries = host_build.finish(steps);
+    process::replay("host test build, linted", &build_log);
+    components_built?;
+    let binaries = binaries?;
     env.push((
         "CAIRN_TEST_COMPONENTS".into(),
         components::built_dir().display().to_string(),
     ));
-    steps.run("components unit tests, linted", || {
-        components::test_all(&linted)
-    })?;
-    let binaries = steps.run("host test build, linted", || tests::build(&linted))?;
-    tests::run_all(steps, &binaries, &env, extra)?;
-    steps.run("doc tests", || tests::run_doc(&linted, &env))?;
-    // Two single-threaded Python programs: on two cores, side by side.
-    fuzzer.finish(steps)?;
-    let validation = Steps::alongside("OpenAPI validation", validate_openapi);
-    let fuzzed = steps.run("fuzz", || fuzz::run(&linted));
-    validation.finish(steps)?;
-    fuzzed
+    let (saturating, others): (Vec<_>, Vec<_>) = binaries
+        .into_iter()
+        .partition(|binary| binary.name == tests::SATURATING);
+    let mut failures = vec![];
+    failures.extend(tests::run_all(steps, &saturating, &env, extra).err());
+    // What is left uses about a core each: the fuzzer and the validator
+    // (two Python programs) run beside the other test binaries, their
+    // output kept apart and printed when they end.
+    let fuzz_log = process::step_log("fuzz");
+    let fuzzing = match fuzzer.finish(steps) {
+        Ok(_) => {
+            let (linted, log) = (linted.clone(), fuzz_log.clone());
+            Some(Steps::alongside("fuzz", move || {
+                fuzz::run(&linted, Some(&log))
+            }))
+        }
+        Err(err) => {
+            failures.push(err);
+            None
+        }
+    };
+    let validation_log = process::step_log("openapi-validation");
+    let validation = {
+        let log = validation_log.clone();
+        Steps::alongside("OpenAPI validation", move || validate_openapi(Some(&log)))
+    };
+    failures.extend(tests::run_all(steps, &others, &env, extra).err());
+    failures.extend(
+        steps
+            .run("doc tests", || tests::run_doc(&linted, &env))
+            .err(),
+    );
+    failures.extend(validation.finish(steps).err());
+    process::replay("OpenAPI validation", &validation_log);
+    if let Some(fuzzing) = fuzzing {
+        failures.extend(fuzzing.finish(steps).err());
+        process::replay("fuzz", &fuzz_log);
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
 }
 
 /// Checks `/openapi.json` with a real OpenAPI 3.1 validator when one is
-/// installed (`pip install openapi-spec-validator`; CI installs it).
-fn validate_openapi() -> Result<(), String> {
+/// installed (`pip install openapi-spec-validator`; CI installs it); the
+/// validator's output goes to `log` when one is given.
+fn validate_openapi(log: Option<&Path>) -> Result<(), String> {
     let required = std::env::var("CAIRN_REQUIRE_OPENAPI_VALIDATOR").is_ok_and(|v| v == "1");
     let available = std::process::Command::new("python3")
         .args(["-c", "import openapi_spec_validator"])
@@ -134,17 +191,22 @@ fn validate_openapi() -> Result<(), String> {
     ] {
         let mut args = vec!["openapi"];
         args.extend(flag);
+        // The documents list the connectors' routes: the tests' compiled
+        // components spare compiling each again.
         let doc = process::output(
             tests::SERVER_BINARY,
             &args,
-            &[(
-                "CAIRN_DATA_DIR",
-                dir.to_str().unwrap_or("/tmp/cairn-openapi"),
-            )],
+            &[
+                (
+                    "CAIRN_DATA_DIR",
+                    dir.to_str().unwrap_or("/tmp/cairn-openapi"),
+                ),
+                ("CAIRN_PLUGIN_CACHE_DIR", tests::PLUGIN_CACHE),
+            ],
         )?;
         let path = dir.join(file);
         std::fs::write(&path, doc).map_err(|e| e.to_string())?;
-        process::run(
+        process::run_logged(
             "python3",
             &[
                 "-m",
@@ -152,6 +214,7 @@ fn validate_openapi() -> Result<(), String> {
                 path.to_str().unwrap_or_default(),
             ],
             &[],
+            log,
         )?;
     }
     println!("== /openapi.json and /api/openapi.json are valid OpenAPI 3.1 documents");

@@ -1,13 +1,37 @@
 //! Running commands and probing services.
 
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 pub fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    let status = Command::new(program)
-        .args(args)
-        .envs(env.iter().copied())
+    run_logged(program, args, env, None)
+}
+
+/// [`run`], with the command's stdout and stderr appended to `log` when
+/// one is given: a step running alongside others keeps its output apart
+/// and prints it when it ends ([`replay`]).
+pub fn run_logged(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    log: Option<&Path>,
+) -> Result<(), String> {
+    let mut command = Command::new(program);
+    command.args(args).envs(env.iter().copied());
+    if let Some(log) = log {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        command.stdout(file).stderr(err);
+    }
+    let status = command
         .status()
         .map_err(|e| format!("cannot run {program}: {e}"))?;
     if status.success() {
@@ -67,4 +91,20 @@ pub fn ensure_debian_package(command: &str, probe: &str, package: &str) -> Resul
             run("apt-get", &["install", "-y", "-qq", package], &[])
         })
         .map_err(|e| format!("{e}; install {package} (apt-get install {package}) and run again"))
+}
+
+/// A fresh log file for a step that runs alongside others.
+pub fn step_log(name: &str) -> std::path::PathBuf {
+    let path = Path::new("target/xtask-logs").join(format!("{name}.log"));
+    let _ = std::fs::create_dir_all("target/xtask-logs");
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// Prints what a step wrote to `log`, under its name.
+pub fn replay(name: &str, log: &Path) {
+    if let Ok(text) = std::fs::read_to_string(log) {
+        println!("== output of {name} ({}):", log.display());
+        print!("{text}");
+    }
 }

@@ -1,7 +1,7 @@
 //! The host workspace's tests: built once, then each test binary run as a
 //! step of its own, so the step table says which binary took the time.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::process;
@@ -10,6 +10,14 @@ use crate::steps::Steps;
 /// The service binary the OpenAPI export and the fuzzing run: built by
 /// [`build`] in the tests' profile, so nothing is compiled twice.
 pub const SERVER_BINARY: &str = "target/debug/cairn";
+
+/// The compiled-component cache the tests' services share
+/// (`cairn_tests::plugin_cache_dir`), relative to the repository.
+pub const PLUGIN_CACHE: &str = "target/test-plugin-cache";
+
+/// The test binary that keeps both cores busy on its own; the others run
+/// after it, beside the fuzzer and the OpenAPI validation.
+pub const SATURATING: &str = "cairn-tests::platform";
 
 /// One test executable of the workspace.
 pub struct TestBinary {
@@ -27,8 +35,16 @@ fn test_threads() -> String {
 }
 
 /// Builds every test executable of the workspace with `env` (the lints of
-/// [`crate::lint::while_building`]).
-pub fn build(env: &[(String, String)]) -> Result<Vec<TestBinary>, String> {
+/// [`crate::lint::while_building`]); cargo's messages go to `log` when one
+/// is given.
+pub fn build(env: &[(String, String)], log: Option<&Path>) -> Result<Vec<TestBinary>, String> {
+    let messages = match log {
+        Some(log) => Stdio::from(
+            std::fs::File::create(log)
+                .map_err(|e| format!("cannot open {}: {e}", log.display()))?,
+        ),
+        None => Stdio::inherit(),
+    };
     let output = Command::new("cargo")
         // One invocation for the test binaries and the `cairn` binary the
         // fuzzer, the OpenAPI check and the process tests run: a separate
@@ -44,7 +60,7 @@ pub fn build(env: &[(String, String)]) -> Result<Vec<TestBinary>, String> {
             "--message-format=json-render-diagnostics",
         ])
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stderr(Stdio::inherit())
+        .stderr(messages)
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !output.status.success() {
