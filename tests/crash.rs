@@ -45,7 +45,12 @@ impl Server {
             .env("CAIRN_VULN_SCHEDULE", "false")
             .env("CAIRN_LISTEN", "127.0.0.1:0")
             .env("CAIRN_JOB_WORKERS", "2")
-            .env("CAIRN_JOB_LEASE_SECS", "3")
+            // Long enough that a live process keeps its jobs while other
+            // tests and the fuzzer load both cores (a 3 s lease was lost to
+            // a 7 s wait for a pool connection, and the rollup was taken
+            // over again and again); short enough that a killed process's
+            // jobs are taken over quickly.
+            .env("CAIRN_JOB_LEASE_SECS", "10")
             .env("CAIRN_JOB_HEARTBEAT_SECS", "1")
             .env("CAIRN_JOB_REAPER_INTERVAL_SECS", "1")
             .env("CAIRN_JOB_POLL_INTERVAL_MS", "100")
@@ -296,6 +301,10 @@ async fn count(db: &Db, sql: &str, tenant: &str) -> i64 {
         .unwrap()
 }
 
+/// The hang guard of each phase over the 100,000 rows (parse, rollup), in
+/// a debug build sharing two cores with other tests and the fuzzer.
+const HEAVY_PHASE: Duration = Duration::from_secs(300);
+
 async fn job_status(db: &Db, job_id: &str) -> String {
     sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
         .bind(job_id)
@@ -449,14 +458,10 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "3.log");
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
-    wait_for(
-        "the parse to finish",
-        Duration::from_secs(120),
-        async || {
-            let upload = server.get(&upload_path, &token).await;
-            ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
-        },
-    )
+    wait_for("the parse to finish", HEAVY_PHASE, async || {
+        let upload = server.get(&upload_path, &token).await;
+        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+    })
     .await;
     let upload = server.get(&upload_path, &token).await;
     assert_eq!(upload["status"], "succeeded", "{upload}");
@@ -476,7 +481,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let expected = rows as i64 + 3;
     wait_for(
         "the rollup to write part of its rebuild",
-        Duration::from_secs(120),
+        HEAVY_PHASE,
         async || {
             let written = count(&db, new_rows_sql, &tenant).await;
             written > 3 && written < expected
@@ -492,11 +497,9 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "4.log");
     let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
-    wait_for(
-        "the rollup to be rebuilt",
-        Duration::from_secs(120),
-        async || count(&db, behind_sql, &tenant).await == 0,
-    )
+    wait_for("the rollup to be rebuilt", HEAVY_PHASE, async || {
+        count(&db, behind_sql, &tenant).await == 0
+    })
     .await;
     let applications_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1";
     assert_eq!(count(&db, applications_sql, &tenant).await, expected);
