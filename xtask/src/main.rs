@@ -94,9 +94,9 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     let linted = lint::while_building()?;
     // Downloads, while the builds use the cores.
     let fuzzer = Steps::alongside("fuzzer install", fuzz::install);
-    // The two workspaces build side by side: each has stretches where one
-    // crate keeps one core busy (a component's LTO, the host crate), and
-    // the other fills them. The host build's messages are printed after.
+    // The two workspaces build side by side: stretches where one crate
+    // keeps one core busy (a component's LTO, the host crate) are filled by
+    // the other build. The host build's messages are printed after.
     let build_log = process::step_log("host-test-build");
     let host_build = {
         let (linted, log) = (linted.clone(), build_log.clone());
