@@ -8,8 +8,8 @@ use cairn::auth::TenantId;
 use cairn::devices::assets::{self, AssetRow, AssetView};
 use cairn::inventory::rollup::{self, build::Application, Mode};
 use cairn::inventory::search::{self, Page, SearchRequest};
-use cairn::plugins::{InventoryRow, MappedRow};
-use cairn_tests::inventory::{device_record, item};
+use cairn::plugins::MappedRow;
+use cairn_tests::inventory::{device_record, full_item, item};
 use cairn_tests::{backend_tests, Backend, TestDb};
 use serde_json::json;
 
@@ -407,13 +407,6 @@ async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
         assert_eq!(app.device_count, 9000, "{}", app.name);
     }
     db.finish().await;
-}
-
-fn full_item(device: &str, application: &str, vendor: &str, version: &str) -> InventoryRow {
-    match item(device, application, vendor, version, "windows") {
-        MappedRow::Inventory(row) => row,
-        MappedRow::Record(_) => unreachable!(),
-    }
 }
 
 /// The queue the vulnerability matcher reads (filled by triggers, per row on

@@ -8,7 +8,7 @@ use cairn::auth::TenantId;
 use cairn::inventory::applications::{self, ApplicationRow, ApplicationView};
 use cairn::inventory::search::{self, Page, SearchRequest};
 use cairn_tests::inventory::{item, sorted_names};
-use cairn_tests::query_eval::{eval_group, positive, OPERATORS};
+use cairn_tests::query_eval::{eval_group, group, positive, rule, OPERATORS};
 use cairn_tests::{backend_tests, Backend, TestDb};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,18 +27,6 @@ async fn search(db: &TestDb, tenant: &TenantId, body: Value) -> Value {
         .await
         .unwrap_or_else(|err| panic!("{body}: {err}"));
     serde_json::to_value(page.map(ApplicationView::from)).expect("a page as JSON")
-}
-
-fn rule(field: &str, operator: &str, value: Value) -> Value {
-    let mut rule = json!({"kind": "rule", "field": field, "operator": operator});
-    if !value.is_null() {
-        rule["value"] = value;
-    }
-    rule
-}
-
-fn group(combinator: &str, rules: Vec<Value>) -> Value {
-    json!({"kind": "group", "combinator": combinator, "rules": rules})
 }
 
 const ALL: [&str; 7] = [

@@ -3,7 +3,7 @@
 //! sync write path and rebuilt by the rollup job.
 
 use cairn::plugins::{InventoryRow, MappedRow};
-use cairn_tests::inventory::{device_record, item, sorted_names};
+use cairn_tests::inventory::{device_record, full_item, item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
@@ -19,13 +19,6 @@ async fn app(backend: Backend) -> Option<TestApp> {
         s.job_poll_interval_ms = 50;
     })
     .await
-}
-
-fn full_item(device: &str, application: &str, vendor: &str, version: &str) -> InventoryRow {
-    match item(device, application, vendor, version, "windows") {
-        MappedRow::Inventory(row) => row,
-        MappedRow::Record(_) => unreachable!(),
-    }
 }
 
 async fn applications(app: &TestApp, account: &Account, query: &str) -> Value {

@@ -5,6 +5,7 @@
 //! naming the part of a request that is wrong, and the caps.
 
 use cairn_tests::inventory::{item, sorted_names};
+use cairn_tests::query_eval::{group, rule};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
@@ -29,17 +30,6 @@ async fn search(app: &TestApp, account: &Account, body: Value) -> Value {
     resp.body
 }
 
-fn rule(field: &str, operator: &str, value: Value) -> Value {
-    let mut rule = json!({"kind": "rule", "field": field, "operator": operator});
-    if !value.is_null() {
-        rule["value"] = value;
-    }
-    rule
-}
-
-fn group(combinator: &str, rules: Vec<Value>) -> Value {
-    json!({"kind": "group", "combinator": combinator, "rules": rules})
-}
 async fn a_search_answers_for_the_callers_tenant_and_names_bad_parts(backend: Backend) {
     let Some(app) = app(backend).await else {
         return;

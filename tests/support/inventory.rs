@@ -32,6 +32,14 @@ pub fn item(
     })
 }
 
+/// [`item`] on Windows as the row itself, for tests that change a field.
+pub fn full_item(device: &str, application: &str, vendor: &str, version: &str) -> InventoryRow {
+    match item(device, application, vendor, version, "windows") {
+        MappedRow::Inventory(row) => row,
+        MappedRow::Record(_) => unreachable!("item makes an inventory row"),
+    }
+}
+
 /// The `name`s of a page of applications (`{"items": [...]}`), sorted.
 pub fn sorted_names(page: &Value) -> Vec<String> {
     let mut names: Vec<String> = page["items"]

@@ -1,7 +1,21 @@
 //! The meaning of a structured search's groups, written plainly, for the
 //! differential tests that compare the service with it.
 
-use serde_json::Value;
+use serde_json::{json, Value};
+
+/// A search rule as a client writes it; a null `value` is left out.
+pub fn rule(field: &str, operator: &str, value: Value) -> Value {
+    let mut rule = json!({"kind": "rule", "field": field, "operator": operator});
+    if !value.is_null() {
+        rule["value"] = value;
+    }
+    rule
+}
+
+/// A search group as a client writes it.
+pub fn group(combinator: &str, rules: Vec<Value>) -> Value {
+    json!({"kind": "group", "combinator": combinator, "rules": rules})
+}
 
 /// Every operator of the spec, and one the service must drop.
 pub const OPERATORS: [&str; 17] = [
