@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use cairn::auth::TenantId;
-use cairn::db::Db;
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
@@ -181,7 +181,7 @@ async fn killed_process_job_resumes_from_its_checkpoint(backend: Backend) {
         .await
         .unwrap();
     let total = 30;
-    let job_id = cairn::jobs::enqueue(
+    let job_id = cairn_jobs::enqueue(
         &db,
         &tenant,
         batches::KIND,

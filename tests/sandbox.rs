@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use cairn::plugins::{CallError, CallScope, LoadedConnector, Plugins};
+use cairn_plugins::{CallError, CallScope, LoadedConnector, Plugins};
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_inventory::{device, FakeInventory, TOKEN};
 use cairn_tests::{Auth, Backend, TestApp};
@@ -464,7 +464,7 @@ async fn a_dropped_file_cannot_take_over_a_connector_id() {
         let segment = rest.split('/').next().unwrap();
         if segment != "{integration}" {
             assert!(
-                cairn::plugins::loader::RESERVED_IDS.contains(&segment),
+                cairn_plugins::loader::RESERVED_IDS.contains(&segment),
                 "{segment} (of {path}) is served by the host but not reserved"
             );
         }
@@ -513,7 +513,7 @@ async fn the_perf_map_names_a_components_functions() {
 /// maps whole: every row holds exactly what its record said.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_of_large_records_maps_intact() {
-    use cairn::plugins::MappedRow;
+    use cairn_plugins::MappedRow;
     use cairn_tests::fake_rmm::{apps, computer};
 
     let dir = connectors_dir(&["connectors/rmm"], &[]);

@@ -214,7 +214,7 @@ fn the_check_tells_a_path_that_leaves_from_one_that_stays() {
             true,
         ),
         (
-            &root.join("host/src/uploads/mod.rs"),
+            &root.join("host/core/src/uploads/mod.rs"),
             r#"("../../etc/passwd.pdf", "traversal")"#,
             false,
         ),

@@ -3,7 +3,7 @@
 //! `host/` and fails on a product name (any case) or a field name one of
 //! those products' APIs uses (exact case).
 //!
-//! The one exception is `host/src/plugins/v01.rs`, which holds the login
+//! The one exception is `host/plugins/src/v01.rs`, which holds the login
 //! keys the frozen v0.1 contract fixed for token exchange (`UserName`,
 //! `Password`, `AccessToken`, `ExpirationDate`) so v0.1 components keep
 //! working; it may name those keys and nothing else on the lists.
@@ -66,7 +66,7 @@ const UPSTREAM_FIELDS: &[&str] = &[
 ];
 
 /// The v0.1 contract's token-exchange keys, allowed in its adapter only.
-const V01_ADAPTER: &str = "host/src/plugins/v01.rs";
+const V01_ADAPTER: &str = "host/plugins/src/v01.rs";
 const V01_KEYS: &[&str] = &["UserName", "AccessToken", "ExpirationDate"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

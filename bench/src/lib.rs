@@ -1,6 +1,6 @@
 //! Shared parts of the benchmark programs.
 
-use cairn::db::Db;
+use cairn_core::db::Db;
 use sqlx::{Connection, Executor, PgConnection};
 
 /// A fresh database of the named backend (`sqlite` or `postgres`), migrated.
@@ -156,9 +156,9 @@ pub fn percentile_ms(samples: &mut [std::time::Duration], p: f64) -> f64 {
 pub struct SyncBench {
     pub db: Db,
     pub url: String,
-    pub tenant: cairn::auth::TenantId,
-    pub plugins: std::sync::Arc<cairn::plugins::Plugins>,
-    queue: std::sync::Arc<cairn::jobs::Queue>,
+    pub tenant: cairn_core::ids::TenantId,
+    pub plugins: std::sync::Arc<cairn_plugins::Plugins>,
+    queue: std::sync::Arc<cairn_jobs::Queue>,
     kind: String,
 }
 
@@ -175,11 +175,11 @@ impl SyncBench {
         settings: &serde_json::Value,
         secrets: &serde_json::Value,
     ) -> anyhow::Result<SyncBench> {
-        use cairn::integrations::sync::{SyncCaps, SyncHandler};
-        use cairn::integrations::{storage, SecretBox};
+        use cairn_integrations::sync::{SyncCaps, SyncHandler};
+        use cairn_integrations::{storage, SecretBox};
         let connectors_dir = cairn_tests::components::connectors_dir(&[component], &[]);
         let (db, url) = fresh_database(backend).await?;
-        let service = cairn::settings::Settings {
+        let service = cairn_core::settings::Settings {
             connectors_dir,
             data_dir: std::env::temp_dir()
                 .join(format!("cairn-bench-{area}-{}", std::process::id())),
@@ -189,9 +189,9 @@ impl SyncBench {
             ..Default::default()
         }
         .prepare()?;
-        let plugins = std::sync::Arc::new(cairn::plugins::Plugins::load(&service).await?);
+        let plugins = std::sync::Arc::new(cairn_plugins::Plugins::load(&service).await?);
         let secret_box = SecretBox::new(&service.encryption_key)?;
-        let tenant = cairn::auth::TenantId(uuid::Uuid::now_v7().to_string());
+        let tenant = cairn_core::ids::TenantId(uuid::Uuid::now_v7().to_string());
         sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
             .bind(tenant.as_str())
             .execute(&db.pool)
@@ -209,8 +209,8 @@ impl SyncBench {
             },
         )
         .await?;
-        let kind = cairn::integrations::sync_kind(area);
-        let mut registry = cairn::jobs::Registry::default();
+        let kind = cairn_integrations::sync_kind(area);
+        let mut registry = cairn_jobs::Registry::default();
         registry.register(
             &kind,
             SyncHandler {
@@ -218,14 +218,14 @@ impl SyncBench {
                 secrets: secret_box,
                 area: area.into(),
                 caps: SyncCaps::from_settings(&service),
-                mode: cairn::integrations::sync::RunMode::Sync,
+                mode: cairn_integrations::sync::RunMode::Sync,
             },
             std::time::Duration::from_secs(1200),
         );
-        let queue = std::sync::Arc::new(cairn::jobs::Queue::new(
+        let queue = std::sync::Arc::new(cairn_jobs::Queue::new(
             db.clone(),
             registry,
-            cairn::jobs::QueueTiming::from_settings(&service),
+            cairn_jobs::QueueTiming::from_settings(&service),
         ));
         Ok(SyncBench {
             db,
@@ -238,7 +238,7 @@ impl SyncBench {
     }
 
     /// Runs one sync: its seconds and outcome, or the job's error.
-    pub async fn run(&self) -> anyhow::Result<(f64, cairn::jobs::RunOutcome)> {
+    pub async fn run(&self) -> anyhow::Result<(f64, cairn_jobs::RunOutcome)> {
         self.queue
             .enqueue(&self.tenant, &self.kind, &serde_json::json!({}))
             .await?;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use cairn::settings::Settings;
+use cairn_core::settings::Settings;
 
 #[derive(Parser)]
 #[command(
@@ -64,8 +64,8 @@ enum VulnCommand {
 }
 
 async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
-    use cairn::vulnerabilities::{import, sources};
-    let db = cairn::db::Db::connect(&settings.database_url, 2).await?;
+    use cairn_vulnerabilities::{import, sources};
+    let db = cairn_core::db::Db::connect(&settings.database_url, 2).await?;
     db.migrate().await?;
     match command {
         VulnCommand::Import { paths } => {
@@ -85,7 +85,7 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
                 .iter()
                 .any(|r| r.written > 0 && (r.kind == "nvd" || r.kind == "cve5"))
             {
-                cairn::vulnerabilities::request_rescans(&db).await?;
+                cairn_vulnerabilities::request_rescans(&db).await?;
             }
         }
         VulnCommand::Sync { source } => {
@@ -101,7 +101,7 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
                 run.requests, run.records, run.written
             );
             if source == sources::NVD && run.written > 0 {
-                cairn::vulnerabilities::request_rescans(&db).await?;
+                cairn_vulnerabilities::request_rescans(&db).await?;
             }
         }
     }
@@ -146,9 +146,9 @@ enum PortalCommand {
 }
 
 async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<()> {
-    use cairn::auth::TenantId;
-    use cairn::portal::clients;
-    let db = cairn::db::Db::connect(&settings.database_url, 2).await?;
+    use cairn_core::ids::TenantId;
+    use cairn_features::portal::clients;
+    let db = cairn_core::db::Db::connect(&settings.database_url, 2).await?;
     db.migrate().await?;
     let client_id = async |tenant: &TenantId, client: &str| -> anyhow::Result<String> {
         if clients::exists(&db, tenant, client).await? {
@@ -249,7 +249,7 @@ async fn run() -> anyhow::Result<()> {
             server.run_until_signal().await
         }
         Command::Migrate => {
-            let db = cairn::db::Db::connect(&settings.database_url, 1).await?;
+            let db = cairn_core::db::Db::connect(&settings.database_url, 1).await?;
             db.migrate().await?;
             println!("migrations applied ({})", db.backend.name());
             Ok(())
@@ -257,7 +257,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Connectors {
             command: ConnectorsCommand::List,
         } => {
-            let plugins = cairn::plugins::Plugins::load(&settings).await?;
+            let plugins = cairn_plugins::Plugins::load(&settings).await?;
             println!(
                 "connectors directory: {}",
                 settings.connectors_dir.display()
@@ -291,10 +291,14 @@ async fn run() -> anyhow::Result<()> {
         }
         Command::Openapi { portal } => {
             let doc = if portal {
-                cairn::portal::api().1
+                cairn_features::portal::api().1
             } else {
-                let state =
-                    cairn::app::AppState::new(settings, cairn::jobs::Registry::default()).await?;
+                let state = cairn_platform::app::AppState::new(
+                    settings,
+                    cairn_jobs::Registry::default(),
+                    cairn::server::register_area_jobs,
+                )
+                .await?;
                 cairn::http::router(&state).1
             };
             println!("{}", doc.to_pretty_json()?);

@@ -8,10 +8,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppState;
-use crate::db::Backend;
-use crate::jobs::Registry;
-use crate::settings::Settings;
+use cairn_core::db::Backend;
+use cairn_core::settings::Settings;
+use cairn_integrations::sync::{RunMode, SyncCaps, SyncHandler};
+use cairn_jobs::Registry;
+use cairn_platform::app::{AppState, Boot};
 
 pub struct RunningServer {
     pub addr: SocketAddr,
@@ -25,8 +26,43 @@ pub struct RunningServer {
 /// The handlers of every job kind the service itself defines.
 pub fn builtin_jobs() -> Registry {
     let mut registry = Registry::default();
-    crate::inventory::rollup::register(&mut registry);
+    cairn_inventory::rollup::register(&mut registry, cairn_vulnerabilities::exposure());
     registry
+}
+
+/// Registers the job handlers of every area: one sync and one bulk-pull
+/// kind per connector area (all run by the same pipeline with the
+/// connector each tenant chose), then each area's own kinds.
+pub fn register_area_jobs(boot: &Boot, jobs: &mut Registry) -> anyhow::Result<()> {
+    let settings = boot.settings;
+    for area in boot.plugins.areas() {
+        for (kind, mode) in [
+            (cairn_integrations::sync_kind(area), RunMode::Sync),
+            (cairn_integrations::pull_kind(area), RunMode::Pull),
+        ] {
+            let handler = SyncHandler {
+                plugins: boot.plugins.clone(),
+                secrets: boot.secrets.clone(),
+                area: area.to_string(),
+                caps: SyncCaps::from_settings(settings),
+                mode,
+            };
+            // The spec's stale-sync guard.
+            let stall = Duration::from_secs(settings.sync_stall_secs.max(1));
+            jobs.register(&kind, handler, stall);
+        }
+    }
+    cairn_integrations::csv_sources::register(
+        jobs,
+        boot.plugins.clone(),
+        settings.csv_uploads_dir.clone(),
+    );
+    cairn_vulnerabilities::register(jobs, settings)?;
+    cairn_features::news::register(jobs, settings);
+    cairn_features::subscriptions::register(jobs, settings);
+    cairn_features::advisories::register(jobs, settings)?;
+    cairn_features::reports::register(jobs, settings.reports_dir.clone());
+    Ok(())
 }
 
 /// Binds, prepares state, starts the job workers and serves until
@@ -40,14 +76,14 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     crate::allocator::release_freed_memory_at_once();
     let listen = settings.listen_addr()?;
     let workers = settings.job_workers;
-    let state = AppState::new(settings, jobs).await?;
+    let state = AppState::new(settings, jobs, register_area_jobs).await?;
     seed_default_tenant(&state).await?;
     let (router, _) = crate::http::router(&state);
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
     let app = tower::Layer::layer(
-        &tower::util::MapRequestLayer::new(crate::http::middleware::without_encoded_nul),
+        &tower::util::MapRequestLayer::new(cairn_core::http::middleware::without_encoded_nul),
         router,
     );
     let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
@@ -61,55 +97,55 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     });
     let mut background = vec![
         spawn_rate_limit_shrinker(state.clone(), shutdown.clone()),
-        crate::jobs::reaper::spawn(state.jobs.clone(), shutdown.clone()),
-        crate::inventory::rollup::spawn_sweeper(
+        cairn_jobs::reaper::spawn(state.jobs.clone(), shutdown.clone()),
+        cairn_inventory::rollup::spawn_sweeper(
             state.db.clone(),
             state.jobs.timing.reaper_interval,
             shutdown.clone(),
         ),
-        crate::csv_sources::spawn_sweeper(
+        cairn_integrations::csv_sources::spawn_sweeper(
             state.db.clone(),
             state.jobs.timing.reaper_interval,
             shutdown.clone(),
         ),
     ];
     if state.settings.vuln_schedule {
-        background.push(crate::vulnerabilities::sources::spawn_schedule(
+        background.push(cairn_vulnerabilities::sources::spawn_schedule(
             state.db.clone(),
             state.settings.clone(),
             shutdown.clone(),
         ));
     }
-    background.push(crate::reports::spawn_retention(
+    background.push(cairn_features::reports::spawn_retention(
         state.db.clone(),
         state.settings.reports_dir.clone(),
         state.settings.report_retention_days,
         shutdown.clone(),
     ));
-    background.push(crate::dashboards::spawn_schedule(
+    background.push(cairn_features::dashboards::spawn_schedule(
         state.db.clone(),
         shutdown.clone(),
     ));
     if state.settings.news_refresh_minutes > 0 {
-        background.push(crate::news::spawn_schedule(
+        background.push(cairn_features::news::spawn_schedule(
             state.db.clone(),
             state.settings.news_refresh_minutes,
             shutdown.clone(),
         ));
     }
-    background.push(crate::vulnerabilities::spawn_scan_sweep(
+    background.push(cairn_vulnerabilities::spawn_scan_sweep(
         state.db.clone(),
         shutdown.clone(),
     ));
     if state.settings.subscription_sync_hours > 0 {
-        background.push(crate::subscriptions::spawn_schedule(
+        background.push(cairn_features::subscriptions::spawn_schedule(
             state.db.clone(),
             state.settings.subscription_sync_hours,
             shutdown.clone(),
         ));
     }
     if state.db.backend == Backend::Postgres {
-        background.push(crate::jobs::Wakeup::spawn_postgres_listener(
+        background.push(cairn_jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),
             state.jobs.wakeup.clone(),
             shutdown.clone(),
@@ -133,11 +169,11 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     if settings.default_tenant_id.is_empty() {
         return Ok(());
     }
-    let seeds = crate::integrations::seed::with_derived(
+    let seeds = cairn_integrations::seed::with_derived(
         &state.plugins,
-        crate::integrations::seed::seed_configs(&settings.seed_configs)?,
+        cairn_integrations::seed::seed_configs(&settings.seed_configs)?,
     );
-    let tenant = crate::auth::TenantId(settings.default_tenant_id.clone());
+    let tenant = cairn_core::ids::TenantId(settings.default_tenant_id.clone());
     let exists: Option<String> = sqlx::query_scalar("SELECT id FROM tenants WHERE id = $1")
         .bind(tenant.as_str())
         .fetch_optional(&state.db.pool)
@@ -149,7 +185,7 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    crate::integrations::seed::seed_default_tenant(
+    cairn_integrations::seed::seed_default_tenant(
         &state.db,
         &state.secrets,
         &state.plugins,

@@ -4,11 +4,12 @@
 //! superseded rebuild, a large one, the change queue the matcher reads, and
 //! the tenant every inventory row must belong to.
 
-use cairn::auth::TenantId;
-use cairn::devices::assets::{self, AssetRow, AssetView};
-use cairn::inventory::rollup::{self, build::Application, Mode};
-use cairn::inventory::search::{self, Page, SearchRequest};
-use cairn::plugins::MappedRow;
+use cairn_core::ids::TenantId;
+use cairn_features::devices::assets::AssetView;
+use cairn_inventory::assets::{self, AssetRow};
+use cairn_inventory::rollup::{self, build::Application, Mode};
+use cairn_inventory::search::{self, Page, SearchRequest};
+use cairn_plugins::MappedRow;
 use cairn_tests::inventory::{device_record, full_item, item};
 use cairn_tests::{backend_tests, Backend, TestDb};
 use serde_json::json;
@@ -97,7 +98,7 @@ async fn write(db: &TestDb, tenant: &TenantId, run: &str, rows: &[Seen]) {
             .filter(|r| r.source == source)
             .map(|r| item(r.device, r.application, r.vendor, r.version, r.platform))
             .collect();
-        cairn::integrations::storage::upsert_rows(&mut tx, tenant, source, (run, 0), &mapped)
+        cairn_integrations::storage::upsert_rows(&mut tx, tenant, source, (run, 0), &mapped)
             .await
             .unwrap();
     }
@@ -120,7 +121,7 @@ async fn check(db: &TestDb, rule: &str, rows: &[Seen], expected: &[&str]) {
     expected.sort();
     assert_eq!(lines, expected, "{rule}");
     // Stored as derived: the summaries clients read, most installed first.
-    let stored = cairn::inventory::storage::application_summaries(&db.db, &tenant)
+    let stored = cairn_inventory::storage::application_summaries(&db.db, &tenant)
         .await
         .unwrap();
     let mut by_count: Vec<(i64, String)> = derived
@@ -279,7 +280,7 @@ async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Bac
 
     // WS-05 is re-imaged: the next run of rmm no longer reports Notepad++.
     write(&db, &tenant, "second", &rows[..2]).await;
-    cairn::integrations::seen::prune_unseen(&db.db, &tenant, "rmm", "second")
+    cairn_inventory::seen::prune_unseen(&db.db, &tenant, "rmm", "second")
         .await
         .unwrap();
     let second = rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
@@ -300,16 +301,17 @@ async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Bac
         after[0].2, before[1].2,
         "an application no change touched keeps the run that produced it"
     );
-    let stats = cairn::inventory::storage::stats(&db.db, &tenant)
-        .await
-        .unwrap();
+    let stats =
+        cairn_inventory::storage::stats(&db.db, &cairn_vulnerabilities::exposure(), &tenant)
+            .await
+            .unwrap();
     assert_eq!((stats.applications, stats.vulnerabilities), (1, 0));
     db.finish().await;
 }
 
 /// The names of the tenant's applications as stored, sorted.
 async fn application_names(db: &TestDb, tenant: &TenantId) -> Vec<String> {
-    let mut names: Vec<String> = cairn::inventory::storage::application_summaries(&db.db, tenant)
+    let mut names: Vec<String> = cairn_inventory::storage::application_summaries(&db.db, tenant)
         .await
         .unwrap()
         .into_iter()
@@ -399,7 +401,7 @@ async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
         stats.to_string(),
         "55000 inventory items rolled up into 5 applications and 9000 assets"
     );
-    let stored = cairn::inventory::storage::application_summaries(&db.db, &tenant)
+    let stored = cairn_inventory::storage::application_summaries(&db.db, &tenant)
         .await
         .unwrap();
     assert_eq!(stored.len(), 5);
@@ -415,9 +417,10 @@ async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
 /// a row whose device was renamed, nothing for a change matching does not
 /// read or for a row without an application, and nothing of another tenant.
 async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
-    use cairn::integrations::{seen, storage};
-    use cairn::inventory::changes;
-    use cairn::inventory::software::SoftwareKey;
+    use cairn_integrations::storage;
+    use cairn_inventory::changes;
+    use cairn_inventory::seen;
+    use cairn_inventory::software::SoftwareKey;
 
     let Some(test_db) = TestDb::create(backend).await else {
         return;
@@ -425,7 +428,7 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
     let tenant = test_db.tenant("owner").await;
     let other = test_db.tenant("other").await;
     let db = &test_db.db;
-    let write = |tenant: cairn::auth::TenantId, run: &'static str, rows: Vec<MappedRow>| async move {
+    let write = |tenant: cairn_core::ids::TenantId, run: &'static str, rows: Vec<MappedRow>| async move {
         let mut tx = db.pool.begin().await.unwrap();
         storage::upsert_rows(&mut tx, &tenant, "rmm", (run, 0), &rows)
             .await

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn::auth::TenantId;
-use cairn::jobs::storage::{self, Fence};
-use cairn::jobs::{JobFailure, JobStatus, Queue, QueueTiming, Registry, RunOutcome};
+use cairn_core::ids::TenantId;
+use cairn_jobs::storage::{self, Fence};
+use cairn_jobs::{JobFailure, JobStatus, Queue, QueueTiming, Registry, RunOutcome};
 use cairn_tests::jobs::registry_with;
 use cairn_tests::{backend_tests, wait_for, Backend, TestDb};
 use serde_json::json;
@@ -32,7 +32,7 @@ backend_tests!(
 /// have with `job_heartbeat_secs = 1`, `job_lease_secs = 3`,
 /// `job_poll_interval_ms = 50` and no retry backoff.
 fn fast() -> QueueTiming {
-    let settings = cairn::settings::Settings {
+    let settings = cairn_core::settings::Settings {
         job_heartbeat_secs: 1,
         job_lease_secs: 3,
         job_reaper_interval_secs: 1,
@@ -253,7 +253,7 @@ async fn expire_lease(test_db: &TestDb, id: &str) {
 
 /// Queues a job of `kind` and claims it as `worker`; the run's fence.
 async fn enqueue_and_claim(
-    db: &cairn::db::Db,
+    db: &cairn_core::db::Db,
     tenant: &TenantId,
     kind: &str,
     worker: &str,
@@ -522,7 +522,7 @@ async fn a_handler_computing_past_its_lease_keeps_it(backend: Backend) {
                 .fetch_one(&ctx.db().pool)
                 .await
                 .unwrap();
-            *seen.lock().unwrap() = Some(until - cairn::db::now_ms());
+            *seen.lock().unwrap() = Some(until - cairn_core::db::now_ms());
             Ok(())
         }
     });
@@ -568,7 +568,7 @@ async fn a_new_job_wakes_another_process_at_once(backend: Backend) {
     timing.poll_interval = Duration::from_secs(600);
     let other = Arc::new(Queue::new(test_db.db.clone(), registry, timing));
     let stop = tokio_util::sync::CancellationToken::new();
-    let listener = cairn::jobs::Wakeup::spawn_postgres_listener(
+    let listener = cairn_jobs::Wakeup::spawn_postgres_listener(
         test_db.url().to_string(),
         other.wakeup.clone(),
         stop.clone(),

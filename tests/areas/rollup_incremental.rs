@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use cairn::auth::TenantId;
-use cairn::integrations::seen::prune_unseen;
-use cairn::integrations::storage::upsert_rows;
-use cairn::inventory::rollup::{self, Mode};
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
+use cairn_core::ids::TenantId;
+use cairn_integrations::storage::upsert_rows;
+use cairn_inventory::rollup::{self, Mode};
+use cairn_inventory::seen::prune_unseen;
+use cairn_plugins::{InventoryRow, MappedRow, RecordRow, RowText};
 use cairn_tests::{backend_tests, Backend, TestDb};
 use serde_json::json;
 

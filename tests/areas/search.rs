@@ -4,9 +4,9 @@
 //! against a plain in-memory evaluator. The HTTP contract (statuses, the
 //! field a 422 names, the caps) is in `tests/platform/search.rs`.
 
-use cairn::auth::TenantId;
-use cairn::inventory::applications::{self, ApplicationRow, ApplicationView};
-use cairn::inventory::search::{self, Page, SearchRequest};
+use cairn_core::ids::TenantId;
+use cairn_inventory::applications::{self, ApplicationRow, ApplicationView};
+use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_tests::inventory::{item, sorted_names};
 use cairn_tests::query_eval::{eval_group, group, positive, rule, OPERATORS};
 use cairn_tests::{backend_tests, Backend, TestDb};
@@ -502,7 +502,7 @@ async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
                 &word(&mut rng, 2),
                 ["windows", "Linux", "mac%", "a_b"][rng.gen_range(0..4)],
             );
-            if let cairn::plugins::MappedRow::Inventory(inner) = &mut row {
+            if let cairn_plugins::MappedRow::Inventory(inner) = &mut row {
                 inner.publisher = rng.gen_bool(0.5).then(|| word(&mut rng, 3).into());
             }
             rows.push(row);

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow, RowText};
+use cairn_plugins::{InventoryRow, MappedRow, RecordRow, RowText};
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_model::{FakeModel, ModelMode};
 use cairn_tests::smtp::{FakeSmtp, Mail};

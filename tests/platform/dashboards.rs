@@ -107,7 +107,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
     .await;
     // KIOSK-1 last reported 40 days ago.
     sqlx::query("UPDATE inventory_items SET updated_at = $1 WHERE device_name = 'KIOSK-1'")
-        .bind(cairn::db::now_ms() - 40 * DAY_MS)
+        .bind(cairn_core::db::now_ms() - 40 * DAY_MS)
         .execute(&app.db().pool)
         .await
         .unwrap();
@@ -295,10 +295,11 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
     // Two days of history, then today live.
     let open_now: i64 = by_severity.values().sum();
     for (days_ago, open) in [(2, 1), (1, open_now + 4)] {
-        let day = chrono::DateTime::from_timestamp_millis(cairn::db::now_ms() - days_ago * DAY_MS)
-            .unwrap()
-            .format("%Y-%m-%d")
-            .to_string();
+        let day =
+            chrono::DateTime::from_timestamp_millis(cairn_core::db::now_ms() - days_ago * DAY_MS)
+                .unwrap()
+                .format("%Y-%m-%d")
+                .to_string();
         sqlx::query(
             "INSERT INTO dashboard_daily_figures (tenant_id, day, open_findings, critical, high, \
              kev_findings, affected_devices, recorded_at) VALUES ($1, $2, $3, 0, 0, 0, 0, 0)",
@@ -424,8 +425,10 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
 
     // The hourly snapshot records today's figures of tenants with a
     // dashboard (the owner has one now; the other tenant none).
-    cairn::dashboards::record_all(app.db()).await.unwrap();
-    let today = chrono::DateTime::from_timestamp_millis(cairn::db::now_ms())
+    cairn_features::dashboards::record_all(app.db())
+        .await
+        .unwrap();
+    let today = chrono::DateTime::from_timestamp_millis(cairn_core::db::now_ms())
         .unwrap()
         .format("%Y-%m-%d")
         .to_string();

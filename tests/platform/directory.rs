@@ -228,7 +228,7 @@ async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
         return;
     };
     let url = scratch.url.clone();
-    let db = cairn::db::Db::connect(&url, 2).await.unwrap();
+    let db = cairn_core::db::Db::connect(&url, 2).await.unwrap();
     db.migrate().await.unwrap();
     let tenant = tenant_of();
     sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'MSP', 'UTC', 0, 0)")
@@ -260,7 +260,7 @@ async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
     };
     let state = &app.server.state;
     let stored = |area: &'static str| async move {
-        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant_of(), area)
+        cairn_integrations::storage::config(&state.db, &state.secrets, &tenant_of(), area)
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{area} seeded"))
@@ -305,7 +305,7 @@ async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
     };
     let state = &app.server.state;
     let kept =
-        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant_of(), "directory")
+        cairn_integrations::storage::config(&state.db, &state.secrets, &tenant_of(), "directory")
             .await
             .unwrap()
             .unwrap();
@@ -315,6 +315,6 @@ async fn the_directory_is_seeded_from_the_mdm_registration(backend: Backend) {
     scratch.remove().await;
 }
 
-fn tenant_of() -> cairn::auth::TenantId {
-    cairn::auth::TenantId("tenant-default".into())
+fn tenant_of() -> cairn_core::ids::TenantId {
+    cairn_core::ids::TenantId("tenant-default".into())
 }

@@ -30,7 +30,7 @@ async fn app(backend: Backend) -> Option<TestApp> {
 
 async fn app_with(
     backend: Backend,
-    adjust: impl FnOnce(&mut cairn::settings::Settings) + Send + 'static,
+    adjust: impl FnOnce(&mut cairn_core::settings::Settings) + Send + 'static,
 ) -> Option<TestApp> {
     let dir = connectors_dir(&["misbehave"], &[]);
     TestApp::start_with(backend, move |s| {
@@ -68,21 +68,21 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
     };
     let url = scratch.url.clone();
     let key = "33".repeat(32);
-    let db = cairn::db::Db::connect(&url, 2).await.unwrap();
+    let db = cairn_core::db::Db::connect(&url, 2).await.unwrap();
     db.migrate().await.unwrap();
-    let tenant = cairn::auth::TenantId("tenant-default".into());
+    let tenant = cairn_core::ids::TenantId("tenant-default".into());
     sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'MSP', 'UTC', 0, 0)")
         .bind(tenant.as_str())
         .execute(&db.pool)
         .await
         .unwrap();
-    let secret_box = cairn::integrations::SecretBox::new(&key).unwrap();
-    cairn::integrations::storage::save_config(
+    let secret_box = cairn_core::secrets::SecretBox::new(&key).unwrap();
+    cairn_integrations::storage::save_config(
         &db,
         &secret_box,
         &tenant,
         "misbehave",
-        cairn::integrations::storage::NewConfig {
+        cairn_integrations::storage::NewConfig {
             connector: "misbehave",
             settings: &json!({"base_url": "http://127.0.0.1:9", "site": "Original"}),
             secrets: &json!({"api_token": TOKEN}),
@@ -113,7 +113,7 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
         return;
     };
     let state = &app.server.state;
-    let rmm = cairn::integrations::storage::config(&state.db, &state.secrets, &tenant, "rmm")
+    let rmm = cairn_integrations::storage::config(&state.db, &state.secrets, &tenant, "rmm")
         .await
         .unwrap()
         .expect("rmm seeded");
@@ -123,11 +123,10 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
         rmm.settings.get("password").is_none(),
         "the password is stored as a secret"
     );
-    let kept =
-        cairn::integrations::storage::config(&state.db, &state.secrets, &tenant, "misbehave")
-            .await
-            .unwrap()
-            .unwrap();
+    let kept = cairn_integrations::storage::config(&state.db, &state.secrets, &tenant, "misbehave")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         kept.settings["site"], "Original",
         "an existing config is never overwritten"
@@ -769,7 +768,7 @@ async fn capped_upstream() -> FakeInventory {
 }
 
 /// Lowers one cap of the service's settings.
-type SetCap = fn(&mut cairn::settings::Settings);
+type SetCap = fn(&mut cairn_core::settings::Settings);
 
 async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
     let upstream = capped_upstream().await;

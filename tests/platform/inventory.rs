@@ -2,7 +2,7 @@
 //! devices routes over HTTP, with inventory written through the host's own
 //! sync write path and rebuilt by the rollup job.
 
-use cairn::plugins::{InventoryRow, MappedRow};
+use cairn_plugins::{InventoryRow, MappedRow};
 use cairn_tests::inventory::{device_record, full_item, item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use serde_json::{json, Value};
@@ -148,14 +148,14 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     let first_rollup = teams["rollup_at"].as_str().unwrap().to_string();
 
     // WS-05 is re-imaged: a new run of rmm no longer reports Notepad++.
-    let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
+    let tenant = cairn_core::ids::TenantId(owner.tenant_id.clone());
     let kept: Vec<MappedRow> = rows[..6].to_vec();
     let mut tx = app.db().pool.begin().await.unwrap();
-    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("second", 0), &kept)
+    cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("second", 0), &kept)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "second")
+    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "second")
         .await
         .unwrap();
     let job = app.rebuild(&owner).await;

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use cairn::auth::TenantId;
-use cairn::jobs::storage;
-use cairn::jobs::{JobContext, JobStatus, RunOutcome};
+use cairn_core::ids::TenantId;
+use cairn_jobs::storage;
+use cairn_jobs::{JobContext, JobStatus, RunOutcome};
 use cairn_tests::jobs::{registry_with, FnHandler};
 use cairn_tests::{backend_tests, wait_for, Auth, Backend, TestApp};
 use serde_json::json;
@@ -18,7 +18,7 @@ backend_tests!(
     jobs_api_filters_pages_and_isolates_tenants,
 );
 
-fn fast(s: &mut cairn::settings::Settings) {
+fn fast(s: &mut cairn_core::settings::Settings) {
     s.job_heartbeat_secs = 1;
     s.job_lease_secs = 3;
     s.job_reaper_interval_secs = 1;
@@ -26,7 +26,7 @@ fn fast(s: &mut cairn::settings::Settings) {
     s.job_retry_backoff_ms = 0;
 }
 
-fn no_workers(s: &mut cairn::settings::Settings) {
+fn no_workers(s: &mut cairn_core::settings::Settings) {
     fast(s);
     s.job_workers = 0;
 }

@@ -671,8 +671,8 @@ async fn psa_auto_config_seeds_only_an_empty_config_of_the_default_tenant(backen
     assert_eq!(auto.body["seeded"], false);
     assert_eq!(auto.body["config"]["config"]["company_id"], "other_co");
     let state = &app.server.state;
-    let tenant = cairn::auth::TenantId(operator.tenant_id.clone());
-    let stored = cairn::integrations::storage::config(&state.db, &state.secrets, &tenant, "psa")
+    let tenant = cairn_core::ids::TenantId(operator.tenant_id.clone());
+    let stored = cairn_integrations::storage::config(&state.db, &state.secrets, &tenant, "psa")
         .await
         .unwrap()
         .unwrap();

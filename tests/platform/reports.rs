@@ -323,12 +323,12 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
     // every finished report goes with its file.
     let reports_dir = app.server.state.settings.reports_dir.clone();
     assert_eq!(
-        cairn::reports::prune(app.db(), &reports_dir, 30)
+        cairn_features::reports::prune(app.db(), &reports_dir, 30)
             .await
             .unwrap(),
         0
     );
-    let pruned = cairn::reports::prune(app.db(), &reports_dir, 0)
+    let pruned = cairn_features::reports::prune(app.db(), &reports_dir, 0)
         .await
         .unwrap();
     assert_eq!(pruned, 16);

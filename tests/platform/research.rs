@@ -3,7 +3,7 @@
 //! findings and inventory, and nothing of one tenant is visible to or
 //! changeable by another.
 
-use cairn::plugins::MappedRow;
+use cairn_plugins::MappedRow;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -703,9 +703,9 @@ async fn versions_and_weaknesses_follow_the_tenants_findings(backend: Backend) {
     assert_eq!(rules.body.as_array().unwrap().len(), 1, "{}", rules.text);
 
     // Weaknesses: the catalog's names, counts in the store and the tenant.
-    cairn::vulnerabilities::reference::write_cwes(
+    cairn_vulnerabilities::reference::write_cwes(
         app.db(),
-        &[cairn::vulnerabilities::feeds::Cwe {
+        &[cairn_vulnerabilities::feeds::Cwe {
             id: "CWE-843".into(),
             name: "Access of Resource Using Incompatible Type ('Type Confusion')".into(),
             description: "The product allocates a resource using one type.".into(),
@@ -1022,14 +1022,14 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
     assert_eq!(triaged.body["total"], 0);
 
     // WS-01 upgrades to another vulnerable Chrome: the status holds.
-    let tenant = cairn::auth::TenantId(owner.tenant_id.clone());
+    let tenant = cairn_core::ids::TenantId(owner.tenant_id.clone());
     let rows = owner_rows("112.0.5615.87");
     let mut tx = app.db().pool.begin().await.unwrap();
-    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("upgrade", 0), &rows)
+    cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("upgrade", 0), &rows)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "upgrade")
+    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "upgrade")
         .await
         .unwrap();
     app.rebuild(&owner).await;

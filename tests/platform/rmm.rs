@@ -19,7 +19,7 @@ async fn app(backend: Backend) -> Option<TestApp> {
 
 async fn app_with(
     backend: Backend,
-    adjust: impl FnOnce(&mut cairn::settings::Settings) + Send + 'static,
+    adjust: impl FnOnce(&mut cairn_core::settings::Settings) + Send + 'static,
 ) -> Option<TestApp> {
     let dir = connectors_dir(&["connectors/rmm"], &[]);
     TestApp::start_with(backend, move |s| {

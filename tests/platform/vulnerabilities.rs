@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use cairn::auth::TenantId;
-use cairn::plugins::{InventoryRow, MappedRow};
+use cairn_core::ids::TenantId;
+use cairn_plugins::{InventoryRow, MappedRow};
 use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
@@ -82,7 +82,7 @@ fn zoom_cve5_record() -> Value {
 async fn app_with_sources(
     backend: Backend,
     nvd: &FakeNvd,
-    extra: impl FnOnce(&mut cairn::settings::Settings),
+    extra: impl FnOnce(&mut cairn_core::settings::Settings),
 ) -> Option<TestApp> {
     let (api, kev, epss) = (nvd.api_url(), nvd.kev_url(), nvd.epss_url());
     let epss_api = nvd.epss_api_url();
@@ -104,11 +104,11 @@ async fn app_with_sources(
 
 /// Runs a reference source's job and waits for it to succeed.
 async fn run_source(app: &TestApp, source: &str) {
-    let tenant = cairn::vulnerabilities::sources::reference_tenant();
-    let job = cairn::jobs::enqueue(
+    let tenant = cairn_vulnerabilities::sources::reference_tenant();
+    let job = cairn_jobs::enqueue(
         app.db(),
         &tenant,
-        &cairn::vulnerabilities::sources::job_kind(source),
+        &cairn_vulnerabilities::sources::job_kind(source),
         &json!({}),
     )
     .await
@@ -222,7 +222,7 @@ async fn loaded(backend: Backend) -> Option<(TestApp, FakeNvd)> {
 /// [`loaded`], with `extra` settings (connectors to load, say).
 pub(crate) async fn loaded_with(
     backend: Backend,
-    extra: impl FnOnce(&mut cairn::settings::Settings),
+    extra: impl FnOnce(&mut cairn_core::settings::Settings),
 ) -> Option<(TestApp, FakeNvd)> {
     let mut records = fixture_records();
     records.push(rejected_record());
@@ -239,10 +239,9 @@ pub(crate) async fn loaded_with(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("CVE-2024-24691.json");
     std::fs::write(&file, zoom_cve5_record().to_string()).unwrap();
-    let reports =
-        cairn::vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
-            .await
-            .unwrap();
+    let reports = cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
+        .await
+        .unwrap();
     assert_eq!(reports[0].kind, "cve5");
     assert_eq!(reports[0].written, 1, "{reports:?}");
     let _ = std::fs::remove_dir_all(dir);
@@ -672,11 +671,11 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
             other => other.clone(),
         })
         .collect();
-    cairn::integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("run-2", 0), &after)
+    cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("run-2", 0), &after)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn::integrations::seen::prune_unseen(app.db(), &tenant, "rmm", "run-2")
+    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "run-2")
         .await
         .unwrap();
     // Mapping the unmatched application to nothing takes it off the list.
@@ -740,7 +739,7 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         json!({"vulnerabilities": [{"cve": revised}]}).to_string(),
     )
     .unwrap();
-    cairn::vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&file))
+    cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&file))
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(dir);
@@ -843,12 +842,9 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
 
     // Each tenant's queue of inventory changes is its own: removing A's
     // integration (and its software) reaches A's next scan only.
-    let removed = cairn::integrations::storage::delete_config(
-        app.db(),
-        &TenantId(a.tenant_id.clone()),
-        "rmm",
-    )
-    .await;
+    let removed =
+        cairn_integrations::storage::delete_config(app.db(), &TenantId(a.tenant_id.clone()), "rmm")
+            .await;
     assert!(removed.is_ok(), "{removed:?}");
     let scan_b = scan(&app, &b, json!({})).await;
     assert_eq!(scan_b["mode"], "changes", "{scan_b}");

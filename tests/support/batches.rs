@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn::jobs::{JobContext, JobFailure, JobHandler};
+use cairn_jobs::{JobContext, JobFailure, JobHandler};
 use serde_json::json;
 
 pub const KIND: &str = "test_batches";

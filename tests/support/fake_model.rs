@@ -70,7 +70,7 @@ impl FakeModel {
 
     /// Points `settings` at this endpoint (plain http to loopback granted),
     /// with a one-second timeout.
-    pub fn configure(&self, settings: &mut cairn::settings::Settings) {
+    pub fn configure(&self, settings: &mut cairn_core::settings::Settings) {
         settings.plugin_plain_http_hosts = "127.0.0.1".into();
         settings.model_base_url = self.base_url.clone();
         settings.model_name = "gpt-test".into();

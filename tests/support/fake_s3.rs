@@ -103,7 +103,7 @@ impl FakeS3 {
     }
 
     /// Points the service's portal store at this fake.
-    pub fn configure(&self, settings: &mut cairn::settings::Settings) {
+    pub fn configure(&self, settings: &mut cairn_core::settings::Settings) {
         settings.portal_store = "s3".into();
         settings.portal_s3_endpoint = self.endpoint.clone();
         settings.portal_s3_bucket = BUCKET.into();

@@ -1,9 +1,9 @@
 //! Seeding inventory through the host's own write path (the one syncs use)
 //! and waiting for the rollup rebuild the way a client would.
 
-use cairn::auth::TenantId;
-use cairn::integrations::storage::upsert_rows;
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use cairn_core::ids::TenantId;
+use cairn_integrations::storage::upsert_rows;
+use cairn_plugins::{InventoryRow, MappedRow, RecordRow};
 use serde_json::Value;
 
 use crate::{Account, TestApp};
@@ -82,7 +82,7 @@ impl TestApp {
     /// rebuild of the tenant has finished; returns the last rebuild job.
     pub async fn rebuild(&self, account: &Account) -> Value {
         let tenant = TenantId(account.tenant_id.clone());
-        cairn::inventory::rollup::request(self.db(), &tenant, "test")
+        cairn_inventory::rollup::request(self.db(), &tenant, "test")
             .await
             .unwrap();
         self.wait_for_rollup(account).await

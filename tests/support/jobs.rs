@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairn::jobs::{JobContext, JobFailure, JobHandler, Registry};
+use cairn_jobs::{JobContext, JobFailure, JobHandler, Registry};
 
 /// A handler from a closure.
 pub struct FnHandler<F>(pub F);

@@ -28,7 +28,7 @@ mod templates;
 use std::path::{Path, PathBuf};
 
 use cairn::server::RunningServer;
-use cairn::settings::Settings;
+use cairn_core::settings::Settings;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -159,7 +159,7 @@ impl ScratchDatabase {
 /// tests of an area's logic, which call its public functions directly.
 /// Cases share it, each in a tenant of its own, as the service's tenants do.
 pub struct TestDb {
-    pub db: cairn::db::Db,
+    pub db: cairn_core::db::Db,
     scratch: ScratchDatabase,
 }
 
@@ -167,7 +167,7 @@ impl TestDb {
     /// `None` when `backend` is skipped here.
     pub async fn create(backend: Backend) -> Option<TestDb> {
         let scratch = ScratchDatabase::create_migrated(backend).await?;
-        let db = cairn::db::Db::connect(&scratch.url, 4)
+        let db = cairn_core::db::Db::connect(&scratch.url, 4)
             .await
             .expect("open the test database");
         // A no-op on the template's copy, but it checks that copy.
@@ -181,7 +181,7 @@ impl TestDb {
     }
 
     /// A new tenant, named `name`, for one case.
-    pub async fn tenant(&self, name: &str) -> cairn::auth::TenantId {
+    pub async fn tenant(&self, name: &str) -> cairn_core::ids::TenantId {
         insert_tenant(&self.db, name).await
     }
 
@@ -189,23 +189,23 @@ impl TestDb {
     /// sync's own upsert.
     pub async fn seed(
         &self,
-        tenant: &cairn::auth::TenantId,
+        tenant: &cairn_core::ids::TenantId,
         source: &str,
-        rows: &[cairn::plugins::MappedRow],
+        rows: &[cairn_plugins::MappedRow],
     ) {
         let mut tx = self.db.pool.begin().await.expect("begin");
-        cairn::integrations::storage::upsert_rows(&mut tx, tenant, source, ("seed", 0), rows)
+        cairn_integrations::storage::upsert_rows(&mut tx, tenant, source, ("seed", 0), rows)
             .await
             .expect("write the rows");
         tx.commit().await.expect("commit");
     }
 
     /// Rebuilds `tenant`'s software rollup from everything written so far.
-    pub async fn rebuild(&self, tenant: &cairn::auth::TenantId) {
-        cairn::inventory::rollup::rebuild_until_current(
+    pub async fn rebuild(&self, tenant: &cairn_core::ids::TenantId) {
+        cairn_inventory::rollup::rebuild_until_current(
             &self.db,
             tenant,
-            cairn::inventory::rollup::Mode::Whole,
+            cairn_inventory::rollup::Mode::Whole,
         )
         .await
         .expect("rebuild the rollup");
@@ -220,7 +220,7 @@ impl TestDb {
 
 /// A tenant row made directly, for tests that need many tenants but no
 /// accounts (registration is rate limited).
-async fn insert_tenant(db: &cairn::db::Db, name: &str) -> cairn::auth::TenantId {
+async fn insert_tenant(db: &cairn_core::db::Db, name: &str) -> cairn_core::ids::TenantId {
     let id = uuid::Uuid::now_v7().to_string();
     sqlx::query(
         "INSERT INTO tenants (id, name, timezone, created_at, updated_at) \
@@ -231,7 +231,7 @@ async fn insert_tenant(db: &cairn::db::Db, name: &str) -> cairn::auth::TenantId 
     .execute(&db.pool)
     .await
     .expect("insert tenant");
-    cairn::auth::TenantId(id)
+    cairn_core::ids::TenantId(id)
 }
 
 /// A fresh PostgreSQL database for one test.
@@ -314,7 +314,7 @@ impl TestApp {
     pub async fn start_with_jobs(
         backend: Backend,
         configure: impl FnOnce(&mut Settings),
-        jobs: cairn::jobs::Registry,
+        jobs: cairn_jobs::Registry,
     ) -> Option<TestApp> {
         // `CAIRN_TEST_LOG=error` (any filter) shows the service's logs.
         if let Ok(filter) = std::env::var("CAIRN_TEST_LOG") {
@@ -379,13 +379,13 @@ impl TestApp {
         let _ = std::fs::remove_dir_all(self.data_dir);
     }
 
-    pub fn db(&self) -> &cairn::db::Db {
+    pub fn db(&self) -> &cairn_core::db::Db {
         &self.server.state.db
     }
 
     /// A tenant row made directly, for tests that need many tenants but no
     /// accounts (registration is rate limited).
-    pub async fn create_tenant(&self, name: &str) -> cairn::auth::TenantId {
+    pub async fn create_tenant(&self, name: &str) -> cairn_core::ids::TenantId {
         insert_tenant(self.db(), name).await
     }
 

@@ -73,7 +73,7 @@ async fn build_template(admin: &mut PgConnection, admin_url: &str, name: &str) {
         .execute(format!("CREATE DATABASE {building}").as_str())
         .await
         .expect("create the template");
-    let db = cairn::db::Db::connect(&super::with_database(admin_url, &building), 2)
+    let db = cairn_core::db::Db::connect(&super::with_database(admin_url, &building), 2)
         .await
         .expect("open the template");
     db.migrate().await.expect("migrate the template");
@@ -146,7 +146,7 @@ pub async fn sqlite_template() -> &'static Path {
             if !path.is_file() {
                 let building = dir.join(format!("building-{}", uuid::Uuid::new_v4().simple()));
                 std::fs::create_dir_all(&building).expect("a folder to build in");
-                let db = cairn::db::Db::connect(
+                let db = cairn_core::db::Db::connect(
                     &format!("sqlite://{}", building.join("cairn.db").display()),
                     1,
                 )

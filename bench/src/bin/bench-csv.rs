@@ -292,7 +292,7 @@ async fn ingest(
     }
     let rollup_seconds = rollup_started.elapsed().as_secs_f64();
     drop(service);
-    let db = cairn::db::Db::connect(&url, 1).await?;
+    let db = cairn_core::db::Db::connect(&url, 1).await?;
     cairn_bench::drop_database(db, &url).await;
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(Figures {

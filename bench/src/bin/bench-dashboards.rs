@@ -9,8 +9,8 @@
 //!
 //! `bench-dashboards sqlite|postgres [devices] [findings per device]`
 
-use cairn::auth::TenantId;
-use cairn::plugins::{InventoryRow, MappedRow};
+use cairn_core::ids::TenantId;
+use cairn_plugins::{InventoryRow, MappedRow};
 use cairn_tests::{Backend, TestApp};
 use serde_json::json;
 
@@ -132,19 +132,19 @@ async fn seed(
             })
             .collect();
         let mut tx = db.pool.begin().await?;
-        cairn::integrations::storage::upsert_rows(&mut tx, tenant, "bench", ("seed", 0), &rows)
+        cairn_integrations::storage::upsert_rows(&mut tx, tenant, "bench", ("seed", 0), &rows)
             .await?;
         tx.commit().await?;
     }
-    cairn::inventory::rollup::rebuild_until_current(
+    cairn_inventory::rollup::rebuild_until_current(
         db,
         tenant,
-        cairn::inventory::rollup::Mode::Incremental,
+        cairn_inventory::rollup::Mode::Incremental,
     )
     .await
     .map_err(|e| anyhow::anyhow!("rollup: {e:?}"))?;
     let cves = 2000;
-    let now = cairn::db::now_ms();
+    let now = cairn_core::db::now_ms();
     let severities = ["CRITICAL", "HIGH", "MEDIUM", "LOW"];
     let mut tx = db.pool.begin().await?;
     for c in 0..cves {
@@ -203,7 +203,7 @@ async fn seed(
         tx.commit().await?;
     }
     // What autovacuum does after a bulk load, before the figures are read.
-    if db.backend == cairn::db::Backend::Postgres {
+    if db.backend == cairn_core::db::Backend::Postgres {
         sqlx::query("ANALYZE").execute(&db.pool).await?;
     }
     Ok(())

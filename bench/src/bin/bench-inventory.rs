@@ -13,10 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use cairn::auth::TenantId;
-use cairn::integrations::storage::upsert_rows;
-use cairn::inventory::rollup::Mode;
-use cairn::plugins::{InventoryRow, MappedRow, RecordRow};
+use cairn_core::ids::TenantId;
+use cairn_integrations::storage::upsert_rows;
+use cairn_inventory::rollup::Mode;
+use cairn_plugins::{InventoryRow, MappedRow, RecordRow};
 use serde_json::{json, Value};
 
 const DEVICES: usize = 50_000;
@@ -62,7 +62,7 @@ fn variant(a: usize, d: usize) -> (String, String) {
 }
 
 async fn write_pages(
-    db: &cairn::db::Db,
+    db: &cairn_core::db::Db,
     tenant: &TenantId,
     source: &str,
     rows: impl Iterator<Item = MappedRow>,
@@ -144,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
     let (db, url) = cairn_bench::fresh_database(&backend).await?;
     db.close().await;
     let data_dir = std::env::temp_dir().join(format!("cairn-bench-inv-{}", std::process::id()));
-    let settings = cairn::settings::Settings {
+    let settings = cairn_core::settings::Settings {
         listen: "127.0.0.1:0".into(),
         database_url: url.clone(),
         data_dir: data_dir.clone(),
@@ -176,7 +176,7 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Result<()> {
+async fn rollup(db: &cairn_core::db::Db, client: &Client, rows: usize) -> anyhow::Result<()> {
     // Rollup: 1,000,000 rows over 50,000 devices and 2,000 applications.
     let (_, rollup_tenant) = client.register("rollup@bench.example").await?;
     let per_device = rows / DEVICES;
@@ -197,7 +197,7 @@ async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Res
     let rss_before = cairn_bench::rss_mib();
     let started = Instant::now();
     let stats =
-        cairn::inventory::rollup::rebuild_until_current(db, &rollup_tenant, Mode::Whole).await?;
+        cairn_inventory::rollup::rebuild_until_current(db, &rollup_tenant, Mode::Whole).await?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "  rollup: {} rows -> {} applications, {} assets in {secs:.2} s; peak memory during it {:.0} MiB (resident when it began {rss_before:.0} MiB)",
@@ -213,7 +213,7 @@ async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Res
     let names: Vec<String> = changed.iter().map(|&d| device_name(d)).collect();
     sqlx::query(&format!(
         "DELETE FROM inventory_items WHERE tenant_id = $1 AND device_name IN ({})",
-        cairn::db::json_text_values(db.backend, 2)
+        cairn_core::db::json_text_values(db.backend, 2)
     ))
     .bind(rollup_tenant.as_str())
     .bind(serde_json::to_string(&names)?)
@@ -228,7 +228,7 @@ async fn rollup(db: &cairn::db::Db, client: &Client, rows: usize) -> anyhow::Res
     .await?;
     let started = Instant::now();
     let stats =
-        cairn::inventory::rollup::rebuild_until_current(db, &rollup_tenant, Mode::Incremental)
+        cairn_inventory::rollup::rebuild_until_current(db, &rollup_tenant, Mode::Incremental)
             .await?;
     println!(
         "  incremental rollup after {rewritten} of {written} rows changed ({} queued changes): {} applications and {} assets recomputed from {} rows in {:.3} s",
@@ -257,7 +257,7 @@ fn device_rows(d: usize, per_device: usize, release: usize) -> impl Iterator<Ite
     })
 }
 
-async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
+async fn search(db: &cairn_core::db::Db, client: &Client) -> anyhow::Result<()> {
     // 100,000 devices, three apps each, half with an edr record.
     let (search_token, search_tenant) = client.register("search@bench.example").await?;
     write_pages(
@@ -315,7 +315,7 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
     )
     .await?;
     let built =
-        cairn::inventory::rollup::rebuild_until_current(db, &search_tenant, Mode::Incremental)
+        cairn_inventory::rollup::rebuild_until_current(db, &search_tenant, Mode::Incremental)
             .await?;
     settle(db).await?;
     let query = json!({
@@ -352,7 +352,7 @@ async fn search(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
+async fn list(db: &cairn_core::db::Db, client: &Client) -> anyhow::Result<()> {
     // 30,000 applications, pages of 50.
     let (list_token, list_tenant) = client.register("list@bench.example").await?;
     write_pages(
@@ -373,8 +373,7 @@ async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
     )
     .await?;
     let built =
-        cairn::inventory::rollup::rebuild_until_current(db, &list_tenant, Mode::Incremental)
-            .await?;
+        cairn_inventory::rollup::rebuild_until_current(db, &list_tenant, Mode::Incremental).await?;
     settle(db).await?;
     let mut samples = vec![];
     for i in 0..SAMPLES {
@@ -404,8 +403,8 @@ async fn list(db: &cairn::db::Db, client: &Client) -> anyhow::Result<()> {
 /// visibility map and statistics that have not caught up with the write
 /// (the planner would take 30,000 fresh applications for 120 and sort
 /// them all for a page).
-async fn settle(db: &cairn::db::Db) -> anyhow::Result<()> {
-    if db.backend == cairn::db::Backend::Postgres {
+async fn settle(db: &cairn_core::db::Db) -> anyhow::Result<()> {
+    if db.backend == cairn_core::db::Backend::Postgres {
         sqlx::query("VACUUM ANALYZE").execute(&db.pool).await?;
     }
     Ok(())

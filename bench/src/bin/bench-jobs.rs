@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use cairn::auth::TenantId;
-use cairn::jobs::{JobContext, JobFailure, JobHandler, Queue, QueueTiming, Registry};
+use cairn_core::ids::TenantId;
+use cairn_jobs::{JobContext, JobFailure, JobHandler, Queue, QueueTiming, Registry};
 use serde_json::json;
 
 const JOBS: usize = 10_000;

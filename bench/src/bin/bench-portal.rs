@@ -19,7 +19,7 @@ async fn main() -> anyhow::Result<()> {
     let (db, url) = cairn_bench::fresh_database("sqlite").await?;
     db.close().await;
     let data_dir = std::env::temp_dir().join(format!("cairn-bench-portal-{}", std::process::id()));
-    let settings = cairn::settings::Settings {
+    let settings = cairn_core::settings::Settings {
         listen: "127.0.0.1:0".into(),
         database_url: url.clone(),
         data_dir: data_dir.clone(),

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use cairn::plugins::CallScope;
+use cairn_plugins::CallScope;
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use serde_json::{json, Value};
 

@@ -13,10 +13,10 @@
 use std::io::Write;
 use std::time::Instant;
 
-use cairn::auth::TenantId;
-use cairn::integrations::storage::upsert_rows;
-use cairn::plugins::{InventoryRow, MappedRow};
-use cairn::vulnerabilities::{identify::Translations, scan};
+use cairn_core::ids::TenantId;
+use cairn_integrations::storage::upsert_rows;
+use cairn_plugins::{InventoryRow, MappedRow};
+use cairn_vulnerabilities::{identify::Translations, scan};
 use serde_json::json;
 
 const DEVICES: usize = 10_000;
@@ -151,7 +151,7 @@ fn fleet() -> Vec<Vec<(usize, usize)>> {
 }
 
 async fn write_fleet(
-    db: &cairn::db::Db,
+    db: &cairn_core::db::Db,
     tenant: &TenantId,
     run: &str,
     fleet: &[Vec<(usize, usize)>],
@@ -173,7 +173,7 @@ async fn write_fleet(
     let mut tx = db.pool.begin().await?;
     upsert_rows(&mut tx, tenant, "rmm", (run, pages), &page).await?;
     tx.commit().await?;
-    cairn::integrations::seen::prune_unseen(db, tenant, "rmm", run).await?;
+    cairn_inventory::seen::prune_unseen(db, tenant, "rmm", run).await?;
     Ok(())
 }
 
@@ -198,7 +198,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let reports =
-        cairn::vulnerabilities::import::import_paths(&db, std::slice::from_ref(&feed)).await?;
+        cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&feed)).await?;
     let seconds = started.elapsed().as_secs_f64();
     let written: u64 = reports.iter().map(|r| r.written).sum();
     println!(
@@ -226,7 +226,7 @@ async fn main() -> anyhow::Result<()> {
 
     let translations = Translations::shipped();
     let scope = scan::ScanScope::default();
-    let scan_id = cairn::vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let full = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
@@ -248,7 +248,7 @@ async fn main() -> anyhow::Result<()> {
         devices[device][slot].1 = (devices[device][slot].1 + 1 + rng.below(8)) % 10;
     }
     write_fleet(&db, &tenant, "run-2", &devices).await?;
-    let scan_id = cairn::vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let incremental = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
@@ -269,9 +269,9 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let revised_cves = ids.len();
     write_feed(&revised, &ids, "2030-03-01T00:00:00.000", 11)?;
-    cairn::vulnerabilities::import::import_paths(&db, std::slice::from_ref(&revised)).await?;
+    cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&revised)).await?;
     let _ = std::fs::remove_dir_all(&dir);
-    let scan_id = cairn::vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let revised = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();

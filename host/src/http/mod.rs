@@ -1,12 +1,7 @@
 //! Router assembly and the cross-cutting HTTP pieces. Areas own their routes;
 //! this module only mounts them and wraps them in middleware.
 
-pub mod error;
-pub mod json;
-pub mod metrics;
-pub mod middleware;
 mod openapi;
-pub mod rate_limit;
 pub mod service;
 
 use std::sync::Arc;
@@ -21,35 +16,37 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::app::AppState;
-use error::ApiError;
+use cairn_core::http::error::{self as error, ApiError};
+use cairn_core::http::middleware;
+use cairn_platform::app::AppState;
+use cairn_platform::http::{metrics, rate_limit};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Every route of the service, and the OpenAPI document describing them.
 pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
     let api = OpenApiRouter::new()
-        .nest("/api/v1/auth", crate::auth::router(state))
-        .nest("/api/v1/tenant", crate::tenancy::router())
-        .nest("/api/v1/invites", crate::invites::router(state))
-        .nest("/api/v1/jobs", crate::jobs::router())
-        .merge(crate::plugins::router())
-        .merge(crate::integrations::router(&state.plugins))
-        .merge(crate::inventory::router())
-        .merge(crate::devices::router())
-        .merge(crate::csv_sources::router())
-        .merge(crate::vulnerabilities::router(&state.plugins))
-        .merge(crate::ticketing::router(&state.plugins))
-        .merge(crate::news::router())
-        .merge(crate::advisories::router())
-        .merge(crate::dashboards::router())
-        .merge(crate::reports::router())
-        .merge(crate::tags::router())
-        .merge(crate::projects::router())
-        .merge(crate::research::router())
-        .merge(crate::subscriptions::router())
-        .merge(crate::threat_intel::router())
-        .merge(crate::portal::admin_router())
+        .nest("/api/v1/auth", cairn_platform::auth::router(state))
+        .nest("/api/v1/tenant", cairn_platform::tenancy::router())
+        .nest("/api/v1/invites", cairn_platform::invites::router(state))
+        .nest("/api/v1/jobs", cairn_platform::jobs_routes::router())
+        .merge(cairn_integrations::plugin_routes::router())
+        .merge(cairn_integrations::router(&state.plugins))
+        .merge(cairn_inventory::router())
+        .merge(cairn_features::devices::router())
+        .merge(cairn_integrations::csv_sources::router())
+        .merge(cairn_vulnerabilities::router(&state.plugins))
+        .merge(cairn_features::ticketing::router(&state.plugins))
+        .merge(cairn_features::news::router())
+        .merge(cairn_features::advisories::router())
+        .merge(cairn_features::dashboards::router())
+        .merge(cairn_features::reports::router())
+        .merge(cairn_features::tags::router())
+        .merge(cairn_features::projects::router())
+        .merge(cairn_features::research::router())
+        .merge(cairn_features::subscriptions::router())
+        .merge(cairn_features::threat_intel::router())
+        .merge(cairn_features::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
@@ -60,7 +57,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .to_pretty_json()
         .expect("the OpenAPI document serializes");
 
-    let (portal, mut portal_doc) = crate::portal::api();
+    let (portal, mut portal_doc) = cairn_features::portal::api();
     openapi::document_common_errors(&mut portal_doc);
     let portal_json = portal_doc
         .to_pretty_json()
@@ -101,9 +98,10 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
                 .into_response()
         })
         .layer(Extension(service::OpenApiJson(Arc::new(doc_json))))
+        .layer(Extension(cairn_vulnerabilities::exposure()))
         .layer(from_fn_with_state(
             state.clone(),
-            crate::auth::resolve_identity,
+            cairn_platform::auth::resolve_identity,
         ))
         .layer(from_fn(metrics::track))
         .layer(from_fn(middleware::internal_errors))

@@ -21,9 +21,9 @@ use utoipa::{Modify, OpenApi};
     // The query tree is recursive, so its node types are registered here
     // rather than inlined where they are used.
     components(schemas(
-        crate::inventory::search::QueryNode,
-        crate::inventory::search::QueryRule,
-        crate::inventory::search::QueryGroup,
+        cairn_inventory::search::QueryNode,
+        cairn_inventory::search::QueryRule,
+        cairn_inventory::search::QueryGroup,
     )),
     modifiers(&SecuritySchemes),
     security(("session_cookie" = []), ("bearer" = [])),
@@ -65,7 +65,7 @@ impl Modify for SecuritySchemes {
         components.add_security_scheme(
             "session_cookie",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(
-                crate::auth::SESSION_COOKIE,
+                cairn_platform::auth::SESSION_COOKIE,
             ))),
         );
     }

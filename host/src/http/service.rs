@@ -12,13 +12,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
+use cairn_platform::app::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(health))
         .routes(routes!(root))
-        .routes(routes!(super::metrics::metrics_endpoint))
+        .routes(routes!(cairn_platform::http::metrics::metrics_endpoint))
         .routes(routes!(openapi_json))
         .routes(routes!(docs))
         .routes(routes!(redoc))

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cairn::settings::Settings;
+use cairn_core::settings::Settings;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -1,0 +1,344 @@
+//! The database handle shared by every area.
+//!
+//! One body of SQL serves both engines through sqlx's `Any` driver: queries use
+//! `$1` placeholders (SQLite accepts them too), timestamps are BIGINT Unix
+//! milliseconds, ids are TEXT, JSON is TEXT (the search documents are binary
+//! JSON). Where the dialects really differ (job claiming, JSON operators) a
+//! caller matches on [`Backend`].
+
+mod batches;
+mod sqlite_lower;
+
+pub use batches::WriteBatches;
+pub use sqlite_lower::lower;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Executor};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../../migrations/postgres");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unsupported database URL (expected sqlite:// or postgres://)")]
+    UnsupportedUrl,
+    #[error("cannot open the {backend} database: {reason}")]
+    Open {
+        backend: &'static str,
+        reason: String,
+    },
+    #[error(transparent)]
+    Sqlx(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+#[derive(Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+    /// For the job queue's bookkeeping writes (claims, heartbeats, progress,
+    /// finishes). On PostgreSQL its sessions commit without waiting for the
+    /// WAL flush: a crash of the database server can forget the last fraction
+    /// of a second of them, which at worst reruns an idempotent job from its
+    /// last checkpoint, while sparing two fsyncs per job. Enqueues and
+    /// checkpoints (with the data they describe) stay on `pool`. On SQLite
+    /// it is `pool`.
+    pub bookkeeping: AnyPool,
+    write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Db {
+    /// Opens a pool for `url`. SQLite gets WAL, a busy timeout and foreign keys
+    /// on every connection.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Db, DbError> {
+        sqlx::any::install_default_drivers();
+        sqlite_lower::install();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(DbError::UnsupportedUrl);
+        };
+        // A SQLite file is created when missing, unless the URL says
+        // otherwise (`mode=ro`, `mode=rw`).
+        let url = match backend {
+            Backend::Sqlite if !url.contains("mode=") => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{separator}mode=rwc")
+            }
+            _ => url.to_string(),
+        };
+        let url = url.as_str();
+        let pool = Self::pool(url, backend, max_connections)
+            .await
+            .map_err(|e| match e {
+                DbError::Sqlx(e) => DbError::Open {
+                    backend: backend.name(),
+                    reason: e.to_string(),
+                },
+                other => other,
+            })?;
+        let bookkeeping = match backend {
+            Backend::Sqlite => pool.clone(),
+            Backend::Postgres => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                let url = format!("{url}{separator}options=-c%20synchronous_commit%3Doff");
+                Self::pool(&url, backend, max_connections.clamp(1, 8)).await?
+            }
+        };
+        Ok(Db {
+            pool,
+            backend,
+            bookkeeping,
+            write_gate: Default::default(),
+        })
+    }
+
+    async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
+        let options = AnyConnectOptions::from_str(url)?;
+        let pool = AnyPoolOptions::new()
+            // A reader streaming beside a writer's transaction needs two.
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                             PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+                        )
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(pool)
+    }
+
+    /// On SQLite, waits for this process's turn to write. SQLite has one
+    /// writer at a time; concurrent writers otherwise meet in its busy
+    /// handler, which sleeps in milliseconds. Hot write paths (the job queue)
+    /// take the gate so they queue in memory instead. `None` on PostgreSQL.
+    pub async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match self.backend {
+            Backend::Sqlite => Some(self.write_gate.lock().await),
+            Backend::Postgres => None,
+        }
+    }
+
+    /// Applies the migrations of this backend that have not run yet.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS.run(&self.pool).await?,
+            Backend::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
+        }
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.bookkeeping.close().await;
+    }
+
+    /// One real round trip, for `/health`.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+/// Wall-clock now as Unix milliseconds, the representation of every stored
+/// timestamp.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Renders a stored timestamp for a JSON response (RFC 3339, UTC).
+pub fn to_rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// True when `err` is a unique-constraint violation on either backend.
+pub fn is_unique_violation(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation()
+                || db.code().as_deref() == Some("23505")
+                || db.message().contains("UNIQUE constraint failed")
+        }
+        _ => false,
+    }
+}
+
+/// How an update of a tenant's row whose name is unique in the tenant
+/// ended.
+pub enum NamedUpdate {
+    Done,
+    NoSuchRow,
+    NameTaken,
+}
+
+impl NamedUpdate {
+    /// From the update statement's outcome: no row changed is a row the
+    /// tenant does not have; a unique violation is the name taken.
+    pub fn of(result: Result<sqlx::any::AnyQueryResult, sqlx::Error>) -> sqlx::Result<NamedUpdate> {
+        match result {
+            Ok(done) if done.rows_affected() == 1 => Ok(NamedUpdate::Done),
+            Ok(_) => Ok(NamedUpdate::NoSuchRow),
+            Err(err) if is_unique_violation(&err) => Ok(NamedUpdate::NameTaken),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Deletes the row `id` of `tenant` from `table` (a table name of ours,
+/// with `tenant_id` and `id` columns); whether there was one. Rows that
+/// reference it go by their foreign keys' cascade.
+pub async fn delete_tenant_row(
+    db: &Db,
+    table: &'static str,
+    tenant: &crate::ids::TenantId,
+    id: &str,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let deleted = sqlx::query(&format!(
+        "DELETE FROM {table} WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id)
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    Ok(deleted == 1)
+}
+
+/// `($1, $2, ...), ($n, ...)` for `rows` rows of `columns` placeholders,
+/// for a statement whose every parameter is one of these, bound in order.
+pub fn values_placeholders(backend: Backend, rows: usize, columns: usize) -> String {
+    values_placeholders_wrapped(backend, rows, columns, &[])
+}
+
+/// [`values_placeholders`] with the columns listed (1-based) converted on
+/// the way in by a SQL template whose `{}` is the placeholder, such as
+/// `CAST({} AS jsonb)` for text bound to a PostgreSQL `jsonb` column.
+///
+/// On SQLite the placeholders are anonymous (`?`): SQLite keeps `$n` as
+/// names in a list it walks on every lookup, and sqlx looks each one up
+/// while binding, so a statement of 1,000 named parameters took a
+/// quadratic half a million steps to bind (an eighth of a whole rollup's
+/// time). Anonymous ones bind in order, which is why nothing else in the
+/// statement may be a parameter.
+pub fn values_placeholders_wrapped(
+    backend: Backend,
+    rows: usize,
+    columns: usize,
+    wraps: &[(usize, &str)],
+) -> String {
+    (0..rows)
+        .map(|r| {
+            let cells: Vec<String> = (1..=columns)
+                .map(|c| {
+                    let placeholder = match backend {
+                        Backend::Sqlite => "?".to_string(),
+                        Backend::Postgres => format!("${}", r * columns + c),
+                    };
+                    match wraps.iter().find(|(column, _)| *column == c) {
+                        Some((_, template)) => template.replace("{}", &placeholder),
+                        None => placeholder,
+                    }
+                })
+                .collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The engine a connection (or a transaction on one) speaks.
+pub fn backend_of(connection: &sqlx::AnyConnection) -> Backend {
+    if connection.backend_name() == "PostgreSQL" {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    }
+}
+
+/// A `FROM` source over the JSON array bound as `$n`, one row per element
+/// as `value`: how bulk statements take thousands of rows in one
+/// parameter on either engine.
+pub fn json_array_rows(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_each(${n})"),
+        Backend::Postgres => format!("jsonb_array_elements(CAST(${n} AS jsonb)) AS t(value)"),
+    }
+}
+
+/// `values` lowered as `LOWER` does on both engines, as a JSON array to
+/// bind for [`json_text_values`].
+pub fn lowered_json(values: &[String]) -> String {
+    let lowered: Vec<String> = values.iter().map(|v| lower(v)).collect();
+    serde_json::to_string(&lowered).unwrap_or_default()
+}
+
+/// `SELECT value ...` over the text values of the JSON array bound as `$n`,
+/// for `column IN (...)` filters on either engine.
+pub fn json_text_values(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("SELECT value FROM json_each(${n})"),
+        Backend::Postgres => format!("SELECT jsonb_array_elements_text(CAST(${n} AS jsonb))"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_sqlite_url_without_a_mode_creates_the_file() {
+        let dir = std::env::temp_dir().join(format!("cairn-db-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("new.db");
+        let db = Db::connect(&format!("sqlite://{}", file.display()), 1)
+            .await
+            .expect("created");
+        db.migrate().await.expect("migrated");
+        assert!(file.exists());
+        db.pool.close().await;
+
+        let missing = dir.join("no-such-dir").join("x.db");
+        let Err(err) = Db::connect(&format!("sqlite://{}", missing.display()), 1).await else {
+            panic!("a file in a missing directory cannot be opened");
+        };
+        let message = err.to_string();
+        assert!(
+            message.starts_with("cannot open the sqlite database: "),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "one line: {message}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

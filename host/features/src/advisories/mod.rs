@@ -1,0 +1,35 @@
+//! Advisories: warn exactly the people who run affected software. Search
+//! CVEs and applications, draft the text (model or template), find the
+//! affected devices and their users, send one e-mail per recipient through
+//! SMTP from a durable job at a rate limit, and keep who got what.
+//!
+//! - `affected.rs`: the target (a CVE, or an application and versions)
+//!   and its devices and users, read through the vulnerabilities,
+//!   inventory and integrations areas' public functions;
+//! - `draft.rs`: the facts and the text; `send.rs`: the sending job;
+//! - `storage.rs`: `advisories` and `advisory_recipients`;
+//!   `routes.rs`: `/api/v1/advisories`.
+
+mod affected;
+mod draft;
+mod routes;
+mod send;
+mod storage;
+
+use std::time::Duration;
+
+use cairn_core::settings::Settings;
+use cairn_jobs::Registry;
+
+pub use routes::router;
+
+/// Registers the sending job.
+pub fn register(registry: &mut Registry, settings: &Settings) -> anyhow::Result<()> {
+    registry.register(
+        send::SEND_KIND,
+        send::SendHandler::new(settings)?,
+        // A message waits for the rate limit and the mail server.
+        Duration::from_secs(300),
+    );
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! The asset view as clients read it: an asset row of the rollup with the
+//! user its directory knows.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use cairn_core::db::to_rfc3339;
+use cairn_inventory::assets::AssetRow;
+
+/// One asset: every inventory row whose device name shares its NetBIOS key
+/// (first 15 characters, uppercased), with the mdm, edr and scanner records
+/// that matched one of its names.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssetView {
+    /// The NetBIOS key.
+    pub key: String,
+    /// The longest name observed.
+    pub device_name: String,
+    /// Every name observed.
+    pub names: Vec<String>,
+    /// The managed-device UUID when an mdm knows the device, else the
+    /// newest id a source reported.
+    pub device_id: Option<String>,
+    pub os_platform: Option<String>,
+    pub os_version: Option<String>,
+    pub user_email: Option<String>,
+    pub user_name: Option<String>,
+    pub application_count: i64,
+    /// Reporting integrations; `scanner` when a scanner asset matched.
+    pub sources: Vec<String>,
+    #[schema(value_type = Option<Object>)]
+    pub mdm: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub edr: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub scan: Option<Value>,
+    pub last_seen: String,
+    /// Application names; only in single-asset responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applications: Option<Vec<String>>,
+    /// The user as a directory area knows them, when one does.
+    pub directory_user: Option<cairn_integrations::DirectoryUser>,
+}
+
+fn json(raw: Option<&str>) -> Option<Value> {
+    raw.and_then(|r| serde_json::from_str(r).ok())
+}
+
+impl AssetView {
+    pub fn from_row(row: AssetRow, with_applications: bool) -> AssetView {
+        AssetView {
+            key: row.asset_key,
+            device_name: row.device_name,
+            names: serde_json::from_str(&row.names).unwrap_or_default(),
+            device_id: row.device_id,
+            os_platform: row.os_platform,
+            os_version: row.os_version,
+            user_email: row.user_email,
+            user_name: row.user_name,
+            application_count: row.application_count,
+            sources: serde_json::from_str(&row.sources).unwrap_or_default(),
+            mdm: json(row.mdm.as_deref()),
+            edr: json(row.edr.as_deref()),
+            scan: json(row.scan.as_deref()),
+            last_seen: to_rfc3339(row.last_seen),
+            applications: with_applications
+                .then(|| serde_json::from_str(&row.applications).unwrap_or_default()),
+            directory_user: None,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! News feeds: per-tenant RSS, Atom and JSON Feed subscriptions, refreshed
+//! by a durable job with conditional GET, items stored once and classified
+//! (category, severity, CVEs, vendors and products, relevance to the
+//! tenant's inventory) by a model endpoint when configured, else by rules.
+//!
+//! - `fetch.rs`: the outbound fetch and the parse (`feed-rs`);
+//! - `classify.rs`: both classifiers and the relevance;
+//! - `refresh.rs`: the `news_refresh` and `news_classify` jobs;
+//! - `storage.rs`: the tables; `routes.rs`: `/api/v1/news-feeds`;
+//! - `defaults.rs`: the feeds `seed` adds.
+
+mod classify;
+mod defaults;
+mod fetch;
+mod refresh;
+mod routes;
+mod storage;
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use cairn_core::db::Db;
+use cairn_core::settings::Settings;
+use cairn_jobs::Registry;
+
+pub use routes::router;
+
+/// Registers the refresh and classification jobs.
+pub fn register(registry: &mut Registry, settings: &Settings) {
+    // A model request may take `model_timeout_secs`; a feed 30 s.
+    let stall = Duration::from_secs(settings.model_timeout_secs.max(30) * 3);
+    registry.register(
+        refresh::REFRESH_KIND,
+        refresh::RefreshHandler {
+            settings: settings.clone(),
+        },
+        stall,
+    );
+    registry.register(
+        refresh::CLASSIFY_KIND,
+        refresh::ClassifyHandler {
+            settings: settings.clone(),
+        },
+        stall,
+    );
+}
+
+/// The schedule: every `news_refresh_minutes`, a refresh of each tenant
+/// with feeds (a refresh already waiting absorbs the new one).
+pub fn spawn_schedule(
+    db: Db,
+    minutes: u64,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let period = Duration::from_secs(minutes.max(1) * 60);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(err) = refresh::enqueue_all(&db).await {
+                        tracing::warn!(error = %err, "news refresh schedule");
+                    }
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}

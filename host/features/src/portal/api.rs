@@ -1,0 +1,254 @@
+//! The client portal API (`/api`): what a tenant's customer reaches with its
+//! `chp_live_` key. Every query is scoped by the key's tenant and client;
+//! another client's invoice or file is 404.
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::files::{self, File, LinkSigner};
+use super::invoices::{self, Invoice, Reader};
+use super::keys::PortalClient;
+use super::payments;
+use cairn_core::blobs::{LocalStore, StoreKind};
+use cairn_core::db::now_ms;
+use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
+use cairn_core::http::json::{Json, Multipart, Path, Query};
+use cairn_core::uploads::{self, DOCUMENTS};
+use cairn_platform::app::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_invoices))
+        .routes(routes!(get_invoice))
+        .routes(routes!(pay_invoice))
+        .routes(routes!(list_files, upload_file))
+        .routes(routes!(download_file))
+        .routes(routes!(file_content))
+        // Uploads stream to disk and enforce their own limit.
+        .layer(DefaultBodyLimit::disable())
+}
+
+/// The client's invoices, newest first: sent, paid and void ones (drafts
+/// are not shown to clients).
+#[utoipa::path(get, path = "/api/invoices", tag = "invoices",
+    responses((status = 200, body = Vec<Invoice>), (status = 401, body = ErrorBody)))]
+async fn list_invoices(
+    State(state): State<AppState>,
+    client: PortalClient,
+) -> ApiResult<Json<Vec<Invoice>>> {
+    let rows = invoices::list(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+    )
+    .await?;
+    Ok(Json(rows.into_iter().map(|r| r.view()).collect()))
+}
+
+/// One of the client's invoices; a draft answers 404.
+#[utoipa::path(get, path = "/api/invoices/{id}", tag = "invoices",
+    params(("id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_invoice(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Invoice>> {
+    invoices::get(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+        &id,
+    )
+    .await?
+    .map(|r| Json(r.view()))
+    .ok_or(ApiError::NotFound("invoice"))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentLink {
+    /// Hosted checkout page of the payments provider.
+    pub payment_url: String,
+}
+
+/// A hosted payment link for a sent invoice (no body). The same link comes
+/// back while it is valid; paid and void invoices answer 409 (a draft is
+/// not found: clients do not see drafts).
+#[utoipa::path(post, path = "/api/invoices/{id}/pay", tag = "invoices",
+    params(("id" = String, Path)),
+    responses((status = 200, body = PaymentLink), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 502, body = ErrorBody)))]
+async fn pay_invoice(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Path(id): Path<String>,
+) -> ApiResult<Json<PaymentLink>> {
+    let invoice = invoices::get(
+        &state.db,
+        &client.tenant_id,
+        Reader::Client(&client.client_id),
+        &id,
+    )
+    .await?
+    .ok_or(ApiError::NotFound("invoice"))?;
+    let payment_url = payments::payment_link(&state, &client.tenant_id, invoice).await?;
+    Ok(Json(PaymentLink { payment_url }))
+}
+
+/// The client's documents, newest first.
+#[utoipa::path(get, path = "/api/files", tag = "files",
+    responses((status = 200, body = Vec<File>), (status = 401, body = ErrorBody)))]
+async fn list_files(
+    State(state): State<AppState>,
+    client: PortalClient,
+) -> ApiResult<Json<Vec<File>>> {
+    Ok(Json(
+        files::list(&state.db, &client.tenant_id, &client.client_id).await?,
+    ))
+}
+
+/// Uploads one document: multipart/form-data with one part named `file`.
+/// Accepted: .pdf, .docx, .xlsx, .csv, .txt, .png, .jpg/.jpeg, non-empty,
+/// at most the configured size (100 MB by default), and content that really
+/// is of that type (sniffed from the first 8 KB). A refused upload is 400
+/// with `type: upload_rejected` and `field` naming the failed check
+/// (`extension`, `size`, `content`, `file`).
+#[utoipa::path(post, path = "/api/files", tag = "files",
+    request_body(content_type = "multipart/form-data", description = "one part named `file`"),
+    responses((status = 201, body = File), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+async fn upload_file(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Multipart(multipart): Multipart,
+) -> ApiResult<(StatusCode, Json<File>)> {
+    let max_bytes = state.settings.portal_max_upload_mb * 1024 * 1024;
+    let received = uploads::receive_one(
+        multipart,
+        DOCUMENTS,
+        &state.portal_store.tmp_dir(),
+        max_bytes,
+    )
+    .await?;
+    // A task of its own: a client hanging up must not cancel the request
+    // between storing the object and writing its row.
+    let file = tokio::spawn(keep_upload(state.clone(), client, received))
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("storing an upload: {e}")))??;
+    Ok((StatusCode::CREATED, Json(file)))
+}
+
+/// Keeps a checked upload in the configured store and records it; on any
+/// failure neither the object nor the row remains.
+async fn keep_upload(
+    state: AppState,
+    client: PortalClient,
+    received: uploads::Received,
+) -> ApiResult<File> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let key = format!("{}/{}", client.tenant_id.as_str(), id);
+    let kept = state.portal_store.keep(&received, &key).await?;
+    let inserted = files::insert(
+        &state.db,
+        &client.tenant_id,
+        &client.client_id,
+        &id,
+        &received,
+        &key,
+        &kept,
+    )
+    .await;
+    match inserted {
+        Ok(file) => Ok(file),
+        Err(err) => {
+            if let Err(cleanup) = state.portal_store.remove(&key).await {
+                tracing::error!(error = %cleanup, key, "removing a stored upload without a row failed");
+            }
+            Err(err.into())
+        }
+    }
+}
+
+/// Redirects (302) to a download link valid for `portal_download_ttl_secs`:
+/// a signed link to `/api/files/{id}/content` for the local store, a
+/// presigned URL of the object for the S3 store.
+#[utoipa::path(get, path = "/api/files/{id}/download", tag = "files",
+    params(("id" = String, Path)),
+    responses((status = 302, description = "`Location` is the short-lived signed or presigned URL"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn download_file(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let stored = files::owned(&state.db, &client.tenant_id, &client.client_id, &id)
+        .await?
+        .ok_or(ApiError::NotFound("file"))?;
+    let ttl = state.settings.portal_download_ttl_secs;
+    let link = match stored.store {
+        StoreKind::Local => {
+            LinkSigner::new(&state.settings.jwt_secret).link(&id, now_ms() / 1000 + ttl as i64)
+        }
+        StoreKind::S3 => {
+            state
+                .portal_store
+                .presigned_get(&stored.storage_key, std::time::Duration::from_secs(ttl))
+                .await?
+        }
+    };
+    Ok((StatusCode::FOUND, [(header::LOCATION, link)]).into_response())
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SignedLink {
+    expires: i64,
+    signature: String,
+}
+
+/// The document's bytes, for a signed link from `/download` to a document
+/// of the local store (no API key: the link is the credential). A changed
+/// or expired link is refused.
+#[utoipa::path(get, path = "/api/files/{id}/content", tag = "files", security(()),
+    params(("id" = String, Path), SignedLink),
+    responses((status = 200, description = "the document"), (status = 403, body = ErrorBody),
+        (status = 410, body = ErrorBody)))]
+async fn file_content(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(link): Query<SignedLink>,
+) -> ApiResult<Response> {
+    LinkSigner::new(&state.settings.jwt_secret).verify(
+        &id,
+        link.expires,
+        &link.signature,
+        now_ms() / 1000,
+    )?;
+    let (name, content_type, size, key) = files::for_download(&state.db, &id)
+        .await?
+        .ok_or(ApiError::NotFound("file"))?;
+    let store = LocalStore::new(state.settings.portal_files_dir.clone());
+    let file = tokio::fs::File::open(store.path(&key))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    let body = Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024));
+    let disposition = cairn_core::blobs::attachment_disposition(&name);
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                content_type.unwrap_or_else(|| "application/octet-stream".into()),
+            ),
+            (header::CONTENT_LENGTH, size.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
+}

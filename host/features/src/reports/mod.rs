@@ -1,0 +1,70 @@
+//! Reports: documents a customer would accept (PDF) and spreadsheets an
+//! analyst works from (CSV, XLSX), written in the background by a durable
+//! job and kept in the data directory until downloaded, deleted or expired.
+//!
+//! - `content.rs`: what each report type says (key figures, a severity
+//!   chart, tables), read through the public functions of the
+//!   vulnerabilities, inventory and devices areas;
+//! - `render.rs`: the three formats; `generate.rs`: the job;
+//! - `storage.rs`: `reports`; `routes.rs`: `/api/v1/reports`.
+
+mod content;
+mod generate;
+mod render;
+mod routes;
+mod storage;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use cairn_core::db::Db;
+use cairn_jobs::Registry;
+
+pub use routes::router;
+
+/// Registers the writing job.
+pub fn register(registry: &mut Registry, dir: PathBuf) {
+    registry.register(
+        generate::GENERATE_KIND,
+        generate::GenerateHandler { dir },
+        Duration::from_secs(600),
+    );
+}
+
+/// Every hour, deletes the reports (and files) finished more than
+/// `retention_days` ago.
+pub fn spawn_retention(
+    db: Db,
+    dir: PathBuf,
+    retention_days: u64,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(err) = prune(&db, &dir, retention_days).await {
+                        tracing::warn!(error = %err, "report retention");
+                    }
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+/// Deletes the reports finished more than `retention_days` ago; how many.
+pub async fn prune(db: &Db, dir: &std::path::Path, retention_days: u64) -> sqlx::Result<usize> {
+    let before = cairn_core::db::now_ms() - retention_days as i64 * 86_400_000;
+    let expired = storage::expired(db, before).await?;
+    for (tenant, id) in &expired {
+        let tenant = cairn_core::ids::TenantId(tenant.clone());
+        if let Some(Some(path)) = storage::delete(db, &tenant, id).await? {
+            let _ = tokio::fs::remove_file(dir.join(path)).await;
+        }
+    }
+    Ok(expired.len())
+}

@@ -1,0 +1,426 @@
+//! A report's content written as CSV, XLSX or PDF to a file.
+//!
+//! - CSV: the report's main table (its longest one a spreadsheet shows),
+//!   with every cell a spreadsheet would run neutralized;
+//! - XLSX (`rust_xlsxwriter`): a summary sheet, then one sheet per table,
+//!   numbers as numbers, rows streamed (constant memory);
+//! - PDF (`printpdf`, the standard Helvetica): a title page with the
+//!   organization, the date and the scope, the key figures and a severity
+//!   chart, then each table, breaking across pages with its header
+//!   repeated, and page numbers. Text outside Latin-1 shows as `?`: the
+//!   standard fonts cannot draw it.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::content::{Cell, Content, Shown, Table};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    Pdf,
+    Csv,
+    Xlsx,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Pdf => "pdf",
+            Format::Csv => "csv",
+            Format::Xlsx => "xlsx",
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Pdf => "application/pdf",
+            Format::Csv => "text/csv; charset=utf-8",
+            Format::Xlsx => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("writing the file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("CSV: {0}")]
+    Csv(#[from] csv::Error),
+    #[error("XLSX: {0}")]
+    Xlsx(#[from] rust_xlsxwriter::XlsxError),
+    #[error("PDF: {0}")]
+    Pdf(String),
+}
+
+/// Writes `content` as `format` to `path`.
+pub fn write(content: &Content, format: Format, path: &Path) -> Result<(), RenderError> {
+    match format {
+        Format::Csv => csv_file(content, path),
+        Format::Xlsx => xlsx_file(content, path),
+        Format::Pdf => pdf_file(content, path),
+    }
+}
+
+fn in_spreadsheets(table: &Table) -> bool {
+    table.shown != Shown::DocumentOnly
+}
+
+/// The table rows `format` holds.
+pub fn rows_in(content: &Content, format: Format) -> i64 {
+    let shown = |t: &&Table| match format {
+        Format::Pdf => t.shown != Shown::SpreadsheetsOnly,
+        Format::Xlsx => in_spreadsheets(t),
+        Format::Csv => false,
+    };
+    match format {
+        Format::Csv => main_table(content).map_or(content.figures.len(), |t| t.rows.len()) as i64,
+        _ => content
+            .tables
+            .iter()
+            .filter(shown)
+            .map(|t| t.rows.len() as i64)
+            .sum(),
+    }
+}
+
+/// The table a CSV holds: the longest a spreadsheet shows.
+fn main_table(content: &Content) -> Option<&Table> {
+    content
+        .tables
+        .iter()
+        .filter(|t| in_spreadsheets(t))
+        .max_by_key(|t| t.rows.len())
+}
+
+fn csv_file(content: &Content, path: &Path) -> Result<(), RenderError> {
+    let mut writer = csv::Writer::from_writer(BufWriter::new(std::fs::File::create(path)?));
+    match main_table(content) {
+        Some(table) => {
+            writer.write_record(&table.columns)?;
+            for row in &table.rows {
+                writer.write_record(row.iter().map(|cell| {
+                    cairn_integrations::neutralized_csv_cell(&cell.text()).into_owned()
+                }))?;
+            }
+        }
+        None => {
+            writer.write_record(["Figure", "Value"])?;
+            for (label, value) in &content.figures {
+                writer.write_record([label, value])?;
+            }
+        }
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+/// A sheet name Excel accepts: at most 31 characters, none of `[]:*?/\`.
+fn sheet_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !"[]:*?/\\".contains(*c))
+        .take(31)
+        .collect()
+}
+
+fn xlsx_file(content: &Content, path: &Path) -> Result<(), RenderError> {
+    use rust_xlsxwriter::{Format as CellFormat, Workbook};
+    let bold = CellFormat::new().set_bold();
+    let mut workbook = Workbook::new();
+    {
+        let summary = workbook.add_worksheet_with_constant_memory();
+        summary.set_name("Summary")?;
+        summary.write_string_with_format(0, 0, &content.title, &bold)?;
+        summary.write_string(1, 0, &content.tenant_name)?;
+        summary.write_string(2, 0, format!("As of {}", &content.as_of))?;
+        summary.write_string(3, 0, &content.scope_note)?;
+        for (row, (label, value)) in (5..).zip(&content.figures) {
+            summary.write_string(row, 0, label)?;
+            match value.parse::<i64>() {
+                Ok(n) => summary.write_number(row, 1, n as f64)?,
+                Err(_) => summary.write_string(row, 1, value)?,
+            };
+        }
+        summary.set_column_width(0, 45)?;
+    }
+    for table in content.tables.iter().filter(|t| in_spreadsheets(t)) {
+        let sheet = workbook.add_worksheet_with_constant_memory();
+        sheet.set_name(sheet_name(&table.name))?;
+        for (col, name) in table.columns.iter().enumerate() {
+            sheet.write_string_with_format(0, col as u16, *name, &bold)?;
+        }
+        for (r, row) in table.rows.iter().enumerate() {
+            let r = r as u32 + 1;
+            for (c, cell) in row.iter().enumerate() {
+                let c = c as u16;
+                match cell {
+                    Cell::Text(t) => {
+                        sheet.write_string(r, c, &**t)?;
+                    }
+                    Cell::Integer(n) => {
+                        sheet.write_number(r, c, *n as f64)?;
+                    }
+                    Cell::Number(n) => {
+                        sheet.write_number(r, c, *n)?;
+                    }
+                    Cell::Empty => {}
+                }
+            }
+        }
+    }
+    workbook.save(path)?;
+    Ok(())
+}
+
+/// Text the standard fonts can draw: Latin-1 kept, anything else `?`.
+fn drawable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if (c as u32) < 0x100 && !c.is_control() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// At most `chars` characters, with an ellipsis when cut.
+fn fit(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(chars.saturating_sub(3)).collect();
+    cut.push_str("...");
+    cut
+}
+
+const PAGE_W: f32 = 210.0;
+const PAGE_H: f32 = 297.0;
+const MARGIN: f32 = 15.0;
+const ROW_H: f32 = 4.2;
+const TABLE_PT: f32 = 7.0;
+/// Average width of a Helvetica character at 1 pt, in mm.
+const CHAR_MM_PER_PT: f32 = 0.19;
+
+struct Pdf {
+    doc: printpdf::PdfDocumentReference,
+    font: printpdf::IndirectFontRef,
+    bold: printpdf::IndirectFontRef,
+    pages: Vec<printpdf::PdfLayerReference>,
+    /// Where the next line goes on the current page, mm from the bottom.
+    y: f32,
+}
+
+impl Pdf {
+    fn layer(&self) -> &printpdf::PdfLayerReference {
+        self.pages.last().expect("a document has a page")
+    }
+
+    fn new_page(&mut self) {
+        let (page, layer) =
+            self.doc
+                .add_page(printpdf::Mm(PAGE_W), printpdf::Mm(PAGE_H), "content");
+        self.pages.push(self.doc.get_page(page).get_layer(layer));
+        self.y = PAGE_H - MARGIN;
+    }
+
+    fn text(&self, text: &str, size: f32, x: f32, y: f32, bold: bool) {
+        let font = if bold { &self.bold } else { &self.font };
+        self.layer()
+            .use_text(drawable(text), size, printpdf::Mm(x), printpdf::Mm(y), font);
+    }
+
+    /// A line of text at the cursor, on a new page when this one is full.
+    fn line(&mut self, text: &str, size: f32, bold: bool) {
+        let height = size * 0.5;
+        if self.y - height < MARGIN + 8.0 {
+            self.new_page();
+        }
+        self.y -= height;
+        self.text(text, size, MARGIN, self.y, bold);
+        self.y -= 1.5;
+    }
+
+    fn fill(&self, rgb: (f32, f32, f32)) {
+        self.layer()
+            .set_fill_color(printpdf::Color::Rgb(printpdf::Rgb::new(
+                rgb.0, rgb.1, rgb.2, None,
+            )));
+    }
+
+    fn rect(&self, x: f32, y: f32, w: f32, h: f32) {
+        let rect = printpdf::Rect::new(
+            printpdf::Mm(x),
+            printpdf::Mm(y),
+            printpdf::Mm(x + w),
+            printpdf::Mm(y + h),
+        );
+        self.layer().add_rect(rect);
+    }
+}
+
+const SEVERITY_COLORS: [(f32, f32, f32); 5] = [
+    (0.60, 0.05, 0.10),
+    (0.85, 0.30, 0.10),
+    (0.95, 0.65, 0.10),
+    (0.30, 0.55, 0.80),
+    (0.60, 0.60, 0.60),
+];
+
+fn pdf_file(content: &Content, path: &Path) -> Result<(), RenderError> {
+    let (doc, page, layer) = printpdf::PdfDocument::new(
+        drawable(&content.title),
+        printpdf::Mm(PAGE_W),
+        printpdf::Mm(PAGE_H),
+        "content",
+    );
+    let font = doc
+        .add_builtin_font(printpdf::BuiltinFont::Helvetica)
+        .map_err(|e| RenderError::Pdf(e.to_string()))?;
+    let bold = doc
+        .add_builtin_font(printpdf::BuiltinFont::HelveticaBold)
+        .map_err(|e| RenderError::Pdf(e.to_string()))?;
+    let first = doc.get_page(page).get_layer(layer);
+    let mut pdf = Pdf {
+        doc,
+        font,
+        bold,
+        pages: vec![first],
+        y: PAGE_H - MARGIN,
+    };
+    // The title page.
+    pdf.y = PAGE_H - 60.0;
+    pdf.line(&content.title, 24.0, true);
+    pdf.y -= 4.0;
+    pdf.line(&content.tenant_name, 16.0, false);
+    pdf.line(&format!("As of {}", &content.as_of[..10]), 11.0, false);
+    pdf.line(&content.scope_note, 10.0, false);
+    pdf.y -= 8.0;
+    pdf.line("Key figures", 13.0, true);
+    for (label, value) in &content.figures {
+        pdf.y -= 4.0;
+        pdf.text(label, 10.0, MARGIN, pdf.y, false);
+        pdf.text(value, 10.0, MARGIN + 110.0, pdf.y, true);
+        pdf.y -= 1.0;
+    }
+    pdf.y -= 10.0;
+    pdf.line("Open findings by severity", 13.0, true);
+    let max = content
+        .severity_chart
+        .iter()
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f32;
+    for (i, (label, n)) in content.severity_chart.iter().enumerate() {
+        pdf.y -= 8.0;
+        pdf.text(label, 10.0, MARGIN, pdf.y + 1.0, false);
+        pdf.fill(SEVERITY_COLORS[i % SEVERITY_COLORS.len()]);
+        pdf.rect(MARGIN + 25.0, pdf.y, (*n as f32 / max) * 120.0 + 0.3, 5.0);
+        pdf.fill((0.0, 0.0, 0.0));
+        pdf.text(&n.to_string(), 10.0, MARGIN + 150.0, pdf.y + 1.0, false);
+    }
+    for table in content
+        .tables
+        .iter()
+        .filter(|t| t.shown != Shown::SpreadsheetsOnly)
+    {
+        pdf.new_page();
+        pdf_table(&mut pdf, table);
+    }
+    let total = pdf.pages.len();
+    for (i, layer) in pdf.pages.iter().enumerate() {
+        layer.use_text(
+            format!("Page {} of {total}", i + 1),
+            8.0,
+            printpdf::Mm(PAGE_W - MARGIN - 25.0),
+            printpdf::Mm(8.0),
+            &pdf.font,
+        );
+        layer.use_text(
+            drawable(&format!("{} - {}", content.tenant_name, content.title)),
+            8.0,
+            printpdf::Mm(MARGIN),
+            printpdf::Mm(8.0),
+            &pdf.font,
+        );
+    }
+    let mut file = BufWriter::new(std::fs::File::create(path)?);
+    pdf.doc
+        .save(&mut file)
+        .map_err(|e| RenderError::Pdf(e.to_string()))?;
+    file.flush()?;
+    Ok(())
+}
+
+/// Column widths in mm: by the longest text (header included, first 200
+/// rows), scaled to the page.
+fn widths(table: &Table) -> Vec<f32> {
+    let mut longest: Vec<usize> = table.columns.iter().map(|c| c.len()).collect();
+    for row in table.rows.iter().take(200) {
+        for (i, cell) in row.iter().enumerate() {
+            longest[i] = longest[i].max(cell.text().chars().count().min(60));
+        }
+    }
+    let sum: usize = longest.iter().map(|l| l + 2).sum();
+    let usable = PAGE_W - 2.0 * MARGIN;
+    longest
+        .iter()
+        .map(|l| usable * (*l + 2) as f32 / sum as f32)
+        .collect()
+}
+
+fn pdf_table(pdf: &mut Pdf, table: &Table) {
+    let widths = widths(table);
+    let header = |pdf: &mut Pdf| {
+        pdf.y -= ROW_H;
+        let mut x = MARGIN;
+        for (column, width) in table.columns.iter().zip(&widths) {
+            let chars = (width / (TABLE_PT * CHAR_MM_PER_PT)) as usize;
+            pdf.text(&fit(column, chars), TABLE_PT, x, pdf.y, true);
+            x += width;
+        }
+        pdf.y -= 1.0;
+    };
+    pdf.line(
+        &format!("{} ({} rows)", table.name, table.rows.len()),
+        13.0,
+        true,
+    );
+    header(pdf);
+    for row in &table.rows {
+        if pdf.y - ROW_H < MARGIN + 8.0 {
+            pdf.new_page();
+            pdf.line(&format!("{} (continued)", table.name), 10.0, true);
+            header(pdf);
+        }
+        pdf.y -= ROW_H;
+        let mut x = MARGIN;
+        for (cell, width) in row.iter().zip(&widths) {
+            let chars = (width / (TABLE_PT * CHAR_MM_PER_PT)) as usize;
+            pdf.text(&fit(&cell.text(), chars), TABLE_PT, x, pdf.y, false);
+            x += width;
+        }
+    }
+    if table.rows.is_empty() {
+        pdf.line("None.", 9.0, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sheet_names_and_cells_fit() {
+        assert_eq!(sheet_name("Top CVEs: by [devices]?"), "Top CVEs by devices");
+        assert_eq!(sheet_name(&"x".repeat(40)).len(), 31);
+        assert_eq!(fit("abcdefghij", 6), "abc...");
+        assert_eq!(fit("abc", 6), "abc");
+        assert_eq!(drawable("Müller 株式会社"), "Müller ????");
+    }
+}

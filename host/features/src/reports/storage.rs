@@ -1,0 +1,241 @@
+//! `reports`: one row per report asked for, with its status and, once
+//! written, its file (a path relative to the reports directory).
+
+use serde::Serialize;
+use sqlx::Row;
+use utoipa::ToSchema;
+
+use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::ids::TenantId;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReportView {
+    pub id: String,
+    /// `executive_summary`, `vulnerabilities`, `software_inventory`,
+    /// `version_compliance` or `device`.
+    pub report_type: String,
+    /// `pdf`, `csv` or `xlsx`.
+    pub format: String,
+    #[schema(value_type = Object)]
+    pub scope: serde_json::Value,
+    pub title: String,
+    /// `queued`, `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub error: Option<String>,
+    /// The download's file name, once written.
+    pub file_name: Option<String>,
+    pub size_bytes: Option<i64>,
+    /// Table rows written.
+    pub row_count: Option<i64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+const COLUMNS: &str = "id, report_type, format, scope, title, status, error, file_name, \
+    size_bytes, row_count, created_by, created_at, finished_at";
+
+fn view(r: sqlx::any::AnyRow) -> ReportView {
+    ReportView {
+        id: r.get(0),
+        report_type: r.get(1),
+        format: r.get(2),
+        scope: serde_json::from_str(&r.get::<String, _>(3)).unwrap_or_default(),
+        title: r.get(4),
+        status: r.get(5),
+        error: r.get(6),
+        file_name: r.get(7),
+        size_bytes: r.get(8),
+        row_count: r.get(9),
+        created_by: r.get(10),
+        created_at: to_rfc3339(r.get(11)),
+        finished_at: r.get::<Option<i64>, _>(12).map(to_rfc3339),
+    }
+}
+
+pub struct NewReport<'a> {
+    pub report_type: &'a str,
+    pub format: &'a str,
+    pub scope: &'a serde_json::Value,
+    pub title: &'a str,
+    pub created_by: &'a str,
+}
+
+pub async fn create(db: &Db, tenant: &TenantId, report: NewReport<'_>) -> sqlx::Result<String> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let _turn = db.write_turn().await;
+    sqlx::query(
+        "INSERT INTO reports (id, tenant_id, report_type, format, scope, title, status, \
+         created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
+    )
+    .bind(&id)
+    .bind(tenant.as_str())
+    .bind(report.report_type)
+    .bind(report.format)
+    .bind(report.scope.to_string())
+    .bind(report.title)
+    .bind(report.created_by)
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await?;
+    Ok(id)
+}
+
+pub async fn list(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ReportView>, i64)> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM reports WHERE tenant_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+    ))
+    .bind(tenant.as_str())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM reports WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows.into_iter().map(view).collect(), total))
+}
+
+pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<ReportView>> {
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM reports WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(view))
+}
+
+/// The stored file of a finished report: (relative path, file name).
+pub async fn file_of(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+) -> sqlx::Result<Option<(Option<String>, Option<String>)>> {
+    sqlx::query_as("SELECT stored_path, file_name FROM reports WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_str())
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await
+}
+
+/// The next queued report of the tenant, marked running.
+pub async fn claim_next(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<String>> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let next: Option<String> = sqlx::query_scalar(
+        "SELECT id FROM reports WHERE tenant_id = $1 AND status IN ('queued', 'running') \
+         ORDER BY created_at, id LIMIT 1",
+    )
+    .bind(tenant.as_str())
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(id) = &next {
+        sqlx::query("UPDATE reports SET status = 'running' WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(next)
+}
+
+/// The type, format and scope of a report to write.
+pub async fn request_of(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+) -> sqlx::Result<Option<(String, String, String)>> {
+    sqlx::query_as(
+        "SELECT report_type, format, scope FROM reports WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+/// Records a written file; false when the report was deleted meanwhile
+/// (the caller then removes the file).
+pub async fn succeeded(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+    stored_path: &str,
+    file_name: &str,
+    size_bytes: i64,
+    row_count: i64,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let updated = sqlx::query(
+        "UPDATE reports SET status = 'succeeded', stored_path = $3, file_name = $4, \
+         size_bytes = $5, row_count = $6, finished_at = $7, error = NULL \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .bind(stored_path)
+    .bind(file_name)
+    .bind(size_bytes)
+    .bind(row_count)
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await?
+    .rows_affected();
+    Ok(updated == 1)
+}
+
+pub async fn failed(db: &Db, tenant: &TenantId, id: &str, error: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
+    sqlx::query(
+        "UPDATE reports SET status = 'failed', error = $3, finished_at = $4 \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .bind(error)
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the report row; its stored path, if it had a file.
+pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Option<String>>> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let path: Option<Option<String>> =
+        sqlx::query_scalar("SELECT stored_path FROM reports WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if path.is_some() {
+        sqlx::query("DELETE FROM reports WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(path)
+}
+
+/// Reports of every tenant finished before `before_ms`: (tenant, id).
+pub async fn expired(db: &Db, before_ms: i64) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT tenant_id, id FROM reports WHERE finished_at IS NOT NULL AND finished_at < $1",
+    )
+    .bind(before_ms)
+    .fetch_all(&db.pool)
+    .await
+}

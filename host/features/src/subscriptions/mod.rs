@@ -1,0 +1,69 @@
+//! Subscriptions: a tenant follows a vendor or a product (even one with no
+//! CVE yet); each sync asks NVD's CVE API for its CVEs (by CPE match
+//! string when the CPE dictionary knows the name, else by keyword), stores
+//! them in the CVE store, and records which CVEs are new or changed for
+//! the tenant's activity feed.
+//!
+//! - `storage.rs`: `subscriptions` and `subscription_cves`;
+//! - `sync.rs`: the `subscriptions_sync` job and its schedule;
+//! - `routes.rs`: `/api/v1/subscriptions`.
+
+mod routes;
+mod storage;
+mod sync;
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use cairn_core::db::Db;
+use cairn_core::settings::Settings;
+use cairn_jobs::Registry;
+
+pub use routes::router;
+
+/// Registers the sync job.
+pub fn register(registry: &mut Registry, settings: &Settings) {
+    registry.register(
+        sync::SYNC_KIND,
+        sync::SyncHandler {
+            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(settings),
+        },
+        // NVD's pacing is 6 s a request without a key.
+        Duration::from_secs(10 * 60),
+    );
+}
+
+/// The schedule: every `subscription_sync_hours`, a sync of every
+/// subscription of every tenant that has one; and every minute, a sync
+/// for any subscription still waiting (its request outlived its job: the
+/// run failed, or the service stopped between the request and the
+/// enqueue).
+pub fn spawn_schedule(
+    db: Db,
+    hours: u64,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let period = Duration::from_secs(hours.max(1) * 3600);
+        let sweep = Duration::from_secs(60);
+        let start = tokio::time::Instant::now();
+        let mut all = tokio::time::interval_at(start + period, period);
+        let mut waiting = tokio::time::interval_at(start + sweep, sweep);
+        loop {
+            tokio::select! {
+                _ = all.tick() => {
+                    if let Err(err) = sync::request_all(&db).await {
+                        tracing::warn!(error = %err, "subscription sync schedule");
+                    }
+                }
+                _ = waiting.tick() => {
+                    if let Err(err) = sync::enqueue_waiting(&db).await {
+                        tracing::warn!(error = %err, "subscription sync sweep");
+                    }
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}

@@ -1,0 +1,77 @@
+//! CSV sources: operators' spreadsheets (CSV or Excel) parsed in the
+//! background by `csv-provider` components into inventory items or records.
+//!
+//! - `parse`: file format, encodings, delimiter, header row and columns.
+//! - `ingest`: the `csv_parse` job (one per tenant, uploads in order).
+//! - `staging`: parsed rows wait in a file, then replace the source's rows
+//!   in one transaction; a failed parse changes nothing.
+//! - `storage`: the `csv_uploads` table and the source's rows as routes
+//!   read them. `routes`: `/api/v1/csv-sources/...` and
+//!   `/api/v1/inventory/upload(s)`.
+
+mod ingest;
+mod parse;
+mod routes;
+mod staging;
+pub mod storage;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use ingest::{CsvParseHandler, CSV_PARSE_KIND};
+pub use routes::router;
+
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+use cairn_jobs::Registry;
+use cairn_plugins::Plugins;
+
+/// Key of the generic software inventory provider, the one behind
+/// `POST /api/v1/inventory/upload`.
+pub const GENERIC_SOFTWARE: &str = "software-inventory";
+
+/// Registers the `csv_parse` job kind.
+pub fn register(registry: &mut Registry, plugins: Arc<Plugins>, uploads_dir: PathBuf) {
+    registry.register(
+        CSV_PARSE_KIND,
+        CsvParseHandler {
+            plugins,
+            uploads_dir,
+        },
+        ingest::STALL_TIMEOUT,
+    );
+}
+
+/// Makes sure every tenant with a waiting upload has a parse job. An upload
+/// that arrives while its tenant's job is finishing joins that job (the
+/// queue keeps one per tenant) after its last look; this catches it.
+pub fn spawn_sweeper(db: Db, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let waiting = match storage::tenants_waiting(&db, every.as_millis() as i64).await {
+                Ok(tenants) => tenants,
+                Err(err) => {
+                    tracing::warn!(error = %err, "csv upload sweep failed");
+                    continue;
+                }
+            };
+            for tenant in waiting {
+                let tenant = TenantId(tenant);
+                let queued =
+                    cairn_jobs::enqueue(&db, &tenant, CSV_PARSE_KIND, &serde_json::json!({})).await;
+                if let Err(err) = queued {
+                    tracing::warn!(error = %err, "csv upload sweep could not enqueue");
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,637 @@
+//! Integration configs and the rows syncs write, scoped by tenant.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use serde_json::Value;
+use sqlx::{Any, Transaction};
+
+use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
+use cairn_core::ids::TenantId;
+use cairn_core::secrets::SecretBox;
+use cairn_inventory::normalize::platform_label;
+use cairn_inventory::seen::{self, KeyOf};
+use cairn_plugins::{InventoryRow, MappedRow};
+
+#[derive(Clone)]
+pub struct StoredConfig {
+    /// The connector chosen for the area; `None`: the area's only one.
+    pub connector: Option<String>,
+    /// Non-secret fields.
+    pub settings: Value,
+    /// Secret fields, decrypted.
+    pub secrets: Value,
+    pub updated_at: i64,
+}
+
+/// Secrets print as their names only: a config can end up in a log line.
+impl std::fmt::Debug for StoredConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret_names: Vec<&String> = self
+            .secrets
+            .as_object()
+            .map(|s| s.keys().collect())
+            .unwrap_or_default();
+        f.debug_struct("StoredConfig")
+            .field("connector", &self.connector)
+            .field("settings", &self.settings)
+            .field("secrets", &secret_names)
+            .field("updated_at", &self.updated_at)
+            .finish()
+    }
+}
+
+impl StoredConfig {
+    /// Settings and secrets in one object: what the host uses.
+    pub fn full(&self) -> Value {
+        let mut full = self.settings.clone();
+        if let (Some(target), Some(secrets)) = (full.as_object_mut(), self.secrets.as_object()) {
+            for (k, v) in secrets {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+        full
+    }
+}
+
+pub async fn config(
+    db: &Db,
+    secret_box: &SecretBox,
+    tenant: &TenantId,
+    area: &str,
+) -> anyhow::Result<Option<StoredConfig>> {
+    let row: Option<(Option<String>, String, String, i64)> = sqlx::query_as(
+        "SELECT connector, settings, secrets, updated_at FROM integration_configs \
+         WHERE tenant_id = $1 AND integration = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(area)
+    .fetch_optional(&db.pool)
+    .await?;
+    let Some((connector, settings, sealed, updated_at)) = row else {
+        return Ok(None);
+    };
+    Ok(Some(StoredConfig {
+        connector,
+        settings: serde_json::from_str(&settings)?,
+        secrets: serde_json::from_str(&secret_box.open(&sealed)?)?,
+        updated_at,
+    }))
+}
+
+/// A config to store for an area.
+pub struct NewConfig<'a> {
+    pub connector: &'a str,
+    pub settings: &'a Value,
+    pub secrets: &'a Value,
+    /// The tenant switches the area to another connector: what the old one
+    /// synced is removed in the same transaction.
+    pub switching: bool,
+}
+
+/// Stores the area's config; returns its `updated_at`.
+pub async fn save_config(
+    db: &Db,
+    secret_box: &SecretBox,
+    tenant: &TenantId,
+    area: &str,
+    config: NewConfig<'_>,
+) -> sqlx::Result<i64> {
+    let _turn = db.write_turn().await;
+    let now = now_ms();
+    let mut tx = db.pool.begin().await?;
+    if config.switching {
+        delete_synced(&mut tx, tenant, area).await?;
+    }
+    sqlx::query(
+        "INSERT INTO integration_configs (tenant_id, integration, connector, settings, secrets, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6) \
+         ON CONFLICT (tenant_id, integration) DO UPDATE SET connector = excluded.connector, \
+         settings = excluded.settings, secrets = excluded.secrets, updated_at = excluded.updated_at",
+    )
+    .bind(tenant.as_str())
+    .bind(area)
+    .bind(config.connector)
+    .bind(config.settings.to_string())
+    .bind(secret_box.seal(&config.secrets.to_string()))
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(now)
+}
+
+/// Deletes what `source` synced for the tenant, and what its runs saw,
+/// inside `tx`.
+async fn delete_synced(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+) -> sqlx::Result<()> {
+    for table in ["inventory_items", "source_records"]
+        .into_iter()
+        .chain(seen::TABLES)
+    {
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
+        ))
+        .bind(tenant.as_str())
+        .bind(source)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Removes the area's config and everything it synced, in one
+/// transaction. False when there was no config.
+pub async fn delete_config(db: &Db, tenant: &TenantId, area: &str) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    let deleted =
+        sqlx::query("DELETE FROM integration_configs WHERE tenant_id = $1 AND integration = $2")
+            .bind(tenant.as_str())
+            .bind(area)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    delete_synced(&mut tx, tenant, area).await?;
+    tx.commit().await?;
+    Ok(deleted == 1)
+}
+
+/// Whether the tenant configured `area` (`Some`), and the connector its
+/// config names: what a view needs, without reading the secrets.
+pub async fn area_choice(
+    db: &Db,
+    tenant: &TenantId,
+    area: &str,
+) -> sqlx::Result<Option<Option<String>>> {
+    sqlx::query_scalar(
+        "SELECT connector FROM integration_configs WHERE tenant_id = $1 AND integration = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(area)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+/// The areas the tenant configured, with the connector each names.
+pub async fn configured_areas(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    sqlx::query_as("SELECT integration, connector FROM integration_configs WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_all(&db.pool)
+        .await
+}
+
+/// Locks the tenant's config row for the rest of `tx`: true while it is
+/// the config read at `updated_at`. A sync writes each page only under this
+/// lock, so a page can never land after the config was removed (which
+/// deletes the synced rows) or replaced; a removal waits for the page's
+/// commit and then deletes its rows too. On PostgreSQL the lock is shared,
+/// so a sync's pages written at once do not wait for each other; on SQLite
+/// the no-op update takes the database's write lock first.
+pub async fn hold_config(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    integration: &str,
+    updated_at: i64,
+) -> sqlx::Result<bool> {
+    let statement = match cairn_core::db::backend_of(tx) {
+        Backend::Postgres => {
+            "SELECT 1 FROM integration_configs \
+             WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 FOR SHARE"
+        }
+        Backend::Sqlite => {
+            "UPDATE integration_configs SET updated_at = updated_at \
+             WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 RETURNING 1"
+        }
+    };
+    let held: Option<i64> = sqlx::query_scalar(statement)
+        .bind(tenant.as_str())
+        .bind(integration)
+        .bind(updated_at)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(held.is_some())
+}
+
+/// The identity of an inventory row within its source: one row per device,
+/// application and version.
+fn item_key(item: &InventoryRow) -> String {
+    let device = item
+        .device_id
+        .as_deref()
+        .or(item.device_name.as_deref())
+        .unwrap_or("");
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        device.to_lowercase(),
+        item.application_name
+            .as_deref()
+            .unwrap_or("")
+            .to_lowercase(),
+        item.version.as_deref().unwrap_or("")
+    )
+    .replace('\0', "")
+}
+
+/// Rows per statement: a page's rows travel as one bound JSON array, so a
+/// page of thousands is a few statements, not hundreds.
+const UPSERT_CHUNK: usize = 5000;
+
+/// PostgreSQL refuses NUL in text, and upstream agents do send it; it is
+/// dropped here so one bad name cannot fail a whole page. The rollup strips
+/// the other control characters.
+fn text(value: Option<&str>) -> Option<Cow<'_, str>> {
+    value.map(|v| {
+        if v.contains('\0') {
+            Cow::Owned(v.replace('\0', ""))
+        } else {
+            Cow::Borrowed(v)
+        }
+    })
+}
+
+/// A page's rows made ready for the database: one row per key (the last
+/// one), in key order, the hashes of what the page saw, and the JSON arrays
+/// the upsert statements read. Preparing is CPU work only, so a sync
+/// prepares a page before it waits for its turn to write.
+pub struct PreparedPage {
+    hashes: Vec<u8>,
+    items: Vec<String>,
+    records: Vec<String>,
+}
+
+/// Prepares `rows` for [`write_prepared`].
+pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
+    let mut items: Vec<(String, &InventoryRow)> = vec![];
+    let mut records: Vec<&cairn_plugins::RecordRow> = vec![];
+    let mut seen_items = std::collections::HashMap::new();
+    let mut seen_records = std::collections::HashMap::new();
+    for row in rows {
+        match row {
+            MappedRow::Inventory(item) => {
+                let key = item_key(item);
+                match seen_items.get(&key) {
+                    Some(&i) => items[i] = (key, item),
+                    None => {
+                        seen_items.insert(key.clone(), items.len());
+                        items.push((key, item));
+                    }
+                }
+            }
+            MappedRow::Record(record) => match seen_records.get(&(&record.collection, &record.key))
+            {
+                Some(&i) => records[i] = record,
+                None => {
+                    seen_records.insert((&record.collection, &record.key), records.len());
+                    records.push(record);
+                }
+            },
+        }
+    }
+    // In key order: a sync writes pages at once, and transactions that
+    // take their rows' locks in one order cannot deadlock on a key two
+    // pages share.
+    items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    records.sort_unstable_by(|a, b| (&a.collection, &a.key).cmp(&(&b.collection, &b.key)));
+    let mut hashes = Vec::with_capacity((items.len() + records.len()) * 8);
+    for (key, _) in &items {
+        hashes.extend_from_slice(&seen::key_hash(KeyOf::Item, "", key));
+    }
+    for record in &records {
+        hashes.extend_from_slice(&seen::key_hash(
+            KeyOf::Record,
+            &record.collection,
+            &record.key.replace('\0', ""),
+        ));
+    }
+    // Each staged row is written as JSON text straight from a tuple, with
+    // no JSON tree in between.
+    let items = items
+        .chunks(UPSERT_CHUNK)
+        .map(|chunk| {
+            json_array(chunk.iter().map(|(key, item)| {
+                serde_json::to_string(&(
+                    key,
+                    text(item.device_name.as_deref()),
+                    text(item.device_id.as_deref()),
+                    text(
+                        item.os_platform
+                            .as_deref()
+                            .map(|raw| platform_label(raw).unwrap_or(raw)),
+                    ),
+                    text(item.os_version.as_deref()),
+                    text(item.user_email.as_deref()),
+                    text(item.user_name.as_deref()),
+                    text(item.application_name.as_deref()),
+                    text(item.vendor.as_deref()),
+                    text(item.version.as_deref()),
+                    text(item.publisher.as_deref()),
+                    text(item.client_id.as_deref()),
+                    serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
+                ))
+            }))
+        })
+        .collect();
+    let records = records
+        .chunks(UPSERT_CHUNK)
+        .map(|chunk| {
+            json_array(chunk.iter().map(|record| {
+                serde_json::to_string(&(
+                    &record.collection,
+                    &record.record_type,
+                    text(Some(&record.key)),
+                    text(record.device_name.as_deref()),
+                    text(record.client_id.as_deref()),
+                    serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
+                    record.fields.to_string(),
+                    &record.body,
+                ))
+            }))
+        })
+        .collect();
+    PreparedPage {
+        hashes,
+        items,
+        records,
+    }
+}
+
+/// `[a,b,...]` of JSON texts; a row that failed to serialize (it cannot:
+/// every part is text) is left out.
+fn json_array(rows: impl Iterator<Item = serde_json::Result<String>>) -> String {
+    let mut out = String::from("[");
+    for row in rows.flatten() {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&row);
+    }
+    out.push(']');
+    out
+}
+
+/// Upserts page `page` of `run`, inside the caller's transaction: new rows
+/// and rows whose content changed are written and stamped with `run`; a row
+/// the page holds unchanged is left as it is, and what the page saw is
+/// recorded for the prune after the run ([`super::seen`]). Rows with the
+/// same key within the page keep the last one, since one statement may not
+/// touch a row twice.
+pub async fn upsert_rows(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+    at: (&str, i64),
+    rows: &[MappedRow],
+) -> sqlx::Result<()> {
+    write_prepared(tx, tenant, source, at, prepare_rows(rows)).await
+}
+
+/// [`upsert_rows`] of a page prepared beforehand.
+pub async fn write_prepared(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+    (run, page): (&str, i64),
+    prepared: PreparedPage,
+) -> sqlx::Result<()> {
+    let now = now_ms();
+    seen::record_page(tx, tenant, source, run, page, prepared.hashes).await?;
+    let backend = cairn_core::db::backend_of(tx);
+    let rows = cairn_core::db::json_array_rows(backend, 4);
+    let staged = Staged {
+        tenant,
+        source,
+        run,
+        now,
+    };
+    let statement = format!(
+        "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
+         os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
+         group_ids, seen_run, updated_at) \
+         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
+         $3, $5 FROM {rows} WHERE true \
+         ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
+        assignments(ITEM_CONTENT),
+        changed("inventory_items", ITEM_CONTENT)
+    );
+    for chunk in prepared.items {
+        staged.insert(tx, &statement, chunk).await?;
+    }
+    let statement = format!(
+        "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+         client_id, group_ids, fields, body, seen_run, updated_at) \
+         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
+         ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET {} WHERE {}",
+        assignments(RECORD_CONTENT),
+        changed("source_records", RECORD_CONTENT)
+    );
+    for chunk in prepared.records {
+        staged.insert(tx, &statement, chunk).await?;
+    }
+    Ok(())
+}
+
+/// The columns of an inventory item a sync compares: a row whose columns
+/// all equal the page's is not rewritten.
+const ITEM_CONTENT: &[&str] = &[
+    "device_name",
+    "device_id",
+    "os_platform",
+    "os_version",
+    "user_email",
+    "user_name",
+    "application_name",
+    "vendor",
+    "version",
+    "publisher",
+    "client_id",
+    "group_ids",
+];
+
+/// The same for a source record.
+const RECORD_CONTENT: &[&str] = &[
+    "record_type",
+    "device_name",
+    "client_id",
+    "group_ids",
+    "fields",
+    "body",
+];
+
+/// `SET` of an upsert: the content, the run's stamp and the time.
+fn assignments(content: &[&str]) -> String {
+    content
+        .iter()
+        .chain(&["seen_run", "updated_at"])
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The condition under which an upsert rewrites an existing row: a content
+/// column differs (NULL-safe, on both engines).
+fn changed(table: &str, content: &[&str]) -> String {
+    content
+        .iter()
+        .map(|column| format!("{table}.{column} IS DISTINCT FROM excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// What every row of one upsert statement shares: `$1` to `$3` and `$5`
+/// of the staged statements (`$4` is the rows' JSON array).
+struct Staged<'a> {
+    tenant: &'a TenantId,
+    source: &'a str,
+    run: &'a str,
+    now: i64,
+}
+
+impl Staged<'_> {
+    async fn insert(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        statement: &str,
+        rows: String,
+    ) -> sqlx::Result<()> {
+        sqlx::query(statement)
+            .bind(self.tenant.as_str())
+            .bind(self.source)
+            .bind(self.run)
+            .bind(rows)
+            .bind(self.now)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+/// After a CSV swap: deletes the source's rows the upload did not stamp
+/// (every row of an upload is written with its stamp), in transactions of
+/// at most [`PRUNE_BATCH`](cairn_inventory::seen::PRUNE_BATCH) rows. Returns (items, records) deleted. A sync,
+/// which leaves unchanged rows unstamped, prunes with
+/// [`super::seen::prune_unseen`].
+pub async fn prune_unstamped(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+) -> sqlx::Result<(u64, u64)> {
+    // SQLite runs the `IN` subquery once. PostgreSQL, its statistics stale
+    // right after a large write, may rescan a LIMITed subquery for every
+    // row; an `ARRAY(...)` of row ids is computed once, then fetched by id.
+    let statements = match db.backend {
+        Backend::Sqlite => [
+            "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND item_key IN \
+             (SELECT item_key FROM inventory_items \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+             AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+        ],
+        Backend::Postgres => [
+            "DELETE FROM inventory_items WHERE ctid = ANY(ARRAY(SELECT ctid FROM inventory_items \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+             AND seen_run <> $3",
+            "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+             AND seen_run <> $3",
+        ],
+    };
+    let mut deleted = [0u64; 2];
+    let mut sizes = WriteBatches::new(db.backend, 200, cairn_inventory::seen::PRUNE_BATCH);
+    for (i, statement) in statements.iter().enumerate() {
+        loop {
+            let _turn = db.write_turn().await;
+            let started = Instant::now();
+            let rows = sizes.rows();
+            let batch = sqlx::query(statement)
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(run)
+                .bind(rows as i64)
+                .execute(&db.pool)
+                .await?
+                .rows_affected();
+            sizes.record(batch as usize, started.elapsed());
+            deleted[i] += batch;
+            if batch < rows as u64 {
+                break;
+            }
+        }
+    }
+    Ok((deleted[0], deleted[1]))
+}
+
+/// How many (inventory items, source records) the source holds for the
+/// tenant.
+pub async fn row_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1 AND source = $2), \
+                (SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2)",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_one(&db.pool)
+    .await
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SourceStats {
+    pub inventory_items: i64,
+    pub devices: i64,
+    pub applications: i64,
+    /// Source records by collection.
+    pub records: std::collections::BTreeMap<String, i64>,
+}
+
+pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<SourceStats> {
+    let (items, devices, applications): (i64, i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT device_name), COUNT(DISTINCT application_name) \
+         FROM inventory_items WHERE tenant_id = $1 AND source = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_one(&db.pool)
+    .await?;
+    let kinds: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT kind, COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2 GROUP BY kind",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(SourceStats {
+        inventory_items: items,
+        devices,
+        applications,
+        records: kinds.into_iter().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_secret_names_not_values() {
+        let config = StoredConfig {
+            connector: Some("acme".into()),
+            settings: serde_json::json!({"base_url": "https://rmm.example"}),
+            secrets: serde_json::json!({"password": "hunter2-very-secret"}),
+            updated_at: 1,
+        };
+        let printed = format!("{config:?}");
+        assert!(printed.contains("password"), "{printed}");
+        assert!(printed.contains("rmm.example"), "{printed}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+    }
+}

@@ -1,0 +1,166 @@
+//! The software rollup as clients read it: the search allow-list, the row
+//! and its JSON view.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::rollup::build::Application;
+use super::rollup::VersionCount;
+use super::search::{Catalog, Column, Field, FieldType, SearchDocument, Table};
+use cairn_core::db::to_rfc3339;
+
+/// The applications allow-list of the spec.
+pub struct ApplicationFields;
+
+impl Catalog for ApplicationFields {
+    fn field(&self, name: &str) -> Option<Field> {
+        use FieldType::*;
+        let (column, ty) = match name {
+            // Any version installed somewhere, not only the most common.
+            "version" => (Column::DocumentList("version"), Text),
+            "platform" => (Column::DocumentList("platform"), Text),
+            "device_count" => (Column::Required("a.device_count"), Number),
+            "size_bytes" => (Column::Plain("a.size_bytes"), Number),
+            _ => {
+                let key = TEXT_FIELDS.iter().find(|k| **k == name)?;
+                (Column::Document(key), Text)
+            }
+        };
+        Some(Field { column, ty })
+    }
+
+    fn sort_field(&self, name: &str) -> Option<Field> {
+        match name {
+            // The folded name has a column of its own, indexed for the order.
+            "name" => Some(Field {
+                column: Column::Required("a.sort_key"),
+                ty: FieldType::Text,
+            }),
+            _ => self.field(name),
+        }
+    }
+}
+
+/// The scalar text fields, each under its own name in the search document.
+const TEXT_FIELDS: &[&str] = &[
+    "name",
+    "vendor",
+    "product",
+    "site",
+    "publisher",
+    "category",
+    "install_status",
+];
+
+/// What an application is searched by (see [`SearchDocument`]).
+pub fn search_document(app: &Application) -> String {
+    let mut doc = SearchDocument::default();
+    doc.text("name", Some(&app.name))
+        .text("vendor", app.vendor.as_deref())
+        .text("publisher", app.publisher.as_deref())
+        .list(
+            "version",
+            app.version_counts.iter().map(|v| v.version.as_str()),
+        )
+        .list("platform", app.platforms.iter().map(String::as_str));
+    doc.to_json()
+}
+
+pub const COLUMNS: &str = "a.id, a.name, a.vendor, a.device_count, a.most_common_version, \
+    a.newest_version, a.oldest_version, a.version_counts, a.platforms, a.sources, a.publisher, \
+    a.product, a.site, a.size_bytes, a.category, a.install_status, a.rollup_at";
+
+pub fn table() -> Table<'static> {
+    Table {
+        from: "applications a",
+        columns: COLUMNS,
+        document: "a.search_doc",
+        tenant_column: "a.tenant_id",
+        catalog: &ApplicationFields,
+        text_fields: &["name", "vendor", "publisher"],
+        default_sort: "-device_count",
+        tiebreak: "a.name",
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct ApplicationRow {
+    id: String,
+    name: String,
+    vendor: Option<String>,
+    device_count: i64,
+    most_common_version: Option<String>,
+    newest_version: Option<String>,
+    oldest_version: Option<String>,
+    version_counts: String,
+    platforms: String,
+    sources: String,
+    publisher: Option<String>,
+    product: Option<String>,
+    site: Option<String>,
+    size_bytes: Option<f64>,
+    category: Option<String>,
+    install_status: Option<String>,
+    rollup_at: i64,
+}
+
+/// One application of the software rollup.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApplicationView {
+    pub id: String,
+    /// Normalized name (installer-id suffixes removed).
+    pub name: String,
+    /// The vendor on the most devices.
+    pub vendor: Option<String>,
+    /// Distinct device names across all versions.
+    pub device_count: i64,
+    pub most_common_version: Option<String>,
+    pub newest_version: Option<String>,
+    pub oldest_version: Option<String>,
+    /// Devices per version, most devices first.
+    pub version_counts: Vec<VersionCount>,
+    pub platforms: Vec<String>,
+    /// Reporting integrations and CSV providers, sorted.
+    pub sources: Vec<String>,
+    pub publisher: Option<String>,
+    /// Filled only when a source reports it.
+    pub product: Option<String>,
+    pub site: Option<String>,
+    pub size_bytes: Option<f64>,
+    pub category: Option<String>,
+    pub install_status: Option<String>,
+    /// CVEs matched to this application; 0 until vulnerability data exists.
+    pub cve_count: i64,
+    /// When the rebuild that produced this row ran.
+    pub rollup_at: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned + Default>(raw: &str) -> T {
+    serde_json::from_str(raw).unwrap_or_default()
+}
+
+impl From<ApplicationRow> for ApplicationView {
+    fn from(row: ApplicationRow) -> Self {
+        ApplicationView {
+            id: row.id,
+            name: row.name,
+            vendor: row.vendor,
+            device_count: row.device_count,
+            most_common_version: row.most_common_version,
+            newest_version: row.newest_version,
+            oldest_version: row.oldest_version,
+            version_counts: parse(&row.version_counts),
+            platforms: parse(&row.platforms),
+            sources: parse(&row.sources),
+            publisher: row.publisher,
+            product: row.product,
+            site: row.site,
+            size_bytes: row.size_bytes,
+            category: row.category,
+            install_status: row.install_status,
+            // The vulnerability area does not exist yet; nothing can match.
+            cve_count: 0,
+            rollup_at: to_rfc3339(row.rollup_at),
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! What a handler sees of its job: arguments, the last checkpoint, and
+//! fenced ways to report progress and save checkpoints.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{json, Value};
+use sqlx::{Any, Transaction};
+use tokio_util::sync::CancellationToken;
+
+use super::storage::{self, Fence, JobRow};
+use cairn_core::db::{now_ms, Db};
+use cairn_core::ids::TenantId;
+
+/// Why a running job was told to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A fenced write changed nothing: another worker owns the job now.
+    LeaseLost,
+    /// A user canceled the job.
+    Canceled,
+    /// No progress within the kind's stall timeout.
+    Stalled,
+    /// This process is shutting down; the job goes back to the queue.
+    Shutdown,
+}
+
+/// Returned by the context's writes once the job must stop; handlers pass it
+/// up with `?`.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("job stopped ({0:?})")]
+pub struct LeaseLost(pub StopReason);
+
+#[derive(Clone)]
+pub struct JobContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    job_id: String,
+    tenant_id: TenantId,
+    kind: String,
+    args: Value,
+    checkpoint: Option<Value>,
+    attempt: i64,
+    db: Db,
+    fence: Fence,
+    lease_ms: i64,
+    token: CancellationToken,
+    reason: OnceLock<StopReason>,
+    last_progress_ms: AtomicI64,
+}
+
+impl JobContext {
+    pub(super) fn new(db: Db, job: &JobRow, lease_ms: i64) -> JobContext {
+        let parse = |raw: &str| serde_json::from_str(raw).unwrap_or(Value::Null);
+        JobContext {
+            inner: Arc::new(Inner {
+                job_id: job.id.clone(),
+                tenant_id: TenantId(job.tenant_id.clone()),
+                kind: job.kind.clone(),
+                args: parse(&job.args),
+                checkpoint: job.checkpoint.as_deref().map(parse),
+                attempt: job.attempts,
+                fence: Fence {
+                    job_id: job.id.clone(),
+                    worker_id: job.worker_id.clone().unwrap_or_default(),
+                    attempts: job.attempts,
+                },
+                db,
+                lease_ms,
+                token: CancellationToken::new(),
+                reason: OnceLock::new(),
+                last_progress_ms: AtomicI64::new(now_ms()),
+            }),
+        }
+    }
+
+    pub fn job_id(&self) -> &str {
+        &self.inner.job_id
+    }
+
+    pub fn tenant_id(&self) -> &TenantId {
+        &self.inner.tenant_id
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.inner.kind
+    }
+
+    pub fn args(&self) -> &Value {
+        &self.inner.args
+    }
+
+    /// The checkpoint the last attempt saved, to resume from.
+    pub fn checkpoint(&self) -> Option<&Value> {
+        self.inner.checkpoint.as_ref()
+    }
+
+    /// 1 on the first run, 2 on the first retry, ...
+    pub fn attempt(&self) -> i64 {
+        self.inner.attempt
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.inner.db
+    }
+
+    /// Cancelled when the job must stop (lease lost, canceled, stalled,
+    /// shutdown); long waits inside a handler should select on it.
+    pub fn stop_token(&self) -> &CancellationToken {
+        &self.inner.token
+    }
+
+    pub(super) fn fence(&self) -> &Fence {
+        &self.inner.fence
+    }
+
+    pub(super) fn stop(&self, reason: StopReason) {
+        let _ = self.inner.reason.set(reason);
+        self.inner.token.cancel();
+    }
+
+    pub(super) fn stop_reason(&self) -> Option<StopReason> {
+        self.inner.reason.get().copied()
+    }
+
+    pub(super) fn millis_since_progress(&self) -> i64 {
+        now_ms() - self.inner.last_progress_ms.load(Ordering::Relaxed)
+    }
+
+    fn check_running(&self) -> Result<(), LeaseLost> {
+        match self.stop_reason() {
+            Some(reason) => Err(LeaseLost(reason)),
+            None => Ok(()),
+        }
+    }
+
+    fn lost(&self) -> LeaseLost {
+        self.stop(StopReason::LeaseLost);
+        LeaseLost(StopReason::LeaseLost)
+    }
+
+    /// Reports progress; also extends the lease.
+    pub async fn progress(
+        &self,
+        phase: &str,
+        done: i64,
+        total: i64,
+        detail: &str,
+    ) -> Result<(), LeaseLost> {
+        self.check_running()?;
+        let progress = json!({"phase": phase, "done": done, "total": total, "detail": detail});
+        match storage::set_progress(
+            &self.inner.db,
+            &self.inner.fence,
+            &progress,
+            self.inner.lease_ms,
+        )
+        .await
+        {
+            Ok(true) => {
+                self.inner
+                    .last_progress_ms
+                    .store(now_ms(), Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(false) => Err(self.lost()),
+            Err(err) => {
+                // A failed write is not proof the lease is gone; the heartbeat
+                // and the next write will tell.
+                tracing::warn!(job_id = %self.inner.job_id, error = %err, "progress not recorded");
+                Ok(())
+            }
+        }
+    }
+
+    /// Saves a checkpoint inside `tx`, which should also hold the batch of
+    /// work it describes: both commit or neither. On `Err` roll back.
+    pub async fn save_checkpoint_in(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        checkpoint: &Value,
+    ) -> Result<(), super::JobFailure> {
+        self.check_running()?;
+        let db = &self.inner.db;
+        if storage::set_checkpoint(
+            tx,
+            db.backend,
+            &self.inner.fence,
+            checkpoint,
+            self.inner.lease_ms,
+        )
+        .await?
+        {
+            self.inner
+                .last_progress_ms
+                .store(now_ms(), Ordering::Relaxed);
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
+    /// Fails unless this run still holds the job as `tx` sees it: for
+    /// writes that belong to the run but not with its checkpoint (a sync
+    /// writes several pages at once, and saves the checkpoint once every
+    /// earlier page is in). It does not hold the job: a run that loses it
+    /// while such a write commits has written rows it saw, stamped as its
+    /// own, which the run that takes over rewrites or prunes.
+    pub async fn check_lease_in(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+    ) -> Result<(), super::JobFailure> {
+        self.check_running()?;
+        if storage::fence_holds(tx, &self.inner.fence).await? {
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
+    /// Saves a checkpoint on its own.
+    pub async fn save_checkpoint(&self, checkpoint: &Value) -> Result<(), super::JobFailure> {
+        let _turn = self.inner.db.write_turn().await;
+        let mut tx = self.inner.db.pool.begin().await?;
+        self.save_checkpoint_in(&mut tx, checkpoint).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,150 @@
+//! The durable job queue: sync and parse work stored in the database.
+//!
+//! - [`enqueue`] deduplicates on (tenant, kind) through a partial unique index.
+//! - Workers ([`worker`]) claim oldest-first atomically, heartbeat, and fence
+//!   every write on (id, running, worker_id, attempts): a write that changes
+//!   no row means the lease was lost, and the handler is cancelled.
+//! - The reaper ([`reaper`]) requeues or fails jobs whose lease passed, deciding
+//!   inside the UPDATE itself.
+//!
+//! State lives in the `jobs` table only; progress and history are read from it.
+
+mod context;
+mod finishes;
+pub mod reaper;
+pub mod storage;
+mod wake;
+pub mod worker;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+pub use context::{JobContext, LeaseLost, StopReason};
+pub use storage::{enqueue, Enqueued, JobRow, JobStatus};
+pub use wake::Wakeup;
+pub use worker::{Queue, RunOutcome};
+
+/// Why a handler stopped without success. The message is kept on the job.
+#[derive(Debug, thiserror::Error)]
+pub enum JobFailure {
+    /// Another attempt may succeed (an upstream hiccup, a timeout): the job
+    /// is retried while attempts remain.
+    #[error("{0}")]
+    Failed(String),
+    /// Another attempt would fail the same way (a plugin panic, its memory
+    /// cap, a broken answer, a config problem): the job ends in `error` now
+    /// rather than repeating it.
+    #[error("{0}")]
+    Permanent(String),
+    /// The worker lost its lease (or was asked to stop); nothing more may be
+    /// written.
+    #[error(transparent)]
+    LeaseLost(#[from] LeaseLost),
+}
+
+impl From<anyhow::Error> for JobFailure {
+    fn from(err: anyhow::Error) -> Self {
+        JobFailure::Failed(format!("{err:#}"))
+    }
+}
+
+impl From<sqlx::Error> for JobFailure {
+    fn from(err: sqlx::Error) -> Self {
+        JobFailure::Failed(format!("database: {err}"))
+    }
+}
+
+/// Work for one job kind.
+#[async_trait]
+pub trait JobHandler: Send + Sync + 'static {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure>;
+}
+
+/// A handler and its limits.
+#[derive(Clone)]
+pub struct Registration {
+    pub handler: Arc<dyn JobHandler>,
+    /// A run that reports no progress for this long fails (the stale guard).
+    pub stall_timeout: Duration,
+}
+
+/// Handlers by kind, fixed before the workers start.
+#[derive(Clone, Default)]
+pub struct Registry {
+    by_kind: HashMap<String, Registration>,
+}
+
+impl Registry {
+    pub fn register(&mut self, kind: &str, handler: impl JobHandler, stall_timeout: Duration) {
+        self.by_kind.insert(
+            kind.to_string(),
+            Registration {
+                handler: Arc::new(handler),
+                stall_timeout,
+            },
+        );
+    }
+
+    pub fn get(&self, kind: &str) -> Option<&Registration> {
+        self.by_kind.get(kind)
+    }
+
+    pub fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self.by_kind.keys().cloned().collect();
+        kinds.sort();
+        kinds
+    }
+}
+
+/// Timing of the queue; defaults are the spec's (60 s lease, ~15 s heartbeat,
+/// reaper about every minute, 3 attempts).
+#[derive(Debug, Clone)]
+pub struct QueueTiming {
+    pub lease: Duration,
+    pub heartbeat: Duration,
+    pub reaper_interval: Duration,
+    pub poll_interval: Duration,
+    pub retry_backoff: Duration,
+    pub retention: Duration,
+    pub history_keep: i64,
+}
+
+impl QueueTiming {
+    pub fn from_settings(settings: &cairn_core::settings::Settings) -> QueueTiming {
+        QueueTiming {
+            lease: Duration::from_secs(settings.job_lease_secs.max(1)),
+            heartbeat: Duration::from_secs(settings.job_heartbeat_secs.max(1)),
+            reaper_interval: Duration::from_secs(settings.job_reaper_interval_secs.max(1)),
+            poll_interval: Duration::from_millis(settings.job_poll_interval_ms.max(10)),
+            retry_backoff: Duration::from_millis(settings.job_retry_backoff_ms),
+            retention: Duration::from_secs(settings.job_retention_days * 86_400),
+            history_keep: settings.job_history_keep,
+        }
+    }
+}
+
+/// Jobs running in this process, so a cancel request reaches them at once
+/// rather than at the next heartbeat.
+#[derive(Clone, Default)]
+pub struct RunningJobs(Arc<Mutex<HashMap<String, JobContext>>>);
+
+impl RunningJobs {
+    fn insert(&self, ctx: &JobContext) {
+        self.0
+            .lock()
+            .expect("running jobs lock")
+            .insert(ctx.job_id().to_string(), ctx.clone());
+    }
+
+    fn remove(&self, job_id: &str) {
+        self.0.lock().expect("running jobs lock").remove(job_id);
+    }
+
+    pub fn cancel(&self, job_id: &str) {
+        if let Some(ctx) = self.0.lock().expect("running jobs lock").get(job_id) {
+            ctx.stop(context::StopReason::Canceled);
+        }
+    }
+}

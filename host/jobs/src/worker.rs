@@ -1,0 +1,364 @@
+//! The worker pool: claims jobs, runs their handlers, keeps their leases
+//! alive and records how they ended.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::context::StopReason;
+use super::finishes::Finishes;
+use super::storage::{self, Enqueued, JobStatus};
+use super::{JobContext, JobFailure, QueueTiming, Registry, RunningJobs, Wakeup};
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+
+/// How long a stopped handler may take to return before it is aborted.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// The queue as one process sees it: its handlers, its worker id, its timing.
+pub struct Queue {
+    pub db: Db,
+    pub registry: Registry,
+    pub timing: QueueTiming,
+    /// Unique to this process start; every claim carries it.
+    pub worker_id: String,
+    pub wakeup: Wakeup,
+    pub running: RunningJobs,
+    /// The registry's kinds, the only ones this process claims.
+    kinds: Vec<String>,
+}
+
+/// How one run of a job ended, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOutcome {
+    Recorded(JobStatus),
+    /// The lease was lost; the job belongs to another worker now.
+    LeaseLost,
+}
+
+impl Queue {
+    pub fn new(db: Db, registry: Registry, timing: QueueTiming) -> Queue {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
+        let worker_id = format!(
+            "{host}-{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        Queue {
+            db,
+            kinds: registry.kinds(),
+            registry,
+            timing,
+            worker_id,
+            wakeup: Wakeup::default(),
+            running: RunningJobs::default(),
+        }
+    }
+
+    fn lease_ms(&self) -> i64 {
+        self.timing.lease.as_millis() as i64
+    }
+
+    /// Extends the lease every heartbeat interval and stops the run when
+    /// the lease is lost, a cancel was asked for, or progress stalled.
+    /// Never returns.
+    async fn beat(db: Db, every: Duration, lease_ms: i64, ctx: JobContext, stall_ms: i64) {
+        let mut heartbeat = tokio::time::interval(every);
+        heartbeat.tick().await;
+        loop {
+            heartbeat.tick().await;
+            match storage::heartbeat(&db, ctx.fence(), lease_ms).await {
+                Ok(None) => ctx.stop(StopReason::LeaseLost),
+                Ok(Some(true)) => ctx.stop(StopReason::Canceled),
+                Ok(Some(false)) => {}
+                Err(err) => tracing::warn!(error = %err, "heartbeat failed"),
+            }
+            if ctx.millis_since_progress() > stall_ms {
+                ctx.stop(StopReason::Stalled);
+            }
+        }
+    }
+
+    /// Enqueues (deduplicated on tenant and kind) and wakes the workers.
+    pub async fn enqueue(
+        &self,
+        tenant: &TenantId,
+        kind: &str,
+        args: &Value,
+    ) -> sqlx::Result<Enqueued> {
+        let enqueued = storage::enqueue(&self.db, tenant, kind, args).await?;
+        if enqueued.created {
+            self.wakeup.wake();
+        }
+        Ok(enqueued)
+    }
+
+    /// Claims one job and runs it to its end. For tests and tools; the pool
+    /// does the same continuously.
+    pub async fn run_one(self: &Arc<Self>) -> sqlx::Result<Option<(String, RunOutcome)>> {
+        let Some(job) = storage::claim(&self.db, &self.worker_id, &self.kinds, 1, self.lease_ms())
+            .await?
+            .pop()
+        else {
+            return Ok(None);
+        };
+        let id = job.id.clone();
+        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
+        let outcome = self.run_in(ctx, &CancellationToken::new(), None).await;
+        Ok(Some((id, outcome)))
+    }
+
+    /// Runs up to `slots` jobs at a time until `shutdown` fires. One loop
+    /// claims for every free slot in a single statement (a round trip per
+    /// batch, not per job) and starts each claimed job as a task of its own.
+    /// On shutdown it stops claiming; running jobs hand themselves back to
+    /// the queue.
+    pub fn spawn_pool(
+        self: &Arc<Self>,
+        slots: usize,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        tokio::spawn(self.clone().dispatch(slots.max(1), shutdown))
+    }
+
+    async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
+        let free = Arc::new(Semaphore::new(slots));
+        let mut running = tokio::task::JoinSet::new();
+        let (finishes, finishes_written) = Finishes::spawn(self.db.clone());
+        while !shutdown.is_cancelled() {
+            // Wait for one free slot, then take every other free one too.
+            let first = tokio::select! {
+                permit = free.clone().acquire_owned() => permit,
+                _ = shutdown.cancelled() => break,
+            };
+            let Ok(first) = first else { break };
+            let mut permits = vec![first];
+            while let Ok(more) = free.clone().try_acquire_owned() {
+                permits.push(more);
+            }
+            while running.try_join_next().is_some() {}
+            let claimed = storage::claim(
+                &self.db,
+                &self.worker_id,
+                &self.kinds,
+                permits.len() as i64,
+                self.lease_ms(),
+            )
+            .await;
+            match claimed {
+                Ok(jobs) if !jobs.is_empty() => {
+                    // A slot not filled goes back when `permits` drops.
+                    for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
+                        let queue = self.clone();
+                        let shutdown = shutdown.clone();
+                        let finishes = finishes.clone();
+                        running.spawn(async move {
+                            let ctx = JobContext::new(queue.db.clone(), &job, queue.lease_ms());
+                            let slot = Slot {
+                                permit,
+                                finishes: &finishes,
+                            };
+                            queue.run_in(ctx, &shutdown, Some(slot)).await;
+                        });
+                    }
+                }
+                Ok(_) => {
+                    drop(permits);
+                    tokio::select! {
+                        _ = self.wakeup.woken() => {}
+                        _ = tokio::time::sleep(self.timing.poll_interval) => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
+                Err(err) => {
+                    drop(permits);
+                    tracing::warn!(error = %err, "claiming jobs failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(self.timing.poll_interval) => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
+            }
+        }
+        // Every running job saw the shutdown as well and is handing itself back.
+        while running.join_next().await.is_some() {}
+        drop(finishes);
+        let _ = finishes_written.await;
+    }
+
+    #[tracing::instrument(skip_all, fields(job_id = %ctx.job_id(), kind = %ctx.kind(), tenant_id = %ctx.tenant_id().as_str(), attempt = ctx.attempt()))]
+    async fn run_in(
+        &self,
+        ctx: JobContext,
+        shutdown: &CancellationToken,
+        slot: Option<Slot<'_>>,
+    ) -> RunOutcome {
+        let Some(registration) = self.registry.get(ctx.kind()).cloned() else {
+            let message = format!("no handler for job kind {}", ctx.kind());
+            return self.record_failure(&ctx, &message).await;
+        };
+        self.running.insert(&ctx);
+        let handler = registration.handler.clone();
+        let run_ctx = ctx.clone();
+        // Polled in place (no task per job); a panic is caught here and
+        // becomes the job's error. Dropping the future aborts the handler.
+        let mut handle = std::pin::pin!(async move {
+            std::panic::AssertUnwindSafe(handler.run(&run_ctx))
+                .catch_unwind()
+                .await
+        });
+        // The heartbeat is a task of its own: polled in the handler's task,
+        // it would wait out every stretch of computing the handler does
+        // between awaits (a rollup building 100,000 applications) and the
+        // lease would lapse under a live run. It is aborted with the run.
+        let stall_ms = registration.stall_timeout.as_millis() as i64;
+        let beats = tokio::spawn(Self::beat(
+            self.db.clone(),
+            self.timing.heartbeat,
+            self.lease_ms(),
+            ctx.clone(),
+            stall_ms,
+        ));
+        let _stop_beats = AbortOnDrop(beats);
+        let result = loop {
+            tokio::select! {
+                result = &mut handle => break Some(result),
+                _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
+                    ctx.stop(StopReason::Shutdown);
+                }
+                _ = ctx.stop_token().cancelled() => {
+                    break tokio::time::timeout(STOP_GRACE, &mut handle).await.ok();
+                }
+            }
+        };
+        self.running.remove(ctx.job_id());
+        // The handler is done: its slot may take the next job while this
+        // one's end is written, so claims and finishes overlap.
+        let finishes = slot.map(|slot| {
+            drop(slot.permit);
+            slot.finishes
+        });
+        let outcome = match (ctx.stop_reason(), result) {
+            (Some(StopReason::LeaseLost), _) => RunOutcome::LeaseLost,
+            (Some(StopReason::Canceled), _) => self.record(
+                &ctx,
+                storage::finish_canceled(&self.db, ctx.fence()).await,
+                JobStatus::Canceled,
+            ),
+            (Some(StopReason::Shutdown), _) => {
+                match storage::release(&self.db, ctx.fence()).await {
+                    Ok(true) => RunOutcome::Recorded(JobStatus::Queued),
+                    _ => RunOutcome::LeaseLost,
+                }
+            }
+            (Some(StopReason::Stalled), _) => {
+                let message = format!(
+                    "no progress for {} s; stopped",
+                    registration.stall_timeout.as_secs()
+                );
+                self.record_failure(&ctx, &message).await
+            }
+            (None, Some(Ok(Ok(())))) => {
+                let written = match finishes {
+                    Some(finishes) => finishes.success(ctx.fence()).await,
+                    None => storage::finish_success(&self.db, ctx.fence()).await,
+                };
+                self.record(&ctx, written, JobStatus::Success)
+            }
+            (None, Some(Ok(Err(JobFailure::Failed(message))))) => {
+                self.record_failure(&ctx, &message).await
+            }
+            (None, Some(Ok(Err(JobFailure::Permanent(message))))) => {
+                self.record_failure_without_retry(&ctx, &message).await
+            }
+            (None, Some(Ok(Err(JobFailure::LeaseLost(_))))) => RunOutcome::LeaseLost,
+            (None, Some(Err(panic))) => {
+                let message = panic_message(panic);
+                self.record_failure(&ctx, &message).await
+            }
+            (None, None) => {
+                self.record_failure(&ctx, "handler did not stop in time")
+                    .await
+            }
+        };
+        // A job of this kind queued while this one ran may be claimed now;
+        // the claim made when the slot freed ran before this end was written.
+        if let RunOutcome::Recorded(status) = outcome {
+            if status != JobStatus::Queued {
+                self.wakeup.wake();
+            }
+        }
+        tracing::info!(?outcome, "job run ended");
+        outcome
+    }
+
+    fn record(
+        &self,
+        ctx: &JobContext,
+        written: sqlx::Result<bool>,
+        status: JobStatus,
+    ) -> RunOutcome {
+        match written {
+            Ok(true) => RunOutcome::Recorded(status),
+            Ok(false) => RunOutcome::LeaseLost,
+            Err(err) => {
+                tracing::error!(job_id = %ctx.job_id(), error = %err, "recording the job's end failed");
+                RunOutcome::LeaseLost
+            }
+        }
+    }
+
+    async fn record_failure(&self, ctx: &JobContext, message: &str) -> RunOutcome {
+        self.record_failed_run(ctx, message, true).await
+    }
+
+    async fn record_failure_without_retry(&self, ctx: &JobContext, message: &str) -> RunOutcome {
+        self.record_failed_run(ctx, message, false).await
+    }
+
+    async fn record_failed_run(&self, ctx: &JobContext, message: &str, retry: bool) -> RunOutcome {
+        let backoff =
+            self.timing.retry_backoff.as_millis() as i64 * (1i64 << ctx.attempt().clamp(0, 10));
+        match storage::finish_failure(&self.db, ctx.fence(), message, backoff, retry).await {
+            Ok(Some(status)) => {
+                tracing::warn!(error = message, ?status, "job run failed");
+                RunOutcome::Recorded(status)
+            }
+            Ok(None) => RunOutcome::LeaseLost,
+            Err(err) => {
+                tracing::error!(job_id = %ctx.job_id(), error = %err, "recording the job's failure failed");
+                RunOutcome::LeaseLost
+            }
+        }
+    }
+}
+
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("handler panicked: {text}")
+}
+
+/// A pool slot a job runs in, and the pool's batched finishes.
+struct Slot<'p> {
+    permit: OwnedSemaphorePermit,
+    finishes: &'p Finishes,
+}
+
+/// Aborts a task when dropped: the heartbeat ends with its run, however the
+/// run ends.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

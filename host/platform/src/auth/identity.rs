@@ -1,0 +1,150 @@
+//! Resolving the caller once per request, and the extractors that read it.
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum_extra::extract::cookie::CookieJar;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{storage, Role, SESSION_COOKIE};
+use crate::app::AppState;
+use cairn_core::http::error::ApiError;
+use cairn_core::ids::{TenantId, UserId};
+
+/// `{user_id, email, tenant_id, role}`, the same whichever way the caller
+/// authenticated.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Caller {
+    pub user_id: UserId,
+    pub email: String,
+    pub tenant_id: TenantId,
+    pub role: Role,
+    #[serde(skip)]
+    pub via: AuthVia,
+    /// Profile fields read by the same query, so `GET /auth/me` costs no
+    /// second round trip.
+    #[serde(skip)]
+    pub name: Option<String>,
+    #[serde(skip)]
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthVia {
+    /// A server-side session; the id is the session row's id.
+    Session {
+        session_id: String,
+    },
+    Bearer,
+}
+
+/// What [`resolve_identity`] found, stored in the request extensions.
+#[derive(Debug, Clone)]
+enum Identity {
+    Anonymous,
+    Invalid(&'static str),
+    Known(Caller),
+}
+
+/// Middleware: resolves the session cookie, then the bearer token, and leaves
+/// the outcome for the extractors and the rate limiter. It never rejects a
+/// request itself: public routes must work with a stale cookie.
+pub async fn resolve_identity(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let identity = match identify(&state, request.headers()).await {
+        Ok(identity) => identity,
+        Err(err) => return axum::response::IntoResponse::into_response(err),
+    };
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+async fn identify(state: &AppState, headers: &HeaderMap) -> Result<Identity, ApiError> {
+    let jar = CookieJar::from_headers(headers);
+    let mut failure = None;
+    if let Some(cookie) = jar.get(SESSION_COOKIE) {
+        match storage::session_caller(&state.db, cookie.value()).await? {
+            Some(caller) => return Ok(Identity::Known(caller)),
+            None => failure = Some("session expired or revoked"),
+        }
+    }
+    if let Some(token) = bearer_token(headers) {
+        let Some(claims) = state.jwt.verify(token) else {
+            return Ok(Identity::Invalid("invalid or expired token"));
+        };
+        // Look the user up so that a removed member or a changed role takes
+        // effect at once rather than when the token expires.
+        return Ok(match storage::bearer_caller(&state.db, &claims).await? {
+            Some(caller) => Identity::Known(caller),
+            None => Identity::Invalid("token no longer valid"),
+        });
+    }
+    Ok(failure.map_or(Identity::Anonymous, Identity::Invalid))
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        match parts.extensions.get::<Identity>() {
+            Some(Identity::Known(caller)) => Ok(caller.clone()),
+            Some(Identity::Invalid(reason)) => Err(ApiError::Unauthorized((*reason).into())),
+            _ => Err(ApiError::Unauthorized("not authenticated".into())),
+        }
+    }
+}
+
+/// A caller with role owner or admin.
+#[derive(Debug, Clone)]
+pub struct AdminCaller(pub Caller);
+
+impl<S: Send + Sync> FromRequestParts<S> for AdminCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        if !caller.role.can_administer() {
+            return Err(ApiError::Forbidden(
+                "this action needs role admin or owner".into(),
+            ));
+        }
+        Ok(AdminCaller(caller))
+    }
+}
+
+/// The caller if signed in; an invalid credential is still refused rather
+/// than treated as anonymous.
+#[derive(Debug, Clone)]
+pub struct OptionalCaller(pub Option<Caller>);
+
+impl<S: Send + Sync> FromRequestParts<S> for OptionalCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        match parts.extensions.get::<Identity>() {
+            Some(Identity::Known(caller)) => Ok(OptionalCaller(Some(caller.clone()))),
+            Some(Identity::Invalid(reason)) => Err(ApiError::Unauthorized((*reason).into())),
+            _ => Ok(OptionalCaller(None)),
+        }
+    }
+}
+
+/// The rate-limit key of a signed-in caller (`user:<id>`), if any.
+pub fn identity_key(request: &Request) -> Option<String> {
+    match request.extensions().get::<Identity>() {
+        Some(Identity::Known(caller)) => Some(format!("user:{}", caller.user_id.as_str())),
+        _ => None,
+    }
+}

@@ -1,0 +1,5 @@
+//! The request-wide layers that need the shared state: rate limits and
+//! request metrics.
+
+pub mod metrics;
+pub mod rate_limit;

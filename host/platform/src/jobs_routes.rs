@@ -1,0 +1,193 @@
+//! `/api/v1/jobs`: the tenant's background jobs.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::auth::Caller;
+use cairn_core::db::to_rfc3339;
+use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
+use cairn_core::http::json::{Json, Path, Query};
+use cairn_jobs::storage::{self, CancelOutcome, JobFilter, JobRow, JobStatus};
+
+pub const DEFAULT_PAGE: i64 = 50;
+pub const MAX_PAGE: i64 = 200;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_jobs))
+        .routes(routes!(get_job))
+        .routes(routes!(cancel_job))
+}
+
+/// A background job (sync, file parse, ...), as stored.
+#[derive(Clone, Serialize, ToSchema)]
+pub struct JobView {
+    pub id: String,
+    pub tenant_id: String,
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub args: Value,
+    pub status: JobStatus,
+    /// `{phase, done, total, detail}`.
+    #[schema(value_type = Object)]
+    pub progress: Value,
+    /// Opaque resume token of the kind.
+    #[schema(value_type = Option<Object>)]
+    pub checkpoint: Option<Value>,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    /// True once a stop was asked of a running job.
+    pub cancel_requested: bool,
+    pub worker_id: Option<String>,
+    pub heartbeat_at: Option<String>,
+    pub lease_until: Option<String>,
+    /// Earliest time a queued job may run (retry backoff).
+    pub run_after: String,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+impl JobView {
+    /// Queued or running.
+    pub fn is_active(&self) -> bool {
+        matches!(self.status, JobStatus::Queued | JobStatus::Running)
+    }
+}
+
+impl From<JobRow> for JobView {
+    fn from(row: JobRow) -> Self {
+        let parse = |raw: &str| serde_json::from_str(raw).unwrap_or(Value::Null);
+        JobView {
+            status: row.status(),
+            args: parse(&row.args),
+            progress: parse(&row.progress),
+            checkpoint: row.checkpoint.as_deref().map(parse),
+            id: row.id,
+            tenant_id: row.tenant_id,
+            kind: row.kind,
+            attempts: row.attempts,
+            max_attempts: row.max_attempts,
+            cancel_requested: row.cancel_requested != 0,
+            worker_id: row.worker_id,
+            heartbeat_at: row.heartbeat_at.map(to_rfc3339),
+            lease_until: row.lease_until.map(to_rfc3339),
+            run_after: to_rfc3339(row.run_after),
+            error: row.error,
+            created_at: to_rfc3339(row.created_at),
+            started_at: row.started_at.map(to_rfc3339),
+            finished_at: row.finished_at.map(to_rfc3339),
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct JobQuery {
+    /// Only jobs of this kind, e.g. `rmm_sync`.
+    kind: Option<String>,
+    /// Only jobs in this status.
+    status: Option<JobStatus>,
+    /// Page size, 1 to 200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<i64>,
+    /// Jobs to skip (default 0).
+    #[param(minimum = 0)]
+    offset: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct JobPage {
+    items: Vec<JobView>,
+    total: i64,
+    limit: i64,
+    offset: i64,
+}
+
+/// The tenant's jobs, newest first.
+#[utoipa::path(get, path = "", tag = "jobs", params(JobQuery),
+    responses((status = 200, body = JobPage), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn list_jobs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<JobQuery>,
+) -> ApiResult<Json<JobPage>> {
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::validation(
+            "limit",
+            format!("must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    let offset = query.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::validation("offset", "must not be negative"));
+    }
+    let filter = JobFilter {
+        kind: query.kind.as_deref(),
+        status: query.status,
+        limit,
+        offset,
+    };
+    let (rows, total) = storage::list(&state.db, &caller.tenant_id, &filter).await?;
+    Ok(Json(JobPage {
+        items: rows.into_iter().map(JobView::from).collect(),
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// One job.
+#[utoipa::path(get, path = "/{job_id}", tag = "jobs",
+    params(("job_id" = String, Path)),
+    responses((status = 200, body = JobView), (status = 404, body = ErrorBody)))]
+async fn get_job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(job_id): Path<String>,
+) -> ApiResult<Json<JobView>> {
+    let row = storage::job(&state.db, &caller.tenant_id, &job_id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    Ok(Json(row.into()))
+}
+
+/// Cancel a job: a queued job is canceled at once (200); a running one is
+/// asked to stop and ends `canceled` (202).
+#[utoipa::path(post, path = "/{job_id}/cancel", tag = "jobs",
+    params(("job_id" = String, Path)),
+    responses(
+        (status = 200, body = JobView, description = "Canceled"),
+        (status = 202, body = JobView, description = "Running; asked to stop"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already finished"),
+    ))]
+async fn cancel_job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(job_id): Path<String>,
+) -> ApiResult<(StatusCode, Json<JobView>)> {
+    let status = match storage::cancel(&state.db, &caller.tenant_id, &job_id).await? {
+        CancelOutcome::Canceled => StatusCode::OK,
+        CancelOutcome::Requested => {
+            state.jobs.running.cancel(&job_id);
+            StatusCode::ACCEPTED
+        }
+        CancelOutcome::Finished => {
+            return Err(ApiError::Conflict("the job has already finished".into()))
+        }
+        CancelOutcome::NotFound => return Err(ApiError::NotFound("job")),
+    };
+    let row = storage::job(&state.db, &caller.tenant_id, &job_id)
+        .await?
+        .ok_or(ApiError::NotFound("job"))?;
+    Ok((status, Json(row.into())))
+}

@@ -1,0 +1,10 @@
+//! The platform every area stands on: the state handlers share
+//! ([`app::AppState`]), accounts, sessions and the caller extractors,
+//! tenancy, invites, rate limits, request metrics and the job routes.
+
+pub mod app;
+pub mod auth;
+pub mod http;
+pub mod invites;
+pub mod jobs_routes;
+pub mod tenancy;

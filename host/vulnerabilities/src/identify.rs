@@ -1,0 +1,506 @@
+//! Which CPE product (vendor, product) an installed application is, in
+//! three layers: a tenant's own mapping, the shipped translation table,
+//! then a dictionary lookup where vendor and product must both agree. An
+//! application none of them settles, or that the dictionary finds more
+//! than one answer for, is left unmatched for a person to map: a wrong
+//! product costs more than a missing one.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use regex::Regex;
+
+use cairn_inventory::software::InstalledSoftware;
+use serde::Deserialize;
+
+/// A CPE vendor and product, e.g. (`mozilla`, `firefox`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProductKey {
+    pub vendor: String,
+    pub product: String,
+}
+
+impl ProductKey {
+    /// `vendor:product`.
+    pub fn parse(text: &str) -> Option<ProductKey> {
+        let (vendor, product) = text.split_once(':')?;
+        let (vendor, product) = (vendor.trim().to_lowercase(), product.trim().to_lowercase());
+        (!vendor.is_empty() && !product.is_empty() && !product.contains(':'))
+            .then_some(ProductKey { vendor, product })
+    }
+
+    /// From nullable vendor and product columns: a key when both are set.
+    pub fn from_columns(vendor: Option<String>, product: Option<String>) -> Option<ProductKey> {
+        vendor
+            .zip(product)
+            .map(|(vendor, product)| ProductKey { vendor, product })
+    }
+
+    pub fn text(&self) -> String {
+        format!("{}:{}", self.vendor, self.product)
+    }
+}
+
+/// An application as installed: its name and publisher (or the vendor a
+/// source reported; `None` when empty). Identification depends on nothing
+/// else, so it is done once per `AppId`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AppId {
+    pub name: String,
+    pub publisher: Option<String>,
+}
+
+impl AppId {
+    pub fn of(item: &InstalledSoftware) -> AppId {
+        AppId {
+            name: item.application_name.to_string(),
+            publisher: AppId::publisher_of(item).map(str::to_string),
+        }
+    }
+
+    pub fn publisher_of(item: &InstalledSoftware) -> Option<&str> {
+        item.publisher.as_deref().filter(|p| !p.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identification {
+    Product(ProductKey),
+    /// A rule (or the tenant) says this is never matched.
+    Skipped,
+    /// Nothing settled it; `candidates` are the dictionary's answers when
+    /// there were several.
+    Unmatched {
+        reason: &'static str,
+        candidates: Vec<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct TableFile {
+    rules: Vec<RuleFile>,
+    #[serde(default)]
+    cna_aliases: HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct RuleFile {
+    name: String,
+    #[serde(default)]
+    publisher: Option<String>,
+    #[serde(default)]
+    cpe: Option<String>,
+    #[serde(default)]
+    skip: bool,
+}
+
+struct Rule {
+    name: Regex,
+    publisher: Option<Regex>,
+    /// `vendor:product`, where `$1` takes the name's first capture.
+    cpe: Option<String>,
+}
+
+/// The translation table: rules and the CNA name aliases.
+pub struct Translations {
+    rules: Vec<Rule>,
+    /// CNA (vendor, product) slugs to the CPE key they are.
+    cna_aliases: HashMap<ProductKey, ProductKey>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("translation table is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("translation rule {index}: {reason}")]
+    Rule { index: usize, reason: String },
+}
+
+/// The table shipped with Cairn.
+pub const SHIPPED_TABLE: &str = include_str!("translations.json");
+
+impl Translations {
+    pub fn shipped() -> Translations {
+        Translations::parse(SHIPPED_TABLE).expect("the shipped translation table is valid")
+    }
+
+    pub fn parse(text: &str) -> Result<Translations, TableError> {
+        let file: TableFile = serde_json::from_str(text)?;
+        let mut rules = Vec::with_capacity(file.rules.len());
+        for (index, rule) in file.rules.into_iter().enumerate() {
+            let bad = |reason: String| TableError::Rule { index, reason };
+            let name = Regex::new(&rule.name).map_err(|e| bad(e.to_string()))?;
+            let publisher = rule
+                .publisher
+                .as_deref()
+                .map(Regex::new)
+                .transpose()
+                .map_err(|e| bad(e.to_string()))?;
+            match (&rule.cpe, rule.skip) {
+                (Some(cpe), false) if cpe.contains(':') => {}
+                (None, true) => {}
+                _ => return Err(bad("give either cpe (vendor:product) or skip: true".into())),
+            }
+            rules.push(Rule {
+                name,
+                publisher,
+                cpe: rule.cpe,
+            });
+        }
+        let mut cna_aliases = HashMap::new();
+        for (from, to) in file.cna_aliases {
+            if let (Some(from), Some(to)) = (ProductKey::parse(&from), ProductKey::parse(&to)) {
+                cna_aliases.insert(from, to);
+            }
+        }
+        Ok(Translations { rules, cna_aliases })
+    }
+
+    /// The CNA keys that mean `key` (besides `key` itself).
+    pub fn cna_keys_for(&self, key: &ProductKey) -> Vec<ProductKey> {
+        self.cna_aliases
+            .iter()
+            .filter(|(_, to)| *to == key)
+            .map(|(from, _)| from.clone())
+            .collect()
+    }
+
+    fn apply(&self, clean: &str, publisher: &str) -> Option<Identification> {
+        for rule in &self.rules {
+            let Some(captures) = rule.name.captures(clean) else {
+                continue;
+            };
+            if rule
+                .publisher
+                .as_ref()
+                .is_some_and(|p| !p.is_match(publisher))
+            {
+                continue;
+            }
+            return Some(match &rule.cpe {
+                None => Identification::Skipped,
+                Some(cpe) => {
+                    let text = match captures.get(1) {
+                        Some(group) => cpe.replace("$1", &group.as_str().replace(' ', "_")),
+                        None => cpe.clone(),
+                    };
+                    match ProductKey::parse(&text) {
+                        Some(key) => Identification::Product(key),
+                        None => Identification::Unmatched {
+                            reason: "translation rule gave no product",
+                            candidates: vec![],
+                        },
+                    }
+                }
+            });
+        }
+        None
+    }
+}
+
+/// Known CPE products, for the dictionary layer.
+pub trait Dictionary {
+    /// The products among `keys` that exist.
+    fn known<'a>(&self, keys: &'a [ProductKey]) -> Vec<&'a ProductKey>;
+}
+
+impl Dictionary for HashSet<ProductKey> {
+    fn known<'a>(&self, keys: &'a [ProductKey]) -> Vec<&'a ProductKey> {
+        keys.iter().filter(|k| self.contains(k)).collect()
+    }
+}
+
+/// An application's name as matching reads it: lowercase; parentheticals,
+/// trademark signs, a ` - ` suffix, version numbers, bitness and
+/// architecture words removed. `Mozilla Firefox (x64 en-US)` and
+/// `7-Zip 23.01 (x64)` become `mozilla firefox` and `7-zip`.
+pub fn clean_name(name: &str) -> String {
+    let mut text = name.to_lowercase().replace(['®', '™'], "");
+    // Parentheticals, innermost first.
+    while let (Some(open), Some(close)) = (text.rfind('('), text.rfind(')')) {
+        if open >= close {
+            break;
+        }
+        text.replace_range(open..=close, " ");
+    }
+    if let Some(dash) = text.find(" - ") {
+        text.truncate(dash);
+    }
+    let noise = [
+        "x64", "x86", "64-bit", "32-bit", "64bit", "32bit", "amd64", "arm64", "win64", "win32",
+        "edition", "version", "release", "v.",
+    ];
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| !noise.contains(w) && !looks_like_version(w))
+        .collect();
+    words.join(" ")
+}
+
+/// `23.01`, `v2.43.0`, `2.6.8-i001`, `1.2.10.6`: a number with at least one
+/// dot, optionally led by `v`.
+fn looks_like_version(word: &str) -> bool {
+    let word = word.strip_prefix('v').unwrap_or(word);
+    let core = word.split(['-', '+']).next().unwrap_or("");
+    core.contains('.')
+        && core.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && core.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+/// A name or publisher as a CPE component: words joined by `_`.
+fn slug(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join("_")
+}
+
+/// A publisher without its legal form: `Google LLC` → `google`.
+pub fn clean_publisher(publisher: &str) -> String {
+    let lower = publisher.to_lowercase().replace([',', '®', '™'], " ");
+    let legal = [
+        "inc",
+        "inc.",
+        "llc",
+        "ltd",
+        "ltd.",
+        "limited",
+        "corporation",
+        "corp",
+        "corp.",
+        "gmbh",
+        "co.",
+        "s.a.",
+        "ab",
+        "the",
+        "incorporated",
+        "pty",
+        "s.r.o.",
+        "spol.",
+        "r.o.",
+        "software",
+        "systems",
+        "technologies",
+        "team",
+        "foundation",
+        "community",
+    ];
+    let words: Vec<&str> = lower
+        .split_whitespace()
+        .filter(|w| !legal.contains(w) && !w.starts_with("http"))
+        .collect();
+    words.join(" ")
+}
+
+/// The application to identify.
+#[derive(Debug, Clone, Copy)]
+pub struct Application<'a> {
+    pub name: &'a str,
+    /// Publisher, or the vendor a source reported.
+    pub publisher: Option<&'a str>,
+}
+
+/// Identifies one application. `overrides` are the tenant's mappings by
+/// cleaned name (`None` = never match).
+pub fn identify(
+    app: Application<'_>,
+    overrides: &HashMap<String, Option<ProductKey>>,
+    table: &Translations,
+    dictionary: &dyn Dictionary,
+) -> Identification {
+    let clean = clean_name(app.name);
+    if clean.is_empty() {
+        return Identification::Unmatched {
+            reason: "no name left after cleaning",
+            candidates: vec![],
+        };
+    }
+    if let Some(mapping) = overrides.get(&clean) {
+        return match mapping {
+            Some(key) => Identification::Product(key.clone()),
+            None => Identification::Skipped,
+        };
+    }
+    let publisher = app.publisher.unwrap_or("").to_lowercase();
+    if let Some(found) = table.apply(&clean, &publisher) {
+        return found;
+    }
+    let candidates = dictionary_candidates(&clean, &clean_publisher(&publisher));
+    let known: BTreeSet<&ProductKey> = dictionary.known(&candidates).into_iter().collect();
+    match known.len() {
+        1 => Identification::Product((*known.iter().next().expect("one")).clone()),
+        0 => Identification::Unmatched {
+            reason: "no known product for this name and publisher",
+            candidates: vec![],
+        },
+        _ => Identification::Unmatched {
+            reason: "several known products fit; map it by hand",
+            candidates: known.iter().map(|k| k.text()).collect(),
+        },
+    }
+}
+
+/// The (vendor, product) pairs worth asking the dictionary about: vendors
+/// from the publisher (whole, and its first word), or the name's first word
+/// when the publisher names it too (or is empty); products from the whole
+/// name and from the name without that vendor word.
+fn dictionary_candidates(clean: &str, publisher: &str) -> Vec<ProductKey> {
+    let mut vendors: Vec<String> = vec![];
+    if !publisher.is_empty() {
+        vendors.push(slug(publisher));
+        if let Some(first) = publisher.split_whitespace().next() {
+            vendors.push(first.to_string());
+        }
+    }
+    let first_word = clean.split_whitespace().next().unwrap_or("");
+    if publisher.is_empty() || publisher.split_whitespace().any(|w| w == first_word) {
+        vendors.push(first_word.to_string());
+    }
+    vendors.sort();
+    vendors.dedup();
+    let mut products = vec![slug(clean)];
+    for vendor in &vendors {
+        let spaced = vendor.replace('_', " ");
+        if let Some(rest) = clean.strip_prefix(&format!("{spaced} ")) {
+            products.push(slug(rest));
+        }
+    }
+    let mut out = Vec::new();
+    for vendor in &vendors {
+        for product in &products {
+            out.push(ProductKey {
+                vendor: vendor.clone(),
+                product: product.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleaning() {
+        for (raw, clean) in [
+            ("Mozilla Firefox (x64 en-US)", "mozilla firefox"),
+            ("7-Zip 23.01 (x64)", "7-zip"),
+            ("Python 3.12.1 (64-bit)", "python"),
+            (
+                "Microsoft Visual C++ 2015-2022 Redistributable (x86) - 14.40.33810",
+                "microsoft visual c++ 2015-2022 redistributable",
+            ),
+            ("Git version 2.39.2", "git"),
+            ("PuTTY release 0.80 (64-bit)", "putty"),
+            ("Wireshark 4.2.0 64-bit", "wireshark"),
+            (
+                "Java(TM) SE Development Kit 17.0.9 (64-bit)",
+                "java se development kit",
+            ),
+            ("Intel® Graphics Driver", "intel graphics driver"),
+            ("OpenVPN 2.6.8-I001 amd64", "openvpn"),
+        ] {
+            assert_eq!(clean_name(raw), clean, "{raw}");
+        }
+        assert_eq!(clean_publisher("Google LLC"), "google");
+        assert_eq!(
+            clean_publisher("Zoom Video Communications, Inc."),
+            "zoom video communications"
+        );
+    }
+}
+
+#[cfg(test)]
+mod golden {
+    //! The golden set: real inventory rows and the product each must be.
+    use super::*;
+
+    const GOLDEN: &str = include_str!("testdata/golden_software.tsv");
+
+    /// Every expected product plus the same-named or broader products that
+    /// must not be chosen instead.
+    fn dictionary(rows: &[Vec<&str>]) -> HashSet<ProductKey> {
+        let decoys = [
+            "mattermost:mattermost",
+            "mattermost:mattermost_server",
+            "oracle:mysql_connector/odbc",
+            "oracle:mysql_workbench",
+            "google:chrome_remote_desktop",
+            "google:earth",
+            "microsoft:visual_c++",
+            "microsoft:edge",
+            "microsoft:teams_rooms",
+            "zoom:zoom",
+            "zoom:outlook_plugin",
+            "python:pip",
+            "oracle:java_se",
+            "adobe:acrobat",
+            "adobe:acrobat_reader",
+            "cisco:webex",
+            "dell:supportassist_for_business_pcs",
+            "dell:supportassist_for_home_pcs",
+            "sublimehq:sublime_text",
+            "n-able:take_control",
+            "box:box",
+            "eclipse:jetty",
+        ];
+        rows.iter()
+            .filter_map(|r| ProductKey::parse(r[4]))
+            .chain(decoys.iter().filter_map(|d| ProductKey::parse(d)))
+            .collect()
+    }
+
+    #[test]
+    fn golden_set_accuracy() {
+        let rows: Vec<Vec<&str>> = GOLDEN
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("name\t") && !l.is_empty())
+            .map(|l| l.split('\t').collect())
+            .collect();
+        assert!(rows.len() >= 150, "golden set has {} rows", rows.len());
+        let dictionary = dictionary(&rows);
+        let table = Translations::shipped();
+        let (mut correct, mut wrong, mut missing, mut false_positive) = (0, 0, 0, 0);
+        let mut failures = vec![];
+        for row in &rows {
+            let app = Application {
+                name: row[0],
+                publisher: Some(row[1]).filter(|p| !p.is_empty()),
+            };
+            let got = match identify(app, &HashMap::new(), &table, &dictionary) {
+                Identification::Product(key) => Some(key),
+                _ => None,
+            };
+            let expected = ProductKey::parse(row[4]);
+            match (&expected, &got) {
+                (e, g) if e == g => correct += 1,
+                (Some(_), None) => {
+                    missing += 1;
+                    failures.push(format!("MISSING {} -> {}", row[0], row[4]));
+                }
+                (None, Some(g)) => {
+                    false_positive += 1;
+                    failures.push(format!("FALSE POSITIVE {} -> {}", row[0], g.text()));
+                }
+                (Some(_), Some(g)) => {
+                    wrong += 1;
+                    failures.push(format!(
+                        "WRONG {} -> {} (expected {})",
+                        row[0],
+                        g.text(),
+                        row[4]
+                    ));
+                }
+                _ => unreachable!(),
+            }
+        }
+        let total = rows.len();
+        println!(
+            "golden set: {total} rows; correct {correct} ({:.1} %), wrong {wrong}, missing {missing}, false positives {false_positive}",
+            100.0 * correct as f64 / total as f64
+        );
+        for failure in &failures {
+            println!("  {failure}");
+        }
+        assert_eq!(false_positive, 0, "{failures:#?}");
+        assert_eq!(wrong, 0, "{failures:#?}");
+        assert!(correct * 100 >= total * 90, "{failures:#?}");
+    }
+}

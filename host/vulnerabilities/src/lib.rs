@@ -1,0 +1,182 @@
+//! Vulnerabilities: a CVE knowledge base shared by every tenant (NVD CVE
+//! API 2.0 and feeds, CVE JSON 5 records, CISA KEV, FIRST EPSS, MITRE
+//! CWE), the matching of each tenant's installed software against it, and
+//! the tenant's findings and scans.
+//!
+//! - `records`, `feeds`, `cpe`: parsing (pure).
+//! - `reference`: the global tables; `import`: offline loads;
+//!   `sources`: the online loads as jobs and their schedule.
+//! - `identify`: application → CPE product (tenant mapping, the shipped
+//!   translation table, a dictionary lookup where vendor and product must
+//!   agree); `matching`: version ranges → CVEs with provenance and fix.
+//! - `research`: one CVE from the store, else fetched from NVD and stored.
+//! - `scan`: the `vuln_scan` job; `findings`: per-tenant writes;
+//!   `scanner_findings`: the findings a scanner integration reported,
+//!   copied for the views;
+//!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
+
+pub mod cpe;
+mod exposure;
+pub mod feeds;
+pub mod figures;
+pub mod findings;
+pub mod identify;
+pub mod import;
+pub mod matching;
+pub mod records;
+pub mod reference;
+pub mod research;
+mod research_routes;
+pub mod routes;
+pub mod scan;
+pub mod scanner_findings;
+pub mod sources;
+pub mod triage;
+mod triage_routes;
+pub mod views;
+pub mod weaknesses;
+
+pub use exposure::exposure;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+use cairn_core::settings::Settings;
+use cairn_jobs::Registry;
+
+/// The area's routes: `/api/v1/vulnerabilities`, and the research of a
+/// scanner's finding under `/api/v1/scanner` when a loaded connector
+/// serves that area (the path is the area's, never the host's own).
+pub fn router(
+    plugins: &cairn_plugins::Plugins,
+) -> utoipa_axum::router::OpenApiRouter<cairn_platform::app::AppState> {
+    let router = routes::router();
+    if plugins.areas().contains(&research_routes::SCANNER_AREA) {
+        return router.merge(research_routes::router());
+    }
+    router
+}
+
+/// The translation table the operator configured, or the shipped one.
+pub fn load_translations(settings: &Settings) -> anyhow::Result<identify::Translations> {
+    if settings.vuln_translations_path.as_os_str().is_empty() {
+        return Ok(identify::Translations::shipped());
+    }
+    let path = &settings.vuln_translations_path;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("vuln_translations_path {}: {e}", path.display()))?;
+    identify::Translations::parse(&text)
+        .map_err(|e| anyhow::anyhow!("vuln_translations_path {}: {e}", path.display()))
+}
+
+/// Registers the scan job and the three source jobs.
+pub fn register(registry: &mut Registry, settings: &Settings) -> anyhow::Result<()> {
+    let translations = Arc::new(load_translations(settings)?);
+    registry.register(
+        scan::SCAN_KIND,
+        scan::ScanHandler { translations },
+        Duration::from_secs(20 * 60),
+    );
+    let config = sources::SourceConfig::from_settings(settings);
+    for source in sources::SOURCES {
+        registry.register(
+            &sources::job_kind(source),
+            sources::SourceHandler {
+                source,
+                config: config.clone(),
+            },
+            // NVD's pacing is 6 s a page; its backoff can wait minutes.
+            Duration::from_secs(30 * 60),
+        );
+    }
+    Ok(())
+}
+
+/// Queues a full scan of `tenant` unless one is already waiting.
+pub async fn request_scan(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM vuln_scans WHERE tenant_id = $1 AND status = 'queued' AND scope = '{}'",
+    )
+    .bind(tenant.as_str())
+    .fetch_one(&db.pool)
+    .await?;
+    if waiting == 0 {
+        findings::create_scan(db, tenant, &scan::ScanScope::default()).await?;
+    }
+    cairn_jobs::enqueue(db, tenant, scan::SCAN_KIND, &json!({"after": "change"})).await?;
+    Ok(())
+}
+
+/// After the inventory of `tenant` changed: re-match it, when there is
+/// anything to match against.
+pub async fn inventory_changed(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
+    let any: Option<String> = sqlx::query_scalar("SELECT id FROM vuln_cves LIMIT 1")
+        .fetch_optional(&db.pool)
+        .await?;
+    if any.is_some() {
+        request_scan(db, tenant).await?;
+    }
+    Ok(())
+}
+
+/// After reference data changed: re-match every tenant whose last full
+/// match is older than the newest change of match data.
+pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
+    let newest = reference::generation(db).await?;
+    let tenants: Vec<String> =
+        sqlx::query_scalar("SELECT tenant_id FROM vuln_tenant_state WHERE matched_generation < $1")
+            .bind(newest)
+            .fetch_all(&db.pool)
+            .await?;
+    for tenant in tenants {
+        request_scan(db, &TenantId(tenant)).await?;
+    }
+    Ok(())
+}
+
+/// Every 15 s, a scan job for each tenant with a scan queued for more than
+/// 10 s: a scan asked for while the tenant's job was finishing joins that
+/// run in the queue's one-job-per-tenant rule, after its last look for
+/// queued scans.
+pub fn spawn_scan_sweep(
+    db: Db,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let period = Duration::from_secs(15);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(err) = enqueue_waiting_scans(&db).await {
+                        tracing::warn!(error = %err, "scan sweep");
+                    }
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+async fn enqueue_waiting_scans(db: &Db) -> sqlx::Result<()> {
+    let tenants: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT tenant_id FROM vuln_scans WHERE status = 'queued' AND created_at < $1",
+    )
+    .bind(cairn_core::db::now_ms() - 10_000)
+    .fetch_all(&db.pool)
+    .await?;
+    for tenant in tenants {
+        cairn_jobs::enqueue(
+            db,
+            &TenantId(tenant),
+            scan::SCAN_KIND,
+            &json!({"after": "sweep"}),
+        )
+        .await?;
+    }
+    Ok(())
+}

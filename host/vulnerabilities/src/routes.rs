@@ -1,0 +1,517 @@
+//! `/api/v1/vulnerabilities`: scans, findings per CVE and device,
+//! statistics, and the mapping of applications the matcher left unmatched.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::findings::{self, MappingView};
+use super::identify::{clean_name, ProductKey};
+use super::scan::{ScanScope, SCAN_KIND};
+use super::views::{
+    self, AffectedDevice, FindingView, ScanView, ScanVulnerability, UnmatchedApplication,
+    VulnerabilityFilter, VulnerabilityStats, VulnerabilityView,
+};
+use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
+use cairn_core::http::json::{Json, OptionalJson, Path, Query};
+use cairn_core::ids::TenantId;
+use cairn_inventory::search::{page_bounds, Page, PageParams};
+use cairn_platform::app::AppState;
+use cairn_platform::auth::{AdminCaller, Caller};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_scan))
+        .routes(routes!(scan_device))
+        .routes(routes!(list_scans))
+        .routes(routes!(one_scan))
+        .routes(routes!(scan_vulnerabilities))
+        .routes(routes!(scan_cve_devices))
+        .routes(routes!(list_vulnerabilities))
+        .routes(routes!(cve_devices))
+        .routes(routes!(vulnerability_stats))
+        .routes(routes!(unmatched_applications))
+        .routes(routes!(list_mappings, put_mapping))
+        .routes(routes!(delete_mapping))
+        .routes(routes!(reference_sources))
+        .merge(super::triage_routes::router())
+}
+
+fn bounds(skip: Option<i64>, limit: Option<i64>) -> ApiResult<(i64, i64)> {
+    Ok(page_bounds(skip, limit)?)
+}
+
+fn page<T>(items: Vec<T>, total: i64, skip: i64, limit: i64) -> Page<T> {
+    Page::new(items, total, (skip, limit))
+}
+
+/// Queues the scan and the job that runs it.
+async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> ApiResult<ScanView> {
+    let id = findings::create_scan(&state.db, tenant, &scope).await?;
+    cairn_jobs::enqueue(
+        &state.db,
+        tenant,
+        SCAN_KIND,
+        &serde_json::json!({"scan_id": id}),
+    )
+    .await?;
+    views::scan(&state.db, tenant, &id)
+        .await?
+        .ok_or(ApiError::NotFound("scan"))
+}
+
+/// The body of `POST /vulnerabilities/scan`; every field optional (no
+/// field: the whole inventory, re-matching only what changed since the
+/// last match when there was one).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanRequest {
+    /// Only this application (its name in the software rollup).
+    application: Option<String>,
+    /// Only software whose vendor or publisher is this.
+    vendor: Option<String>,
+    /// Re-read and re-match the whole inventory, not only what changed.
+    #[serde(default)]
+    full: bool,
+}
+
+fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(ApiError::validation(
+            field,
+            format!("{field} must not be empty"),
+        )),
+        other => Ok(other.map(|v| v.trim().to_string())),
+    }
+}
+
+/// Starts a scan of the tenant's inventory (or of one application or
+/// vendor) against the CVE knowledge base. Runs in the background; poll
+/// the returned scan.
+#[utoipa::path(post, path = "/api/v1/vulnerabilities/scan", tag = "vulnerabilities",
+    request_body = ScanRequest,
+    responses((status = 202, body = ScanView), (status = 422, body = ErrorBody)))]
+async fn start_scan(
+    State(state): State<AppState>,
+    caller: Caller,
+    // No body scans the whole inventory.
+    OptionalJson(request): OptionalJson<ScanRequest>,
+) -> ApiResult<(StatusCode, Json<ScanView>)> {
+    let scope = ScanScope {
+        application: non_empty("application", request.application)?,
+        vendor: non_empty("vendor", request.vendor)?,
+        device_name: None,
+        full: request.full,
+    };
+    let scan = queue_scan(&state, &caller.tenant_id, scope).await?;
+    Ok((StatusCode::ACCEPTED, Json(scan)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceScanRequest {
+    /// A device name as the inventory reports it (any of its names).
+    device_name: String,
+}
+
+/// Scans every application on one device. 404 when the tenant's inventory
+/// has no software on a device of that name.
+#[utoipa::path(post, path = "/api/v1/vulnerabilities/scan-device", tag = "vulnerabilities",
+    request_body = DeviceScanRequest,
+    responses((status = 202, body = ScanView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn scan_device(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(request): Json<DeviceScanRequest>,
+) -> ApiResult<(StatusCode, Json<ScanView>)> {
+    let device = non_empty("device_name", Some(request.device_name))?.unwrap_or_default();
+    let (items, _) =
+        cairn_inventory::storage::items_of_device(&state.db, &caller.tenant_id, &device, 0, 1)
+            .await?;
+    if items.is_empty() {
+        return Err(ApiError::NotFound("device"));
+    }
+    let scope = ScanScope {
+        device_name: Some(device),
+        ..Default::default()
+    };
+    let scan = queue_scan(&state, &caller.tenant_id, scope).await?;
+    Ok((StatusCode::ACCEPTED, Json(scan)))
+}
+
+/// The tenant's scans, newest first.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans", tag = "vulnerabilities",
+    params(PageParams),
+    responses((status = 200, body = Page<ScanView>), (status = 422, body = ErrorBody)))]
+async fn list_scans(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<PageParams>,
+) -> ApiResult<Json<Page<ScanView>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let (items, total) = views::scans(&state.db, &caller.tenant_id, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct ScanDetail {
+    #[serde(flatten)]
+    scan: ScanView,
+    /// The scan's most severe CVEs (up to 20); the full list is
+    /// `/scans/{scan_id}/vulnerabilities`.
+    top_vulnerabilities: Vec<ScanVulnerability>,
+}
+
+/// One scan with its counts and its most severe findings.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}", tag = "vulnerabilities",
+    params(("scan_id" = String, Path)),
+    responses((status = 200, body = ScanDetail), (status = 404, body = ErrorBody)))]
+async fn one_scan(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(scan_id): Path<String>,
+) -> ApiResult<Json<ScanDetail>> {
+    let scan = views::scan(&state.db, &caller.tenant_id, &scan_id)
+        .await?
+        .ok_or(ApiError::NotFound("scan"))?;
+    let (top, _) =
+        views::scan_vulnerabilities(&state.db, &caller.tenant_id, &scan_id, 0, 20).await?;
+    Ok(Json(ScanDetail {
+        scan,
+        top_vulnerabilities: top,
+    }))
+}
+
+/// The CVEs a scan found, most severe first.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}/vulnerabilities", tag = "vulnerabilities",
+    params(("scan_id" = String, Path), PageParams),
+    responses((status = 200, body = Page<ScanVulnerability>), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn scan_vulnerabilities(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(scan_id): Path<String>,
+    Query(params): Query<PageParams>,
+) -> ApiResult<Json<Page<ScanVulnerability>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    views::scan(&state.db, &caller.tenant_id, &scan_id)
+        .await?
+        .ok_or(ApiError::NotFound("scan"))?;
+    let (items, total) =
+        views::scan_vulnerabilities(&state.db, &caller.tenant_id, &scan_id, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+/// The devices (application and version) a scan found a CVE on.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}/vulnerabilities/{cve_id}/devices", tag = "vulnerabilities",
+    params(("scan_id" = String, Path), ("cve_id" = String, Path), PageParams),
+    responses((status = 200, body = Page<AffectedDevice>), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn scan_cve_devices(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((scan_id, cve_id)): Path<(String, String)>,
+    Query(params): Query<PageParams>,
+) -> ApiResult<Json<Page<AffectedDevice>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let devices = views::scan_cve_devices(&state.db, &caller.tenant_id, &scan_id, &cve_id)
+        .await?
+        .ok_or(ApiError::NotFound("CVE in this scan"))?;
+    let total = devices.len() as i64;
+    let items = devices
+        .into_iter()
+        .skip(skip as usize)
+        .take(limit as usize)
+        .collect();
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct VulnerabilityParams {
+    /// `open` (default: open and not taken out of the open counts by
+    /// triage), `accepted` (open, but triaged not affected, false positive
+    /// or risk accepted until a later date), `fixed` or `all`.
+    status: Option<String>,
+    /// Comma-separated: `critical`, `high`, `medium`, `low`, `none`,
+    /// `unknown`.
+    severity: Option<String>,
+    /// Only CVEs in (true) or not in (false) CISA KEV.
+    kev: Option<bool>,
+    /// Only CVEs whose EPSS probability is at least this (0-1).
+    epss_min: Option<f64>,
+    /// Substring of the CVE id, its description or an application name.
+    search: Option<String>,
+    /// Only findings of this application (its installed name, exact).
+    application: Option<String>,
+    /// Only findings on this device (exact name).
+    device: Option<String>,
+    /// Only CVEs with a finding in this triage status (`to_evaluate`,
+    /// `in_analysis`, `remediation_in_progress`, `resolved`,
+    /// `not_affected`, `risk_accepted`, `false_positive`).
+    triage: Option<String>,
+    /// `-cvss_score` (default), `cvss_score`, `-epss_score`,
+    /// `epss_score`, `-device_count`, `device_count`, `-published`,
+    /// `published`, `cve_id`, `-cve_id`, `-first_seen`, `first_seen`.
+    sort: Option<String>,
+    /// Default 0.
+    #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// Default 50, at most 500.
+    #[param(minimum = 1)]
+    limit: Option<i64>,
+}
+
+const SEVERITIES: [&str; 6] = ["critical", "high", "medium", "low", "none", "unknown"];
+
+fn status_param(status: Option<String>) -> ApiResult<String> {
+    let status = status.unwrap_or_else(|| findings::OPEN.into());
+    if !["open", "accepted", "fixed", "all"].contains(&status.as_str()) {
+        return Err(ApiError::validation(
+            "status",
+            "status must be open, accepted, fixed or all",
+        ));
+    }
+    Ok(status)
+}
+
+/// The CVEs on the tenant's devices, one entry per CVE with its scores,
+/// KEV and EPSS, the devices and applications affected and the versions
+/// that fix it.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/", tag = "vulnerabilities",
+    params(VulnerabilityParams),
+    responses((status = 200, body = Page<VulnerabilityView>), (status = 422, body = ErrorBody)))]
+async fn list_vulnerabilities(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<VulnerabilityParams>,
+) -> ApiResult<Json<Page<VulnerabilityView>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let mut severities = vec![];
+    for level in params.severity.as_deref().unwrap_or("").split(',') {
+        let level = level.trim().to_lowercase();
+        if level.is_empty() {
+            continue;
+        }
+        if !SEVERITIES.contains(&level.as_str()) {
+            return Err(ApiError::validation(
+                "severity",
+                format!("unknown severity {level}; use {}", SEVERITIES.join(", ")),
+            ));
+        }
+        severities.push(level);
+    }
+    if params.epss_min.is_some_and(|e| !(0.0..=1.0).contains(&e)) {
+        return Err(ApiError::validation(
+            "epss_min",
+            "epss_min must be between 0 and 1",
+        ));
+    }
+    let sort = params.sort.as_deref().unwrap_or("");
+    let order = views::sort_sql(sort)
+        .ok_or_else(|| ApiError::validation("sort", format!("cannot sort by {sort}")))?;
+    let filter = VulnerabilityFilter {
+        status: status_param(params.status)?,
+        severities,
+        kev: params.kev,
+        epss_min: params.epss_min,
+        search: params.search.filter(|s| !s.is_empty()),
+        application: params.application.filter(|s| !s.is_empty()),
+        device: params.device.filter(|s| !s.is_empty()),
+        triage: match params.triage.filter(|s| !s.is_empty()) {
+            Some(status) if !super::triage::STATUSES.contains(&status.as_str()) => {
+                return Err(ApiError::validation(
+                    "triage",
+                    format!("must be one of {}", super::triage::STATUSES.join(", ")),
+                ))
+            }
+            other => other,
+        },
+    };
+    let (items, total) =
+        views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CveDeviceParams {
+    /// `open` (default: open and not taken out of the open counts by
+    /// triage), `accepted` (open, but triaged not affected, false positive
+    /// or risk accepted until a later date), `fixed` or `all`.
+    status: Option<String>,
+    /// Default 0.
+    #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// Default 50, at most 500.
+    #[param(minimum = 1)]
+    limit: Option<i64>,
+}
+
+/// Every device with a finding of this CVE: application, version, fix,
+/// and how it was matched. An unknown CVE gives an empty page.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/cve/{cve_id}/devices", tag = "vulnerabilities",
+    params(("cve_id" = String, Path), CveDeviceParams),
+    responses((status = 200, body = Page<FindingView>), (status = 422, body = ErrorBody)))]
+async fn cve_devices(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(cve_id): Path<String>,
+    Query(params): Query<CveDeviceParams>,
+) -> ApiResult<Json<Page<FindingView>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let status = status_param(params.status)?;
+    let cve_id = cve_id.trim().to_uppercase();
+    let (items, total) =
+        views::cve_findings(&state.db, &caller.tenant_id, &cve_id, &status, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+/// Open CVEs by severity, KEV count, the top CVEs and applications, and a
+/// 30-day trend of findings opened and fixed.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/stats", tag = "vulnerabilities",
+    responses((status = 200, body = VulnerabilityStats)))]
+async fn vulnerability_stats(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<VulnerabilityStats>> {
+    Ok(Json(views::stats(&state.db, &caller.tenant_id).await?))
+}
+
+/// Applications the last full scan could not map to a CPE product, most
+/// installed first. Map one with `PUT /vulnerabilities/mappings`.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/unmatched", tag = "vulnerabilities",
+    params(PageParams),
+    responses((status = 200, body = Page<UnmatchedApplication>), (status = 422, body = ErrorBody)))]
+async fn unmatched_applications(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<PageParams>,
+) -> ApiResult<Json<Page<UnmatchedApplication>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let (items, total) = views::unmatched(&state.db, &caller.tenant_id, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+/// The tenant's own application-to-product mappings.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/mappings", tag = "vulnerabilities",
+    responses((status = 200, body = Vec<MappingView>)))]
+async fn list_mappings(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<MappingView>>> {
+    Ok(Json(
+        findings::mappings(&state.db, &caller.tenant_id).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MappingRequest {
+    /// An application name as installed (`7-Zip 23.01 (x64)`) or as the
+    /// unmatched list gives it; versions, architecture and locale are
+    /// ignored, so one mapping covers every version.
+    application: String,
+    /// `vendor:product` of the CPE dictionary, or null to never match this
+    /// application.
+    cpe: Option<String>,
+}
+
+/// Maps an application to a CPE product (or to nothing) for this tenant;
+/// it wins over the shipped translation table from the next scan on.
+/// Admins only.
+#[utoipa::path(put, path = "/api/v1/vulnerabilities/mappings", tag = "vulnerabilities",
+    request_body = MappingRequest,
+    responses((status = 200, body = MappingView), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_mapping(
+    State(state): State<AppState>,
+    caller: AdminCaller,
+    Json(request): Json<MappingRequest>,
+) -> ApiResult<Json<MappingView>> {
+    let app_key = clean_name(&request.application);
+    if app_key.is_empty() {
+        return Err(ApiError::validation(
+            "application",
+            "application must name an application",
+        ));
+    }
+    let key = match request.cpe.as_deref() {
+        None => None,
+        Some(text) => Some(ProductKey::parse(text).ok_or_else(|| {
+            ApiError::validation(
+                "cpe",
+                "cpe must be vendor:product, for example mozilla:firefox",
+            )
+        })?),
+    };
+    let created_at =
+        findings::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;
+    Ok(Json(MappingView {
+        application: app_key,
+        cpe: key.map(|k| k.text()),
+        created_at: cairn_core::db::to_rfc3339(created_at),
+    }))
+}
+
+/// Removes one of the tenant's mappings (by the application name it was
+/// made with). Admins only.
+#[utoipa::path(delete, path = "/api/v1/vulnerabilities/mappings/{application}", tag = "vulnerabilities",
+    params(("application" = String, Path)),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn delete_mapping(
+    State(state): State<AppState>,
+    caller: AdminCaller,
+    Path(application): Path<String>,
+) -> ApiResult<StatusCode> {
+    if findings::delete_mapping(&state.db, &caller.0.tenant_id, &clean_name(&application)).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound("mapping"))
+    }
+}
+
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct SourceView {
+    pub source: String,
+    /// Where the source will resume (NVD: the last modification time
+    /// reached).
+    pub position: Option<String>,
+    pub updated_at: String,
+    #[schema(value_type = Object)]
+    pub detail: serde_json::Value,
+}
+
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct ReferenceStatus {
+    /// Rows of each reference table (shared by every tenant).
+    pub counts: std::collections::BTreeMap<String, i64>,
+    pub sources: Vec<SourceView>,
+}
+
+/// What the shared CVE knowledge base holds and when each source last
+/// loaded.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/sources", tag = "vulnerabilities",
+    responses((status = 200, body = ReferenceStatus)))]
+async fn reference_sources(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> ApiResult<Json<ReferenceStatus>> {
+    let counts = super::reference::counts(&state.db)
+        .await?
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let mut sources = vec![];
+    for source in super::sources::SOURCES {
+        if let Some(s) = super::reference::source_state(&state.db, source).await? {
+            sources.push(SourceView {
+                source: source.to_string(),
+                position: s.position,
+                updated_at: cairn_core::db::to_rfc3339(s.updated_at),
+                detail: s.detail,
+            });
+        }
+    }
+    Ok(Json(ReferenceStatus { counts, sources }))
+}

@@ -1,0 +1,415 @@
+//! A scan: match a tenant's installed software (all of it, one
+//! application, one vendor or one device) against the reference store,
+//! then bring the tenant's findings up to date in one transaction with the
+//! scan's own record.
+//!
+//! Work is done once per distinct thing: each distinct application is
+//! identified once, each product's match rows are read once, each distinct
+//! (product, version, platform) is evaluated once; only findings that are
+//! new, reopened, changed or fixed are written.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use utoipa::ToSchema;
+
+use super::identify::{
+    self, AppId, Application, Dictionary, Identification, ProductKey, Translations,
+};
+use super::matching::{self, CandidateRow, Hit};
+use super::{findings, reference};
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+use cairn_inventory::changes;
+use cairn_inventory::software::{self, InstalledSoftware, SoftwareKey, SoftwareScope};
+use cairn_jobs::{JobContext, JobFailure, JobHandler};
+
+pub const SCAN_KIND: &str = "vuln_scan";
+
+/// What a scan covers; stored on the scan as JSON.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct ScanScope {
+    /// Only this application (its rolled-up name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
+    /// Only software of this vendor or publisher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// Only this device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    /// Re-read the whole inventory even when the tenant was matched before
+    /// (a whole-inventory scan otherwise re-matches only what changed since).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full: bool,
+}
+
+impl ScanScope {
+    pub fn covers_everything(&self) -> bool {
+        self.application.is_none() && self.vendor.is_none() && self.device_name.is_none()
+    }
+
+    fn software(&self) -> SoftwareScope {
+        SoftwareScope {
+            application: self.application.clone(),
+            vendor: self.vendor.clone(),
+            device_name: self.device_name.clone(),
+        }
+    }
+}
+
+/// Counts a scan reports.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct ScanCounts {
+    pub applications: i64,
+    pub devices: i64,
+    pub findings: i64,
+    pub new_findings: i64,
+    pub fixed_findings: i64,
+    /// Open findings by CVE severity (`critical`, `high`, `medium`, `low`,
+    /// `none`, `unknown`).
+    pub by_severity: HashMap<String, i64>,
+}
+
+/// The `vuln_scan` job: runs the tenant's queued scans, oldest first.
+pub struct ScanHandler {
+    pub translations: Arc<Translations>,
+}
+
+#[async_trait]
+impl JobHandler for ScanHandler {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        let db = ctx.db();
+        let tenant = ctx.tenant_id();
+        // What a scanner reported is shown beside what this job matches.
+        super::scanner_findings::refresh(db, tenant).await?;
+        while let Some((scan_id, scope)) = findings::next_queued_scan(db, tenant).await? {
+            findings::mark_scan_running(db, tenant, &scan_id, ctx.job_id()).await?;
+            ctx.progress("matching", 0, 1, &scan_id).await?;
+            match run_scan(db, &self.translations, tenant, &scan_id, &scope).await {
+                Ok(counts) => {
+                    ctx.progress("matching", 1, 1, &format!("{} findings", counts.findings))
+                        .await?;
+                }
+                Err(err) => {
+                    let message = format!("{err:#}");
+                    if ctx.attempt() >= 3 {
+                        findings::fail_scan(db, tenant, &scan_id, &message).await?;
+                    }
+                    return Err(JobFailure::Failed(message));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Records which dictionary keys identification asks about, answering
+/// none: the first of two passes, so the dictionary is read in one query.
+#[derive(Default)]
+struct AskedKeys(std::cell::RefCell<Vec<ProductKey>>);
+
+impl Dictionary for AskedKeys {
+    fn known<'a>(&self, keys: &'a [ProductKey]) -> Vec<&'a ProductKey> {
+        self.0.borrow_mut().extend(keys.iter().cloned());
+        vec![]
+    }
+}
+
+/// A device platform label as the matcher knows platforms.
+fn platform(os_platform: Option<&str>) -> Option<&'static str> {
+    os_platform.and_then(cairn_inventory::normalize::platform_label)
+}
+
+/// Above this many queued inventory changes, reading the whole inventory
+/// is cheaper than looking each change up.
+const CHANGES_LIMIT: i64 = 200_000;
+
+/// Identifies each application once, asking the dictionary in one query.
+async fn identify_applications(
+    db: &Db,
+    translations: &Translations,
+    overrides: &HashMap<String, Option<ProductKey>>,
+    apps: &[AppId],
+) -> sqlx::Result<HashMap<AppId, Identification>> {
+    fn application(app: &AppId) -> Application<'_> {
+        Application {
+            name: &app.name,
+            publisher: app.publisher.as_deref(),
+        }
+    }
+    let asked = AskedKeys::default();
+    for app in apps {
+        identify::identify(application(app), overrides, translations, &asked);
+    }
+    let asked = asked.0.into_inner();
+    let asked_refs: Vec<&ProductKey> = asked.iter().collect();
+    let dictionary = reference::known_products(db, &asked_refs).await?;
+    Ok(apps
+        .iter()
+        .map(|app| {
+            let found = identify::identify(application(app), overrides, translations, &dictionary);
+            (app.clone(), found)
+        })
+        .collect())
+}
+
+/// What one run reads and covers.
+struct Plan {
+    mode: findings::ScanMode,
+    software: Vec<InstalledSoftware>,
+    identified: HashMap<AppId, Identification>,
+    /// For `Changes`: the keys and application names re-matched.
+    keys: Vec<SoftwareKey>,
+    applications: Vec<String>,
+    /// The inventory change entries this run accounts for.
+    consumed: Vec<i64>,
+}
+
+/// A full-scope scan reads only what changed when the tenant was matched
+/// before and the queue is short: the changed keys, and every application
+/// whose identification or whose product's CVE data changed since.
+async fn plan(
+    db: &Db,
+    translations: &Translations,
+    overrides: &HashMap<String, Option<ProductKey>>,
+    tenant: &TenantId,
+    scope: &ScanScope,
+) -> anyhow::Result<Plan> {
+    let matched = match scope.covers_everything() && !scope.full {
+        true => findings::matched_generation(db, tenant).await?,
+        false => None,
+    };
+    let incremental = match matched {
+        Some(_) => changes::pending_count(db, tenant).await? <= CHANGES_LIMIT,
+        None => false,
+    };
+    if !incremental {
+        // The queue is read before the inventory, so every entry consumed
+        // is reflected in what is read.
+        let consumed = match scope.covers_everything() {
+            true => changes::pending_ids(db, tenant).await?,
+            false => vec![],
+        };
+        let software = software::installed_software(db, tenant, &scope.software()).await?;
+        let mut apps: Vec<AppId> = software.iter().map(AppId::of).collect();
+        apps.sort();
+        apps.dedup();
+        let identified = identify_applications(db, translations, overrides, &apps).await?;
+        let mode = match scope.covers_everything() {
+            true => findings::ScanMode::Full,
+            false => findings::ScanMode::Scoped,
+        };
+        return Ok(Plan {
+            mode,
+            software,
+            identified,
+            keys: vec![],
+            applications: vec![],
+            consumed,
+        });
+    }
+
+    let (consumed, keys) = changes::pending(db, tenant).await?;
+    let mut software = software::software_of_keys(db, tenant, &keys).await?;
+    let stored = findings::identified_applications(db, tenant).await?;
+    let mut apps: Vec<AppId> = stored
+        .keys()
+        .cloned()
+        .chain(software.iter().map(AppId::of))
+        .collect();
+    apps.sort();
+    apps.dedup();
+    let identified = identify_applications(db, translations, overrides, &apps).await?;
+    let changed = reference::products_changed_since(db, matched.unwrap_or(0)).await?;
+    let product_changed = |key: &ProductKey| {
+        changed.contains(key)
+            || translations
+                .cna_keys_for(key)
+                .iter()
+                .any(|alias| changed.contains(alias))
+    };
+    let mut applications: Vec<String> = stored
+        .iter()
+        .filter(|(app, before)| {
+            let now = identified.get(*app);
+            now.map(findings::StoredIdentification::from).as_ref() != Some(*before)
+                || matches!(now, Some(Identification::Product(key)) if product_changed(key))
+        })
+        .map(|(app, _)| app.name.clone())
+        .collect();
+    applications.sort();
+    applications.dedup();
+    let names: Vec<&str> = applications.iter().map(String::as_str).collect();
+    software.extend(software::software_of_applications(db, tenant, &names).await?);
+    software.sort();
+    software.dedup();
+    Ok(Plan {
+        mode: findings::ScanMode::Changes,
+        software,
+        identified,
+        keys,
+        applications,
+        consumed,
+    })
+}
+
+/// Runs one scan to the end and records it.
+pub async fn run_scan(
+    db: &Db,
+    translations: &Translations,
+    tenant: &TenantId,
+    scan_id: &str,
+    scope: &ScanScope,
+) -> anyhow::Result<ScanCounts> {
+    let generation = reference::generation(db).await?;
+    let overrides = findings::tenant_overrides(db, tenant).await?;
+    let plan = plan(db, translations, &overrides, tenant, scope).await?;
+    let software = &plan.software;
+    let identified = &plan.identified;
+    let identity: HashMap<(&str, Option<&str>), &Identification> = identified
+        .iter()
+        .map(|(app, found)| ((app.name.as_str(), app.publisher.as_deref()), found))
+        .collect();
+    let identity_of = |s: &InstalledSoftware| -> Option<&Identification> {
+        identity
+            .get(&(&*s.application_name, AppId::publisher_of(s)))
+            .copied()
+    };
+
+    // The installations identified as a product.
+    let installs: Vec<(&InstalledSoftware, &ProductKey, &str, Option<&str>)> = software
+        .iter()
+        .filter_map(|item| match identity_of(item) {
+            Some(Identification::Product(key)) => Some((
+                item,
+                key,
+                item.version.as_deref().unwrap_or(""),
+                platform(item.os_platform.as_deref()),
+            )),
+            _ => None,
+        })
+        .collect();
+
+    // The match rows of those products, CNA aliases folded in.
+    let products: HashSet<&ProductKey> = installs.iter().map(|i| i.1).collect();
+    let mut lookup: Vec<ProductKey> = products.iter().map(|k| (*k).clone()).collect();
+    let mut alias_of: HashMap<ProductKey, ProductKey> = HashMap::new();
+    for key in &products {
+        for alias in translations.cna_keys_for(key) {
+            alias_of.insert(alias.clone(), (*key).clone());
+            lookup.push(alias);
+        }
+    }
+    let lookup_refs: Vec<&ProductKey> = lookup.iter().collect();
+    let mut rows: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
+    for (key, candidates) in reference::rows_for_products(db, &lookup_refs).await? {
+        let owner = alias_of.get(&key).cloned().unwrap_or(key);
+        rows.entry(owner).or_default().extend(candidates);
+    }
+
+    // Evaluate each distinct (product, version, platform) once, then point
+    // each installation at its hits (no copies: a tenant can have a
+    // million findings).
+    let no_rows = Vec::new();
+    let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
+    for &(_, key, version, platform) in &installs {
+        evaluated
+            .entry((key, version, platform))
+            .or_insert_with(|| {
+                matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
+            });
+    }
+    let wanted: Vec<findings::WantedFinding> = installs
+        .iter()
+        .flat_map(|&(item, key, version, platform)| {
+            evaluated[&(key, version, platform)]
+                .iter()
+                .map(move |hit| findings::WantedFinding {
+                    device_name: &item.device_name,
+                    application_name: &item.application_name,
+                    version,
+                    key,
+                    hit,
+                })
+        })
+        .collect();
+
+    let devices: HashSet<&str> = software.iter().map(|s| &*s.device_name).collect();
+    let application_names: HashSet<&str> = software.iter().map(|s| &*s.application_name).collect();
+    let mut counts = ScanCounts {
+        applications: software
+            .iter()
+            .map(|s| (&*s.application_name, AppId::publisher_of(s)))
+            .collect::<HashSet<_>>()
+            .len() as i64,
+        devices: devices.len() as i64,
+        findings: wanted.len() as i64,
+        ..Default::default()
+    };
+    let covered = match plan.mode {
+        findings::ScanMode::Full => findings::Covered::All,
+        findings::ScanMode::Changes => findings::Covered::Changes {
+            keys: &plan.keys,
+            applications: &plan.applications,
+        },
+        findings::ScanMode::Scoped => match &scope.device_name {
+            Some(name) => {
+                let mut names = devices.clone();
+                names.insert(name);
+                findings::Covered::Devices(names)
+            }
+            None => findings::Covered::Applications(application_names),
+        },
+    };
+    // Every application identified here: those of the software read, and
+    // for a change run every one it re-checked.
+    let identifications: Vec<(&AppId, &Identification)> = identified.iter().collect();
+    let written = findings::apply_scan(
+        db,
+        findings::ScanResult {
+            tenant,
+            scan_id,
+            mode: plan.mode,
+            covered,
+            wanted: &wanted,
+            identified: &identifications,
+            consumed: &plan.consumed,
+            generation,
+        },
+        &mut counts,
+    )
+    .await?;
+    tracing::info!(
+        tenant_id = tenant.as_str(),
+        scan_id,
+        mode = plan.mode.as_str(),
+        findings = counts.findings,
+        new = written.new,
+        fixed = written.fixed,
+        "scan finished"
+    );
+    Ok(counts)
+}
+
+/// Severities of the given CVEs.
+pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    let ids_in = cairn_core::db::json_text_values(db.backend, 1);
+    for chunk in ids.chunks(5_000) {
+        let rows = sqlx::query(&format!(
+            "SELECT id, COALESCE(severity, 'unknown') FROM vuln_cves WHERE id IN ({ids_in})"
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .fetch_all(&db.pool)
+        .await?;
+        out.extend(
+            rows.into_iter()
+                .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1))),
+        );
+    }
+    Ok(out)
+}

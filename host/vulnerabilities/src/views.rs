@@ -1,0 +1,950 @@
+//! What the vulnerabilities routes read: findings aggregated per CVE, the
+//! devices of one CVE, scans, statistics, unmatched applications. Every
+//! query is scoped by tenant; reference data (CVE text, scores, KEV, EPSS)
+//! is joined in as it is now.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::Row;
+use utoipa::ToSchema;
+
+use super::findings::OPEN;
+use super::identify::clean_name;
+use super::scan::ScanScope;
+use super::triage::{counts_open_sql, suppressed_sql};
+use cairn_core::db::{to_rfc3339, Db};
+use cairn_core::ids::TenantId;
+use cairn_inventory::search::escape_like;
+
+/// Matched findings and those a scanner reported, in one shape. A
+/// scanner's finding has its area as `source`, its check as `criteria`,
+/// its title as the application, and no version, product, range or fix;
+/// it counts once the CVE store knows its CVE (as matched ones always do).
+pub(super) const ALL_FINDINGS: &str =
+    "(SELECT tenant_id, device_name, application_name, version, cve_id, \
+     vendor, product, source, criteria, match_id, version_range, fix_version, status, \
+     first_seen, last_seen, fixed_at FROM vuln_findings \
+     UNION ALL SELECT tenant_id, device_name, title, '', cve_id, '', '', area, \
+     area || ' check ' || check_id, NULL, '', NULL, status, first_seen, last_seen, \
+     CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings s \
+     WHERE EXISTS (SELECT 1 FROM vuln_cves k WHERE k.id = s.cve_id))";
+
+/// A list's finding status (`open`, `accepted`, `fixed` or `all`) as the
+/// status to bind and a triage condition over `f`: `open` leaves out the
+/// open findings the tenant's triage takes out of the open counts;
+/// `accepted` is exactly those.
+pub fn status_filter(backend: cairn_core::db::Backend, status: &str) -> (&'static str, String) {
+    let suppressed = suppressed_sql(backend, "f.vendor", "f.product");
+    match status {
+        "open" => ("open", format!("NOT {suppressed}")),
+        "accepted" => ("open", suppressed),
+        "fixed" => ("fixed", "1 = 1".into()),
+        _ => ("all", "1 = 1".into()),
+    }
+}
+
+/// What `sources` calls a finding Cairn matched against installed software.
+const MATCHED: &str = "matched";
+
+/// A CVE found on the tenant's devices.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VulnerabilityView {
+    pub cve_id: String,
+    pub description: String,
+    /// `critical`, `high`, `medium`, `low`, `none`; absent when no score.
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub cvss_version: Option<String>,
+    /// EPSS probability (0-1) and percentile, when FIRST scored it.
+    pub epss_score: Option<f64>,
+    pub epss_percentile: Option<f64>,
+    /// In CISA's Known Exploited Vulnerabilities catalog.
+    pub kev: bool,
+    pub kev_due_date: Option<String>,
+    pub published: Option<String>,
+    /// Distinct devices with a finding of this CVE (in the status asked).
+    pub device_count: i64,
+    /// Applications (as installed) with this CVE.
+    pub applications: Vec<String>,
+    /// The smallest fixing versions seen across those findings.
+    pub fix_versions: Vec<String>,
+    /// Who found it: `matched` (Cairn, from installed software) and/or the
+    /// integration area that reported it (`scanner`).
+    pub sources: Vec<String>,
+    pub first_seen: String,
+    pub last_seen: String,
+    /// The tenant's triage statuses of its findings' products
+    /// (`to_evaluate` for a product no one triaged).
+    pub triage_statuses: Vec<String>,
+}
+
+/// Filters of `GET /vulnerabilities/`.
+#[derive(Debug, Default)]
+pub struct VulnerabilityFilter {
+    pub status: String,
+    pub severities: Vec<String>,
+    pub kev: Option<bool>,
+    pub epss_min: Option<f64>,
+    pub search: Option<String>,
+    pub application: Option<String>,
+    pub device: Option<String>,
+    /// Only CVEs with a finding in this triage status.
+    pub triage: Option<String>,
+}
+
+/// SQL: the triage status of the finding `f` (`to_evaluate` when none).
+const TRIAGE_STATUS: &str = "COALESCE((SELECT t.status FROM vuln_triage t \
+    WHERE t.tenant_id = f.tenant_id AND t.cve_id = f.cve_id AND t.vendor = f.vendor \
+    AND t.product = f.product), 'to_evaluate')";
+
+/// Sort keys of the list, as SQL over the aggregate's columns.
+pub fn sort_sql(sort: &str) -> Option<&'static str> {
+    Some(match sort {
+        "-cvss_score" | "" => "cvss_score DESC NULLS LAST, f.cve_id",
+        "cvss_score" => "cvss_score ASC NULLS LAST, f.cve_id",
+        "-epss_score" => "epss_score DESC NULLS LAST, f.cve_id",
+        "epss_score" => "epss_score ASC NULLS LAST, f.cve_id",
+        "-device_count" => "device_count DESC, f.cve_id",
+        "device_count" => "device_count ASC, f.cve_id",
+        "-published" => "published DESC NULLS LAST, f.cve_id",
+        "published" => "published ASC NULLS LAST, f.cve_id",
+        "cve_id" => "f.cve_id ASC",
+        "-cve_id" => "f.cve_id DESC",
+        "-first_seen" => "first_seen DESC, f.cve_id",
+        "first_seen" => "first_seen ASC, f.cve_id",
+        _ => return None,
+    })
+}
+
+/// When the tenant's whole inventory was last matched: every finding still
+/// open then was confirmed at that moment.
+async fn matched_at(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT matched_at FROM vuln_tenant_state WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_optional(&db.pool)
+        .await
+}
+
+/// A finding's last sighting: its own stamp, or for an open one the last
+/// whole-inventory match if later (such a match confirms open findings
+/// without rewriting each).
+fn last_seen(stamp: i64, open: bool, matched_at: Option<i64>) -> String {
+    let seen = match (open, matched_at) {
+        (true, Some(at)) => stamp.max(at),
+        _ => stamp,
+    };
+    to_rfc3339(seen)
+}
+
+pub async fn vulnerabilities(
+    db: &Db,
+    tenant: &TenantId,
+    filter: &VulnerabilityFilter,
+    order: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<VulnerabilityView>, i64)> {
+    let severities = serde_json::to_string(&filter.severities).unwrap_or_default();
+    let any_severity = filter.severities.is_empty();
+    let pattern = filter
+        .search
+        .as_deref()
+        .map(|s| format!("%{}%", escape_like(s)));
+    let severity_in = format!(
+        "COALESCE(c.severity, 'unknown') IN ({})",
+        cairn_core::db::json_text_values(db.backend, 3)
+    );
+    let (status, triaged) = status_filter(db.backend, &filter.status);
+    let filter_sql = format!(
+        "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) AND {triaged} \
+         AND ($4 = 1 OR {severity_in}) \
+         AND (CAST($5 AS BIGINT) IS NULL OR (CAST($5 AS BIGINT) = 1 AND k.cve_id IS NOT NULL) \
+              OR (CAST($5 AS BIGINT) = 0 AND k.cve_id IS NULL)) \
+         AND (CAST($6 AS TEXT) IS NULL OR e.score >= CAST(CAST($6 AS TEXT) AS DOUBLE PRECISION)) \
+         AND (CAST($7 AS TEXT) IS NULL OR LOWER(f.cve_id) LIKE LOWER($7) ESCAPE '\\' \
+              OR LOWER(c.description) LIKE LOWER($7) ESCAPE '\\' \
+              OR LOWER(f.application_name) LIKE LOWER($7) ESCAPE '\\') \
+         AND (CAST($8 AS TEXT) IS NULL OR f.application_name = $8) \
+         AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9) \
+         AND (CAST($10 AS TEXT) IS NULL OR {TRIAGE_STATUS} = $10)"
+    );
+    let from = format!(
+        "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id"
+    );
+    fn bind_all<'q>(
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        status: &'static str,
+        tenant: &TenantId,
+        filter: &VulnerabilityFilter,
+        severities: &str,
+        any_severity: bool,
+        pattern: &Option<String>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        q.bind(tenant.as_str().to_string())
+            .bind(status)
+            .bind(severities.to_string())
+            .bind(i64::from(any_severity))
+            .bind(filter.kev.map(i64::from))
+            // As text: sqlx's Any driver sends f64 in a form PostgreSQL
+            // refuses for an untyped parameter.
+            .bind(filter.epss_min.map(|e| e.to_string()))
+            .bind(pattern.clone())
+            .bind(filter.application.clone())
+            .bind(filter.device.clone())
+            .bind(filter.triage.clone())
+    }
+    let select = format!(
+        "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
+         e.score AS epss_score, e.percentile, k.cve_id IS NOT NULL, k.due_date, \
+         c.published AS published, COUNT(DISTINCT f.device_name) AS device_count, \
+         MIN(f.first_seen) AS first_seen, MAX(f.last_seen), \
+         MAX(CASE WHEN f.status = 'open' THEN 1 ELSE 0 END) \
+         {from} WHERE {filter_sql} \
+         GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
+         e.percentile, k.cve_id, k.due_date, c.published \
+         ORDER BY {order} LIMIT $11 OFFSET $12"
+    );
+    let count = format!("SELECT COUNT(DISTINCT f.cve_id) {from} WHERE {filter_sql}");
+    let rows = bind_all(
+        sqlx::query(&select),
+        status,
+        tenant,
+        filter,
+        &severities,
+        any_severity,
+        &pattern,
+    )
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = bind_all(
+        sqlx::query(&count),
+        status,
+        tenant,
+        filter,
+        &severities,
+        any_severity,
+        &pattern,
+    )
+    .fetch_one(&db.pool)
+    .await?
+    .get(0);
+    let matched_at = matched_at(db, tenant).await?;
+    let mut items: Vec<VulnerabilityView> = rows
+        .into_iter()
+        .map(|r| VulnerabilityView {
+            cve_id: r.get(0),
+            description: r.get(1),
+            severity: r.get(2),
+            cvss_score: r.get(3),
+            cvss_version: r.get(4),
+            epss_score: r.get(5),
+            epss_percentile: r.get(6),
+            kev: r
+                .try_get::<bool, _>(7)
+                .unwrap_or_else(|_| r.get::<i64, _>(7) != 0),
+            kev_due_date: r.get(8),
+            published: r.get::<Option<i64>, _>(9).map(to_rfc3339),
+            device_count: r.get(10),
+            first_seen: to_rfc3339(r.get(11)),
+            last_seen: last_seen(r.get(12), r.get::<i64, _>(13) != 0, matched_at),
+            applications: vec![],
+            fix_versions: vec![],
+            sources: vec![],
+            triage_statuses: vec![],
+        })
+        .collect();
+    // Applications, fixes and who found them, for the page's CVEs, in one
+    // query.
+    let ids: Vec<&str> = items.iter().map(|i| i.cve_id.as_str()).collect();
+    if !ids.is_empty() {
+        let ids_in = format!(
+            "cve_id IN ({})",
+            cairn_core::db::json_text_values(db.backend, 2)
+        );
+        let rows = sqlx::query(&format!(
+            "SELECT DISTINCT cve_id, application_name, fix_version, \
+             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END, {TRIAGE_STATUS} \
+             FROM {ALL_FINDINGS} f \
+             WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) AND {triaged} \
+             ORDER BY cve_id, application_name"
+        ))
+        .bind(tenant.as_str())
+        .bind(serde_json::to_string(&ids).unwrap_or_default())
+        .bind(status)
+        .fetch_all(&db.pool)
+        .await?;
+        /// A CVE's applications, fixes and finders, each once.
+        #[derive(Default)]
+        struct Found {
+            apps: Vec<String>,
+            fixes: Vec<String>,
+            sources: Vec<String>,
+            triage: Vec<String>,
+        }
+        let mut found: HashMap<String, Found> = HashMap::new();
+        for r in rows {
+            let Found {
+                apps,
+                fixes,
+                sources,
+                triage,
+            } = found.entry(r.get(0)).or_default();
+            let status: String = r.get(4);
+            if !triage.contains(&status) {
+                triage.push(status);
+            }
+            let source: String = r.get(3);
+            // A scanner's "application" is its check's title: not listed.
+            if source == MATCHED {
+                let app: String = r.get(1);
+                if !apps.contains(&app) {
+                    apps.push(app);
+                }
+            }
+            if let Some(fix) = r.get::<Option<String>, _>(2) {
+                if !fixes.contains(&fix) {
+                    fixes.push(fix);
+                }
+            }
+            if !sources.contains(&source) {
+                sources.push(source);
+            }
+        }
+        for item in &mut items {
+            if let Some(Found {
+                apps,
+                mut fixes,
+                mut sources,
+                mut triage,
+            }) = found.remove(&item.cve_id)
+            {
+                triage.sort();
+                item.triage_statuses = triage;
+                fixes.sort_by(|a, b| cairn_inventory::version::compare_versions(a, b));
+                sources.sort();
+                item.applications = apps;
+                item.fix_versions = fixes;
+                item.sources = sources;
+            }
+        }
+    }
+    Ok((items, total))
+}
+
+/// One finding: a CVE of one application version on one device, with how
+/// it was matched.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FindingView {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    /// The CPE product the application was identified as (none for a
+    /// scanner's finding).
+    pub cpe: Option<String>,
+    /// `open` or `fixed`.
+    pub status: String,
+    pub fix_version: Option<String>,
+    /// Where the finding came from: `nvd` (an NVD configuration) or `cna`
+    /// (the CNA's affected data) for Cairn's matches, or the integration
+    /// area that reported it (`scanner`); a scanner's finding names its
+    /// check in `criteria` and its title as `application_name`.
+    pub source: String,
+    /// The CPE match criteria (or CNA product) that matched.
+    pub criteria: String,
+    /// NVD's matchCriteriaId, for NVD matches.
+    pub match_id: Option<String>,
+    /// The version range evaluated, e.g. `>= 2.0.1, < 2.3.1`.
+    pub version_range: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub fixed_at: Option<String>,
+    /// The tenant's triage status of this CVE for this product.
+    pub triage_status: String,
+}
+
+pub async fn cve_findings(
+    db: &Db,
+    tenant: &TenantId,
+    cve_id: &str,
+    status: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<FindingView>, i64)> {
+    let (status, triaged) = status_filter(db.backend, status);
+    let filter = format!(
+        "f.tenant_id = $1 AND f.cve_id = $2 AND ($3 = 'all' OR f.status = $3) AND {triaged}"
+    );
+    let rows = sqlx::query(&format!(
+        "SELECT device_name, application_name, version, cve_id, vendor, product, status, \
+         fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at, \
+         {TRIAGE_STATUS} FROM {ALL_FINDINGS} f WHERE {filter} \
+         ORDER BY device_name, application_name, version LIMIT $4 OFFSET $5"
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .bind(status)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {ALL_FINDINGS} f WHERE {filter}"
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .bind(status)
+    .fetch_one(&db.pool)
+    .await?;
+    let matched_at = matched_at(db, tenant).await?;
+    let items = rows
+        .into_iter()
+        .map(|r| FindingView {
+            device_name: r.get(0),
+            application_name: r.get(1),
+            version: r.get(2),
+            cve_id: r.get(3),
+            // A scanner's finding names no product.
+            cpe: Some(r.get::<String, _>(4))
+                .filter(|vendor| !vendor.is_empty())
+                .map(|vendor| format!("{vendor}:{}", r.get::<String, _>(5))),
+            status: r.get(6),
+            fix_version: r.get(7),
+            source: r.get(8),
+            criteria: r.get(9),
+            match_id: r.get(10),
+            version_range: r.get(11),
+            first_seen: to_rfc3339(r.get(12)),
+            last_seen: last_seen(r.get(13), r.get::<&str, _>(6) == OPEN, matched_at),
+            fixed_at: r.get::<Option<i64>, _>(14).map(to_rfc3339),
+            triage_status: r.get(15),
+        })
+        .collect();
+    Ok((items, total))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScanView {
+    pub id: String,
+    /// `queued`, `running`, `succeeded` or `failed`.
+    pub status: String,
+    pub scope: ScanScope,
+    pub job_id: Option<String>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    /// Distinct applications (name, publisher) read.
+    pub applications: i64,
+    pub devices: i64,
+    /// Findings the scan confirmed or found.
+    pub findings: i64,
+    /// Findings that were not open before this scan.
+    pub new_findings: i64,
+    /// Open findings this scan no longer found (now fixed).
+    pub fixed_findings: i64,
+    /// Distinct CVEs found, by severity.
+    #[schema(value_type = Object)]
+    pub by_severity: Value,
+    /// How the scan ran: `full` (the whole inventory), `changes` (a
+    /// whole-inventory scan that re-matched only the software and products
+    /// that changed since the last match; the counts are of what it
+    /// re-matched) or `scoped` (one application, vendor or device); null
+    /// until it has run.
+    pub mode: Option<String>,
+}
+
+const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
+    applications, devices, findings, new_findings, fixed_findings, by_severity, mode";
+
+fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
+    ScanView {
+        id: r.get(0),
+        status: r.get(1),
+        scope: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
+        job_id: r.get(3),
+        error: r.get(4),
+        created_at: to_rfc3339(r.get(5)),
+        finished_at: r.get::<Option<i64>, _>(6).map(to_rfc3339),
+        applications: r.get(7),
+        devices: r.get(8),
+        findings: r.get(9),
+        new_findings: r.get(10),
+        fixed_findings: r.get(11),
+        by_severity: serde_json::from_str(&r.get::<String, _>(12)).unwrap_or(Value::Null),
+        mode: r.get(13),
+    }
+}
+
+pub async fn scans(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ScanView>, i64)> {
+    let rows = sqlx::query(&format!(
+        "SELECT {SCAN_COLUMNS} FROM vuln_scans WHERE tenant_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
+    ))
+    .bind(tenant.as_str())
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar("SELECT COUNT(*) FROM vuln_scans WHERE tenant_id = $1")
+        .bind(tenant.as_str())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows.into_iter().map(scan_view).collect(), total))
+}
+
+pub async fn scan(db: &Db, tenant: &TenantId, scan_id: &str) -> sqlx::Result<Option<ScanView>> {
+    let row = sqlx::query(&format!(
+        "SELECT {SCAN_COLUMNS} FROM vuln_scans WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(scan_view))
+}
+
+/// A CVE a scan found.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScanVulnerability {
+    pub cve_id: String,
+    pub description: String,
+    pub severity: Option<String>,
+    pub cvss_score: Option<f64>,
+    pub epss_score: Option<f64>,
+    pub kev: bool,
+    pub device_count: i64,
+}
+
+pub async fn scan_vulnerabilities(
+    db: &Db,
+    tenant: &TenantId,
+    scan_id: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<ScanVulnerability>, i64)> {
+    let rows = sqlx::query(
+        "SELECT s.cve_id, c.description, c.severity, c.cvss_score, e.score, k.cve_id IS NOT NULL, \
+         s.device_count FROM vuln_scan_cves s JOIN vuln_cves c ON c.id = s.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = s.cve_id LEFT JOIN vuln_epss e ON e.cve_id = s.cve_id \
+         WHERE s.tenant_id = $1 AND s.scan_id = $2 \
+         ORDER BY c.cvss_score DESC NULLS LAST, s.cve_id LIMIT $3 OFFSET $4",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM vuln_scan_cves WHERE tenant_id = $1 AND scan_id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((
+        rows.into_iter()
+            .map(|r| ScanVulnerability {
+                cve_id: r.get(0),
+                description: r.get(1),
+                severity: r.get(2),
+                cvss_score: r.get(3),
+                epss_score: r.get(4),
+                kev: r
+                    .try_get::<bool, _>(5)
+                    .unwrap_or_else(|_| r.get::<i64, _>(5) != 0),
+                device_count: r.get(6),
+            })
+            .collect(),
+        total,
+    ))
+}
+
+/// A device a scan found a CVE on.
+#[derive(Debug, Serialize, serde::Deserialize, ToSchema)]
+pub struct AffectedDevice {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub fix_version: Option<String>,
+}
+
+/// `None` when the scan did not find the CVE (or is not the tenant's).
+pub async fn scan_cve_devices(
+    db: &Db,
+    tenant: &TenantId,
+    scan_id: &str,
+    cve_id: &str,
+) -> sqlx::Result<Option<Vec<AffectedDevice>>> {
+    let affected: Option<String> = sqlx::query_scalar(
+        "SELECT affected FROM vuln_scan_cves WHERE tenant_id = $1 AND scan_id = $2 AND cve_id = $3",
+    )
+    .bind(tenant.as_str())
+    .bind(scan_id)
+    .bind(cve_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(affected.map(|a| {
+        let mut devices: Vec<AffectedDevice> = serde_json::from_str(&a).unwrap_or_default();
+        devices.sort_by(|x, y| {
+            (&x.device_name, &x.application_name).cmp(&(&y.device_name, &y.application_name))
+        });
+        devices
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CountedName {
+    pub name: String,
+    pub count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrendPoint {
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// Findings first seen that day.
+    pub opened: i64,
+    /// Findings fixed that day.
+    pub fixed: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VulnerabilityStats {
+    /// Distinct CVEs with an open finding, Cairn's or a scanner's (every
+    /// figure but `top_applications` counts both).
+    pub open_cves: i64,
+    pub open_findings: i64,
+    pub affected_devices: i64,
+    /// Distinct open CVEs by severity.
+    pub by_severity: HashMap<String, i64>,
+    /// Distinct open CVEs in CISA KEV.
+    pub kev_cves: i64,
+    /// The CVEs on the most devices.
+    pub top_cves: Vec<CountedName>,
+    /// The applications with the most distinct open CVEs Cairn matched.
+    pub top_applications: Vec<CountedName>,
+    /// Findings opened and fixed per day, last 30 days, oldest first.
+    pub trend: Vec<TrendPoint>,
+}
+
+pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStats> {
+    let t = tenant.as_str();
+    let open = counts_open_sql(db.backend, false);
+    let row = sqlx::query(&format!(
+        "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+         WHERE f.tenant_id = $1 AND {open}"
+    ))
+    .bind(t)
+    .fetch_one(&db.pool)
+    .await?;
+    let by_severity = sqlx::query(&format!(
+        "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f \
+         JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND {open} \
+         GROUP BY COALESCE(c.severity, 'unknown')"
+    ))
+    .bind(t)
+    .fetch_all(&db.pool)
+    .await?
+    .into_iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect();
+    let kev_cves = sqlx::query_scalar(&format!(
+        "SELECT COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND {open}"
+    ))
+    .bind(t)
+    .fetch_one(&db.pool)
+    .await?;
+    let counted = |rows: Vec<sqlx::any::AnyRow>| {
+        rows.into_iter()
+            .map(|r| CountedName {
+                name: r.get(0),
+                count: r.get(1),
+            })
+            .collect()
+    };
+    let top_cves = counted(
+        sqlx::query(&format!(
+            "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
+             WHERE f.tenant_id = $1 AND {open} GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
+        ))
+        .bind(t)
+        .fetch_all(&db.pool)
+        .await?,
+    );
+    let top_applications = counted(
+        sqlx::query(&format!(
+            "SELECT application_name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
+             WHERE f.tenant_id = $1 AND {open} GROUP BY application_name \
+             ORDER BY n DESC, application_name LIMIT 10"
+        ))
+        .bind(t)
+        .fetch_all(&db.pool)
+        .await?,
+    );
+    const DAY: i64 = 86_400_000;
+    let today = cairn_core::db::now_ms() / DAY;
+    let since = (today - 29) * DAY;
+    let mut trend: Vec<TrendPoint> = (0..30)
+        .map(|i| TrendPoint {
+            date: chrono::DateTime::from_timestamp_millis((today - 29 + i) * DAY)
+                .unwrap_or_default()
+                .format("%Y-%m-%d")
+                .to_string(),
+            opened: 0,
+            fixed: 0,
+        })
+        .collect();
+    for (column, opened) in [("first_seen", true), ("fixed_at", false)] {
+        let rows = sqlx::query(&format!(
+            "SELECT {column} / {DAY} AS day, COUNT(*) FROM {ALL_FINDINGS} f \
+             WHERE tenant_id = $1 AND {column} >= $2 GROUP BY {column} / {DAY}"
+        ))
+        .bind(t)
+        .bind(since)
+        .fetch_all(&db.pool)
+        .await?;
+        for r in rows {
+            let index = r.get::<i64, _>(0) - (today - 29);
+            if let Some(point) = usize::try_from(index).ok().and_then(|i| trend.get_mut(i)) {
+                if opened {
+                    point.opened = r.get(1);
+                } else {
+                    point.fixed = r.get(1);
+                }
+            }
+        }
+    }
+    Ok(VulnerabilityStats {
+        open_cves: row.get(0),
+        open_findings: row.get(1),
+        affected_devices: row.get(2),
+        by_severity,
+        kev_cves,
+        top_cves,
+        top_applications,
+        trend,
+    })
+}
+
+/// An application the matcher could not map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UnmatchedApplication {
+    /// The name matching reads (the key to map with).
+    pub application: String,
+    /// One installed name it was seen as.
+    pub name: String,
+    pub publisher: Option<String>,
+    pub reason: String,
+    /// Products that fit equally well, when several did.
+    pub candidates: Vec<String>,
+    /// Devices per installed name that folds into `application`, summed
+    /// over those names (a device with two such names counts twice).
+    pub device_count: i64,
+    pub seen_at: String,
+}
+
+/// The applications the last match left unmatched, grouped by the name
+/// matching reads (the key a mapping takes), most installed first. Device
+/// counts are read from the inventory now, so they are current however
+/// the last match ran; applications no longer installed are left out.
+pub async fn unmatched(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<UnmatchedApplication>, i64)> {
+    let rows = sqlx::query(
+        "SELECT application_name, publisher, reason, candidates, seen_at \
+         FROM vuln_identified_apps WHERE tenant_id = $1 AND outcome = 'unmatched'",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    // A mapping settles an application before the next match does.
+    let mapped = super::findings::tenant_overrides(db, tenant).await?;
+    let names: Vec<&str> = rows.iter().map(|r| r.get::<&str, _>(0)).collect();
+    let devices = cairn_inventory::software::devices_per_application(db, tenant, &names).await?;
+    let mut by_key: HashMap<String, UnmatchedApplication> = HashMap::new();
+    for r in &rows {
+        let name: String = r.get(0);
+        let key = clean_name(&name);
+        let Some(&count) = devices.get(&name).filter(|_| !mapped.contains_key(&key)) else {
+            continue;
+        };
+        let publisher: String = r.get(1);
+        let seen_at: i64 = r.get(4);
+        let entry = by_key
+            .entry(key)
+            .or_insert_with_key(|key| UnmatchedApplication {
+                application: key.clone(),
+                name: name.clone(),
+                publisher: (!publisher.is_empty()).then(|| publisher.clone()),
+                reason: r.get(2),
+                candidates: serde_json::from_str(r.get::<&str, _>(3)).unwrap_or_default(),
+                device_count: 0,
+                seen_at: to_rfc3339(seen_at),
+            });
+        entry.device_count += count;
+    }
+    let mut items: Vec<UnmatchedApplication> = by_key.into_values().collect();
+    items.sort_by(|a, b| {
+        b.device_count
+            .cmp(&a.device_count)
+            .then_with(|| a.application.cmp(&b.application))
+    });
+    let total = items.len() as i64;
+    let items = items
+        .into_iter()
+        .skip(skip.max(0) as usize)
+        .take(limit.max(0) as usize)
+        .collect();
+    Ok((items, total))
+}
+
+/// Distinct open CVEs of the tenant.
+pub async fn open_cve_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(DISTINCT cve_id) FROM vuln_findings f WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(db.backend, false)
+    ))
+    .bind(tenant.as_str())
+    .fetch_one(&db.pool)
+    .await
+}
+
+/// Open CVE ids per installed application name.
+pub async fn open_cves_by_application(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<HashMap<String, Vec<String>>> {
+    let rows = sqlx::query(&format!(
+        "SELECT DISTINCT application_name, cve_id FROM vuln_findings f \
+         WHERE f.tenant_id = $1 AND {}",
+        counts_open_sql(db.backend, false)
+    ))
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for r in rows {
+        out.entry(r.get(0)).or_default().push(r.get(1));
+    }
+    Ok(out)
+}
+
+/// Distinct devices with an open finding, per CVE of `cve_ids` (upper
+/// case) that has any.
+pub async fn open_device_counts(
+    db: &Db,
+    tenant: &TenantId,
+    cve_ids: &[String],
+) -> sqlx::Result<HashMap<String, i64>> {
+    if cve_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT cve_id, COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+         WHERE f.tenant_id = $1 AND {} AND f.cve_id IN ({}) GROUP BY cve_id",
+        counts_open_sql(db.backend, false),
+        cairn_core::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(cve_ids).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// One application version with an open finding of a CVE.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AffectedVersion {
+    /// As installed (or a scanner's finding title).
+    pub application_name: String,
+    /// Empty for a scanner's finding.
+    pub version: String,
+    /// The smallest version the CVE's data says fixes it, when known.
+    pub fix_version: Option<String>,
+    pub device_count: i64,
+}
+
+/// The application versions with an open finding of `cve_id` on the
+/// tenant's devices, the most devices first.
+pub async fn cve_affected_versions(
+    db: &Db,
+    tenant: &TenantId,
+    cve_id: &str,
+) -> sqlx::Result<Vec<AffectedVersion>> {
+    let rows = sqlx::query(&format!(
+        "SELECT application_name, version, MIN(fix_version), COUNT(DISTINCT device_name) AS devices \
+         FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND f.cve_id = $2 AND {} \
+         GROUP BY application_name, version ORDER BY devices DESC, application_name, version",
+        counts_open_sql(db.backend, false)
+    ))
+    .bind(tenant.as_str())
+    .bind(cve_id)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| AffectedVersion {
+            application_name: r.get(0),
+            version: r.get(1),
+            fix_version: r.get(2),
+            device_count: r.get(3),
+        })
+        .collect())
+}
+
+/// An open CVE of one installed application version.
+#[derive(Debug)]
+pub struct OpenVersionCve {
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    pub fix_version: Option<String>,
+}
+
+/// The open CVEs of the tenant's applications named `names` (as
+/// installed), per version.
+pub async fn open_cves_of_applications(
+    db: &Db,
+    tenant: &TenantId,
+    names: &[String],
+) -> sqlx::Result<Vec<OpenVersionCve>> {
+    if names.is_empty() {
+        return Ok(vec![]);
+    }
+    let rows = sqlx::query(&format!(
+        "SELECT application_name, version, cve_id, MIN(fix_version) FROM vuln_findings f \
+         WHERE f.tenant_id = $1 AND {} AND f.application_name IN ({}) \
+         GROUP BY application_name, version, cve_id ORDER BY application_name, version, cve_id",
+        counts_open_sql(db.backend, false),
+        cairn_core::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenant.as_str())
+    .bind(serde_json::to_string(names).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| OpenVersionCve {
+            application_name: r.get(0),
+            version: r.get(1),
+            cve_id: r.get(2),
+            fix_version: r.get(3),
+        })
+        .collect())
+}
