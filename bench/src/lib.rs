@@ -175,8 +175,9 @@ impl SyncBench {
         settings: &serde_json::Value,
         secrets: &serde_json::Value,
     ) -> anyhow::Result<SyncBench> {
+        use cairn_core::secrets::SecretBox;
+        use cairn_integrations::storage;
         use cairn_integrations::sync::{SyncCaps, SyncHandler};
-        use cairn_integrations::{storage, SecretBox};
         let connectors_dir = cairn_tests::components::connectors_dir(&[component], &[]);
         let (db, url) = fresh_database(backend).await?;
         let service = cairn_core::settings::Settings {

@@ -3,6 +3,10 @@
 //! folds a million rows into maps of small strings, and glibc's malloc and
 //! free were a fifth of its profile; with mimalloc the whole rollup of
 //! 1,000,000 rows took 4.2 s instead of 5.6 s.
+//!
+//! Mimalloc as the global allocator of every binary linking the host, told
+//! at service start to return memory freed in bulk at once (the rollup's
+//! peak memory).
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

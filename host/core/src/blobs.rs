@@ -319,6 +319,16 @@ async fn send_parts(upload: &mut dyn MultipartUpload, file: &Path) -> Result<(),
     Ok(())
 }
 
+/// The `Content-Disposition` a document is served with: its name, kept to
+/// the characters a quoted header parameter can carry.
+pub fn attachment_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
+        .collect();
+    format!("attachment; filename=\"{ascii}\"")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,14 +370,4 @@ mod tests {
         }
         assert_eq!(StoreKind::parse("ftp"), None);
     }
-}
-
-/// The `Content-Disposition` a document is served with: its name, kept to
-/// the characters a quoted header parameter can carry.
-pub fn attachment_disposition(name: &str) -> String {
-    let ascii: String = name
-        .chars()
-        .filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\')
-        .collect();
-    format!("attachment; filename=\"{ascii}\"")
 }

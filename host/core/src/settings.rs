@@ -1,6 +1,9 @@
 //! Deployment settings: defaults, then an optional TOML file, then `CAIRN_*`
 //! environment variables. Secrets the operator did not give are generated once
 //! into the data directory (mode 0600) and reused on every start.
+//!
+//! Defaults → TOML → `CAIRN_*`; generates missing secrets into the data
+//! directory with mode 0600.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -3,6 +3,57 @@
 //! uses; the routes of every area (`/api/v1/<area>/...`: the lifecycle ones
 //! and those connectors declare, mounted concretely); and the sync pipeline
 //! that turns a connector's pages into inventory items and source records.
+//!
+//! Areas and their connectors. `areas.rs` resolves the connector a tenant's
+//! config for an area uses (the one it names, else the area's only one);
+//! per-tenant configs are per area (`config.rs`: the connector a save uses,
+//! validation against its schema with secrets masked, switching products;
+//! `secrets.rs`: AES-256-GCM at rest; `seed.rs`: startup seeding, with a
+//! connector's declared `config_from`). `routes.rs` mounts, for every area
+//! some loaded connector serves, the lifecycle routes concretely
+//! (`/api/v1/rmm/config`: one handler per route, told its area by a request
+//! extension, its OpenAPI operation re-keyed to the area and its POST body
+//! documented from the connectors' config schemas, secrets write-only);
+//! `declared.rs` mounts every view and action the area's connectors declare,
+//! once per (method, path), dispatching each request to the tenant's
+//! connector, with operations built by `descriptor_docs.rs`; `views.rs`
+//! answers views and `collections.rs` holds their queries (list with search
+//! and typed field filters over the `fields` JSON, by key, by device name,
+//! aggregate, related). `user_links.rs` joins a record typed `user` (a
+//! directory user) to what names it by UPN, mail or alias: other sources'
+//! user rows (flags folded on), devices whose user it is (device records of
+//! any area, inventory rows through `inventory::storage::devices_of_users`),
+//! and answers the device views' `directory_user` lookup. `sync.rs` is the
+//! one sync pipeline, one job kind per area (fetch -> map -> conform records
+//! to the declared collections -> upsert the page's rows on a task of its
+//! own while the next page is fetched and mapped, `CAIRN_SYNC_PAGE_WRITES`
+//! pages at once on PostgreSQL; on SQLite one written while the next two are
+//! prepared (deduplicated, hashed, serialized) before they wait their turn
+//! -> save the checkpoint once a page and every page before it are in (a
+//! page that brings no record and moves no cursor is neither checkpointed
+//! nor progress, so a sync polling an upstream that never moves meets the
+//! stale-sync guard, `CAIRN_SYNC_STALL_SECS`); prune unseen after a complete
+//! run; queue a rollup; caps on pages, records per page and rows per run end
+//! a run in error without pruning). Rows land in `inventory_items` and
+//! `source_records` under the area (their `source`); an upsert rewrites a
+//! row only when a content column differs, stamping it with the run, and
+//! leaves an unchanged row as it is. `seen.rs` is how a run knows what it
+//! saw anyway: each page's transaction stores the hashes of its keys in
+//! `sync_seen`, and the prune after a complete run deletes the rows whose
+//! hash no page stored, then forgets the pages and records the run's end in
+//! `sync_completions`. A row's `updated_at` is thus when it last changed;
+//! when it was last reported is the later of that and its source's last
+//! completion (`seen::completed_runs`), which the rollup (asset last_seen)
+//! and the device lists read. A record keeps its collection (`kind`), record
+//! type and normalized `fields`. `pulls.rs` mounts `POST /<area>/bulk-pull`
+//! and `GET /<area>/bulk-pull/status` for an area whose connector declares a
+//! pull; the pull is a job of the sync pipeline in `RunMode::Pull` (the pull
+//! stream, the user's parameters merged into the config, nothing pruned, its
+//! own `sync_seen` pages forgotten at the end), and a sync's prune keeps the
+//! pull's collections. `export.rs` streams an `Export` view as CSV from a
+//! query on a task of its own through a bounded channel (formula cells
+//! prefixed with `'`). `areas::invoke` runs an action of the tenant's
+//! connector for a host feature.
 
 pub mod areas;
 mod collections;

@@ -1,6 +1,23 @@
 //! The inventory: the software rollup and the NetBIOS asset view derived
 //! from inventory items, structured search over both, and the
 //! `/api/v1/inventory` routes.
+//!
+//! The inventory area. `normalize.rs` holds the pure rules (installer-id
+//! suffixes, NetBIOS key, control characters, platform labels); `version.rs`
+//! the one version ordering (a total order, property-tested); `rollup/` the
+//! rebuild: `build.rs` turns streamed inventory rows into applications
+//! (through `counts.rs`, each application's tallies), vendors and assets (no
+//! I/O, every rule unit-tested), `store.rs` reads them in one snapshot and
+//! writes them in 1000-row transactions and keeps the request counter,
+//! `changes.rs` reads the change queue (`rollup_changes`, filled by
+//! triggers) into the groups it touches, `incremental.rs` folds it into the
+//! stored rollup, `mod.rs` the `rollup` job handler (incremental where it
+//! can, else whole) and the sweep. `search/` is the structured search engine
+//! (request types, coercion, the compiler from query trees to SQL, the
+//! runner with the tenant filter, `document.rs` the search document and the
+//! one folding rule); each searchable area hands it a `Table` and a
+//! `Catalog` (its allow-list). `applications.rs` is the applications
+//! allow-list and view; `routes.rs`/`storage.rs` serve `/api/v1/inventory`.
 
 pub mod applications;
 pub mod assets;

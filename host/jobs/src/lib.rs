@@ -8,6 +8,24 @@
 //!   inside the UPDATE itself.
 //!
 //! State lives in the `jobs` table only; progress and history are read from it.
+//!
+//! The durable job queue. `storage.rs` holds every statement (enqueue with
+//! dedupe, claim, fenced heartbeat/progress/checkpoint/finish, reaper,
+//! prune, cancel); `worker.rs` the dispatcher (one loop claiming for every
+//! free slot in one statement, each claimed job then a task of its own) and
+//! the run of one job (heartbeat, stall guard, panic capture, how the run is
+//! recorded); `finishes.rs` records the pool's successes in batches (one
+//! statement for every run that ended while the previous batch was being
+//! written); `context.rs` what a handler sees; `reaper.rs`, `wake.rs`
+//! (in-process notify plus PostgreSQL LISTEN/NOTIFY); the `/api/v1/jobs`
+//! routes are the platform's (`cairn_platform::jobs_routes`). Handlers are
+//! registered by kind in a `Registry` before
+//! the server starts. The heartbeat runs as a task of its own beside the
+//! handler, so a handler computing between awaits never lets its lease
+//! lapse. A handler fails with `JobFailure::Failed` (retried with backoff
+//! while attempts remain) or `JobFailure::Permanent` (a failure another
+//! attempt would repeat, such as a plugin panic or its memory cap: `error`
+//! at once).
 
 mod context;
 mod finishes;

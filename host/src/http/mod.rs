@@ -1,5 +1,15 @@
 //! Router assembly and the cross-cutting HTTP pieces. Areas own their routes;
 //! this module only mounts them and wraps them in middleware.
+//!
+//! The cross-cutting HTTP layer only: `error.rs` (the one `ApiError` and its
+//! mapping), `json.rs` (our `Json`/`Path`/`Query`/ `Multipart` extractors so
+//! rejections use our error body), `middleware.rs` (panics and 500s become
+//! `{detail, type, path}`), `rate_limit.rs`, `metrics.rs`, `service.rs`
+//! (health, root, docs), `openapi.rs` (info, security schemes, tags, and
+//! `document_common_errors`, which adds the 400/401/404/422/429 answers
+//! every operation shares to both documents; the schemathesis run in `cargo
+//! xtask test`, driven by `xtask/fuzz.py`, holds the documents to what the
+//! service answers).
 
 mod openapi;
 pub mod service;

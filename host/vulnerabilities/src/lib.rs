@@ -14,6 +14,41 @@
 //!   `scanner_findings`: the findings a scanner integration reported,
 //!   copied for the views;
 //!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
+//!
+//! The CVE knowledge base and matching. `records.rs` reads NVD API 2.0
+//! objects and CVE JSON 5 records into one model (NVD configurations
+//! flattened into match rows, AND nodes keeping the other node's criteria as
+//! platform conditions; CNA `affected[]` entries as rows of their own);
+//! `cpe.rs` parses CPE 2.3 names; `feeds.rs` KEV, EPSS and CWE.
+//! `reference.rs` owns the global tables (`vuln_cves`, `vuln_match_rows`,
+//! `vuln_cpe_products`, `vuln_kev`, `vuln_epss`, `vuln_cwes`, source state,
+//! product change stamps) and writes them in batches as bound JSON arrays.
+//! `import.rs` is `cairn vuln import` (content sniffing, gzip and zip, NVD
+//! feeds streamed element by element through a reader thread); `sources.rs`
+//! the NVD/KEV/EPSS loads as jobs of the reserved tenant, their schedule,
+//! and `cairn vuln sync`, every request through the plugin host's
+//! `Outbound`. `identify.rs` maps an application to a CPE product (tenant
+//! mapping, `translations.json`, dictionary) and holds the golden set test
+//! (`testdata/golden_software.tsv`); `matching.rs` evaluates ranges,
+//! platforms and fixes (pure). `scan.rs` is the `vuln_scan` job and plans
+//! each run (full, changes only, or a scope a person asked for;
+//! `spawn_scan_sweep` queues a job for a scan the queue's one-job-per-tenant
+//! rule left waiting); `findings.rs` the tenant's writes (scans, mappings,
+//! stored identifications, the diff of one scan applied in one transaction);
+//! `views.rs` the reads; `routes.rs` `/api/v1/vulnerabilities`. `figures.rs`
+//! the figures over findings that dashboards and reports read (each finding
+//! table counted on its own, by index, and merged exactly; a report's open
+//! findings streamed with shared strings). `research.rs` gives one CVE from
+//! the store or, absent, fetched from NVD by `cveId` and stored (the only
+//! write of the reference store a request makes); `research_routes.rs` is
+//! `POST /scanner/research-finding`. `scanner_findings.rs` copies the
+//! tenant's finding records (streamed through the integrations area's
+//! `typed_records`, only when `typed_version` moved) into
+//! `vuln_scanner_findings` at the start of each `vuln_scan` job; the views
+//! read it and `vuln_findings` as one (`ALL_FINDINGS`). The inventory's
+//! side: `inventory/changes.rs` the change queue, `inventory/software.rs`
+//! installed software as matching reads it (whole, scoped, by keys or
+//! application names; distinct strings shared).
 
 pub mod cpe;
 mod exposure;

@@ -3,6 +3,10 @@
 //! with every change recorded. "Not affected", "false positive" and an
 //! unexpired "risk accepted" take the CVE's findings of that product out
 //! of the open counts (`suppressed_sql`).
+//!
+//! A tenant's status per (vendor, product, CVE) and its history;
+//! `counts_open_sql` is the one definition of a finding that counts as open;
+//! `triage_routes.rs` its routes.
 
 use serde::Serialize;
 use sqlx::Row;

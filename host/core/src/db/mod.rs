@@ -5,6 +5,12 @@
 //! milliseconds, ids are TEXT, JSON is TEXT (the search documents are binary
 //! JSON). Where the dialects really differ (job claiming, JSON operators) a
 //! caller matches on [`Backend`].
+//!
+//! The `Db` handle (sqlx `Any` pool + `Backend`, and on SQLite the write
+//! gate `write_turn`), migrations for both engines, timestamp helpers;
+//! `sqlite_lower.rs` gives every SQLite connection a Unicode `lower()`
+//! through SQLite's auto-extension hook. Timestamps are BIGINT Unix ms, ids
+//! are UUIDv7 text, JSON is text.
 
 mod batches;
 mod sqlite_lower;

@@ -3,6 +3,10 @@
 //! maximum, and the content sniffed from the first 8 KB must match the
 //! extension. Files stream to a temporary file as they are checked, so a
 //! large upload never sits whole in memory.
+//!
+//! Upload validation for every upload route (kinds with their extensions and
+//! sniffed MIME prefixes, size, sanitized filenames); streams the part to a
+//! temporary file while checking.
 
 use std::path::{Path, PathBuf};
 

@@ -9,6 +9,15 @@
 //! - `draft.rs`: the facts and the text; `send.rs`: the sending job;
 //! - `storage.rs`: `advisories` and `advisory_recipients`;
 //!   `routes.rs`: `/api/v1/advisories`.
+//!
+//! Advisories. `affected.rs` the target (a CVE or an application and
+//! versions) and its devices and users, read only through the
+//! vulnerabilities (`cve_findings`), inventory (`items_of_application`,
+//! `users_of_devices`) and integrations (`users_of_device_records`,
+//! `directory_users_named`) areas' public functions; `draft.rs` the facts
+//! and the text (model or template); `send.rs` the `advisories_send` job
+//! (rate limited by `governor`, one message per recipient); `storage.rs`
+//! `advisories` and `advisory_recipients`; `routes.rs` `/api/v1/advisories`.
 
 mod affected;
 mod draft;

@@ -9,6 +9,18 @@
 //! - `snapshots.rs`: `dashboard_daily_figures` and its hourly schedule;
 //! - `storage.rs`: `dashboards` and `dashboard_widgets`;
 //!   `routes.rs`: `/api/v1/dashboards`.
+//!
+//! Dashboards. `catalog.rs` the named metrics (parameters, shape, whether a
+//! device query narrows them) and the widget types with the shapes they
+//! show; `metrics.rs` checks a data source and evaluates it through the
+//! owning areas' public figures (`vulnerabilities/figures.rs` over findings,
+//! `devices/figures.rs` over assets and the assets a device search query
+//! matches through `inventory::search::all_matching`,
+//! `integrations::sync_health` from the sync jobs) and this area's
+//! snapshots; `snapshots.rs` `dashboard_daily_figures` (today's row
+//! rewritten hourly for tenants with a dashboard; a trend reads today live);
+//! `storage.rs` `dashboards` and `dashboard_widgets`; `routes.rs`
+//! `/api/v1/dashboards`.
 
 mod catalog;
 mod metrics;

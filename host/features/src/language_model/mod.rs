@@ -7,6 +7,13 @@
 //! Requests go through the one outbound path (`plugins::outbound`): the
 //! endpoint's origin only, the operator's address rule, size and time caps,
 //! 429 waits.
+//!
+//! An OpenAI-compatible chat completions endpoint asked for one JSON answer
+//! against a JSON Schema (sent as `response_format: json_schema`, validated
+//! on return); every caller has a deterministic fallback. Its requests, like
+//! feed fetches, use `Outbound::for_host_feature` (exactly the URL's origin,
+//! the operator's address rule and plain-http grants, its bearer only to
+//! that origin).
 
 use std::time::Duration;
 

@@ -8,6 +8,18 @@
 //! - `refresh.rs`: the `news_refresh` and `news_classify` jobs;
 //! - `storage.rs`: the tables; `routes.rs`: `/api/v1/news-feeds`;
 //! - `defaults.rs`: the feeds `seed` adds.
+//!
+//! News feeds. `fetch.rs` GETs a feed through the outbound path
+//! (conditional, with the last `ETag`/`Last-Modified`) and reads RSS, Atom
+//! or JSON Feed with `feed-rs`, keying each item by guid, else link, else
+//! title and date; `classify.rs` the rules classifier, the model's schema,
+//! and the relevance (the tenant's application and vendor names matched as
+//! whole folded words by one Aho-Corasick automaton, and the CVEs it has
+//! open findings of); `refresh.rs` the `news_refresh` and `news_classify`
+//! jobs; `storage.rs` `news_feeds`, `news_items`, `news_item_cves` and the
+//! per-user `news_item_reads`; `routes.rs` `/api/v1/news-feeds`;
+//! `defaults.rs` the seeded feeds. A schedule in `mod.rs` queues a refresh
+//! of every tenant with feeds.
 
 mod classify;
 mod defaults;

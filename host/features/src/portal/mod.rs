@@ -4,6 +4,19 @@
 //! interface version 0.1.0); `admin.rs` is how tenant admins run it under
 //! `/api/v1/portal`. Documents are kept by `store.rs` (a local directory or
 //! an S3-compatible bucket).
+//!
+//! The client portal. `keys.rs` mints and hashes `chp_live_` keys and is the
+//! `PortalClient` extractor (tenant and client of the presented key);
+//! `api.rs` the `/api` routes with their own OpenAPI document
+//! (`portal::api()`); `admin.rs` the `/api/v1/portal` routes for tenant
+//! admins and the payment webhook; `invoices.rs` the status machine and
+//! storage; `payments.rs` payment links through the `payments` connector's
+//! `invoke` and host-side webhook signature checks; `files.rs` the document
+//! rows and the local store's signed download links; `store.rs` the blob
+//! store (`BlobStore::Local`, a directory, or `BlobStore::S3`, an
+//! S3-compatible bucket through `object_store`, path style, multipart above
+//! 8 MiB, downloads by presigned URL). Each row records its store, so
+//! switching `portal_store` strands nothing.
 
 mod admin;
 mod api;

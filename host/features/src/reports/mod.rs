@@ -7,6 +7,16 @@
 //!   vulnerabilities, inventory and devices areas;
 //! - `render.rs`: the three formats; `generate.rs`: the job;
 //! - `storage.rs`: `reports`; `routes.rs`: `/api/v1/reports`.
+//!
+//! Reports. `content.rs` what each type says (key figures, the severity
+//! chart, tables, each marked for documents, spreadsheets or both), read
+//! through `vulnerabilities::figures:: open_findings`,
+//! `inventory::storage::application_summaries` and `items_of_device`, and
+//! `devices::figures`; `render.rs` writes CSV, XLSX (constant memory) or PDF
+//! (`printpdf`); `generate.rs` the `report_generate` job (each queued report
+//! of the tenant in turn, written to a `.partial` file renamed into place);
+//! `storage.rs` `reports`; `routes.rs` `/api/v1/reports`; `mod.rs` the
+//! retention sweep.
 
 mod content;
 mod generate;

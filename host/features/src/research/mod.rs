@@ -5,6 +5,18 @@
 //! compliance against the tenant's minimum versions (`versions.rs`,
 //! `rules.rs`) and weaknesses (`weaknesses.rs`). The CVE store, findings
 //! and inventory are read only through their areas' public functions.
+//!
+//! `/api/v1/research`, `/versions` and `/weaknesses`. `cve.rs` a CVE
+//! researched for a tenant (the record through `vulnerabilities::research`,
+//! findings through `views`, tags through `tags::tags_of`); `product.rs` a
+//! product (by CPE name or by the tenant's application through its stored
+//! identifications) with its CVEs and the versions the tenant runs;
+//! `history.rs` `research_history`; `versions.rs` the version definitions
+//! (vulnerable, fix version, compliant, outdated) over
+//! `inventory::storage::application_summaries` and
+//! `vulnerabilities::figures::open_findings`; `rules.rs` `version_rules`;
+//! `weaknesses.rs` the routes over `vulnerabilities/weaknesses.rs` (which
+//! counts through `vuln_cve_cwes`, the CVE-to-CWE index `write_cves` keeps).
 
 mod cve;
 mod history;

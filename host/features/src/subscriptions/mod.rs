@@ -7,6 +7,14 @@
 //! - `storage.rs`: `subscriptions` and `subscription_cves`;
 //! - `sync.rs`: the `subscriptions_sync` job and its schedule;
 //! - `routes.rs`: `/api/v1/subscriptions`.
+//!
+//! `subscriptions` and `subscription_cves`; `sync.rs` the
+//! `subscriptions_sync` job (each subscription asked to sync in turn: NVD by
+//! `virtualMatchString` when the CPE dictionary knows the name, else
+//! `keywordSearch`, through `sources::nvd_search_page`, which stores the
+//! records; new and changed CVEs recorded in one transaction with the
+//! status), the schedule and a one-minute sweep for requests whose job did
+//! not answer them (a failed run, a stop before the enqueue).
 
 mod routes;
 mod storage;

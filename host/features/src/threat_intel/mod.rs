@@ -9,6 +9,16 @@
 //! tenant may use any product for each; `POST /threat-intel/config`
 //! configures both (stored as those areas' integration configs) and the
 //! time answers are reused.
+//!
+//! `/api/v1/threat-intel` (a reserved id): `routes.rs` KEV, EPSS and exploit
+//! references of a CVE with the tenant's exposure, EPSS high risk,
+//! enrichment of one CVE now (`sources::nvd_lookup`, `sync_kev`,
+//! `epss_lookup`), the research panel; `lookups.rs` IP and file-hash lookups
+//! through the tenant's connectors of the `ip-reputation` and
+//! `file-reputation` areas (`areas::invoke`, actions `check_ip` and
+//! `check_hash`), their configs stored as those areas' integration configs
+//! (`integrations::store_config`), and each answer kept per tenant in
+//! `threat_intel_answers` for `cache_minutes`.
 
 mod lookups;
 mod routes;

@@ -8,6 +8,16 @@
 //! The upstream is reached only through the tenant's psa connector, by the
 //! action names every psa connector declares (see the SDK README): the
 //! host never knows the product.
+//!
+//! The psa area's host features, reaching the upstream only through the
+//! tenant's psa connector by action name (`create_ticket`, `get_ticket`,
+//! `configurations`, `link_configuration`, `company_configurations`):
+//! `from_vuln.rs` (`POST /psa/tickets/from-vuln`: findings and the CVE
+//! record from the vulnerabilities area, text from `summary.rs`, the
+//! devices' configurations linked), `storage.rs` (`vuln_tickets`: a creation
+//! is claimed before it goes upstream, so one ticket per CVE and company),
+//! `context.rs` (`.../context`: CVEs, affected findings, EDR agents by
+//! configuration name; `.../full`: live else the kept copy).
 
 mod context;
 mod from_vuln;

@@ -8,6 +8,20 @@
 //! - `storage`: the `csv_uploads` table and the source's rows as routes
 //!   read them. `routes`: `/api/v1/csv-sources/...` and
 //!   `/api/v1/inventory/upload(s)`.
+//!
+//! CSV/Excel ingestion. `parse/` reads a file as rows (xlsx by zip signature
+//! through calamine's streaming cell reader after a zip-bomb look at the
+//! directory; CSV with BOM/UTF-16 decoding, delimiter sniffing and a 1 MB
+//! line guard) and `parse/header.rs` finds the header by the provider's
+//! signal columns and matches columns ignoring case, spaces and punctuation;
+//! `ingest.rs` is the `csv_parse` job (one per tenant, waiting uploads in
+//! order; a blocking reader thread feeds batches to the provider's
+//! `map-rows`); `staging.rs` keeps mapped rows in a file and swaps them in
+//! (an upsert from one bound JSON array per 5,000 rows, each its own
+//! transaction, then the integrations' chunked prune of the rows the upload
+//! did not stamp); `storage.rs` the `csv_uploads` table and the source's
+//! rows; `routes.rs` `/api/v1/csv-sources/...` and
+//! `/api/v1/inventory/upload(s)`.
 
 mod ingest;
 mod parse;

@@ -3,6 +3,10 @@
 //! Identity is resolved once per request by [`identity::resolve_identity`]
 //! (session cookie first, then bearer JWT) and read by the [`Caller`],
 //! [`AdminCaller`] and [`OptionalCaller`] extractors that every route uses.
+//!
+//! Accounts, sessions, refresh tokens, JWTs, password hashing, and
+//! `identity.rs`, which resolves the caller once per request (cookie, then
+//! bearer) for the `Caller`, `AdminCaller` and `OptionalCaller` extractors.
 
 mod identity;
 mod jwt;
