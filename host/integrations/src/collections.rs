@@ -480,7 +480,7 @@ pub async fn typed_by_key_in_each(
     rows.iter()
         .map(|row| {
             use sqlx::{FromRow, Row};
-            Ok((row.try_get(0)?, StoredRecord::from_row(row)?))
+            Ok((row.try_get("kind")?, StoredRecord::from_row(row)?))
         })
         .collect()
 }

@@ -43,11 +43,11 @@ pub async fn pending(db: &Db, tenant: &TenantId) -> sqlx::Result<(Vec<i64>, Vec<
     let mut ids = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());
     for r in rows {
-        ids.push(r.get::<i64, _>(0));
+        ids.push(r.get::<i64, _>("id"));
         keys.push(SoftwareKey {
-            device_name: r.get(1),
-            application_name: r.get(2),
-            version: r.get(3),
+            device_name: r.get("device_name"),
+            application_name: r.get("application_name"),
+            version: r.get("version"),
         });
     }
     keys.sort();

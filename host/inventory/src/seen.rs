@@ -28,6 +28,13 @@ use cairn_core::ids::TenantId;
 /// [`WriteBatches`]).
 pub const PRUNE_BATCH: usize = 5000;
 
+/// A row a prune may delete: its collection (`''` for an item) and key.
+#[derive(sqlx::FromRow)]
+struct KindAndKey {
+    kind: String,
+    row_key: String,
+}
+
 /// Bytes of one stored key hash.
 const HASH_BYTES: usize = 8;
 
@@ -140,7 +147,7 @@ pub async fn prune_unseen_keeping(
     let tables = [
         (
             KeyOf::Item,
-            "SELECT '', item_key FROM inventory_items \
+            "SELECT '' AS kind, item_key AS row_key FROM inventory_items \
              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
             format!(
                 "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 \
@@ -149,7 +156,7 @@ pub async fn prune_unseen_keeping(
         ),
         (
             KeyOf::Record,
-            "SELECT kind, record_key FROM source_records \
+            "SELECT kind, record_key AS row_key FROM source_records \
              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3",
             format!(
                 "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
@@ -162,13 +169,13 @@ pub async fn prune_unseen_keeping(
     let mut sizes = WriteBatches::new(db.backend, 200, PRUNE_BATCH);
     for (i, (of, candidates, delete)) in tables.iter().enumerate() {
         let mut unseen: Vec<serde_json::Value> = vec![];
-        let mut rows = sqlx::query(candidates)
+        let mut rows = sqlx::query_as::<_, KindAndKey>(candidates)
             .bind(tenant.as_str())
             .bind(source)
             .bind(run)
             .fetch(&db.pool);
         while let Some(row) = rows.try_next().await? {
-            let (kind, key): (String, String) = (row.get(0), row.get(1));
+            let KindAndKey { kind, row_key: key } = row;
             if kept.contains(&kind) {
                 continue;
             }

@@ -80,11 +80,11 @@ impl Reader {
         let mut rows = query.fetch(&db.pool);
         while let Some(r) = rows.try_next().await? {
             out.push(InstalledSoftware {
-                device_name: self.text(r.get::<&str, _>(0)),
-                application_name: self.text(r.get::<&str, _>(1)),
-                publisher: self.optional(r.get::<Option<&str>, _>(2)),
-                version: self.optional(r.get::<Option<&str>, _>(3)),
-                os_platform: self.optional(r.get::<Option<&str>, _>(4)),
+                device_name: self.text(r.get::<&str, _>("device_name")),
+                application_name: self.text(r.get::<&str, _>("application_name")),
+                publisher: self.optional(r.get::<Option<&str>, _>("publisher")),
+                version: self.optional(r.get::<Option<&str>, _>("version")),
+                os_platform: self.optional(r.get::<Option<&str>, _>("os_platform")),
             });
         }
         Ok(())
@@ -206,7 +206,7 @@ pub async fn devices_per_application(
     let mut out = HashMap::new();
     for chunk in names.chunks(1_000) {
         let rows = sqlx::query(&format!(
-            "SELECT application_name, COUNT(DISTINCT device_name) FROM inventory_items \
+            "SELECT application_name, COUNT(DISTINCT device_name) AS devices FROM inventory_items \
              WHERE tenant_id = $1 AND device_name IS NOT NULL \
              AND application_name IN ({values}) GROUP BY application_name"
         ))
@@ -214,10 +214,12 @@ pub async fn devices_per_application(
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .fetch_all(&db.pool)
         .await?;
-        out.extend(
-            rows.into_iter()
-                .map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1))),
-        );
+        out.extend(rows.into_iter().map(|r| {
+            (
+                r.get::<String, _>("application_name"),
+                r.get::<i64, _>("devices"),
+            )
+        }));
     }
     Ok(out)
 }

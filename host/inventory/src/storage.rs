@@ -477,17 +477,17 @@ pub async fn application_summaries(
         .into_iter()
         .map(|r| {
             let mut versions: Vec<(String, i64)> =
-                serde_json::from_str::<Vec<VersionCount>>(r.get::<&str, _>(4))
+                serde_json::from_str::<Vec<VersionCount>>(r.get::<&str, _>("version_counts"))
                     .unwrap_or_default()
                     .into_iter()
                     .map(|v| (v.version, v.count))
                     .collect();
             versions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             ApplicationSummary {
-                name: r.get(0),
-                vendor: r.get(1),
-                device_count: r.get(2),
-                newest_version: r.get(3),
+                name: r.get("name"),
+                vendor: r.get("vendor"),
+                device_count: r.get("device_count"),
+                newest_version: r.get("newest_version"),
                 versions,
             }
         })

@@ -80,7 +80,7 @@ pub async fn open_findings_by_severity(
     let mut totals: Vec<(String, i64)> = vec![];
     for table in FINDING_TABLES {
         let rows = sqlx::query(&format!(
-            "SELECT LOWER(COALESCE(c.severity, 'unknown')), CAST(SUM(g.n) AS BIGINT) \
+            "SELECT LOWER(COALESCE(c.severity, 'unknown')) AS severity, CAST(SUM(g.n) AS BIGINT) AS n \
              FROM ({}) g LEFT JOIN vuln_cves c ON c.id = g.cve_id \
              GROUP BY LOWER(COALESCE(c.severity, 'unknown'))",
             per_cve(db, devices, table)
@@ -90,7 +90,7 @@ pub async fn open_findings_by_severity(
         .fetch_all(&db.pool)
         .await?;
         for r in rows {
-            let (severity, n): (String, i64) = (r.get(0), r.get(1));
+            let (severity, n): (String, i64) = (r.get("severity"), r.get("n"));
             match totals.iter_mut().find(|(s, _)| *s == severity) {
                 Some(total) => total.1 += n,
                 None => totals.push((severity, n)),
@@ -146,7 +146,7 @@ pub async fn epss_high_risk(
     let mut scored: HashMap<String, (f64, Option<f64>)> = HashMap::new();
     for table in FINDING_TABLES {
         let rows = sqlx::query(&format!(
-            "SELECT g.cve_id, e.score, e.percentile FROM ({}) g \
+            "SELECT g.cve_id, e.score AS epss_score, e.percentile AS epss_percentile FROM ({}) g \
              JOIN vuln_epss e ON e.cve_id = g.cve_id WHERE e.score >= $3",
             per_cve(db, devices, table)
         ))
@@ -156,7 +156,10 @@ pub async fn epss_high_risk(
         .fetch_all(&db.pool)
         .await?;
         for r in rows {
-            scored.insert(r.get(0), (r.get(1), r.get(2)));
+            scored.insert(
+                r.get("cve_id"),
+                (r.get("epss_score"), r.get("epss_percentile")),
+            );
         }
     }
     let mut ranked: Vec<(String, f64, Option<f64>)> = scored
@@ -294,7 +297,8 @@ pub async fn mean_days_to_fix(
     devices: &Devices<'_>,
 ) -> sqlx::Result<(Option<f64>, i64)> {
     let row = sqlx::query(&format!(
-        "SELECT COUNT(*), CAST(AVG(CAST(f.fixed_at - f.first_seen AS DOUBLE PRECISION)) AS DOUBLE PRECISION) \
+        "SELECT COUNT(*) AS fixed, \
+         CAST(AVG(CAST(f.fixed_at - f.first_seen AS DOUBLE PRECISION)) AS DOUBLE PRECISION) AS mean_ms \
          FROM {ALL_FINDINGS} f \
          WHERE f.tenant_id = $1 AND f.status = 'fixed' AND f.fixed_at >= $3 AND {}",
         devices.condition(db, 2)
@@ -304,8 +308,8 @@ pub async fn mean_days_to_fix(
     .bind(since_ms)
     .fetch_one(&db.pool)
     .await?;
-    let count: i64 = row.get(0);
-    let mean_ms: Option<f64> = row.get(1);
+    let count: i64 = row.get("fixed");
+    let mean_ms: Option<f64> = row.get("mean_ms");
     Ok((mean_ms.map(|ms| ms / 86_400_000.0), count))
 }
 
@@ -375,8 +379,8 @@ pub async fn open_findings(
         serde_json::to_string(&lowered).unwrap_or_default()
     });
     let statement = format!(
-        "SELECT f.device_name, f.application_name, f.version, f.cve_id, LOWER(c.severity), \
-         c.cvss_score, k.cve_id, e.score, f.fix_version, f.first_seen \
+        "SELECT f.device_name, f.application_name, f.version, f.cve_id, LOWER(c.severity) AS severity, \
+         c.cvss_score, k.cve_id AS kev_cve_id, e.score AS epss_score, f.fix_version, f.first_seen \
          FROM {ALL_FINDINGS} f LEFT JOIN vuln_cves c ON c.id = f.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
          WHERE f.tenant_id = $1 AND {} AND {} \
@@ -406,16 +410,16 @@ pub async fn open_findings(
     let mut findings = vec![];
     while let Some(r) = rows.try_next().await? {
         findings.push(OpenFinding {
-            device_name: shared(r.get::<&str, _>(0)),
-            application_name: shared(r.get::<&str, _>(1)),
-            version: shared(r.get::<&str, _>(2)),
-            cve_id: shared(r.get::<&str, _>(3)),
-            severity: r.get::<Option<&str>, _>(4).map(&mut shared),
-            cvss_score: r.get(5),
-            kev: r.get::<Option<&str>, _>(6).is_some(),
-            epss_score: r.get(7),
-            fix_version: r.get::<Option<&str>, _>(8).map(&mut shared),
-            first_seen: r.get(9),
+            device_name: shared(r.get::<&str, _>("device_name")),
+            application_name: shared(r.get::<&str, _>("application_name")),
+            version: shared(r.get::<&str, _>("version")),
+            cve_id: shared(r.get::<&str, _>("cve_id")),
+            severity: r.get::<Option<&str>, _>("severity").map(&mut shared),
+            cvss_score: r.get("cvss_score"),
+            kev: r.get::<Option<&str>, _>("kev_cve_id").is_some(),
+            epss_score: r.get("epss_score"),
+            fix_version: r.get::<Option<&str>, _>("fix_version").map(&mut shared),
+            first_seen: r.get("first_seen"),
         });
     }
     Ok(findings)

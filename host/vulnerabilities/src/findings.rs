@@ -51,8 +51,8 @@ pub async fn next_queued_scan(
     .await?;
     Ok(row.map(|r| {
         (
-            r.get(0),
-            serde_json::from_str(&r.get::<String, _>(1)).unwrap_or_default(),
+            r.get("id"),
+            serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
         )
     }))
 }
@@ -104,7 +104,12 @@ pub async fn tenant_overrides(
             .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.get(0), ProductKey::from_columns(r.get(1), r.get(2))))
+        .map(|r| {
+            (
+                r.get("app_key"),
+                ProductKey::from_columns(r.get("vendor"), r.get("product")),
+            )
+        })
         .collect())
 }
 
@@ -128,12 +133,12 @@ pub async fn mappings(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<MappingVie
     Ok(rows
         .into_iter()
         .map(|r| {
-            let vendor: Option<String> = r.get(1);
-            let product: Option<String> = r.get(2);
+            let vendor: Option<String> = r.get("vendor");
+            let product: Option<String> = r.get("product");
             MappingView {
-                application: r.get(0),
+                application: r.get("app_key"),
                 cpe: vendor.zip(product).map(|(v, p)| format!("{v}:{p}")),
-                created_at: to_rfc3339(r.get(3)),
+                created_at: to_rfc3339(r.get("created_at")),
             }
         })
         .collect())
@@ -291,12 +296,20 @@ async fn covered_open_findings(
 ) -> sqlx::Result<HashMap<FindingKey, u64>> {
     let keyed = |r: &sqlx::any::AnyRow| -> (FindingKey, u64) {
         let hash = provenance(
-            r.get::<&str, _>(4),
-            r.get::<&str, _>(5),
-            r.get::<&str, _>(6),
-            r.get::<Option<&str>, _>(7),
+            r.get::<&str, _>("source"),
+            r.get::<&str, _>("criteria"),
+            r.get::<&str, _>("version_range"),
+            r.get::<Option<&str>, _>("fix_version"),
         );
-        ((r.get(0), r.get(1), r.get(2), r.get(3)), hash)
+        (
+            (
+                r.get("device_name"),
+                r.get("application_name"),
+                r.get("version"),
+                r.get("cve_id"),
+            ),
+            hash,
+        )
     };
     let mut rows: Vec<sqlx::any::AnyRow> = Vec::new();
     match covered {
@@ -674,21 +687,22 @@ pub async fn identified_applications(
     Ok(rows
         .into_iter()
         .map(|r| {
-            let publisher: String = r.get(1);
+            let publisher: String = r.get("publisher");
             let app = AppId {
-                name: r.get(0),
+                name: r.get("application_name"),
                 publisher: (!publisher.is_empty()).then_some(publisher),
             };
-            let outcome = match r.get::<&str, _>(2) {
+            let outcome = match r.get::<&str, _>("outcome") {
                 "product" => "product",
                 "skipped" => "skipped",
                 _ => "unmatched",
             };
             let stored = StoredIdentification {
                 outcome,
-                product: ProductKey::from_columns(r.get(3), r.get(4)),
-                reason: r.get(5),
-                candidates: serde_json::from_str(r.get::<&str, _>(6)).unwrap_or_default(),
+                product: ProductKey::from_columns(r.get("vendor"), r.get("product")),
+                reason: r.get("reason"),
+                candidates: serde_json::from_str(r.get::<&str, _>("candidates"))
+                    .unwrap_or_default(),
             };
             (app, stored)
         })

@@ -116,6 +116,9 @@ pub enum TableError {
 }
 
 /// The table shipped with Cairn.
+/// The capture group a rule's CPE names as `$1`.
+const DOLLAR_ONE: usize = 1;
+
 pub const SHIPPED_TABLE: &str = include_str!("translations.json");
 
 impl Translations {
@@ -179,7 +182,7 @@ impl Translations {
             return Some(match &rule.cpe {
                 None => Identification::Skipped,
                 Some(cpe) => {
-                    let text = match captures.get(1) {
+                    let text = match captures.get(DOLLAR_ONE) {
                         Some(group) => cpe.replace("$1", &group.as_str().replace(' ', "_")),
                         None => cpe.clone(),
                     };

@@ -89,11 +89,11 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     .into_iter()
     .map(|row| {
         (
-            row.get::<String, _>(0),
+            row.get::<String, _>("id"),
             Stored {
-                source: row.get(1),
-                last_modified: row.get(2),
-                cna_modified: row.get(3),
+                source: row.get("source"),
+                last_modified: row.get("last_modified"),
+                cna_modified: row.get("cna_modified"),
             },
         )
     })
@@ -452,8 +452,8 @@ pub async fn known_products(db: &Db, keys: &[&ProductKey]) -> sqlx::Result<HashS
         .fetch_all(&db.pool)
         .await?;
         known.extend(rows.into_iter().map(|r| ProductKey {
-            vendor: r.get(0),
-            product: r.get(1),
+            vendor: r.get("vendor"),
+            product: r.get("product"),
         }));
     }
     Ok(known)
@@ -484,33 +484,33 @@ pub async fn rows_for_products(
         .await?;
         for r in rows {
             let key = ProductKey {
-                vendor: r.get(2),
-                product: r.get(3),
+                vendor: r.get("vendor"),
+                product: r.get("product"),
             };
-            let platforms: String = r.get(16);
-            let status: String = r.get(17);
+            let platforms: String = r.get("platforms");
+            let status: String = r.get("status");
             let candidate = CandidateRow {
-                cve_id: r.get(0),
-                source: r.get(1),
+                cve_id: r.get("cve_id"),
+                source: r.get("source"),
                 row: MatchRow {
                     vendor: key.vendor.clone(),
                     product: key.product.clone(),
-                    part: r.get(4),
-                    cpe_version: r.get(5),
-                    cpe_update: r.get(6),
-                    target_sw: r.get(7),
-                    criteria: r.get(8),
-                    match_id: r.get(9),
-                    version_start: r.get(10),
-                    start_including: r.get::<i64, _>(11) != 0,
-                    version_end: r.get(12),
-                    end_including: r.get::<i64, _>(13) != 0,
-                    vulnerable: r.get::<i64, _>(14) != 0,
-                    negate: r.get::<i64, _>(15) != 0,
+                    part: r.get("part"),
+                    cpe_version: r.get("cpe_version"),
+                    cpe_update: r.get("cpe_update"),
+                    target_sw: r.get("target_sw"),
+                    criteria: r.get("criteria"),
+                    match_id: r.get("match_id"),
+                    version_start: r.get("version_start"),
+                    start_including: r.get::<i64, _>("start_including") != 0,
+                    version_end: r.get("version_end"),
+                    end_including: r.get::<i64, _>("end_including") != 0,
+                    vulnerable: r.get::<i64, _>("vulnerable") != 0,
+                    negate: r.get::<i64, _>("negate") != 0,
                     platforms: serde_json::from_str(&platforms).unwrap_or_default(),
                 },
                 rejected: status.eq_ignore_ascii_case("rejected"),
-                has_nvd_config: r.get::<i64, _>(18) != 0,
+                has_nvd_config: r.get::<i64, _>("has_nvd_config") != 0,
             };
             out.entry(key).or_default().push(candidate);
         }
@@ -528,8 +528,8 @@ pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<Ha
     Ok(rows
         .into_iter()
         .map(|r| ProductKey {
-            vendor: r.get(0),
-            product: r.get(1),
+            vendor: r.get("vendor"),
+            product: r.get("product"),
         })
         .collect())
 }
@@ -557,9 +557,9 @@ pub async fn source_state(db: &Db, source: &str) -> sqlx::Result<Option<SourceSt
             .fetch_optional(&db.pool)
             .await?;
     Ok(row.map(|r| SourceState {
-        position: r.get(0),
-        updated_at: r.get(1),
-        detail: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or(Value::Null),
+        position: r.get("position"),
+        updated_at: r.get("updated_at"),
+        detail: serde_json::from_str(&r.get::<String, _>("detail")).unwrap_or(Value::Null),
     }))
 }
 
@@ -628,7 +628,8 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     let Some(r) = sqlx::query(
         "SELECT c.id, c.description, c.status, c.published, c.last_modified, c.severity, \
          c.cvss_score, c.cvss_version, c.cvss_vector, c.cwe_ids, c.refs, c.source, \
-         e.score, e.percentile, k.cve_id, k.date_added, k.due_date, k.required_action, \
+         e.score AS epss_score, e.percentile AS epss_percentile, k.cve_id AS kev_cve_id, \
+         k.date_added, k.due_date, k.required_action, \
          k.ransomware_use FROM vuln_cves c LEFT JOIN vuln_epss e ON e.cve_id = c.id \
          LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE c.id = $1",
     )
@@ -638,7 +639,8 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     else {
         return Ok(None);
     };
-    let cwe_ids: Vec<String> = serde_json::from_str(&r.get::<String, _>(9)).unwrap_or_default();
+    let cwe_ids: Vec<String> =
+        serde_json::from_str(&r.get::<String, _>("cwe_ids")).unwrap_or_default();
     let names: HashMap<String, String> = if cwe_ids.is_empty() {
         HashMap::new()
     } else {
@@ -650,19 +652,21 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
         .fetch_all(&db.pool)
         .await?
         .into_iter()
-        .map(|row| (row.get(0), row.get(1)))
+        .map(|row| (row.get("id"), row.get("name")))
         .collect()
     };
     Ok(Some(CveDetail {
-        cve_id: r.get(0),
-        description: r.get(1),
-        status: r.get(2),
-        published: r.get::<Option<i64>, _>(3).map(cairn_core::db::to_rfc3339),
-        last_modified: cairn_core::db::to_rfc3339(r.get(4)),
-        severity: r.get(5),
-        cvss_score: r.get(6),
-        cvss_version: r.get(7),
-        cvss_vector: r.get(8),
+        cve_id: r.get("id"),
+        description: r.get("description"),
+        status: r.get("status"),
+        published: r
+            .get::<Option<i64>, _>("published")
+            .map(cairn_core::db::to_rfc3339),
+        last_modified: cairn_core::db::to_rfc3339(r.get("last_modified")),
+        severity: r.get("severity"),
+        cvss_score: r.get("cvss_score"),
+        cvss_version: r.get("cvss_version"),
+        cvss_vector: r.get("cvss_vector"),
         weaknesses: cwe_ids
             .into_iter()
             .map(|id| Weakness {
@@ -670,15 +674,15 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
                 cwe_id: id,
             })
             .collect(),
-        references: serde_json::from_str(&r.get::<String, _>(10)).unwrap_or(Value::Null),
-        record_source: r.get(11),
-        epss_score: r.get(12),
-        epss_percentile: r.get(13),
-        kev: r.get::<Option<String>, _>(14).is_some(),
-        kev_date_added: r.get(15),
-        kev_due_date: r.get(16),
-        kev_required_action: r.get(17),
-        kev_ransomware_use: r.get(18),
+        references: serde_json::from_str(&r.get::<String, _>("refs")).unwrap_or(Value::Null),
+        record_source: r.get("source"),
+        epss_score: r.get("epss_score"),
+        epss_percentile: r.get("epss_percentile"),
+        kev: r.get::<Option<String>, _>("kev_cve_id").is_some(),
+        kev_date_added: r.get("date_added"),
+        kev_due_date: r.get("due_date"),
+        kev_required_action: r.get("required_action"),
+        kev_ransomware_use: r.get("ransomware_use"),
     }))
 }
 
@@ -718,7 +722,7 @@ pub struct CveHit {
 pub async fn search_cves(db: &Db, text: &str, limit: i64) -> sqlx::Result<Vec<CveHit>> {
     let pattern = format!("%{}%", cairn_inventory::search::escape_like(text.trim()));
     let rows = sqlx::query(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id \
          FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id \
          WHERE c.id LIKE UPPER($1) ESCAPE '\\' OR LOWER(c.description) LIKE LOWER($1) ESCAPE '\\' \
          ORDER BY CASE WHEN c.id LIKE UPPER($1) ESCAPE '\\' THEN 0 ELSE 1 END, \
@@ -757,7 +761,7 @@ pub async fn cves_of_products(
     .fetch_one(&db.pool)
     .await?;
     let rows = sqlx::query(&format!(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id \
          FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE {matching} \
          ORDER BY c.published DESC, c.id LIMIT $3 OFFSET $4"
     ))
@@ -774,12 +778,18 @@ pub async fn cves_of_products(
 /// score, published, and the KEV entry's id or NULL.
 pub fn cve_hit(r: sqlx::any::AnyRow) -> CveHit {
     CveHit {
-        cve_id: r.get(0),
-        description: r.get::<String, _>(1).chars().take(300).collect(),
-        severity: r.get(2),
-        cvss_score: r.get(3),
-        published: r.get::<Option<i64>, _>(4).map(cairn_core::db::to_rfc3339),
-        kev: r.get::<Option<String>, _>(5).is_some(),
+        cve_id: r.get("id"),
+        description: r
+            .get::<String, _>("description")
+            .chars()
+            .take(300)
+            .collect(),
+        severity: r.get("severity"),
+        cvss_score: r.get("cvss_score"),
+        published: r
+            .get::<Option<i64>, _>("published")
+            .map(cairn_core::db::to_rfc3339),
+        kev: r.get::<Option<String>, _>("kev_cve_id").is_some(),
     }
 }
 
@@ -807,7 +817,7 @@ pub async fn cves_of_product_keys(
     .fetch_one(&db.pool)
     .await?;
     let rows = sqlx::query(&format!(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id \
          FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE {matching} \
          ORDER BY c.published DESC, c.id LIMIT $2 OFFSET $3"
     ))
@@ -890,10 +900,10 @@ pub async fn search_cpe_products(
     Ok((
         rows.into_iter()
             .map(|r| {
-                let (vendor, product): (String, String) = (r.get(0), r.get(1));
+                let (vendor, product): (String, String) = (r.get("vendor"), r.get("product"));
                 CpeProduct {
                     cpe: format!("cpe:2.3:*:{vendor}:{product}"),
-                    title: r.get(2),
+                    title: r.get("title"),
                     vendor,
                     product,
                 }
@@ -909,7 +919,7 @@ pub async fn cve_hits(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, C
         return Ok(HashMap::new());
     }
     let rows = sqlx::query(&format!(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id \
          FROM vuln_cves c LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE c.id IN ({})",
         cairn_core::db::json_text_values(db.backend, 1)
     ))
@@ -938,8 +948,8 @@ pub struct ScoredCve {
 /// at most `limit`.
 pub async fn epss_at_least(db: &Db, threshold: f64, limit: i64) -> sqlx::Result<Vec<ScoredCve>> {
     let rows = sqlx::query(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id, \
-         e.score, e.percentile FROM vuln_epss e JOIN vuln_cves c ON c.id = e.cve_id \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id, \
+         e.score AS epss_score, e.percentile AS epss_percentile FROM vuln_epss e JOIN vuln_cves c ON c.id = e.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = c.id WHERE e.score >= $1 \
          ORDER BY e.score DESC, c.id LIMIT $2",
     )
@@ -950,7 +960,7 @@ pub async fn epss_at_least(db: &Db, threshold: f64, limit: i64) -> sqlx::Result<
     Ok(rows
         .into_iter()
         .map(|r| {
-            let (epss_score, epss_percentile) = (r.get(6), r.get(7));
+            let (epss_score, epss_percentile) = (r.get("epss_score"), r.get("epss_percentile"));
             ScoredCve {
                 cve: cve_hit(r),
                 epss_score,

@@ -223,7 +223,7 @@ pub async fn sync_nvd(
         let window = checkpoint["window"].as_array().map(|w| {
             (
                 w.first().and_then(Value::as_i64).unwrap_or(0),
-                w.get(1).and_then(Value::as_i64).unwrap_or(0),
+                w.last().and_then(Value::as_i64).unwrap_or(0),
             )
         });
         if let Some(position) = windows.iter().position(|w| *w == window) {

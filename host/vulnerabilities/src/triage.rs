@@ -103,18 +103,18 @@ const COLUMNS: &str = "cve_id, vendor, product, status, justification, expires_a
 
 fn view(r: &sqlx::any::AnyRow) -> TriageView {
     TriageView {
-        cve_id: r.get(0),
-        vendor: r.get(1),
-        product: r.get(2),
-        status: r.get(3),
-        justification: r.get(4),
-        expires_at: r.get::<Option<i64>, _>(5).map(to_rfc3339),
-        assignee_id: r.get(6),
+        cve_id: r.get("cve_id"),
+        vendor: r.get("vendor"),
+        product: r.get("product"),
+        status: r.get("status"),
+        justification: r.get("justification"),
+        expires_at: r.get::<Option<i64>, _>("expires_at").map(to_rfc3339),
+        assignee_id: r.get("assignee_id"),
         suppressed: r
-            .get::<Option<i64>, _>(7)
+            .get::<Option<i64>, _>("suppress_until")
             .is_some_and(|until| until > now_ms()),
-        updated_by: Some(r.get(8)),
-        updated_at: Some(to_rfc3339(r.get(9))),
+        updated_by: Some(r.get("updated_by")),
+        updated_at: Some(to_rfc3339(r.get("updated_at"))),
     }
 }
 
@@ -278,18 +278,18 @@ pub async fn history(db: &Db, tenant: &TenantId, cve_id: &str) -> sqlx::Result<V
     Ok(rows
         .into_iter()
         .map(|r| {
-            let by: String = r.get(8);
+            let by: String = r.get("changed_by");
             TriageChange {
-                vendor: r.get(0),
-                product: r.get(1),
-                from_status: r.get(2),
-                to_status: r.get(3),
-                justification: r.get(4),
-                expires_at: r.get::<Option<i64>, _>(5).map(to_rfc3339),
-                assignee_id: r.get(6),
-                comment: r.get(7),
+                vendor: r.get("vendor"),
+                product: r.get("product"),
+                from_status: r.get("from_status"),
+                to_status: r.get("to_status"),
+                justification: r.get("justification"),
+                expires_at: r.get::<Option<i64>, _>("expires_at").map(to_rfc3339),
+                assignee_id: r.get("assignee_id"),
+                comment: r.get("comment"),
                 changed_by: emails.get(&by).cloned().unwrap_or(by),
-                changed_at: to_rfc3339(r.get(9)),
+                changed_at: to_rfc3339(r.get("changed_at")),
             }
         })
         .collect())

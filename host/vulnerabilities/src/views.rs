@@ -199,16 +199,16 @@ pub async fn vulnerabilities(
     }
     let select = format!(
         "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
-         e.score AS epss_score, e.percentile, k.cve_id IS NOT NULL, k.due_date, \
-         c.published AS published, COUNT(DISTINCT f.device_name) AS device_count, \
-         MIN(f.first_seen) AS first_seen, MAX(f.last_seen), \
-         MAX(CASE WHEN f.status = 'open' THEN 1 ELSE 0 END) \
+         e.score AS epss_score, e.percentile AS epss_percentile, k.cve_id IS NOT NULL AS kev, \
+         k.due_date, c.published AS published, COUNT(DISTINCT f.device_name) AS device_count, \
+         MIN(f.first_seen) AS first_seen, MAX(f.last_seen) AS last_seen, \
+         MAX(CASE WHEN f.status = 'open' THEN 1 ELSE 0 END) AS any_open \
          {from} WHERE {filter_sql} \
          GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
          e.percentile, k.cve_id, k.due_date, c.published \
          ORDER BY {order} LIMIT $11 OFFSET $12"
     );
-    let count = format!("SELECT COUNT(DISTINCT f.cve_id) {from} WHERE {filter_sql}");
+    let count = format!("SELECT COUNT(DISTINCT f.cve_id) AS total {from} WHERE {filter_sql}");
     let rows = bind_all(
         sqlx::query(&select),
         status,
@@ -233,26 +233,30 @@ pub async fn vulnerabilities(
     )
     .fetch_one(&db.pool)
     .await?
-    .get(0);
+    .get("total");
     let matched_at = matched_at(db, tenant).await?;
     let mut items: Vec<VulnerabilityView> = rows
         .into_iter()
         .map(|r| VulnerabilityView {
-            cve_id: r.get(0),
-            description: r.get(1),
-            severity: r.get(2),
-            cvss_score: r.get(3),
-            cvss_version: r.get(4),
-            epss_score: r.get(5),
-            epss_percentile: r.get(6),
+            cve_id: r.get("cve_id"),
+            description: r.get("description"),
+            severity: r.get("severity"),
+            cvss_score: r.get("cvss_score"),
+            cvss_version: r.get("cvss_version"),
+            epss_score: r.get("epss_score"),
+            epss_percentile: r.get("epss_percentile"),
             kev: r
-                .try_get::<bool, _>(7)
-                .unwrap_or_else(|_| r.get::<i64, _>(7) != 0),
-            kev_due_date: r.get(8),
-            published: r.get::<Option<i64>, _>(9).map(to_rfc3339),
-            device_count: r.get(10),
-            first_seen: to_rfc3339(r.get(11)),
-            last_seen: last_seen(r.get(12), r.get::<i64, _>(13) != 0, matched_at),
+                .try_get::<bool, _>("kev")
+                .unwrap_or_else(|_| r.get::<i64, _>("kev") != 0),
+            kev_due_date: r.get("due_date"),
+            published: r.get::<Option<i64>, _>("published").map(to_rfc3339),
+            device_count: r.get("device_count"),
+            first_seen: to_rfc3339(r.get("first_seen")),
+            last_seen: last_seen(
+                r.get("last_seen"),
+                r.get::<i64, _>("any_open") != 0,
+                matched_at,
+            ),
             applications: vec![],
             fix_versions: vec![],
             sources: vec![],
@@ -269,7 +273,8 @@ pub async fn vulnerabilities(
         );
         let rows = sqlx::query(&format!(
             "SELECT DISTINCT cve_id, application_name, fix_version, \
-             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END, {TRIAGE_STATUS} \
+             CASE WHEN source IN ('nvd', 'cna') THEN '{MATCHED}' ELSE source END AS origin, \
+             {TRIAGE_STATUS} AS triage_status \
              FROM {ALL_FINDINGS} f \
              WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) AND {triaged} \
              ORDER BY cve_id, application_name"
@@ -294,20 +299,20 @@ pub async fn vulnerabilities(
                 fixes,
                 sources,
                 triage,
-            } = found.entry(r.get(0)).or_default();
-            let status: String = r.get(4);
+            } = found.entry(r.get("cve_id")).or_default();
+            let status: String = r.get("triage_status");
             if !triage.contains(&status) {
                 triage.push(status);
             }
-            let source: String = r.get(3);
+            let source: String = r.get("origin");
             // A scanner's "application" is its check's title: not listed.
             if source == MATCHED {
-                let app: String = r.get(1);
+                let app: String = r.get("application_name");
                 if !apps.contains(&app) {
                     apps.push(app);
                 }
             }
-            if let Some(fix) = r.get::<Option<String>, _>(2) {
+            if let Some(fix) = r.get::<Option<String>, _>("fix_version") {
                 if !fixes.contains(&fix) {
                     fixes.push(fix);
                 }
@@ -384,7 +389,7 @@ pub async fn cve_findings(
     let rows = sqlx::query(&format!(
         "SELECT device_name, application_name, version, cve_id, vendor, product, status, \
          fix_version, source, criteria, match_id, version_range, first_seen, last_seen, fixed_at, \
-         {TRIAGE_STATUS} FROM {ALL_FINDINGS} f WHERE {filter} \
+         {TRIAGE_STATUS} AS triage_status FROM {ALL_FINDINGS} f WHERE {filter} \
          ORDER BY device_name, application_name, version LIMIT $4 OFFSET $5"
     ))
     .bind(tenant.as_str())
@@ -406,24 +411,28 @@ pub async fn cve_findings(
     let items = rows
         .into_iter()
         .map(|r| FindingView {
-            device_name: r.get(0),
-            application_name: r.get(1),
-            version: r.get(2),
-            cve_id: r.get(3),
+            device_name: r.get("device_name"),
+            application_name: r.get("application_name"),
+            version: r.get("version"),
+            cve_id: r.get("cve_id"),
             // A scanner's finding names no product.
-            cpe: Some(r.get::<String, _>(4))
+            cpe: Some(r.get::<String, _>("vendor"))
                 .filter(|vendor| !vendor.is_empty())
-                .map(|vendor| format!("{vendor}:{}", r.get::<String, _>(5))),
-            status: r.get(6),
-            fix_version: r.get(7),
-            source: r.get(8),
-            criteria: r.get(9),
-            match_id: r.get(10),
-            version_range: r.get(11),
-            first_seen: to_rfc3339(r.get(12)),
-            last_seen: last_seen(r.get(13), r.get::<&str, _>(6) == OPEN, matched_at),
-            fixed_at: r.get::<Option<i64>, _>(14).map(to_rfc3339),
-            triage_status: r.get(15),
+                .map(|vendor| format!("{vendor}:{}", r.get::<String, _>("product"))),
+            status: r.get("status"),
+            fix_version: r.get("fix_version"),
+            source: r.get("source"),
+            criteria: r.get("criteria"),
+            match_id: r.get("match_id"),
+            version_range: r.get("version_range"),
+            first_seen: to_rfc3339(r.get("first_seen")),
+            last_seen: last_seen(
+                r.get("last_seen"),
+                r.get::<&str, _>("status") == OPEN,
+                matched_at,
+            ),
+            fixed_at: r.get::<Option<i64>, _>("fixed_at").map(to_rfc3339),
+            triage_status: r.get("triage_status"),
         })
         .collect();
     Ok((items, total))
@@ -464,20 +473,21 @@ const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finish
 
 fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
     ScanView {
-        id: r.get(0),
-        status: r.get(1),
-        scope: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
-        job_id: r.get(3),
-        error: r.get(4),
-        created_at: to_rfc3339(r.get(5)),
-        finished_at: r.get::<Option<i64>, _>(6).map(to_rfc3339),
-        applications: r.get(7),
-        devices: r.get(8),
-        findings: r.get(9),
-        new_findings: r.get(10),
-        fixed_findings: r.get(11),
-        by_severity: serde_json::from_str(&r.get::<String, _>(12)).unwrap_or(Value::Null),
-        mode: r.get(13),
+        id: r.get("id"),
+        status: r.get("status"),
+        scope: serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
+        job_id: r.get("job_id"),
+        error: r.get("error"),
+        created_at: to_rfc3339(r.get("created_at")),
+        finished_at: r.get::<Option<i64>, _>("finished_at").map(to_rfc3339),
+        applications: r.get("applications"),
+        devices: r.get("devices"),
+        findings: r.get("findings"),
+        new_findings: r.get("new_findings"),
+        fixed_findings: r.get("fixed_findings"),
+        by_severity: serde_json::from_str(&r.get::<String, _>("by_severity"))
+            .unwrap_or(Value::Null),
+        mode: r.get("mode"),
     }
 }
 
@@ -534,7 +544,8 @@ pub async fn scan_vulnerabilities(
     limit: i64,
 ) -> sqlx::Result<(Vec<ScanVulnerability>, i64)> {
     let rows = sqlx::query(
-        "SELECT s.cve_id, c.description, c.severity, c.cvss_score, e.score, k.cve_id IS NOT NULL, \
+        "SELECT s.cve_id, c.description, c.severity, c.cvss_score, e.score AS epss_score, \
+         k.cve_id IS NOT NULL AS kev, \
          s.device_count FROM vuln_scan_cves s JOIN vuln_cves c ON c.id = s.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = s.cve_id LEFT JOIN vuln_epss e ON e.cve_id = s.cve_id \
          WHERE s.tenant_id = $1 AND s.scan_id = $2 \
@@ -556,15 +567,15 @@ pub async fn scan_vulnerabilities(
     Ok((
         rows.into_iter()
             .map(|r| ScanVulnerability {
-                cve_id: r.get(0),
-                description: r.get(1),
-                severity: r.get(2),
-                cvss_score: r.get(3),
-                epss_score: r.get(4),
+                cve_id: r.get("cve_id"),
+                description: r.get("description"),
+                severity: r.get("severity"),
+                cvss_score: r.get("cvss_score"),
+                epss_score: r.get("epss_score"),
                 kev: r
-                    .try_get::<bool, _>(5)
-                    .unwrap_or_else(|_| r.get::<i64, _>(5) != 0),
-                device_count: r.get(6),
+                    .try_get::<bool, _>("kev")
+                    .unwrap_or_else(|_| r.get::<i64, _>("kev") != 0),
+                device_count: r.get("device_count"),
             })
             .collect(),
         total,
@@ -643,14 +654,16 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     let t = tenant.as_str();
     let open = counts_open_sql(db.backend, false);
     let row = sqlx::query(&format!(
-        "SELECT COUNT(DISTINCT cve_id), COUNT(*), COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+        "SELECT COUNT(DISTINCT cve_id) AS open_cves, COUNT(*) AS open_findings, \
+         COUNT(DISTINCT device_name) AS affected_devices FROM {ALL_FINDINGS} f \
          WHERE f.tenant_id = $1 AND {open}"
     ))
     .bind(t)
     .fetch_one(&db.pool)
     .await?;
     let by_severity = sqlx::query(&format!(
-        "SELECT COALESCE(c.severity, 'unknown'), COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f \
+        "SELECT COALESCE(c.severity, 'unknown') AS severity, COUNT(DISTINCT f.cve_id) AS cves \
+         FROM {ALL_FINDINGS} f \
          JOIN vuln_cves c ON c.id = f.cve_id WHERE f.tenant_id = $1 AND {open} \
          GROUP BY COALESCE(c.severity, 'unknown')"
     ))
@@ -658,7 +671,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     .fetch_all(&db.pool)
     .await?
     .into_iter()
-    .map(|r| (r.get(0), r.get(1)))
+    .map(|r| (r.get("severity"), r.get("cves")))
     .collect();
     let kev_cves = sqlx::query_scalar(&format!(
         "SELECT COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f JOIN vuln_kev k ON k.cve_id = f.cve_id \
@@ -670,14 +683,14 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     let counted = |rows: Vec<sqlx::any::AnyRow>| {
         rows.into_iter()
             .map(|r| CountedName {
-                name: r.get(0),
-                count: r.get(1),
+                name: r.get("name"),
+                count: r.get("n"),
             })
             .collect()
     };
     let top_cves = counted(
         sqlx::query(&format!(
-            "SELECT cve_id, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
+            "SELECT cve_id AS name, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
              WHERE f.tenant_id = $1 AND {open} GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
         ))
         .bind(t)
@@ -686,7 +699,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     );
     let top_applications = counted(
         sqlx::query(&format!(
-            "SELECT application_name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
+            "SELECT application_name AS name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
              WHERE f.tenant_id = $1 AND {open} GROUP BY application_name \
              ORDER BY n DESC, application_name LIMIT 10"
         ))
@@ -709,7 +722,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
         .collect();
     for (column, opened) in [("first_seen", true), ("fixed_at", false)] {
         let rows = sqlx::query(&format!(
-            "SELECT {column} / {DAY} AS day, COUNT(*) FROM {ALL_FINDINGS} f \
+            "SELECT {column} / {DAY} AS day, COUNT(*) AS n FROM {ALL_FINDINGS} f \
              WHERE tenant_id = $1 AND {column} >= $2 GROUP BY {column} / {DAY}"
         ))
         .bind(t)
@@ -717,20 +730,20 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
         .fetch_all(&db.pool)
         .await?;
         for r in rows {
-            let index = r.get::<i64, _>(0) - (today - 29);
+            let index = r.get::<i64, _>("day") - (today - 29);
             if let Some(point) = usize::try_from(index).ok().and_then(|i| trend.get_mut(i)) {
                 if opened {
-                    point.opened = r.get(1);
+                    point.opened = r.get("n");
                 } else {
-                    point.fixed = r.get(1);
+                    point.fixed = r.get("n");
                 }
             }
         }
     }
     Ok(VulnerabilityStats {
-        open_cves: row.get(0),
-        open_findings: row.get(1),
-        affected_devices: row.get(2),
+        open_cves: row.get("open_cves"),
+        open_findings: row.get("open_findings"),
+        affected_devices: row.get("affected_devices"),
         by_severity,
         kev_cves,
         top_cves,
@@ -775,25 +788,29 @@ pub async fn unmatched(
     .await?;
     // A mapping settles an application before the next match does.
     let mapped = super::findings::tenant_overrides(db, tenant).await?;
-    let names: Vec<&str> = rows.iter().map(|r| r.get::<&str, _>(0)).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r.get::<&str, _>("application_name"))
+        .collect();
     let devices = cairn_inventory::software::devices_per_application(db, tenant, &names).await?;
     let mut by_key: HashMap<String, UnmatchedApplication> = HashMap::new();
     for r in &rows {
-        let name: String = r.get(0);
+        let name: String = r.get("application_name");
         let key = clean_name(&name);
         let Some(&count) = devices.get(&name).filter(|_| !mapped.contains_key(&key)) else {
             continue;
         };
-        let publisher: String = r.get(1);
-        let seen_at: i64 = r.get(4);
+        let publisher: String = r.get("publisher");
+        let seen_at: i64 = r.get("seen_at");
         let entry = by_key
             .entry(key)
             .or_insert_with_key(|key| UnmatchedApplication {
                 application: key.clone(),
                 name: name.clone(),
                 publisher: (!publisher.is_empty()).then(|| publisher.clone()),
-                reason: r.get(2),
-                candidates: serde_json::from_str(r.get::<&str, _>(3)).unwrap_or_default(),
+                reason: r.get("reason"),
+                candidates: serde_json::from_str(r.get::<&str, _>("candidates"))
+                    .unwrap_or_default(),
                 device_count: 0,
                 seen_at: to_rfc3339(seen_at),
             });
@@ -840,7 +857,9 @@ pub async fn open_cves_by_application(
     .await?;
     let mut out: HashMap<String, Vec<String>> = HashMap::new();
     for r in rows {
-        out.entry(r.get(0)).or_default().push(r.get(1));
+        out.entry(r.get("application_name"))
+            .or_default()
+            .push(r.get("cve_id"));
     }
     Ok(out)
 }
@@ -856,7 +875,7 @@ pub async fn open_device_counts(
         return Ok(HashMap::new());
     }
     let rows = sqlx::query(&format!(
-        "SELECT cve_id, COUNT(DISTINCT device_name) FROM {ALL_FINDINGS} f \
+        "SELECT cve_id, COUNT(DISTINCT device_name) AS devices FROM {ALL_FINDINGS} f \
          WHERE f.tenant_id = $1 AND {} AND f.cve_id IN ({}) GROUP BY cve_id",
         counts_open_sql(db.backend, false),
         cairn_core::db::json_text_values(db.backend, 2)
@@ -865,7 +884,10 @@ pub async fn open_device_counts(
     .bind(serde_json::to_string(cve_ids).unwrap_or_default())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.get("cve_id"), r.get("devices")))
+        .collect())
 }
 
 /// One application version with an open finding of a CVE.
@@ -888,7 +910,8 @@ pub async fn cve_affected_versions(
     cve_id: &str,
 ) -> sqlx::Result<Vec<AffectedVersion>> {
     let rows = sqlx::query(&format!(
-        "SELECT application_name, version, MIN(fix_version), COUNT(DISTINCT device_name) AS devices \
+        "SELECT application_name, version, MIN(fix_version) AS fix_version, \
+         COUNT(DISTINCT device_name) AS devices \
          FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND f.cve_id = $2 AND {} \
          GROUP BY application_name, version ORDER BY devices DESC, application_name, version",
         counts_open_sql(db.backend, false)
@@ -900,10 +923,10 @@ pub async fn cve_affected_versions(
     Ok(rows
         .into_iter()
         .map(|r| AffectedVersion {
-            application_name: r.get(0),
-            version: r.get(1),
-            fix_version: r.get(2),
-            device_count: r.get(3),
+            application_name: r.get("application_name"),
+            version: r.get("version"),
+            fix_version: r.get("fix_version"),
+            device_count: r.get("devices"),
         })
         .collect())
 }
@@ -928,7 +951,8 @@ pub async fn open_cves_of_applications(
         return Ok(vec![]);
     }
     let rows = sqlx::query(&format!(
-        "SELECT application_name, version, cve_id, MIN(fix_version) FROM vuln_findings f \
+        "SELECT application_name, version, cve_id, MIN(fix_version) AS fix_version \
+         FROM vuln_findings f \
          WHERE f.tenant_id = $1 AND {} AND f.application_name IN ({}) \
          GROUP BY application_name, version, cve_id ORDER BY application_name, version, cve_id",
         counts_open_sql(db.backend, false),
@@ -941,10 +965,10 @@ pub async fn open_cves_of_applications(
     Ok(rows
         .into_iter()
         .map(|r| OpenVersionCve {
-            application_name: r.get(0),
-            version: r.get(1),
-            cve_id: r.get(2),
-            fix_version: r.get(3),
+            application_name: r.get("application_name"),
+            version: r.get("version"),
+            cve_id: r.get("cve_id"),
+            fix_version: r.get("fix_version"),
         })
         .collect())
 }

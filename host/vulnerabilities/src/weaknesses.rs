@@ -57,10 +57,10 @@ fn counted(backend: Backend) -> String {
 
 fn summary(r: &sqlx::any::AnyRow) -> WeaknessSummary {
     WeaknessSummary {
-        cwe_id: r.get(0),
-        name: r.get(1),
-        cve_count: r.get(2),
-        tenant_cve_count: r.get(3),
+        cwe_id: r.get("cwe_id"),
+        name: r.get("name"),
+        cve_count: r.get("cve_count"),
+        tenant_cve_count: r.get("tenant_cve_count"),
     }
 }
 
@@ -127,7 +127,7 @@ pub async fn weakness(
     .await?;
     Ok(row.map(|r| WeaknessDetail {
         summary: summary(&r),
-        description: r.get(4),
+        description: r.get("description"),
     }))
 }
 
@@ -164,8 +164,8 @@ pub async fn cves_of_weakness(
         .fetch_one(&db.pool)
         .await?;
     let rows = sqlx::query(&format!(
-        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id, \
-         COALESCE(d.devices, 0) {from} \
+        "SELECT c.id, c.description, c.severity, c.cvss_score, c.published, k.cve_id AS kev_cve_id, \
+         COALESCE(d.devices, 0) AS device_count {from} \
          ORDER BY COALESCE(d.devices, 0) DESC, c.published DESC, c.id LIMIT $4 OFFSET $5"
     ))
     .bind(tenant.as_str())
@@ -178,7 +178,7 @@ pub async fn cves_of_weakness(
     Ok((
         rows.into_iter()
             .map(|r| WeaknessCve {
-                device_count: r.get(6),
+                device_count: r.get("device_count"),
                 cve: cve_hit(r),
             })
             .collect(),

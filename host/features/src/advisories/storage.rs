@@ -126,12 +126,15 @@ pub struct AdvisoryView {
 
 const ADVISORY_COLUMNS: &str = "a.id, a.subject, a.body, a.cve_id, a.application, a.versions, \
     a.created_by, a.created_at, \
-    (SELECT COUNT(*) FROM advisory_recipients r WHERE r.advisory_id = a.id), \
-    (SELECT COUNT(*) FROM advisory_recipients r WHERE r.advisory_id = a.id AND r.status = 'sent'), \
-    (SELECT COUNT(*) FROM advisory_recipients r WHERE r.advisory_id = a.id AND r.status = 'failed')";
+    (SELECT COUNT(*) FROM advisory_recipients r WHERE r.advisory_id = a.id) AS recipients, \
+    (SELECT COUNT(*) FROM advisory_recipients r \
+     WHERE r.advisory_id = a.id AND r.status = 'sent') AS sent, \
+    (SELECT COUNT(*) FROM advisory_recipients r \
+     WHERE r.advisory_id = a.id AND r.status = 'failed') AS failed";
 
 fn advisory_view(r: sqlx::any::AnyRow) -> AdvisoryView {
-    let (count, sent, failed): (i64, i64, i64) = (r.get(8), r.get(9), r.get(10));
+    let (count, sent, failed): (i64, i64, i64) =
+        (r.get("recipients"), r.get("sent"), r.get("failed"));
     let status = if sent + failed < count {
         "sending"
     } else if failed == 0 {
@@ -142,14 +145,14 @@ fn advisory_view(r: sqlx::any::AnyRow) -> AdvisoryView {
         "partial"
     };
     AdvisoryView {
-        id: r.get(0),
-        subject: r.get(1),
-        body: r.get(2),
-        cve_id: r.get(3),
-        application: r.get(4),
-        versions: serde_json::from_str(&r.get::<String, _>(5)).unwrap_or_default(),
-        created_by: r.get(6),
-        created_at: to_rfc3339(r.get(7)),
+        id: r.get("id"),
+        subject: r.get("subject"),
+        body: r.get("body"),
+        cve_id: r.get("cve_id"),
+        application: r.get("application"),
+        versions: serde_json::from_str(&r.get::<String, _>("versions")).unwrap_or_default(),
+        created_by: r.get("created_by"),
+        created_at: to_rfc3339(r.get("created_at")),
         status: status.into(),
         recipient_count: count,
         sent_count: sent,
@@ -203,14 +206,14 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
     .await?
     .into_iter()
     .map(|r| RecipientView {
-        email: r.get(0),
-        name: r.get(1),
-        devices: serde_json::from_str(&r.get::<String, _>(2)).unwrap_or_default(),
-        explicit: r.get::<i64, _>(3) != 0,
-        status: r.get(4),
-        error: r.get(5),
-        attempts: r.get(6),
-        sent_at: r.get::<Option<i64>, _>(7).map(to_rfc3339),
+        email: r.get("email"),
+        name: r.get("name"),
+        devices: serde_json::from_str(&r.get::<String, _>("devices")).unwrap_or_default(),
+        explicit: r.get::<i64, _>("explicit") != 0,
+        status: r.get("status"),
+        error: r.get("error"),
+        attempts: r.get("attempts"),
+        sent_at: r.get::<Option<i64>, _>("sent_at").map(to_rfc3339),
     })
     .collect();
     view.recipients = Some(recipients);

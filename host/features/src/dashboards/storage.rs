@@ -71,26 +71,26 @@ pub struct DashboardView {
 }
 
 const COLUMNS: &str = "d.id, d.name, d.owner_id, d.shared, d.is_default, d.layout, \
-    (SELECT COUNT(*) FROM dashboard_widgets w WHERE w.dashboard_id = d.id), \
+    (SELECT COUNT(*) FROM dashboard_widgets w WHERE w.dashboard_id = d.id) AS widget_count, \
     d.created_at, d.updated_at";
 
 /// `$1` the tenant, `$2` the caller.
 const VISIBLE: &str = "d.tenant_id = $1 AND (d.owner_id = $2 OR d.shared = 1)";
 
 fn view(r: sqlx::any::AnyRow, user_id: &str) -> DashboardView {
-    let owner_id: String = r.get(2);
+    let owner_id: String = r.get("owner_id");
     DashboardView {
-        id: r.get(0),
-        name: r.get(1),
+        id: r.get("id"),
+        name: r.get("name"),
         editable: owner_id == user_id,
         owner_id,
-        shared: r.get::<i64, _>(3) != 0,
-        is_default: r.get::<i64, _>(4) != 0,
-        layout: serde_json::from_str(&r.get::<String, _>(5)).unwrap_or(Value::Null),
-        widget_count: r.get(6),
+        shared: r.get::<i64, _>("shared") != 0,
+        is_default: r.get::<i64, _>("is_default") != 0,
+        layout: serde_json::from_str(&r.get::<String, _>("layout")).unwrap_or(Value::Null),
+        widget_count: r.get("widget_count"),
         widgets: None,
-        created_at: to_rfc3339(r.get(7)),
-        updated_at: to_rfc3339(r.get(8)),
+        created_at: to_rfc3339(r.get("created_at")),
+        updated_at: to_rfc3339(r.get("updated_at")),
     }
 }
 
@@ -135,23 +135,25 @@ const WIDGET_COLUMNS: &str =
 
 fn widget_view(r: sqlx::any::AnyRow) -> WidgetView {
     WidgetView {
-        id: r.get(0),
-        dashboard_id: r.get(1),
-        title: r.get(2),
-        widget_type: r.get(3),
-        data_source: serde_json::from_str(&r.get::<String, _>(4)).unwrap_or(DataSource {
-            metric: String::new(),
-            params: Default::default(),
-            filter: None,
-        }),
-        position: serde_json::from_str(&r.get::<String, _>(5)).unwrap_or(Position {
+        id: r.get("id"),
+        dashboard_id: r.get("dashboard_id"),
+        title: r.get("title"),
+        widget_type: r.get("widget_type"),
+        data_source: serde_json::from_str(&r.get::<String, _>("data_source")).unwrap_or(
+            DataSource {
+                metric: String::new(),
+                params: Default::default(),
+                filter: None,
+            },
+        ),
+        position: serde_json::from_str(&r.get::<String, _>("position")).unwrap_or(Position {
             x: 0,
             y: 0,
             w: 4,
             h: 4,
         }),
-        created_at: to_rfc3339(r.get(6)),
-        updated_at: to_rfc3339(r.get(7)),
+        created_at: to_rfc3339(r.get("created_at")),
+        updated_at: to_rfc3339(r.get("updated_at")),
     }
 }
 

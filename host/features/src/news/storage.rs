@@ -29,21 +29,21 @@ pub struct FeedView {
 }
 
 const FEED_COLUMNS: &str = "f.id, f.url, f.title, f.format, f.seeded, \
-    (SELECT COUNT(*) FROM news_items i WHERE i.feed_id = f.id), \
+    (SELECT COUNT(*) FROM news_items i WHERE i.feed_id = f.id) AS item_count, \
     f.last_fetched_at, f.last_status, f.last_error, f.created_at";
 
 fn feed_view(r: sqlx::any::AnyRow) -> FeedView {
     FeedView {
-        id: r.get(0),
-        url: r.get(1),
-        title: r.get(2),
-        format: r.get(3),
-        seeded: r.get::<i64, _>(4) != 0,
-        item_count: r.get(5),
-        last_fetched_at: r.get::<Option<i64>, _>(6).map(to_rfc3339),
-        last_status: r.get(7),
-        last_error: r.get(8),
-        created_at: to_rfc3339(r.get(9)),
+        id: r.get("id"),
+        url: r.get("url"),
+        title: r.get("title"),
+        format: r.get("format"),
+        seeded: r.get::<i64, _>("seeded") != 0,
+        item_count: r.get("item_count"),
+        last_fetched_at: r.get::<Option<i64>, _>("last_fetched_at").map(to_rfc3339),
+        last_status: r.get("last_status"),
+        last_error: r.get("last_error"),
+        created_at: to_rfc3339(r.get("created_at")),
     }
 }
 
@@ -383,10 +383,11 @@ pub struct ItemFilter {
     pub search: Option<String>,
 }
 
-const ITEM_COLUMNS: &str = "i.id, i.feed_id, f.title, i.title, i.link, i.summary, i.published_at, \
+const ITEM_COLUMNS: &str =
+    "i.id, i.feed_id, f.title AS feed_title, i.title, i.link, i.summary, i.published_at, \
     i.fetched_at, i.category, i.severity, i.vendors, i.products, i.relevance, i.relevant, \
     i.classified_by, i.classifier_note, i.classified_at, \
-    CASE WHEN r.user_id IS NULL THEN 0 ELSE 1 END, i.assigned_to, i.assigned_at";
+    CASE WHEN r.user_id IS NULL THEN 0 ELSE 1 END AS is_read, i.assigned_to, i.assigned_at";
 
 /// `$1` tenant, `$2` the caller (for `read`).
 const ITEM_FROM: &str = "news_items i JOIN news_feeds f ON f.id = i.feed_id \
@@ -455,7 +456,7 @@ pub async fn items(
     .await?;
     let total: i64 = bind_filter(
         sqlx::query(&format!(
-            "SELECT COUNT(*) FROM {ITEM_FROM} WHERE {ITEM_FILTER}"
+            "SELECT COUNT(*) AS total FROM {ITEM_FROM} WHERE {ITEM_FILTER}"
         )),
         tenant,
         user_id,
@@ -463,7 +464,7 @@ pub async fn items(
     )
     .fetch_one(&db.pool)
     .await?
-    .get(0);
+    .get("total");
     Ok((with_cves(db, tenant, rows).await?, total))
 }
 
@@ -490,7 +491,7 @@ async fn with_cves(
     tenant: &TenantId,
     rows: Vec<sqlx::any::AnyRow>,
 ) -> sqlx::Result<Vec<ItemView>> {
-    let ids: Vec<String> = rows.iter().map(|r| r.get::<String, _>(0)).collect();
+    let ids: Vec<String> = rows.iter().map(|r| r.get::<String, _>("id")).collect();
     let mut cves: std::collections::HashMap<String, Vec<String>> = Default::default();
     if !ids.is_empty() {
         let pairs: Vec<(String, String)> = sqlx::query_as(&format!(
@@ -512,29 +513,29 @@ async fn with_cves(
     Ok(rows
         .into_iter()
         .map(|r| {
-            let id: String = r.get(0);
+            let id: String = r.get("id");
             ItemView {
                 cve_ids: cves.remove(&id).unwrap_or_default(),
                 id,
-                feed_id: r.get(1),
-                feed_title: r.get(2),
-                title: r.get(3),
-                link: r.get(4),
-                summary: r.get(5),
-                published_at: r.get::<Option<i64>, _>(6).map(to_rfc3339),
-                fetched_at: to_rfc3339(r.get(7)),
-                category: r.get(8),
-                severity: r.get(9),
-                vendors: list(r.get(10)),
-                products: list(r.get(11)),
-                relevance: list(r.get(12)),
-                relevant: r.get::<i64, _>(13) != 0,
-                classified_by: r.get(14),
-                classifier_note: r.get(15),
-                classified_at: r.get::<Option<i64>, _>(16).map(to_rfc3339),
-                read: r.get::<i64, _>(17) != 0,
-                assigned_to: r.get(18),
-                assigned_at: r.get::<Option<i64>, _>(19).map(to_rfc3339),
+                feed_id: r.get("feed_id"),
+                feed_title: r.get("feed_title"),
+                title: r.get("title"),
+                link: r.get("link"),
+                summary: r.get("summary"),
+                published_at: r.get::<Option<i64>, _>("published_at").map(to_rfc3339),
+                fetched_at: to_rfc3339(r.get("fetched_at")),
+                category: r.get("category"),
+                severity: r.get("severity"),
+                vendors: list(r.get("vendors")),
+                products: list(r.get("products")),
+                relevance: list(r.get("relevance")),
+                relevant: r.get::<i64, _>("relevant") != 0,
+                classified_by: r.get("classified_by"),
+                classifier_note: r.get("classifier_note"),
+                classified_at: r.get::<Option<i64>, _>("classified_at").map(to_rfc3339),
+                read: r.get::<i64, _>("is_read") != 0,
+                assigned_to: r.get("assigned_to"),
+                assigned_at: r.get::<Option<i64>, _>("assigned_at").map(to_rfc3339),
             }
         })
         .collect())
@@ -625,10 +626,10 @@ pub struct ItemStats {
 pub async fn stats(db: &Db, tenant: &TenantId, user_id: &str) -> sqlx::Result<ItemStats> {
     let totals = sqlx::query(
         // PostgreSQL sums BIGINTs as NUMERIC; counting keeps them BIGINT.
-        "SELECT COUNT(*), COUNT(*) - COUNT(r.user_id), \
-         COUNT(CASE WHEN i.relevant = 1 THEN 1 END), \
-         COUNT(CASE WHEN i.classified_at IS NULL THEN 1 END), \
-         COUNT(CASE WHEN i.assigned_to = $2 THEN 1 END) \
+        "SELECT COUNT(*) AS total, COUNT(*) - COUNT(r.user_id) AS unread, \
+         COUNT(CASE WHEN i.relevant = 1 THEN 1 END) AS relevant, \
+         COUNT(CASE WHEN i.classified_at IS NULL THEN 1 END) AS unclassified, \
+         COUNT(CASE WHEN i.assigned_to = $2 THEN 1 END) AS assigned_to_me \
          FROM news_items i LEFT JOIN news_item_reads r ON r.item_id = i.id AND r.user_id = $2 \
          WHERE i.tenant_id = $1",
     )
@@ -650,11 +651,11 @@ pub async fn stats(db: &Db, tenant: &TenantId, user_id: &str) -> sqlx::Result<It
         )
     };
     Ok(ItemStats {
-        total: totals.get(0),
-        unread: totals.get(1),
-        relevant: totals.get(2),
-        unclassified: totals.get(3),
-        assigned_to_me: totals.get(4),
+        total: totals.get("total"),
+        unread: totals.get("unread"),
+        relevant: totals.get("relevant"),
+        unclassified: totals.get("unclassified"),
+        assigned_to_me: totals.get("assigned_to_me"),
         by_category: grouped("category").await?,
         by_severity: grouped("severity").await?,
     })

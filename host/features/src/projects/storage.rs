@@ -41,7 +41,7 @@ pub async fn projects(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<ProjectVie
     Ok(rows
         .into_iter()
         .map(|r| {
-            let id: String = r.get(0);
+            let id: String = r.get("id");
             let of = |kind: &str| -> Vec<String> {
                 entries
                     .iter()
@@ -52,10 +52,10 @@ pub async fn projects(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<ProjectVie
             ProjectView {
                 vendors: of(VENDOR),
                 products: of(PRODUCT),
-                name: r.get(1),
-                description: r.get(2),
-                created_at: to_rfc3339(r.get(3)),
-                updated_at: to_rfc3339(r.get(4)),
+                name: r.get("name"),
+                description: r.get("description"),
+                created_at: to_rfc3339(r.get("created_at")),
+                updated_at: to_rfc3339(r.get("updated_at")),
                 id,
             }
         })

@@ -37,19 +37,19 @@ const COLUMNS: &str = "id, report_type, format, scope, title, status, error, fil
 
 fn view(r: sqlx::any::AnyRow) -> ReportView {
     ReportView {
-        id: r.get(0),
-        report_type: r.get(1),
-        format: r.get(2),
-        scope: serde_json::from_str(&r.get::<String, _>(3)).unwrap_or_default(),
-        title: r.get(4),
-        status: r.get(5),
-        error: r.get(6),
-        file_name: r.get(7),
-        size_bytes: r.get(8),
-        row_count: r.get(9),
-        created_by: r.get(10),
-        created_at: to_rfc3339(r.get(11)),
-        finished_at: r.get::<Option<i64>, _>(12).map(to_rfc3339),
+        id: r.get("id"),
+        report_type: r.get("report_type"),
+        format: r.get("format"),
+        scope: serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
+        title: r.get("title"),
+        status: r.get("status"),
+        error: r.get("error"),
+        file_name: r.get("file_name"),
+        size_bytes: r.get("size_bytes"),
+        row_count: r.get("row_count"),
+        created_by: r.get("created_by"),
+        created_at: to_rfc3339(r.get("created_at")),
+        finished_at: r.get::<Option<i64>, _>("finished_at").map(to_rfc3339),
     }
 }
 

@@ -86,12 +86,12 @@ pub async fn entries(
     Ok((
         rows.into_iter()
             .map(|r| HistoryEntry {
-                id: r.get(0),
-                kind: r.get(1),
-                query: r.get(2),
-                result_count: r.get(3),
-                user_email: emails.get(r.get::<&str, _>(4)).cloned(),
-                created_at: to_rfc3339(r.get(5)),
+                id: r.get("id"),
+                kind: r.get("kind"),
+                query: r.get("query"),
+                result_count: r.get("result_count"),
+                user_email: emails.get(r.get::<&str, _>("user_id")).cloned(),
+                created_at: to_rfc3339(r.get("created_at")),
             })
             .collect(),
         total,

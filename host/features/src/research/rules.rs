@@ -31,11 +31,11 @@ pub async fn rules(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<VersionRule>>
     Ok(rows
         .into_iter()
         .map(|r| VersionRule {
-            id: r.get(0),
-            application: r.get(1),
-            minimum_version: r.get(2),
-            note: r.get(3),
-            created_at: to_rfc3339(r.get(4)),
+            id: r.get("id"),
+            application: r.get("application"),
+            minimum_version: r.get("minimum_version"),
+            note: r.get("note"),
+            created_at: to_rfc3339(r.get("created_at")),
         })
         .collect())
 }

@@ -40,23 +40,23 @@ pub struct SubscriptionView {
 }
 
 const COLUMNS: &str = "s.id, s.sub_type, s.name, s.name_key, s.vendor, \
-    (SELECT COUNT(*) FROM subscription_cves c WHERE c.subscription_id = s.id), \
+    (SELECT COUNT(*) FROM subscription_cves c WHERE c.subscription_id = s.id) AS cve_count, \
     s.created_at, s.last_synced_at, s.last_status, s.last_error, s.last_query, s.sync_requested_at";
 
 fn view(r: sqlx::any::AnyRow) -> SubscriptionView {
     SubscriptionView {
-        id: r.get(0),
-        sub_type: r.get(1),
-        name: r.get(2),
-        cpe_name: r.get(3),
-        vendor: r.get(4),
-        cve_count: r.get(5),
-        created_at: to_rfc3339(r.get(6)),
-        last_synced_at: r.get::<Option<i64>, _>(7).map(to_rfc3339),
-        last_status: r.get(8),
-        last_error: r.get(9),
-        last_query: r.get(10),
-        sync_pending: r.get::<Option<i64>, _>(11).is_some(),
+        id: r.get("id"),
+        sub_type: r.get("sub_type"),
+        name: r.get("name"),
+        cpe_name: r.get("name_key"),
+        vendor: r.get("vendor"),
+        cve_count: r.get("cve_count"),
+        created_at: to_rfc3339(r.get("created_at")),
+        last_synced_at: r.get::<Option<i64>, _>("last_synced_at").map(to_rfc3339),
+        last_status: r.get("last_status"),
+        last_error: r.get("last_error"),
+        last_query: r.get("last_query"),
+        sync_pending: r.get::<Option<i64>, _>("sync_requested_at").is_some(),
     }
 }
 
@@ -200,12 +200,12 @@ pub async fn next_pending(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<Pen
     .fetch_optional(&db.pool)
     .await?;
     Ok(row.map(|r| Pending {
-        id: r.get(0),
-        sub_type: r.get(1),
-        name: r.get(2),
-        name_key: r.get(3),
-        vendor: r.get(4),
-        synced_before: r.get::<Option<i64>, _>(5).is_some(),
+        id: r.get("id"),
+        sub_type: r.get("sub_type"),
+        name: r.get("name"),
+        name_key: r.get("name_key"),
+        vendor: r.get("vendor"),
+        synced_before: r.get::<Option<i64>, _>("last_synced_at").is_some(),
     }))
 }
 
@@ -252,7 +252,7 @@ pub async fn record_sync(
             .fetch_all(&mut *tx)
             .await?
             .into_iter()
-            .map(|r| (r.get(0), r.get(1)))
+            .map(|r| (r.get("cve_id"), r.get("last_modified")))
             .collect();
             let baseline = i64::from(!pending.synced_before);
             let mut added = vec![];
@@ -342,7 +342,7 @@ pub async fn activity(
         .fetch_one(&db.pool)
         .await?;
     let rows = sqlx::query(&format!(
-        "SELECT x.cve_id, x.changed_at, COALESCE(x.changed_at, x.added_at) AS at, s.id, \
+        "SELECT x.cve_id, x.changed_at, COALESCE(x.changed_at, x.added_at) AS at, s.id AS subscription_id, \
          s.sub_type, s.name {from} ORDER BY at DESC, x.cve_id, s.id LIMIT $3 OFFSET $4"
     ))
     .bind(tenant.as_str())
@@ -354,16 +354,16 @@ pub async fn activity(
     Ok((
         rows.into_iter()
             .map(|r| Activity {
-                cve_id: r.get(0),
-                event: if r.get::<Option<i64>, _>(1).is_some() {
+                cve_id: r.get("cve_id"),
+                event: if r.get::<Option<i64>, _>("changed_at").is_some() {
                     "changed"
                 } else {
                     "new"
                 },
-                at: r.get(2),
-                subscription_id: r.get(3),
-                sub_type: r.get(4),
-                subscription_name: r.get(5),
+                at: r.get("at"),
+                subscription_id: r.get("subscription_id"),
+                sub_type: r.get("sub_type"),
+                subscription_name: r.get("name"),
             })
             .collect(),
         total,

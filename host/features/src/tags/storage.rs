@@ -61,17 +61,18 @@ pub struct TagView {
 }
 
 const TAG_COLUMNS: &str = "t.id, t.name, t.color, t.description, \
-    (SELECT COUNT(*) FROM tag_assignments a WHERE a.tag_id = t.id), t.created_at, t.updated_at";
+    (SELECT COUNT(*) FROM tag_assignments a WHERE a.tag_id = t.id) AS assignment_count, \
+    t.created_at, t.updated_at";
 
 fn tag_view(r: sqlx::any::AnyRow) -> TagView {
     TagView {
-        id: r.get(0),
-        name: r.get(1),
-        color: r.get(2),
-        description: r.get(3),
-        assignment_count: r.get(4),
-        created_at: to_rfc3339(r.get(5)),
-        updated_at: to_rfc3339(r.get(6)),
+        id: r.get("id"),
+        name: r.get("name"),
+        color: r.get("color"),
+        description: r.get("description"),
+        assignment_count: r.get("assignment_count"),
+        created_at: to_rfc3339(r.get("created_at")),
+        updated_at: to_rfc3339(r.get("updated_at")),
     }
 }
 
@@ -259,7 +260,7 @@ pub async fn assignments_of_type(
     kind: EntityType,
 ) -> sqlx::Result<Vec<TaggedEntity>> {
     let rows = sqlx::query(
-        "SELECT x.entity_key, x.entity_name, t.id, t.name, t.color FROM tag_assignments x \
+        "SELECT x.entity_key, x.entity_name, t.id AS tag_id, t.name, t.color FROM tag_assignments x \
          JOIN tags t ON t.id = x.tag_id \
          WHERE x.tenant_id = $1 AND x.entity_type = $2 ORDER BY x.entity_key, t.name_key, x.created_at",
     )
@@ -269,14 +270,16 @@ pub async fn assignments_of_type(
     .await?;
     let mut by_key: BTreeMap<String, TaggedEntity> = BTreeMap::new();
     for r in rows {
-        let entity = by_key.entry(r.get(0)).or_insert_with(|| TaggedEntity {
-            entity_name: r.get(1),
-            tags: vec![],
-        });
+        let entity = by_key
+            .entry(r.get("entity_key"))
+            .or_insert_with(|| TaggedEntity {
+                entity_name: r.get("entity_name"),
+                tags: vec![],
+            });
         entity.tags.push(TagRef {
-            id: r.get(2),
-            name: r.get(3),
-            color: r.get(4),
+            id: r.get("tag_id"),
+            name: r.get("name"),
+            color: r.get("color"),
         });
     }
     Ok(by_key.into_values().collect())

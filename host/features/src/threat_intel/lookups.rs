@@ -73,9 +73,9 @@ async fn kept(
     .await?;
     Ok(row.map(|r| {
         (
-            r.get(0),
-            serde_json::from_str(r.get::<&str, _>(1)).unwrap_or(Value::Null),
-            r.get(2),
+            r.get("connector"),
+            serde_json::from_str(r.get::<&str, _>("answer")).unwrap_or(Value::Null),
+            r.get("fetched_at"),
         )
     }))
 }
