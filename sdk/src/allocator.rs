@@ -25,13 +25,9 @@ const CHUNK: usize = 64 * 1024;
 /// memory once it has mapped a page (or made any other call), so nothing is
 /// held across pages.
 ///
-/// Declare it once, in the component's crate:
-///
-/// ```ignore
-/// #[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
-/// #[global_allocator]
-/// static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();
-/// ```
+/// [`export_connector!`](crate::export_connector) and
+/// [`export_csv_provider!`](crate::export_csv_provider) install it as the
+/// component's global allocator; a component declares none of its own.
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 pub type SizeClassAllocator = SizeClasses<talc::wasm::WasmDynamicTalc>;
 

@@ -75,10 +75,46 @@ fn one() -> u32 {
     1
 }
 
+/// The schema of a config with no fields, the default of
+/// [`Descriptor::config_schema`] and of [`Pull::parameters`].
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// Everything empty but what has a sensible default: an object config
+/// schema without fields, no authentication, one request at a time. A
+/// connector fills `id`, `area`, `name` and `version` and what it declares,
+/// and takes the rest with `..Default::default()`; fields added by later
+/// minor SDK releases come with defaults, so such a descriptor keeps
+/// compiling.
+impl Default for Descriptor {
+    fn default() -> Self {
+        Descriptor {
+            id: String::new(),
+            area: String::new(),
+            name: String::new(),
+            version: String::new(),
+            sdk_version: String::new(),
+            config_schema: empty_object_schema(),
+            secret_fields: vec![],
+            streams: vec![],
+            pull: None,
+            requested_hosts: vec![],
+            auth: AuthScheme::None,
+            collections: vec![],
+            views: vec![],
+            actions: vec![],
+            max_concurrent_requests: one(),
+            config_from: None,
+            webhook: None,
+        }
+    }
+}
+
 /// Where a seeded config comes from: another area's seed, copying
 /// `fields`, and from `private_key_field` (a PEM bundle) its private-key
 /// block only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigFrom {
     pub area: String,
     pub fields: Vec<String>,
@@ -88,7 +124,7 @@ pub struct ConfigFrom {
 
 /// A kind of record the connector syncs, stored by the host per tenant and
 /// served through [`View`]s.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collection {
     /// Unique within the connector, e.g. `threats`.
     pub name: String,
@@ -108,7 +144,7 @@ pub struct Collection {
 }
 
 /// One normalized field of a collection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
     /// Lower-case letters, digits and underscores, e.g. `classification`.
     pub name: String,
@@ -120,9 +156,10 @@ pub struct Field {
 }
 
 /// A normalized field's JSON type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldType {
+    #[default]
     String,
     Integer,
     Number,
@@ -231,7 +268,7 @@ pub struct Pull {
 /// Records of another collection attached to a record in a view, e.g. an
 /// agent's threats: the records of `collection` whose field `field` equals
 /// the record's key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Related {
     /// The key the related records appear under in the answer.
     pub name: String,
@@ -276,6 +313,45 @@ fn member() -> String {
     "member".into()
 }
 
+/// A `GET` for any member, without path, body or schemas.
+impl Default for Action {
+    fn default() -> Self {
+        Action {
+            name: String::new(),
+            method: "GET".into(),
+            path: None,
+            summary: String::new(),
+            input_schema: None,
+            query_schema: None,
+            output_schema: None,
+            role: member(),
+        }
+    }
+}
+
+/// A pull without parameters (an empty object schema).
+impl Default for Pull {
+    fn default() -> Self {
+        Pull {
+            stream: String::new(),
+            summary: String::new(),
+            parameters: empty_object_schema(),
+            collections: vec![],
+        }
+    }
+}
+
+/// Stripe's convention: a five-minute tolerance.
+impl Default for WebhookSignature {
+    fn default() -> Self {
+        WebhookSignature {
+            header: String::new(),
+            secret_field: String::new(),
+            tolerance_secs: 300,
+        }
+    }
+}
+
 /// A webhook signature in the "timestamped HMAC-SHA256" style (as Stripe
 /// signs its events).
 ///
@@ -312,10 +388,11 @@ pub struct WebhookSignature {
 }
 
 /// How the host attaches credentials to the component's requests.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AuthScheme {
     /// No credentials.
+    #[default]
     None,
     /// A static header, e.g. `Authorization: ApiToken <token>`.
     StaticHeader {
@@ -378,8 +455,9 @@ pub enum AuthScheme {
     },
 }
 
-/// What a CSV provider accepts and produces.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What a CSV provider accepts and produces. `Default` gives empty texts
+/// and lists and the `software` target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CsvDescriptor {
     /// Unique key; the route segment of `/api/v1/csv-sources/{key}` and the
     /// `source` of the rows it writes.
@@ -403,10 +481,11 @@ pub struct CsvDescriptor {
 }
 
 /// Where a CSV provider's rows go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CsvTarget {
     /// Inventory items, rolled up into Software.
+    #[default]
     Software,
     /// Reference records.
     Records,
@@ -477,5 +556,37 @@ mod tests {
         );
         let back: Descriptor = serde_json::from_value(json).unwrap();
         assert_eq!(back.webhook, Some(signature));
+    }
+
+    /// A descriptor written as `..Default::default()` reads back as the
+    /// host reads a JSON descriptor that leaves the same fields out.
+    #[test]
+    fn defaults_are_what_a_descriptor_without_those_fields_means() {
+        let declared = Descriptor {
+            id: "acme-backup".into(),
+            area: "backup".into(),
+            name: "Acme Backup".into(),
+            version: "0.1.0".into(),
+            actions: vec![Action {
+                name: "restore".into(),
+                summary: "Restore a device".into(),
+                ..Action::default()
+            }],
+            ..Descriptor::default()
+        };
+        let json = serde_json::to_value(&declared).unwrap();
+        let sparse = serde_json::json!({
+            "id": "acme-backup", "area": "backup", "name": "Acme Backup", "version": "0.1.0",
+            "config_schema": {"type": "object", "properties": {}}, "secret_fields": [],
+            "streams": [], "requested_hosts": [], "auth": {"type": "none"},
+            "actions": [{"name": "restore", "method": "GET", "summary": "Restore a device"}],
+        });
+        let read: Descriptor = serde_json::from_value(sparse).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), json);
+        assert_eq!(declared.max_concurrent_requests, 1);
+        assert_eq!(declared.actions[0].role, "member");
+        assert_eq!(Pull::default().parameters["type"], "object");
+        assert_eq!(WebhookSignature::default().tolerance_secs, 300);
+        assert_eq!(CsvDescriptor::default().target, CsvTarget::Software);
     }
 }

@@ -40,6 +40,9 @@ pub use descriptor::{
 };
 pub use error::{base_url, text_of, without_keys, Error};
 pub use rows::{InventoryItem, Row, SourceRecord};
+/// The JSON crate the SDK speaks, so a connector needs no dependency of
+/// its own for it (`cairn_sdk::serde_json::from_str`).
+pub use serde_json;
 pub use serde_json::{json, Value};
 
 /// The version of this SDK, stamped into every component through its
@@ -191,6 +194,7 @@ macro_rules! export_connector {
             }
         }
         $crate::__private::connector::export!(__CairnConnectorExport with_types_in $crate::__private::connector);
+        $crate::__global_allocator!();
     };
 }
 
@@ -212,5 +216,19 @@ macro_rules! export_csv_provider {
             }
         }
         $crate::__private::csv_provider::export!(__CairnCsvProviderExport with_types_in $crate::__private::csv_provider);
+        $crate::__global_allocator!();
+    };
+}
+
+/// Installs [`SizeClassAllocator`] as the component's global allocator;
+/// part of [`export_connector!`] and [`export_csv_provider!`], so a
+/// component declares no `#[global_allocator]` of its own.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __global_allocator {
+    () => {
+        #[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+        #[global_allocator]
+        static __CAIRN_ALLOCATOR: $crate::SizeClassAllocator = $crate::SizeClassAllocator::new();
     };
 }

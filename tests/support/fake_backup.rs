@@ -1,6 +1,6 @@
 //! Fake upstreams of the two backup test connectors, on 127.0.0.1:
 //!
-//! - Acme Backup (`tests/components/backup`): `GET /v1/devices?page=N` and
+//! - Acme Backup (`sdk/examples/backup`, the SDK's complete example): `GET /v1/devices?page=N` and
 //!   `GET /v1/jobs?page=N` (`{"items": [...], "next_page": N|null}`, one item
 //!   per page), `POST /v1/jobs/{id}/restore` and `GET /v1/storage?unit=`,
 //!   all behind `Authorization: Bearer <ACME_KEY>`;

@@ -65,6 +65,8 @@ fn members() -> Vec<Member> {
         ("connectors", World::Connector, true),
         ("csv-providers", World::CsvProvider, true),
         ("tests/components", World::Connector, false),
+        // The SDK's complete example, which the tests load too.
+        ("sdk/examples", World::Connector, false),
     ] {
         let Ok(entries) = std::fs::read_dir(folder) else {
             continue;

@@ -121,7 +121,3 @@ impl Connector for Rmm {
 }
 
 export_connector!(Rmm);
-
-#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
-#[global_allocator]
-static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

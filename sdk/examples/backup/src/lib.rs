@@ -58,7 +58,6 @@ impl Connector for AcmeBackup {
             area: "backup".into(),
             name: "Acme Backup".into(),
             version: "1.0.0".into(),
-            sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
                 "required": ["base_url", "api_key"],
@@ -128,32 +127,27 @@ impl Connector for AcmeBackup {
                             "verify": {"type": "boolean"}
                         }
                     })),
-                    query_schema: None,
                     output_schema: Some(json!({
                         "type": "object",
                         "properties": {"restore_id": {"type": "string"}, "status": {"type": "string"}}
                     })),
                     role: "admin".into(),
+                    ..Action::default()
                 },
                 Action {
                     name: "storage".into(),
-                    method: "GET".into(),
                     path: Some("storage".into()),
                     summary: "The vault's usage, live".into(),
-                    input_schema: None,
                     query_schema: Some(json!({
                         "type": "object",
                         "additionalProperties": false,
                         "properties": {"unit": {"type": "string", "enum": ["bytes", "gib"]}}
                     })),
-                    output_schema: None,
-                    role: "member".into(),
+                    ..Action::default()
                 },
             ],
             max_concurrent_requests: 4,
-            config_from: None,
-            pull: None,
-            webhook: None,
+            ..Descriptor::default()
         }
     }
 
