@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use cairn_core::db::Backend;
 use cairn_core::settings::Settings;
 use cairn_integrations::sync::{RunMode, SyncCaps, SyncHandler};
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
 use cairn_platform::app::{AppState, Boot};
 
@@ -52,16 +53,18 @@ pub fn register_area_jobs(boot: &Boot, jobs: &mut Registry) -> anyhow::Result<()
             jobs.register(&kind, handler, stall);
         }
     }
-    cairn_integrations::csv_sources::register(
-        jobs,
-        boot.plugins.clone(),
-        settings.csv_uploads_dir.clone(),
-    );
-    cairn_vulnerabilities::register(jobs, settings)?;
-    cairn_features::news::register(jobs, settings);
-    cairn_features::subscriptions::register(jobs, settings);
-    cairn_features::advisories::register(jobs, settings)?;
-    cairn_features::reports::register(jobs, settings.reports_dir.clone());
+    // Every area's jobs, through one signature.
+    let areas: [fn(&Boot, &mut Registry) -> anyhow::Result<()>; 6] = [
+        cairn_integrations::csv_sources::register,
+        cairn_vulnerabilities::register,
+        cairn_features::news::register,
+        cairn_features::subscriptions::register,
+        cairn_features::advisories::register,
+        cairn_features::reports::register,
+    ];
+    for register in areas {
+        register(boot, jobs)?;
+    }
     Ok(())
 }
 
@@ -95,55 +98,38 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             .with_graceful_shutdown(async move { http_shutdown.cancelled().await })
             .await
     });
-    let mut background = vec![
-        spawn_rate_limit_shrinker(state.clone(), shutdown.clone()),
-        cairn_jobs::reaper::spawn(state.jobs.clone(), shutdown.clone()),
-        cairn_inventory::rollup::spawn_sweeper(
+    let mut schedules = vec![
+        rate_limit_shrinker(state.clone()),
+        cairn_jobs::reaper::schedule(state.jobs.clone()),
+        cairn_inventory::rollup::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
+        cairn_integrations::csv_sources::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
+        cairn_features::reports::retention(
             state.db.clone(),
-            state.jobs.timing.reaper_interval,
-            shutdown.clone(),
+            state.settings.reports_dir.clone(),
+            state.settings.report_retention_days,
         ),
-        cairn_integrations::csv_sources::spawn_sweeper(
-            state.db.clone(),
-            state.jobs.timing.reaper_interval,
-            shutdown.clone(),
-        ),
+        cairn_features::dashboards::schedule(state.db.clone()),
+        cairn_vulnerabilities::scan_sweep(state.db.clone()),
     ];
     if state.settings.vuln_schedule {
-        background.push(cairn_vulnerabilities::sources::spawn_schedule(
+        schedules.push(cairn_vulnerabilities::sources::schedule(
             state.db.clone(),
             state.settings.clone(),
-            shutdown.clone(),
         ));
     }
-    background.push(cairn_features::reports::spawn_retention(
-        state.db.clone(),
-        state.settings.reports_dir.clone(),
-        state.settings.report_retention_days,
-        shutdown.clone(),
-    ));
-    background.push(cairn_features::dashboards::spawn_schedule(
-        state.db.clone(),
-        shutdown.clone(),
-    ));
     if state.settings.news_refresh_minutes > 0 {
-        background.push(cairn_features::news::spawn_schedule(
+        schedules.push(cairn_features::news::schedule(
             state.db.clone(),
             state.settings.news_refresh_minutes,
-            shutdown.clone(),
         ));
     }
-    background.push(cairn_vulnerabilities::spawn_scan_sweep(
-        state.db.clone(),
-        shutdown.clone(),
-    ));
     if state.settings.subscription_sync_hours > 0 {
-        background.push(cairn_features::subscriptions::spawn_schedule(
+        schedules.extend(cairn_features::subscriptions::schedules(
             state.db.clone(),
             state.settings.subscription_sync_hours,
-            shutdown.clone(),
         ));
     }
+    let mut background = cairn_jobs::schedule::run(schedules, shutdown.clone());
     if state.db.backend == Backend::Postgres {
         background.push(cairn_jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),
@@ -196,15 +182,11 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn spawn_rate_limit_shrinker(state: AppState, shutdown: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(60));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => state.limits.shrink(),
-                _ = shutdown.cancelled() => return,
-            }
-        }
+/// Every minute, the rate limiter forgets callers idle long enough.
+fn rate_limit_shrinker(state: AppState) -> Schedule {
+    Schedule::every("rate limit shrink", Duration::from_secs(60), move || {
+        state.limits.shrink();
+        std::future::ready(Ok::<(), std::convert::Infallible>(()))
     })
 }
 

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Transaction};
 
 use cairn_core::db::{json_array_rows, now_ms, Db, WriteBatches};
 use cairn_core::ids::TenantId;

@@ -30,6 +30,7 @@
 mod context;
 mod finishes;
 pub mod reaper;
+pub mod schedule;
 pub mod storage;
 mod wake;
 pub mod worker;

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-
+use super::schedule::Schedule;
 use super::storage;
 use super::worker::Queue;
 use cairn_core::db::now_ms;
@@ -13,15 +11,16 @@ use cairn_core::db::now_ms;
 /// Pruning is cheap but needs no minute-level precision.
 const PRUNE_EVERY_N_PASSES: u64 = 60;
 
-pub fn spawn(queue: Arc<Queue>, shutdown: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(queue.timing.reaper_interval);
-        let mut passes: u64 = 0;
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = shutdown.cancelled() => return,
-            }
+/// Every `reaper_interval`: jobs whose lease lapsed go back to the queue
+/// or fail, and now and then finished jobs past their retention go.
+pub fn schedule(queue: Arc<Queue>) -> Schedule {
+    let every = queue.timing.reaper_interval;
+    let mut passes: u64 = 0;
+    Schedule::every("job reaper", every, move || {
+        let queue = queue.clone();
+        let prune_now = passes.is_multiple_of(PRUNE_EVERY_N_PASSES);
+        passes += 1;
+        async move {
             match storage::reap_expired(&queue.db).await {
                 Ok(0) => {}
                 Ok(n) => {
@@ -30,10 +29,10 @@ pub fn spawn(queue: Arc<Queue>, shutdown: CancellationToken) -> JoinHandle<()> {
                 }
                 Err(err) => tracing::warn!(error = %err, "reaping expired jobs failed"),
             }
-            if passes.is_multiple_of(PRUNE_EVERY_N_PASSES) {
+            if prune_now {
                 prune(&queue).await;
             }
-            passes += 1;
+            Ok::<(), std::convert::Infallible>(())
         }
     })
 }

@@ -32,7 +32,7 @@
 //! (`testdata/golden_software.tsv`); `matching.rs` evaluates ranges,
 //! platforms and fixes (pure). `scan.rs` is the `vuln_scan` job and plans
 //! each run (full, changes only, or a scope a person asked for;
-//! `spawn_scan_sweep` queues a job for a scan the queue's one-job-per-tenant
+//! `scan_sweep` queues a job for a scan the queue's one-job-per-tenant
 //! rule left waiting); `findings.rs` the tenant's writes (scans, mappings,
 //! stored identifications, the diff of one scan applied in one transaction);
 //! `views.rs` the reads; `routes.rs` `/api/v1/vulnerabilities`. `figures.rs`
@@ -82,6 +82,7 @@ use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_core::settings::Settings;
 use cairn_jobs::Registry;
+use cairn_platform::app::Boot;
 
 /// The area's routes: `/api/v1/vulnerabilities`, and the research of a
 /// scanner's finding under `/api/v1/scanner` when a loaded connector
@@ -109,7 +110,8 @@ pub fn load_translations(settings: &Settings) -> anyhow::Result<identify::Transl
 }
 
 /// Registers the scan job and the three source jobs.
-pub fn register(registry: &mut Registry, settings: &Settings) -> anyhow::Result<()> {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
+    let settings = boot.settings;
     let translations = Arc::new(load_translations(settings)?);
     registry.register(
         scan::SCAN_KIND,
@@ -177,24 +179,13 @@ pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
 /// 10 s: a scan asked for while the tenant's job was finishing joins that
 /// run in the queue's one-job-per-tenant rule, after its last look for
 /// queued scans.
-pub fn spawn_scan_sweep(
-    db: Db,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let period = Duration::from_secs(15);
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(err) = enqueue_waiting_scans(&db).await {
-                        tracing::warn!(error = %err, "scan sweep");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
+pub fn scan_sweep(db: Db) -> cairn_jobs::schedule::Schedule {
+    let period = Duration::from_secs(15);
+    cairn_jobs::schedule::Schedule::every("scan sweep", period, move || {
+        let db = db.clone();
+        async move { enqueue_waiting_scans(&db).await }
     })
+    .first_after(period)
 }
 
 async fn enqueue_waiting_scans(db: &Db) -> sqlx::Result<()> {

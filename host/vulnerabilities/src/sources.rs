@@ -15,6 +15,7 @@ use super::{feeds, records, reference};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_core::settings::Settings;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
 use cairn_plugins::outbound::{AddressRule, HostPolicy, Outbound};
 use cairn_plugins::CallScope;
@@ -654,22 +655,13 @@ pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
 }
 
 /// The schedule: checks every minute which sources are due.
-pub fn spawn_schedule(
-    db: Db,
-    settings: Settings,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(60));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(err) = enqueue_due(&db, &settings).await {
-                        tracing::warn!(error = %err, "vulnerability source schedule");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
-    })
+pub fn schedule(db: Db, settings: Settings) -> Schedule {
+    Schedule::every(
+        "vulnerability sources",
+        Duration::from_secs(60),
+        move || {
+            let (db, settings) = (db.clone(), settings.clone());
+            async move { enqueue_due(&db, &settings).await }
+        },
+    )
 }

@@ -27,16 +27,16 @@ mod storage;
 
 use std::time::Duration;
 
-use cairn_core::settings::Settings;
 use cairn_jobs::Registry;
+use cairn_platform::app::Boot;
 
 pub use routes::router;
 
 /// Registers the sending job.
-pub fn register(registry: &mut Registry, settings: &Settings) -> anyhow::Result<()> {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
     registry.register(
         send::SEND_KIND,
-        send::SendHandler::new(settings)?,
+        send::SendHandler::new(boot.settings)?,
         // A message waits for the rate limit and the mail server.
         Duration::from_secs(300),
     );

@@ -29,4 +29,4 @@ mod snapshots;
 mod storage;
 
 pub use routes::router;
-pub use snapshots::{record_all, spawn_schedule};
+pub use snapshots::{record_all, schedule};

@@ -5,10 +5,9 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
+use cairn_jobs::schedule::Schedule;
 use cairn_vulnerabilities::figures::{key_figures, open_finding_count, KeyFigures};
 
 const DAY_MS: i64 = 86_400_000;
@@ -70,20 +69,15 @@ pub async fn open_findings_by_day(
 }
 
 /// Every hour, today's figures of each tenant with a dashboard.
-pub fn spawn_schedule(db: Db, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(3600));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(err) = record_all(&db).await {
-                        tracing::warn!(error = %err, "daily dashboard figures");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
-    })
+pub fn schedule(db: Db) -> Schedule {
+    Schedule::every(
+        "daily dashboard figures",
+        Duration::from_secs(3600),
+        move || {
+            let db = db.clone();
+            async move { record_all(&db).await }
+        },
+    )
 }
 
 /// Records today's figures of every tenant with a dashboard (what the

@@ -30,16 +30,16 @@ mod storage;
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use cairn_core::db::Db;
-use cairn_core::settings::Settings;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
+use cairn_platform::app::Boot;
 
 pub use routes::router;
 
 /// Registers the refresh and classification jobs.
-pub fn register(registry: &mut Registry, settings: &Settings) {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
+    let settings = boot.settings;
     // A model request may take `model_timeout_secs`; a feed 30 s.
     let stall = Duration::from_secs(settings.model_timeout_secs.max(30) * 3);
     registry.register(
@@ -56,27 +56,16 @@ pub fn register(registry: &mut Registry, settings: &Settings) {
         },
         stall,
     );
+    Ok(())
 }
 
 /// The schedule: every `news_refresh_minutes`, a refresh of each tenant
 /// with feeds (a refresh already waiting absorbs the new one).
-pub fn spawn_schedule(
-    db: Db,
-    minutes: u64,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let period = Duration::from_secs(minutes.max(1) * 60);
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(err) = refresh::enqueue_all(&db).await {
-                        tracing::warn!(error = %err, "news refresh schedule");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
+pub fn schedule(db: Db, minutes: u64) -> Schedule {
+    let period = Duration::from_secs(minutes.max(1) * 60);
+    Schedule::every("news refresh", period, move || {
+        let db = db.clone();
+        async move { refresh::enqueue_all(&db).await }
     })
+    .first_after(period)
 }

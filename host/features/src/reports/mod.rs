@@ -27,42 +27,31 @@ mod storage;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use cairn_core::db::Db;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
+use cairn_platform::app::Boot;
 
 pub use routes::router;
 
 /// Registers the writing job.
-pub fn register(registry: &mut Registry, dir: PathBuf) {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
     registry.register(
         generate::GENERATE_KIND,
-        generate::GenerateHandler { dir },
+        generate::GenerateHandler {
+            dir: boot.settings.reports_dir.clone(),
+        },
         Duration::from_secs(600),
     );
+    Ok(())
 }
 
 /// Every hour, deletes the reports (and files) finished more than
 /// `retention_days` ago.
-pub fn spawn_retention(
-    db: Db,
-    dir: PathBuf,
-    retention_days: u64,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(3600));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if let Err(err) = prune(&db, &dir, retention_days).await {
-                        tracing::warn!(error = %err, "report retention");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
+pub fn retention(db: Db, dir: PathBuf, retention_days: u64) -> Schedule {
+    Schedule::every("report retention", Duration::from_secs(3600), move || {
+        let (db, dir) = (db.clone(), dir.clone());
+        async move { prune(&db, &dir, retention_days).await.map(|_| ()) }
     })
 }
 

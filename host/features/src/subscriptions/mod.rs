@@ -22,24 +22,24 @@ mod sync;
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use cairn_core::db::Db;
-use cairn_core::settings::Settings;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
+use cairn_platform::app::Boot;
 
 pub use routes::router;
 
 /// Registers the sync job.
-pub fn register(registry: &mut Registry, settings: &Settings) {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
     registry.register(
         sync::SYNC_KIND,
         sync::SyncHandler {
-            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(settings),
+            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(boot.settings),
         },
         // NVD's pacing is 6 s a request without a key.
         Duration::from_secs(10 * 60),
     );
+    Ok(())
 }
 
 /// The schedule: every `subscription_sync_hours`, a sync of every
@@ -47,31 +47,20 @@ pub fn register(registry: &mut Registry, settings: &Settings) {
 /// for any subscription still waiting (its request outlived its job: the
 /// run failed, or the service stopped between the request and the
 /// enqueue).
-pub fn spawn_schedule(
-    db: Db,
-    hours: u64,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let period = Duration::from_secs(hours.max(1) * 3600);
-        let sweep = Duration::from_secs(60);
-        let start = tokio::time::Instant::now();
-        let mut all = tokio::time::interval_at(start + period, period);
-        let mut waiting = tokio::time::interval_at(start + sweep, sweep);
-        loop {
-            tokio::select! {
-                _ = all.tick() => {
-                    if let Err(err) = sync::request_all(&db).await {
-                        tracing::warn!(error = %err, "subscription sync schedule");
-                    }
-                }
-                _ = waiting.tick() => {
-                    if let Err(err) = sync::enqueue_waiting(&db).await {
-                        tracing::warn!(error = %err, "subscription sync sweep");
-                    }
-                }
-                _ = shutdown.cancelled() => return,
-            }
-        }
-    })
+pub fn schedules(db: Db, hours: u64) -> Vec<Schedule> {
+    let period = Duration::from_secs(hours.max(1) * 3600);
+    let sweep = Duration::from_secs(60);
+    let all = db.clone();
+    vec![
+        Schedule::every("subscription sync", period, move || {
+            let db = all.clone();
+            async move { sync::request_all(&db).await }
+        })
+        .first_after(period),
+        Schedule::every("subscription sync sweep", sweep, move || {
+            let db = db.clone();
+            async move { sync::enqueue_waiting(&db).await }
+        })
+        .first_after(sweep),
+    ]
 }

@@ -29,56 +29,42 @@ mod routes;
 mod staging;
 pub mod storage;
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 pub use ingest::{CsvParseHandler, CSV_PARSE_KIND};
 pub use routes::router;
 
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_plugins::Plugins;
+use cairn_platform::app::Boot;
 
 /// Key of the generic software inventory provider, the one behind
 /// `POST /api/v1/inventory/upload`.
 pub const GENERIC_SOFTWARE: &str = "software-inventory";
 
 /// Registers the `csv_parse` job kind.
-pub fn register(registry: &mut Registry, plugins: Arc<Plugins>, uploads_dir: PathBuf) {
+pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
     registry.register(
         CSV_PARSE_KIND,
         CsvParseHandler {
-            plugins,
-            uploads_dir,
+            plugins: boot.plugins.clone(),
+            uploads_dir: boot.settings.csv_uploads_dir.clone(),
         },
         ingest::STALL_TIMEOUT,
     );
+    Ok(())
 }
 
 /// Makes sure every tenant with a waiting upload has a parse job. An upload
 /// that arrives while its tenant's job is finishing joins that job (the
 /// queue keeps one per tenant) after its last look; this catches it.
-pub fn spawn_sweeper(db: Db, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tick.tick() => {}
-            }
-            let waiting = match storage::tenants_waiting(&db, every.as_millis() as i64).await {
-                Ok(tenants) => tenants,
-                Err(err) => {
-                    tracing::warn!(error = %err, "csv upload sweep failed");
-                    continue;
-                }
-            };
-            for tenant in waiting {
+pub fn sweep(db: Db, every: Duration) -> Schedule {
+    Schedule::every("csv upload sweep", every, move || {
+        let db = db.clone();
+        async move {
+            for tenant in storage::tenants_waiting(&db, every.as_millis() as i64).await? {
                 let tenant = TenantId(tenant);
                 let queued =
                     cairn_jobs::enqueue(&db, &tenant, CSV_PARSE_KIND, &serde_json::json!({})).await;
@@ -86,6 +72,7 @@ pub fn spawn_sweeper(db: Db, every: Duration, shutdown: CancellationToken) -> Jo
                     tracing::warn!(error = %err, "csv upload sweep could not enqueue");
                 }
             }
+            Ok::<(), sqlx::Error>(())
         }
     })
 }

@@ -18,13 +18,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::exposure::Exposure;
 pub use build::VersionCount;
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
+use cairn_jobs::schedule::Schedule;
 use cairn_jobs::{JobContext, JobFailure, JobHandler, Registry};
 pub use store::WriteError;
 
@@ -195,28 +194,18 @@ impl JobHandler for RollupHandler {
 
 /// Re-enqueues rebuilds whose request outran the job that would have
 /// answered it.
-pub fn spawn_sweeper(db: Db, every: Duration, shutdown: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = shutdown.cancelled() => return,
-            }
-            let tenants = match store::behind(&db).await {
-                Ok(tenants) => tenants,
-                Err(err) => {
-                    tracing::warn!(error = %err, "reading rollup requests failed");
-                    continue;
-                }
-            };
-            for tenant in tenants {
+pub fn sweep(db: Db, every: Duration) -> Schedule {
+    Schedule::every("rollup sweep", every, move || {
+        let db = db.clone();
+        async move {
+            for tenant in store::behind(&db).await? {
                 let tenant = TenantId(tenant);
                 let args = json!({"after": "an unanswered request"});
                 if let Err(err) = cairn_jobs::enqueue(&db, &tenant, ROLLUP_KIND, &args).await {
                     tracing::warn!(error = %err, "re-enqueueing a rollup failed");
                 }
             }
+            Ok::<(), sqlx::Error>(())
         }
     })
 }
