@@ -10,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 
 use cairn_core::db::Backend;
 use cairn_core::settings::Settings;
-use cairn_integrations::sync::{RunMode, SyncCaps, SyncHandler};
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
 use cairn_platform::app::{AppState, Boot};
@@ -31,30 +30,11 @@ pub fn builtin_jobs() -> Registry {
     registry
 }
 
-/// Registers the job handlers of every area: one sync and one bulk-pull
-/// kind per connector area (all run by the same pipeline with the
-/// connector each tenant chose), then each area's own kinds.
+/// Registers the job handlers of every area, each through the same
+/// signature.
 pub fn register_area_jobs(boot: &Boot, jobs: &mut Registry) -> anyhow::Result<()> {
-    let settings = boot.settings;
-    for area in boot.plugins.areas() {
-        for (kind, mode) in [
-            (cairn_integrations::sync_kind(area), RunMode::Sync),
-            (cairn_integrations::pull_kind(area), RunMode::Pull),
-        ] {
-            let handler = SyncHandler {
-                plugins: boot.plugins.clone(),
-                secrets: boot.secrets.clone(),
-                area: area.to_string(),
-                caps: SyncCaps::from_settings(settings),
-                mode,
-            };
-            // The spec's stale-sync guard.
-            let stall = Duration::from_secs(settings.sync_stall_secs.max(1));
-            jobs.register(&kind, handler, stall);
-        }
-    }
-    // Every area's jobs, through one signature.
-    let areas: [fn(&Boot, &mut Registry) -> anyhow::Result<()>; 6] = [
+    let areas: [fn(&Boot, &mut Registry) -> anyhow::Result<()>; 7] = [
+        cairn_integrations::register,
         cairn_integrations::csv_sources::register,
         cairn_vulnerabilities::register,
         cairn_features::news::register,

@@ -109,3 +109,30 @@ async fn cancel_area_jobs(
     }
     Ok(())
 }
+
+/// Registers one sync and one bulk-pull job kind per connector area, all
+/// run by the same pipeline with the connector each tenant chose.
+pub fn register(
+    boot: &cairn_platform::app::Boot,
+    jobs: &mut cairn_jobs::Registry,
+) -> anyhow::Result<()> {
+    let settings = boot.settings;
+    // The spec's stale-sync guard.
+    let stall = std::time::Duration::from_secs(settings.sync_stall_secs.max(1));
+    for area in boot.plugins.areas() {
+        for (kind, mode) in [
+            (sync_kind(area), sync::RunMode::Sync),
+            (pull_kind(area), sync::RunMode::Pull),
+        ] {
+            let handler = sync::SyncHandler {
+                plugins: boot.plugins.clone(),
+                secrets: boot.secrets.clone(),
+                area: area.to_string(),
+                caps: sync::SyncCaps::from_settings(settings),
+                mode,
+            };
+            jobs.register(&kind, handler, stall);
+        }
+    }
+    Ok(())
+}

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::identify::{AppId, Identification, ProductKey};
 use super::matching::Hit;
 use super::scan::{ScanCounts, ScanScope};
-use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
 use cairn_inventory::software::SoftwareKey;
@@ -49,12 +49,8 @@ pub async fn next_queued_scan(
     .bind(tenant.as_str())
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| {
-        (
-            r.get("id"),
-            serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
-        )
-    }))
+    row.map(|r| Ok((r.get("id"), stored_json("scope", r.get("scope"))?)))
+        .transpose()
 }
 
 pub async fn mark_scan_running(

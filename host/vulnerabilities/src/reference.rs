@@ -14,7 +14,7 @@ use super::feeds::{Cwe, EpssScore, KevEntry};
 use super::identify::ProductKey;
 use super::matching::CandidateRow;
 use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD};
-use cairn_core::db::{now_ms, Db};
+use cairn_core::db::{now_ms, stored_json, Db};
 
 /// What one batch of CVE records did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -507,7 +507,7 @@ pub async fn rows_for_products(
                     end_including: r.get::<i64, _>("end_including") != 0,
                     vulnerable: r.get::<i64, _>("vulnerable") != 0,
                     negate: r.get::<i64, _>("negate") != 0,
-                    platforms: serde_json::from_str(&platforms).unwrap_or_default(),
+                    platforms: stored_json("platforms", &platforms)?,
                 },
                 rejected: status.eq_ignore_ascii_case("rejected"),
                 has_nvd_config: r.get::<i64, _>("has_nvd_config") != 0,
@@ -556,11 +556,14 @@ pub async fn source_state(db: &Db, source: &str) -> sqlx::Result<Option<SourceSt
             .bind(source)
             .fetch_optional(&db.pool)
             .await?;
-    Ok(row.map(|r| SourceState {
-        position: r.get("position"),
-        updated_at: r.get("updated_at"),
-        detail: serde_json::from_str(&r.get::<String, _>("detail")).unwrap_or(Value::Null),
-    }))
+    row.map(|r| {
+        Ok(SourceState {
+            position: r.get("position"),
+            updated_at: r.get("updated_at"),
+            detail: stored_json("detail", r.get("detail"))?,
+        })
+    })
+    .transpose()
 }
 
 pub async fn set_source_state(
@@ -639,8 +642,7 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     else {
         return Ok(None);
     };
-    let cwe_ids: Vec<String> =
-        serde_json::from_str(&r.get::<String, _>("cwe_ids")).unwrap_or_default();
+    let cwe_ids: Vec<String> = stored_json("cwe_ids", r.get("cwe_ids"))?;
     let names: HashMap<String, String> = if cwe_ids.is_empty() {
         HashMap::new()
     } else {
@@ -674,7 +676,7 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
                 cwe_id: id,
             })
             .collect(),
-        references: serde_json::from_str(&r.get::<String, _>("refs")).unwrap_or(Value::Null),
+        references: stored_json("refs", r.get("refs"))?,
         record_source: r.get("source"),
         epss_score: r.get("epss_score"),
         epss_percentile: r.get("epss_percentile"),

@@ -14,7 +14,7 @@ use super::findings::OPEN;
 use super::identify::clean_name;
 use super::scan::ScanScope;
 use super::triage::{counts_open_sql, suppressed_sql};
-use cairn_core::db::{to_rfc3339, Db};
+use cairn_core::db::{stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
 
@@ -471,11 +471,11 @@ pub struct ScanView {
 const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
     applications, devices, findings, new_findings, fixed_findings, by_severity, mode";
 
-fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
-    ScanView {
+fn scan_view(r: sqlx::any::AnyRow) -> sqlx::Result<ScanView> {
+    Ok(ScanView {
         id: r.get("id"),
         status: r.get("status"),
-        scope: serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
+        scope: stored_json("scope", r.get("scope"))?,
         job_id: r.get("job_id"),
         error: r.get("error"),
         created_at: to_rfc3339(r.get("created_at")),
@@ -485,10 +485,9 @@ fn scan_view(r: sqlx::any::AnyRow) -> ScanView {
         findings: r.get("findings"),
         new_findings: r.get("new_findings"),
         fixed_findings: r.get("fixed_findings"),
-        by_severity: serde_json::from_str(&r.get::<String, _>("by_severity"))
-            .unwrap_or(Value::Null),
+        by_severity: stored_json("by_severity", r.get("by_severity"))?,
         mode: r.get("mode"),
-    }
+    })
 }
 
 pub async fn scans(
@@ -510,7 +509,12 @@ pub async fn scans(
         .bind(tenant.as_str())
         .fetch_one(&db.pool)
         .await?;
-    Ok((rows.into_iter().map(scan_view).collect(), total))
+    Ok((
+        rows.into_iter()
+            .map(scan_view)
+            .collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 pub async fn scan(db: &Db, tenant: &TenantId, scan_id: &str) -> sqlx::Result<Option<ScanView>> {
@@ -521,7 +525,7 @@ pub async fn scan(db: &Db, tenant: &TenantId, scan_id: &str) -> sqlx::Result<Opt
     .bind(scan_id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(scan_view))
+    row.map(scan_view).transpose()
 }
 
 /// A CVE a scan found.
@@ -606,13 +610,15 @@ pub async fn scan_cve_devices(
     .bind(cve_id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(affected.map(|a| {
-        let mut devices: Vec<AffectedDevice> = serde_json::from_str(&a).unwrap_or_default();
-        devices.sort_by(|x, y| {
-            (&x.device_name, &x.application_name).cmp(&(&y.device_name, &y.application_name))
-        });
-        devices
-    }))
+    affected
+        .map(|a| {
+            let mut devices: Vec<AffectedDevice> = stored_json("affected", &a)?;
+            devices.sort_by(|x, y| {
+                (&x.device_name, &x.application_name).cmp(&(&y.device_name, &y.application_name))
+            });
+            Ok(devices)
+        })
+        .transpose()
 }
 
 #[derive(Debug, Serialize, ToSchema)]

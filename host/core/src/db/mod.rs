@@ -188,6 +188,17 @@ pub fn to_rfc3339(ms: i64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// Decodes the JSON text stored in `column`. Stored JSON is written by the
+/// service itself, so text that does not decode is a broken row: an error
+/// naming the column (a 500 with the detail logged), never a silent empty
+/// value.
+pub fn stored_json<T: serde::de::DeserializeOwned>(column: &str, raw: &str) -> sqlx::Result<T> {
+    serde_json::from_str(raw).map_err(|err| sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: Box::new(err),
+    })
+}
+
 /// True when `err` is a unique-constraint violation on either backend.
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     match err {
@@ -346,5 +357,18 @@ mod tests {
         );
         assert!(!message.contains('\n'), "one line: {message}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn stored_json_that_does_not_decode_is_an_error_naming_its_column() {
+        let scope: Vec<String> = stored_json("scope", r#"["a","b"]"#).unwrap();
+        assert_eq!(scope, ["a", "b"]);
+        for broken in ["", "{", "null", "42"] {
+            let err = stored_json::<Vec<String>>("scope", broken).unwrap_err();
+            assert!(
+                matches!(&err, sqlx::Error::ColumnDecode { index, .. } if index == "scope"),
+                "{broken:?}: {err}"
+            );
+        }
     }
 }

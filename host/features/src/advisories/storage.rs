@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 /// Times a recipient's message is tried before it is `failed`.
@@ -132,7 +132,7 @@ const ADVISORY_COLUMNS: &str = "a.id, a.subject, a.body, a.cve_id, a.application
     (SELECT COUNT(*) FROM advisory_recipients r \
      WHERE r.advisory_id = a.id AND r.status = 'failed') AS failed";
 
-fn advisory_view(r: sqlx::any::AnyRow) -> AdvisoryView {
+fn advisory_view(r: sqlx::any::AnyRow) -> sqlx::Result<AdvisoryView> {
     let (count, sent, failed): (i64, i64, i64) =
         (r.get("recipients"), r.get("sent"), r.get("failed"));
     let status = if sent + failed < count {
@@ -144,13 +144,13 @@ fn advisory_view(r: sqlx::any::AnyRow) -> AdvisoryView {
     } else {
         "partial"
     };
-    AdvisoryView {
+    Ok(AdvisoryView {
         id: r.get("id"),
         subject: r.get("subject"),
         body: r.get("body"),
         cve_id: r.get("cve_id"),
         application: r.get("application"),
-        versions: serde_json::from_str(&r.get::<String, _>("versions")).unwrap_or_default(),
+        versions: stored_json("versions", r.get("versions"))?,
         created_by: r.get("created_by"),
         created_at: to_rfc3339(r.get("created_at")),
         status: status.into(),
@@ -158,7 +158,7 @@ fn advisory_view(r: sqlx::any::AnyRow) -> AdvisoryView {
         sent_count: sent,
         failed_count: failed,
         recipients: None,
-    }
+    })
 }
 
 pub async fn list(
@@ -180,7 +180,12 @@ pub async fn list(
         .bind(tenant.as_str())
         .fetch_one(&db.pool)
         .await?;
-    Ok((rows.into_iter().map(advisory_view).collect(), total))
+    Ok((
+        rows.into_iter()
+            .map(advisory_view)
+            .collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 /// One advisory with its recipients.
@@ -195,7 +200,7 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
     else {
         return Ok(None);
     };
-    let mut view = advisory_view(row);
+    let mut view = advisory_view(row)?;
     let recipients = sqlx::query(
         "SELECT email, name, devices, explicit, status, error, attempts, sent_at \
          FROM advisory_recipients WHERE tenant_id = $1 AND advisory_id = $2 ORDER BY email",
@@ -205,17 +210,19 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
     .fetch_all(&db.pool)
     .await?
     .into_iter()
-    .map(|r| RecipientView {
-        email: r.get("email"),
-        name: r.get("name"),
-        devices: serde_json::from_str(&r.get::<String, _>("devices")).unwrap_or_default(),
-        explicit: r.get::<i64, _>("explicit") != 0,
-        status: r.get("status"),
-        error: r.get("error"),
-        attempts: r.get("attempts"),
-        sent_at: r.get::<Option<i64>, _>("sent_at").map(to_rfc3339),
+    .map(|r| {
+        Ok(RecipientView {
+            email: r.get("email"),
+            name: r.get("name"),
+            devices: stored_json("devices", r.get("devices"))?,
+            explicit: r.get::<i64, _>("explicit") != 0,
+            status: r.get("status"),
+            error: r.get("error"),
+            attempts: r.get("attempts"),
+            sent_at: r.get::<Option<i64>, _>("sent_at").map(to_rfc3339),
+        })
     })
-    .collect();
+    .collect::<sqlx::Result<_>>()?;
     view.recipients = Some(recipients);
     Ok(Some(view))
 }

@@ -8,7 +8,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::metrics::DataSource;
-use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 /// Where a widget sits on the dashboard's 12-column grid.
@@ -77,21 +77,21 @@ const COLUMNS: &str = "d.id, d.name, d.owner_id, d.shared, d.is_default, d.layou
 /// `$1` the tenant, `$2` the caller.
 const VISIBLE: &str = "d.tenant_id = $1 AND (d.owner_id = $2 OR d.shared = 1)";
 
-fn view(r: sqlx::any::AnyRow, user_id: &str) -> DashboardView {
+fn view(r: sqlx::any::AnyRow, user_id: &str) -> sqlx::Result<DashboardView> {
     let owner_id: String = r.get("owner_id");
-    DashboardView {
+    Ok(DashboardView {
         id: r.get("id"),
         name: r.get("name"),
         editable: owner_id == user_id,
         owner_id,
         shared: r.get::<i64, _>("shared") != 0,
         is_default: r.get::<i64, _>("is_default") != 0,
-        layout: serde_json::from_str(&r.get::<String, _>("layout")).unwrap_or(Value::Null),
+        layout: stored_json("layout", r.get("layout"))?,
         widget_count: r.get("widget_count"),
         widgets: None,
         created_at: to_rfc3339(r.get("created_at")),
         updated_at: to_rfc3339(r.get("updated_at")),
-    }
+    })
 }
 
 /// The dashboards the caller sees: theirs, then those shared with them.
@@ -104,7 +104,7 @@ pub async fn list(db: &Db, tenant: &TenantId, user_id: &str) -> sqlx::Result<Vec
     .bind(user_id)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(|r| view(r, user_id)).collect())
+    rows.into_iter().map(|r| view(r, user_id)).collect()
 }
 
 /// One dashboard the caller sees, with its widgets.
@@ -125,7 +125,7 @@ pub async fn get(
     else {
         return Ok(None);
     };
-    let mut dashboard = view(row, user_id);
+    let mut dashboard = view(row, user_id)?;
     dashboard.widgets = Some(widgets_of(db, tenant, id).await?);
     Ok(Some(dashboard))
 }
@@ -133,28 +133,17 @@ pub async fn get(
 const WIDGET_COLUMNS: &str =
     "id, dashboard_id, title, widget_type, data_source, position, created_at, updated_at";
 
-fn widget_view(r: sqlx::any::AnyRow) -> WidgetView {
-    WidgetView {
+fn widget_view(r: sqlx::any::AnyRow) -> sqlx::Result<WidgetView> {
+    Ok(WidgetView {
         id: r.get("id"),
         dashboard_id: r.get("dashboard_id"),
         title: r.get("title"),
         widget_type: r.get("widget_type"),
-        data_source: serde_json::from_str(&r.get::<String, _>("data_source")).unwrap_or(
-            DataSource {
-                metric: String::new(),
-                params: Default::default(),
-                filter: None,
-            },
-        ),
-        position: serde_json::from_str(&r.get::<String, _>("position")).unwrap_or(Position {
-            x: 0,
-            y: 0,
-            w: 4,
-            h: 4,
-        }),
+        data_source: stored_json("data_source", r.get("data_source"))?,
+        position: stored_json("position", r.get("position"))?,
         created_at: to_rfc3339(r.get("created_at")),
         updated_at: to_rfc3339(r.get("updated_at")),
-    }
+    })
 }
 
 async fn widgets_of(
@@ -170,7 +159,7 @@ async fn widgets_of(
     .bind(dashboard_id)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(widget_view).collect())
+    rows.into_iter().map(widget_view).collect()
 }
 
 /// A widget of a dashboard the caller sees.
@@ -194,7 +183,7 @@ pub async fn visible_widget(
     .bind(widget_id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(widget_view))
+    row.map(widget_view).transpose()
 }
 
 /// A widget to store.
@@ -399,7 +388,7 @@ pub async fn widget(
     .bind(widget_id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(widget_view))
+    row.map(widget_view).transpose()
 }
 
 /// Replaces a widget of `dashboard_id` (the caller checked ownership).

@@ -5,7 +5,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -35,12 +35,12 @@ pub struct ReportView {
 const COLUMNS: &str = "id, report_type, format, scope, title, status, error, file_name, \
     size_bytes, row_count, created_by, created_at, finished_at";
 
-fn view(r: sqlx::any::AnyRow) -> ReportView {
-    ReportView {
+fn view(r: sqlx::any::AnyRow) -> sqlx::Result<ReportView> {
+    Ok(ReportView {
         id: r.get("id"),
         report_type: r.get("report_type"),
         format: r.get("format"),
-        scope: serde_json::from_str(&r.get::<String, _>("scope")).unwrap_or_default(),
+        scope: stored_json("scope", r.get("scope"))?,
         title: r.get("title"),
         status: r.get("status"),
         error: r.get("error"),
@@ -50,7 +50,7 @@ fn view(r: sqlx::any::AnyRow) -> ReportView {
         created_by: r.get("created_by"),
         created_at: to_rfc3339(r.get("created_at")),
         finished_at: r.get::<Option<i64>, _>("finished_at").map(to_rfc3339),
-    }
+    })
 }
 
 pub struct NewReport<'a> {
@@ -100,7 +100,10 @@ pub async fn list(
         .bind(tenant.as_str())
         .fetch_one(&db.pool)
         .await?;
-    Ok((rows.into_iter().map(view).collect(), total))
+    Ok((
+        rows.into_iter().map(view).collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<ReportView>> {
@@ -111,7 +114,7 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Re
     .bind(id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(view))
+    row.map(view).transpose()
 }
 
 /// The stored file of a finished report: (relative path, file name).

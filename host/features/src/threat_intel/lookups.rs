@@ -71,13 +71,14 @@ async fn kept(
     .bind(newer_than)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| {
-        (
+    row.map(|r| {
+        Ok((
             r.get("connector"),
-            serde_json::from_str(r.get::<&str, _>("answer")).unwrap_or(Value::Null),
+            cairn_core::db::stored_json("answer", r.get::<&str, _>("answer"))?,
             r.get("fetched_at"),
-        )
-    }))
+        ))
+    })
+    .transpose()
 }
 
 async fn keep(
