@@ -41,10 +41,15 @@ fn read_manifest(path: &Path) -> Manifest {
     let mut section = String::new();
     let mut name = String::new();
     let mut dependencies = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
+    for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             section = line.trim_matches(|c| c == '[' || c == ']').to_string();
+            // `[dependencies.cairn-x]` names the crate in the header.
+            if let Some((kind, dependency)) = section.split_once('.') {
+                if kind.ends_with("dependencies") && dependency.starts_with("cairn") {
+                    dependencies.push((kind.to_string(), dependency.to_string()));
+                }
+            }
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
@@ -54,22 +59,10 @@ fn read_manifest(path: &Path) -> Manifest {
         if section == "package" && key == "name" {
             name = value.trim().trim_matches('"').to_string();
         }
-        // `cairn-x = { path = ... }`, `cairn-x.workspace = true` and the
-        // `[dependencies.cairn-x]` form all name the crate at the start.
+        // `cairn-x = { path = ... }` and `cairn-x.workspace = true`.
         let dependency = key.split('.').next().unwrap_or(key);
         if section.ends_with("dependencies") && dependency.starts_with("cairn") {
             dependencies.push((section.clone(), dependency.to_string()));
-        }
-    }
-    for line in text.lines() {
-        let line = line.trim();
-        for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
-            if let Some(rest) = line.strip_prefix(&format!("[{kind}.")) {
-                let dependency = rest.trim_end_matches(']');
-                if dependency.starts_with("cairn") {
-                    dependencies.push((kind.to_string(), dependency.to_string()));
-                }
-            }
         }
     }
     Manifest {
