@@ -10,6 +10,7 @@ pub struct Cpe {
     pub product: String,
     pub version: String,
     pub update: String,
+    pub sw_edition: String,
     pub target_sw: String,
 }
 
@@ -42,8 +43,22 @@ impl Cpe {
             product: lower(&fields[2]),
             version: fields[3].clone(),
             update: lower(&fields[4]),
+            sw_edition: lower(&fields[7]),
             target_sw: lower(&fields[8]),
         })
+    }
+
+    /// The software platform the CPE restricts to: `target_sw`, or, where
+    /// that is ANY, an `sw_edition` that names one of our platforms
+    /// (Docker Desktop's `cpe:2.3:a:docker:desktop:*:*:*:*:*:windows:*:*`
+    /// vs. `...:*:*:*:windows:*:*:*`, both written by NVD).
+    pub fn platform_target(&self) -> String {
+        if is_any(&self.target_sw)
+            && matches!(target_platform(&self.sw_edition), Target::Platform(_))
+        {
+            return self.sw_edition.clone();
+        }
+        self.target_sw.clone()
     }
 }
 
@@ -103,6 +118,12 @@ mod tests {
         );
         let cpe = Cpe::parse("cpe:2.3:a:mozilla:firefox:*:*:*:*:*:android:*:*").unwrap();
         assert_eq!(cpe.target_sw, "android");
+        let cpe = Cpe::parse("cpe:2.3:a:docker:desktop:*:*:*:*:*:windows:*:*").unwrap();
+        assert_eq!(cpe.platform_target(), "windows");
+        let cpe = Cpe::parse("cpe:2.3:a:docker:desktop:*:*:*:*:windows:*:*:*").unwrap();
+        assert_eq!(cpe.platform_target(), "windows");
+        let cpe = Cpe::parse("cpe:2.3:a:vendor:tool:*:*:*:*:enterprise:*:*:*").unwrap();
+        assert_eq!(cpe.platform_target(), "*");
         let cpe = Cpe::parse("cpe:2.3:a:apache:log4j:2.0:rc1:*:*:*:*:*:*").unwrap();
         assert_eq!((cpe.version.as_str(), cpe.update.as_str()), ("2.0", "rc1"));
         let cpe = Cpe::parse(r"cpe:2.3:a:notepad-plus-plus:notepad\+\+:8.1:*:*:*:*:*:*:*").unwrap();

@@ -50,6 +50,7 @@
 //! installed software as matching reads it (whole, scoped, by keys or
 //! application names; distinct strings shared).
 
+pub mod affected;
 pub mod cpe;
 mod exposure;
 pub mod feeds;

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::affected;
 use super::cpe::{self, Cpe};
 
 /// Which feed a row of reference data came from.
@@ -161,36 +162,7 @@ struct NvdCpeMatch {
 #[serde(rename_all = "camelCase")]
 struct NvdAffected {
     #[serde(default)]
-    affected_data: Vec<CnaAffected>,
-}
-
-/// One `affected[]` entry of a CNA container (CVE JSON 5).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CnaAffected {
-    #[serde(default)]
-    vendor: Option<String>,
-    #[serde(default)]
-    product: Option<String>,
-    #[serde(default)]
-    platforms: Vec<String>,
-    #[serde(default)]
-    versions: Vec<CnaVersion>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CnaVersion {
-    #[serde(default)]
-    version: Option<String>,
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    less_than: Option<String>,
-    #[serde(default)]
-    less_than_or_equal: Option<String>,
-    #[serde(default)]
-    version_type: Option<String>,
+    affected_data: Value,
 }
 
 /// An NVD API 2.0 `cve` object.
@@ -227,12 +199,12 @@ pub fn from_nvd(cve: Value) -> Result<CveRecord, RecordError> {
                     continue;
                 }
                 nvd_rows.push(MatchRow {
+                    target_sw: parsed.platform_target(),
                     vendor: parsed.vendor,
                     product: parsed.product,
                     part: parsed.part,
                     cpe_version: parsed.version,
                     cpe_update: parsed.update,
-                    target_sw: parsed.target_sw,
                     criteria: m.criteria.clone(),
                     match_id: m.match_criteria_id.clone(),
                     version_start: m
@@ -255,8 +227,7 @@ pub fn from_nvd(cve: Value) -> Result<CveRecord, RecordError> {
     let cna_rows = (!cve.affected.is_empty()).then(|| {
         cve.affected
             .iter()
-            .flat_map(|a| a.affected_data.iter())
-            .flat_map(cna_rows_of)
+            .flat_map(|a| affected::rows_of_container(&a.affected_data, SOURCE_CNA))
             .collect()
     });
     let cwe_ids = cwe_list(
@@ -301,8 +272,6 @@ pub fn from_cve5(record: &Value) -> Result<CveRecord, RecordError> {
         .ok_or_else(|| RecordError::Shape(format!("{id}: no readable dateUpdated")))?;
     let descriptions: Vec<LangValue> =
         serde_json::from_value(cna["descriptions"].clone()).unwrap_or_default();
-    let affected: Vec<CnaAffected> =
-        serde_json::from_value(cna["affected"].clone()).unwrap_or_default();
     let cwe_ids = cwe_list(
         cna["problemTypes"]
             .as_array()
@@ -311,7 +280,25 @@ pub fn from_cve5(record: &Value) -> Result<CveRecord, RecordError> {
             .flat_map(|p| p["descriptions"].as_array().into_iter().flatten())
             .filter_map(|d| d["cweId"].as_str()),
     );
-    let (severity, cvss_score, cvss_version, cvss_vector) = best_cve5_metric(&cna["metrics"]);
+    let adps = record["containers"]["adp"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    // The CNA's score first; the CISA ADP scores what the CNA did not.
+    let metrics = std::iter::once(&cna["metrics"])
+        .chain(adps.iter().map(|adp| &adp["metrics"]))
+        .find(|m| best_cve5_metric(m).1.is_some())
+        .unwrap_or(&cna["metrics"]);
+    let (severity, cvss_score, cvss_version, cvss_vector) = best_cve5_metric(metrics);
+    // The CNA's affected entries and the ADP's (CISA adds CPEs).
+    let mut cna_rows = affected::rows_of_container(&cna["affected"], SOURCE_CNA);
+    for adp in adps {
+        for row in affected::rows_of_container(&adp["affected"], "adp") {
+            if !cna_rows.iter().any(|r| same_range(r, &row)) {
+                cna_rows.push(row);
+            }
+        }
+    }
     let state = meta["state"].as_str().unwrap_or("PUBLISHED");
     Ok(CveRecord {
         description: english(&descriptions),
@@ -326,13 +313,13 @@ pub fn from_cve5(record: &Value) -> Result<CveRecord, RecordError> {
         cvss_score,
         cvss_version,
         cvss_vector,
-        metrics: cna["metrics"].clone(),
+        metrics: metrics.clone(),
         cwe_ids,
         references: cna["references"].clone(),
         source: SOURCE_CVE5,
         has_nvd_config: false,
         nvd_rows: vec![],
-        cna_rows: Some(affected.iter().flat_map(cna_rows_of).collect()),
+        cna_rows: Some(cna_rows),
         id,
     })
 }
@@ -485,94 +472,27 @@ pub fn cna_slug(name: &str) -> String {
     slug.trim_matches('_').to_string()
 }
 
-/// `Zoom Client for Meetings for Windows` → (`Zoom Client for Meetings`,
-/// `windows`): CNAs often name the platform in the product.
-fn split_platform(product: &str) -> (&str, Option<&'static str>) {
-    let lower = product.to_lowercase();
-    for (suffix, platform) in [
-        (" for windows", "windows"),
-        (" for macos", "macos"),
-        (" for mac", "macos"),
-        (" for linux", "linux"),
-        (" for android", "android"),
-        (" for ios", "iphone_os"),
-    ] {
-        if lower.ends_with(suffix) {
-            return (&product[..product.len() - suffix.len()], Some(platform));
-        }
-    }
-    (product, None)
-}
-
-/// Match rows of one CNA `affected[]` entry: ranges from `lessThan` /
-/// `lessThanOrEqual`, exact versions otherwise; `unaffected` entries, git
-/// commits and "all versions" without a bound are not matchable.
-fn cna_rows_of(affected: &CnaAffected) -> Vec<MatchRow> {
-    let (Some(vendor), Some(product)) = (&affected.vendor, &affected.product) else {
-        return vec![];
-    };
-    let (product_name, named_platform) = split_platform(product);
-    let target_sw = named_platform
-        .map(str::to_string)
-        .or_else(|| {
-            // One listed platform restricts the entry; several do not.
-            match affected.platforms.as_slice() {
-                [one] => Some(one.to_lowercase().replace(' ', "_")),
-                _ => None,
-            }
-        })
-        .unwrap_or_else(|| "*".into());
-    let (vendor_key, product_key) = (cna_slug(vendor), cna_slug(product_name));
-    if vendor_key.is_empty() || product_key.is_empty() || vendor_key == "n/a" {
-        return vec![];
-    }
-    let criteria = format!("cna:{vendor}:{product}");
-    affected
-        .versions
-        .iter()
-        .filter(|v| v.status.as_deref() == Some("affected"))
-        .filter(|v| v.version_type.as_deref() != Some("git"))
-        .filter_map(|v| {
-            let version = v.version.as_deref().unwrap_or("").trim();
-            let open_start = matches!(version, "" | "0" | "*" | "unspecified" | "n/a" | "all");
-            let base = MatchRow {
-                vendor: vendor_key.clone(),
-                product: product_key.clone(),
-                part: "a".into(),
-                cpe_version: "*".into(),
-                cpe_update: "*".into(),
-                target_sw: target_sw.clone(),
-                criteria: criteria.clone(),
-                match_id: None,
-                version_start: None,
-                start_including: true,
-                version_end: None,
-                end_including: false,
-                vulnerable: true,
-                negate: false,
-                platforms: vec![],
-            };
-            let start = (!open_start).then(|| version.to_string());
-            match (&v.less_than, &v.less_than_or_equal) {
-                (Some(end), _) if end != "*" => Some(MatchRow {
-                    version_start: start,
-                    version_end: Some(end.clone()),
-                    ..base
-                }),
-                (_, Some(end)) if end != "*" => Some(MatchRow {
-                    version_start: start,
-                    version_end: Some(end.clone()),
-                    end_including: true,
-                    ..base
-                }),
-                _ if !open_start => Some(MatchRow {
-                    cpe_version: version.to_string(),
-                    ..base
-                }),
-                _ => None,
-            }
-        })
-        .collect()
+/// Whether two rows name the same product, platform and versions.
+fn same_range(a: &MatchRow, b: &MatchRow) -> bool {
+    (
+        &a.vendor,
+        &a.product,
+        &a.target_sw,
+        &a.cpe_version,
+        &a.version_start,
+        a.start_including,
+        &a.version_end,
+        a.end_including,
+    ) == (
+        &b.vendor,
+        &b.product,
+        &b.target_sw,
+        &b.cpe_version,
+        &b.version_start,
+        b.start_including,
+        &b.version_end,
+        b.end_including,
+    )
 }
 
 /// Whether `platform` (a device's `windows`/`macos`/`linux`) satisfies one
@@ -640,6 +560,61 @@ mod tests {
         assert_eq!(windows.product, "zoom_client_for_meetings");
         assert_eq!(windows.version_end.as_deref(), Some("5.10.0"));
         assert_eq!(windows.version_start, None);
+    }
+
+    fn cve5(name: &str) -> CveRecord {
+        let path = format!(
+            "{}/../../tests/fixtures/cve5/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        from_cve5(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()).unwrap()
+    }
+
+    /// Whether `product` at `version` is affected by a real CVE 5 record.
+    fn affected(record: &CveRecord, product: &str, version: &str) -> bool {
+        let rows: Vec<crate::matching::CandidateRow> = record
+            .cna_rows
+            .iter()
+            .flatten()
+            .filter(|r| format!("{}:{}", r.vendor, r.product) == product)
+            .map(|row| crate::matching::CandidateRow {
+                cve_id: record.id.clone(),
+                source: SOURCE_CNA.into(),
+                row: row.clone(),
+                rejected: false,
+                has_nvd_config: false,
+            })
+            .collect();
+        !crate::matching::evaluate(&rows, version, Some("windows")).is_empty()
+    }
+
+    #[test]
+    fn real_cve5_records() {
+        let chrome = cve5("CVE-2024-0519");
+        // The CNA gives no score; CISA's ADP does.
+        assert_eq!(chrome.cvss_score, Some(8.8));
+        for (version, expected) in [
+            ("120.0.6099.216", true),
+            ("119.0.6045.199", true),
+            ("120.0.6099.224", false),
+            ("121.0.6167.85", false),
+        ] {
+            assert_eq!(affected(&chrome, "google:chrome", version), expected, "chrome {version}");
+        }
+        let mozilla = cve5("CVE-2024-7519");
+        for (product, version, expected) in [
+            ("mozilla:firefox", "128.0.3", true),
+            ("mozilla:firefox", "129.0", false),
+            ("mozilla:firefox_esr", "115.13.0", true),
+            ("mozilla:firefox_esr", "115.14.0", false),
+            ("mozilla:firefox_esr", "128.0.3", true),
+            ("mozilla:firefox_esr", "128.1.0", false),
+            ("mozilla:thunderbird", "115.14.0", false),
+            ("mozilla:thunderbird", "115.12.1", true),
+            ("mozilla:thunderbird", "128.1.0", false),
+        ] {
+            assert_eq!(affected(&mozilla, product, version), expected, "{product} {version}");
+        }
     }
 
     #[test]
