@@ -80,6 +80,39 @@ struct TableFile {
     rules: Vec<RuleFile>,
     #[serde(default)]
     cna_aliases: HashMap<String, String>,
+    #[serde(default)]
+    version_rules: Vec<VersionRuleFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VersionRuleFile {
+    product: String,
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    from_name: Option<String>,
+}
+
+/// How a product's reported version reads in its CPEs' scheme.
+struct VersionRule {
+    /// `vendor:product`, or `vendor:*` for every product of the vendor.
+    vendor: String,
+    product: Option<String>,
+    /// The reported versions the rule is for (all when absent).
+    when: Option<Regex>,
+    rewrite: Rewrite,
+}
+
+enum Rewrite {
+    /// `when`'s captures into this template (`$1`, `${2}`).
+    To(String),
+    /// The first capture of this pattern in the application's name (the
+    /// release a JetBrains IDE shows beside its build number); no match
+    /// means the version cannot be read in the CPE's scheme.
+    FromName(Regex),
 }
 
 #[derive(Deserialize)]
@@ -100,9 +133,11 @@ struct Rule {
     cpe: Option<String>,
 }
 
-/// The translation table: rules and the CNA name aliases.
+/// The translation table: rules, the CNA name aliases and the version
+/// rules.
 pub struct Translations {
     rules: Vec<Rule>,
+    version_rules: Vec<VersionRule>,
     /// CNA (vendor, product) slugs to the CPE key they are.
     cna_aliases: HashMap<ProductKey, ProductKey>,
 }
@@ -113,6 +148,8 @@ pub enum TableError {
     Json(#[from] serde_json::Error),
     #[error("translation rule {index}: {reason}")]
     Rule { index: usize, reason: String },
+    #[error("version rule {index}: {reason}")]
+    VersionRule { index: usize, reason: String },
 }
 
 /// The table shipped with Cairn.
@@ -155,7 +192,65 @@ impl Translations {
                 cna_aliases.insert(from, to);
             }
         }
-        Ok(Translations { rules, cna_aliases })
+        let mut version_rules = Vec::with_capacity(file.version_rules.len());
+        for (index, rule) in file.version_rules.into_iter().enumerate() {
+            let bad = |reason: String| TableError::VersionRule { index, reason };
+            let (vendor, product) = rule
+                .product
+                .split_once(':')
+                .ok_or_else(|| bad("product must be vendor:product or vendor:*".into()))?;
+            let regex = |text: &str| Regex::new(text).map_err(|e| bad(e.to_string()));
+            let when = rule.when.as_deref().map(regex).transpose()?;
+            let rewrite = match (rule.to, rule.from_name) {
+                (Some(to), None) if when.is_some() => Rewrite::To(to),
+                (None, Some(pattern)) => Rewrite::FromName(regex(&pattern)?),
+                _ => return Err(bad("give when with to, or from_name".into())),
+            };
+            version_rules.push(VersionRule {
+                vendor: vendor.trim().to_lowercase(),
+                product: Some(product.trim().to_lowercase()).filter(|p| p != "*"),
+                when,
+                rewrite,
+            });
+        }
+        Ok(Translations {
+            rules,
+            version_rules,
+            cna_aliases,
+        })
+    }
+
+    /// The installed `version` of `key` as its CPEs write it: rewritten by
+    /// the first version rule for the product whose `when` matches, else
+    /// as reported. `None` when a rule says the version cannot be read in
+    /// that scheme (then nothing is matched on it: a guess would flag).
+    pub fn cpe_version<'a>(
+        &self,
+        key: &ProductKey,
+        name: &str,
+        version: &'a str,
+    ) -> Option<std::borrow::Cow<'a, str>> {
+        use std::borrow::Cow;
+        let rule = self.version_rules.iter().find(|r| {
+            r.vendor == key.vendor
+                && r.product.as_ref().is_none_or(|p| *p == key.product)
+                && r.when.as_ref().is_none_or(|w| w.is_match(version))
+        });
+        let Some(rule) = rule else {
+            return Some(Cow::Borrowed(version));
+        };
+        match &rule.rewrite {
+            Rewrite::To(template) => {
+                let when = rule.when.as_ref().expect("a to-rule has when");
+                Some(Cow::Owned(
+                    when.replace(version, template.as_str()).into_owned(),
+                ))
+            }
+            Rewrite::FromName(pattern) => pattern
+                .captures(name)
+                .and_then(|c| c.get(1))
+                .map(|m| Cow::Owned(m.as_str().to_string())),
+        }
     }
 
     /// The CNA keys that mean `key` (besides `key` itself).
@@ -407,6 +502,97 @@ mod tests {
             clean_publisher("Zoom Video Communications, Inc."),
             "zoom video communications"
         );
+    }
+}
+
+#[cfg(test)]
+mod version_rules {
+    use super::*;
+
+    #[test]
+    fn reported_versions_in_the_cpe_scheme() {
+        let table = Translations::shipped();
+        let key = |k: &str| ProductKey::parse(k).unwrap();
+        for (product, name, reported, expected) in [
+            (
+                "python:python",
+                "Python 3.10.6 (64-bit)",
+                "3.10.6150.0",
+                Some("3.10.6"),
+            ),
+            (
+                "python:python",
+                "Python 3.8.10 (64-bit)",
+                "3.8.10150.0",
+                Some("3.8.10"),
+            ),
+            ("python:python", "Python 3.12.1", "3.12.1", Some("3.12.1")),
+            (
+                "oracle:jre",
+                "Java 8 Update 351 (64-bit)",
+                "8.0.3510.10",
+                Some("1.8.0_351"),
+            ),
+            (
+                "oracle:jdk",
+                "Java SE Development Kit 17.0.9",
+                "17.0.9.0",
+                Some("17.0.9.0"),
+            ),
+            (
+                "jetbrains:intellij_idea",
+                "IntelliJ IDEA Community Edition 2022.3.2",
+                "223.8617.56",
+                Some("2022.3.2"),
+            ),
+            ("jetbrains:pycharm", "PyCharm", "223.8617.56", None),
+            ("jetbrains:pycharm", "PyCharm", "2023.1.4", Some("2023.1.4")),
+            (
+                "citrix:workspace",
+                "Citrix Workspace 2309",
+                "23.9.1.104",
+                Some("2309.1"),
+            ),
+            (
+                "citrix:workspace",
+                "Citrix Workspace 2311",
+                "23.11.0.132",
+                Some("2311.0"),
+            ),
+            ("zoom:meetings", "Zoom", "5.16.10 (26186)", Some("5.16.10")),
+            (
+                "google:chrome",
+                "Google Chrome",
+                "120.0.6099.130",
+                Some("120.0.6099.130"),
+            ),
+        ] {
+            assert_eq!(
+                table.cpe_version(&key(product), name, reported).as_deref(),
+                expected,
+                "{product} {reported}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_version_rules_are_refused() {
+        for (rules, reason) in [
+            (
+                r#"[{"product": "python", "when": "x", "to": "y"}]"#,
+                "vendor:product",
+            ),
+            (r#"[{"product": "a:b", "to": "y"}]"#, "give when with to"),
+            (r#"[{"product": "a:b", "when": "(", "to": "y"}]"#, "regex"),
+            (
+                r#"[{"product": "a:b", "when": "x", "too": "y"}]"#,
+                "unknown field",
+            ),
+        ] {
+            let text = format!(r#"{{"rules": [], "version_rules": {rules}}}"#);
+            let error = Translations::parse(&text).err().expect(rules).to_string();
+            assert!(error.contains(reason), "{error}");
+        }
     }
 }
 

@@ -98,10 +98,28 @@ fn contains(row: &MatchRow, version: &str) -> Option<String> {
             let exact = if cpe::is_any(&row.cpe_update) || row.cpe_update == "-" {
                 exact.to_string()
             } else {
-                format!("{exact}-{}", row.cpe_update)
+                format!("{exact}-{}", update_suffix(&row.cpe_update))
             };
             (compare_release(version, &exact) == Ordering::Equal).then(|| format!("= {exact}"))
         }
+    }
+}
+
+/// A CPE `update` as installed versions spell it: Java's `update_351` and
+/// `update351` are `_351` (`1.8.0_351`), sudo's `patch1` is `p1`
+/// (`1.9.5p1`); other updates (`rc1`, `sp2`, `p1`) as they are.
+fn update_suffix(update: &str) -> String {
+    let update = update.to_ascii_lowercase();
+    if let Some(number) = update
+        .strip_prefix("update")
+        .map(|n| n.trim_start_matches(['_', '-']))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return number.to_string();
+    }
+    match update.strip_prefix("patch") {
+        Some(number) if number.bytes().all(|b| b.is_ascii_digit()) => format!("p{number}"),
+        _ => update,
     }
 }
 
@@ -293,5 +311,28 @@ mod tests {
         assert_eq!(cves(&rows, "112.0.5615.49", None), ["EXACT"]);
         assert_eq!(cves(&rows, "2.0-rc1", None), ["RC"]);
         assert!(cves(&rows, "2.0", None).is_empty());
+        let rows = vec![
+            candidate(
+                "JAVA",
+                row("cpe:2.3:a:oracle:jre:1.8.0:update_351:*:*:*:*:*:*"),
+            ),
+            candidate(
+                "JAVA-NO-SEP",
+                row("cpe:2.3:a:oracle:jdk:1.8.0:update361:*:*:*:*:*:*"),
+            ),
+            candidate(
+                "SUDO",
+                row("cpe:2.3:a:sudo_project:sudo:1.9.5:p1:*:*:*:*:*:*"),
+            ),
+            candidate(
+                "SUDO-PATCH",
+                row("cpe:2.3:a:sudo_project:sudo:1.9.4:patch2:*:*:*:*:*:*"),
+            ),
+        ];
+        assert_eq!(cves(&rows, "1.8.0_351", None), ["JAVA"]);
+        assert_eq!(cves(&rows, "1.8.0_361", None), ["JAVA-NO-SEP"]);
+        assert_eq!(cves(&rows, "1.9.5p1", None), ["SUDO"]);
+        assert_eq!(cves(&rows, "1.9.4p2", None), ["SUDO-PATCH"]);
+        assert!(cves(&rows, "1.9.5", None).is_empty());
     }
 }

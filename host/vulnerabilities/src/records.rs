@@ -599,7 +599,11 @@ mod tests {
             ("120.0.6099.224", false),
             ("121.0.6167.85", false),
         ] {
-            assert_eq!(affected(&chrome, "google:chrome", version), expected, "chrome {version}");
+            assert_eq!(
+                affected(&chrome, "google:chrome", version),
+                expected,
+                "chrome {version}"
+            );
         }
         let mozilla = cve5("CVE-2024-7519");
         for (product, version, expected) in [
@@ -613,7 +617,11 @@ mod tests {
             ("mozilla:thunderbird", "115.12.1", true),
             ("mozilla:thunderbird", "128.1.0", false),
         ] {
-            assert_eq!(affected(&mozilla, product, version), expected, "{product} {version}");
+            assert_eq!(
+                affected(&mozilla, product, version),
+                expected,
+                "{product} {version}"
+            );
         }
     }
 

@@ -8,6 +8,7 @@
 //! (product, version, platform) is evaluated once; only findings that are
 //! new, reopened, changed or fixed are written.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -280,14 +281,19 @@ pub async fn run_scan(
             .copied()
     };
 
-    // The installations identified as a product.
-    let installs: Vec<(&InstalledSoftware, &ProductKey, &str, Option<&str>)> = software
+    // The installations identified as a product, each with its version as
+    // the product's CPEs write it (a version no rule can read is left out).
+    let installs: Vec<(&InstalledSoftware, &ProductKey, Cow<str>, Option<&str>)> = software
         .iter()
         .filter_map(|item| match identity_of(item) {
             Some(Identification::Product(key)) => Some((
                 item,
                 key,
-                item.version.as_deref().unwrap_or(""),
+                translations.cpe_version(
+                    key,
+                    &item.application_name,
+                    item.version.as_deref().unwrap_or(""),
+                )?,
                 platform(item.os_platform.as_deref()),
             )),
             _ => None,
@@ -316,7 +322,8 @@ pub async fn run_scan(
     // million findings).
     let no_rows = Vec::new();
     let mut evaluated: HashMap<(&ProductKey, &str, Option<&str>), Vec<Hit>> = HashMap::new();
-    for &(_, key, version, platform) in &installs {
+    for (_, key, version, platform) in &installs {
+        let (key, version, platform) = (*key, version.as_ref(), *platform);
         evaluated
             .entry((key, version, platform))
             .or_insert_with(|| {
@@ -325,13 +332,14 @@ pub async fn run_scan(
     }
     let wanted: Vec<findings::WantedFinding> = installs
         .iter()
-        .flat_map(|&(item, key, version, platform)| {
-            evaluated[&(key, version, platform)]
+        .flat_map(|(item, key, cpe_version, platform)| {
+            let (item, key) = (*item, *key);
+            evaluated[&(key, cpe_version.as_ref(), *platform)]
                 .iter()
                 .map(move |hit| findings::WantedFinding {
                     device_name: &item.device_name,
                     application_name: &item.application_name,
-                    version,
+                    version: item.version.as_deref().unwrap_or(""),
                     key,
                     hit,
                 })
