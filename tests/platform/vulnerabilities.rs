@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 backend_tests!(
     fixtures_match_exactly_the_expected_cves,
+    linux_packages_match_their_distribution_advisories,
     vulnerability_routes_are_scoped_by_tenant,
     bad_input_is_refused_with_the_field,
 );
@@ -920,4 +921,209 @@ async fn bad_input_is_refused_with_the_field(backend: Backend) {
     .await
     .assert_error(404);
     app.finish().await;
+}
+
+/// A package as a Linux inventory reports it, on a device whose OS fields
+/// name its release.
+fn package(device: &str, os: &str, release: &str, name: &str, version: &str) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some(os.into()),
+        os_version: Some(release.into()),
+        user_email: None,
+        user_name: None,
+        application_name: Some(name.into()),
+        vendor: None,
+        version: Some(version.into()),
+        publisher: None,
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// Ubuntu's and Debian's advisories for one sudo CVE, as OSV records.
+fn sudo_advisories() -> [Value; 2] {
+    [
+        json!({
+            "schema_version": "1.6.0",
+            "id": "UBUNTU-CVE-2023-22809",
+            "modified": "2024-01-10T12:00:00Z",
+            "upstream": ["CVE-2023-22809"],
+            "summary": "sudoedit allows a user to edit any file",
+            "affected": [{
+                "package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "sudo"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.9.9-1ubuntu2.2"}]}],
+                "ecosystem_specific": {"binaries": [{"binary_name": "sudo-ldap", "binary_version": "1.9.9-1ubuntu2.2"}]}
+            }]
+        }),
+        json!({
+            "id": "DSA-5321-1",
+            "modified": "2023-01-19T00:00:00Z",
+            "aliases": ["CVE-2023-22809"],
+            "affected": [{
+                "package": {"ecosystem": "Debian:12", "name": "sudo"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.9.13p1-1"}]}]
+            }]
+        }),
+    ]
+}
+
+/// Linux packages go through their distribution's advisories (dpkg
+/// ordering, the advisory id and fixed package version on the finding),
+/// never through CPEs; a third party's package (Google's Chrome) through
+/// CPEs with its packaging revision dropped. Advisories arrive as single
+/// records and in a zip with a malformed entry, which is counted.
+async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cairn-osv-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let [ubuntu, debian] = sudo_advisories();
+    std::fs::write(dir.join("a-ubuntu.json"), ubuntu.to_string()).unwrap();
+    {
+        let file = std::fs::File::create(dir.join("b-debian-all.zip")).unwrap();
+        let mut zip = zip::ZipWriter::new(file);
+        let options = zip::write::SimpleFileOptions::default();
+        zip.start_file("DSA-5321-1.json", options).unwrap();
+        std::io::Write::write_all(&mut zip, debian.to_string().as_bytes()).unwrap();
+        zip.start_file("DSA-0000-1.json", options).unwrap();
+        std::io::Write::write_all(
+            &mut zip,
+            br#"{"id": "DSA-0000-1", "modified": "2023-01-01T00:00:00Z", "affected": [{"package": {"ecosystem": "Debian:12", "name": "x"}}]}"#,
+        )
+        .unwrap();
+        zip.finish().unwrap();
+    }
+    let chrome = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/cve5/CVE-2024-0519.json"
+    ))
+    .unwrap();
+    std::fs::write(dir.join("c-chrome.json"), chrome).unwrap();
+    let reports = cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let summary: Vec<(&str, u64, u64)> = reports
+        .iter()
+        .map(|r| (r.kind, r.written, r.skipped))
+        .collect();
+    assert_eq!(
+        summary,
+        [("osv", 1, 0), ("osv", 1, 1), ("cve5", 1, 0)],
+        "{reports:?}"
+    );
+    assert!(
+        reports[1].errors[0].contains("DSA-0000-1: names no CVE"),
+        "{reports:?}"
+    );
+
+    let owner = app.register("owner@msp.example").await;
+    let ubuntu_os = ("Ubuntu", "22.04.3 LTS");
+    let debian_os = ("Linux", "Debian GNU/Linux 12 (bookworm)");
+    let rows = vec![
+        package("UBU-01", ubuntu_os.0, ubuntu_os.1, "sudo", "1.9.9-1ubuntu2"),
+        package(
+            "UBU-01",
+            ubuntu_os.0,
+            ubuntu_os.1,
+            "sudo-ldap",
+            "1.9.9-1ubuntu2.1",
+        ),
+        package(
+            "UBU-02",
+            ubuntu_os.0,
+            ubuntu_os.1,
+            "sudo",
+            "1.9.9-1ubuntu2.10",
+        ),
+        package("DEB-01", debian_os.0, debian_os.1, "sudo", "1.9.13p1-1~rc1"),
+        package(
+            "DEB-02",
+            debian_os.0,
+            debian_os.1,
+            "sudo",
+            "1.9.13p3-1+deb12u1",
+        ),
+        // A release without advisories here: nothing, not a CPE guess.
+        package("ARCH-01", "Linux", "Arch Linux", "sudo", "1.9.5p1-1"),
+        // Google's own package: Chrome through CPEs, upstream version.
+        package(
+            "UBU-01",
+            ubuntu_os.0,
+            ubuntu_os.1,
+            "google-chrome-stable",
+            "120.0.6099.129-1",
+        ),
+        package(
+            "UBU-02",
+            ubuntu_os.0,
+            ubuntu_os.1,
+            "google-chrome-stable",
+            "120.0.6099.224-1",
+        ),
+    ];
+    app.seed(&owner, "rmm", &rows).await;
+    scan(&app, &owner, json!({})).await;
+    let expected: BTreeSet<_> = [
+        finding("UBU-01", "sudo", "1.9.9-1ubuntu2", "CVE-2023-22809"),
+        finding("UBU-01", "sudo-ldap", "1.9.9-1ubuntu2.1", "CVE-2023-22809"),
+        finding("DEB-01", "sudo", "1.9.13p1-1~rc1", "CVE-2023-22809"),
+        finding(
+            "UBU-01",
+            "google-chrome-stable",
+            "120.0.6099.129-1",
+            "CVE-2024-0519",
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(open_findings(&app, &owner).await, expected);
+
+    let devices = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2023-22809/devices",
+            &owner.bearer(),
+        )
+        .await;
+    let by_device: Vec<(&str, &str, &str, &str, &str)> = devices.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["application_name"] == "sudo")
+        .map(|f| {
+            (
+                f["device_name"].as_str().unwrap(),
+                f["source"].as_str().unwrap(),
+                f["match_id"].as_str().unwrap(),
+                f["fix_version"].as_str().unwrap(),
+                f["criteria"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut by_device = by_device;
+    by_device.sort();
+    assert_eq!(
+        by_device,
+        [
+            (
+                "DEB-01",
+                "osv",
+                "DSA-5321-1",
+                "1.9.13p1-1",
+                "osv:debian:12:sudo"
+            ),
+            (
+                "UBU-01",
+                "osv",
+                "UBUNTU-CVE-2023-22809",
+                "1.9.9-1ubuntu2.2",
+                "osv:ubuntu:22.04:sudo"
+            ),
+        ],
+        "{}",
+        devices.text
+    );
 }

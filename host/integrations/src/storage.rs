@@ -325,7 +325,10 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
                             .as_deref()
                             .map(|raw| platform_label(raw).unwrap_or(raw)),
                     ),
-                    text(item.os_version.as_deref()),
+                    text(
+                        os_version_of(item.os_platform.as_deref(), item.os_version.as_deref())
+                            .as_deref(),
+                    ),
                     text(item.user_email.as_deref()),
                     text(item.user_name.as_deref()),
                     text(item.application_name.as_deref()),
@@ -615,6 +618,51 @@ pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<Sou
         applications,
         records: kinds.into_iter().collect(),
     })
+}
+
+/// The OS version as stored. A platform label that names a Linux
+/// distribution (`Ubuntu`, `Debian`) is stored as `linux`; its name moves
+/// into the version (`Ubuntu 22.04`) so the release a package belongs to
+/// stays known.
+fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
+    let distribution = platform
+        .map(str::trim)
+        .filter(|raw| platform_label(raw) == Some("linux") && !raw.eq_ignore_ascii_case("linux"));
+    match (distribution, version) {
+        (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
+            Some(format!("{name} {version}"))
+        }
+        (Some(name), None) => Some(name.to_string()),
+        (_, version) => version.map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod os_version_tests {
+    use super::os_version_of;
+
+    #[test]
+    fn a_distribution_label_moves_into_the_version() {
+        for (platform, version, expected) in [
+            (
+                Some("Ubuntu"),
+                Some("22.04.3 LTS"),
+                Some("Ubuntu 22.04.3 LTS"),
+            ),
+            (Some("ubuntu"), Some("Ubuntu 22.04"), Some("Ubuntu 22.04")),
+            (Some("Debian"), None, Some("Debian")),
+            (Some("Linux"), Some("6.1.0"), Some("6.1.0")),
+            (Some("Windows"), Some("10.0.19045"), Some("10.0.19045")),
+            (None, Some("14.2"), Some("14.2")),
+            (None, None, None),
+        ] {
+            assert_eq!(
+                os_version_of(platform, version).as_deref(),
+                expected,
+                "{platform:?} {version:?}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

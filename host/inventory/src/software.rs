@@ -28,6 +28,9 @@ pub struct InstalledSoftware {
     pub publisher: Option<Arc<str>>,
     pub version: Option<Arc<str>>,
     pub os_platform: Option<Arc<str>>,
+    /// The OS version or name a source gave (`Ubuntu 22.04.3 LTS`): which
+    /// distribution release a Linux package belongs to.
+    pub os_version: Option<Arc<str>>,
 }
 
 /// Which of a tenant's software to read.
@@ -85,6 +88,7 @@ impl Reader {
                 publisher: self.optional(r.get::<Option<&str>, _>("publisher")),
                 version: self.optional(r.get::<Option<&str>, _>("version")),
                 os_platform: self.optional(r.get::<Option<&str>, _>("os_platform")),
+                os_version: self.optional(r.get::<Option<&str>, _>("os_version")),
             });
         }
         Ok(())
@@ -97,7 +101,7 @@ impl Reader {
 pub const KEYS_PER_READ: usize = 50_000;
 
 const SOFTWARE_COLUMNS: &str = "i.device_name, i.application_name, \
-     COALESCE(i.publisher, i.vendor) AS publisher, i.version, i.os_platform";
+     COALESCE(i.publisher, i.vendor) AS publisher, i.version, i.os_platform, i.os_version";
 
 /// Distinct (device, application, publisher, version, platform) of a
 /// tenant's inventory, within `scope`.

@@ -1,8 +1,9 @@
 //! `cairn vuln import PATH...`: offline loads for air-gapped instances and
 //! first loads. Each file's kind is sniffed from its content (gzip and zip
 //! are opened first): NVD JSON 2.0 (yearly/modified feeds, API pages), CVE
-//! JSON 5 records, the KEV catalog, the EPSS CSV, the CWE XML, an NVD CPE
-//! dictionary. Large files stream: a reader thread parses and hands
+//! JSON 5 records, OSV advisories of Linux distributions (one record, or an
+//! ecosystem's `all.zip`), the KEV catalog, the EPSS CSV, the CWE XML, an
+//! NVD CPE dictionary. Large files stream: a reader thread parses and hands
 //! batches to the database writer, so memory stays flat.
 
 use std::fmt;
@@ -15,6 +16,7 @@ use tokio::sync::mpsc;
 
 use super::feeds;
 use super::identify::ProductKey;
+use super::osv;
 use super::records::{self, CveRecord};
 use super::reference;
 use cairn_core::db::Db;
@@ -80,6 +82,7 @@ enum Kind {
     Epss,
     Cwe,
     CpeDictionary,
+    Osv,
 }
 
 /// Reads the kind from the first bytes of (decompressed) content.
@@ -101,6 +104,8 @@ fn sniff(head: &[u8]) -> Option<Kind> {
         Some(Kind::Cve5)
     } else if text.contains("\"cpeName\"") {
         Some(Kind::CpeDictionary)
+    } else if text.contains("\"ecosystem\"") && text.contains("\"modified\"") {
+        Some(Kind::Osv)
     } else if text.contains("\"vulnerabilities\"") {
         Some(Kind::Nvd)
     } else {
@@ -173,10 +178,10 @@ pub async fn import_file(db: &Db, path: &Path) -> Result<Vec<ImportReport>, Impo
 /// records are written in batches across entries.
 async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportError> {
     let name = path.display().to_string();
-    let (sender, mut receiver) = mpsc::channel::<Vec<CveRecord>>(2);
+    let (sender, mut receiver) = mpsc::channel::<ZipBatch>(2);
     let path = path.to_path_buf();
     let file_name = name.clone();
-    type ZipRead = (ImportReport, Vec<(String, Kind, Vec<u8>)>);
+    type ZipRead = (ImportReport, ImportReport, Vec<(String, Kind, Vec<u8>)>);
     let reader = tokio::task::spawn_blocking(move || -> Result<ZipRead, ImportError> {
         let format = |reason: String| ImportError::Format {
             path: file_name.clone(),
@@ -188,8 +193,10 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
         })?;
         let mut archive = zip::ZipArchive::new(file).map_err(|e| format(e.to_string()))?;
         let mut cve5 = ImportReport::new(&file_name, "cve5");
+        let mut advisories = ImportReport::new(&file_name, "osv");
         let mut catalogs = vec![];
         let mut batch = Vec::with_capacity(BATCH);
+        let mut osv_batch = Vec::with_capacity(BATCH);
         for index in 0..archive.len() {
             let mut entry = archive.by_index(index).map_err(|e| format(e.to_string()))?;
             if entry.is_dir() {
@@ -218,7 +225,26 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                         Err(e) => cve5.skip(format!("{entry_name}: {e}")),
                     }
                     if batch.len() >= BATCH
-                        && sender.blocking_send(std::mem::take(&mut batch)).is_err()
+                        && sender
+                            .blocking_send(ZipBatch::Cves(std::mem::take(&mut batch)))
+                            .is_err()
+                    {
+                        break;
+                    }
+                }
+                Some(Kind::Osv) => {
+                    advisories.records += 1;
+                    match serde_json::from_slice::<Value>(&bytes)
+                        .map_err(|e| e.to_string())
+                        .and_then(|v| osv::parse(&v).map_err(|e| e.to_string()))
+                    {
+                        Ok(advisory) => osv_batch.push(advisory),
+                        Err(e) => advisories.skip(format!("{entry_name}: {e}")),
+                    }
+                    if osv_batch.len() >= BATCH
+                        && sender
+                            .blocking_send(ZipBatch::Advisories(std::mem::take(&mut osv_batch)))
+                            .is_err()
                     {
                         break;
                     }
@@ -228,25 +254,44 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
             }
         }
         if !batch.is_empty() {
-            let _ = sender.blocking_send(batch);
+            let _ = sender.blocking_send(ZipBatch::Cves(batch));
         }
-        Ok((cve5, catalogs))
+        if !osv_batch.is_empty() {
+            let _ = sender.blocking_send(ZipBatch::Advisories(osv_batch));
+        }
+        Ok((cve5, advisories, catalogs))
     });
     let mut written = reference::CveWrite::default();
+    let mut advisories_written = osv::OsvWrite::default();
     while let Some(batch) = receiver.recv().await {
-        let w = reference::write_cves(db, &batch).await?;
-        written.written += w.written;
-        written.unchanged += w.unchanged;
+        match batch {
+            ZipBatch::Cves(records) => {
+                let w = reference::write_cves(db, &records).await?;
+                written.written += w.written;
+                written.unchanged += w.unchanged;
+            }
+            ZipBatch::Advisories(advisories) => {
+                let w = osv::write_advisories(db, &advisories).await?;
+                advisories_written.written += w.written;
+                advisories_written.unchanged += w.unchanged;
+            }
+        }
     }
-    let (mut cve5, catalogs) = reader.await.map_err(|e| ImportError::Format {
-        path: name.clone(),
-        reason: e.to_string(),
-    })??;
+    let (mut cve5, mut advisories, catalogs) =
+        reader.await.map_err(|e| ImportError::Format {
+            path: name.clone(),
+            reason: e.to_string(),
+        })??;
     cve5.written = written.written;
     cve5.unchanged = written.unchanged;
+    advisories.written = advisories_written.written;
+    advisories.unchanged = advisories_written.unchanged;
     let mut reports = vec![];
     if cve5.records > 0 {
         reports.push(cve5);
+    }
+    if advisories.records > 0 {
+        reports.push(advisories);
     }
     for (entry, kind, bytes) in catalogs {
         reports.push(match kind {
@@ -270,6 +315,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Epss => "epss",
         Kind::Cwe => "cwe",
         Kind::CpeDictionary => "cpe_dictionary",
+        Kind::Osv => "osv",
     }
 }
 
@@ -292,7 +338,7 @@ pub async fn import_stream(
             let head = head[..head.len().min(65_536)].to_vec();
             let kind = sniff(&head).ok_or_else(|| ImportError::Format {
             path: file.clone(),
-            reason: "not a file cairn can import (NVD JSON 2.0, CVE JSON 5, KEV JSON, EPSS CSV, CWE XML, CPE dictionary JSON; plain, .gz or .zip)".into(),
+            reason: "not a file cairn can import (NVD JSON 2.0, CVE JSON 5, OSV JSON, KEV JSON, EPSS CSV, CWE XML, CPE dictionary JSON; plain, .gz or .zip)".into(),
         })?;
             let mut report = ImportReport::new(&file, kind_name(kind));
             match kind {
@@ -385,9 +431,23 @@ async fn import_small(
             report.written = w.written;
             report.unchanged = w.unchanged;
         }
+        Kind::Osv => {
+            let value: Value = serde_json::from_slice(bytes).map_err(|e| format(e.to_string()))?;
+            let advisory = osv::parse(&value).map_err(|e| format(e.to_string()))?;
+            report.records = 1;
+            let w = osv::write_advisories(db, &[advisory]).await?;
+            report.written = w.written;
+            report.unchanged = w.unchanged;
+        }
         Kind::Nvd | Kind::CpeDictionary => {}
     }
     Ok(report)
+}
+
+/// What a zip's reader hands the writer.
+enum ZipBatch {
+    Cves(Vec<CveRecord>),
+    Advisories(Vec<osv::Advisory>),
 }
 
 enum Batch {

@@ -59,6 +59,7 @@ pub mod findings;
 pub mod identify;
 pub mod import;
 pub mod matching;
+pub mod osv;
 pub mod package_versions;
 pub mod records;
 pub mod reference;

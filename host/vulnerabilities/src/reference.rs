@@ -116,8 +116,11 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
                 (newer, newer && record.cna_rows.is_some())
             }
             _ => {
+                // A CVE 5 record replaces an older one, or what an OSV
+                // advisory said of the CVE; never NVD's.
                 let main = stored.is_none_or(|s| {
-                    s.source == SOURCE_CVE5 && s.last_modified < record.last_modified
+                    (s.source == SOURCE_CVE5 || s.source == super::osv::SOURCE_OSV)
+                        && s.last_modified < record.last_modified
                 });
                 let cna = stored
                     .and_then(|s| s.cna_modified)

@@ -21,6 +21,7 @@ use super::identify::{
     self, AppId, Application, Dictionary, Identification, ProductKey, Translations,
 };
 use super::matching::{self, CandidateRow, Hit};
+use super::osv;
 use super::{findings, reference};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
@@ -239,6 +240,7 @@ async fn plan(
             let now = identified.get(*app);
             now.map(findings::StoredIdentification::from).as_ref() != Some(*before)
                 || matches!(now, Some(Identification::Product(key)) if product_changed(key))
+                || changed.contains(&osv::changed_key(&app.name))
         })
         .map(|(app, _)| app.name.clone())
         .collect();
@@ -281,21 +283,33 @@ pub async fn run_scan(
             .copied()
     };
 
-    // The installations identified as a product, each with its version as
-    // the product's CPEs write it (a version no rule can read is left out).
+    // Linux packages of a recognised release: their distribution's
+    // advisories only (osv.rs).
+    let packages = osv::match_packages(db, software).await?;
+
+    // The other installations identified as a product, each with its
+    // version as the product's CPEs write it (a version no rule can read is
+    // left out; a Linux package of a third party without its packaging
+    // revision).
     let installs: Vec<(&InstalledSoftware, &ProductKey, Cow<str>, Option<&str>)> = software
         .iter()
-        .filter_map(|item| match identity_of(item) {
-            Some(Identification::Product(key)) => Some((
-                item,
-                key,
-                translations.cpe_version(
+        .zip(&packages.of_item)
+        .filter(|(_, package)| package.is_none())
+        .filter_map(|(item, _)| match identity_of(item) {
+            Some(Identification::Product(key)) => {
+                let platform = platform(item.os_platform.as_deref());
+                let reported = item.version.as_deref().unwrap_or("");
+                let reported = match platform {
+                    Some("linux") => osv::upstream_version(reported),
+                    _ => reported,
+                };
+                Some((
+                    item,
                     key,
-                    &item.application_name,
-                    item.version.as_deref().unwrap_or(""),
-                )?,
-                platform(item.os_platform.as_deref()),
-            )),
+                    translations.cpe_version(key, &item.application_name, reported)?,
+                    platform,
+                ))
+            }
             _ => None,
         })
         .collect();
@@ -330,7 +344,20 @@ pub async fn run_scan(
                 matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
             });
     }
-    let wanted: Vec<findings::WantedFinding> = installs
+    let package_findings = software
+        .iter()
+        .zip(&packages.of_item)
+        .filter_map(|(item, key)| Some((item, packages.evaluated.get(key.as_ref()?)?)))
+        .flat_map(|(item, (key, hits))| {
+            hits.iter().map(move |hit| findings::WantedFinding {
+                device_name: &item.device_name,
+                application_name: &item.application_name,
+                version: item.version.as_deref().unwrap_or(""),
+                key,
+                hit,
+            })
+        });
+    let mut wanted: Vec<findings::WantedFinding> = installs
         .iter()
         .flat_map(|(item, key, cpe_version, platform)| {
             let (item, key) = (*item, *key);
@@ -344,7 +371,19 @@ pub async fn run_scan(
                     hit,
                 })
         })
+        .chain(package_findings)
         .collect();
+    // A device reported by two sources with different OS texts is read
+    // twice; its findings are one.
+    let mut seen = HashSet::new();
+    wanted.retain(|w| {
+        seen.insert((
+            w.device_name,
+            w.application_name,
+            w.version,
+            w.hit.cve_id.as_str(),
+        ))
+    });
 
     let devices: HashSet<&str> = software.iter().map(|s| &*s.device_name).collect();
     let application_names: HashSet<&str> = software.iter().map(|s| &*s.application_name).collect();

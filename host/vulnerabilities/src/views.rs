@@ -356,14 +356,18 @@ pub struct FindingView {
     /// `open` or `fixed`.
     pub status: String,
     pub fix_version: Option<String>,
-    /// Where the finding came from: `nvd` (an NVD configuration) or `cna`
-    /// (the CNA's affected data) for Cairn's matches, or the integration
-    /// area that reported it (`scanner`); a scanner's finding names its
-    /// check in `criteria` and its title as `application_name`.
+    /// Where the finding came from: `nvd` (an NVD configuration), `cna`
+    /// (the CNA's or CISA ADP's affected data) or `osv` (a Linux
+    /// distribution's advisory for an installed package) for Cairn's
+    /// matches, or the integration area that reported it (`scanner`); a
+    /// scanner's finding names its check in `criteria` and its title as
+    /// `application_name`.
     pub source: String,
-    /// The CPE match criteria (or CNA product) that matched.
+    /// The CPE match criteria (or CNA product, or `osv:release:package`)
+    /// that matched.
     pub criteria: String,
-    /// NVD's matchCriteriaId, for NVD matches.
+    /// NVD's matchCriteriaId for NVD matches; the advisory id
+    /// (`DSA-5586-1`, `UBUNTU-CVE-2023-22809`) for `osv` ones.
     pub match_id: Option<String>,
     /// The version range evaluated, e.g. `>= 2.0.1, < 2.3.1`.
     pub version_range: String,
