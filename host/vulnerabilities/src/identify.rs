@@ -308,11 +308,15 @@ impl Dictionary for HashSet<ProductKey> {
 }
 
 /// An application's name as matching reads it: lowercase; parentheticals,
-/// trademark signs, a ` - ` suffix, version numbers, bitness and
-/// architecture words removed. `Mozilla Firefox (x64 en-US)` and
+/// trademark signs, a macOS `.app` suffix, a ` - ` suffix, version
+/// numbers, bitness and architecture words removed. `Mozilla Firefox (x64 en-US)` and
 /// `7-Zip 23.01 (x64)` become `mozilla firefox` and `7-zip`.
 pub fn clean_name(name: &str) -> String {
     let mut text = name.to_lowercase().replace(['®', '™'], "");
+    // macOS bundles as osquery and some RMMs report them: `Firefox.app`.
+    if let Some(bundle) = text.strip_suffix(".app") {
+        text = bundle.to_string();
+    }
     // Parentheticals, innermost first.
     while let (Some(open), Some(close)) = (text.rfind('('), text.rfind(')')) {
         if open >= close {
@@ -494,6 +498,8 @@ mod tests {
             ),
             ("Intel® Graphics Driver", "intel graphics driver"),
             ("OpenVPN 2.6.8-I001 amd64", "openvpn"),
+            ("Google Chrome.app", "google chrome"),
+            ("zoom.us.app", "zoom.us"),
         ] {
             assert_eq!(clean_name(raw), clean, "{raw}");
         }
@@ -527,6 +533,31 @@ mod version_rules {
                 Some("3.8.10"),
             ),
             ("python:python", "Python 3.12.1", "3.12.1", Some("3.12.1")),
+            (
+                "python:python",
+                "Python 3.12.0 (64-bit)",
+                "3.12.150.0",
+                Some("3.12.0"),
+            ),
+            (
+                "python:python",
+                "Python 3.14.0a1 (64-bit)",
+                "3.14.102.0",
+                Some("3.14.0-alpha2"),
+            ),
+            (
+                "python:python",
+                "Python 3.14.0b2 (64-bit)",
+                "3.14.112.0",
+                Some("3.14.0-beta2"),
+            ),
+            (
+                "python:python",
+                "Python 3.14.0rc1 (64-bit)",
+                "3.14.0121",
+                Some("3.14.0-rc1"),
+            ),
+            ("python:python", "Python 3.9.13", "3.9.13", Some("3.9.13")),
             (
                 "oracle:jre",
                 "Java 8 Update 351 (64-bit)",
