@@ -82,6 +82,8 @@ struct TableFile {
     cna_aliases: HashMap<String, String>,
     #[serde(default)]
     version_rules: Vec<VersionRuleFile>,
+    #[serde(default)]
+    package_sources: HashMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -138,6 +140,9 @@ struct Rule {
 pub struct Translations {
     rules: Vec<Rule>,
     version_rules: Vec<VersionRule>,
+    /// Linux binary package names to the source package advisories name
+    /// (`libc6` → `glibc`).
+    package_sources: HashMap<String, String>,
     /// CNA (vendor, product) slugs to the CPE key they are.
     cna_aliases: HashMap<ProductKey, ProductKey>,
 }
@@ -217,7 +222,14 @@ impl Translations {
             rules,
             version_rules,
             cna_aliases,
+            package_sources: file.package_sources,
         })
+    }
+
+    /// The source package a Linux binary package is built from, where
+    /// the table knows it and it differs.
+    pub fn package_source(&self, binary: &str) -> Option<&str> {
+        self.package_sources.get(binary).map(String::as_str)
     }
 
     /// The installed `version` of `key` as its CPEs write it: rewritten by

@@ -56,6 +56,8 @@ mod exposure;
 pub mod feeds;
 pub mod figures;
 pub mod findings;
+#[cfg(test)]
+mod golden;
 pub mod identify;
 pub mod import;
 pub mod matching;

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Value};
 use sqlx::Row;
 
-use super::identify::ProductKey;
+use super::identify::{ProductKey, Translations};
 use super::matching::Hit;
 use super::package_versions::Family;
 use super::records::parse_time;
@@ -599,67 +599,90 @@ pub struct PackageMatches {
     pub evaluated: HashMap<PackageKey, (ProductKey, Vec<Hit>)>,
 }
 
-/// Finds the distribution packages among `software` (a Linux device of a
-/// recognised release, and a package its advisories name or a version
-/// with the distribution's mark) and evaluates each distinct (release,
-/// name, version) once.
+/// The names an installed package is known by in advisories: its own and
+/// the source package it is built from, where that differs.
+pub fn package_names<'a>(name: &'a str, translations: &'a Translations) -> Vec<&'a str> {
+    let mut names = vec![name];
+    names.extend(translations.package_source(name).filter(|s| *s != name));
+    names
+}
+
+/// The release whose advisories decide for an installed item, when it is
+/// a distribution package: the first of the device's releases whose
+/// advisories name it, else (a version with the distribution's mark) the
+/// device's release, with no advisory for it. `None`: not a package of a
+/// known release, so matched through CPEs.
+pub fn package_release<'r>(
+    releases: &'r [String],
+    names: &[&str],
+    version: &str,
+    known: impl Fn(&str, &str) -> bool,
+) -> Option<&'r str> {
+    releases
+        .iter()
+        .find(|r| names.iter().any(|n| known(r, n)))
+        .or_else(|| releases.first().filter(|_| has_distro_mark(version)))
+        .map(String::as_str)
+}
+
+/// The releases a software item's device runs, when it is a Linux device.
+pub fn releases_of(item: &InstalledSoftware) -> Vec<String> {
+    let platform = item
+        .os_platform
+        .as_deref()
+        .and_then(cairn_inventory::normalize::platform_label);
+    match platform {
+        Some("linux") => release_of_device(item.os_platform.as_deref(), item.os_version.as_deref()),
+        _ => vec![],
+    }
+}
+
+/// Finds the distribution packages among `software` and evaluates each
+/// distinct (release, name, version) once.
 pub async fn match_packages(
     db: &Db,
+    translations: &Translations,
     software: &[InstalledSoftware],
 ) -> sqlx::Result<PackageMatches> {
-    let releases: Vec<Vec<String>> = software
-        .iter()
-        .map(|item| {
-            let platform = item
-                .os_platform
-                .as_deref()
-                .and_then(cairn_inventory::normalize::platform_label);
-            match platform {
-                Some("linux") => {
-                    release_of_device(item.os_platform.as_deref(), item.os_version.as_deref())
-                }
-                _ => vec![],
+    let releases: Vec<Vec<String>> = software.iter().map(releases_of).collect();
+    let mut pairs: Vec<(String, String)> = vec![];
+    for (item, releases) in software.iter().zip(&releases) {
+        for release in releases {
+            for name in package_names(&item.application_name, translations) {
+                pairs.push((release.clone(), name.to_string()));
             }
-        })
-        .collect();
-    let mut pairs: Vec<(String, String)> = software
-        .iter()
-        .zip(&releases)
-        .flat_map(|(item, releases)| {
-            releases
-                .iter()
-                .map(|r| (r.clone(), item.application_name.to_string()))
-        })
-        .collect();
+        }
+    }
     pairs.sort();
     pairs.dedup();
     let ranges = ranges_for(db, &pairs).await?;
-    let no_ranges = Vec::new();
+    let known =
+        |release: &str, name: &str| ranges.contains_key(&(release.to_string(), name.to_string()));
     let mut matches = PackageMatches::default();
     for (item, releases) in software.iter().zip(&releases) {
         let version = item.version.as_deref().unwrap_or("");
-        let name = &*item.application_name;
-        let known = releases
-            .iter()
-            .find(|r| ranges.contains_key(&((*r).clone(), name.to_string())));
-        let release = match known {
-            Some(release) => release,
-            None if has_distro_mark(version) && !releases.is_empty() => &releases[0],
-            None => {
-                matches.of_item.push(None);
-                continue;
-            }
+        let names = package_names(&item.application_name, translations);
+        let Some(release) = package_release(releases, &names, version, known) else {
+            matches.of_item.push(None);
+            continue;
         };
-        let key: PackageKey = (release.clone(), name.to_string(), version.to_string());
+        let key: PackageKey = (
+            release.to_string(),
+            item.application_name.to_string(),
+            version.to_string(),
+        );
         if !matches.evaluated.contains_key(&key) {
-            let found = ranges
-                .get(&(release.clone(), name.to_string()))
-                .unwrap_or(&no_ranges);
+            let found: Vec<StoredRange> = names
+                .iter()
+                .filter_map(|n| ranges.get(&(release.to_string(), n.to_string())))
+                .flatten()
+                .cloned()
+                .collect();
             let product = ProductKey {
                 vendor: release.split(':').next().unwrap_or("").to_string(),
-                product: name.to_string(),
+                product: item.application_name.to_string(),
             };
-            let hits = evaluate(found, release, version);
+            let hits = evaluate(&found, release, version);
             matches.evaluated.insert(key.clone(), (product, hits));
         }
         matches.of_item.push(Some(key));

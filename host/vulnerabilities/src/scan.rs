@@ -240,7 +240,9 @@ async fn plan(
             let now = identified.get(*app);
             now.map(findings::StoredIdentification::from).as_ref() != Some(*before)
                 || matches!(now, Some(Identification::Product(key)) if product_changed(key))
-                || changed.contains(&osv::changed_key(&app.name))
+                || osv::package_names(&app.name, translations)
+                    .iter()
+                    .any(|name| changed.contains(&osv::changed_key(name)))
         })
         .map(|(app, _)| app.name.clone())
         .collect();
@@ -285,7 +287,7 @@ pub async fn run_scan(
 
     // Linux packages of a recognised release: their distribution's
     // advisories only (osv.rs).
-    let packages = osv::match_packages(db, software).await?;
+    let packages = osv::match_packages(db, translations, software).await?;
 
     // The other installations identified as a product, each with its
     // version as the product's CPEs write it (a version no rule can read is
