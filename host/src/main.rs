@@ -83,7 +83,7 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
             eprintln!("imported in {:.1} s", started.elapsed().as_secs_f64());
             if reports
                 .iter()
-                .any(|r| r.written > 0 && (r.kind == "nvd" || r.kind == "cve5"))
+                .any(|r| r.written > 0 && matches!(r.kind, "nvd" | "cve5" | "osv"))
             {
                 cairn_vulnerabilities::request_rescans(&db).await?;
             }

@@ -1002,6 +1002,12 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
     ))
     .unwrap();
     std::fs::write(dir.join("c-chrome.json"), chrome).unwrap();
+    // An unreadable file is reported; the others still load.
+    std::fs::write(
+        dir.join("d-broken.json"),
+        b"{\"id\": \"DSA-1\", \"affected\": [",
+    )
+    .unwrap();
     let reports = cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
         .await
         .unwrap();
@@ -1012,7 +1018,12 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
         .collect();
     assert_eq!(
         summary,
-        [("osv", 1, 0), ("osv", 1, 1), ("cve5", 1, 0)],
+        [
+            ("osv", 1, 0),
+            ("osv", 1, 1),
+            ("cve5", 1, 0),
+            ("unreadable", 0, 1)
+        ],
         "{reports:?}"
     );
     assert!(

@@ -66,9 +66,11 @@ impl ImportReport {
         }
     }
 
+    /// Counts a record left out; the first ten reasons are kept and logged.
     fn skip(&mut self, reason: String) {
         self.skipped += 1;
         if self.errors.len() < 10 {
+            tracing::warn!(file = %self.file, kind = self.kind, reason = %reason, "import skipped a record");
             self.errors.push(reason);
         }
     }
@@ -137,7 +139,19 @@ pub async fn import_paths(
     }
     let mut reports = vec![];
     for file in files {
-        reports.extend(import_file(db, &file).await?);
+        match import_file(db, &file).await {
+            Ok(more) => reports.extend(more),
+            // One unreadable file (not JSON, an unknown kind, a record
+            // without an id) is reported and the rest still load; a
+            // missing file or a database error stops the import.
+            Err(ImportError::Format { path, reason }) => {
+                let mut report = ImportReport::new(&path, "unreadable");
+                report.records = 1;
+                report.skip(reason);
+                reports.push(report);
+            }
+            Err(other) => return Err(other),
+        }
     }
     Ok(reports)
 }
@@ -493,10 +507,10 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    fn take(&mut self, element: Value) {
+    fn take(&mut self, mut element: Value) {
         self.report.records += 1;
         match self.kind {
-            Kind::Nvd => match records::from_nvd(element["cve"].clone()) {
+            Kind::Nvd => match records::from_nvd(element["cve"].take()) {
                 Ok(record) => self.cves.push(record),
                 Err(e) => self.report.skip(e.to_string()),
             },

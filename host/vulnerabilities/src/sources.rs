@@ -296,17 +296,17 @@ pub async fn sync_nvd(
                     }
                 }
             };
-            let page: Value = serde_json::from_slice(&response.body)
+            let mut page: Value = serde_json::from_slice(&response.body)
                 .map_err(|e| SourceError::Upstream(format!("NVD page is not JSON: {e}")))?;
             let total = page["totalResults"].as_u64().unwrap_or(0);
-            let items = page["vulnerabilities"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
+            let items = match page["vulnerabilities"].take() {
+                Value::Array(items) => items,
+                _ => vec![],
+            };
             let count = items.len() as u64;
             let mut parsed = Vec::with_capacity(items.len());
-            for item in items {
-                match records::from_nvd(item["cve"].clone()) {
+            for mut item in items {
+                match records::from_nvd(item["cve"].take()) {
                     Ok(record) => parsed.push(record),
                     Err(err) => tracing::warn!(error = %err, "NVD record skipped"),
                 }
