@@ -138,9 +138,9 @@ fn verdict(
         .and_then(cairn_inventory::normalize::platform_label);
     let reported = match platform {
         Some("linux") => osv::upstream_version(version),
-        _ => version,
+        _ => std::borrow::Cow::Borrowed(version),
     };
-    let Some(version) = table.cpe_version(&key, &item.application_name, reported) else {
+    let Some(version) = table.cpe_version(&key, &item.application_name, &reported) else {
         return BTreeSet::new();
     };
     let mut rows: Vec<CandidateRow> = knowledge.rows.get(&key).cloned().unwrap_or_default();

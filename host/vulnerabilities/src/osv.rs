@@ -174,19 +174,45 @@ pub fn release_of_device(os_platform: Option<&str>, os_version: Option<&str>) ->
 /// `+deb12u1`, `.el9`, `-r0`), i.e. was built by the distribution.
 pub fn has_distro_mark(version: &str) -> bool {
     let lower = version.to_ascii_lowercase();
-    lower.contains("ubuntu")
+    // A backport to a release: `3.10.6-1~22.04`, `1.2-1~deb12u1`.
+    let backport = lower.rsplit_once('~').is_some_and(|(_, release)| {
+        let digits: Vec<&str> = release.split('.').collect();
+        digits.len() == 2
+            && digits
+                .iter()
+                .all(|d| d.len() == 2 && d.bytes().all(|b| b.is_ascii_digit()))
+    });
+    backport
+        || lower.contains("ubuntu")
         || lower.contains("deb1")
         || lower.contains("+deb")
+        || lower.contains("~deb")
         || lower.contains(".el")
         || lower
             .rsplit_once("-r")
             .is_some_and(|(_, r)| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// A package version as its upstream wrote it: epoch and packaging
-/// revision removed (`1:120.0.6099.129-1` → `120.0.6099.129`), for a
-/// third-party package matched through CPEs.
-pub fn upstream_version(version: &str) -> &str {
+/// A package version as its upstream wrote it, for a package matched
+/// through CPEs: epoch and packaging revision removed (`1:120.0.6099.129-1`
+/// → `120.0.6099.129`), a `+build` suffix dropped (`100.0+build2` →
+/// `100.0`), and Debian's `~` pre-release mark read as one (`1.0~rc1` →
+/// `1.0-rc1`, which sorts before `1.0`).
+pub fn upstream_version(version: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let bare = without_revision(version);
+    let bare = match bare.find("+build") {
+        Some(at) => &bare[..at],
+        None => bare,
+    };
+    if bare.contains('~') {
+        Cow::Owned(bare.replace('~', "-"))
+    } else {
+        Cow::Borrowed(bare)
+    }
+}
+
+fn without_revision(version: &str) -> &str {
     let without_epoch = match version.split_once(':') {
         Some((epoch, rest)) if epoch.bytes().all(|b| b.is_ascii_digit()) => rest,
         _ => version,
@@ -768,11 +794,20 @@ mod tests {
 
     #[test]
     fn package_versions_and_marks() {
-        assert_eq!(upstream_version("120.0.6099.129-1"), "120.0.6099.129");
-        assert_eq!(upstream_version("1:2.3.4-5ubuntu1"), "2.3.4");
-        assert_eq!(upstream_version("8.6"), "8.6");
-        assert_eq!(upstream_version("2.0-rc1"), "2.0-rc1");
-        assert_eq!(upstream_version("2024-01-05"), "2024-01-05");
+        for (package, upstream) in [
+            ("120.0.6099.129-1", "120.0.6099.129"),
+            ("1:2.3.4-5ubuntu1", "2.3.4"),
+            ("8.6", "8.6"),
+            ("2.0-rc1", "2.0-rc1"),
+            ("2024-01-05", "2024-01-05"),
+            ("100.0+build2-0ubuntu0.22.04.1", "100.0"),
+            ("2.4.0~rc1-1", "2.4.0-rc1"),
+        ] {
+            assert_eq!(upstream_version(package), upstream, "{package}");
+        }
+        assert!(has_distro_mark("3.10.6-1~22.04"));
+        assert!(has_distro_mark("1.2-1~deb12u1"));
+        assert!(!has_distro_mark("2.4.0~rc1-1"));
         assert!(has_distro_mark("1.9.9-1ubuntu2.4"));
         assert!(has_distro_mark("1.9.13p3-1+deb12u1"));
         assert!(has_distro_mark("1.9.5p2-3.el9"));

@@ -303,14 +303,19 @@ pub async fn run_scan(
                 let reported = item.version.as_deref().unwrap_or("");
                 let reported = match platform {
                     Some("linux") => osv::upstream_version(reported),
-                    _ => reported,
+                    _ => Cow::Borrowed(reported),
                 };
-                Some((
-                    item,
-                    key,
-                    translations.cpe_version(key, &item.application_name, reported)?,
-                    platform,
-                ))
+                let version = match reported {
+                    Cow::Borrowed(reported) => {
+                        translations.cpe_version(key, &item.application_name, reported)?
+                    }
+                    Cow::Owned(reported) => Cow::Owned(
+                        translations
+                            .cpe_version(key, &item.application_name, &reported)?
+                            .into_owned(),
+                    ),
+                };
+                Some((item, key, version, platform))
             }
             _ => None,
         })
