@@ -22,7 +22,7 @@ use super::reference;
 use cairn_core::db::Db;
 
 /// CVE records per database write.
-const BATCH: usize = 1_000;
+const BATCH: usize = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {

@@ -105,6 +105,8 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     let mut cna_stamps = Vec::new();
     let mut match_rows = Vec::new();
     let mut weakness_pairs = Vec::new();
+    // CVEs stored before whose main record this write replaces.
+    let mut rewritten: Vec<Value> = Vec::new();
     let mut outcome = CveWrite::default();
     for record in records {
         let stored = existing.get(&record.id);
@@ -154,6 +156,9 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
             cwe_ids.sort_unstable();
             cwe_ids.dedup();
             weakness_pairs.extend(cwe_ids.into_iter().map(|cwe| json!([record.id, cwe])));
+            if stored.is_some() {
+                rewritten.push(json!([record.id]));
+            }
         }
         if write_main && record.source == SOURCE_NVD {
             // Rows are written with their CVE, so a CVE not stored has none.
@@ -224,13 +229,16 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
         .bind(generation)
         .execute(&mut *tx)
         .await?;
-        // The CVE-to-CWE index follows the record's `cwe_ids`.
-        sqlx::query(&format!(
-            "DELETE FROM vuln_cve_cwes WHERE cve_id IN (SELECT value->>0 FROM {rows})"
-        ))
-        .bind(serde_json::to_string(&cve_rows).unwrap_or_default())
-        .execute(&mut *tx)
-        .await?;
+        // The CVE-to-CWE index follows the record's `cwe_ids`; only a CVE
+        // stored before can have pairs to drop.
+        if !rewritten.is_empty() {
+            sqlx::query(&format!(
+                "DELETE FROM vuln_cve_cwes WHERE cve_id IN (SELECT value->>0 FROM {rows})"
+            ))
+            .bind(serde_json::to_string(&rewritten).unwrap_or_default())
+            .execute(&mut *tx)
+            .await?;
+        }
         for chunk in weakness_pairs.chunks(5_000) {
             sqlx::query(&format!(
                 "INSERT INTO vuln_cve_cwes (cve_id, cwe_id) SELECT value->>0, value->>1 \
