@@ -25,6 +25,7 @@ use super::identify::{ProductKey, Translations};
 use super::matching::Hit;
 use super::package_versions::Family;
 use super::records::parse_time;
+use super::reference;
 use cairn_core::db::Db;
 use cairn_inventory::software::InstalledSoftware;
 
@@ -496,6 +497,7 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
         .flat_map(|a| a.ranges.iter().map(|r| (SOURCE_OSV, r.name.as_str())))
         .collect();
     let change_rows: Vec<Value> = names.iter().map(|(v, n)| json!([v, n])).collect();
+    let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     let id_rows = serde_json::to_string(&advisory_rows).unwrap_or_default();
     sqlx::query(&format!(
@@ -525,37 +527,13 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
         .await?;
     }
     // A CVE the store does not know yet is known by the advisory's summary
-    // until its NVD or CVE 5 record arrives (stamped as never modified, so
-    // any record replaces it): findings and their lists join on it.
+    // until its NVD or CVE 5 record arrives.
     let placeholders: Vec<Value> = fresh
         .iter()
         .flat_map(|a| a.cve_ids.iter().map(|cve| json!([cve, a.summary])))
         .collect();
-    for chunk in placeholders.chunks(10_000) {
-        sqlx::query(&format!(
-            "INSERT INTO vuln_cves (id, description, status, published, last_modified, \
-             severity, cvss_score, cvss_version, cvss_vector, metrics, cwe_ids, refs, \
-             has_nvd_config, source, imported_at) \
-             SELECT value->>0, value->>1, 'Published', NULL, 0, NULL, NULL, NULL, NULL, '{{}}', \
-             '[]', '[]', 0, '{SOURCE_OSV}', CAST($2 AS BIGINT) FROM {rows} WHERE true \
-             ON CONFLICT (id) DO NOTHING"
-        ))
-        .bind(serde_json::to_string(chunk).unwrap_or_default())
-        .bind(generation)
-        .execute(&mut *tx)
-        .await?;
-    }
-    for chunk in change_rows.chunks(10_000) {
-        sqlx::query(&format!(
-            "INSERT INTO vuln_product_changes (vendor, product, generation) \
-             SELECT value->>0, value->>1, CAST($2 AS BIGINT) FROM {rows} WHERE true \
-             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
-        ))
-        .bind(serde_json::to_string(chunk).unwrap_or_default())
-        .bind(generation)
-        .execute(&mut *tx)
-        .await?;
-    }
+    reference::know_cves(&mut tx, db.backend, &placeholders, SOURCE_OSV, generation).await?;
+    reference::stamp_products(&mut tx, db.backend, &change_rows, generation).await?;
     tx.commit().await?;
     outcome.written = fresh.len() as u64;
     Ok(outcome)

@@ -285,17 +285,7 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
             .collect();
         keys.into_iter().map(|(v, p)| json!([v, p])).collect()
     };
-    for chunk in products(false).chunks(5_000) {
-        sqlx::query(&format!(
-            "INSERT INTO vuln_product_changes (vendor, product, generation) \
-             SELECT value->>0, value->>1, CAST($2 AS BIGINT) FROM {rows} WHERE true \
-             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
-        ))
-        .bind(serde_json::to_string(chunk).unwrap_or_default())
-        .bind(generation)
-        .execute(&mut *tx)
-        .await?;
-    }
+    stamp_products(&mut tx, db.backend, &products(false), generation).await?;
     for chunk in products(true).chunks(5_000) {
         sqlx::query(&format!(
             "INSERT INTO vuln_cpe_products (vendor, product) \
@@ -308,6 +298,59 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     }
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// Stamps `[vendor, product]` pairs as changed in `generation`, so a
+/// changes-only scan re-matches the applications identified as them.
+pub(crate) async fn stamp_products(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: cairn_core::db::Backend,
+    pairs: &[Value],
+    generation: i64,
+) -> sqlx::Result<()> {
+    let rows = cairn_core::db::json_array_rows(backend, 1);
+    for chunk in pairs.chunks(5_000) {
+        sqlx::query(&format!(
+            "INSERT INTO vuln_product_changes (vendor, product, generation) \
+             SELECT value->>0, value->>1, CAST($2 AS BIGINT) FROM {rows} WHERE true \
+             ON CONFLICT (vendor, product) DO UPDATE SET generation = excluded.generation"
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .bind(generation)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Makes `[id, description]` CVEs known that the store lacks, from what
+/// another source (`source`) says of them, stamped as never modified so any
+/// NVD or CVE 5 record replaces them: findings and their lists join on
+/// `vuln_cves`.
+pub(crate) async fn know_cves(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: cairn_core::db::Backend,
+    cves: &[Value],
+    source: &str,
+    generation: i64,
+) -> sqlx::Result<()> {
+    let rows = cairn_core::db::json_array_rows(backend, 1);
+    for chunk in cves.chunks(10_000) {
+        sqlx::query(&format!(
+            "INSERT INTO vuln_cves (id, description, status, published, last_modified, \
+             severity, cvss_score, cvss_version, cvss_vector, metrics, cwe_ids, refs, \
+             has_nvd_config, source, imported_at) \
+             SELECT value->>0, value->>1, 'Published', NULL, 0, NULL, NULL, NULL, NULL, '{{}}', \
+             '[]', '[]', 0, $2, CAST($3 AS BIGINT) FROM {rows} WHERE true \
+             ON CONFLICT (id) DO NOTHING"
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .bind(source)
+        .bind(generation)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Adds CPE dictionary entries (vendor, product, title).
