@@ -136,11 +136,7 @@ fn verdict(
         .os_platform
         .as_deref()
         .and_then(cairn_inventory::normalize::platform_label);
-    let reported = match platform {
-        Some("linux") => osv::upstream_version(version),
-        _ => std::borrow::Cow::Borrowed(version),
-    };
-    let Some(version) = table.cpe_version(&key, &item.application_name, &reported) else {
+    let Some(version) = super::scan::version_for_cpes(table, &key, item, platform) else {
         return BTreeSet::new();
     };
     let mut rows: Vec<CandidateRow> = knowledge.rows.get(&key).cloned().unwrap_or_default();

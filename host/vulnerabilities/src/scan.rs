@@ -126,6 +126,28 @@ fn platform(os_platform: Option<&str>) -> Option<&'static str> {
     os_platform.and_then(cairn_inventory::normalize::platform_label)
 }
 
+/// An installation's version as `key`'s CPEs write it: a Linux package's
+/// upstream version, then the product's version rule; `None` when a rule
+/// says the version cannot be read in that scheme.
+pub(crate) fn version_for_cpes<'a>(
+    translations: &Translations,
+    key: &ProductKey,
+    item: &'a InstalledSoftware,
+    platform: Option<&str>,
+) -> Option<Cow<'a, str>> {
+    let reported = item.version.as_deref().unwrap_or("");
+    let name = &item.application_name;
+    match platform {
+        Some("linux") => match osv::upstream_version(reported) {
+            Cow::Borrowed(upstream) => translations.cpe_version(key, name, upstream),
+            Cow::Owned(upstream) => translations
+                .cpe_version(key, name, &upstream)
+                .map(|v| Cow::Owned(v.into_owned())),
+        },
+        _ => translations.cpe_version(key, name, reported),
+    }
+}
+
 /// Above this many queued inventory changes, reading the whole inventory
 /// is cheaper than looking each change up.
 const CHANGES_LIMIT: i64 = 200_000;
@@ -300,21 +322,7 @@ pub async fn run_scan(
         .filter_map(|(item, _)| match identity_of(item) {
             Some(Identification::Product(key)) => {
                 let platform = platform(item.os_platform.as_deref());
-                let reported = item.version.as_deref().unwrap_or("");
-                let reported = match platform {
-                    Some("linux") => osv::upstream_version(reported),
-                    _ => Cow::Borrowed(reported),
-                };
-                let version = match reported {
-                    Cow::Borrowed(reported) => {
-                        translations.cpe_version(key, &item.application_name, reported)?
-                    }
-                    Cow::Owned(reported) => Cow::Owned(
-                        translations
-                            .cpe_version(key, &item.application_name, &reported)?
-                            .into_owned(),
-                    ),
-                };
+                let version = version_for_cpes(translations, key, item, platform)?;
                 Some((item, key, version, platform))
             }
             _ => None,
