@@ -275,6 +275,10 @@ pub fn parse(record: &Value) -> Result<Advisory, OsvError> {
         let Some(release) = release_of_ecosystem(ecosystem) else {
             continue;
         };
+        // Debian's "unimportant": no security impact on its packages.
+        if affected["ecosystem_specific"]["urgency"].as_str() == Some("unimportant") {
+            continue;
+        }
         let mut names = vec![source.to_string()];
         for binary in affected["ecosystem_specific"]["binaries"]
             .as_array()
@@ -875,5 +879,16 @@ mod tests {
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "x"},
                           "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}]}]});
         assert!(parse(&withdrawn).unwrap().ranges.is_empty());
+        let unimportant = json!({"id": "DEBIAN-CVE-2024-2", "modified": "2024-01-01T00:00:00Z",
+            "upstream": ["CVE-2024-2"],
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "x"},
+                          "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}],
+                          "ecosystem_specific": {"urgency": "unimportant"}},
+                         {"package": {"ecosystem": "Debian:13", "name": "x"},
+                          "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.0-2"}]}],
+                          "ecosystem_specific": {"urgency": "low"}}]});
+        let ranges = parse(&unimportant).unwrap().ranges;
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].release, "debian:13");
     }
 }
