@@ -1032,6 +1032,16 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
     );
 
     let owner = app.register("owner@msp.example").await;
+    let sources = app
+        .get("/api/v1/vulnerabilities/sources", &owner.bearer())
+        .await;
+    assert_eq!(
+        sources.body["counts"]["osv_advisories"], 2,
+        "{}",
+        sources.text
+    );
+    // Ubuntu's advisory names sudo and sudo-ldap; Debian's, sudo.
+    assert_eq!(sources.body["counts"]["osv_ranges"], 3, "{}", sources.text);
     let ubuntu_os = ("Ubuntu", "22.04.3 LTS");
     let debian_os = ("Linux", "Debian GNU/Linux 12 (bookworm)");
     let rows = vec![

@@ -484,7 +484,9 @@ pub struct SourceView {
 
 #[derive(Debug, serde::Serialize, ToSchema)]
 pub struct ReferenceStatus {
-    /// Rows of each reference table (shared by every tenant).
+    /// Rows of each reference table (shared by every tenant): `cves`,
+    /// `match_rows`, `cpe_products`, `cwes`, `kev`, `epss`, and the
+    /// distributions' `osv_advisories` and their `osv_ranges`.
     pub counts: std::collections::BTreeMap<String, i64>,
     pub sources: Vec<SourceView>,
 }
@@ -497,11 +499,14 @@ async fn reference_sources(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> ApiResult<Json<ReferenceStatus>> {
-    let counts = super::reference::counts(&state.db)
+    let mut counts: std::collections::BTreeMap<String, i64> = super::reference::counts(&state.db)
         .await?
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
+    let (advisories, ranges) = super::osv::counts(&state.db).await?;
+    counts.insert("osv_advisories".into(), advisories);
+    counts.insert("osv_ranges".into(), ranges);
     let mut sources = vec![];
     for source in super::sources::SOURCES {
         if let Some(s) = super::reference::source_state(&state.db, source).await? {
