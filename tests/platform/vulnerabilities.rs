@@ -926,20 +926,12 @@ async fn bad_input_is_refused_with_the_field(backend: Backend) {
 /// A package as a Linux inventory reports it, on a device whose OS fields
 /// name its release.
 fn package(device: &str, os: &str, release: &str, name: &str, version: &str) -> MappedRow {
-    MappedRow::Inventory(InventoryRow {
-        device_name: Some(device.into()),
-        device_id: None,
-        os_platform: Some(os.into()),
-        os_version: Some(release.into()),
-        user_email: None,
-        user_name: None,
-        application_name: Some(name.into()),
-        vendor: None,
-        version: Some(version.into()),
-        publisher: None,
-        client_id: None,
-        group_ids: vec![],
-    })
+    let MappedRow::Inventory(mut row) = software(device, name, "", version, os) else {
+        unreachable!("software() gives an inventory row")
+    };
+    row.publisher = None;
+    row.os_version = Some(release.into());
+    MappedRow::Inventory(row)
 }
 
 /// Ubuntu's and Debian's advisories for one sudo CVE, as OSV records.

@@ -112,32 +112,20 @@ fn edge(version: &str, inclusive: bool) -> Option<Edge> {
     })
 }
 
-/// The later of two starts (`None` is the lowest).
-fn max_start(a: &Option<Edge>, b: &Option<Edge>) -> Option<Edge> {
+/// The tighter of two bounds on one side: the later start
+/// (`wins: Greater`) or the earlier end (`wins: Less`). `None` is
+/// unbounded, so the other always wins; at the same version the bound is
+/// inclusive only if both are.
+fn tighter(a: &Option<Edge>, b: &Option<Edge>, wins: Ordering) -> Option<Edge> {
     match (a, b) {
         (None, x) | (x, None) => x.clone(),
         (Some(x), Some(y)) => Some(match compare_release(&x.version, &y.version) {
-            Ordering::Greater => x.clone(),
-            Ordering::Less => y.clone(),
             Ordering::Equal => Edge {
                 version: x.version.clone(),
                 inclusive: x.inclusive && y.inclusive,
             },
-        }),
-    }
-}
-
-/// The earlier of two ends (`None` is the highest).
-fn min_end(a: &Option<Edge>, b: &Option<Edge>) -> Option<Edge> {
-    match (a, b) {
-        (None, x) | (x, None) => x.clone(),
-        (Some(x), Some(y)) => Some(match compare_release(&x.version, &y.version) {
-            Ordering::Less => x.clone(),
-            Ordering::Greater => y.clone(),
-            Ordering::Equal => Edge {
-                version: x.version.clone(),
-                inclusive: x.inclusive && y.inclusive,
-            },
+            order if order == wins => x.clone(),
+            _ => y.clone(),
         }),
     }
 }
@@ -183,13 +171,21 @@ impl Span {
         if let Some(cut) = &other.start {
             let below = Span {
                 start: self.start.clone(),
-                end: min_end(&self.end, &edge(&cut.version, !cut.inclusive)),
+                end: tighter(
+                    &self.end,
+                    &edge(&cut.version, !cut.inclusive),
+                    Ordering::Less,
+                ),
             };
             out.push(below);
         }
         if let Some(cut) = &other.end {
             let above = Span {
-                start: max_start(&self.start, &edge(&cut.version, !cut.inclusive)),
+                start: tighter(
+                    &self.start,
+                    &edge(&cut.version, !cut.inclusive),
+                    Ordering::Greater,
+                ),
                 end: self.end.clone(),
             };
             out.push(above);

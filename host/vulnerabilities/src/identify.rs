@@ -103,18 +103,30 @@ struct VersionRule {
     /// `vendor:product`, or `vendor:*` for every product of the vendor.
     vendor: String,
     product: Option<String>,
-    /// The reported versions the rule is for (all when absent).
-    when: Option<Regex>,
     rewrite: Rewrite,
 }
 
 enum Rewrite {
-    /// `when`'s captures into this template (`$1`, `${2}`).
-    To(String),
-    /// The first capture of this pattern in the application's name (the
+    /// Reported versions matching `when` are rewritten by its captures into
+    /// `template` (`$1`, `${2}`).
+    To { when: Regex, template: String },
+    /// For reported versions matching `when` (all when absent): the release
+    /// the `name` pattern's capture finds in the application's name (the
     /// release a JetBrains IDE shows beside its build number); no match
     /// means the version cannot be read in the CPE's scheme.
-    FromName(Regex),
+    FromName { when: Option<Regex>, name: Regex },
+}
+
+impl VersionRule {
+    fn applies(&self, key: &ProductKey, version: &str) -> bool {
+        let when = match &self.rewrite {
+            Rewrite::To { when, .. } => Some(when),
+            Rewrite::FromName { when, .. } => when.as_ref(),
+        };
+        self.vendor == key.vendor
+            && self.product.as_ref().is_none_or(|p| *p == key.product)
+            && when.is_none_or(|w| w.is_match(version))
+    }
 }
 
 #[derive(Deserialize)]
@@ -206,15 +218,17 @@ impl Translations {
                 .ok_or_else(|| bad("product must be vendor:product or vendor:*".into()))?;
             let regex = |text: &str| Regex::new(text).map_err(|e| bad(e.to_string()));
             let when = rule.when.as_deref().map(regex).transpose()?;
-            let rewrite = match (rule.to, rule.from_name) {
-                (Some(to), None) if when.is_some() => Rewrite::To(to),
-                (None, Some(pattern)) => Rewrite::FromName(regex(&pattern)?),
+            let rewrite = match (when, rule.to, rule.from_name) {
+                (Some(when), Some(template), None) => Rewrite::To { when, template },
+                (when, None, Some(name)) => Rewrite::FromName {
+                    when,
+                    name: regex(&name)?,
+                },
                 _ => return Err(bad("give when with to, or from_name".into())),
             };
             version_rules.push(VersionRule {
                 vendor: vendor.trim().to_lowercase(),
                 product: Some(product.trim().to_lowercase()).filter(|p| p != "*"),
-                when,
                 rewrite,
             });
         }
@@ -243,25 +257,18 @@ impl Translations {
         version: &'a str,
     ) -> Option<std::borrow::Cow<'a, str>> {
         use std::borrow::Cow;
-        let rule = self.version_rules.iter().find(|r| {
-            r.vendor == key.vendor
-                && r.product.as_ref().is_none_or(|p| *p == key.product)
-                && r.when.as_ref().is_none_or(|w| w.is_match(version))
-        });
-        let Some(rule) = rule else {
+        let Some(rule) = self.version_rules.iter().find(|r| r.applies(key, version)) else {
             return Some(Cow::Borrowed(version));
         };
         match &rule.rewrite {
-            Rewrite::To(template) => {
-                let when = rule.when.as_ref().expect("a to-rule has when");
-                Some(Cow::Owned(
-                    when.replace(version, template.as_str()).into_owned(),
-                ))
-            }
-            Rewrite::FromName(pattern) => pattern
+            Rewrite::To { when, template } => Some(Cow::Owned(
+                when.replace(version, template.as_str()).into_owned(),
+            )),
+            // The first group that took part in the match.
+            Rewrite::FromName { name: pattern, .. } => pattern
                 .captures(name)
-                .and_then(|c| c.get(1))
-                .map(|m| Cow::Owned(m.as_str().to_string())),
+                .and_then(|found| found.iter().skip(1).flatten().next())
+                .map(|release| Cow::Owned(release.as_str().to_string())),
         }
     }
 

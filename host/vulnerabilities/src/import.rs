@@ -230,13 +230,10 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
             }
             match sniff(&bytes[..bytes.len().min(65_536)]) {
                 Some(Kind::Cve5) => {
-                    cve5.records += 1;
-                    match serde_json::from_slice::<Value>(&bytes)
-                        .map_err(|e| e.to_string())
-                        .and_then(|v| records::from_cve5(&v).map_err(|e| e.to_string()))
+                    if let Some(record) =
+                        read_entry(&mut cve5, &entry_name, &bytes, records::from_cve5)
                     {
-                        Ok(record) => batch.push(record),
-                        Err(e) => cve5.skip(format!("{entry_name}: {e}")),
+                        batch.push(record);
                     }
                     if batch.len() >= BATCH
                         && sender
@@ -247,13 +244,10 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                     }
                 }
                 Some(Kind::Osv) => {
-                    advisories.records += 1;
-                    match serde_json::from_slice::<Value>(&bytes)
-                        .map_err(|e| e.to_string())
-                        .and_then(|v| osv::parse(&v).map_err(|e| e.to_string()))
+                    if let Some(advisory) =
+                        read_entry(&mut advisories, &entry_name, &bytes, osv::parse)
                     {
-                        Ok(advisory) => osv_batch.push(advisory),
-                        Err(e) => advisories.skip(format!("{entry_name}: {e}")),
+                        osv_batch.push(advisory);
                     }
                     if osv_batch.len() >= BATCH
                         && sender
@@ -456,6 +450,27 @@ async fn import_small(
         Kind::Nvd | Kind::CpeDictionary => {}
     }
     Ok(report)
+}
+
+/// One zip entry as a record: counted in `report`, or skipped with the
+/// reason (not JSON, or not a record `parse` reads).
+fn read_entry<T, E: fmt::Display>(
+    report: &mut ImportReport,
+    entry: &str,
+    bytes: &[u8],
+    parse: impl FnOnce(&Value) -> Result<T, E>,
+) -> Option<T> {
+    report.records += 1;
+    let read = serde_json::from_slice::<Value>(bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|value| parse(&value).map_err(|e| e.to_string()));
+    match read {
+        Ok(record) => Some(record),
+        Err(reason) => {
+            report.skip(format!("{entry}: {reason}"));
+            None
+        }
+    }
 }
 
 /// What a zip's reader hands the writer.

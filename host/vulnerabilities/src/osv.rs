@@ -652,10 +652,20 @@ pub async fn match_packages(
     translations: &Translations,
     software: &[InstalledSoftware],
 ) -> sqlx::Result<PackageMatches> {
-    let releases: Vec<Vec<String>> = software.iter().map(releases_of).collect();
+    // Devices share a handful of OS texts: read each once.
+    let mut by_os: HashMap<(Option<&str>, Option<&str>), Vec<String>> = HashMap::new();
+    for item in software {
+        by_os
+            .entry((item.os_platform.as_deref(), item.os_version.as_deref()))
+            .or_insert_with(|| releases_of(item));
+    }
+    let releases: Vec<&Vec<String>> = software
+        .iter()
+        .map(|item| &by_os[&(item.os_platform.as_deref(), item.os_version.as_deref())])
+        .collect();
     let mut pairs: Vec<(String, String)> = vec![];
     for (item, releases) in software.iter().zip(&releases) {
-        for release in releases {
+        for release in releases.iter() {
             for name in package_names(&item.application_name, translations) {
                 pairs.push((release.clone(), name.to_string()));
             }

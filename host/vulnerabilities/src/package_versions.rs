@@ -33,13 +33,19 @@ impl Family {
     }
 }
 
-/// `epoch:rest` → (epoch, rest); a missing or unreadable epoch is 0.
-fn split_epoch(version: &str) -> (u64, &str) {
-    match version.split_once(':') {
+/// `[epoch:]version[-revision]` → (epoch, version, revision), as dpkg and
+/// rpm both write them; a missing or unreadable epoch is 0.
+fn split_evr(version: &str) -> (u64, &str, Option<&str>) {
+    let version = version.trim();
+    let (epoch, rest) = match version.split_once(':') {
         Some((epoch, rest)) if epoch.bytes().all(|b| b.is_ascii_digit()) => {
             (epoch.parse().unwrap_or(0), rest)
         }
         _ => (0, version),
+    };
+    match rest.rsplit_once('-') {
+        Some((upstream, revision)) => (epoch, upstream, Some(revision)),
+        None => (epoch, rest, None),
     }
 }
 
@@ -51,16 +57,12 @@ fn digits_cmp(a: &str, b: &str) -> Ordering {
 
 /// dpkg's order.
 pub fn dpkg(a: &str, b: &str) -> Ordering {
-    let ((epoch_a, a), (epoch_b, b)) = (split_epoch(a.trim()), split_epoch(b.trim()));
-    let split = |v: &str| match v.rsplit_once('-') {
-        Some((upstream, revision)) => (upstream.to_string(), revision.to_string()),
-        None => (v.to_string(), String::new()),
-    };
-    let ((up_a, rev_a), (up_b, rev_b)) = (split(a), split(b));
+    let ((epoch_a, up_a, rev_a), (epoch_b, up_b, rev_b)) = (split_evr(a), split_evr(b));
+    // A missing revision compares as an empty one.
     epoch_a
         .cmp(&epoch_b)
-        .then_with(|| dpkg_part(&up_a, &up_b))
-        .then_with(|| dpkg_part(&rev_a, &rev_b))
+        .then_with(|| dpkg_part(up_a, up_b))
+        .then_with(|| dpkg_part(rev_a.unwrap_or(""), rev_b.unwrap_or("")))
 }
 
 /// The weight of one non-digit character in dpkg's order.
@@ -112,17 +114,12 @@ fn dpkg_part(a: &str, b: &str) -> Ordering {
 /// rpm's order of `[epoch:]version[-release]`; a release missing on one
 /// side is not compared (as rpm does for a dependency without one).
 pub fn rpm_evr(a: &str, b: &str) -> Ordering {
-    let ((epoch_a, a), (epoch_b, b)) = (split_epoch(a.trim()), split_epoch(b.trim()));
-    let split = |v: &str| match v.rsplit_once('-') {
-        Some((version, release)) => (version.to_string(), Some(release.to_string())),
-        None => (v.to_string(), None),
-    };
-    let ((ver_a, rel_a), (ver_b, rel_b)) = (split(a), split(b));
+    let ((epoch_a, ver_a, rel_a), (epoch_b, ver_b, rel_b)) = (split_evr(a), split_evr(b));
     epoch_a
         .cmp(&epoch_b)
-        .then_with(|| rpmvercmp(&ver_a, &ver_b))
+        .then_with(|| rpmvercmp(ver_a, ver_b))
         .then_with(|| match (rel_a, rel_b) {
-            (Some(x), Some(y)) => rpmvercmp(&x, &y),
+            (Some(x), Some(y)) => rpmvercmp(x, y),
             _ => Ordering::Equal,
         })
 }
