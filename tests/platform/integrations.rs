@@ -730,6 +730,14 @@ async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
         .await
         .unwrap()
     };
+    // Page 1's write and the request for page 2 overlap: wait for the
+    // write to commit rather than reading at the moment page 2 is asked.
+    wait_for(
+        "page 1 to be written",
+        Duration::from_secs(30),
+        async || synced_rows().await >= 4,
+    )
+    .await;
     assert_eq!(synced_rows().await, 4, "page 1: two devices, two items");
 
     let deleted = app
