@@ -290,18 +290,19 @@ async fn run() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Openapi { portal } => {
+            let state = cairn_platform::app::AppState::new(
+                settings,
+                cairn_jobs::Registry::default(),
+                cairn::server::register_area_jobs,
+            )
+            .await?;
+            let documents = cairn::http::router(&state).1;
             let doc = if portal {
-                cairn_features::portal::api().1
+                documents.portal
             } else {
-                let state = cairn_platform::app::AppState::new(
-                    settings,
-                    cairn_jobs::Registry::default(),
-                    cairn::server::register_area_jobs,
-                )
-                .await?;
-                cairn::http::router(&state).1
+                documents.api
             };
-            println!("{}", doc.to_pretty_json()?);
+            println!("{}", serde_json::to_string_pretty(&doc)?);
             Ok(())
         }
         Command::Portal { command } => portal(&settings, command).await,

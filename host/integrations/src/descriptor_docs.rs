@@ -150,9 +150,53 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
 /// A declared JSON Schema as utoipa reads it; one it cannot read is shown
 /// as an object.
 fn schema_or_object(schema: Option<&Value>) -> Value {
-    match schema {
-        Some(schema) if serde_json::from_value::<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>(schema.clone()).is_ok() => schema.clone(),
-        _ => json!({"type": "object"}),
+    let Some(schema) = schema else {
+        return json!({"type": "object"});
+    };
+    let mut schema = schema.clone();
+    spell_out_any(&mut schema);
+    match serde_json::from_value::<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>(
+        schema.clone(),
+    ) {
+        Ok(_) => schema,
+        Err(_) => json!({"type": "object"}),
+    }
+}
+
+/// Every JSON type: the "any value" schema spelt so that utoipa's types
+/// can hold it. Connectors write it as `{}`, which utoipa cannot read back,
+/// and an array whose `items` it cannot read silently loses them (the
+/// array then has no item schema a client generator can use).
+const ANY_TYPE: [&str; 7] = [
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
+
+/// Replaces each empty sub-schema of `schema` (a property, an array's
+/// items, additional properties, a member of a combination) with
+/// [`ANY_TYPE`].
+fn spell_out_any(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let any = |value: &mut Value| {
+        if value.as_object().is_some_and(Map::is_empty) {
+            *value = json!({ "type": ANY_TYPE });
+        } else {
+            spell_out_any(value);
+        }
+    };
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        properties.values_mut().for_each(any);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(value) = object.get_mut(key) {
+            any(value);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(members)) = object.get_mut(key) {
+            members.iter_mut().for_each(any);
+        }
     }
 }
 

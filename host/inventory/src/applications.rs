@@ -16,8 +16,15 @@ impl Catalog for ApplicationFields {
     fn field(&self, name: &str) -> Option<Field> {
         use FieldType::*;
         let (column, ty) = match name {
-            // Any version installed somewhere, not only the most common.
-            "version" => (Column::DocumentList("version"), Text),
+            // Any version installed somewhere, not only the most common;
+            // compared in version order by its release key.
+            "version" => (
+                Column::VersionList {
+                    text: "version",
+                    key: "version_key",
+                },
+                Version,
+            ),
             "platform" => (Column::DocumentList("platform"), Text),
             "device_count" => (Column::Required("a.device_count"), Number),
             "size_bytes" => (Column::Plain("a.size_bytes"), Number),
@@ -27,6 +34,10 @@ impl Catalog for ApplicationFields {
             }
         };
         Some(Field { column, ty })
+    }
+
+    fn names(&self) -> Vec<String> {
+        FIELDS.iter().map(|f| f.to_string()).collect()
     }
 
     fn sort_field(&self, name: &str) -> Option<Field> {
@@ -40,6 +51,21 @@ impl Catalog for ApplicationFields {
         }
     }
 }
+
+/// Every field of the applications allow-list.
+pub const FIELDS: &[&str] = &[
+    "name",
+    "vendor",
+    "product",
+    "version",
+    "device_count",
+    "site",
+    "publisher",
+    "platform",
+    "size_bytes",
+    "category",
+    "install_status",
+];
 
 /// The scalar text fields, each under its own name in the search document.
 const TEXT_FIELDS: &[&str] = &[
@@ -61,6 +87,12 @@ pub fn search_document(app: &Application) -> String {
         .list(
             "version",
             app.version_counts.iter().map(|v| v.version.as_str()),
+        )
+        .keys(
+            "version_key",
+            app.version_counts
+                .iter()
+                .map(|v| crate::version::release_key(&v.version)),
         )
         .list("platform", app.platforms.iter().map(String::as_str));
     doc.to_json()

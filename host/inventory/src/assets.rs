@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::rollup::build::Asset;
-use crate::search::{Catalog, Column, Field, FieldType, SearchDocument, Table, Term, Terms};
+use crate::search::{Catalog, Column, Field, FieldType, Part, SearchDocument, Table, Term, Terms};
 
 use FieldType::{Boolean, Number, Text};
 
@@ -71,6 +71,7 @@ impl AssetFields {
             "user_email",
             "user_name",
             "application_name",
+            "application_version",
             "application_count",
             "source",
             "last_seen",
@@ -121,8 +122,22 @@ impl Catalog for AssetFields {
             "device_name" => (Column::Term(ASSET_TERMS, "device_name"), Text),
             // An asset holds hundreds of applications: a term each would
             // multiply the rollup's writes, so this list stays in the
-            // document, read per asset.
-            "application_name" => (Column::DocumentList("application_name"), Text),
+            // document, read per asset. In an `and` group, name and
+            // version rules describe one application together.
+            "application_name" => (
+                Column::Installed {
+                    key: "installed",
+                    part: Part::Name,
+                },
+                Text,
+            ),
+            "application_version" => (
+                Column::Installed {
+                    key: "installed",
+                    part: Part::Version,
+                },
+                FieldType::Version,
+            ),
             "source" => (Column::Term(ASSET_TERMS, "source"), Text),
             "application_count" => (Column::Required("a.application_count"), Number),
             "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
@@ -134,6 +149,10 @@ impl Catalog for AssetFields {
         Some(Field { column, ty })
     }
 
+    fn names(&self) -> Vec<String> {
+        AssetFields::names()
+    }
+
     fn sort_field(&self, name: &str) -> Option<Field> {
         match name {
             // Sorting uses the display name, folded, in a column of its own
@@ -143,7 +162,7 @@ impl Catalog for AssetFields {
                 ty: Text,
             }),
             // A list has no one value to sort by.
-            "application_name" | "source" => None,
+            "application_name" | "application_version" | "source" => None,
             // The other term fields sort by the document's copy.
             _ => self.field(name).map(|field| match field.column {
                 Column::Term(_, key) => Field {
@@ -188,9 +207,12 @@ pub fn search(asset: &Asset) -> AssetSearch {
 fn searchable(asset: &Asset) -> SearchDocument {
     let mut doc = SearchDocument::default();
     doc.list("device_name", asset.names.iter().map(String::as_str))
-        .list(
-            "application_name",
-            asset.applications.iter().map(|name| &**name),
+        .installed(
+            "installed",
+            asset
+                .installed
+                .iter()
+                .map(|(name, version)| (&**name, version.as_deref())),
         )
         .list("source", asset.sources.iter().map(String::as_str))
         .text("device_id", asset.device_id.as_deref())
@@ -211,7 +233,7 @@ fn searchable(asset: &Asset) -> SearchDocument {
                 continue;
             };
             let typed = match ty {
-                Text => value.is_string(),
+                Text | FieldType::Version => value.is_string(),
                 Number | FieldType::Date => value.is_number(),
                 Boolean => value.is_boolean(),
             };

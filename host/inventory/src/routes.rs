@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::applications::{self, ApplicationRow, ApplicationView};
 use super::exposure::Exposure;
 use super::search::{
-    self, page_bounds, ListParams, Page, QueryGroup, QueryNode, QueryRule, SearchRequest,
+    self, page_bounds, ListParams, Operator, Page, QueryGroup, QueryNode, QueryRule, SearchRequest,
 };
 use super::storage::{self, AppName, InventoryStats, ItemView, VendorView};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
@@ -60,11 +60,11 @@ async fn list_applications(
     let query = params.vendor.map(|vendor| QueryGroup {
         kind: None,
         combinator: search::Combinator::And,
-        rules: vec![QueryNode::Rule(QueryRule {
-            field: "vendor".into(),
-            operator: "equals".into(),
-            value: Some(json!(vendor)),
-        })],
+        rules: vec![QueryNode::Rule(QueryRule::new(
+            "vendor",
+            Operator::Equals,
+            Some(json!(vendor)),
+        ))],
     });
     let request = SearchRequest {
         query,

@@ -95,6 +95,42 @@ fn chunks(version: &str) -> impl Iterator<Item = &str> {
         })
 }
 
+/// A text whose byte order is [`compare_release`]'s order, so that a
+/// database can compare versions as plain strings (under a binary
+/// collation): equal keys for the same release (`5.10` and `5.10.0`).
+///
+/// The chunks become pairs of (zeros before a non-zero chunk, that chunk):
+/// where two versions first differ, a longer run of zeros means the chunk
+/// after it comes later, which makes the version smaller when that chunk is
+/// above zero (`1.0.1` < `1.1`) and larger when it is a pre-release word
+/// (`2.0.0-beta` > `2.0-beta`). The end of a version sorts between the two,
+/// as the zeros it stands for do.
+pub fn release_key(version: &str) -> String {
+    let mut key = String::with_capacity(version.len() * 2 + 1);
+    let mut zeros = 0usize;
+    for chunk in chunks(version) {
+        let (class, tag, payload) = match Chunk::of(Some(chunk)) {
+            Chunk::Number(0, _) => {
+                zeros += 1;
+                continue;
+            }
+            Chunk::PreRelease(word) => ('1', 'p', word),
+            Chunk::Number(len, digits) => ('3', 'n', format!("{:03}{digits}", len.min(999))),
+            Chunk::Word(word) => ('3', 'w', word),
+        };
+        let run = zeros.min(999);
+        let run = if class == '1' { run } else { 999 - run };
+        key.push(class);
+        key.push_str(&format!("{run:03}"));
+        key.push(tag);
+        key.extend(payload.chars().filter(|c| *c > '\u{1}'));
+        key.push('\u{1}');
+        zeros = 0;
+    }
+    key.push('2');
+    key
+}
+
 /// The newest of `versions` by [`compare_versions`].
 pub fn newest<'a>(versions: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     versions.into_iter().max_by(|a, b| compare_versions(a, b))
@@ -213,6 +249,27 @@ mod tests {
         assert!(checked >= 10, "only {checked} vectors checked");
     }
 
+    #[test]
+    fn release_keys_of_real_versions() {
+        let ordered = [
+            "2.0-beta",
+            "2.0.0-beta",
+            "2.0",
+            "2.0.0.0.1",
+            "2.0.1",
+            "2.0.1a",
+            "2.1",
+            "119.0.6045.200",
+            "120",
+            "120.0.6099.71",
+        ];
+        for pair in ordered.windows(2) {
+            assert!(release_key(pair[0]) < release_key(pair[1]), "{pair:?}");
+        }
+        assert_eq!(release_key("5.10"), release_key("5.10.0"));
+        assert_eq!(release_key("24.09"), release_key("24.9"));
+    }
+
     fn version() -> impl Strategy<Value = String> {
         proptest::string::string_regex("([0-9a-c]|rc|beta)([0-9a-c.+_-]|rc|beta){0,8}")
             .expect("valid regex")
@@ -222,6 +279,11 @@ mod tests {
         #[test]
         fn equal_only_when_identical(a in version(), b in version()) {
             prop_assert_eq!(compare_versions(&a, &b) == Equal, a == b);
+        }
+
+        #[test]
+        fn release_keys_sort_as_releases(a in version(), b in version()) {
+            prop_assert_eq!(release_key(&a).cmp(&release_key(&b)), compare_release(&a, &b), "{} vs {}", a, b);
         }
 
         #[test]

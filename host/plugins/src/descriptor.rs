@@ -615,7 +615,37 @@ pub struct CsvDescriptor {
     pub target: String,
     pub sdk_version: String,
     pub header_signals: Vec<String>,
-    pub column_aliases: Vec<(String, Vec<String>)>,
+    pub column_aliases: Vec<ColumnAlias>,
+}
+
+/// A column a CSV provider reads and the other header spellings that
+/// name it. Components send it as the SDK's `[column, [aliases]]` pair;
+/// the API shows it as an object, which clients generated from the
+/// OpenAPI document can read (a tuple has no schema most generators take).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(from = "ColumnAliasWire")]
+pub struct ColumnAlias {
+    pub column: String,
+    pub aliases: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ColumnAliasWire {
+    Pair(String, Vec<String>),
+    Object {
+        column: String,
+        aliases: Vec<String>,
+    },
+}
+
+impl From<ColumnAliasWire> for ColumnAlias {
+    fn from(wire: ColumnAliasWire) -> Self {
+        match wire {
+            ColumnAliasWire::Pair(column, aliases)
+            | ColumnAliasWire::Object { column, aliases } => ColumnAlias { column, aliases },
+        }
+    }
 }
 
 /// True when `version` (the component's `cairn-sdk` version) is one this

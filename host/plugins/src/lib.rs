@@ -64,8 +64,8 @@ pub mod runtime;
 mod v01;
 
 pub use descriptor::{
-    Action, AuthScheme, Collection, ConfigFrom, ConnectorDescriptor, CsvDescriptor, FieldType,
-    Pull, View, WebhookSignature,
+    Action, AuthScheme, Collection, ColumnAlias, ConfigFrom, ConnectorDescriptor, CsvDescriptor,
+    FieldType, Pull, View, WebhookSignature,
 };
 pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
 pub use rows::{InventoryRow, MappedRow, RecordRow, RowText};

@@ -34,7 +34,7 @@ use cairn_platform::http::{metrics, rate_limit};
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Every route of the service, and the OpenAPI document describing them.
-pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
+pub fn router(state: &AppState) -> (Router, Documents) {
     let api = OpenApiRouter::new()
         .nest("/api/v1/auth", cairn_platform::auth::router(state))
         .nest("/api/v1/tenant", cairn_platform::tenancy::router())
@@ -58,20 +58,14 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .merge(cairn_features::threat_intel::router())
         .merge(cairn_features::portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
-    let (routes, mut doc) = OpenApiRouter::with_openapi(openapi::base())
+    let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(api)
         .split_for_parts();
-    openapi::document_common_errors(&mut doc);
-    let doc_json = doc
-        .to_pretty_json()
-        .expect("the OpenAPI document serializes");
-
-    let (portal, mut portal_doc) = cairn_features::portal::api();
-    openapi::document_common_errors(&mut portal_doc);
-    let portal_json = portal_doc
-        .to_pretty_json()
-        .expect("the portal OpenAPI document serializes");
+    let documents = Documents::finish(doc, cairn_features::portal::api().1);
+    let doc_json = pretty(&documents.api);
+    let portal_json = pretty(&documents.portal);
+    let (portal, _) = cairn_features::portal::api();
     let portal = portal
         .route(
             "/api/openapi.json",
@@ -126,7 +120,48 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .layer(cors(&state.settings.cors_origin_list()))
         .with_state(state.clone());
-    (router, doc)
+    (router, documents)
+}
+
+/// The two OpenAPI documents as clients receive them.
+pub struct Documents {
+    /// `/openapi.json`: the `/api/v1` service.
+    pub api: serde_json::Value,
+    /// `/api/openapi.json`: the client portal.
+    pub portal: serde_json::Value,
+}
+
+impl Documents {
+    fn finish(
+        mut api: utoipa::openapi::OpenApi,
+        mut portal: utoipa::openapi::OpenApi,
+    ) -> Documents {
+        openapi::document_common_errors(&mut api);
+        openapi::document_common_errors(&mut portal);
+        let searches = [
+            openapi::Search {
+                prefix: "Device",
+                fields: cairn_inventory::assets::AssetFields::names(),
+                operations: &[("/api/v1/devices/devices/search", "post")],
+            },
+            openapi::Search {
+                prefix: "Application",
+                fields: cairn_inventory::applications::FIELDS
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect(),
+                operations: &[("/api/v1/inventory/applications/search", "post")],
+            },
+        ];
+        Documents {
+            api: openapi::finish(&api, &searches),
+            portal: openapi::finish(&portal, &[]),
+        }
+    }
+}
+
+fn pretty(doc: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(doc).expect("a JSON value serializes")
 }
 
 /// The span every log line of a request carries. It names the route

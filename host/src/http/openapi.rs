@@ -1,6 +1,7 @@
 //! The parts of the OpenAPI document that no handler declares: info,
 //! security schemes, tags, and the error answers every operation shares.
 
+use serde_json::{json, Map, Value};
 use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
@@ -16,7 +17,7 @@ use utoipa::{Modify, OpenApi};
                        `/api/v1` needs a session cookie (`cairn.session_token`) or a bearer JWT, \
                        except register, login and the public invite routes. Errors are JSON \
                        `{detail, type}` (`field` on validation errors, `path` on 500s).",
-        license(name = "Apache-2.0")
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     // The query tree is recursive, so its node types are registered here
     // rather than inlined where they are used.
@@ -157,4 +158,122 @@ fn error_response(description: &str) -> RefOr<Response> {
             )
             .build(),
     )
+}
+
+/// The document as clients receive it: `doc` serialized, then the
+/// conventions utoipa's types cannot state made explicit for client
+/// generators (openapi-python-client, openapi-generator):
+/// - an operation needing no credential says `security: []` (utoipa writes
+///   `[{}]`, which generators read as "some scheme");
+/// - a response that is not JSON is a binary string (a PDF, a spreadsheet,
+///   a CSV file, a document), so generated clients keep its bytes;
+/// - a redirect declares its `Location` header;
+/// - each structured search has its own request schemas whose `field` is
+///   the enum of its allow-list (`searches`: schema prefix, the searches'
+///   fields, and the operations taking it); device queries held elsewhere
+///   (dashboard filters, report scopes) use the device schemas.
+pub fn finish(doc: &utoipa::openapi::OpenApi, searches: &[Search]) -> Value {
+    let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for item in paths.values_mut().filter_map(Value::as_object_mut) {
+            for operation in item.values_mut().filter_map(Value::as_object_mut) {
+                finish_operation(operation);
+            }
+        }
+    }
+    if !searches.is_empty() {
+        search_schemas(&mut doc, searches);
+    }
+    doc
+}
+
+/// One structured search as OpenAPI names it.
+pub struct Search {
+    /// Prefix of its schemas (`Device` gives `DeviceSearchRequest`).
+    pub prefix: &'static str,
+    pub fields: Vec<String>,
+    /// `(path, method)` of each operation whose body is its request.
+    pub operations: &'static [(&'static str, &'static str)],
+}
+
+fn finish_operation(operation: &mut Map<String, Value>) {
+    if operation
+        .get("security")
+        .and_then(Value::as_array)
+        .is_some_and(|alternatives| alternatives.iter().any(|a| a == &json!({})))
+    {
+        operation.insert("security".into(), json!([]));
+    }
+    let Some(responses) = operation
+        .get_mut("responses")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for (status, response) in responses.iter_mut() {
+        if status.starts_with('3') && response.get("headers").is_none() {
+            response["headers"] = json!({"Location": {
+                "description": "Where the resource is",
+                "required": true,
+                "schema": {"type": "string", "format": "uri"}}});
+        }
+        let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (media_type, body) in content.iter_mut() {
+            let textual = media_type.ends_with("json")
+                || media_type.starts_with("text/html")
+                || media_type.starts_with("text/plain");
+            if textual {
+                continue;
+            }
+            let description = body["schema"].get("description").cloned();
+            body["schema"] = json!({"type": "string", "format": "binary"});
+            if let Some(description) = description {
+                body["schema"]["description"] = description;
+            }
+        }
+    }
+}
+
+/// Replaces the shared query schemas by one set per search (see
+/// [`finish`]); the first search's set also serves every other
+/// reference to a query group.
+fn search_schemas(doc: &mut Value, searches: &[Search]) {
+    let shared: Vec<(&str, Value)> = ["SearchRequest", "QueryGroup", "QueryRule", "QueryNode"]
+        .into_iter()
+        .filter_map(|name| {
+            let schemas = doc["components"]["schemas"].as_object_mut()?;
+            Some((name, schemas.remove(name)?))
+        })
+        .collect();
+    let renamed = |text: &str, prefix: &str| {
+        ["SearchRequest", "QueryGroup", "QueryRule", "QueryNode"]
+            .iter()
+            .fold(text.to_string(), |text, name| {
+                text.replace(
+                    &format!("#/components/schemas/{name}\""),
+                    &format!("#/components/schemas/{prefix}{name}\""),
+                )
+            })
+    };
+    for search in searches {
+        for (name, schema) in &shared {
+            let text = renamed(&schema.to_string(), search.prefix);
+            let mut schema: Value = serde_json::from_str(&text).expect("a schema stays JSON");
+            if *name == "QueryRule" {
+                schema["properties"]["field"]["enum"] = json!(search.fields);
+            }
+            doc["components"]["schemas"][format!("{}{name}", search.prefix)] = schema;
+        }
+        for (path, method) in search.operations {
+            let body = &mut doc["paths"][*path][*method]["requestBody"];
+            *body = serde_json::from_str(&renamed(&body.to_string(), search.prefix))
+                .expect("a body stays JSON");
+        }
+    }
+    // What still names a shared schema holds a device query.
+    let first = searches[0].prefix;
+    *doc =
+        serde_json::from_str(&renamed(&doc.to_string(), first)).expect("the document stays JSON");
 }

@@ -26,10 +26,22 @@ where
         let axum::Json(mut value) =
             axum::Json::<serde_json::Value>::from_request(request, state).await?;
         without_nul(&mut value);
-        serde_json::from_value(value)
-            .map(Json)
-            .map_err(|e| ApiError::validation("body", e.to_string()))
+        from_value(value).map(Json)
     }
+}
+
+/// `value` read as `T`; a 422 whose `field` is the path of the value that
+/// did not fit (`query.rules[0].operator`), or `body` for the whole.
+pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        ApiError::validation(&field, e.into_inner().to_string())
+    })
 }
 
 /// Takes every NUL character out of the strings (and keys) of `value`.
@@ -122,9 +134,7 @@ where
         let mut value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
         without_nul(&mut value);
-        serde_json::from_value(value)
-            .map(OptionalJson)
-            .map_err(|e| ApiError::validation("body", e.to_string()))
+        from_value(value).map(OptionalJson)
     }
 }
 

@@ -199,6 +199,16 @@ impl Received {
     }
 }
 
+/// The multipart/form-data body of every upload route, as OpenAPI shows
+/// it: one part named `file` with the file's bytes and its name in the
+/// part's `Content-Disposition`.
+#[derive(utoipa::ToSchema)]
+pub struct FileUpload {
+    /// The file; its name (with extension) is read from the part.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
 /// Reads a form that carries exactly one part named `file` (other parts are
 /// ignored) and receives it as [`receive`] does. A second `file` part
 /// rejects the upload and removes the first, so a refused form keeps

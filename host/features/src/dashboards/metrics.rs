@@ -55,9 +55,10 @@ pub fn check(source: &DataSource, field: &str) -> Result<Checked, ApiError> {
                 format!("{} cannot be narrowed by a device query", metric.name),
             ))
         }
-        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|e| {
-            ApiError::validation(&format!("{field}.filter"), format!("not a query: {e}"))
-        })?),
+        Some(value) => Some(crate::devices::figures::query(
+            value,
+            &format!("{field}.filter"),
+        )?),
     };
     Ok(Checked {
         metric,

@@ -3,9 +3,32 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
 use cairn_core::db::{json_text_values, Db};
+use cairn_core::http::error::ApiError;
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::{self, QueryGroup, SearchError};
+
+/// A device search query held in a widget or a report, read and checked
+/// as the device search would check it: the same grammar, and the same 422 naming an
+/// unknown field, operator or value (under `path`).
+pub fn query(value: &Value, path: &str) -> Result<QueryGroup, ApiError> {
+    let query: QueryGroup =
+        cairn_core::http::json::from_value(value.clone()).map_err(|err| match err {
+            ApiError::Validation { field, message } => {
+                let inner = if field == "body" {
+                    String::new()
+                } else {
+                    format!(".{field}")
+                };
+                ApiError::validation(&format!("{path}{inner}"), message)
+            }
+            other => other,
+        })?;
+    cairn_inventory::search::check(&cairn_inventory::assets::AssetFields, &query, path)?;
+    Ok(query)
+}
 
 /// Most assets a query may narrow a figure to.
 const MAX_SCOPED_ASSETS: i64 = 100_000;

@@ -14,7 +14,7 @@ use cairn_core::http::json::{Json, Path, Query};
 use cairn_inventory::assets::{self, AssetRow};
 use cairn_inventory::normalize;
 use cairn_inventory::search::{
-    self, page_bounds, Combinator, ListParams, Page, QueryGroup, QueryNode, QueryRule,
+    self, page_bounds, Combinator, ListParams, Operator, Page, QueryGroup, QueryNode, QueryRule,
     SearchRequest,
 };
 use cairn_inventory::storage::ItemView;
@@ -205,11 +205,11 @@ async fn by_application(
         query: Some(QueryGroup {
             kind: None,
             combinator: Combinator::And,
-            rules: vec![QueryNode::Rule(QueryRule {
-                field: "application_name".into(),
-                operator: "equals".into(),
-                value: Some(json!(application_name)),
-            })],
+            rules: vec![QueryNode::Rule(QueryRule::new(
+                "application_name",
+                Operator::Equals,
+                Some(json!(application_name)),
+            ))],
         }),
         search: params.search,
         skip: params.skip,

@@ -121,7 +121,7 @@ async fn list_files(
 /// with `type: upload_rejected` and `field` naming the failed check
 /// (`extension`, `size`, `content`, `file`).
 #[utoipa::path(post, path = "/api/files", tag = "files",
-    request_body(content_type = "multipart/form-data", description = "one part named `file`"),
+    request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 201, body = File), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 async fn upload_file(
     State(state): State<AppState>,

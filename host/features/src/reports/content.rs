@@ -90,8 +90,7 @@ impl Scope {
             }
         }
         if let Some(filter) = &self.filter {
-            serde_json::from_value::<QueryGroup>(filter.clone())
-                .map_err(|e| ApiError::validation("scope.filter", format!("not a query: {e}")))?;
+            crate::devices::figures::query(filter, "scope.filter")?;
         }
         match (report_type, self.device.as_deref().map(str::trim)) {
             (ReportType::Device, None | Some("")) => Err(ApiError::validation(
@@ -189,8 +188,7 @@ pub async fn gather(
 ) -> Result<Content, ApiError> {
     let scoped = match &scope.filter {
         Some(filter) => {
-            let query: QueryGroup = serde_json::from_value(filter.clone())
-                .map_err(|e| ApiError::validation("scope.filter", e.to_string()))?;
+            let query = crate::devices::figures::query(filter, "scope.filter")?;
             Some(
                 device_figures::scope(db, tenant, &query)
                     .await

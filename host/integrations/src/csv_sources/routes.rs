@@ -128,7 +128,7 @@ async fn get_source(
 /// are untouched.
 #[utoipa::path(post, path = "/api/v1/csv-sources/{key}/upload", tag = "csv-sources",
     params(("key" = String, Path), UploadOptions),
-    request_body(content_type = "multipart/form-data", description = "one part named `file`"),
+    request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 202, body = UploadView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn upload_to_source(
     State(state): State<AppState>,
@@ -330,7 +330,7 @@ async fn source_records(
 /// source (`software-inventory`): as `POST /api/v1/csv-sources/{key}/upload`.
 #[utoipa::path(post, path = "/api/v1/inventory/upload", tag = "inventory",
     params(UploadOptions),
-    request_body(content_type = "multipart/form-data", description = "one part named `file`"),
+    request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 202, body = UploadView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "The generic software provider is not loaded")))]
 async fn upload_inventory(
     State(state): State<AppState>,

@@ -94,11 +94,24 @@ pub struct Asset {
     /// Sorted; each name shared with every other asset holding it (a
     /// whole rebuild holds a million of them at once).
     pub applications: Vec<Arc<str>>,
+    /// Each installed application with its version where the inventory
+    /// gave one, sorted and distinct: what a device search matches
+    /// `application_name` and `application_version` against together.
+    pub installed: Vec<(Arc<str>, Option<Arc<str>>)>,
     pub sources: Vec<String>,
     pub mdm: Option<Value>,
     pub edr: Option<Value>,
     pub scan: Option<Value>,
     pub last_seen: i64,
+}
+
+/// The version id of an application row without a version.
+const NO_VERSION: u32 = u32::MAX;
+
+/// The shared names of interned ids.
+struct Names {
+    applications: Vec<Arc<str>>,
+    versions: Vec<Arc<str>>,
 }
 
 /// Device and application names become small integers so that the device
@@ -222,9 +235,10 @@ struct AssetTally {
     os_version: Latest,
     user_email: Latest,
     user_name: Latest,
-    /// Ids in [`Rollup::application_ids`], once per row: sorted and
-    /// deduplicated when the asset is built.
-    applications: Vec<u32>,
+    /// Ids in [`Rollup::application_ids`] and [`Rollup::version_ids`]
+    /// ([`NO_VERSION`] for none), once per row: sorted and deduplicated
+    /// when the asset is built.
+    applications: Vec<(u32, u32)>,
     sources: BTreeSet<String>,
     last_updated: i64,
 }
@@ -238,6 +252,7 @@ fn add_count<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, i64>, key: K) {
 pub struct Rollup {
     devices: Interner,
     application_ids: Interner,
+    version_ids: Interner,
     applications: HashMap<String, ApplicationTally>,
     assets: HashMap<String, AssetTally>,
     /// Spellings of a device name that clean to nothing.
@@ -289,7 +304,13 @@ impl Rollup {
                 asset.user_email.offer(at, clean_owned(row.user_email));
                 asset.user_name.offer(at, clean_owned(row.user_name));
                 if let Some(app) = &application {
-                    asset.applications.push(self.application_ids.id(app));
+                    let version = match row.version.as_deref().and_then(|v| clean(Some(v))) {
+                        Some(version) => self.version_ids.id(&version),
+                        None => NO_VERSION,
+                    };
+                    asset
+                        .applications
+                        .push((self.application_ids.id(app), version));
                 }
                 if !asset.sources.contains(&source) {
                     asset.sources.insert(source.clone());
@@ -421,15 +442,16 @@ impl Rollup {
     pub fn assets(&mut self, records: Vec<DeviceRecord>) -> Vec<Asset> {
         let details = DetailIndex::new(records);
         let completed_runs = &self.completed_runs;
-        let application_names: Vec<Arc<str>> = self
-            .application_ids
-            .names()
-            .into_iter()
-            .map(Arc::from)
-            .collect();
+        let shared = |interner: &Interner| -> Vec<Arc<str>> {
+            interner.names().into_iter().map(Arc::from).collect()
+        };
+        let names = Names {
+            applications: shared(&self.application_ids),
+            versions: shared(&self.version_ids),
+        };
         let mut out: Vec<Asset> = std::mem::take(&mut self.assets)
             .into_iter()
-            .map(|(key, tally)| asset(key, tally, &details, completed_runs, &application_names))
+            .map(|(key, tally)| asset(key, tally, &details, completed_runs, &names))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
@@ -526,7 +548,7 @@ fn asset(
     tally: AssetTally,
     details: &DetailIndex,
     completed_runs: &HashMap<String, i64>,
-    application_names: &[Arc<str>],
+    names: &Names,
 ) -> Asset {
     let device_name = tally
         .names
@@ -555,14 +577,19 @@ fn asset(
         .iter()
         .filter_map(|s| completed_runs.get(s))
         .fold(tally.last_updated, |seen, &completed| seen.max(completed));
-    let mut applications = tally.applications;
-    applications.sort_unstable();
-    applications.dedup();
-    let mut applications: Vec<Arc<str>> = applications
-        .into_iter()
-        .map(|id| application_names[id as usize].clone())
+    let mut ids = tally.applications;
+    ids.sort_unstable();
+    ids.dedup();
+    let mut installed: Vec<(Arc<str>, Option<Arc<str>>)> = ids
+        .iter()
+        .map(|&(app, version)| {
+            let version = (version != NO_VERSION).then(|| names.versions[version as usize].clone());
+            (names.applications[app as usize].clone(), version)
+        })
         .collect();
-    applications.sort_unstable();
+    installed.sort_unstable();
+    let mut applications: Vec<Arc<str>> = installed.iter().map(|(name, _)| name.clone()).collect();
+    applications.dedup();
     Asset {
         key,
         device_name,
@@ -574,6 +601,7 @@ fn asset(
         user_email: tally.user_email.get().map(|e| e.to_lowercase()),
         user_name: tally.user_name.get(),
         applications,
+        installed,
         sources: sources.into_iter().collect(),
         mdm,
         edr,

@@ -6,16 +6,20 @@ use serde_json::Value;
 use super::query::QueryRule;
 use super::SearchError;
 
-fn invalid(rule: &QueryRule, what: &str) -> SearchError {
-    SearchError::Value {
-        field: rule.field.clone(),
-        message: format!("`{}` needs {what}", rule.operator),
+fn invalid(rule: &QueryRule, at: &str, what: &str) -> SearchError {
+    SearchError::Rule {
+        path: format!("{at}.value"),
+        message: format!(
+            "`{}` on `{}` needs {what}",
+            rule.operator.name(),
+            rule.field
+        ),
     }
 }
 
 /// The rule's value as text: strings as they are, numbers and booleans
 /// printed, arrays joined with commas (for `in`).
-pub fn raw_value(rule: &QueryRule) -> Result<String, SearchError> {
+pub fn raw_value(rule: &QueryRule, at: &str) -> Result<String, SearchError> {
     match &rule.value {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
@@ -32,9 +36,9 @@ pub fn raw_value(rule: &QueryRule) -> Result<String, SearchError> {
                 .collect();
             parts
                 .map(|p| p.join(","))
-                .ok_or_else(|| invalid(rule, "an array of strings, numbers or booleans"))
+                .ok_or_else(|| invalid(rule, at, "an array of strings, numbers or booleans"))
         }
-        _ => Err(invalid(rule, "a value")),
+        _ => Err(invalid(rule, at, "a value")),
     }
 }
 
@@ -47,24 +51,24 @@ pub fn list(raw: &str) -> Vec<String> {
         .collect()
 }
 
-pub fn number(raw: &str, rule: &QueryRule) -> Result<f64, SearchError> {
+pub fn number(raw: &str, rule: &QueryRule, at: &str) -> Result<f64, SearchError> {
     raw.trim()
         .parse::<f64>()
         .ok()
         .filter(|n| n.is_finite())
-        .ok_or_else(|| invalid(rule, "a number"))
+        .ok_or_else(|| invalid(rule, at, "a number"))
 }
 
-pub fn boolean(raw: &str, rule: &QueryRule) -> Result<bool, SearchError> {
+pub fn boolean(raw: &str, rule: &QueryRule, at: &str) -> Result<bool, SearchError> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
-        _ => Err(invalid(rule, "true or false")),
+        _ => Err(invalid(rule, at, "true or false")),
     }
 }
 
 /// RFC 3339, `YYYY-MM-DD` (midnight UTC) or milliseconds since the epoch.
-pub fn date_ms(raw: &str, rule: &QueryRule) -> Result<i64, SearchError> {
+pub fn date_ms(raw: &str, rule: &QueryRule, at: &str) -> Result<i64, SearchError> {
     let raw = raw.trim();
     if let Ok(ms) = raw.parse::<i64>() {
         return Ok(ms);
@@ -78,5 +82,5 @@ pub fn date_ms(raw: &str, rule: &QueryRule) -> Result<i64, SearchError> {
             .and_utc()
             .timestamp_millis());
     }
-    Err(invalid(rule, "a date (RFC 3339 or YYYY-MM-DD)"))
+    Err(invalid(rule, at, "a date (RFC 3339 or YYYY-MM-DD)"))
 }

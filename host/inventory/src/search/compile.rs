@@ -23,6 +23,25 @@ pub enum FieldType {
     /// Stored as milliseconds since the epoch; values may be RFC 3339,
     /// `YYYY-MM-DD` or milliseconds.
     Date,
+    /// Text that also compares in the inventory's version order
+    /// ([`crate::version::compare_release`]): the text operators read the
+    /// version as written, `gt`, `gte`, `lt`, `lte` and `between` its
+    /// [`release_key`](crate::version::release_key), and `equals` and
+    /// `in` the release (`120` equals `120.0`).
+    Version,
+}
+
+impl FieldType {
+    /// The type's name in error messages.
+    fn name(self) -> &'static str {
+        match self {
+            FieldType::Text => "text",
+            FieldType::Number => "number",
+            FieldType::Boolean => "boolean",
+            FieldType::Date => "date",
+            FieldType::Version => "version",
+        }
+    }
 }
 
 /// Where a field's value lives. Text is only ever read from the row's
@@ -43,6 +62,18 @@ pub enum Column {
     /// matches when an element does, and a negated rule when no element
     /// matches its positive form.
     DocumentList(&'static str),
+    /// A list in the search document of versions (`text`) and, in the same
+    /// order, their release keys (`key`): a rule matches when an element
+    /// does.
+    VersionList {
+        text: &'static str,
+        key: &'static str,
+    },
+    /// One part of the elements of the document's list `key`, each
+    /// `[name, version, release key]` of one installed application. In an
+    /// `and` group the positive rules on such parts describe one element
+    /// together: an application named so *and* of that version.
+    Installed { key: &'static str, part: Part },
     /// A field (the key) of a [`Terms`] table, which holds a row per value
     /// (so a list field is several rows): a rule matches a row that has a
     /// value matching it, a negated rule one that has none. Not sortable;
@@ -64,6 +95,13 @@ pub struct Terms {
     pub row_key: &'static str,
 }
 
+/// A part of an [`Column::Installed`] element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Name,
+    Version,
+}
+
 /// The placeholder every search binds the tenant to.
 pub const TENANT_PLACEHOLDER: &str = "$1";
 
@@ -76,6 +114,10 @@ pub struct Field {
 /// The allow-list of one search.
 pub trait Catalog: Sync {
     fn field(&self, name: &str) -> Option<Field>;
+
+    /// Every rule field, for OpenAPI and for the error naming an unknown
+    /// one.
+    fn names(&self) -> Vec<String>;
 
     /// The field `sort` names; by default the rule field of that name.
     fn sort_field(&self, name: &str) -> Option<Field> {
@@ -119,16 +161,36 @@ impl<'c> Compiler<'c> {
         }
     }
 
-    /// The group's condition; `None` when it adds nothing (empty, or every
-    /// rule skipped).
-    pub fn group(&mut self, group: &QueryGroup) -> Result<Option<String>, SearchError> {
+    /// The group's condition; `None` when it adds nothing (empty). `path`
+    /// names the group in errors (`query`, `query.rules[2]`).
+    pub fn group(&mut self, group: &QueryGroup, path: &str) -> Result<Option<String>, SearchError> {
         let mut parts = vec![];
-        for node in &group.rules {
-            let part = match node {
-                QueryNode::Group(inner) => self.group(inner)?,
-                QueryNode::Rule(rule) => self.rule(rule)?,
+        // Positive rules on parts of one installed application, per list,
+        // joined into one condition on one element in an `and` group.
+        let mut together: Vec<(&'static str, Vec<(String, &QueryRule, Field)>)> = vec![];
+        for (index, node) in group.rules.iter().enumerate() {
+            let at = format!("{path}.rules[{index}]");
+            let rule = match node {
+                QueryNode::Group(inner) => {
+                    parts.extend(self.group(inner, &at)?);
+                    continue;
+                }
+                QueryNode::Rule(rule) => rule,
             };
-            parts.extend(part);
+            let field = self.checked_field(rule, &at)?;
+            if let (Column::Installed { key, .. }, Combinator::And, false) =
+                (&field.column, group.combinator, rule.operator.positive().1)
+            {
+                match together.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, rules)) => rules.push((at, rule, field)),
+                    None => together.push((key, vec![(at, rule, field)])),
+                }
+                continue;
+            }
+            parts.push(self.rule(rule, &field, &at)?);
+        }
+        for (key, rules) in together {
+            parts.push(self.installed(key, &rules)?);
         }
         if parts.is_empty() {
             return Ok(None);
@@ -145,6 +207,40 @@ impl<'c> Compiler<'c> {
         } else {
             joined
         }))
+    }
+
+    /// Checks every rule of `group` against the catalog without keeping
+    /// the SQL: what a stored filter is checked with before it is saved.
+    pub fn check(&mut self, group: &QueryGroup, path: &str) -> Result<(), SearchError> {
+        self.group(group, path).map(|_| ())
+    }
+
+    /// The rule's field, known to the catalog and taking its operator.
+    fn checked_field(&self, rule: &QueryRule, at: &str) -> Result<Field, SearchError> {
+        let field = self
+            .catalog
+            .field(&rule.field)
+            .ok_or_else(|| SearchError::Rule {
+                path: format!("{at}.field"),
+                message: format!(
+                    "`{}` is not a field of this search; the fields are {}",
+                    rule.field,
+                    self.catalog.names().join(", ")
+                ),
+            })?;
+        let (positive, _) = rule.operator.positive();
+        if !applies(positive, field.ty) {
+            return Err(SearchError::Rule {
+                path: format!("{at}.operator"),
+                message: format!(
+                    "`{}` does not apply to `{}`, a {} field",
+                    rule.operator.name(),
+                    rule.field,
+                    field.ty.name()
+                ),
+            });
+        }
+        Ok(field)
     }
 
     /// Appends the bound values, in placeholder order.
@@ -175,7 +271,15 @@ impl<'c> Compiler<'c> {
         let field = self
             .catalog
             .sort_field(name)
-            .filter(|f| !matches!(f.column, Column::DocumentList(_) | Column::Term(..)))
+            .filter(|f| {
+                !matches!(
+                    f.column,
+                    Column::DocumentList(_)
+                        | Column::VersionList { .. }
+                        | Column::Installed { .. }
+                        | Column::Term(..)
+                )
+            })
             .ok_or_else(|| SearchError::Sort(name.to_string()))?;
         let expr = self.value_expr(&field);
         let direction = if descending { "DESC" } else { "ASC" };
@@ -190,50 +294,77 @@ impl<'c> Compiler<'c> {
         format!("${}", self.first + self.params.len() - 1)
     }
 
-    fn rule(&mut self, rule: &QueryRule) -> Result<Option<String>, SearchError> {
-        let Some(field) = self.catalog.field(&rule.field) else {
-            return Ok(None);
-        };
-        let Some(operator) = Operator::parse(&rule.operator) else {
-            return Ok(None);
-        };
-        let (positive, negated) = operator.positive();
-        if !applies(positive, field.ty) {
-            return Ok(None);
-        }
+    fn rule(&mut self, rule: &QueryRule, field: &Field, at: &str) -> Result<String, SearchError> {
+        let (positive, negated) = rule.operator.positive();
         let condition = match &field.column {
             Column::DocumentList(key) => {
-                let element = "j.value".to_string();
-                let inner = self.predicate(&element, FieldType::Text, positive, rule)?;
-                let exists = format!(
+                let inner = self.predicate("j.value", FieldType::Text, positive, rule, at)?;
+                format!(
                     "EXISTS (SELECT 1 FROM {} WHERE {inner})",
                     self.list_source(key)
-                );
-                if negated {
-                    format!("(NOT {exists})")
-                } else {
-                    exists
-                }
+                )
+            }
+            Column::VersionList { text, key } => {
+                let (list, ty) = match comparison(positive) {
+                    true => (key, FieldType::Version),
+                    false => (text, FieldType::Text),
+                };
+                let element = self.binary("j.value");
+                let inner = self.predicate(&element, ty, positive, rule, at)?;
+                format!(
+                    "EXISTS (SELECT 1 FROM {} WHERE {inner})",
+                    self.list_source(list)
+                )
+            }
+            Column::Installed { key, .. } => {
+                let positive_rule = QueryRule {
+                    operator: positive,
+                    ..rule.clone()
+                };
+                self.installed(key, &[(at.to_string(), &positive_rule, field.clone())])?
             }
             Column::Term(terms, key) => {
-                let lookup = self.term_lookup(terms, key, field.ty, positive, rule)?;
-                if negated {
-                    format!("(NOT {lookup})")
-                } else {
-                    lookup
-                }
+                self.term_lookup(terms, key, field.ty, positive, rule, at)?
             }
             _ => {
-                let expr = self.value_expr(&field);
-                let inner = self.predicate(&expr, field.ty, positive, rule)?;
-                if negated {
-                    format!("(NOT {inner})")
-                } else {
-                    inner
-                }
+                let expr = self.value_expr(field);
+                self.predicate(&expr, field.ty, positive, rule, at)?
             }
         };
-        Ok(Some(condition))
+        Ok(if negated {
+            format!("(NOT {condition})")
+        } else {
+            condition
+        })
+    }
+
+    /// One element of the document's list `key` (installed applications)
+    /// matching every one of `rules` (positive operators only).
+    fn installed(
+        &mut self,
+        key: &str,
+        rules: &[(String, &QueryRule, Field)],
+    ) -> Result<String, SearchError> {
+        let mut conditions = vec![];
+        for (at, rule, field) in rules {
+            let Column::Installed { part, .. } = field.column else {
+                continue;
+            };
+            let (expr, ty) = match (part, comparison(rule.operator)) {
+                (Part::Name, _) => (self.element_part("j.value", 0), FieldType::Text),
+                (Part::Version, false) => (self.element_part("j.value", 1), FieldType::Text),
+                (Part::Version, true) => (
+                    self.binary(&self.element_part("j.value", 2)),
+                    FieldType::Version,
+                ),
+            };
+            conditions.push(self.predicate(&expr, ty, rule.operator, rule, at)?);
+        }
+        Ok(format!(
+            "EXISTS (SELECT 1 FROM {} WHERE {})",
+            self.list_source(key),
+            conditions.join(" AND ")
+        ))
     }
 
     /// The positive predicate of `operator` on `expr`, true only where the
@@ -244,26 +375,32 @@ impl<'c> Compiler<'c> {
         ty: FieldType,
         operator: Operator,
         rule: &QueryRule,
+        at: &str,
     ) -> Result<String, SearchError> {
         use Operator::*;
         if operator == IsNotEmpty {
             return Ok(match ty {
-                FieldType::Text => format!("({expr} IS NOT NULL AND {expr} <> '')"),
+                FieldType::Text | FieldType::Version => {
+                    format!("({expr} IS NOT NULL AND {expr} <> '')")
+                }
                 _ => format!("({expr} IS NOT NULL)"),
             });
         }
-        let raw = super::coerce::raw_value(rule)?;
+        let raw = super::coerce::raw_value(rule, at)?;
         if operator == In {
             let items = super::coerce::list(&raw);
             if items.len() > MAX_IN_VALUES {
-                return Err(SearchError::Value {
-                    field: rule.field.clone(),
-                    message: format!("`{}` takes at most {MAX_IN_VALUES} values", rule.operator),
+                return Err(SearchError::Rule {
+                    path: format!("{at}.value"),
+                    message: format!(
+                        "`{}` takes at most {MAX_IN_VALUES} values",
+                        rule.operator.name()
+                    ),
                 });
             }
             let mut placeholders = vec![];
             for item in items {
-                let param = self.param(ty, &item, rule)?;
+                let param = self.param(ty, &item, rule, at)?;
                 placeholders.push(param);
             }
             if placeholders.is_empty() {
@@ -274,8 +411,22 @@ impl<'c> Compiler<'c> {
                 placeholders.join(", ")
             ));
         }
+        if operator == Between {
+            let bounds = super::coerce::list(&raw);
+            let [low, high] = bounds.as_slice() else {
+                return Err(SearchError::Rule {
+                    path: format!("{at}.value"),
+                    message: "`between` takes two values, low and high: [\"1.0\", \"2.0\"] or \"1.0,2.0\"".into(),
+                });
+            };
+            let low = self.param(ty, low, rule, at)?;
+            let high = self.param(ty, high, rule, at)?;
+            return Ok(format!(
+                "({expr} IS NOT NULL AND {expr} >= {low} AND {expr} <= {high})"
+            ));
+        }
         if ty != FieldType::Text {
-            let param = self.param(ty, &raw, rule)?;
+            let param = self.param(ty, &raw, rule, at)?;
             let op = match operator {
                 Equals => "=",
                 Gt => ">",
@@ -303,14 +454,39 @@ impl<'c> Compiler<'c> {
         ))
     }
 
-    fn param(&mut self, ty: FieldType, raw: &str, rule: &QueryRule) -> Result<String, SearchError> {
+    fn param(
+        &mut self,
+        ty: FieldType,
+        raw: &str,
+        rule: &QueryRule,
+        at: &str,
+    ) -> Result<String, SearchError> {
         let param = match ty {
             FieldType::Text => Param::Text(fold(raw)),
-            FieldType::Number => Param::Number(super::coerce::number(raw, rule)?),
-            FieldType::Boolean => Param::Int(super::coerce::boolean(raw, rule)? as i64),
-            FieldType::Date => Param::Int(super::coerce::date_ms(raw, rule)?),
+            FieldType::Version => Param::Text(crate::version::release_key(raw.trim())),
+            FieldType::Number => Param::Number(super::coerce::number(raw, rule, at)?),
+            FieldType::Boolean => Param::Int(super::coerce::boolean(raw, rule, at)? as i64),
+            FieldType::Date => Param::Int(super::coerce::date_ms(raw, rule, at)?),
         };
         Ok(self.push(param))
+    }
+
+    /// `expr` compared byte by byte, as release keys need: PostgreSQL
+    /// otherwise compares text in the database's collation.
+    fn binary(&self, expr: &str) -> String {
+        match self.backend {
+            Backend::Sqlite => expr.to_string(),
+            Backend::Postgres => format!("({expr} COLLATE \"C\")"),
+        }
+    }
+
+    /// Element `index` of a JSON array held in `element` (a row of
+    /// [`Self::list_source`]), as text.
+    fn element_part(&self, element: &str, index: usize) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("json_extract({element}, '$[{index}]')"),
+            Backend::Postgres => format!("(CAST({element} AS jsonb) ->> {index})"),
+        }
     }
 
     /// Whether the row has a value of `key` in its terms table matching
@@ -322,6 +498,7 @@ impl<'c> Compiler<'c> {
         ty: FieldType,
         operator: Operator,
         rule: &QueryRule,
+        at: &str,
     ) -> Result<String, SearchError> {
         // Text values have no number and numbers no text: naming the other
         // column's NULL keeps a number rule on the index's range.
@@ -329,9 +506,9 @@ impl<'c> Compiler<'c> {
             FieldType::Text => ("t.text_value", "t.number_value"),
             _ => ("t.number_value", "t.text_value"),
         };
-        let mut inner = self.predicate(value, ty, operator, rule)?;
+        let mut inner = self.predicate(value, ty, operator, rule, at)?;
         if ty == FieldType::Text && operator == Operator::StartsWith {
-            inner.push_str(&self.prefix_range(value, rule)?);
+            inner.push_str(&self.prefix_range(value, rule, at)?);
         }
         Ok(format!(
             "{} IN (SELECT t.{} FROM {} t WHERE t.tenant_id = {TENANT_PLACEHOLDER} \
@@ -345,8 +522,13 @@ impl<'c> Compiler<'c> {
     /// so the index narrows to that range (SQLite applies no `LIKE`
     /// optimization to a case-sensitive column). Only for terms, whose text
     /// compares byte by byte on both engines (`COLLATE "C"` on PostgreSQL).
-    fn prefix_range(&mut self, expr: &str, rule: &QueryRule) -> Result<String, SearchError> {
-        let prefix = fold(&super::coerce::raw_value(rule)?);
+    fn prefix_range(
+        &mut self,
+        expr: &str,
+        rule: &QueryRule,
+        at: &str,
+    ) -> Result<String, SearchError> {
+        let prefix = fold(&super::coerce::raw_value(rule, at)?);
         if prefix.is_empty() {
             return Ok(String::new());
         }
@@ -365,9 +547,11 @@ impl<'c> Compiler<'c> {
     fn value_expr(&self, field: &Field) -> String {
         match &field.column {
             Column::Plain(expr) | Column::Required(expr) => expr.to_string(),
-            Column::Document(key) | Column::DocumentList(key) | Column::Term(_, key) => {
-                self.json_key(self.document, key, field.ty)
-            }
+            Column::Document(key)
+            | Column::DocumentList(key)
+            | Column::VersionList { text: key, .. }
+            | Column::Installed { key, .. }
+            | Column::Term(_, key) => self.json_key(self.document, key, field.ty),
         }
     }
 
@@ -376,7 +560,7 @@ impl<'c> Compiler<'c> {
             Backend::Sqlite => {
                 let path = format!("'$.\"{key}\"'");
                 match ty {
-                    FieldType::Text => format!(
+                    FieldType::Text | FieldType::Version => format!(
                         "(CASE WHEN json_type({column}, {path}) = 'text' THEN json_extract({column}, {path}) END)"
                     ),
                     FieldType::Number | FieldType::Date => format!(
@@ -391,7 +575,7 @@ impl<'c> Compiler<'c> {
                 let node = format!("(CAST({column} AS jsonb) -> '{key}')");
                 let text = format!("(CAST({column} AS jsonb) ->> '{key}')");
                 match ty {
-                    FieldType::Text => {
+                    FieldType::Text | FieldType::Version => {
                         format!("(CASE WHEN jsonb_typeof({node}) = 'string' THEN {text} END)")
                     }
                     FieldType::Number | FieldType::Date => format!(
@@ -419,15 +603,24 @@ impl<'c> Compiler<'c> {
 }
 
 /// Whether an operator (in its positive form) means anything for a type;
-/// a rule where it does not is dropped like an unknown operator.
+/// a rule where it does not is refused.
 fn applies(operator: Operator, ty: FieldType) -> bool {
     use Operator::*;
     match operator {
         IsNotEmpty | Equals | In => true,
-        Contains | StartsWith | EndsWith => ty == FieldType::Text,
-        Gt | Gte | Lt | Lte => matches!(ty, FieldType::Number | FieldType::Date),
+        Contains | StartsWith | EndsWith => matches!(ty, FieldType::Text | FieldType::Version),
+        Gt | Gte | Lt | Lte | Between => {
+            matches!(ty, FieldType::Number | FieldType::Date | FieldType::Version)
+        }
         _ => false,
     }
+}
+
+/// Whether an operator compares by order (on a version field, by release
+/// key rather than by text).
+fn comparison(operator: Operator) -> bool {
+    use Operator::*;
+    matches!(operator, Gt | Gte | Lt | Lte | Between)
 }
 
 /// The least string above every string starting with `prefix` in byte

@@ -37,6 +37,37 @@ impl SearchDocument {
         self
     }
 
+    /// A list of keys kept as they are (not folded): release keys, which
+    /// compare byte by byte.
+    pub fn keys(&mut self, key: &str, values: impl IntoIterator<Item = String>) -> &mut Self {
+        let values = values.into_iter().map(Value::String).collect();
+        self.0.insert(key.to_string(), Value::Array(values));
+        self
+    }
+
+    /// A list of installed applications, each `[name, version, release
+    /// key]` (name and version folded; the version parts absent when
+    /// unknown), for [`Column::Installed`](super::Column::Installed).
+    pub fn installed<'v>(
+        &mut self,
+        key: &str,
+        values: impl IntoIterator<Item = (&'v str, Option<&'v str>)>,
+    ) -> &mut Self {
+        let values = values
+            .into_iter()
+            .map(|(name, version)| {
+                let mut element = vec![Value::String(fold(name))];
+                if let Some(version) = version {
+                    element.push(Value::String(fold(version)));
+                    element.push(Value::String(crate::version::release_key(version)));
+                }
+                Value::Array(element)
+            })
+            .collect();
+        self.0.insert(key.to_string(), Value::Array(values));
+        self
+    }
+
     /// A number or boolean, kept with its JSON type: a rule on a number field
     /// reads only numbers, one on a boolean field only booleans.
     pub fn typed(&mut self, key: &str, value: &Value) -> &mut Self {

@@ -12,7 +12,7 @@ use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
 use compile::TENANT_PLACEHOLDER;
-pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Terms};
+pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Part, Terms};
 pub use document::{fold, SearchDocument, Term, TermValue};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
@@ -24,9 +24,11 @@ use cairn_core::ids::TenantId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    /// A rule's value cannot be read as its field's type.
-    #[error("{field}: {message}")]
-    Value { field: String, message: String },
+    /// A rule the search cannot take: an unknown field, an operator its
+    /// field's type has no meaning for, a value not of that type. `path`
+    /// names the part of the request (`query.rules[0].field`).
+    #[error("{path}: {message}")]
+    Rule { path: String, message: String },
     #[error("`{0}` is not a sortable field of this search")]
     Sort(String),
     #[error("{0}")]
@@ -141,39 +143,44 @@ pub fn page_bounds(skip: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), 
     Ok((skip, limit.min(MAX_LIMIT)))
 }
 
-/// The request's rules and free text as one group.
-fn effective_query(table: &Table<'_>, request: &SearchRequest) -> QueryGroup {
-    let mut rules = vec![];
-    if let Some(query) = &request.query {
-        rules.push(QueryNode::Group(query.clone()));
-    }
-    if let Some(text) = request
+/// The request's free text as a group: any text field containing it.
+fn text_group(table: &Table<'_>, request: &SearchRequest) -> Option<QueryGroup> {
+    let text = request
         .search
         .as_deref()
         .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        rules.push(QueryNode::Group(QueryGroup {
-            kind: None,
-            combinator: Combinator::Or,
-            rules: table
-                .text_fields
-                .iter()
-                .map(|field| {
-                    QueryNode::Rule(QueryRule {
-                        field: field.to_string(),
-                        operator: "contains".into(),
-                        value: Some(text.into()),
-                    })
-                })
-                .collect(),
-        }));
-    }
-    QueryGroup {
+        .filter(|t| !t.is_empty())?;
+    Some(QueryGroup {
         kind: None,
-        combinator: Combinator::And,
-        rules,
+        combinator: Combinator::Or,
+        rules: table
+            .text_fields
+            .iter()
+            .map(|field| {
+                QueryNode::Rule(QueryRule::new(field, Operator::Contains, Some(text.into())))
+            })
+            .collect(),
+    })
+}
+
+/// ` AND` the request's rules and free text, or nothing.
+fn request_condition(
+    compiler: &mut Compiler<'_>,
+    table: &Table<'_>,
+    request: &SearchRequest,
+) -> Result<String, SearchError> {
+    let mut condition = String::new();
+    if let Some(query) = &request.query {
+        if let Some(rules) = compiler.group(query, "query")? {
+            condition.push_str(&format!(" AND {rules}"));
+        }
     }
+    if let Some(text) = text_group(table, request) {
+        if let Some(rules) = compiler.group(&text, "search")? {
+            condition.push_str(&format!(" AND {rules}"));
+        }
+    }
+    Ok(condition)
 }
 
 /// Runs the search: the tenant filter, then the compiled rules.
@@ -191,10 +198,7 @@ where
         check_size(query)?;
     }
     let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
-    let condition = compiler
-        .group(&effective_query(table, request))?
-        .map(|c| format!(" AND {c}"))
-        .unwrap_or_default();
+    let condition = request_condition(&mut compiler, table, request)?;
     // Well under SQLite's 32,766 bound parameters, so a huge query is the
     // client's error rather than the database's.
     if compiler.next_placeholder() > MAX_PARAMETERS {
@@ -245,6 +249,16 @@ where
     })
 }
 
+/// Checks `query` against `catalog` as a search would compile it: an
+/// unknown field, an operator that does not apply, a value of the wrong
+/// type or a query too large is the error the search would give, its path
+/// starting with `path` (the request field holding the query).
+pub fn check(catalog: &dyn Catalog, query: &QueryGroup, path: &str) -> Result<(), SearchError> {
+    check_size(query)?;
+    // The engine only changes how SQL is spelt, not what is refused.
+    Compiler::new(cairn_core::db::Backend::Sqlite, catalog, "doc", 2).check(query, path)
+}
+
 /// Refuses a query too large or too deep to compile safely.
 fn check_size(query: &QueryGroup) -> Result<(), SearchError> {
     let (rules, depth) = size(query);
@@ -278,7 +292,7 @@ where
     check_size(query)?;
     let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
     let condition = compiler
-        .group(query)?
+        .group(query, "query")?
         .map(|c| format!(" AND {c}"))
         .unwrap_or_default();
     if compiler.next_placeholder() > MAX_PARAMETERS {
@@ -305,9 +319,10 @@ where
 impl From<SearchError> for cairn_core::http::error::ApiError {
     fn from(err: SearchError) -> Self {
         match err {
-            SearchError::Value { field, message } => {
-                cairn_core::http::error::ApiError::Validation { field, message }
-            }
+            SearchError::Rule { path, message } => cairn_core::http::error::ApiError::Validation {
+                field: path,
+                message,
+            },
             SearchError::Sort(_) => {
                 cairn_core::http::error::ApiError::validation("sort", err.to_string())
             }

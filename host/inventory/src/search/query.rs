@@ -2,6 +2,8 @@
 
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::openapi::schema::{Discriminator, OneOfBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::ToSchema;
 
 /// Default page size of every inventory list and search.
@@ -44,11 +46,16 @@ pub struct ListParams {
     pub limit: Option<i64>,
 }
 
-/// Rules combined by `combinator`; rules may themselves be groups.
+/// Rules combined by `combinator`; rules may themselves be groups. The
+/// same grammar wherever a query is taken (device and application
+/// searches, dashboard widget filters, report scopes): `kind` is `group`,
+/// and only the outermost group may leave it out.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QueryGroup {
-    /// Always `group` (optional at the top level).
+    /// Always `group`; optional on the outermost group only.
     #[serde(default)]
+    #[schema(required = true)]
     pub kind: Option<GroupKind>,
     pub combinator: Combinator,
     #[serde(default)]
@@ -62,12 +69,24 @@ pub enum GroupKind {
     Group,
 }
 
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    Rule,
+}
+
 /// One condition on one field.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct QueryRule {
+    /// Always `rule`.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub kind: Option<RuleKind>,
+    /// A field of the search's allow-list (the `field` enum of its
+    /// request schema); any other is refused with 422.
     pub field: String,
-    /// One of the 16 operators; a rule with another operator is dropped.
-    pub operator: String,
+    pub operator: Operator,
     /// The operand: a string (numbers and booleans are also accepted and
     /// coerced to the field's type); for `in`/`not_in` a comma-separated
     /// string or an array; absent for `is_empty`/`is_not_empty`.
@@ -75,12 +94,45 @@ pub struct QueryRule {
     pub value: Option<Value>,
 }
 
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+impl QueryRule {
+    pub fn new(field: &str, operator: Operator, value: Option<Value>) -> QueryRule {
+        QueryRule {
+            kind: Some(RuleKind::Rule),
+            field: field.to_string(),
+            operator,
+            value,
+        }
+    }
+}
+
+/// A rule or a nested group, told apart by `kind`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QueryNode {
     Group(QueryGroup),
     Rule(QueryRule),
 }
+
+// Written by hand: what utoipa derives for an internally tagged enum (an
+// `allOf` per variant, no discriminator) is more than most client
+// generators can read.
+impl utoipa::PartialSchema for QueryNode {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Ref::from_schema_name("QueryGroup"))
+            .item(Ref::from_schema_name("QueryRule"))
+            .discriminator(Some(Discriminator::with_mapping(
+                "kind",
+                [
+                    ("group", "#/components/schemas/QueryGroup"),
+                    ("rule", "#/components/schemas/QueryRule"),
+                ],
+            )))
+            .into()
+    }
+}
+
+impl ToSchema for QueryNode {}
 
 /// `and`: every rule; `or`: any rule; `none`: no rule; `not_all`: not every
 /// rule.
@@ -93,8 +145,12 @@ pub enum Combinator {
     NotAll,
 }
 
-/// The 16 operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The operators: the spec's 16 and `between`. `gt`, `gte`, `lt`, `lte`
+/// and `between` compare numbers, dates
+/// and versions (in the inventory's version order: `119.0.6045.200` is
+/// below `120`); the text operators apply to text fields only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Operator {
     Contains,
     NotContains,
@@ -108,6 +164,8 @@ pub enum Operator {
     Gte,
     Lt,
     Lte,
+    /// Both ends included; the value is `[low, high]` or `"low,high"`.
+    Between,
     IsEmpty,
     IsNotEmpty,
     In,
@@ -115,27 +173,28 @@ pub enum Operator {
 }
 
 impl Operator {
-    pub fn parse(name: &str) -> Option<Operator> {
+    /// The operator as clients spell it.
+    pub fn name(self) -> &'static str {
         use Operator::*;
-        Some(match name {
-            "contains" => Contains,
-            "not_contains" => NotContains,
-            "equals" => Equals,
-            "not_equals" => NotEquals,
-            "starts_with" => StartsWith,
-            "not_starts_with" => NotStartsWith,
-            "ends_with" => EndsWith,
-            "not_ends_with" => NotEndsWith,
-            "gt" => Gt,
-            "gte" => Gte,
-            "lt" => Lt,
-            "lte" => Lte,
-            "is_empty" => IsEmpty,
-            "is_not_empty" => IsNotEmpty,
-            "in" => In,
-            "not_in" => NotIn,
-            _ => return None,
-        })
+        match self {
+            Contains => "contains",
+            NotContains => "not_contains",
+            Equals => "equals",
+            NotEquals => "not_equals",
+            StartsWith => "starts_with",
+            NotStartsWith => "not_starts_with",
+            EndsWith => "ends_with",
+            NotEndsWith => "not_ends_with",
+            Gt => "gt",
+            Gte => "gte",
+            Lt => "lt",
+            Lte => "lte",
+            Between => "between",
+            IsEmpty => "is_empty",
+            IsNotEmpty => "is_not_empty",
+            In => "in",
+            NotIn => "not_in",
+        }
     }
 
     /// The positive form of a `not_` operator (and `is_empty`, the negation

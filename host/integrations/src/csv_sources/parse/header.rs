@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use cairn_plugins::ColumnAlias;
+
 /// Rows searched for the header before the file is refused.
 pub const MAX_PREAMBLE_ROWS: usize = 50;
 
@@ -25,10 +27,10 @@ pub struct Columns {
 }
 
 impl Columns {
-    pub fn new(signals: &[String], aliases: &[(String, Vec<String>)]) -> Columns {
+    pub fn new(signals: &[String], aliases: &[ColumnAlias]) -> Columns {
         let mut by_spelling = HashMap::new();
-        for (column, spellings) in aliases {
-            for spelling in std::iter::once(column).chain(spellings) {
+        for ColumnAlias { column, aliases } in aliases {
+            for spelling in std::iter::once(column).chain(aliases) {
                 by_spelling
                     .entry(normalize(spelling))
                     .or_insert_with(|| column.clone());
@@ -92,8 +94,14 @@ mod tests {
         let columns = Columns::new(
             &cells(&["device_name", "application_name"]),
             &[
-                ("device_name".into(), cells(&["Computer Name"])),
-                ("application_name".into(), cells(&["Software"])),
+                ColumnAlias {
+                    column: "device_name".into(),
+                    aliases: cells(&["Computer Name"]),
+                },
+                ColumnAlias {
+                    column: "application_name".into(),
+                    aliases: cells(&["Software"]),
+                },
             ],
         );
         assert!(!columns.is_header(&cells(&["Software report", "", ""])));
