@@ -429,8 +429,22 @@ fn word(rng: &mut StdRng, max: usize) -> String {
 }
 
 fn random_rule(rng: &mut StdRng) -> Value {
-    let operator = OPERATORS[rng.gen_range(0..OPERATORS.len())];
     let kind = rng.gen_range(0..10);
+    // Mostly an operator the field takes, so most queries are answered.
+    let operator = loop {
+        let operator = OPERATORS[rng.gen_range(0..OPERATORS.len())];
+        let ordered = ORDER_OPERATORS.contains(&positive(operator).0);
+        let text_only = ["contains", "starts_with", "ends_with"].contains(&positive(operator).0);
+        let fits = match kind {
+            0..=3 => !ordered,
+            4..=5 => true,
+            6..=8 => !text_only,
+            _ => false,
+        };
+        if fits || rng.gen_bool(0.15) {
+            break operator;
+        }
+    };
     let (field, value) = match kind {
         0..=3 => (TEXT_FIELDS[rng.gen_range(0..3)], json!(word(rng, 2))),
         4..=5 => (LIST_FIELDS[rng.gen_range(0..2)], json!(word(rng, 2))),

@@ -380,7 +380,19 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
         ),
         (
             json!({"data_source": {"metric": "kev_findings", "filter": {"combinator": "xor", "rules": []}}}),
-            "data_source.filter",
+            "data_source.filter.combinator",
+        ),
+        // The device search's grammar and allow-list, refused as it
+        // refuses them.
+        (
+            json!({"data_source": {"metric": "kev_findings", "filter": {"combinator": "and", "rules": [
+                {"kind": "rule", "field": "applicaton_name", "operator": "equals", "value": "x"}]}}}),
+            "data_source.filter.rules[0].field",
+        ),
+        (
+            json!({"data_source": {"metric": "kev_findings", "filter": {"combinator": "and", "rules": [
+                {"kind": "rule", "field": "device_name", "operator": "gt", "value": "x"}]}}}),
+            "data_source.filter.rules[0].operator",
         ),
         (
             json!({"data_source": {"metric": "finding_trend"}, "widget_type": "pie"}),

@@ -4,7 +4,7 @@
 //! backends; and Unicode case folding that answers alike on both.
 
 use cairn_tests::inventory::{device_record, item};
-use cairn_tests::query_eval::{eval_group, positive, OPERATORS};
+use cairn_tests::query_eval::{eval_group, positive, refused, OPERATORS};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 backend_tests!(
     random_device_queries_agree_with_an_in_memory_evaluator,
     case_folding_is_unicode_on_both_engines,
+    an_application_below_a_version_is_one_application,
 );
 
 const ROUTE: &str = "/api/v1/devices/devices/search";
@@ -132,6 +133,51 @@ fn random_value(rng: &mut StdRng, kind: Kind, assets: &[Asset], operator: &str) 
     }
 }
 
+/// Mostly an operator the field's type takes, so that most queries are
+/// answered; sometimes any operator, which the service may refuse.
+fn random_operator(rng: &mut StdRng, kind: Kind) -> &'static str {
+    if rng.gen_bool(0.1) {
+        return OPERATORS[rng.gen_range(0..OPERATORS.len())];
+    }
+    let taken: &[&str] = match kind {
+        Kind::List | Kind::Text => &[
+            "contains",
+            "not_contains",
+            "equals",
+            "not_equals",
+            "starts_with",
+            "not_starts_with",
+            "ends_with",
+            "not_ends_with",
+            "is_empty",
+            "is_not_empty",
+            "in",
+            "not_in",
+        ],
+        Kind::Boolean => &[
+            "equals",
+            "not_equals",
+            "is_empty",
+            "is_not_empty",
+            "in",
+            "not_in",
+        ],
+        Kind::Number | Kind::Date => &[
+            "equals",
+            "not_equals",
+            "gt",
+            "gte",
+            "lt",
+            "lte",
+            "is_empty",
+            "is_not_empty",
+            "in",
+            "not_in",
+        ],
+    };
+    taken[rng.gen_range(0..taken.len())]
+}
+
 fn random_group(rng: &mut StdRng, assets: &[Asset], depth: u32) -> Value {
     let combinator = ["and", "or", "none", "not_all"][rng.gen_range(0..4)];
     let rules: Vec<Value> = (0..rng.gen_range(0..=3))
@@ -140,7 +186,7 @@ fn random_group(rng: &mut StdRng, assets: &[Asset], depth: u32) -> Value {
                 return random_group(rng, assets, depth + 1);
             }
             let (field, kind) = FIELDS[rng.gen_range(0..FIELDS.len())];
-            let operator = OPERATORS[rng.gen_range(0..OPERATORS.len())];
+            let operator = random_operator(rng, kind);
             let value = random_value(rng, kind, assets, operator);
             json!({"kind": "rule", "field": field, "operator": operator, "value": value})
         })
@@ -159,7 +205,8 @@ fn values_of(value: &Value) -> Vec<String> {
     }
 }
 
-/// What a rule means, written plainly; `None` when the service skips it.
+/// What a rule means, written plainly; `None` when the service refuses it
+/// (whatever the asset).
 fn eval_rule(asset: &Asset, rule: &Value) -> Option<bool> {
     let operator = rule["operator"].as_str().unwrap();
     let (positive, negated) = positive(operator);
@@ -409,12 +456,13 @@ async fn random_device_queries_agree_with_an_in_memory_evaluator(backend: Backen
             .take(limit)
             .map(|a| a.key.as_str())
             .collect();
-        let page = search(
-            &app,
-            &owner,
-            json!({"query": query, "sort": sort_by, "skip": skip, "limit": limit}),
-        )
-        .await;
+        let body = json!({"query": query, "sort": sort_by, "skip": skip, "limit": limit});
+        if refused(&assets[0], &query, &eval_rule) {
+            let resp = app.post(ROUTE, &owner.bearer(), body.clone()).await;
+            assert_eq!(resp.status, 422, "seed {seed}, {body}: {}", resp.text);
+            continue;
+        }
+        let page = search(&app, &owner, body).await;
         let got: Vec<&str> = page["items"]
             .as_array()
             .unwrap()
@@ -528,6 +576,125 @@ async fn case_folding_is_unicode_on_both_engines(backend: Backend) {
         suggested.body[0]["name"], "Müller Büro",
         "{}",
         suggested.text
+    );
+    app.finish().await;
+}
+
+/// "Who runs Chrome below 120?": in an `and` group, the application name
+/// and version rules describe one installed application, compared in
+/// version order (not as text, where "99" would be above "120"); a
+/// misspelt field is refused rather than ignored.
+async fn an_application_below_a_version_is_one_application(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let other = app.register("other@elsewhere.example").await;
+    let rows = [
+        item(
+            "OLD-1",
+            "Google Chrome",
+            "Google",
+            "119.0.6045.200",
+            "windows",
+        ),
+        item(
+            "OLD-2",
+            "Google Chrome",
+            "Google",
+            "99.0.4844.51",
+            "windows",
+        ),
+        item(
+            "NEW-1",
+            "Google Chrome",
+            "Google",
+            "120.0.6099.71",
+            "windows",
+        ),
+        item("NEW-2", "Google Chrome", "Google", "121.0", "macos"),
+        // Chrome is new here; only another application is below 120.
+        item(
+            "MIXED",
+            "Google Chrome",
+            "Google",
+            "131.0.6778.86",
+            "windows",
+        ),
+        item("MIXED", "7-Zip", "Igor Pavlov", "23.01", "windows"),
+        item("NONE", "7-Zip", "Igor Pavlov", "9.20", "windows"),
+    ];
+    app.seed(&owner, "rmm", &rows).await;
+    app.seed(
+        &other,
+        "rmm",
+        &[item(
+            "THEIRS",
+            "Google Chrome",
+            "Google",
+            "100.0",
+            "windows",
+        )],
+    )
+    .await;
+    app.rebuild(&owner).await;
+    app.rebuild(&other).await;
+
+    let chrome = || json!({"kind": "rule", "field": "application_name", "operator": "equals", "value": "google chrome"});
+    let version = |operator: &str, value: Value| json!({"kind": "rule", "field": "application_version", "operator": operator, "value": value});
+    let names = |page: &Value| -> Vec<String> {
+        let mut names: Vec<String> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["device_name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    for (rules, want) in [
+        (
+            vec![chrome(), version("lt", json!("120"))],
+            vec!["OLD-1", "OLD-2"],
+        ),
+        (
+            vec![chrome(), version("gte", json!("120"))],
+            vec!["MIXED", "NEW-1", "NEW-2"],
+        ),
+        (
+            vec![chrome(), version("between", json!(["119", "121"]))],
+            vec!["NEW-1", "NEW-2", "OLD-1"],
+        ),
+        // Without a name, any application below 120.
+        (
+            vec![version("lt", json!("120"))],
+            vec!["MIXED", "NONE", "OLD-1", "OLD-2"],
+        ),
+    ] {
+        let query = json!({"kind": "group", "combinator": "and", "rules": rules});
+        let page = search(&app, &owner, json!({"query": query.clone()})).await;
+        assert_eq!(names(&page), want, "{query}");
+        assert_eq!(page["total"], want.len(), "{query}");
+    }
+    // Nested, with the version rule's group inside another.
+    let nested = json!({"kind": "group", "combinator": "or", "rules": [
+        {"kind": "group", "combinator": "and", "rules": [chrome(), version("lt", json!("100"))]},
+        {"kind": "rule", "field": "device_name", "operator": "equals", "value": "none"}]});
+    let page = search(&app, &owner, json!({"query": nested})).await;
+    assert_eq!(names(&page), ["NONE", "OLD-2"]);
+
+    let misspelt = json!({"query": {"combinator": "and", "rules": [
+        {"kind": "rule", "field": "applicaton_name", "operator": "equals", "value": "google chrome"}]}});
+    let resp = app.post(ROUTE, &owner.bearer(), misspelt).await;
+    resp.assert_error(422);
+    assert_eq!(resp.body["field"], "query.rules[0].field", "{}", resp.text);
+    assert!(
+        resp.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("applicaton_name"),
+        "{}",
+        resp.text
     );
     app.finish().await;
 }

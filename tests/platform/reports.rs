@@ -264,6 +264,11 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
             json!({"report_type": "vulnerabilities", "format": "pdf", "scope": {"severity": ["urgent"]}}),
             "scope.severity",
         ),
+        (
+            json!({"report_type": "vulnerabilities", "format": "pdf", "scope": {"filter": {"combinator": "and", "rules": [
+                {"kind": "rule", "field": "applicaton_name", "operator": "equals", "value": "x"}]}}}),
+            "scope.filter.rules[0].field",
+        ),
     ] {
         let refused = app
             .post("/api/v1/reports/generate", &owner.bearer(), body.clone())

@@ -17,7 +17,7 @@ pub fn group(combinator: &str, rules: Vec<Value>) -> Value {
     json!({"kind": "group", "combinator": combinator, "rules": rules})
 }
 
-/// Every operator of the spec, and one the service must drop.
+/// Every operator of the spec, and one the service must refuse.
 pub const OPERATORS: [&str; 17] = [
     "contains",
     "not_contains",
@@ -48,9 +48,9 @@ pub fn positive(operator: &str) -> (&str, bool) {
     }
 }
 
-/// Whether `item` matches `group`; `None` when every rule in it is skipped
-/// (`rule` answers `None` for a rule the service skips), which the caller
-/// reads as "adds nothing".
+/// Whether `item` matches `group`; `None` for an empty group, which the
+/// caller reads as "adds nothing". `rule` answers `None` for a rule the
+/// service refuses; [`refused`] tells whether a group holds one.
 pub fn eval_group<T>(
     item: &T,
     group: &Value,
@@ -77,4 +77,20 @@ pub fn eval_group<T>(
         "none" => !results.iter().any(|r| *r),
         _ => !results.iter().all(|r| *r),
     })
+}
+
+/// Whether any rule of `group` is one the search refuses (`rule` answers
+/// `None` for it with any `item`): the whole request is then a 422.
+pub fn refused<T>(item: &T, group: &Value, rule: &dyn Fn(&T, &Value) -> Option<bool>) -> bool {
+    group["rules"]
+        .as_array()
+        .expect("a group has rules")
+        .iter()
+        .any(|node| {
+            if node["kind"] == "group" {
+                refused(item, node, rule)
+            } else {
+                rule(item, node).is_none()
+            }
+        })
 }

@@ -165,8 +165,29 @@ impl<'c> Compiler<'c> {
     /// names the group in errors (`query`, `query.rules[2]`).
     pub fn group(&mut self, group: &QueryGroup, path: &str) -> Result<Option<String>, SearchError> {
         let mut parts = vec![];
-        // Positive rules on parts of one installed application, per list,
-        // joined into one condition on one element in an `and` group.
+        // In an `and` group with a positive rule on an installed
+        // application's version, the positive rules on parts of one
+        // installed application (per list) are one condition on one
+        // element: "Chrome below 120" is one application, not a Chrome
+        // and some application below 120. Without a version rule, each
+        // name rule stands alone.
+        let joins_parts = group.combinator == Combinator::And
+            && group.rules.iter().any(|node| match node {
+                QueryNode::Rule(rule) => {
+                    !rule.operator.positive().1
+                        && matches!(
+                            self.catalog.field(&rule.field),
+                            Some(Field {
+                                column: Column::Installed {
+                                    part: Part::Version,
+                                    ..
+                                },
+                                ..
+                            })
+                        )
+                }
+                QueryNode::Group(_) => false,
+            });
         let mut together: Vec<(&'static str, Vec<(String, &QueryRule, Field)>)> = vec![];
         for (index, node) in group.rules.iter().enumerate() {
             let at = format!("{path}.rules[{index}]");
@@ -178,8 +199,8 @@ impl<'c> Compiler<'c> {
                 QueryNode::Rule(rule) => rule,
             };
             let field = self.checked_field(rule, &at)?;
-            if let (Column::Installed { key, .. }, Combinator::And, false) =
-                (&field.column, group.combinator, rule.operator.positive().1)
+            if let (Column::Installed { key, .. }, true, false) =
+                (&field.column, joins_parts, rule.operator.positive().1)
             {
                 match together.iter_mut().find(|(k, _)| k == key) {
                     Some((_, rules)) => rules.push((at, rule, field)),
