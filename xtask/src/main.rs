@@ -12,6 +12,7 @@
 //! - `bench <name>`: benchmarks that print figures (see README).
 
 mod bench;
+mod clients;
 mod components;
 mod fuzz;
 mod lint;
@@ -33,12 +34,17 @@ fn main() -> ExitCode {
         Some("test") => test(&mut steps, &args[1..]),
         Some("lint") => lint(&mut steps),
         Some("components") => components::build_all().map(|_| ()),
+        Some("clients") => {
+            components::build_all().and_then(|_| clients::run(&lint::while_building()?, None))
+        }
         Some("fuzz") => {
             components::build_all().and_then(|_| fuzz::run(&lint::while_building()?, None))
         }
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <serve|test|lint|components|fuzz|bench NAME> [args]");
+            eprintln!(
+                "usage: cargo xtask <serve|test|lint|components|fuzz|clients|bench NAME> [args]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -94,6 +100,7 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     let linted = lint::while_building()?;
     // Downloads, while the builds use the cores.
     let fuzzer = Steps::alongside("fuzzer install", fuzz::install);
+    let generators = Steps::alongside("client generators install", clients::install);
     // The two workspaces build side by side: stretches where one crate
     // keeps one core busy (a component's LTO, the host crate) are filled by
     // the other build. The host build's messages are printed after.
@@ -157,6 +164,24 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     );
     failures.extend(validation.finish(steps).err());
     process::replay("OpenAPI validation", &validation_log);
+    // After the validator: the generated clients' run uses a core of its
+    // own beside the fuzzer.
+    match generators.finish(steps) {
+        Ok(_) => {
+            let clients_log = process::step_log("clients");
+            let linted = linted.clone();
+            let log = clients_log.clone();
+            failures.extend(
+                steps
+                    .run("generated clients", move || {
+                        clients::run(&linted, Some(&log))
+                    })
+                    .err(),
+            );
+            process::replay("generated clients", &clients_log);
+        }
+        Err(err) => failures.push(err),
+    }
     if let Some(fuzzing) = fuzzing {
         failures.extend(fuzzing.finish(steps).err());
         process::replay("fuzz", &fuzz_log);

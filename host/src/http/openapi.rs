@@ -168,6 +168,7 @@ fn error_response(description: &str) -> RefOr<Response> {
 /// - a response that is not JSON is a binary string (a PDF, a spreadsheet,
 ///   a CSV file, a document), so generated clients keep its bytes;
 /// - a redirect declares its `Location` header;
+/// - "any value" is `{}` (see [`any_value_as_empty`]);
 /// - each structured search has its own request schemas whose `field` is
 ///   the enum of its allow-list (`searches`: schema prefix, the searches'
 ///   fields, and the operations taking it); device queries held elsewhere
@@ -184,7 +185,37 @@ pub fn finish(doc: &utoipa::openapi::OpenApi, searches: &[Search]) -> Value {
     if !searches.is_empty() {
         search_schemas(&mut doc, searches);
     }
+    any_value_as_empty(&mut doc);
     doc
+}
+
+/// A schema whose `type` lists every JSON type is "any value", which
+/// generators read best as `{}` (they reject an `array` or `object` member
+/// without items or properties in a type union). utoipa's types cannot
+/// hold `{}`, so connector schemas reach here spelt out.
+fn any_value_as_empty(value: &mut Value) {
+    const EVERY_TYPE: [&str; 7] = [
+        "string", "number", "integer", "boolean", "object", "array", "null",
+    ];
+    match value {
+        Value::Object(map) => {
+            let every = map.len() == 1
+                && map
+                    .get("type")
+                    .and_then(Value::as_array)
+                    .is_some_and(|types| {
+                        types.len() == EVERY_TYPE.len()
+                            && EVERY_TYPE.iter().all(|t| types.iter().any(|x| x == t))
+                    });
+            if every {
+                map.clear();
+            } else {
+                map.values_mut().for_each(any_value_as_empty);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(any_value_as_empty),
+        _ => {}
+    }
 }
 
 /// One structured search as OpenAPI names it.
@@ -220,18 +251,36 @@ fn finish_operation(operation: &mut Map<String, Value>) {
         let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) else {
             continue;
         };
+        // A page or plain text alone (docs, metrics) stays text; a file
+        // that may be of several types is bytes whatever its type.
+        let alone = content.len() == 1;
+        let mut binary = false;
         for (media_type, body) in content.iter_mut() {
             let textual = media_type.ends_with("json")
-                || media_type.starts_with("text/html")
-                || media_type.starts_with("text/plain");
+                || alone
+                    && (media_type.starts_with("text/html")
+                        || media_type.starts_with("text/plain"));
             if textual {
                 continue;
             }
+            binary = true;
             let description = body["schema"].get("description").cloned();
             body["schema"] = json!({"type": "string", "format": "binary"});
             if let Some(description) = description {
                 body["schema"]["description"] = description;
             }
+        }
+        // Generators take the bytes of a response they know as binary
+        // (`application/octet-stream`) and skip or decode as text the
+        // others: it leads the list, the types the file may have follow.
+        if binary && !content.contains_key("application/octet-stream") {
+            let mut ordered = Map::new();
+            ordered.insert(
+                "application/octet-stream".into(),
+                json!({"schema": {"type": "string", "format": "binary"}}),
+            );
+            ordered.extend(std::mem::take(content));
+            *content = ordered;
         }
     }
 }

@@ -217,7 +217,16 @@ pub struct SignedLink {
 /// or expired link is refused.
 #[utoipa::path(get, path = "/api/files/{id}/content", tag = "files", security(()),
     params(("id" = String, Path), SignedLink),
-    responses((status = 200, description = "the document"), (status = 403, body = ErrorBody),
+    responses((status = 200, description = "The document's bytes, with the content type it was stored with", content(
+                  (String = "application/pdf"),
+                  (String = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+                  (String = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+                  (String = "text/csv"),
+                  (String = "text/plain"),
+                  (String = "image/png"),
+                  (String = "image/jpeg"),
+                  (String = "application/octet-stream"))),
+        (status = 403, body = ErrorBody),
         (status = 410, body = ErrorBody)))]
 async fn file_content(
     State(state): State<AppState>,

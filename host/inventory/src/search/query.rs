@@ -90,8 +90,31 @@ pub struct QueryRule {
     /// The operand: a string (numbers and booleans are also accepted and
     /// coerced to the field's type); for `in`/`not_in` a comma-separated
     /// string or an array; absent for `is_empty`/`is_not_empty`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<RuleValue>)]
     pub value: Option<Value>,
+}
+
+/// What a rule's `value` may be (its schema only; the rule keeps the JSON
+/// value and coerces it to the field's type).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+pub enum RuleValue {
+    Text(String),
+    Number(f64),
+    Flag(bool),
+    /// For `in`, `not_in` and `between`.
+    List(Vec<ListValue>),
+}
+
+/// One value of a [`RuleValue::List`].
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(untagged)]
+pub enum ListValue {
+    Text(String),
+    Number(f64),
+    Flag(bool),
 }
 
 impl QueryRule {

@@ -1,0 +1,64 @@
+//! Clients generated from the service's own OpenAPI documents, driven
+//! against the running service (`xtask/client_test.py` drives the run):
+//! openapi-python-client and openapi-generator are installed into
+//! `target/client-venv` from PyPI on first use, pinned so every run
+//! generates the same code.
+
+use std::path::Path;
+
+use super::process;
+
+const GENERATORS: [&str; 2] = [
+    "openapi-python-client==0.29.1",
+    "openapi-generator-cli==7.26.0",
+];
+const VENV: &str = "target/client-venv";
+
+/// Installs the generators into their venv unless they are there. Returns
+/// whether they are usable; fails only when the client test is required
+/// (`CAIRN_REQUIRE_CLIENTS=1`). Mostly downloads, so `test` runs it
+/// alongside a build.
+pub fn install() -> Result<bool, String> {
+    let required = std::env::var("CAIRN_REQUIRE_CLIENTS").is_ok_and(|v| v == "1");
+    let marker = format!("{VENV}/bin/openapi-generator-cli");
+    if Path::new(&marker).is_file() {
+        return Ok(true);
+    }
+    let mut args = vec!["install", "--quiet", "--disable-pip-version-check"];
+    args.extend(GENERATORS);
+    let installed = process::run("python3", &["-m", "venv", VENV], &[])
+        .and_then(|()| process::run(&format!("{VENV}/bin/pip"), &args, &[]));
+    match installed {
+        Ok(()) => Ok(true),
+        Err(err) if required => Err(format!(
+            "the client generators are required but could not be installed: {err}"
+        )),
+        Err(err) => {
+            println!("== SKIPPED the generated-client test: {err}");
+            Ok(false)
+        }
+    }
+}
+
+/// Generates both clients from the service binary built with `env` and
+/// drives the service through them; the run's output goes to `log`.
+pub fn run(env: &[(String, String)], log: Option<&Path>) -> Result<(), String> {
+    if !install()? {
+        return Ok(());
+    }
+    crate::tests::build_server(env)?;
+    let cache = std::env::current_dir()
+        .map(|dir| dir.join(crate::tests::PLUGIN_CACHE))
+        .map_err(|e| e.to_string())?;
+    process::run_logged(
+        "python3",
+        &[
+            "xtask/client_test.py",
+            VENV,
+            crate::tests::SERVER_BINARY,
+            crate::components::INSTALL_DIR,
+        ],
+        &[("CAIRN_PLUGIN_CACHE_DIR", &cache.to_string_lossy())],
+        log,
+    )
+}
