@@ -95,6 +95,10 @@ pub struct Terms {
     pub row_key: &'static str,
 }
 
+/// A rule on a part of an installed application: its path, the rule
+/// and its field.
+type PartRule<'r> = (String, &'r QueryRule, Field);
+
 /// A part of an [`Column::Installed`] element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
@@ -188,7 +192,7 @@ impl<'c> Compiler<'c> {
                 }
                 QueryNode::Group(_) => false,
             });
-        let mut together: Vec<(&'static str, Vec<(String, &QueryRule, Field)>)> = vec![];
+        let mut together: Vec<(&'static str, Vec<PartRule<'_>>)> = vec![];
         for (index, node) in group.rules.iter().enumerate() {
             let at = format!("{path}.rules[{index}]");
             let rule = match node {
@@ -361,11 +365,7 @@ impl<'c> Compiler<'c> {
 
     /// One element of the document's list `key` (installed applications)
     /// matching every one of `rules` (positive operators only).
-    fn installed(
-        &mut self,
-        key: &str,
-        rules: &[(String, &QueryRule, Field)],
-    ) -> Result<String, SearchError> {
+    fn installed(&mut self, key: &str, rules: &[PartRule<'_>]) -> Result<String, SearchError> {
         let mut conditions = vec![];
         for (at, rule, field) in rules {
             let Column::Installed { part, .. } = field.column else {
