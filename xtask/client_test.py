@@ -20,21 +20,14 @@ import importlib
 import io
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from service import Service
 
 
 class FakeCheckout(http.server.BaseHTTPRequestHandler):
@@ -74,19 +67,6 @@ class FakeCheckout(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def wait_for(base, server, log):
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if server.poll() is not None:
-            sys.exit("the service exited at start; see " + log)
-        try:
-            urllib.request.urlopen(base + "/health", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.2)
-    sys.exit("the service did not answer /health; see " + log)
-
-
 def generate(venv, document, package, workdir):
     """Generates a client package; fails on any warning (a skipped
     endpoint or schema is one)."""
@@ -118,7 +98,7 @@ def check(response, status, what):
     return response.parsed
 
 
-def drive(base, api, portal, payments_url):
+def drive(base, payments_url):
     from api_client import AuthenticatedClient, Client
     from api_client.api.auth import login, register
     from api_client.api.csv_sources import upload_to_source
@@ -266,50 +246,36 @@ def drive(base, api, portal, payments_url):
 
 def main():
     venv, binary, connectors = (os.path.abspath(p) for p in sys.argv[1:4])
-    work = tempfile.mkdtemp(prefix="cairn-clients-")
-    data = os.path.join(work, "data")
-    port = free_port()
-    base = "http://127.0.0.1:%d" % port
     payments = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeCheckout)
     threading.Thread(target=payments.serve_forever, daemon=True).start()
     payments_url = "http://127.0.0.1:%d" % payments.server_address[1]
-    log = os.path.join(work, "service.log")
-    env = dict(
-        os.environ,
-        CAIRN_DATA_DIR=data,
-        CAIRN_LISTEN="127.0.0.1:%d" % port,
-        CAIRN_DATABASE_URL="",
-        CAIRN_CONNECTORS_DIR=connectors,
-        CAIRN_VULN_SCHEDULE="false",
+    service = Service(
+        binary, connectors, "cairn-clients-",
         CAIRN_JOB_POLL_INTERVAL_MS="100",
+        # The fake payments provider is on this machine, over plain http.
         CAIRN_PLUGIN_PLAIN_HTTP_HOSTS="127.0.0.1",
         CAIRN_OUTBOUND_PRIVATE_NETWORKS="127.0.0.1/32",
     )
-    with open(log, "w") as out:
-        server = subprocess.Popen([binary, "serve"], env=env, stdout=out, stderr=out)
     failed = True
     try:
-        wait_for(base, server, log)
         for path, name, package in [("/openapi.json", "openapi.json", "api_client"),
                                     ("/api/openapi.json", "portal-openapi.json", "portal_client")]:
-            document = os.path.join(work, name)
-            with urllib.request.urlopen(base + path) as response, open(document, "wb") as f:
+            document = os.path.join(service.data, name)
+            with urllib.request.urlopen(service.base + path) as response, \
+                    open(document, "wb") as f:
                 f.write(response.read())
             validate(venv, document)
-            generate(venv, document, package, work)
-        sys.path.insert(0, work)
+            generate(venv, document, package, service.data)
+        sys.path.insert(0, service.data)
         importlib.invalidate_caches()
-        drive(base, "api_client", "portal_client", payments_url)
+        drive(service.base, payments_url)
         failed = False
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        service.stop()
         payments.shutdown()
         if failed:
-            with open(log) as f:
-                tail = f.read()[-4000:]
-            print("service log (tail):\n" + tail)
-        shutil.rmtree(work, ignore_errors=True)
+            print("service log (tail):\n" + service.log_tail())
+        service.remove()
 
 
 if __name__ == "__main__":

@@ -13,13 +13,11 @@ Usage: fuzz.py SCHEMATHESIS SERVER_BINARY CONNECTORS_DIR EXAMPLES
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
+
+from service import Service
 
 CHECKS = ",".join(
     [
@@ -32,12 +30,6 @@ CHECKS = ",".join(
 )
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def call(base, method, path, body=None, token=None):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(base + path, data=data, method=method)
@@ -46,19 +38,6 @@ def call(base, method, path, body=None, token=None):
         request.add_header("authorization", "Bearer " + token)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
-
-
-def wait_for(base, server, log):
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if server.poll() is not None:
-            sys.exit("the service exited at start; see " + log)
-        try:
-            urllib.request.urlopen(base + "/health", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.2)
-    sys.exit("the service did not answer /health; see " + log)
 
 
 def fuzz(st, schema, token, examples, report, exclude, workdir):
@@ -104,27 +83,16 @@ def fuzz(st, schema, token, examples, report, exclude, workdir):
 def main():
     st, binary, connectors = (os.path.abspath(p) for p in sys.argv[1:4])
     examples = sys.argv[4]
-    data = tempfile.mkdtemp(prefix="cairn-fuzz-")
-    port = free_port()
-    base = "http://127.0.0.1:%d" % port
-    log = os.path.join(data, "service.log")
-    env = dict(
-        os.environ,
-        CAIRN_DATA_DIR=data,
-        CAIRN_LISTEN="127.0.0.1:%d" % port,
-        CAIRN_DATABASE_URL="",
-        CAIRN_CONNECTORS_DIR=connectors,
-        CAIRN_VULN_SCHEDULE="false",
+    service = Service(
+        binary, connectors, "cairn-fuzz-",
         # Thousands of requests from one address in a minute: the limit
         # would answer most of them with 429 and fuzz nothing.
         CAIRN_RATE_LIMIT_PER_MINUTE="100000000",
         CAIRN_ACCESS_TOKEN_TTL_SECS="86400",
         CAIRN_JOB_WORKERS="1",
     )
-    with open(log, "w") as out:
-        server = subprocess.Popen([binary, "serve"], env=env, stdout=out, stderr=out)
+    base, data = service.base, service.data
     try:
-        wait_for(base, server, log)
         account = call(base, "POST", "/api/v1/auth/register", {
             "email": "fuzz@example.com",
             "password": "correct horse battery staple",
@@ -147,11 +115,10 @@ def main():
                  os.path.join(data, "portal.json"), [], data),
         ]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        service.stop()
     if any(codes):
-        sys.exit("fuzzing found failures (above); the service log is " + log)
-    shutil.rmtree(data, ignore_errors=True)
+        sys.exit("fuzzing found failures (above); the service log is " + service.log)
+    service.remove()
 
 
 if __name__ == "__main__":

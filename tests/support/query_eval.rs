@@ -48,14 +48,46 @@ pub fn positive(operator: &str) -> (&str, bool) {
     }
 }
 
+/// A field's type as a search types it: what decides which operators a
+/// rule on it may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    Text,
+    /// Numbers and dates.
+    Number,
+    Boolean,
+    /// Text that also compares in version order.
+    Version,
+}
+
+/// Whether a search takes `operator` on a field of `kind`; it refuses the
+/// whole request (422) otherwise, as it refuses an unknown operator.
+pub fn takes(kind: FieldKind, operator: &str) -> bool {
+    use FieldKind::*;
+    match positive(operator).0 {
+        "equals" | "is_not_empty" | "in" => true,
+        "contains" | "starts_with" | "ends_with" => matches!(kind, Text | Version),
+        "gt" | "gte" | "lt" | "lte" | "between" => matches!(kind, Number | Version),
+        _ => false,
+    }
+}
+
+/// Mostly an operator that `kind` takes, so that most random queries are
+/// answered; one in `1 / any_odds` draws keeps any operator, which the
+/// search may refuse.
+pub fn random_operator(rng: &mut impl rand::Rng, kind: FieldKind, any_odds: u32) -> &'static str {
+    loop {
+        let operator = OPERATORS[rng.gen_range(0..OPERATORS.len())];
+        if takes(kind, operator) || rng.gen_ratio(1, any_odds) {
+            return operator;
+        }
+    }
+}
+
 /// Whether `item` matches `group`; `None` for an empty group, which the
-/// caller reads as "adds nothing". `rule` answers `None` for a rule the
-/// service refuses; [`refused`] tells whether a group holds one.
-pub fn eval_group<T>(
-    item: &T,
-    group: &Value,
-    rule: &dyn Fn(&T, &Value) -> Option<bool>,
-) -> Option<bool> {
+/// caller reads as "adds nothing". `rule` is only asked about rules the
+/// search takes (see [`refused`]).
+pub fn eval_group<T>(item: &T, group: &Value, rule: &dyn Fn(&T, &Value) -> bool) -> Option<bool> {
     let results: Vec<bool> = group["rules"]
         .as_array()
         .expect("a group has rules")
@@ -64,7 +96,7 @@ pub fn eval_group<T>(
             if node["kind"] == "group" {
                 eval_group(item, node, rule)
             } else {
-                rule(item, node)
+                Some(rule(item, node))
             }
         })
         .collect();
@@ -79,18 +111,18 @@ pub fn eval_group<T>(
     })
 }
 
-/// Whether any rule of `group` is one the search refuses (`rule` answers
-/// `None` for it with any `item`): the whole request is then a 422.
-pub fn refused<T>(item: &T, group: &Value, rule: &dyn Fn(&T, &Value) -> Option<bool>) -> bool {
+/// Whether any rule of `group` is one the search refuses (`refuses` says
+/// it of one rule): the whole request is then a 422.
+pub fn refused(group: &Value, refuses: &dyn Fn(&Value) -> bool) -> bool {
     group["rules"]
         .as_array()
         .expect("a group has rules")
         .iter()
         .any(|node| {
             if node["kind"] == "group" {
-                refused(item, node, rule)
+                refused(node, refuses)
             } else {
-                rule(item, node).is_none()
+                refuses(node)
             }
         })
 }

@@ -19,25 +19,13 @@ const VENV: &str = "target/client-venv";
 /// (`CAIRN_REQUIRE_CLIENTS=1`). Mostly downloads, so `test` runs it
 /// alongside a build.
 pub fn install() -> Result<bool, String> {
-    let required = std::env::var("CAIRN_REQUIRE_CLIENTS").is_ok_and(|v| v == "1");
-    let marker = format!("{VENV}/bin/openapi-generator-cli");
-    if Path::new(&marker).is_file() {
-        return Ok(true);
-    }
-    let mut args = vec!["install", "--quiet", "--disable-pip-version-check"];
-    args.extend(GENERATORS);
-    let installed = process::run("python3", &["-m", "venv", VENV], &[])
-        .and_then(|()| process::run(&format!("{VENV}/bin/pip"), &args, &[]));
-    match installed {
-        Ok(()) => Ok(true),
-        Err(err) if required => Err(format!(
-            "the client generators are required but could not be installed: {err}"
-        )),
-        Err(err) => {
-            println!("== SKIPPED the generated-client test: {err}");
-            Ok(false)
-        }
-    }
+    process::python_tools(
+        VENV,
+        &GENERATORS,
+        "openapi-generator-cli",
+        "CAIRN_REQUIRE_CLIENTS",
+        "the generated-client test",
+    )
 }
 
 /// Generates both clients from the service binary built with `env` and

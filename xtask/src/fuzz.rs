@@ -16,32 +16,13 @@ const EXAMPLES: &str = "20";
 /// it is usable; fails only when fuzzing is required (`CAIRN_REQUIRE_FUZZ=1`).
 /// Mostly downloads, so `test` runs it alongside a build.
 pub fn install() -> Result<bool, String> {
-    let required = std::env::var("CAIRN_REQUIRE_FUZZ").is_ok_and(|v| v == "1");
-    if Path::new(&schemathesis()).is_file() {
-        return Ok(true);
-    }
-    let installed = process::run("python3", &["-m", "venv", VENV], &[]).and_then(|()| {
-        process::run(
-            &format!("{VENV}/bin/pip"),
-            &[
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                SCHEMATHESIS,
-            ],
-            &[],
-        )
-    });
-    match installed {
-        Ok(()) => Ok(true),
-        Err(err) if required => Err(format!(
-            "schemathesis is required but could not be installed: {err}"
-        )),
-        Err(err) => {
-            println!("== SKIPPED fuzzing: {SCHEMATHESIS} could not be installed ({err})");
-            Ok(false)
-        }
-    }
+    process::python_tools(
+        VENV,
+        &[SCHEMATHESIS],
+        "schemathesis",
+        "CAIRN_REQUIRE_FUZZ",
+        "fuzzing",
+    )
 }
 
 fn schemathesis() -> String {

@@ -108,3 +108,37 @@ pub fn replay(name: &str, log: &Path) {
         print!("{text}");
     }
 }
+
+/// Installs `packages` from PyPI into the venv `venv` unless its program
+/// `program` (`bin/NAME`) is there already. Returns whether they are
+/// usable; when they are not, fails if `required` (a `CAIRN_REQUIRE_*`
+/// variable) is `1`, else says that `what` is skipped.
+pub fn python_tools(
+    venv: &str,
+    packages: &[&str],
+    program: &str,
+    required: &str,
+    what: &str,
+) -> Result<bool, String> {
+    if Path::new(&format!("{venv}/bin/{program}")).is_file() {
+        return Ok(true);
+    }
+    let mut args = vec!["install", "--quiet", "--disable-pip-version-check"];
+    args.extend(packages);
+    let installed = run("python3", &["-m", "venv", venv], &[])
+        .and_then(|()| run(&format!("{venv}/bin/pip"), &args, &[]));
+    match installed {
+        Ok(()) => Ok(true),
+        Err(err) if std::env::var(required).is_ok_and(|v| v == "1") => Err(format!(
+            "{} required but could not be installed: {err}",
+            packages.join(" and ")
+        )),
+        Err(err) => {
+            println!(
+                "== SKIPPED {what}: {} could not be installed ({err})",
+                packages.join(" and ")
+            );
+            Ok(false)
+        }
+    }
+}

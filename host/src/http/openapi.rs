@@ -289,40 +289,50 @@ fn finish_operation(operation: &mut Map<String, Value>) {
 /// [`finish`]); the first search's set also serves every other
 /// reference to a query group.
 fn search_schemas(doc: &mut Value, searches: &[Search]) {
-    let shared: Vec<(&str, Value)> = ["SearchRequest", "QueryGroup", "QueryRule", "QueryNode"]
+    let shared: Vec<(&str, Value)> = SHARED_QUERY_SCHEMAS
         .into_iter()
         .filter_map(|name| {
             let schemas = doc["components"]["schemas"].as_object_mut()?;
             Some((name, schemas.remove(name)?))
         })
         .collect();
-    let renamed = |text: &str, prefix: &str| {
-        ["SearchRequest", "QueryGroup", "QueryRule", "QueryNode"]
-            .iter()
-            .fold(text.to_string(), |text, name| {
-                text.replace(
-                    &format!("#/components/schemas/{name}\""),
-                    &format!("#/components/schemas/{prefix}{name}\""),
-                )
-            })
-    };
     for search in searches {
         for (name, schema) in &shared {
-            let text = renamed(&schema.to_string(), search.prefix);
-            let mut schema: Value = serde_json::from_str(&text).expect("a schema stays JSON");
+            let mut schema = schema.clone();
+            prefix_query_refs(&mut schema, search.prefix);
             if *name == "QueryRule" {
                 schema["properties"]["field"]["enum"] = json!(search.fields);
             }
             doc["components"]["schemas"][format!("{}{name}", search.prefix)] = schema;
         }
         for (path, method) in search.operations {
-            let body = &mut doc["paths"][*path][*method]["requestBody"];
-            *body = serde_json::from_str(&renamed(&body.to_string(), search.prefix))
-                .expect("a body stays JSON");
+            prefix_query_refs(
+                &mut doc["paths"][*path][*method]["requestBody"],
+                search.prefix,
+            );
         }
     }
     // What still names a shared schema holds a device query.
-    let first = searches[0].prefix;
-    *doc =
-        serde_json::from_str(&renamed(&doc.to_string(), first)).expect("the document stays JSON");
+    prefix_query_refs(doc, searches[0].prefix);
+}
+
+/// The schemas every structured search shares before [`search_schemas`]
+/// gives each search its own.
+const SHARED_QUERY_SCHEMAS: [&str; 4] = ["SearchRequest", "QueryGroup", "QueryRule", "QueryNode"];
+
+/// Points every reference to a [`SHARED_QUERY_SCHEMAS`] schema within
+/// `value` (a `$ref`, or a discriminator's mapping) at the one named with
+/// `prefix`.
+fn prefix_query_refs(value: &mut Value, prefix: &str) {
+    match value {
+        Value::String(text) => {
+            let named = text.strip_prefix("#/components/schemas/");
+            if named.is_some_and(|name| SHARED_QUERY_SCHEMAS.contains(&name)) {
+                *text = text.replacen("schemas/", &format!("schemas/{prefix}"), 1);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| prefix_query_refs(v, prefix)),
+        Value::Object(map) => map.values_mut().for_each(|v| prefix_query_refs(v, prefix)),
+        _ => {}
+    }
 }

@@ -33,12 +33,21 @@ where
 /// `value` read as `T`; a 422 whose `field` is the path of the value that
 /// did not fit (`query.rules[0].operator`), or `body` for the whole.
 pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
+    from_value_at(value, "body")
+}
+
+/// [`from_value`] for a value held at `at` within a request (a stored
+/// filter at `scope.filter`): the 422's `field` starts there.
+pub fn from_value_at<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    at: &str,
+) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." {
-            "body".to_string()
-        } else {
-            path
+        let field = match (path.as_str(), at) {
+            (".", _) => at.to_string(),
+            (_, "body") => path,
+            _ => format!("{at}.{path}"),
         };
         ApiError::validation(&field, e.into_inner().to_string())
     })

@@ -14,18 +14,7 @@ use cairn_inventory::search::{self, QueryGroup, SearchError};
 /// as the device search would check it: the same grammar, and the same 422 naming an
 /// unknown field, operator or value (under `path`).
 pub fn query(value: &Value, path: &str) -> Result<QueryGroup, ApiError> {
-    let query: QueryGroup =
-        cairn_core::http::json::from_value(value.clone()).map_err(|err| match err {
-            ApiError::Validation { field, message } => {
-                let inner = if field == "body" {
-                    String::new()
-                } else {
-                    format!(".{field}")
-                };
-                ApiError::validation(&format!("{path}{inner}"), message)
-            }
-            other => other,
-        })?;
+    let query: QueryGroup = cairn_core::http::json::from_value_at(value.clone(), path)?;
     cairn_inventory::search::check(&cairn_inventory::assets::AssetFields, &query, path)?;
     Ok(query)
 }

@@ -1,0 +1,68 @@
+"""The service binary run on a fresh SQLite data directory with the
+repository's connectors: what xtask's Python steps (fuzz.py,
+client_test.py) drive."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    """`binary serve` on 127.0.0.1 with `connectors` loaded, the scheduled
+    CVE loads off, and `settings` (CAIRN_* variables) on top; started and
+    answering `/health` when the constructor returns. `data` is a scratch
+    directory holding the database and `log`."""
+
+    def __init__(self, binary, connectors, prefix, **settings):
+        self.data = tempfile.mkdtemp(prefix=prefix)
+        port = free_port()
+        self.base = "http://127.0.0.1:%d" % port
+        self.log = os.path.join(self.data, "service.log")
+        env = dict(
+            os.environ,
+            CAIRN_DATA_DIR=self.data,
+            CAIRN_LISTEN="127.0.0.1:%d" % port,
+            CAIRN_DATABASE_URL="",
+            CAIRN_CONNECTORS_DIR=connectors,
+            CAIRN_VULN_SCHEDULE="false",
+        )
+        env.update(settings)
+        with open(self.log, "w") as out:
+            self.process = subprocess.Popen([binary, "serve"], env=env, stdout=out, stderr=out)
+        self._wait()
+
+    def _wait(self):
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                sys.exit("the service exited at start; see " + self.log)
+            try:
+                urllib.request.urlopen(self.base + "/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        sys.exit("the service did not answer /health; see " + self.log)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def log_tail(self, chars=4000):
+        with open(self.log) as f:
+            return f.read()[-chars:]
+
+    def remove(self):
+        shutil.rmtree(self.data, ignore_errors=True)
