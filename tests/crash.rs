@@ -363,7 +363,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     // Resumed at page 3: the written pages were not fetched again.
     assert_eq!(rmm.computer_pages(), vec![1, 2, 3, 3, 4, 5, 6]);
@@ -406,7 +406,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let job = server
         .get(&format!("/api/v1/jobs/{resync_id}"), &token)
         .await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     // Resumed, not restarted: the first two pages were fetched once.
     let fetched = &rmm.computer_pages()[pages_before..];
@@ -582,7 +582,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     {
         let data = tenable.data.lock().unwrap();
@@ -668,7 +668,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{pull_id}"), &token).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     let status = server.get("/api/v1/psa/bulk-pull/status", &token).await;
     assert_eq!(status["current"]["id"], pull_id.as_str());

@@ -208,7 +208,7 @@ def drive(base, payments_url):
         label="generated")), 201, "portal key")
     invoice = check(create_invoice.sync_detailed(customer.id, client=client,
                                                  body=models.InvoiceInput.from_dict({
-        "number": "INV-1", "description": "Managed services", "amountCents": 125000,
+        "number": "INV-1", "description": "Managed services", "amount_cents": 125000,
         "currency": "EUR"})), 201, "invoice")
     check(set_status.sync_detailed(invoice.id, client=client, body=models.StatusChange(
         status=models.InvoiceStatus.SENT)), 200, "invoice sent")

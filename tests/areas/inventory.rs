@@ -152,7 +152,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-02", "Teams Machine-Wide Installer (a1b2c3d4e5)", "Microsoft", "1.6", "windows"),
             rmm("WS-03", "Teams Machine-Wide Installer", "Microsoft", "1.6", "windows"),
         ],
-        &["Teams Machine-Wide Installer | Microsoft | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | Windows | rmm"],
+        &["Teams Machine-Wide Installer | Microsoft | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | windows | rmm"],
     )
     .await;
     check(
@@ -163,8 +163,8 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-02", "7-Zip 23.01", "Igor Pavlov", "23.01", "windows"),
         ],
         &[
-            "7-Zip 23.01 (x64) | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | Windows | rmm",
-            "7-Zip 23.01 | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | Windows | rmm",
+            "7-Zip 23.01 (x64) | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | windows | rmm",
+            "7-Zip 23.01 | Igor Pavlov | 1 devices | common 23.01 newest 23.01 oldest 23.01 | 23.01x1 | windows | rmm",
         ],
     )
     .await;
@@ -176,7 +176,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-02", "Teams", "Microsoft Corporation", "1.6", "windows"),
             rmm("WS-03", "Teams", "Microsoft Corporation", "1.6", "windows"),
         ],
-        &["Teams | Microsoft Corporation | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | Windows | rmm"],
+        &["Teams | Microsoft Corporation | 3 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x3 | windows | rmm"],
     )
     .await;
     check(
@@ -187,7 +187,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-01", "Teams", "Microsoft", "1.10.0.2", "macos"),
             rmm("WS-02", "Teams", "Microsoft", "1.6.0.1", "macos"),
         ],
-        &["Teams | Microsoft | 2 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.6.0.1 | 1.6.0.1x2 1.10.0.2x1 | Macos | rmm"],
+        &["Teams | Microsoft | 2 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.6.0.1 | 1.6.0.1x2 1.10.0.2x1 | macos | rmm"],
     )
     .await;
     check(
@@ -200,7 +200,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-04", "Teams", "Microsoft", "1.6.0.1", "windows"),
             rmm("WS-05", "Teams", "Microsoft", "1.10.0.2", "windows"),
         ],
-        &["Teams | Microsoft | 5 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.5.0.30767 | 1.6.0.1x3 1.10.0.2x1 1.5.0.30767x1 | Windows | rmm"],
+        &["Teams | Microsoft | 5 devices | common 1.6.0.1 newest 1.10.0.2 oldest 1.5.0.30767 | 1.6.0.1x3 1.10.0.2x1 1.5.0.30767x1 | windows | rmm"],
     )
     .await;
     check(
@@ -212,7 +212,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-03", "Teams", "Microsoft", "1.6", "WINDOWS"),
             rmm("WS-04", "Teams", "Microsoft", "1.6", "macos"),
         ],
-        &["Teams | Microsoft | 4 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x4 | Macos Windows | rmm"],
+        &["Teams | Microsoft | 4 devices | common 1.6 newest 1.6 oldest 1.6 | 1.6x4 | macos windows | rmm"],
     )
     .await;
     check(
@@ -222,7 +222,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
             rmm("WS-03", "7-Zip 23.01 (x64)", "Igor Pavlov", "23.01", "windows"),
             edr("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", "22.01", "windows"),
         ],
-        &["7-Zip 23.01 (x64) | Igor Pavlov | 2 devices | common 23.01 newest 23.01 oldest 22.01 | 23.01x1 22.01x1 | Windows | edr rmm"],
+        &["7-Zip 23.01 (x64) | Igor Pavlov | 2 devices | common 23.01 newest 23.01 oldest 22.01 | 23.01x1 22.01x1 | windows | edr rmm"],
     )
     .await;
     check(
@@ -236,7 +236,7 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
         &db,
         "control characters and NULs are stripped from names and vendors",
         &[rmm("WS-05", "Note\0pad\u{7}++", "Don\u{1}Ho", "8.6", "linux")],
-        &["Notepad++ | DonHo | 1 devices | common 8.6 newest 8.6 oldest 8.6 | 8.6x1 | Linux | rmm"],
+        &["Notepad++ | DonHo | 1 devices | common 8.6 newest 8.6 oldest 8.6 | 8.6x1 | linux | rmm"],
     )
     .await;
     check(&db, "no rows, no applications", &[], &[]).await;

@@ -106,7 +106,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     )
     .await;
     let job = app.rebuild(&owner).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert!(job["progress"]["detail"]
         .as_str()
         .unwrap()
@@ -135,7 +135,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
             {"version": "1.5.0.30767", "count": 1}
         ])
     );
-    assert_eq!(teams["platforms"], json!(["Macos", "Windows"]));
+    assert_eq!(teams["platforms"], json!(["macos", "windows"]));
     assert_eq!(teams["sources"], json!(["rmm"]));
     let zip = by_name(&page, "7-Zip 23.01 (x64)");
     assert_eq!(zip["sources"], json!(["edr", "rmm"]));

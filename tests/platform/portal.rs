@@ -110,6 +110,15 @@ async fn invoice(
     assert_eq!(created.status, 201, "{}", created.text);
     assert_eq!(created.body["status"], "draft");
     assert_eq!(created.body["currency"], "USD");
+    // /api/v1 answers in snake_case; the camelCase it was sent in is the
+    // deprecated spelling, still read.
+    assert_eq!(created.body["amount_cents"], 125_000, "{}", created.text);
+    assert_eq!(created.body["due_at"], 1_798_761_600, "{}", created.text);
+    assert!(
+        created.body.get("amountCents").is_none(),
+        "{}",
+        created.text
+    );
     let id = created.body["id"].as_str().unwrap().to_string();
     let path = ["sent", "paid"];
     for step in path.iter().take_while(|_| status != "draft") {

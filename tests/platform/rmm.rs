@@ -57,7 +57,7 @@ async fn software_is_fetched_concurrently_within_the_operators_cap(backend: Back
     let admin = app.register("admin@msp.example").await;
     configure(&app, &admin, &rmm, json!({"page_size": 12})).await;
     let job = sync(&app, &admin).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     let stats = app.get("/api/v1/rmm/stats", &admin.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 24, "{}", stats.text);
     let fake = rmm.data.lock().unwrap();
@@ -159,7 +159,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
 
     // Everything, in pages of two.
     let job = sync(&app, &owner).await;
-    assert_eq!(job["status"], "success", "{job}");
+    assert_eq!(job["status"], "succeeded", "{job}");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01", "GLOBEX-WS-01"]
@@ -168,7 +168,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
     assert_eq!(stats.body["inventory_items"], 5);
     // A complete sync asks for a rollup rebuild.
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "success", "{rollup}");
+    assert_eq!(rollup["status"], "succeeded", "{rollup}");
     let apps = app
         .get("/api/v1/inventory/applications?sort=name", &owner.bearer())
         .await;
@@ -210,7 +210,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         .unwrap()
         .computers
         .retain(|c| c["Id"] != 201);
-    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]
@@ -223,12 +223,12 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
 
     // An expired token: exactly one re-login, and the sync still succeeds.
     rmm.expire_tokens();
-    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
     assert_eq!(rmm.logins(), logins_after_first + 1);
 
     // 429s are waited out and retried.
     rmm.data.lock().unwrap().throttle_next = 2;
-    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
     assert_eq!(rmm.data.lock().unwrap().throttled, 2);
 
     // Narrowed to one client: the other client's rows are pruned.
@@ -239,7 +239,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         json!({"password": "********", "scope_client_ids": ["1"]}),
     )
     .await;
-    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01"]
@@ -254,7 +254,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         json!({"password": "********", "scope_group_names": ["Servers", "Finance"]}),
     )
     .await;
-    assert_eq!(sync(&app, &owner).await["status"], "success");
+    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]

@@ -453,7 +453,7 @@ impl TestApp {
             let job = self
                 .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
                 .await;
-            if ["success", "error"].contains(&job.body["status"].as_str().unwrap_or("")) {
+            if ["succeeded", "failed"].contains(&job.body["status"].as_str().unwrap_or("")) {
                 Ok(job.body)
             } else {
                 Err(job.text)
@@ -482,7 +482,7 @@ impl TestApp {
                 .await;
             let current = &status.body["current"];
             if current["id"] == job_id.as_str()
-                && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
+                && ["succeeded", "failed"].contains(&current["status"].as_str().unwrap_or(""))
             {
                 Ok(current.clone())
             } else {

@@ -58,10 +58,12 @@ fn record_schema(collection: &Collection) -> Value {
 }
 
 fn page_of(items: Value) -> Value {
-    json!({"type": "object", "required": ["items", "total", "limit", "offset"],
+    json!({"type": "object", "required": ["items", "total", "limit", "skip", "offset"],
            "properties": {"items": {"type": "array", "items": items},
                           "total": {"type": "integer"}, "limit": {"type": "integer"},
-                          "offset": {"type": "integer"}}})
+                          "skip": {"type": "integer"},
+                          "offset": {"type": "integer", "deprecated": true,
+                                     "description": "The same as `skip`; removed in a later version"}}})
 }
 
 fn query_param(name: &str, schema: Value, description: &str) -> Value {
@@ -78,7 +80,20 @@ fn page_params() -> Vec<Value> {
                 json!({"type": "integer", "minimum": 1, "maximum": 500}),
                 "Page size (default 100)",
             ),
-            _ => query_param(name, json!({"type": "integer", "minimum": 0}), "Default 0"),
+            "skip" => query_param(
+                name,
+                json!({"type": "integer", "minimum": 0}),
+                "Records to skip; default 0",
+            ),
+            _ => {
+                let mut param = query_param(
+                    name,
+                    json!({"type": "integer", "minimum": 0}),
+                    "Deprecated: the same as `skip`",
+                );
+                param["deprecated"] = json!(true);
+                param
+            }
         })
         .collect()
 }

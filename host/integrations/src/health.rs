@@ -17,9 +17,8 @@ pub struct SyncHealth {
     pub area: String,
     /// The connector the tenant's config names, when it names one.
     pub connector: Option<String>,
-    /// The latest sync's status (`queued`, `running`, `success`, `error`,
-    /// `canceled`); none before the first.
-    pub last_status: Option<String>,
+    /// The latest sync's status; none before the first.
+    pub last_status: Option<JobStatus>,
     pub last_run_at: Option<String>,
     /// When a sync last succeeded (within the last 50 runs).
     pub last_success_at: Option<String>,
@@ -55,7 +54,7 @@ pub async fn sync_health(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<SyncHea
         out.push(SyncHealth {
             area,
             connector,
-            last_status: latest.map(|r| r.status.clone()),
+            last_status: latest.map(|r| r.status()),
             last_run_at: latest
                 .and_then(|r| r.finished_at.or(r.started_at))
                 .map(to_rfc3339),

@@ -620,15 +620,30 @@ pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<Sou
     })
 }
 
-/// The OS version as stored. A platform label that names a Linux
-/// distribution (`Ubuntu`, `Debian`) is stored as `linux`; its name moves
-/// into the version (`Ubuntu 22.04`) so the release a package belongs to
-/// stays known.
+/// The OS version as stored. A platform label that says more than the
+/// platform (`Ubuntu`, `Windows 10 Enterprise 22H2`, `macOS 14 Sonoma`) is
+/// stored as `linux`, `windows` or `macos`; what it says moves into the
+/// version (`Ubuntu 22.04`, `Windows 10 Enterprise 22H2`), so the release
+/// and edition a source gave stay known.
 fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
-    let distribution = platform
-        .map(str::trim)
-        .filter(|raw| platform_label(raw) == Some("linux") && !raw.eq_ignore_ascii_case("linux"));
-    match (distribution, version) {
+    /// Labels that name only the platform.
+    const BARE: [&str; 11] = [
+        "windows",
+        "win",
+        "microsoft windows",
+        "macos",
+        "mac",
+        "mac os",
+        "mac os x",
+        "osx",
+        "os x",
+        "darwin",
+        "linux",
+    ];
+    let named = platform.map(str::trim).filter(|raw| {
+        platform_label(raw).is_some() && !BARE.contains(&raw.to_lowercase().as_str())
+    });
+    match (named, version) {
         (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
             Some(format!("{name} {version}"))
         }
@@ -642,7 +657,7 @@ mod os_version_tests {
     use super::os_version_of;
 
     #[test]
-    fn a_distribution_label_moves_into_the_version() {
+    fn a_label_naming_more_than_the_platform_moves_into_the_version() {
         for (platform, version, expected) in [
             (
                 Some("Ubuntu"),
@@ -653,6 +668,18 @@ mod os_version_tests {
             (Some("Debian"), None, Some("Debian")),
             (Some("Linux"), Some("6.1.0"), Some("6.1.0")),
             (Some("Windows"), Some("10.0.19045"), Some("10.0.19045")),
+            (
+                Some("Windows 10 Enterprise 22H2"),
+                None,
+                Some("Windows 10 Enterprise 22H2"),
+            ),
+            (
+                Some("Windows 11 Pro"),
+                Some("10.0.22631"),
+                Some("Windows 11 Pro 10.0.22631"),
+            ),
+            (Some("macOS 14 Sonoma"), None, Some("macOS 14 Sonoma")),
+            (Some("macOS"), Some("14.2.1"), Some("14.2.1")),
             (None, Some("14.2"), Some("14.2")),
             (None, None, None),
         ] {

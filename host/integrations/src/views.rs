@@ -16,24 +16,25 @@ const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
 
 /// The query parameters every list and aggregate view takes besides its
-/// field filters.
-pub const PAGE_PARAMS: &[&str] = &["search", "limit", "offset"];
+/// field filters: `skip` and `limit` as every list of the API, and
+/// `offset`, the deprecated spelling of `skip` (see CHANGELOG.md).
+pub const PAGE_PARAMS: &[&str] = &["search", "limit", "skip", "offset"];
 
 struct Page {
     search: Option<String>,
     limit: i64,
-    offset: i64,
+    skip: i64,
     filters: Vec<FieldFilter>,
 }
 
-/// Reads `search`, `limit`, `offset` and, where `filterable` holds the
+/// Reads `search`, `limit`, `skip` (or `offset`) and, where `filterable` holds the
 /// collection, a filter per declared field; anything else is a 422 naming
 /// the parameter, so a misspelt filter never silently matches everything.
 fn page(query: &[(String, String)], filterable: Option<&Collection>) -> ApiResult<Page> {
     let mut page = Page {
         search: None,
         limit: DEFAULT_LIMIT,
-        offset: 0,
+        skip: 0,
         filters: vec![],
     };
     for (name, value) in query {
@@ -51,12 +52,12 @@ fn page(query: &[(String, String)], filterable: Option<&Collection>) -> ApiResul
                         ApiError::validation("limit", format!("must be 1 to {MAX_LIMIT}"))
                     })?
             }
-            "offset" => {
-                page.offset = value
+            "skip" | "offset" => {
+                page.skip = value
                     .parse()
                     .ok()
                     .filter(|o: &i64| *o >= 0)
-                    .ok_or_else(|| ApiError::validation("offset", "must be 0 or more"))?
+                    .ok_or_else(|| ApiError::validation(name, "must be 0 or more"))?
             }
             other => {
                 let field = filterable
@@ -123,13 +124,13 @@ pub async fn respond(
                 .as_deref()
                 .map(|s| (s, collection.search.as_slice()));
             let (rows, total) =
-                collections::list(db, &scope, search, &page.filters, page.limit, page.offset)
-                    .await?;
+                collections::list(db, &scope, search, &page.filters, page.limit, page.skip).await?;
             json!({
                 "items": rows.into_iter().map(collections::record_json).collect::<Vec<_>>(),
                 "total": total,
                 "limit": page.limit,
-                "offset": page.offset,
+                "skip": page.skip,
+                "offset": page.skip,
             })
         }
         View::Aggregate { by, .. } => {
@@ -140,14 +141,14 @@ pub async fn respond(
                 by,
                 page.search.as_deref(),
                 page.limit,
-                page.offset,
+                page.skip,
             )
             .await?;
             let items: Vec<Value> = groups
                 .into_iter()
                 .map(|g| json!({by.as_str(): g.value, "records": g.records, "devices": g.devices}))
                 .collect();
-            json!({"items": items, "total": total, "limit": page.limit, "offset": page.offset})
+            json!({"items": items, "total": total, "limit": page.limit, "skip": page.skip, "offset": page.skip})
         }
         View::Children { field, .. } => {
             page(query, None)?;
@@ -164,10 +165,10 @@ pub async fn respond(
         }
         View::Export { columns, .. } => {
             let page = page(query, Some(collection))?;
-            if page.limit != DEFAULT_LIMIT || page.offset != 0 {
+            if page.limit != DEFAULT_LIMIT || page.skip != 0 {
                 return Err(ApiError::validation(
                     "limit",
-                    "an export gives every matching record; limit and offset do not apply",
+                    "an export gives every matching record; limit and skip do not apply",
                 ));
             }
             return Ok(export::respond(ExportRequest {

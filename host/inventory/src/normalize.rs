@@ -101,25 +101,14 @@ pub fn short_host(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
-/// `windows` → `Windows`: first letter upper, the rest lower.
-pub fn title_case(label: &str) -> String {
-    let mut chars = label.chars();
-    match chars.next() {
-        Some(first) => first
-            .to_uppercase()
-            .chain(chars.flat_map(char::to_lowercase))
-            .collect(),
-        None => String::new(),
-    }
-}
-
-/// Platform labels deduplicated case-insensitively, each shown in Title
-/// case, sorted.
+/// Platform labels as one label set, deduplicated and sorted: `windows`,
+/// `macos`, `linux` where a label names one ([`platform_label`]), others
+/// lower-cased; the same labels as devices and search say.
 pub fn platforms<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut seen: Vec<String> = labels
         .into_iter()
         .filter_map(|l| clean(Some(l)))
-        .map(|l| title_case(&l))
+        .map(|l| platform_label(&l).map_or_else(|| l.to_lowercase(), str::to_string))
         .collect();
     seen.sort();
     seen.dedup();
@@ -234,10 +223,18 @@ mod tests {
     }
 
     #[test]
-    fn platforms_dedupe_case_insensitively_in_title_case() {
+    fn platforms_are_one_lower_case_label_set() {
         assert_eq!(
-            platforms(["windows", "WINDOWS", "Windows", "macos", " linux ", ""]),
-            vec!["Linux", "Macos", "Windows"]
+            platforms([
+                "windows",
+                "WINDOWS",
+                "Windows 11 Pro",
+                "macOS",
+                " linux ",
+                "",
+                "iOS"
+            ]),
+            vec!["ios", "linux", "macos", "windows"]
         );
     }
 

@@ -14,12 +14,19 @@ use cairn_core::ids::TenantId;
 pub enum JobStatus {
     Queued,
     Running,
+    /// `succeeded` in the API, as uploads, scans and reports say it; the
+    /// spec's `success` is still read as a filter value (deprecated).
+    #[serde(rename = "succeeded", alias = "success")]
     Success,
+    /// `failed` in the API; the spec's `error` is still read as a filter
+    /// value (deprecated).
+    #[serde(rename = "failed", alias = "error")]
     Error,
     Canceled,
 }
 
 impl JobStatus {
+    /// The status as the jobs table stores it (the spec's words).
     pub fn as_str(self) -> &'static str {
         match self {
             JobStatus::Queued => "queued",

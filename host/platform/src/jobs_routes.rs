@@ -100,6 +100,9 @@ pub struct JobQuery {
     limit: Option<i64>,
     /// Jobs to skip (default 0).
     #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// Deprecated: the same as `skip`.
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 
@@ -108,6 +111,9 @@ pub struct JobPage {
     items: Vec<JobView>,
     total: i64,
     limit: i64,
+    skip: i64,
+    /// Deprecated: the same as `skip`.
+    #[schema(deprecated)]
     offset: i64,
 }
 
@@ -126,9 +132,12 @@ async fn list_jobs(
             format!("must be between 1 and {MAX_PAGE}"),
         ));
     }
-    let offset = query.offset.unwrap_or(0);
+    let (offset, named) = match (query.skip, query.offset) {
+        (Some(skip), _) => (skip, "skip"),
+        (None, offset) => (offset.unwrap_or(0), "offset"),
+    };
     if offset < 0 {
-        return Err(ApiError::validation("offset", "must not be negative"));
+        return Err(ApiError::validation(named, "must not be negative"));
     }
     let filter = JobFilter {
         kind: query.kind.as_deref(),
@@ -141,6 +150,7 @@ async fn list_jobs(
         items: rows.into_iter().map(JobView::from).collect(),
         total,
         limit,
+        skip: offset,
         offset,
     }))
 }

@@ -22,7 +22,8 @@ pub struct FeedView {
     pub seeded: bool,
     pub item_count: i64,
     pub last_fetched_at: Option<String>,
-    /// `ok`, `not_modified` or `error`, for the last fetch.
+    /// `succeeded`, `not_modified` (succeeded, nothing new) or `failed`,
+    /// for the last fetch.
     pub last_status: Option<String>,
     pub last_error: Option<String>,
     pub created_at: String,
@@ -159,9 +160,9 @@ pub async fn record_fetch(
     let mut tx = db.pool.begin().await?;
     let mut added = vec![];
     let (status, error) = match &outcome {
-        FetchOutcome::Read { .. } => ("ok", None),
+        FetchOutcome::Read { .. } => ("succeeded", None),
         FetchOutcome::NotModified => ("not_modified", None),
-        FetchOutcome::Failed(reason) => ("error", Some(*reason)),
+        FetchOutcome::Failed(reason) => ("failed", Some(*reason)),
     };
     sqlx::query(
         "UPDATE news_feeds SET last_fetched_at = $3, last_status = $4, last_error = $5 \

@@ -65,12 +65,23 @@ pub struct Invoice {
     pub paid_at: Option<i64>,
 }
 
-/// The same invoice with what only the tenant sees.
+/// The same invoice with what only the tenant sees, in the snake_case of
+/// every `/api/v1` answer (the portal's own [`Invoice`] keeps the spec's
+/// camelCase). Amounts are integer cents, `due_at`/`paid_at` Unix epoch
+/// seconds.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AdminInvoice {
-    #[serde(flatten)]
-    pub invoice: Invoice,
+    pub id: String,
     pub client_id: String,
+    pub number: String,
+    pub description: String,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub status: InvoiceStatus,
+    /// Hosted payment link, once the client asked for one.
+    pub payment_url: Option<String>,
+    pub due_at: Option<i64>,
+    pub paid_at: Option<i64>,
     pub created_at: String,
 }
 
@@ -111,12 +122,18 @@ impl InvoiceRow {
     }
 
     pub fn admin_view(self) -> AdminInvoice {
-        let client_id = self.client_id.clone();
-        let created_at = cairn_core::db::to_rfc3339(self.created_at);
         AdminInvoice {
-            invoice: self.view(),
-            client_id,
-            created_at,
+            status: self.status(),
+            id: self.id,
+            client_id: self.client_id,
+            number: self.number,
+            description: self.description,
+            amount_cents: self.amount_cents,
+            currency: self.currency,
+            payment_url: self.payment_url,
+            due_at: self.due_at,
+            paid_at: self.paid_at,
+            created_at: cairn_core::db::to_rfc3339(self.created_at),
         }
     }
 }
@@ -124,16 +141,20 @@ impl InvoiceRow {
 const COLUMNS: &str = "id, client_id, number, description, amount_cents, currency, status, \
     payment_url, payment_session_id, payment_expires_at, due_at, paid_at, created_at";
 
-/// What an admin sends to create or change an invoice.
+/// What an admin sends to create or change an invoice. The camelCase
+/// spellings of earlier versions (`amountCents`, `dueAt`) are still read
+/// (deprecated).
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct InvoiceInput {
     pub number: Option<String>,
     pub description: Option<String>,
+    #[serde(alias = "amountCents")]
     pub amount_cents: Option<i64>,
     /// ISO 4217, e.g. `USD` (stored upper-case).
     pub currency: Option<String>,
     /// Unix epoch seconds.
+    #[serde(alias = "dueAt")]
     pub due_at: Option<i64>,
 }
 
@@ -166,10 +187,10 @@ pub fn check(input: InvoiceInput, current: Option<&InvoiceRow>) -> Result<Checke
             "at most 2000 characters",
         ));
     }
-    let amount_cents = required(amount, "amountCents")?;
+    let amount_cents = required(amount, "amount_cents")?;
     if amount_cents <= 0 {
         return Err(ApiError::validation(
-            "amountCents",
+            "amount_cents",
             "must be a positive number of cents",
         ));
     }
@@ -182,7 +203,7 @@ pub fn check(input: InvoiceInput, current: Option<&InvoiceRow>) -> Result<Checke
     }
     let due_at = input.due_at.or(current.and_then(|c| c.due_at));
     if due_at.is_some_and(|d| d < 0) {
-        return Err(ApiError::validation("dueAt", "must be Unix epoch seconds"));
+        return Err(ApiError::validation("due_at", "must be Unix epoch seconds"));
     }
     Ok(Checked {
         number,

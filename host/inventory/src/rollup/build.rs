@@ -745,7 +745,7 @@ mod tests {
                 ..row("C", "App", "V", "1")
             },
         ]);
-        assert_eq!(apps[0].platforms, ["Macos", "Windows"]);
+        assert_eq!(apps[0].platforms, ["macos", "windows"]);
         assert_eq!(apps[0].sources, ["csv-software", "edr", "rmm"]);
         assert_eq!(apps[0].publisher.as_deref(), Some("Acme B"));
     }
