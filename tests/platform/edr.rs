@@ -123,7 +123,12 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
         .await;
     assert_eq!(web.status, 200, "{}", web.text);
     assert_eq!(web.body["key"], "1002");
-    assert_eq!(web.body["threats"][0]["fields"]["status"], "not_mitigated");
+    // The product's word beside the one every edr product's threats use.
+    assert_eq!(web.body["threats"][0]["fields"]["status"], "active");
+    assert_eq!(
+        web.body["threats"][0]["fields"]["status_raw"],
+        "not_mitigated"
+    );
 
     let count = async |query: &str| {
         let listed = app
@@ -134,7 +139,9 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
     };
     assert_eq!(count("").await, 2);
     assert_eq!(count("classification=malware").await, 1);
-    assert_eq!(count("status=not_mitigated").await, 1);
+    assert_eq!(count("status=active").await, 1);
+    assert_eq!(count("status=resolved").await, 1);
+    assert_eq!(count("status_raw=not_mitigated").await, 1);
     assert_eq!(count("device=ws-01").await, 1);
     assert_eq!(count("device=MAC-02").await, 0);
 

@@ -51,7 +51,7 @@ impl Connector for Edr {
             id: "sentinelone".into(),
             area: "edr".into(),
             name: "SentinelOne".into(),
-            version: "0.2.0".into(),
+            version: "0.3.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -89,7 +89,7 @@ impl Connector for Edr {
                     path: "threats".into(),
                     collection: mapping::THREATS.into(),
                     summary:
-                        "Threats synced from SentinelOne (filters: status, classification, device)"
+                        "Threats synced from SentinelOne (filters: status (active, mitigated, resolved, benign), status_raw, classification, device)"
                             .into(),
                 },
                 View::Aggregate {

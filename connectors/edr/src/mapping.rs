@@ -117,6 +117,23 @@ pub fn map_agent(agent: &Value) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// A SentinelOne 2.1 threat's state in the words every edr product's
+/// threats use: `benign` when an analyst marked it a false positive (or
+/// benign), `active` while it is not mitigated, `resolved` once mitigated
+/// and its incident resolved, else `mitigated`. `None` without a
+/// mitigation status.
+fn threat_status(info: &Value) -> Option<&'static str> {
+    let mitigation = info["mitigationStatus"].as_str()?;
+    let verdict = info["analystVerdict"].as_str().unwrap_or_default();
+    let incident = info["incidentStatus"].as_str().unwrap_or_default();
+    Some(match mitigation {
+        _ if verdict == "false_positive" || mitigation == "marked_as_benign" => "benign",
+        "mitigated" if incident == "resolved" => "resolved",
+        "mitigated" => "mitigated",
+        _ => "active",
+    })
+}
+
 pub fn map_threat(threat: &Value) -> Result<Vec<Row>, String> {
     let info = &threat["threatInfo"];
     let agent = &threat["agentRealtimeInfo"];
@@ -131,7 +148,8 @@ pub fn map_threat(threat: &Value) -> Result<Vec<Row>, String> {
         name: text(&info["threatName"]),
         classification: text(&info["classification"]),
         confidence: text(&info["confidenceLevel"]),
-        status: text(&info["mitigationStatus"]),
+        status: threat_status(info).map(str::to_string),
+        status_raw: text(&info["mitigationStatus"]),
         detected_at: text(&info["identifiedAt"]).or_else(|| text(&info["createdAt"])),
         file_hash: text(&info["sha256"]).or_else(|| text(&info["sha1"])),
         file_path: text(&info["filePath"]),
@@ -209,6 +227,29 @@ mod tests {
     }
 
     #[test]
+    fn threat_states_are_normalized() {
+        for (mitigation, incident, verdict, expected) in [
+            ("not_mitigated", "unresolved", "undefined", Some("active")),
+            ("not_mitigated", "resolved", "undefined", Some("active")),
+            ("active", "in_progress", "true_positive", Some("active")),
+            (
+                "mitigated",
+                "unresolved",
+                "true_positive",
+                Some("mitigated"),
+            ),
+            ("mitigated", "resolved", "true_positive", Some("resolved")),
+            ("mitigated", "resolved", "false_positive", Some("benign")),
+            ("marked_as_benign", "resolved", "undefined", Some("benign")),
+        ] {
+            let info = json!({"mitigationStatus": mitigation, "incidentStatus": incident,
+                              "analystVerdict": verdict});
+            assert_eq!(threat_status(&info), expected, "{info}");
+        }
+        assert_eq!(threat_status(&json!({})), None);
+    }
+
+    #[test]
     fn the_fixture_threats_map() {
         let threats: Value = serde_json::from_str(THREATS).unwrap();
         let rows = map_threat(&threats["data"][0]).unwrap();
@@ -217,7 +258,9 @@ mod tests {
         };
         assert_eq!(threat.key, "715718962991148224");
         assert_eq!(threat.fields["classification"], "Malware");
-        assert_eq!(threat.fields["status"], "mitigated");
+        // Mitigated, and its incident resolved.
+        assert_eq!(threat.fields["status"], "resolved");
+        assert_eq!(threat.fields["status_raw"], "mitigated");
         assert_eq!(threat.fields["device_key"], "657613730168123595");
         assert_eq!(threat.fields["device"], "EC2AMAZ-AJ0KANC");
         assert_eq!(
