@@ -186,6 +186,21 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
                     }
                     if report_type == "device" {
                         assert!(text.contains("Device report: WEB01"), "{text}");
+                        // Its key figures are the device's, not the tenant's.
+                        fn figure(line: &str) -> Vec<&str> {
+                            line.split_whitespace().collect()
+                        }
+                        assert!(
+                            text.lines().any(|l| figure(l) == ["Device", "WEB01"]),
+                            "{text}"
+                        );
+                        assert!(
+                            !text
+                                .lines()
+                                .any(|l| figure(l).first() == Some(&"Devices")
+                                    && figure(l).len() == 2),
+                            "{text}"
+                        );
                     }
                 }
                 "xlsx" => {
@@ -247,10 +262,11 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
 
     // Bad requests, and a device that does not exist.
     for (body, field) in [
-        (json!({"report_type": "weather", "format": "pdf"}), "body"),
+        // A body value of the wrong shape is named by its path.
+        (json!({"report_type": "weather", "format": "pdf"}), "report_type"),
         (
             json!({"report_type": "vulnerabilities", "format": "docx"}),
-            "body",
+            "format",
         ),
         (
             json!({"report_type": "device", "format": "pdf"}),

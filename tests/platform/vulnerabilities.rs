@@ -625,6 +625,13 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         json!({"critical": 2, "high": 4, "medium": 2})
     );
     assert_eq!(stats.body["top_cves"][0]["name"], "CVE-2021-44228");
+    // Each list names what it counts: devices per CVE, CVEs per application.
+    assert_eq!(stats.body["top_cves"][0]["devices"], 3, "{}", stats.text);
+    assert_eq!(
+        stats.body["top_applications"][0]["cves"], 2,
+        "{}",
+        stats.text
+    );
     let inventory = app.get("/api/v1/inventory/stats", &owner.bearer()).await;
     assert_eq!(inventory.body["vulnerabilities"], 8, "{}", inventory.text);
     let unmatched = app

@@ -625,10 +625,22 @@ pub async fn scan_cve_devices(
         .transpose()
 }
 
+/// A CVE of `top_cves`: on how many devices it is open.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct CountedName {
+pub struct CveOnDevices {
+    /// The CVE id.
     pub name: String,
-    pub count: i64,
+    /// Distinct devices with an open finding of it.
+    pub devices: i64,
+}
+
+/// An application of `top_applications`: how many CVEs are open on it (as
+/// the dashboard's "Most vulnerable applications" counts them).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApplicationCves {
+    pub name: String,
+    /// Distinct open CVEs Cairn matched to it.
+    pub cves: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -653,9 +665,9 @@ pub struct VulnerabilityStats {
     /// Distinct open CVEs in CISA KEV.
     pub kev_cves: i64,
     /// The CVEs on the most devices.
-    pub top_cves: Vec<CountedName>,
+    pub top_cves: Vec<CveOnDevices>,
     /// The applications with the most distinct open CVEs Cairn matched.
-    pub top_applications: Vec<CountedName>,
+    pub top_applications: Vec<ApplicationCves>,
     /// Findings opened and fixed per day, last 30 days, oldest first.
     pub trend: Vec<TrendPoint>,
 }
@@ -690,33 +702,33 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
     .bind(t)
     .fetch_one(&db.pool)
     .await?;
-    let counted = |rows: Vec<sqlx::any::AnyRow>| {
-        rows.into_iter()
-            .map(|r| CountedName {
-                name: r.get("name"),
-                count: r.get("n"),
-            })
-            .collect()
-    };
-    let top_cves = counted(
-        sqlx::query(&format!(
-            "SELECT cve_id AS name, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
+    let top_cves = (sqlx::query(&format!(
+        "SELECT cve_id AS name, COUNT(DISTINCT device_name) AS n FROM {ALL_FINDINGS} f \
              WHERE f.tenant_id = $1 AND {open} GROUP BY cve_id ORDER BY n DESC, cve_id LIMIT 10"
-        ))
-        .bind(t)
-        .fetch_all(&db.pool)
-        .await?,
-    );
-    let top_applications = counted(
-        sqlx::query(&format!(
-            "SELECT application_name AS name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
+    ))
+    .bind(t)
+    .fetch_all(&db.pool)
+    .await?)
+        .into_iter()
+        .map(|r| CveOnDevices {
+            name: r.get("name"),
+            devices: r.get("n"),
+        })
+        .collect();
+    let top_applications = (sqlx::query(&format!(
+        "SELECT application_name AS name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
              WHERE f.tenant_id = $1 AND {open} GROUP BY application_name \
              ORDER BY n DESC, application_name LIMIT 10"
-        ))
-        .bind(t)
-        .fetch_all(&db.pool)
-        .await?,
-    );
+    ))
+    .bind(t)
+    .fetch_all(&db.pool)
+    .await?)
+        .into_iter()
+        .map(|r| ApplicationCves {
+            name: r.get("name"),
+            cves: r.get("n"),
+        })
+        .collect();
     const DAY: i64 = 86_400_000;
     let today = cairn_core::db::now_ms() / DAY;
     let since = (today - 29) * DAY;

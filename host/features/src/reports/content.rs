@@ -217,9 +217,19 @@ pub async fn gather(
     let affected: std::collections::BTreeSet<&str> =
         findings.iter().map(|f| &*f.device_name).collect();
     let cves = per_cve(&findings);
-    let device_count = device_figures::count(db, tenant, &assets).await?;
+    // The figures describe the report's scope: one device names it rather
+    // than counting the tenant's devices.
+    let devices_figure = match &scope.device {
+        Some(device) => ("Device".to_string(), device.trim().to_string()),
+        None => (
+            "Devices".to_string(),
+            device_figures::count(db, tenant, &assets)
+                .await?
+                .to_string(),
+        ),
+    };
     let mut figures = vec![
-        ("Devices".to_string(), device_count.to_string()),
+        devices_figure,
         (
             "Devices with open findings".into(),
             affected.len().to_string(),
