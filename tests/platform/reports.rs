@@ -263,7 +263,10 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
     // Bad requests, and a device that does not exist.
     for (body, field) in [
         // A body value of the wrong shape is named by its path.
-        (json!({"report_type": "weather", "format": "pdf"}), "report_type"),
+        (
+            json!({"report_type": "weather", "format": "pdf"}),
+            "report_type",
+        ),
         (
             json!({"report_type": "vulnerabilities", "format": "docx"}),
             "format",

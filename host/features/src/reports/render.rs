@@ -202,9 +202,15 @@ const PAGE_W: f32 = 210.0;
 const PAGE_H: f32 = 297.0;
 const MARGIN: f32 = 15.0;
 const ROW_H: f32 = 4.2;
+/// Height of each further line of a wrapped table cell, in mm.
+const WRAP_LINE_H: f32 = 3.0;
+/// Lines a table cell may wrap to; the last is cut with an ellipsis.
+const MAX_CELL_LINES: usize = 6;
 const TABLE_PT: f32 = 7.0;
-/// Average width of a Helvetica character at 1 pt, in mm.
-const CHAR_MM_PER_PT: f32 = 0.19;
+/// Width of a Helvetica character at 1 pt, in mm: its digits (0.556 em),
+/// wider than the average letter, so that a version or an id sized by it
+/// stays inside its column.
+const CHAR_MM_PER_PT: f32 = 0.2;
 
 struct Pdf {
     doc: printpdf::PdfDocumentReference,
@@ -357,6 +363,37 @@ fn pdf_file(content: &Content, path: &Path) -> Result<(), RenderError> {
     Ok(())
 }
 
+/// `text` in lines of at most `chars` characters, broken after a space,
+/// `.`, `-`, `_`, `/` or `,` where one falls in the line, else inside it:
+/// a long version or id wraps whole instead of being cut. At most
+/// [`MAX_CELL_LINES`] lines; the last is cut with an ellipsis when more
+/// would follow.
+fn wrap(text: &str, chars: usize) -> Vec<String> {
+    let chars = chars.max(4);
+    let mut lines = vec![];
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > chars {
+        if lines.len() + 1 == MAX_CELL_LINES {
+            lines.push(fit(&rest.iter().collect::<String>(), chars));
+            return lines;
+        }
+        let split = rest[..chars]
+            .iter()
+            .rposition(|c| matches!(c, ' ' | '.' | '-' | '_' | '/' | ','))
+            .map_or(chars, |at| at + 1);
+        let line: String = rest.drain(..split).collect();
+        lines.push(line.trim_end().to_string());
+    }
+    lines.push(rest.into_iter().collect());
+    lines
+}
+
+/// Characters of table text that fit in `width` mm, a character's gap
+/// kept to the next column.
+fn chars_in(width: f32) -> usize {
+    ((width / (TABLE_PT * CHAR_MM_PER_PT)) as usize).saturating_sub(1)
+}
+
 /// Column widths in mm: by the longest text (header included, first 200
 /// rows), scaled to the page.
 fn widths(table: &Table) -> Vec<f32> {
@@ -380,8 +417,7 @@ fn pdf_table(pdf: &mut Pdf, table: &Table) {
         pdf.y -= ROW_H;
         let mut x = MARGIN;
         for (column, width) in table.columns.iter().zip(&widths) {
-            let chars = (width / (TABLE_PT * CHAR_MM_PER_PT)) as usize;
-            pdf.text(&fit(column, chars), TABLE_PT, x, pdf.y, true);
+            pdf.text(&fit(column, chars_in(*width)), TABLE_PT, x, pdf.y, true);
             x += width;
         }
         pdf.y -= 1.0;
@@ -393,18 +429,27 @@ fn pdf_table(pdf: &mut Pdf, table: &Table) {
     );
     header(pdf);
     for row in &table.rows {
-        if pdf.y - ROW_H < MARGIN + 8.0 {
+        let cells: Vec<Vec<String>> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| wrap(&cell.text(), chars_in(*width)))
+            .collect();
+        let lines = cells.iter().map(Vec::len).max().unwrap_or(1);
+        let height = ROW_H + (lines - 1) as f32 * WRAP_LINE_H;
+        if pdf.y - height < MARGIN + 8.0 {
             pdf.new_page();
             pdf.line(&format!("{} (continued)", table.name), 10.0, true);
             header(pdf);
         }
         pdf.y -= ROW_H;
         let mut x = MARGIN;
-        for (cell, width) in row.iter().zip(&widths) {
-            let chars = (width / (TABLE_PT * CHAR_MM_PER_PT)) as usize;
-            pdf.text(&fit(&cell.text(), chars), TABLE_PT, x, pdf.y, false);
+        for (cell, width) in cells.iter().zip(&widths) {
+            for (i, line) in cell.iter().enumerate() {
+                pdf.text(line, TABLE_PT, x, pdf.y - i as f32 * WRAP_LINE_H, false);
+            }
             x += width;
         }
+        pdf.y -= (lines - 1) as f32 * WRAP_LINE_H;
     }
     if table.rows.is_empty() {
         pdf.line("None.", 9.0, false);
@@ -414,6 +459,39 @@ fn pdf_table(pdf: &mut Pdf, table: &Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_cells_wrap_whole_at_separators() {
+        for (text, chars, expected) in [
+            ("7-Zip", 10, vec!["7-Zip"]),
+            ("120.0.6099.71", 13, vec!["120.0.6099.71"]),
+            ("120.0.6099.71", 8, vec!["120.0.", "6099.71"]),
+            (
+                "Mozilla Firefox ESR (x64 en-US)",
+                12,
+                vec!["Mozilla", "Firefox ESR", "(x64 en-US)"],
+            ),
+            (
+                "2:1.2.13.dfsg-1ubuntu4.5",
+                9,
+                vec!["2:1.2.13.", "dfsg-", "1ubuntu4.", "5"],
+            ),
+            ("abcdefghijkl", 5, vec!["abcde", "fghij", "kl"]),
+        ] {
+            let lines = wrap(text, chars);
+            assert_eq!(lines, expected, "{text} in {chars}");
+            assert!(lines.iter().all(|l| l.chars().count() <= chars));
+            assert_eq!(
+                lines.concat().replace(' ', ""),
+                text.replace(' ', ""),
+                "nothing lost: {text}"
+            );
+        }
+        // Past the line limit the last line says it was cut.
+        let lines = wrap(&"a".repeat(100), 5);
+        assert_eq!(lines.len(), MAX_CELL_LINES);
+        assert!(lines.last().unwrap().ends_with("..."));
+    }
 
     #[test]
     fn sheet_names_and_cells_fit() {
