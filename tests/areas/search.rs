@@ -537,7 +537,7 @@ fn eval_rule(app: &Value, rule: &Value) -> bool {
     }
     if ["gt", "gte", "lt", "lte"].contains(&positive) {
         // Only versions are taken here, and compare in version order.
-        let bound = value.to_string();
+        let bound = value.trim().to_string();
         return values(app, field).iter().any(|v| {
             let order = compare_release(v, &bound);
             match positive {

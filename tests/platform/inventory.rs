@@ -489,11 +489,22 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
             json!({"field": "last_seen", "operator": "lt", "value": "2000-01-01T00:00:00Z"}),
             0,
         ),
-        (
-            json!({"field": "scan.tenant_id", "operator": "is_empty"}),
-            2,
-        ),
     ];
+    // A prefixed field outside the allow-list reaches no column: refused.
+    let outside = app
+        .post(
+            "/api/v1/devices/devices/search",
+            &owner.bearer(),
+            json!({"query": {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "rule", "field": "scan.tenant_id", "operator": "is_empty"}]}}),
+        )
+        .await;
+    outside.assert_error(422);
+    assert_eq!(
+        outside.body["field"], "query.rules[0].field",
+        "{}",
+        outside.text
+    );
     for (rule, want) in cases {
         let mut rule = rule;
         rule["kind"] = json!("rule");
@@ -516,7 +527,12 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
         )
         .await;
     bad_date.assert_error(422);
-    assert_eq!(bad_date.body["field"], "last_seen");
+    assert_eq!(bad_date.body["field"], "query.rules[0].value");
+    assert!(
+        bad_date.body["detail"].as_str().unwrap().contains("`last_seen` needs a date"),
+        "{}",
+        bad_date.text
+    );
     app.finish().await;
 }
 
@@ -553,7 +569,8 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
         sorted_names(&applications(&app, &bob, "").await),
         ["Bob App"]
     );
-    // Hostile field names are skipped, never reaching another tenant's rows.
+    // Hostile field names are refused, never reaching another tenant's
+    // rows; the same query without them finds nothing of Alice's.
     for field in ["tenant_id", "a.tenant_id", "1=1", "name) OR (1=1"] {
         let resp = app
             .post(
@@ -564,9 +581,23 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
                     {"kind": "rule", "field": "name", "operator": "equals", "value": "Secret App"}]}}),
             )
             .await;
-        assert_eq!(resp.status, 200, "{}", resp.text);
-        assert_eq!(resp.body["total"], 0, "{field}: {}", resp.text);
+        resp.assert_error(422);
+        assert_eq!(
+            resp.body["field"], "query.rules[0].field",
+            "{field}: {}",
+            resp.text
+        );
     }
+    let resp = app
+        .post(
+            "/api/v1/inventory/applications/search",
+            &bob.bearer(),
+            json!({"query": {"combinator": "or", "rules": [
+                {"kind": "rule", "field": "name", "operator": "equals", "value": "Secret App"}]}}),
+        )
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.text);
+    assert_eq!(resp.body["total"], 0, "{}", resp.text);
     let not_found = [
         format!("/api/v1/inventory/applications/{secret_id}"),
         "/api/v1/devices/by-name/SECRET-PC".to_string(),

@@ -251,7 +251,7 @@ fn finish_operation(operation: &mut Map<String, Value>) {
             response["headers"] = json!({"Location": {
                 "description": "Where the resource is",
                 "required": true,
-                "schema": {"type": "string", "format": "uri"}}});
+                "schema": {"type": "string", "format": "uri-reference"}}});
         }
         let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) else {
             continue;
