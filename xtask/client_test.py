@@ -133,12 +133,12 @@ def drive(base, payments_url):
     deadline = time.time() + 120
     while True:
         job = check(get_job.sync_detailed(job_id, client=client), 200, "job")
-        if str(job.status) in ("success", "error", "canceled"):
+        if str(job.status) in ("succeeded", "failed", "canceled"):
             break
         if time.time() > deadline:
             sys.exit("the upload's job did not finish: %s" % job)
         time.sleep(0.2)
-    if str(job.status) != "success":
+    if str(job.status) != "succeeded":
         sys.exit("the upload's job ended %s: %s" % (job.status, job.error))
     # The rollup runs after the parse; wait until the list shows it.
     deadline = time.time() + 120

@@ -529,7 +529,10 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
     bad_date.assert_error(422);
     assert_eq!(bad_date.body["field"], "query.rules[0].value");
     assert!(
-        bad_date.body["detail"].as_str().unwrap().contains("`last_seen` needs a date"),
+        bad_date.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("`last_seen` needs a date"),
         "{}",
         bad_date.text
     );

@@ -157,8 +157,14 @@ async fn openapi_lists_every_route(backend: Backend) {
         .unwrap()
         .contains(&json!("base_url")));
     // Declared views document their records' normalized fields.
-    let device_fields = &doc.body["paths"]["/api/v1/rmm/devices"]["get"]["responses"]["200"]
-        ["content"]["application/json"]["schema"]["properties"]["items"]["items"]["properties"]
+    let record = &doc.body["paths"]["/api/v1/rmm/devices"]["get"]["responses"]["200"]["content"]
+        ["application/json"]["schema"]["properties"]["items"]["items"];
+    // Named once per collection, referred to by every view of it.
+    assert_eq!(
+        record["$ref"], "#/components/schemas/RmmDevicesRecord",
+        "{record}"
+    );
+    let device_fields = &doc.body["components"]["schemas"]["RmmDevicesRecord"]["properties"]
         ["fields"]["properties"];
     assert_eq!(device_fields["os_platform"]["type"], "string");
     // Public routes say so; the rest inherit the document's security.

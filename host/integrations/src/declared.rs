@@ -16,6 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{json, Map, Value};
 use utoipa::openapi::path::{HttpMethod, Operation, Paths};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::descriptor_docs::{self, Declared};
@@ -66,8 +68,14 @@ pub fn mount(
 ) -> OpenApiRouter<AppState> {
     // path -> method -> the operation of the first connector declaring it.
     let mut by_path: BTreeMap<String, BTreeMap<String, Operation>> = BTreeMap::new();
+    // The record schemas the operations refer to; the first connector's
+    // where two of an area name a collection alike.
+    let mut records: BTreeMap<String, RefOr<Schema>> = BTreeMap::new();
     for connector in plugins.area_connectors(area) {
         let descriptor = &connector.descriptor;
+        for (name, schema) in descriptor_docs::record_components(descriptor) {
+            records.entry(name).or_insert(schema);
+        }
         for (method, path) in descriptor.routes() {
             let Some(declared) = declared_at(descriptor, method, path) else {
                 continue;
@@ -95,7 +103,9 @@ pub fn mount(
             paths.add_path_operation(&full, vec![http_method(&method)], operation);
             method_router = method_router.merge(handler(method_filter(&method), route));
         }
-        router = router.routes((vec![], paths, method_router));
+        // The schemas go with the first route; the document keeps them.
+        let schemas = std::mem::take(&mut records).into_iter().collect();
+        router = router.routes((schemas, paths, method_router));
     }
     router
 }

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Map, Value};
 use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 
 use super::views::PAGE_PARAMS;
 use cairn_plugins::descriptor::path_params;
@@ -55,6 +57,40 @@ fn record_schema(collection: &Collection) -> Value {
                            "description": "When a sync first saw this record or last found it changed; a sync that finds it unchanged leaves it as it is"}
         }
     })
+}
+
+/// The component schema name of an area's collection's records
+/// (`EdrThreatsRecord`): views answer references to it rather than the
+/// schema inline, so generated clients get one named type per collection.
+fn record_name(area: &str, collection: &str) -> String {
+    let pascal = |text: &str| -> String {
+        text.split(|c: char| !c.is_ascii_alphanumeric())
+            .map(|word| {
+                let mut chars = word.chars();
+                chars.next().map_or_else(String::new, |first| {
+                    first.to_ascii_uppercase().to_string() + chars.as_str()
+                })
+            })
+            .collect()
+    };
+    format!("{}{}Record", pascal(area), pascal(collection))
+}
+
+fn record_ref(descriptor: &ConnectorDescriptor, collection: &Collection) -> Value {
+    json!({"$ref": format!("#/components/schemas/{}", record_name(&descriptor.area, &collection.name))})
+}
+
+/// The named record schema of every collection `descriptor` declares (see
+/// [`record_name`]).
+pub fn record_components(descriptor: &ConnectorDescriptor) -> Vec<(String, RefOr<Schema>)> {
+    descriptor
+        .collections
+        .iter()
+        .filter_map(|collection| {
+            let schema = serde_json::from_value(record_schema(collection)).ok()?;
+            Some((record_name(&descriptor.area, &collection.name), schema))
+        })
+        .collect()
 }
 
 fn page_of(items: Value) -> Value {
@@ -127,13 +163,13 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
                 View::Export { columns, .. } => json!({"type": "string", "description": format!(
                     "CSV: a header line `key,{}`, then one line per matching record. A cell starting with =, +, -, @, tab or carriage return is prefixed with ' so a spreadsheet never runs it.",
                     columns.join(","))}),
-                _ => page_of(record_schema(collection)),
+                _ => page_of(record_ref(descriptor, collection)),
             };
             (params, answer)
         }
         View::Children { field, .. } => {
             let answer = json!({"type": "object", "required": ["items", "total"], "properties": {
-                "items": {"type": "array", "items": record_schema(collection),
+                "items": {"type": "array", "items": record_ref(descriptor, collection),
                           "description": format!("Records whose `{field}` is the path value, newest first (at most 1000)")},
                 "total": {"type": "integer", "description": "All such records"}}});
             (vec![], answer)
@@ -150,7 +186,7 @@ fn view_parts(descriptor: &ConnectorDescriptor, view: &View) -> (Vec<Value>, Val
             for link in related {
                 if let Some(other) = descriptor.collection(&link.collection) {
                     schema["properties"][link.name.as_str()] = json!({
-                        "type": "array", "items": record_schema(other),
+                        "type": "array", "items": record_ref(descriptor, other),
                         "description": format!("Records of {} whose {} is this record's key (at most 1000)", other.name, link.field)});
                 }
             }
