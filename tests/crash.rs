@@ -1,7 +1,9 @@
 //! A real server process is killed with SIGKILL in the middle of a job; a
 //! second process takes the job over once the lease expires. Killed: a
 //! checkpointed test job, a real rmm sync, a CSV parse, a rollup, a scanner
-//! export and a psa bulk pull.
+//! export and a psa bulk pull. And a server stopped with SIGTERM in each
+//! phase of a sync, a large upload and its rollup hands its jobs back at
+//! once; the next process resumes them from their checkpoints.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -22,6 +24,7 @@ backend_tests!(
     killed_sync_parse_and_rollup_each_finish_once,
     killed_scanner_sync_resumes_its_export,
     killed_bulk_pull_resumes_from_its_checkpoint,
+    terminated_process_hands_jobs_back_in_every_phase,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -77,6 +80,27 @@ impl Server {
     fn kill(mut self) {
         self.child.kill().expect("SIGKILL the server");
         self.child.wait().unwrap();
+    }
+
+    /// Sends SIGTERM and waits for the process to end by itself (a hang
+    /// guard of a minute, far beyond the grace period); its exit status.
+    async fn terminate(mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIGTERM sent");
+        let mut exited = None;
+        wait_for(
+            "the server to exit after SIGTERM",
+            Duration::from_secs(60),
+            async || {
+                exited = self.child.try_wait().expect("wait for the server");
+                exited.is_some()
+            },
+        )
+        .await;
+        exited.expect("exited")
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Value) -> Value {
@@ -514,6 +538,203 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
         )
         .await;
     assert_eq!(listed["total"], 1, "{listed}");
+
+    server.kill();
+    db.pool.close().await;
+    scratch.remove().await;
+}
+
+async fn job_json(db: &Db, job_id: &str) -> (String, i64, Value) {
+    let (status, attempts, checkpoint): (String, i64, Option<String>) =
+        sqlx::query_as("SELECT status, attempts, checkpoint FROM jobs WHERE id = $1")
+            .bind(job_id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    let checkpoint = checkpoint
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    (status, attempts, checkpoint)
+}
+
+/// SIGTERM while a sync waits on its upstream, while an upload is parsed,
+/// while its rows are swapped in and while the rollup runs: each time the
+/// process exits by itself, the job is back in the queue (`queued`, the
+/// attempt not counted) with its checkpoint, and the next process finishes
+/// it from there with every row exactly once.
+async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["connectors/rmm", "csv-providers/software-inventory"], &[]);
+    let rmm = FakeRmm::start(rmm_data()).await;
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "1.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let (token, tenant) = server.register_owner().await;
+    // Back in the queue with its checkpoint: the job itself, or the job of
+    // its kind queued behind it, which takes over from that checkpoint.
+    let handed_back = async |job_id: &str, what: &str| {
+        let (status, attempts, checkpoint) = job_json(&db, job_id).await;
+        if status == "canceled" {
+            let behind: String = sqlx::query_scalar(
+                "SELECT behind.id FROM jobs behind JOIN jobs stopped \
+                 ON behind.tenant_id = stopped.tenant_id AND behind.kind = stopped.kind \
+                 WHERE stopped.id = $1 AND behind.status = 'queued'",
+            )
+            .bind(job_id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: canceled with no job behind it: {e}"));
+            let (_, _, taken_over) = job_json(&db, &behind).await;
+            assert_eq!(
+                taken_over, checkpoint,
+                "{what}: the job behind goes on from here"
+            );
+            return checkpoint;
+        }
+        assert_eq!(status, "queued", "{what}: handed back, not left running");
+        assert_eq!(attempts, 0, "{what}: a shutdown costs no attempt");
+        checkpoint
+    };
+
+    // 1. A sync waiting for its third page.
+    server
+        .post(
+            "/api/v1/rmm/config",
+            &token,
+            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
+                   "client_id": "integrator-42", "page_size": 2}),
+        )
+        .await;
+    rmm.hold_from_page(3);
+    let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
+    let sync_id = sync["job_id"].as_str().unwrap().to_string();
+    wait_for_pages(&db, &sync_id, 2, "the checkpoint after page 2").await;
+    wait_for(
+        "the sync to wait for page 3",
+        Duration::from_secs(60),
+        async || rmm.held() > 0,
+    )
+    .await;
+    assert!(server.terminate().await.success(), "a clean exit");
+    let checkpoint = handed_back(&sync_id, "the sync").await;
+    assert!(
+        checkpoint.to_string().contains("\"pages\":2"),
+        "{checkpoint}"
+    );
+    rmm.release();
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
+    wait_for("the sync to finish", Duration::from_secs(60), async || {
+        job_status(&db, &sync_id).await == "success"
+    })
+    .await;
+    assert_eq!(
+        rmm.computer_pages(),
+        vec![1, 2, 3, 3, 4, 5, 6],
+        "resumed at page 3"
+    );
+
+    // 2. A large upload, stopped while it is parsed ...
+    let rows = 60_000;
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(software_csv(rows)).file_name("software.csv"),
+    );
+    let accepted: Value = server
+        .http
+        .post(format!("{}/api/v1/inventory/upload", server.url))
+        .bearer_auth(&token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let upload_id = accepted["id"].as_str().expect("accepted").to_string();
+    let parse_id = accepted["job_id"].as_str().unwrap().to_string();
+    let phase = async |server: &Server| {
+        let job = server
+            .get(&format!("/api/v1/jobs/{parse_id}"), &token)
+            .await;
+        (
+            job["progress"]["phase"].as_str().unwrap_or("").to_string(),
+            job["progress"]["done"].as_i64().unwrap_or(0),
+        )
+    };
+    wait_for("the parse to be under way", HEAVY_PHASE, async || {
+        let (phase, done) = phase(&server).await;
+        phase == "parsing" && done > 0
+    })
+    .await;
+    assert!(server.terminate().await.success(), "a clean exit");
+    handed_back(&parse_id, "the parse").await;
+
+    // ... and again while its rows are swapped in.
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "3.log");
+    wait_for("the swap to be under way", HEAVY_PHASE, async || {
+        let (_, _, checkpoint) = job_json(&db, &parse_id).await;
+        checkpoint["replaced"].as_u64().unwrap_or(0) > 0
+    })
+    .await;
+    assert!(server.terminate().await.success(), "a clean exit");
+    let checkpoint = handed_back(&parse_id, "the swap").await;
+    let replaced = checkpoint["replaced"].as_u64().unwrap();
+    assert_eq!(checkpoint["upload_id"], upload_id.as_str());
+
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "4.log");
+    let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
+    wait_for("the upload to finish", HEAVY_PHASE, async || {
+        let upload = server.get(&upload_path, &token).await;
+        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+    })
+    .await;
+    let upload = server.get(&upload_path, &token).await;
+    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["rows_read"], rows, "{upload}");
+    assert_eq!(upload["rows_imported"], rows, "{upload}");
+    let items_sql = "SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1";
+    assert_eq!(
+        count(&db, items_sql, &tenant).await,
+        30 + rows as i64,
+        "every row once, next to the rmm's"
+    );
+    let log = std::fs::read_to_string(scratch.dir.join("4.log")).unwrap();
+    assert!(
+        log.contains("resuming the swap of a parsed upload")
+            && log.contains(&format!("rows_done={replaced}")),
+        "the swap went on from its checkpoint, the file was not parsed again"
+    );
+
+    // 3. The rollup that upload asked for, stopped while it runs.
+    let rollup_sql = "SELECT id FROM jobs WHERE tenant_id = $1 AND kind = 'rollup' \
+                      AND status = 'running'";
+    let mut rollup_id = String::new();
+    wait_for("the rollup to run", HEAVY_PHASE, async || {
+        let running: Option<String> = sqlx::query_scalar(rollup_sql)
+            .bind(&tenant)
+            .fetch_optional(&db.pool)
+            .await
+            .unwrap();
+        rollup_id = running.unwrap_or_default();
+        !rollup_id.is_empty()
+    })
+    .await;
+    let stopped = server.terminate().await;
+    assert!(stopped.success(), "a clean exit");
+    let (status, _, _) = job_json(&db, &rollup_id).await;
+    assert!(
+        ["queued", "canceled", "success"].contains(&status.as_str()),
+        "the rollup handed back, taken over or done: {status}"
+    );
+    let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "5.log");
+    let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";
+    wait_for("the rollup to be rebuilt", HEAVY_PHASE, async || {
+        count(&db, behind_sql, &tenant).await == 0
+    })
+    .await;
+    let applications_sql = "SELECT COUNT(*) FROM applications WHERE tenant_id = $1";
+    assert_eq!(count(&db, applications_sql, &tenant).await, rows as i64 + 3);
 
     server.kill();
     db.pool.close().await;

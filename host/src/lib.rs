@@ -4,4 +4,5 @@
 
 pub mod allocator;
 pub mod http;
+pub mod logging;
 pub mod server;

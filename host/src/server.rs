@@ -176,25 +176,65 @@ impl RunningServer {
     }
 
     /// Stops accepting, lets in-flight requests finish, hands running jobs
-    /// back to the queue, closes the pool.
+    /// back to the queue with their checkpoints, closes the pool. Jobs and
+    /// requests get `shutdown_grace_secs` each; a job still running then is
+    /// dropped and handed back as it stands.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.shutdown.cancel();
+        let grace = Duration::from_secs(self.state.settings.shutdown_grace_secs);
         if let Some(workers) = self.workers.take() {
             workers.await?;
         }
         for task in self.background.drain(..) {
             let _ = task.await;
         }
-        (&mut self.http).await??;
+        // Graceful shutdown waits for every open request; a client holding
+        // a slow request open must not hold the process.
+        match tokio::time::timeout(grace, &mut self.http).await {
+            Ok(served) => served??,
+            Err(_) => {
+                tracing::warn!(
+                    grace_secs = grace.as_secs(),
+                    "requests still open after the grace period; closing them"
+                );
+                self.http.abort();
+            }
+        }
         self.state.db.close().await;
         Ok(())
     }
 
-    /// Serves until SIGINT or SIGTERM, then stops gracefully.
+    /// Serves until SIGINT or SIGTERM, then stops gracefully. A second
+    /// signal exits at once; so does a stop that overruns the grace period
+    /// by more than a few seconds.
     pub async fn run_until_signal(self) -> anyhow::Result<()> {
         shutdown_signal().await;
-        tracing::info!("shutting down");
-        self.stop().await
+        let grace = Duration::from_secs(self.state.settings.shutdown_grace_secs);
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new work; running jobs hand themselves back"
+        );
+        tokio::spawn(async {
+            shutdown_signal().await;
+            tracing::warn!("second signal; exiting now");
+            std::process::exit(1);
+        });
+        // Workers and requests each have the grace period; what remains
+        // is writing the releases and closing the pool.
+        let deadline = grace * 2 + Duration::from_secs(3);
+        match tokio::time::timeout(deadline, self.stop()).await {
+            Ok(stopped) => {
+                tracing::info!("stopped");
+                stopped
+            }
+            Err(_) => {
+                tracing::warn!(
+                    deadline_secs = deadline.as_secs(),
+                    "shutdown did not finish in time; exiting"
+                );
+                Ok(())
+            }
+        }
     }
 }
 

@@ -328,6 +328,9 @@ impl TestApp {
         let mut settings = Settings {
             listen: "127.0.0.1:0".into(),
             data_dir: data_dir.clone(),
+            // No components unless a test names them (not those an
+            // operator installed on this machine).
+            connectors_dir: data_dir.join("components"),
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,

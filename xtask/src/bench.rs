@@ -63,6 +63,7 @@ impl Service {
             .arg("serve")
             .env("CAIRN_LISTEN", &listen)
             .env("CAIRN_DATA_DIR", &data_dir)
+            .env("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR)
             .env("CAIRN_RATE_LIMIT_PER_MINUTE", "0")
             .env("CAIRN_LOG", "warn")
             .envs(extra_env.iter().copied())

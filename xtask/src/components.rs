@@ -110,6 +110,22 @@ fn per_world(
     Ok(())
 }
 
+/// Where `cargo xtask install` puts the components, the directory `cairn`
+/// reads by default: `$XDG_DATA_HOME/cairn/components`, else
+/// `~/.local/share/cairn/components`.
+pub fn standard_install_dir() -> Result<PathBuf, String> {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(|home| PathBuf::from(home).join(".local").join("share"))
+        })
+        .ok_or("neither XDG_DATA_HOME nor HOME is set")?;
+    Ok(base.join("cairn").join("components"))
+}
+
 /// Builds every component for wasm32-wasip2 in release and installs the
 /// connectors and CSV providers into [`INSTALL_DIR`]. Returns the installed
 /// `.wasm` files.

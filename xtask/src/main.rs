@@ -2,6 +2,7 @@
 //! nothing but Rust.
 //!
 //! - `serve`: build every component and the host (release), run the service.
+//! - `install`: `cairn` on PATH and its components in the standard directory.
 //! - `test`: what CI runs: rustfmt, every test on SQLite and (when
 //!   reachable) PostgreSQL with clippy linting every crate as it is built
 //!   (warnings are errors), the OpenAPI validation and the schemathesis
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     let mut steps = Steps::new();
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
+        Some("install") => install(),
         Some("test") => test(&mut steps, &args[1..]),
         Some("lint") => lint(&mut steps),
         Some("components") => components::build_all().map(|_| ()),
@@ -43,7 +45,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <serve|test|lint|components|fuzz|clients|bench NAME> [args]"
+                "usage: cargo xtask <serve|install|test|lint|components|fuzz|clients|bench NAME> [args]"
             );
             return ExitCode::from(2);
         }
@@ -58,11 +60,52 @@ fn main() -> ExitCode {
     }
 }
 
+/// Builds everything and serves from the checkout: the database in
+/// `./data`, the components where the build put them (either overridden
+/// by `CAIRN_DATA_DIR` and `CAIRN_CONNECTORS_DIR`).
 fn serve(extra: &[String]) -> Result<(), String> {
     components::build_all()?;
     let mut args = vec!["run", "--release", "-p", "cairn", "--", "serve"];
     args.extend(extra.iter().map(String::as_str));
-    process::run("cargo", &args, &[])
+    let here = std::env::current_dir().map_err(|e| e.to_string())?;
+    let mut env = vec![];
+    if std::env::var_os("CAIRN_DATA_DIR").is_none() {
+        env.push(("CAIRN_DATA_DIR", here.join("data").display().to_string()));
+    }
+    if std::env::var_os("CAIRN_CONNECTORS_DIR").is_none() {
+        env.push((
+            "CAIRN_CONNECTORS_DIR",
+            here.join(components::INSTALL_DIR).display().to_string(),
+        ));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    process::run("cargo", &args, &env)
+}
+
+/// Installs `cairn` on PATH (`cargo install`, into `~/.cargo/bin`) and its
+/// components into the standard directory every command reads by default
+/// (`$XDG_DATA_HOME/cairn/components`, else `~/.local/share/cairn/components`).
+fn install() -> Result<(), String> {
+    let built = components::build_all()?;
+    let dir = components::standard_install_dir()?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for file in &built {
+        let name = file.file_name().unwrap_or_default();
+        std::fs::copy(file, dir.join(name))
+            .map_err(|e| format!("installing {} into {}: {e}", file.display(), dir.display()))?;
+    }
+    println!(
+        "== {} components installed in {}",
+        built.len(),
+        dir.display()
+    );
+    process::run("cargo", &["install", "--locked", "--path", "host"], &[])?;
+    println!(
+        "== cairn installed in ~/.cargo/bin; run `cairn serve` from any directory \
+         (data in {})",
+        dir.with_file_name("data").display()
+    );
+    Ok(())
 }
 
 /// rustfmt and clippy of the host's workspace and of the components
@@ -227,6 +270,7 @@ fn validate_openapi(log: Option<&Path>) -> Result<(), String> {
                     dir.to_str().unwrap_or("/tmp/cairn-openapi"),
                 ),
                 ("CAIRN_PLUGIN_CACHE_DIR", tests::PLUGIN_CACHE),
+                ("CAIRN_CONNECTORS_DIR", components::INSTALL_DIR),
             ],
         )?;
         let path = dir.join(file);

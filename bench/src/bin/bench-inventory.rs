@@ -148,6 +148,7 @@ async fn main() -> anyhow::Result<()> {
         listen: "127.0.0.1:0".into(),
         database_url: url.clone(),
         data_dir: data_dir.clone(),
+        connectors_dir: data_dir.join("components"),
         rate_limit_per_minute: 0,
         job_workers: 0,
         ..Default::default()

@@ -53,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
         retry_backoff: Duration::from_secs(5),
         retention: Duration::from_secs(86_400),
         history_keep: 20,
+        stop_grace: Duration::from_secs(10),
     };
     let queue = Arc::new(Queue::new(db.clone(), registry, timing));
 

@@ -32,7 +32,8 @@ pub enum SettingsError {
 pub struct Settings {
     /// Address the HTTP server listens on.
     pub listen: String,
-    /// Directory for the embedded database, generated secrets and blobs.
+    /// Directory for the embedded database, generated secrets and blobs;
+    /// by default `$XDG_DATA_HOME/cairn/data` (`~/.local/share/cairn/data`).
     pub data_dir: PathBuf,
     /// `sqlite://...` or `postgres://...`; empty means SQLite under `data_dir`.
     pub database_url: String,
@@ -83,6 +84,10 @@ pub struct Settings {
     pub job_lease_secs: u64,
     pub job_heartbeat_secs: u64,
     pub job_reaper_interval_secs: u64,
+    /// On SIGTERM: how long running jobs have to save their checkpoint and
+    /// hand themselves back, and in-flight requests to finish, before the
+    /// process exits anyway. A second SIGTERM exits at once.
+    pub shutdown_grace_secs: u64,
     /// How often idle workers look for work without a wake-up.
     pub job_poll_interval_ms: u64,
     /// Base of the exponential retry backoff (doubled per attempt).
@@ -91,7 +96,9 @@ pub struct Settings {
     pub job_retention_days: u64,
     /// ... except the newest this many per tenant and kind.
     pub job_history_keep: i64,
-    /// Directory of connector and CSV provider `.wasm` files.
+    /// Directory of connector and CSV provider `.wasm` files; by default
+    /// `$XDG_DATA_HOME/cairn/components`, where `cargo xtask install`
+    /// puts them.
     pub connectors_dir: PathBuf,
     /// Where compiled components are cached, keyed by the file's hash and the
     /// engine; empty: `<data_dir>/plugin-cache`. Processes may share one.
@@ -220,7 +227,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             listen: "127.0.0.1:8000".into(),
-            data_dir: PathBuf::from("data"),
+            data_dir: standard_dir().join("data"),
             database_url: String::new(),
             database_max_connections: 16,
             environment: "development".into(),
@@ -247,11 +254,12 @@ impl Default for Settings {
             job_lease_secs: 60,
             job_heartbeat_secs: 15,
             job_reaper_interval_secs: 60,
+            shutdown_grace_secs: 10,
             job_poll_interval_ms: 1000,
             job_retry_backoff_ms: 5000,
             job_retention_days: 14,
             job_history_keep: 20,
-            connectors_dir: PathBuf::from("target/components/wasm32-wasip2/release"),
+            connectors_dir: standard_dir().join("components"),
             plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,
             plugin_perf_map: false,
@@ -334,7 +342,35 @@ impl std::fmt::Debug for Settings {
     }
 }
 
+/// Cairn's place in the user's data directory: `$XDG_DATA_HOME/cairn`,
+/// else `~/.local/share/cairn`; `./cairn` when neither is known.
+pub fn standard_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(|home| PathBuf::from(home).join(".local").join("share"))
+        });
+    match base {
+        Some(base) => base.join("cairn"),
+        None => PathBuf::from("cairn"),
+    }
+}
+
 impl Settings {
+    /// The SQLite database file the settings name when `database_url` is
+    /// empty or a `sqlite://` path; `None` for PostgreSQL.
+    pub fn sqlite_file(&self) -> Option<PathBuf> {
+        if self.database_url.is_empty() {
+            return Some(self.data_dir.join("cairn.db"));
+        }
+        let rest = self.database_url.strip_prefix("sqlite://")?;
+        let path = rest.split('?').next().unwrap_or(rest);
+        (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+    }
+
     /// Loads defaults, then `CAIRN_CONFIG` (or `cairn.toml` if present), then
     /// `CAIRN_*` variables.
     pub fn load() -> Result<Settings, SettingsError> {

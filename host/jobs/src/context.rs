@@ -112,6 +112,12 @@ impl JobContext {
         &self.inner.token
     }
 
+    /// Why the job was told to stop, once it was: a handler between two
+    /// batches of work returns `LeaseLost(reason)` then.
+    pub fn stopped(&self) -> Option<StopReason> {
+        self.stop_reason()
+    }
+
     pub(super) fn fence(&self) -> &Fence {
         &self.inner.fence
     }

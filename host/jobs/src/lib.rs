@@ -128,6 +128,9 @@ pub struct QueueTiming {
     pub retry_backoff: Duration,
     pub retention: Duration,
     pub history_keep: i64,
+    /// How long a job told to stop (shutdown, cancel, stall, lost lease)
+    /// may take to hand itself back before its handler is dropped.
+    pub stop_grace: Duration,
 }
 
 impl QueueTiming {
@@ -140,6 +143,7 @@ impl QueueTiming {
             retry_backoff: Duration::from_millis(settings.job_retry_backoff_ms),
             retention: Duration::from_secs(settings.job_retention_days * 86_400),
             history_keep: settings.job_history_keep,
+            stop_grace: Duration::from_secs(settings.shutdown_grace_secs),
         }
     }
 }

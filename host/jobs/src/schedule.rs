@@ -54,7 +54,8 @@ impl Schedule {
 }
 
 /// Drives every schedule, each on a task of its own, until `shutdown`. A
-/// tick in progress finishes before its task ends.
+/// tick in progress when `shutdown` fires is dropped: ticks enqueue or do
+/// idempotent work, and a shutdown must not wait for a slow one.
 pub fn run(schedules: Vec<Schedule>, shutdown: CancellationToken) -> Vec<JoinHandle<()>> {
     schedules
         .into_iter()
@@ -68,8 +69,13 @@ pub fn run(schedules: Vec<Schedule>, shutdown: CancellationToken) -> Vec<JoinHan
                         _ = clock.tick() => {}
                         _ = shutdown.cancelled() => return,
                     }
-                    if let Err(error) = (schedule.tick)().await {
-                        tracing::warn!(schedule = schedule.name, %error, "a scheduled task failed");
+                    tokio::select! {
+                        ticked = (schedule.tick)() => {
+                            if let Err(error) = ticked {
+                                tracing::warn!(schedule = schedule.name, %error, "a scheduled task failed");
+                            }
+                        }
+                        _ = shutdown.cancelled() => return,
                     }
                 }
             })

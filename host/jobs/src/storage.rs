@@ -577,17 +577,32 @@ pub async fn list(
 }
 
 /// Hands a job back to the queue without counting the attempt (graceful
-/// shutdown); when a newer job of its kind is queued, that one takes over
-/// and this one ends `canceled`. False when the lease was already lost.
+/// shutdown); when a newer job of its kind is queued, that one takes over,
+/// from this one's checkpoint when it has none of its own (the same work
+/// goes on rather than starting over), and this one ends `canceled`. False
+/// when the lease was already lost.
 pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
+    sqlx::query(
+        "UPDATE jobs SET checkpoint = (SELECT running.checkpoint FROM jobs running \
+           WHERE running.id = $1 AND running.status = 'running' \
+             AND running.worker_id = $2 AND running.attempts = $3) \
+         WHERE status = 'queued' AND checkpoint IS NULL \
+           AND tenant_id = (SELECT tenant_id FROM jobs WHERE id = $1) \
+           AND kind = (SELECT kind FROM jobs WHERE id = $1)",
+    )
+    .bind(&fence.job_id)
+    .bind(&fence.worker_id)
+    .bind(fence.attempts)
+    .execute(&db.bookkeeping)
+    .await?;
     let statement = sql(
         db,
         &format!(
             "UPDATE jobs SET status = CASE WHEN {NONE_QUEUED_BEHIND} THEN 'queued' ELSE 'canceled' END, \
              finished_at = CASE WHEN {NONE_QUEUED_BEHIND} THEN NULL ELSE {{now}} END, \
              error = CASE WHEN {NONE_QUEUED_BEHIND} THEN error \
-                     ELSE 'stopped by a shutdown; the job queued behind it takes over' END, \
+                     ELSE 'stopped by a shutdown; the job queued behind it takes over from its checkpoint' END, \
              attempts = attempts - 1, lease_until = NULL, run_after = {{now}} WHERE {FENCE}"
         ),
     );

@@ -17,9 +17,6 @@ use super::{JobContext, JobFailure, QueueTiming, Registry, RunningJobs, Wakeup};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 
-/// How long a stopped handler may take to return before it is aborted.
-const STOP_GRACE: Duration = Duration::from_secs(10);
-
 /// The queue as one process sees it: its handlers, its worker id, its timing.
 pub struct Queue {
     pub db: Db,
@@ -205,13 +202,6 @@ impl Queue {
         self.running.insert(&ctx);
         let handler = registration.handler.clone();
         let run_ctx = ctx.clone();
-        // Polled in place (no task per job); a panic is caught here and
-        // becomes the job's error. Dropping the future aborts the handler.
-        let mut handle = std::pin::pin!(async move {
-            std::panic::AssertUnwindSafe(handler.run(&run_ctx))
-                .catch_unwind()
-                .await
-        });
         // The heartbeat is a task of its own: polled in the handler's task,
         // it would wait out every stretch of computing the handler does
         // between awaits (a rollup building 100,000 applications) and the
@@ -225,14 +215,27 @@ impl Queue {
             stall_ms,
         ));
         let _stop_beats = AbortOnDrop(beats);
-        let result = loop {
-            tokio::select! {
-                result = &mut handle => break Some(result),
-                _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
-                    ctx.stop(StopReason::Shutdown);
-                }
-                _ = ctx.stop_token().cancelled() => {
-                    break tokio::time::timeout(STOP_GRACE, &mut handle).await.ok();
+        let grace = self.timing.stop_grace;
+        // The handler is polled in place (no task per job) inside this
+        // block, so that it is dropped, with every lock and connection it
+        // holds, before the run's end is written: a handler cut off at the
+        // grace period may hold the SQLite write turn the release needs.
+        // A panic is caught here and becomes the job's error.
+        let result = {
+            let mut handle = std::pin::pin!(async move {
+                std::panic::AssertUnwindSafe(handler.run(&run_ctx))
+                    .catch_unwind()
+                    .await
+            });
+            loop {
+                tokio::select! {
+                    result = &mut handle => break Some(result),
+                    _ = shutdown.cancelled(), if !ctx.stop_token().is_cancelled() => {
+                        ctx.stop(StopReason::Shutdown);
+                    }
+                    _ = ctx.stop_token().cancelled() => {
+                        break tokio::time::timeout(grace, &mut handle).await.ok();
+                    }
                 }
             }
         };

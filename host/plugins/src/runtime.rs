@@ -126,7 +126,7 @@ pub enum CallError {
     Transient(String),
     #[error("upstream failure: {0}")]
     Upstream(String),
-    #[error("the plugin ran past its {0:?} deadline and was stopped")]
+    #[error("the plugin ran past its {} s deadline and was stopped", .0.as_secs())]
     Timeout(Duration),
     #[error("the plugin exceeded its memory cap of {0} MiB and was stopped")]
     MemoryExceeded(usize),

@@ -109,12 +109,12 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         ))
         .layer(from_fn(metrics::track))
         .layer(from_fn(middleware::internal_errors))
+        .layer(from_fn(middleware::log_requests))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
-                .on_response(
-                    tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO),
-                ),
+                .on_response(())
+                .on_failure(()),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))

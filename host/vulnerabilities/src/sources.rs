@@ -144,7 +144,9 @@ async fn get(
             status: 429,
             body: format!("rate limited for {secs} s").into_bytes(),
         }),
-        Err(err) => Err(SourceError::Upstream(format!("{err:?}"))),
+        Err(err) => Err(SourceError::Upstream(cairn_plugins::outbound::describe(
+            &err,
+        ))),
     }
 }
 
@@ -163,23 +165,6 @@ pub trait Progress: Send + Sync {
     async fn page(&self, done: u64, total: u64, checkpoint: &Value) -> Result<(), SourceError>;
     fn resume_from(&self) -> Option<Value>;
     fn stop_token(&self) -> CancellationToken;
-}
-
-/// The CLI's progress: prints pages.
-pub struct PrintProgress;
-
-#[async_trait]
-impl Progress for PrintProgress {
-    async fn page(&self, done: u64, total: u64, _: &Value) -> Result<(), SourceError> {
-        eprintln!("  {done} / {total}");
-        Ok(())
-    }
-    fn resume_from(&self) -> Option<Value> {
-        None
-    }
-    fn stop_token(&self) -> CancellationToken {
-        CancellationToken::new()
-    }
 }
 
 fn nvd_time(ms: i64) -> String {

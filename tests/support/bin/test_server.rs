@@ -7,10 +7,7 @@ use cairn_core::settings::Settings;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::load()?.prepare()?;
-    tracing_subscriber::fmt()
-        .with_env_filter("info,sqlx=warn")
-        .with_writer(std::io::stderr)
-        .init();
+    cairn::logging::init(&settings.log_format);
     let mut jobs = cairn::server::builtin_jobs();
     jobs.register(
         cairn_tests::batches::KIND,

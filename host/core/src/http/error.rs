@@ -52,6 +52,11 @@ pub enum ApiError {
     Internal(#[from] anyhow::Error),
 }
 
+/// The `detail` an error answer gave, kept on the response for the request
+/// log ("a 4xx says why").
+#[derive(Debug, Clone)]
+pub struct RefusalReason(pub String);
+
 /// Body of every error response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
@@ -171,7 +176,9 @@ impl IntoResponse for ApiError {
             permission_hint,
             path: None,
         };
+        let reason = RefusalReason(body.detail.clone());
         let mut response = (status, axum::Json(body)).into_response();
+        response.extensions_mut().insert(reason);
         if let ApiError::RateLimited { retry_after_secs } = self {
             response.headers_mut().insert(
                 header::RETRY_AFTER,

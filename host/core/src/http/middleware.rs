@@ -1,5 +1,5 @@
 //! Cross-cutting middleware: panics and internal errors become a JSON 500
-//! carrying the path and nothing else.
+//! carrying the path and nothing else; one log line per request.
 
 use std::panic::AssertUnwindSafe;
 
@@ -9,7 +9,34 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::FutureExt;
 
-use super::error::ErrorBody;
+use super::error::{ErrorBody, RefusalReason};
+
+/// Logs each request's end in the request's span: a successful read at
+/// debug (a client polling an upload makes no noise), a write at info, a
+/// refusal (4xx) at info with the reason the client was given, a failure
+/// (5xx) at error. The latency is a number, in milliseconds.
+pub async fn log_requests(request: Request, next: Next) -> Response {
+    let reads = matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let latency_ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
+    let status = response.status().as_u16();
+    let reason = response
+        .extensions()
+        .get::<RefusalReason>()
+        .map(|r| r.0.as_str())
+        .unwrap_or("");
+    match status {
+        500.. => tracing::error!(status, latency_ms, "request failed"),
+        400.. => tracing::info!(status, latency_ms, reason, "request refused"),
+        _ if reads => tracing::debug!(status, latency_ms, "request served"),
+        _ => tracing::info!(status, latency_ms, "request served"),
+    }
+    response
+}
 
 pub async fn internal_errors(request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();

@@ -73,6 +73,28 @@ impl From<std::io::Error> for Outcome {
     }
 }
 
+/// Where a parse's swap stands: which upload's staging file, how many of
+/// its lines are in, and the parse's report (the file is not read again).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct ReplaceCheckpoint {
+    pub upload_id: String,
+    pub replaced: u64,
+    pub report: ParseReport,
+}
+
+impl ReplaceCheckpoint {
+    /// The checkpoint the last run saved for `upload_id`, if any.
+    fn of(ctx: &JobContext, upload_id: &str) -> Option<ReplaceCheckpoint> {
+        let checkpoint: ReplaceCheckpoint =
+            serde_json::from_value(ctx.checkpoint()?.clone()).ok()?;
+        (checkpoint.upload_id == upload_id).then_some(checkpoint)
+    }
+
+    pub(super) fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// What the reading thread hands the job.
 enum Chunk {
     Header { row: u64, columns: Vec<String> },
@@ -92,6 +114,7 @@ impl JobHandler for CsvParseHandler {
                     self.fail(ctx, &upload, &report, &reason).await?;
                 }
                 Err(Outcome::Job(JobFailure::LeaseLost(LeaseLost(StopReason::Canceled)))) => {
+                    Staging::remove(&self.uploads_dir.join("staging"), &upload.id);
                     self.fail(ctx, &upload, &report, "the parse was canceled")
                         .await?;
                     return Err(LeaseLost(StopReason::Canceled).into());
@@ -148,6 +171,72 @@ impl CsvParseHandler {
                     upload.source_key
                 ))
             })?;
+        let destination = match provider.descriptor.target.as_str() {
+            "software" => Destination::Items,
+            _ => Destination::Records,
+        };
+        let staging_dir = self.uploads_dir.join("staging");
+        // A run handed back during the swap (a shutdown, a lost lease) left
+        // its staged rows and how far the swap got: go on from there.
+        let resumed = ReplaceCheckpoint::of(ctx, &upload.id).and_then(|checkpoint| {
+            let staging = Staging::reopen(&staging_dir, &upload.id, destination).ok()?;
+            Some((staging, checkpoint))
+        });
+        let (staging, from_line) = match resumed {
+            Some((staging, checkpoint)) => {
+                *report = checkpoint.report;
+                tracing::info!(upload_id = %upload.id, rows_done = checkpoint.replaced,
+                    "resuming the swap of a parsed upload");
+                (staging, checkpoint.replaced)
+            }
+            None => {
+                let staging = self
+                    .parse_into_staging(
+                        ctx,
+                        &provider,
+                        upload,
+                        path,
+                        &staging_dir,
+                        destination,
+                        report,
+                    )
+                    .await?;
+                (staging, 0)
+            }
+        };
+        let inserted = staging
+            .replace(ctx, &upload.source_key, &upload.id, report, from_line)
+            .await
+            .map_err(Outcome::Job)?;
+        tracing::info!(
+            upload_id = %upload.id, source = %upload.source_key, rows = inserted,
+            rejected = report.rows_rejected, "upload imported"
+        );
+        if matches!(provider.descriptor.target.as_str(), "software" | "device") {
+            cairn_inventory::rollup::request(
+                ctx.db(),
+                ctx.tenant_id(),
+                &format!("csv upload {}", upload.id),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Reads the whole file into a staging file and saves a checkpoint that
+    /// names it, so that a run handed back during the swap need not parse
+    /// again.
+    #[allow(clippy::too_many_arguments)]
+    async fn parse_into_staging(
+        &self,
+        ctx: &JobContext,
+        provider: &Arc<LoadedCsvProvider>,
+        upload: &UploadRow,
+        path: &Path,
+        staging_dir: &Path,
+        destination: Destination,
+        report: &mut ParseReport,
+    ) -> Result<Staging, Outcome> {
         let format = match parse::detect(path) {
             Ok(format) => format,
             Err(err) => return Err(Outcome::Rejected(format!("the upload is gone: {err}"))),
@@ -162,14 +251,9 @@ impl CsvParseHandler {
         .await?;
         ctx.progress("parsing", 0, upload.size_bytes, &upload.filename)
             .await?;
-        let destination = match provider.descriptor.target.as_str() {
-            "software" => Destination::Items,
-            _ => Destination::Records,
-        };
-        let staging_dir = self.uploads_dir.join("staging");
-        let mut staging = Staging::create(&staging_dir, &upload.id, destination)?;
+        let mut staging = Staging::create(staging_dir, &upload.id, destination)?;
         let read = self
-            .read_and_stage(ctx, &provider, upload, path, format, &mut staging, report)
+            .read_and_stage(ctx, provider, upload, path, format, &mut staging, report)
             .await;
         if let Err(err) = read {
             staging.discard();
@@ -193,31 +277,14 @@ impl CsvParseHandler {
                 report.rows_read
             )));
         }
-        ctx.progress("replacing", report.rows_read as i64, upload.size_bytes, "")
-            .await?;
-        let inserted = staging
-            .replace(
-                ctx.db(),
-                ctx.tenant_id(),
-                &upload.source_key,
-                &upload.id,
-                report,
-            )
-            .await
-            .map_err(|e| Outcome::Job(e.into()))?;
-        tracing::info!(
-            upload_id = %upload.id, source = %upload.source_key, rows = inserted,
-            rejected = report.rows_rejected, "upload imported"
-        );
-        if matches!(provider.descriptor.target.as_str(), "software" | "device") {
-            cairn_inventory::rollup::request(
-                ctx.db(),
-                ctx.tenant_id(),
-                &format!("csv upload {}", upload.id),
-            )
-            .await?;
-        }
-        Ok(())
+        staging.finish()?;
+        let checkpoint = ReplaceCheckpoint {
+            upload_id: upload.id.clone(),
+            replaced: 0,
+            report: report.clone(),
+        };
+        ctx.save_checkpoint(&checkpoint.to_value()).await?;
+        Ok(staging)
     }
 
     #[allow(clippy::too_many_arguments)]

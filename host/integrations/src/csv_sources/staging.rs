@@ -11,8 +11,8 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 use super::storage::{self, ParseReport, SUCCEEDED};
-use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
-use cairn_core::ids::TenantId;
+use cairn_core::db::{now_ms, Backend, WriteBatches};
+use cairn_jobs::{JobContext, JobFailure, LeaseLost};
 use cairn_plugins::rows::{InventoryRow, RecordRow};
 
 /// Rows per upsert at most (fewer on SQLite, see [`WriteBatches`]): each
@@ -29,7 +29,8 @@ pub enum Destination {
 
 pub struct Staging {
     path: PathBuf,
-    out: BufWriter<File>,
+    /// `None` once the file is complete (finished or reopened).
+    out: Option<BufWriter<File>>,
     destination: Destination,
     pub rows: u64,
 }
@@ -45,10 +46,41 @@ impl Staging {
         let out = BufWriter::with_capacity(1024 * 1024, File::create(&path)?);
         Ok(Staging {
             path,
-            out,
+            out: Some(out),
             destination,
             rows: 0,
         })
+    }
+
+    /// The complete staging file an earlier run of the same upload left.
+    pub fn reopen(
+        dir: &Path,
+        upload_id: &str,
+        destination: Destination,
+    ) -> std::io::Result<Staging> {
+        use std::io::BufRead;
+        let path = dir.join(format!("{upload_id}.staging"));
+        let reader = std::io::BufReader::with_capacity(1024 * 1024, File::open(&path)?);
+        let mut rows = 0;
+        for line in reader.split(b'\n') {
+            line?;
+            rows += 1;
+        }
+        Ok(Staging {
+            path,
+            out: None,
+            destination,
+            rows,
+        })
+    }
+
+    /// Flushes the file to disk: a run that takes over may read it.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        if let Some(out) = self.out.take() {
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+        }
+        Ok(())
     }
 
     pub fn push_item(&mut self, key: &str, item: &InventoryRow) -> std::io::Result<()> {
@@ -81,10 +113,19 @@ impl Staging {
     }
 
     fn write(&mut self, line: &serde_json::Value) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, line)?;
-        self.out.write_all(b"\n")?;
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the staging file is complete"))?;
+        serde_json::to_writer(&mut *out, line)?;
+        out.write_all(b"\n")?;
         self.rows += 1;
         Ok(())
+    }
+
+    /// Removes what an upload staged, if anything (a canceled parse).
+    pub fn remove(dir: &Path, upload_id: &str) {
+        let _ = std::fs::remove_file(dir.join(format!("{upload_id}.staging")));
     }
 
     /// Removes the staging file (after a failed parse).
@@ -95,58 +136,91 @@ impl Staging {
     /// Swaps the staged rows in for the source's previous ones, in
     /// transactions of at most [`INSERT_BATCH`] rows so the database's other writers
     /// (a login, a config save, a sync page) get their turn between them:
-    /// upserts every staged row stamped with `upload_id` (a repeated key
-    /// keeps its first row), deletes the source's rows the upload did not
-    /// stamp, then marks the upload succeeded with `report`.
+    /// upserts every staged row from line `from_line` on, stamped with
+    /// `upload_id` (a repeated key keeps its first row), deletes the
+    /// source's rows the upload did not stamp, then marks the upload
+    /// succeeded with `report`.
     ///
-    /// Readers see the source's old and new rows side by side while the swap
-    /// runs, as during an integration sync. A swap cut off by a failure is
-    /// finished by the job's next attempt, which parses the kept upload again
-    /// and stamps the same `upload_id`. Returns the rows the source holds.
+    /// Each batch commits with the job's checkpoint (how many lines are
+    /// in), fenced by the job's lease: a run that lost its job writes no
+    /// batch, and a run told to stop (shutdown, cancel) stops between two
+    /// batches; the next run goes on from the checkpoint. Readers see the
+    /// source's old and new rows side by side while the swap runs, as
+    /// during an integration sync. Returns the rows the source holds.
     pub async fn replace(
         mut self,
-        db: &Db,
-        tenant: &TenantId,
+        ctx: &JobContext,
         source: &str,
         upload_id: &str,
         report: &mut ParseReport,
-    ) -> anyhow::Result<u64> {
-        self.out.flush()?;
-        let file = tokio::fs::File::open(&self.path).await?;
+        from_line: u64,
+    ) -> Result<u64, JobFailure> {
+        self.finish().map_err(io_failure)?;
+        let db = ctx.db();
+        let tenant = ctx.tenant_id();
+        let file = tokio::fs::File::open(&self.path)
+            .await
+            .map_err(io_failure)?;
         let mut lines = tokio::io::BufReader::with_capacity(1024 * 1024, file).lines();
         let upsert = upsert_statement(db.backend, self.destination);
         let now = now_ms();
         let mut sizes = WriteBatches::new(db.backend, 200, INSERT_BATCH);
         let mut batch = String::with_capacity(INSERT_BATCH * 200);
         let mut in_batch = 0;
+        let mut line_number = 0u64;
+        let mut replaced = from_line;
+        ctx.progress("replacing", replaced as i64, self.rows as i64, "rows")
+            .await?;
         loop {
-            let line = lines.next_line().await?;
+            let line = lines.next_line().await.map_err(io_failure)?;
             if let Some(line) = &line {
+                line_number += 1;
+                if line_number <= from_line {
+                    continue;
+                }
                 batch.push(if in_batch == 0 { '[' } else { ',' });
                 batch.push_str(line);
                 in_batch += 1;
             }
             if in_batch > 0 && (in_batch >= sizes.rows() || line.is_none()) {
+                if let Some(reason) = ctx.stopped() {
+                    return Err(LeaseLost(reason).into());
+                }
                 batch.push(']');
+                replaced += in_batch as u64;
+                let checkpoint = super::ingest::ReplaceCheckpoint {
+                    upload_id: upload_id.to_string(),
+                    replaced,
+                    report: report.clone(),
+                };
                 let _turn = db.write_turn().await;
                 let started = Instant::now();
+                let mut tx = db.pool.begin().await?;
                 sqlx::query(&upsert)
                     .bind(tenant.as_str())
                     .bind(source)
                     .bind(upload_id)
                     .bind(now)
                     .bind(&batch)
-                    .execute(&db.pool)
+                    .execute(&mut *tx)
                     .await?;
+                ctx.save_checkpoint_in(&mut tx, &checkpoint.to_value())
+                    .await?;
+                tx.commit().await?;
+                drop(_turn);
                 sizes.record(in_batch, started.elapsed());
                 batch.clear();
                 in_batch = 0;
+                ctx.progress("replacing", replaced as i64, self.rows as i64, "rows")
+                    .await?;
             }
             if line.is_none() {
                 break;
             }
         }
         drop(lines);
+        ctx.progress("pruning", 0, 1, "rows the upload no longer has")
+            .await?;
         crate::storage::prune_unstamped(db, tenant, source, upload_id).await?;
         let (items, records) = crate::storage::row_counts(db, tenant, source).await?;
         let kept = (items + records) as u64;
@@ -156,6 +230,10 @@ impl Staging {
         let _ = tokio::fs::remove_file(&self.path).await;
         Ok(kept)
     }
+}
+
+fn io_failure(err: std::io::Error) -> JobFailure {
+    JobFailure::Failed(format!("the staged rows could not be read: {err}"))
 }
 
 /// The destination's upsert from one bound JSON array of rows ($5); $1

@@ -222,8 +222,9 @@ pub async fn start(
     Ok(())
 }
 
-/// What a parse has found so far; written while it runs and at the end.
-#[derive(Debug, Default, Clone)]
+/// What a parse has found so far; written while it runs and at the end,
+/// and kept in the job's checkpoint while the parsed rows are swapped in.
+#[derive(Debug, Default, Clone, Serialize, serde::Deserialize)]
 pub struct ParseReport {
     pub header_row: Option<u64>,
     pub columns: Vec<String>,

@@ -37,16 +37,19 @@ impl AddressRule {
     }
 
     /// Resolves `host` and keeps the addresses this rule allows; `Err` when
-    /// it resolves to nothing allowed.
-    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    /// it resolves to nothing allowed, or does not resolve at all.
+    pub async fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, Unreachable> {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = host.parse::<IpAddr>() {
-            self.check(ip)?;
+            self.check(ip).map_err(Unreachable::Refused)?;
             return Ok(vec![SocketAddr::new(ip, port)]);
         }
         let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
             .await
-            .map_err(|e| format!("{host} does not resolve: {e}"))?
+            .map_err(|err| {
+                tracing::debug!(host, error = %err, "name lookup failed");
+                Unreachable::Unresolved(format!("lookup of {host} failed: no DNS answer"))
+            })?
             .collect();
         let mut refused = None;
         let allowed: Vec<SocketAddr> = resolved
@@ -61,8 +64,12 @@ impl AddressRule {
             .collect();
         match (allowed.is_empty(), refused) {
             (false, _) => Ok(allowed),
-            (true, Some(reason)) => Err(format!("{host} resolves to {reason}")),
-            (true, None) => Err(format!("{host} resolves to no address")),
+            (true, Some(reason)) => {
+                Err(Unreachable::Refused(format!("{host} resolves to {reason}")))
+            }
+            (true, None) => Err(Unreachable::Unresolved(format!(
+                "lookup of {host} failed: no address in the answer"
+            ))),
         }
     }
 }
@@ -127,11 +134,18 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
-/// The resolver's refusal, typed so the request's error can say why
-/// rather than only that the connection failed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct AddressRefused(pub String);
+/// Why a name cannot be connected to, typed so the request's error can
+/// say why rather than only that the connection failed, and whether it is
+/// the operator's rule (a configuration matter) or the network (transient).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unreachable {
+    /// The address is not public and the operator did not allow it.
+    #[error("{0}")]
+    Refused(String),
+    /// The name has no answer (no DNS, no network, a typo).
+    #[error("{0}")]
+    Unresolved(String),
+}
 
 /// The client's resolver: every name a request connects to passes the rule.
 pub struct CheckedResolver(pub AddressRule);
@@ -141,9 +155,7 @@ impl reqwest::dns::Resolve for CheckedResolver {
         let rule = self.0.clone();
         Box::pin(async move {
             let addrs = rule.resolve(name.as_str(), 0).await.map_err(
-                |reason| -> Box<dyn std::error::Error + Send + Sync> {
-                    Box::new(AddressRefused(reason))
-                },
+                |reason| -> Box<dyn std::error::Error + Send + Sync> { Box::new(reason) },
             )?;
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
@@ -215,6 +227,7 @@ mod tests {
             .resolve("localhost", 80)
             .await
             .unwrap_err();
-        assert!(err.contains("loopback"), "{err}");
+        assert!(err.to_string().contains("loopback"), "{err}");
+        assert!(matches!(err, Unreachable::Refused(_)), "{err}");
     }
 }

@@ -11,7 +11,7 @@
 mod addresses;
 mod policy;
 
-pub use addresses::AddressRule;
+pub use addresses::{AddressRule, Unreachable};
 pub use policy::{HostPolicy, Origin};
 
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub fn describe(error: &wit::PluginError) -> String {
         | wit::PluginError::NotFound(m) => m.clone(),
         wit::PluginError::RateLimited(secs) => format!("rate limited; retry in {secs} s"),
         wit::PluginError::Auth(a) => format!("refused credentials ({}): {}", a.status, a.message),
-        other => format!("{other:?}"),
+        wit::PluginError::InvalidInput(p) => format!("{}: {}", p.field, p.message),
     }
 }
 
@@ -720,8 +720,14 @@ fn transport_error(err: reqwest::Error) -> wit::PluginError {
         // The address rule refuses in the resolver; say why, not just that.
         let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
         while let Some(cause) = source {
-            if let Some(refused) = cause.downcast_ref::<addresses::AddressRefused>() {
-                return wit::PluginError::Config(refused.0.clone());
+            match cause.downcast_ref::<addresses::Unreachable>() {
+                Some(addresses::Unreachable::Refused(reason)) => {
+                    return wit::PluginError::Config(reason.clone())
+                }
+                Some(addresses::Unreachable::Unresolved(reason)) => {
+                    return wit::PluginError::Transient(reason.clone())
+                }
+                None => {}
             }
             source = cause.source();
         }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::addresses::AddressRule;
+use super::addresses::{self, AddressRule};
 use crate::ConnectorDescriptor;
 
 /// Scheme, host and port: what a credential is bound to.
@@ -143,8 +143,8 @@ impl HostPolicy {
             }
             match addresses.resolve(&origin.host, origin.port).await {
                 Ok(_) => {}
-                Err(reason) if reason.contains("does not resolve") => {}
-                Err(reason) => return Err(fail(reason)),
+                Err(addresses::Unreachable::Unresolved(_)) => {}
+                Err(addresses::Unreachable::Refused(reason)) => return Err(fail(reason)),
             }
         }
         Ok(())

@@ -46,9 +46,10 @@ pub fn read_rows(
             Ok(false) => return Ok(()),
             Err(err) => {
                 let line = err.position().map(|p| p.line()).unwrap_or(0);
+                let message = err.to_string();
                 return Err(match err.into_kind() {
                     csv::ErrorKind::Io(io) => guard_error(io, line),
-                    other => ParseError::Csv(format!("{other:?}")),
+                    _ => ParseError::Csv(message),
                 });
             }
         }
