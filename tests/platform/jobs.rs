@@ -97,7 +97,7 @@ async fn cancel_queued_and_running_jobs(backend: Backend) {
     let registry = registry_with(&["long"], Duration::from_secs(60), |ctx| async move {
         let mut done = 0;
         loop {
-            ctx.progress("working", done, 0, "").await?;
+            ctx.progress("working", done, 0, "items", "").await?;
             done += 1;
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

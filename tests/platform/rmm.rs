@@ -11,7 +11,164 @@ backend_tests!(
     rmm_sync_prunes_scopes_and_survives_expiry_and_throttling,
     rmm_bad_credentials_are_typed,
     software_is_fetched_concurrently_within_the_operators_cap,
+    metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload,
 );
+
+/// Every series the shipped dashboard and alert rules use is served with
+/// HELP and TYPE lines, and the job, row, plugin and outbound series move
+/// when a sync and an upload run.
+async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: Backend) {
+    let rmm = FakeRmm::start(fake_data()).await;
+    let dir = connectors_dir(&["connectors/rmm", "csv-providers/software-inventory"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let sample = |text: &str, series: &str, labels: &[&str]| -> f64 {
+        text.lines()
+            .filter(|line| line.starts_with(series) && !line.starts_with('#'))
+            .filter(|line| line[series.len()..].starts_with(['{', ' ']))
+            .filter(|line| labels.iter().all(|l| line.contains(l)))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let before = app.get("/metrics", &cairn_tests::Auth::None).await.text;
+    configure(&app, &admin, &rmm, json!({})).await;
+    let job = sync(&app, &admin).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let csv = "Computer Name,Software Name,Publisher,Version\nWS-9,Editor,Acme,1.0\nWS-9,Viewer,Acme,2.0\n";
+    let accepted = app
+        .upload_file(
+            &admin,
+            "/api/v1/inventory/upload",
+            "software.csv",
+            csv.as_bytes().to_vec(),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    let upload = app
+        .wait_for_upload(
+            &admin,
+            "software-inventory",
+            accepted.body["id"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(upload["status"], "succeeded", "{upload}");
+    let after = app.get("/metrics", &cairn_tests::Auth::None).await.text;
+
+    let moved = [
+        (
+            "cairn_rows_written_total",
+            vec![
+                r#"via="sync""#,
+                r#"area="rmm""#,
+                r#"connector="connectwise-automate""#,
+            ],
+        ),
+        (
+            "cairn_rows_written_total",
+            vec![r#"via="upload""#, r#"connector="software-inventory""#],
+        ),
+        (
+            "cairn_job_runs_total",
+            vec![r#"kind="rmm_sync""#, r#"outcome="succeeded""#],
+        ),
+        (
+            "cairn_job_runs_total",
+            vec![r#"kind="csv_parse""#, r#"outcome="succeeded""#],
+        ),
+        (
+            "cairn_job_run_duration_seconds_count",
+            vec![r#"kind="rmm_sync""#],
+        ),
+        (
+            "cairn_plugin_calls_total",
+            vec![
+                r#"plugin="connectwise-automate""#,
+                r#"operation="fetch""#,
+                r#"outcome="ok""#,
+            ],
+        ),
+        (
+            "cairn_plugin_calls_total",
+            vec![r#"plugin="software-inventory""#, r#"operation="map_rows""#],
+        ),
+        (
+            "cairn_outbound_requests_total",
+            vec![r#"caller="connectwise-automate""#, r#"status="2xx""#],
+        ),
+        ("http_requests_total", vec![r#"route="/api/v1/rmm/sync""#]),
+    ];
+    for (series, labels) in moved {
+        let (was, now) = (
+            sample(&before, series, &labels),
+            sample(&after, series, &labels),
+        );
+        assert!(
+            now > was,
+            "{series} {labels:?} moved: {was} -> {now}\n{after}"
+        );
+    }
+    for series in [
+        "cairn_db_pool_max_connections",
+        "process_resident_memory_bytes",
+        "process_threads",
+    ] {
+        assert!(sample(&after, series, &[]) > 0.0, "{series}\n{after}");
+    }
+    assert!(
+        after.contains("cairn_jobs{"),
+        "queue depth by kind and status\n{after}"
+    );
+
+    // Every series the shipped dashboard and rules name is served, with
+    // its help text and type; the CVE source figures once a source loaded
+    // (here KEV, imported from a file as an operator offline would).
+    let kev = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kev/known_exploited_vulnerabilities_first50.json");
+    cairn_vulnerabilities::import::import_paths(app.db(), &[kev])
+        .await
+        .unwrap();
+    let served = app.get("/metrics", &cairn_tests::Auth::None).await.text;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut named = std::collections::BTreeSet::new();
+    for file in [
+        "contrib/grafana/cairn-dashboard.json",
+        "contrib/prometheus/cairn-alerts.yml",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if ["cairn_", "http_request", "process_"]
+                .iter()
+                .any(|p| word.starts_with(p))
+                && word != "cairn_dashboard"
+            {
+                let base = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| word.strip_suffix(suffix))
+                    .unwrap_or(word);
+                named.insert(base.to_string());
+            }
+        }
+    }
+    assert!(named.len() > 15, "{named:?}");
+    for series in &named {
+        assert!(
+            served.contains(&format!("# TYPE {series} ")),
+            "TYPE of {series}\n{served}"
+        );
+        assert!(
+            served.contains(&format!("# HELP {series} ")),
+            "HELP of {series}\n{served}"
+        );
+    }
+}
 
 async fn app(backend: Backend) -> Option<TestApp> {
     app_with(backend, |_| {}).await

@@ -17,7 +17,113 @@ backend_tests!(
     linux_packages_match_their_distribution_advisories,
     vulnerability_routes_are_scoped_by_tenant,
     bad_input_is_refused_with_the_field,
+    an_unreachable_source_says_why_and_backs_off,
 );
+
+/// Offline: the sources say they were never loaded, then, after a failed
+/// attempt, why (a sentence, not debug text) and when the next attempt
+/// comes; the schedule does not retry before then.
+async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, |s| {
+        s.job_poll_interval_ms = 50;
+        s.kev_url = "https://feeds.nowhere.invalid/kev.json".into();
+        s.nvd_api_url = "https://feeds.nowhere.invalid/nvd".into();
+        s.epss_url = "https://feeds.nowhere.invalid/epss.csv.gz".into();
+    })
+    .await
+    else {
+        return;
+    };
+    let viewer = app.register("viewer@msp.example").await;
+    let sources = app
+        .get("/api/v1/vulnerabilities/sources", &viewer.bearer())
+        .await;
+    let listed = sources.body["sources"].as_array().unwrap();
+    assert_eq!(
+        listed.len(),
+        3,
+        "every source, loaded or not: {}",
+        sources.text
+    );
+    for source in listed {
+        assert_eq!(source["state"], "never_loaded", "{source}");
+        assert_eq!(source["records"], 0, "{source}");
+        assert!(source["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://feeds.nowhere.invalid"));
+    }
+
+    let tenant = cairn_vulnerabilities::sources::reference_tenant();
+    let kev_kind = cairn_vulnerabilities::sources::job_kind("kev");
+    let job = cairn_jobs::enqueue(app.db(), &tenant, &kev_kind, &json!({}))
+        .await
+        .unwrap();
+    wait_until(
+        "the kev job to fail",
+        std::time::Duration::from_secs(60),
+        async || {
+            let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
+                .bind(&job.job_id)
+                .fetch_one(&app.db().pool)
+                .await
+                .unwrap();
+            if status == "error" {
+                Ok(())
+            } else {
+                Err(status)
+            }
+        },
+    )
+    .await;
+    let sources = app
+        .get("/api/v1/vulnerabilities/sources", &viewer.bearer())
+        .await;
+    let kev = sources.body["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "kev")
+        .unwrap()
+        .clone();
+    assert_eq!(kev["state"], "failing", "{kev}");
+    assert_eq!(kev["failures"], 1, "{kev}");
+    let error = kev["last_error"].as_str().unwrap();
+    assert!(
+        error.contains("lookup of feeds.nowhere.invalid failed"),
+        "a sentence that names the host: {error}"
+    );
+    for debug_text in ["PluginError", "Transient(", "Error {", "Some("] {
+        assert!(!sources.text.contains(debug_text), "{}", sources.text);
+    }
+    assert!(
+        kev["last_attempt_at"].is_string() && kev["last_success_at"].is_null(),
+        "{kev}"
+    );
+
+    // The schedule's next pass asks for the sources never tried, not for
+    // kev, whose pause (a minute after the first failure) is not over.
+    let settings = cairn_core::settings::Settings {
+        kev_interval_secs: 3600,
+        ..Default::default()
+    };
+    cairn_vulnerabilities::sources::enqueue_due(app.db(), &settings)
+        .await
+        .unwrap();
+    let asked: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM jobs WHERE tenant_id = $1 ORDER BY created_at")
+            .bind(tenant.as_str())
+            .fetch_all(&app.db().pool)
+            .await
+            .unwrap();
+    let epss_kind = cairn_vulnerabilities::sources::job_kind("epss");
+    assert_eq!(
+        asked.iter().filter(|k| **k == kev_kind).count(),
+        1,
+        "kev waits out its pause: {asked:?}"
+    );
+    assert!(asked.contains(&epss_kind), "{asked:?}");
+}
 
 /// A 7-Zip record NVD rejected: it must never match.
 fn rejected_record() -> Value {

@@ -42,7 +42,7 @@ impl JobHandler for Batches {
                 .await?;
             tx.commit().await?;
             next += 1;
-            ctx.progress("applying", next, total, "").await?;
+            ctx.progress("applying", next, total, "batches", "").await?;
             tokio::time::sleep(delay).await;
         }
         Ok(())

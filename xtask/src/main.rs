@@ -3,6 +3,7 @@
 //!
 //! - `serve`: build every component and the host (release), run the service.
 //! - `install`: `cairn` on PATH and its components in the standard directory.
+//! - `docs`: the reference book (`docs/`) into `target/book`, links checked.
 //! - `test`: what CI runs: rustfmt, every test on SQLite and (when
 //!   reachable) PostgreSQL with clippy linting every crate as it is built
 //!   (warnings are errors), the OpenAPI validation and the schemathesis
@@ -17,6 +18,7 @@ mod clients;
 mod components;
 mod fuzz;
 mod lint;
+mod operations;
 mod process;
 mod steps;
 mod tests;
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
         Some("install") => install(),
+        Some("docs") => operations::book(),
         Some("test") => test(&mut steps, &args[1..]),
         Some("lint") => lint(&mut steps),
         Some("components") => components::build_all().map(|_| ()),
@@ -45,7 +48,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <serve|install|test|lint|components|fuzz|clients|bench NAME> [args]"
+                "usage: cargo xtask <serve|install|test|docs|lint|components|fuzz|clients|bench NAME> [args]"
             );
             return ExitCode::from(2);
         }
@@ -143,6 +146,13 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     let linted = lint::while_building()?;
     // Downloads, while the builds use the cores.
     let fuzzer = Steps::alongside("fuzzer install", fuzz::install);
+    let operations_log = process::step_log("book-and-operations");
+    let operations_checked = {
+        let log = operations_log.clone();
+        Steps::alongside("book, dashboard and alert rules", move || {
+            operations::check_all(&log)
+        })
+    };
     let generators = Steps::alongside("client generators install", clients::install);
     // The two workspaces build side by side: stretches where one crate
     // keeps one core busy (a component's LTO, the host crate) are filled by
@@ -229,6 +239,8 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         failures.extend(fuzzing.finish(steps).err());
         process::replay("fuzz", &fuzz_log);
     }
+    failures.extend(operations_checked.finish(steps).err());
+    process::replay("book, dashboard and alert rules", &operations_log);
     if failures.is_empty() {
         Ok(())
     } else {

@@ -80,6 +80,14 @@ pub fn postgres_reachable(url: &str) -> bool {
 
 /// Installs Debian's `package` when `command` (run with `probe`) is
 /// missing; `Err` says how to install it by hand.
+/// Whether `program` runs and exits with success.
+pub fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 pub fn ensure_debian_package(command: &str, probe: &str, package: &str) -> Result<(), String> {
     if Command::new(command).arg(probe).output().is_ok() {
         return Ok(());

@@ -13,4 +13,5 @@ pub mod ids;
 pub mod mail;
 pub mod secrets;
 pub mod settings;
+pub mod telemetry;
 pub mod uploads;

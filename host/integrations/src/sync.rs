@@ -210,7 +210,19 @@ impl JobHandler for SyncHandler {
             Backend::Sqlite => SQLITE_PAGES_IN_FLIGHT,
             Backend::Postgres => self.caps.page_writes.max(1),
         };
-        let mut writes = PageWrites::default();
+        // The connector API says nothing of how many rows are coming: the
+        // rows the source holds from its last run are the estimate.
+        let (items, records) = storage::row_counts(db, tenant, area).await?;
+        let mut writes = PageWrites {
+            pending: Default::default(),
+            estimate: items + records,
+            counted: (at.rows, at.rejected),
+            labels: [
+                ("via", "sync".to_string()),
+                ("area", area.to_string()),
+                ("connector", connector.descriptor.id.clone()),
+            ],
+        };
         while at.stream_index < streams.len() {
             let stream = &streams[at.stream_index];
             if at.pages >= self.caps.pages {
@@ -345,7 +357,8 @@ impl JobHandler for SyncHandler {
         if self.mode == RunMode::Pull {
             seen::forget_run(db, tenant, area, &at.run).await?;
             let message = format!("{} rows, {} records rejected", at.rows, at.rejected);
-            ctx.progress("done", at.rows, at.rows, &message).await?;
+            ctx.progress("done", at.rows, at.rows, "rows", &message)
+                .await?;
             return Ok(());
         }
         let kept = connector
@@ -359,6 +372,7 @@ impl JobHandler for SyncHandler {
             "done",
             at.rows,
             at.rows,
+            "rows",
             &format!(
                 "{} rows, {} records rejected, pruned {items} items and {records} records",
                 at.rows, at.rejected
@@ -429,6 +443,11 @@ impl PageWrite {
 #[derive(Default)]
 struct PageWrites {
     pending: std::collections::VecDeque<PendingPage>,
+    /// The rows the run is expected to write (the last run's).
+    estimate: i64,
+    /// Rows written and rejected as far as the metrics have counted.
+    counted: (i64, i64),
+    labels: [(&'static str, String); 3],
 }
 
 /// A page being written: its stream, where the run stands once it is in,
@@ -503,10 +522,17 @@ impl PageWrites {
             return Ok(());
         }
         ctx.save_checkpoint(&json!(after)).await?;
+        let (rows, rejected) = self.counted;
+        metrics::counter!(cairn_core::telemetry::ROWS_WRITTEN, &self.labels)
+            .increment((after.rows - rows).max(0) as u64);
+        metrics::counter!(cairn_core::telemetry::ROWS_REJECTED, &self.labels)
+            .increment((after.rejected - rejected).max(0) as u64);
+        self.counted = (after.rows, after.rejected);
         ctx.progress(
             &stream,
             after.rows,
-            0,
+            self.estimate,
+            "rows",
             &format!("{} rows, {} records rejected", after.rows, after.rejected),
         )
         .await?;

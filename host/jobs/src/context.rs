@@ -2,7 +2,7 @@
 //! fenced ways to report progress and save checkpoints.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 use sqlx::{Any, Transaction};
@@ -49,6 +49,11 @@ struct Inner {
     token: CancellationToken,
     reason: OnceLock<StopReason>,
     last_progress_ms: AtomicI64,
+    /// The last progress reported: phase, done, total, unit (for the log
+    /// line that ends the run).
+    last_progress: Mutex<(String, i64, i64, String)>,
+    /// When the current phase began, for the estimated end.
+    phase_started_ms: AtomicI64,
 }
 
 impl JobContext {
@@ -72,6 +77,8 @@ impl JobContext {
                 token: CancellationToken::new(),
                 reason: OnceLock::new(),
                 last_progress_ms: AtomicI64::new(now_ms()),
+                last_progress: Mutex::new(Default::default()),
+                phase_started_ms: AtomicI64::new(now_ms()),
             }),
         }
     }
@@ -147,16 +154,47 @@ impl JobContext {
         LeaseLost(StopReason::LeaseLost)
     }
 
-    /// Reports progress; also extends the lease.
+    /// The last progress reported: phase, done, total and unit.
+    pub fn last_progress(&self) -> (String, i64, i64, String) {
+        self.inner
+            .last_progress
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
+    /// Reports progress in one unit: `done` of `total` `unit`s in `phase`
+    /// (`total` exact or an estimate in the same unit, never below
+    /// `done`); `detail` says what is being worked on. Also extends the
+    /// lease.
     pub async fn progress(
         &self,
         phase: &str,
         done: i64,
         total: i64,
+        unit: &str,
         detail: &str,
     ) -> Result<(), LeaseLost> {
         self.check_running()?;
-        let progress = json!({"phase": phase, "done": done, "total": total, "detail": detail});
+        let total = total.max(done);
+        let phase_started = {
+            let mut last = self
+                .inner
+                .last_progress
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if last.0 != phase {
+                self.inner
+                    .phase_started_ms
+                    .store(now_ms(), Ordering::Relaxed);
+            }
+            *last = (phase.to_string(), done, total, unit.to_string());
+            self.inner.phase_started_ms.load(Ordering::Relaxed)
+        };
+        let progress = json!({
+            "phase": phase, "done": done, "total": total, "unit": unit, "detail": detail,
+            "phase_started_at": phase_started,
+        });
         match storage::set_progress(
             &self.inner.db,
             &self.inner.fence,

@@ -57,6 +57,10 @@ pub enum JobFailure {
     /// rather than repeating it.
     #[error("{0}")]
     Permanent(String),
+    /// As `Permanent`, for a failure the handler has logged itself (once
+    /// per change of state): the worker records it without a warning.
+    #[error("{0}")]
+    Reported(String),
     /// The worker lost its lease (or was asked to stop); nothing more may be
     /// written.
     #[error(transparent)]

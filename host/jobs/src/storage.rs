@@ -243,6 +243,25 @@ pub async fn heartbeat(db: &Db, fence: &Fence, lease_ms: i64) -> sqlx::Result<Op
     Ok(flag.map(|f| f != 0))
 }
 
+/// Jobs queued and running now, across tenants, by kind and status, with
+/// the creation time of the oldest of each (for the metrics).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QueueDepth {
+    pub kind: String,
+    pub status: String,
+    pub jobs: i64,
+    pub oldest_created_at: i64,
+}
+
+pub async fn depth(db: &Db) -> sqlx::Result<Vec<QueueDepth>> {
+    sqlx::query_as(
+        "SELECT kind, status, COUNT(*) AS jobs, MIN(created_at) AS oldest_created_at \
+         FROM jobs WHERE status IN ('queued', 'running') GROUP BY kind, status",
+    )
+    .fetch_all(&db.bookkeeping)
+    .await
+}
+
 /// Records progress (and extends the lease). False when the lease is lost.
 pub async fn set_progress(
     db: &Db,

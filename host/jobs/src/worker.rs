@@ -124,6 +124,12 @@ impl Queue {
     }
 
     async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
+        // Alert rules read these as 0 before the first retry or loss.
+        for kind in &self.kinds {
+            use cairn_core::telemetry;
+            metrics::counter!(telemetry::JOB_RETRIES, "kind" => kind.clone()).increment(0);
+            metrics::counter!(telemetry::JOB_LEASE_LOSSES, "kind" => kind.clone()).increment(0);
+        }
         let free = Arc::new(Semaphore::new(slots));
         let mut running = tokio::task::JoinSet::new();
         let (finishes, finishes_written) = Finishes::spawn(self.db.clone());
@@ -200,6 +206,8 @@ impl Queue {
             return self.record_failure(&ctx, &message).await;
         };
         self.running.insert(&ctx);
+        let started = std::time::Instant::now();
+        tracing::info!("job run started");
         let handler = registration.handler.clone();
         let run_ctx = ctx.clone();
         // The heartbeat is a task of its own: polled in the handler's task,
@@ -279,6 +287,9 @@ impl Queue {
             (None, Some(Ok(Err(JobFailure::Permanent(message))))) => {
                 self.record_failure_without_retry(&ctx, &message).await
             }
+            (None, Some(Ok(Err(JobFailure::Reported(message))))) => {
+                self.record_failed_run(&ctx, &message, false, false).await
+            }
             (None, Some(Ok(Err(JobFailure::LeaseLost(_))))) => RunOutcome::LeaseLost,
             (None, Some(Err(panic))) => {
                 let message = panic_message(panic);
@@ -296,7 +307,26 @@ impl Queue {
                 self.wakeup.wake();
             }
         }
-        tracing::info!(?outcome, "job run ended");
+        let label = match (&outcome, ctx.stop_reason()) {
+            (RunOutcome::Recorded(JobStatus::Success), _) => "succeeded",
+            (RunOutcome::Recorded(JobStatus::Canceled), _) => "canceled",
+            (RunOutcome::Recorded(JobStatus::Queued), Some(StopReason::Shutdown)) => "handed_back",
+            (RunOutcome::Recorded(JobStatus::Queued), _) => "retried",
+            (RunOutcome::Recorded(_), _) => "failed",
+            (RunOutcome::LeaseLost, _) => "lease_lost",
+        };
+        let elapsed = started.elapsed();
+        record_run(ctx.kind(), label, elapsed);
+        let (phase, done, total, unit) = ctx.last_progress();
+        tracing::info!(
+            outcome = label,
+            duration_ms = elapsed.as_millis() as u64,
+            phase,
+            done,
+            total,
+            unit,
+            "job run ended"
+        );
         outcome
     }
 
@@ -317,19 +347,30 @@ impl Queue {
     }
 
     async fn record_failure(&self, ctx: &JobContext, message: &str) -> RunOutcome {
-        self.record_failed_run(ctx, message, true).await
+        self.record_failed_run(ctx, message, true, true).await
     }
 
     async fn record_failure_without_retry(&self, ctx: &JobContext, message: &str) -> RunOutcome {
-        self.record_failed_run(ctx, message, false).await
+        self.record_failed_run(ctx, message, false, true).await
     }
 
-    async fn record_failed_run(&self, ctx: &JobContext, message: &str, retry: bool) -> RunOutcome {
+    async fn record_failed_run(
+        &self,
+        ctx: &JobContext,
+        message: &str,
+        retry: bool,
+        warn: bool,
+    ) -> RunOutcome {
         let backoff =
             self.timing.retry_backoff.as_millis() as i64 * (1i64 << ctx.attempt().clamp(0, 10));
         match storage::finish_failure(&self.db, ctx.fence(), message, backoff, retry).await {
             Ok(Some(status)) => {
-                tracing::warn!(error = message, ?status, "job run failed");
+                let retried = status == JobStatus::Queued;
+                if warn {
+                    tracing::warn!(error = message, retried, "job run failed");
+                } else {
+                    tracing::debug!(error = message, retried, "job run failed");
+                }
                 RunOutcome::Recorded(status)
             }
             Ok(None) => RunOutcome::LeaseLost,
@@ -338,6 +379,23 @@ impl Queue {
                 RunOutcome::LeaseLost
             }
         }
+    }
+}
+
+/// Counts and times a run by kind and outcome.
+fn record_run(kind: &str, outcome: &'static str, elapsed: Duration) {
+    use cairn_core::telemetry;
+    let labels = [("kind", kind.to_string()), ("outcome", outcome.to_string())];
+    metrics::counter!(telemetry::JOB_RUNS, &labels).increment(1);
+    metrics::histogram!(telemetry::JOB_RUN_DURATION, &labels).record(elapsed.as_secs_f64());
+    match outcome {
+        "retried" => {
+            metrics::counter!(telemetry::JOB_RETRIES, "kind" => kind.to_string()).increment(1)
+        }
+        "lease_lost" => {
+            metrics::counter!(telemetry::JOB_LEASE_LOSSES, "kind" => kind.to_string()).increment(1)
+        }
+        _ => {}
     }
 }
 

@@ -59,6 +59,8 @@ impl AppState {
         mut jobs: Registry,
         register: impl FnOnce(&Boot, &mut Registry) -> anyhow::Result<()>,
     ) -> anyhow::Result<AppState> {
+        // First: what the areas record while starting must reach it.
+        let metrics = crate::http::metrics::handle();
         let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
         db.migrate().await?;
         let plugins = Arc::new(Plugins::load(&settings).await?);
@@ -86,7 +88,7 @@ impl AppState {
             ),
             mailer: Mailer::from_settings(&settings)?,
             portal_store: BlobStore::from_settings(&settings)?,
-            metrics: crate::http::metrics::handle(),
+            metrics,
             metrics_allow: settings.metrics_allow_list()?,
             db,
             settings,

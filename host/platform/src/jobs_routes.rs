@@ -34,9 +34,16 @@ pub struct JobView {
     #[schema(value_type = Object)]
     pub args: Value,
     pub status: JobStatus,
-    /// `{phase, done, total, detail}`.
+    /// `{phase, done, total, unit, detail, phase_started_at}`: `done` of
+    /// `total` `unit`s (rows, CVE records, steps...) in `phase`; `total`
+    /// is exact or an estimate in the same unit, never below `done`.
     #[schema(value_type = Object)]
     pub progress: Value,
+    /// How far the current phase is, 0 to 100, while the job runs.
+    pub percent: Option<f64>,
+    /// When the current phase should end at its pace so far (RFC 3339),
+    /// while the job runs and has done part of it.
+    pub estimated_end: Option<String>,
     /// Opaque resume token of the kind.
     #[schema(value_type = Option<Object>)]
     pub checkpoint: Option<Value>,
@@ -65,10 +72,17 @@ impl JobView {
 impl From<JobRow> for JobView {
     fn from(row: JobRow) -> Self {
         let parse = |raw: &str| serde_json::from_str(raw).unwrap_or(Value::Null);
+        let progress = parse(&row.progress);
+        let (percent, estimated_end) = match row.status() {
+            JobStatus::Running => pace(&progress, cairn_core::db::now_ms()),
+            _ => (None, None),
+        };
         JobView {
             status: row.status(),
             args: parse(&row.args),
-            progress: parse(&row.progress),
+            progress,
+            percent,
+            estimated_end: estimated_end.map(to_rfc3339),
             checkpoint: row.checkpoint.as_deref().map(parse),
             id: row.id,
             tenant_id: row.tenant_id,
@@ -86,6 +100,25 @@ impl From<JobRow> for JobView {
             finished_at: row.finished_at.map(to_rfc3339),
         }
     }
+}
+
+/// The current phase's share done and, at its pace so far, when it ends.
+fn pace(progress: &Value, now_ms: i64) -> (Option<f64>, Option<i64>) {
+    let done = progress["done"].as_i64().unwrap_or(0);
+    let total = progress["total"].as_i64().unwrap_or(0);
+    if total <= 0 {
+        return (None, None);
+    }
+    let share = (done as f64 / total as f64).clamp(0.0, 1.0);
+    let percent = (share * 1000.0).round() / 10.0;
+    let end = progress["phase_started_at"]
+        .as_i64()
+        .filter(|_| done > 0)
+        .map(|started| {
+            let elapsed = (now_ms - started).max(0) as f64;
+            started + (elapsed / share) as i64
+        });
+    (Some(percent), end)
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -200,4 +233,40 @@ async fn cancel_job(
         .await?
         .ok_or(ApiError::NotFound("job"))?;
     Ok((status, Json(row.into())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pace;
+    use serde_json::json;
+
+    #[test]
+    fn percent_and_end_follow_the_phase_pace() {
+        let cases = [
+            // (done, total, started, now) -> (percent, end)
+            (
+                json!({"done": 250, "total": 1000, "phase_started_at": 10_000}),
+                20_000,
+                Some(25.0),
+                Some(50_000),
+            ),
+            (
+                json!({"done": 0, "total": 1000, "phase_started_at": 10_000}),
+                20_000,
+                Some(0.0),
+                None,
+            ),
+            (
+                json!({"done": 1000, "total": 1000, "phase_started_at": 10_000}),
+                20_000,
+                Some(100.0),
+                Some(20_000),
+            ),
+            (json!({"done": 5, "total": 0}), 20_000, None, None),
+            (json!({"done": 1, "total": 3}), 20_000, Some(33.3), None),
+        ];
+        for (progress, now, percent, end) in cases {
+            assert_eq!(pace(&progress, now), (percent, end), "{progress}");
+        }
+    }
 }

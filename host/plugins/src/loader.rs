@@ -142,6 +142,17 @@ impl Plugins {
             dir = %settings.connectors_dir.display(),
             "plugins loaded"
         );
+        // Alert rules read these as 0 before the first throttled answer.
+        for connector in &plugins.connectors {
+            for status in ["429", "503"] {
+                metrics::counter!(
+                    cairn_core::telemetry::OUTBOUND_THROTTLED,
+                    "caller" => connector.descriptor.id.clone(),
+                    "status" => status
+                )
+                .increment(0);
+            }
+        }
         Ok(plugins)
     }
 
@@ -168,7 +179,7 @@ impl Plugins {
                 v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01)
             });
         if let Ok(connector) = connector {
-            let raw = runtime::bounded(self.limits, async {
+            let raw = runtime::bounded(self.limits, &scope.plugin.clone(), "describe", async {
                 let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
                 let instance = connector
                     .instantiate(&mut store)
@@ -207,7 +218,7 @@ impl Plugins {
             .or_else(|_| csv_world::CsvProviderPre::new(pre.clone()).map(CsvPre::V02))
             .or_else(|_| v01::csv_world::CsvProviderPre::new(pre).map(CsvPre::V01));
         if let Ok(provider) = provider {
-            let raw = runtime::bounded(self.limits, async {
+            let raw = runtime::bounded(self.limits, &scope.plugin.clone(), "describe", async {
                 let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
                 let instance = provider
                     .instantiate(&mut store)
@@ -337,15 +348,16 @@ impl Plugins {
     ) -> Result<(Vec<String>, Option<String>), CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
-        let (records, next) = runtime::bounded(self.limits, async {
-            let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
-            let result = instance
-                .fetch(&mut store, &visible.to_string(), stream, cursor)
-                .await
-                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
-            result.map_err(CallError::from)
-        })
-        .await?;
+        let (records, next) =
+            runtime::bounded(self.limits, &scope.plugin.clone(), "fetch", async {
+                let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+                let result = instance
+                    .fetch(&mut store, &visible.to_string(), stream, cursor)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?;
+                result.map_err(CallError::from)
+            })
+            .await?;
         // Each record's text is sliced out, not parsed into a value: the
         // connector's `map` is the one that reads it.
         let records: Vec<&RawValue> = serde_json::from_str(&records)
@@ -365,7 +377,7 @@ impl Plugins {
         stream: &str,
         records: &[String],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        runtime::bounded(self.limits, async {
+        runtime::bounded(self.limits, &scope.plugin.clone(), "map_records", async {
             let (mut store, instance) = self.instance(connector, scope, None).await?;
             let mut results = Vec::with_capacity(records.len());
             for batch in batches(records, String::len) {
@@ -399,7 +411,7 @@ impl Plugins {
         headers: &[String],
         rows: &[Vec<String>],
     ) -> Result<Vec<Result<Vec<MappedRow>, String>>, CallError> {
-        runtime::bounded(self.limits, async {
+        runtime::bounded(self.limits, &scope.plugin.clone(), "map_rows", async {
             let mut store = runtime::new_store(&self.engine, scope, None, self.limits);
             let instance = provider
                 .pre
@@ -451,7 +463,7 @@ impl Plugins {
             query: pairs(&request.query),
             body: request.body.to_string(),
         };
-        let answer = runtime::bounded(self.limits, async {
+        let answer = runtime::bounded(self.limits, &scope.plugin.clone(), "invoke", async {
             let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
             instance
                 .invoke(&mut store, &visible.to_string(), &request)
@@ -472,7 +484,7 @@ impl Plugins {
     ) -> Result<(), CallError> {
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
-        runtime::bounded(self.limits, async {
+        runtime::bounded(self.limits, &scope.plugin.clone(), "check", async {
             let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
             instance
                 .check(&mut store, &visible.to_string())

@@ -325,13 +325,35 @@ pub fn new_store(
 /// deadline. The epoch check stops a guest that computes, but not one parked
 /// in a host call (a sleep, a slow upstream): dropping the call's future at
 /// the deadline stops both, and its store goes with it.
+///
+/// Every call is counted and timed by plugin, `operation` and outcome.
 pub async fn bounded<T>(
     limits: CallLimits,
+    plugin: &str,
+    operation: &'static str,
     call: impl Future<Output = Result<T, CallError>>,
 ) -> Result<T, CallError> {
-    tokio::time::timeout(limits.deadline, call)
+    use cairn_core::telemetry;
+    let started = Instant::now();
+    let result = tokio::time::timeout(limits.deadline, call)
         .await
-        .unwrap_or(Err(CallError::Timeout(limits.deadline)))
+        .unwrap_or(Err(CallError::Timeout(limits.deadline)));
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(CallError::Timeout(_)) => "timeout",
+        Err(CallError::MemoryExceeded(_)) => "memory",
+        Err(CallError::Crashed(_)) => "trap",
+        Err(_) => "error",
+    };
+    let labels = [
+        ("plugin", plugin.to_string()),
+        ("operation", operation.to_string()),
+        ("outcome", outcome.to_string()),
+    ];
+    metrics::counter!(telemetry::PLUGIN_CALLS, &labels).increment(1);
+    metrics::histogram!(telemetry::PLUGIN_CALL_DURATION, &labels)
+        .record(started.elapsed().as_secs_f64());
+    result
 }
 
 /// Turns a trap (or any wasmtime error) of a call into a [`CallError`].

@@ -153,6 +153,24 @@ pub async fn import_paths(
             Err(other) => return Err(other),
         }
     }
+    // An imported feed counts as that source loaded (offline, by hand).
+    for source in [
+        super::sources::NVD,
+        super::sources::KEV,
+        super::sources::EPSS,
+    ] {
+        let loaded = reports.iter().any(|r| {
+            r.records > 0
+                && match source {
+                    super::sources::NVD => matches!(r.kind, "nvd" | "cve5"),
+                    other => r.kind == other,
+                }
+        });
+        if loaded {
+            super::attempts::imported(db, source).await?;
+        }
+    }
+    super::sources::record_gauges(db).await;
     Ok(reports)
 }
 

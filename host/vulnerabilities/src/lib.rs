@@ -51,6 +51,7 @@
 //! application names; distinct strings shared).
 
 pub mod affected;
+pub mod attempts;
 pub mod cpe;
 mod exposure;
 pub mod feeds;
@@ -130,6 +131,7 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
             sources::SourceHandler {
                 source,
                 config: config.clone(),
+                interval: sources::interval(settings, source),
             },
             // NVD's pacing is 6 s a page; its backoff can wait minutes.
             Duration::from_secs(30 * 60),

@@ -471,15 +471,44 @@ async fn delete_mapping(
     }
 }
 
+/// Where one CVE source stands.
 #[derive(Debug, serde::Serialize, ToSchema)]
 pub struct SourceView {
+    /// `nvd`, `kev` or `epss`.
     pub source: String,
+    /// `never_loaded` (nothing yet: on a machine without internet, load
+    /// the files with `cairn vuln import`), `loaded`, `stale` (its last
+    /// success is older than twice its interval) or `failing` (its last
+    /// attempt failed; `last_error` says why).
+    pub state: SourceState,
+    /// Where the source is published (the URL the service loads).
+    pub url: String,
+    /// Records the source holds now.
+    pub records: i64,
+    pub last_attempt_at: Option<String>,
+    pub last_success_at: Option<String>,
+    /// The last attempt's failure as a sentence, while it is failing.
+    pub last_error: Option<String>,
+    /// Failed attempts in a row; each doubles the pause before the next.
+    pub failures: i64,
+    /// When the service tries next (null when it does not load sources on
+    /// its own: `vuln_schedule` is off).
+    pub next_attempt_at: Option<String>,
     /// Where the source will resume (NVD: the last modification time
     /// reached).
     pub position: Option<String>,
-    pub updated_at: String,
+    /// The last successful run's figures.
     #[schema(value_type = Object)]
     pub detail: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceState {
+    NeverLoaded,
+    Loaded,
+    Stale,
+    Failing,
 }
 
 #[derive(Debug, serde::Serialize, ToSchema)]
@@ -508,15 +537,51 @@ async fn reference_sources(
     counts.insert("osv_advisories".into(), advisories);
     counts.insert("osv_ranges".into(), ranges);
     let mut sources = vec![];
+    let now = cairn_core::db::now_ms();
     for source in super::sources::SOURCES {
-        if let Some(s) = super::reference::source_state(&state.db, source).await? {
-            sources.push(SourceView {
-                source: source.to_string(),
-                position: s.position,
-                updated_at: cairn_core::db::to_rfc3339(s.updated_at),
-                detail: s.detail,
-            });
-        }
+        let stored = super::reference::source_state(&state.db, source).await?;
+        let attempts = super::attempts::of(&state.db, source).await?;
+        let records = counts
+            .get(super::sources::records_key(source))
+            .copied()
+            .unwrap_or(0);
+        let last_success_at = attempts
+            .as_ref()
+            .and_then(|a| a.last_success_at)
+            .or(stored.as_ref().map(|s| s.updated_at));
+        let interval = super::sources::interval(&state.settings, source).as_millis() as i64;
+        let view_state = match (&attempts, last_success_at) {
+            (Some(a), _) if a.failures > 0 => SourceState::Failing,
+            (_, None) if records == 0 => SourceState::NeverLoaded,
+            (_, Some(at)) if now - at > 2 * interval => SourceState::Stale,
+            _ => SourceState::Loaded,
+        };
+        let url = match source {
+            super::sources::NVD => &state.settings.nvd_api_url,
+            super::sources::KEV => &state.settings.kev_url,
+            _ => &state.settings.epss_url,
+        };
+        sources.push(SourceView {
+            source: source.to_string(),
+            state: view_state,
+            url: url.clone(),
+            records,
+            last_attempt_at: attempts
+                .as_ref()
+                .map(|a| cairn_core::db::to_rfc3339(a.last_attempt_at)),
+            last_success_at: last_success_at.map(cairn_core::db::to_rfc3339),
+            last_error: attempts.as_ref().and_then(|a| a.last_error.clone()),
+            failures: attempts.as_ref().map(|a| a.failures).unwrap_or(0),
+            next_attempt_at: state.settings.vuln_schedule.then(|| {
+                let next = attempts
+                    .as_ref()
+                    .map(|a| a.next_attempt_at)
+                    .unwrap_or_else(|| last_success_at.map(|at| at + interval).unwrap_or(now));
+                cairn_core::db::to_rfc3339(next.max(now))
+            }),
+            position: stored.as_ref().and_then(|s| s.position.clone()),
+            detail: stored.map(|s| s.detail).unwrap_or(serde_json::Value::Null),
+        });
     }
     Ok(Json(ReferenceStatus { counts, sources }))
 }

@@ -90,11 +90,17 @@ impl JobHandler for ScanHandler {
         super::scanner_findings::refresh(db, tenant).await?;
         while let Some((scan_id, scope)) = findings::next_queued_scan(db, tenant).await? {
             findings::mark_scan_running(db, tenant, &scan_id, ctx.job_id()).await?;
-            ctx.progress("matching", 0, 1, &scan_id).await?;
+            ctx.progress("matching", 0, 1, "scans", &scan_id).await?;
             match run_scan(db, &self.translations, tenant, &scan_id, &scope).await {
                 Ok(counts) => {
-                    ctx.progress("matching", 1, 1, &format!("{} findings", counts.findings))
-                        .await?;
+                    ctx.progress(
+                        "matching",
+                        1,
+                        1,
+                        "scans",
+                        &format!("{} findings", counts.findings),
+                    )
+                    .await?;
                 }
                 Err(err) => {
                     let message = format!("{err:#}");

@@ -577,7 +577,7 @@ struct JobProgress<'a>(&'a JobContext);
 impl Progress for JobProgress<'_> {
     async fn page(&self, done: u64, total: u64, checkpoint: &Value) -> Result<(), SourceError> {
         self.0
-            .progress("nvd", done as i64, total as i64, "")
+            .progress("nvd", done as i64, total as i64, "CVE records", "")
             .await
             .map_err(|_| SourceError::Stopped)?;
         self.0
@@ -597,6 +597,17 @@ impl Progress for JobProgress<'_> {
 pub struct SourceHandler {
     pub source: &'static str,
     pub config: SourceConfig,
+    /// How often the source loads when it works.
+    pub interval: Duration,
+}
+
+/// How often `source` loads, from the settings.
+pub fn interval(settings: &Settings, source: &str) -> Duration {
+    Duration::from_secs(match source {
+        NVD => settings.nvd_interval_secs,
+        KEV => settings.kev_interval_secs,
+        _ => settings.epss_interval_secs,
+    })
 }
 
 #[async_trait]
@@ -608,34 +619,121 @@ impl JobHandler for SourceHandler {
             KEV => sync_kev(db, &self.config).await,
             _ => sync_epss(db, &self.config).await,
         };
-        match result {
+        let source = self.source;
+        let outcome = match result {
             Ok(run) => {
-                if self.source == NVD && run.written > 0 {
+                let failed_before = super::attempts::succeeded(db, source, self.interval).await?;
+                if failed_before > 0 {
+                    tracing::info!(
+                        source,
+                        records = run.records,
+                        written = run.written,
+                        failed_before,
+                        "CVE source loads again"
+                    );
+                } else {
+                    tracing::info!(
+                        source,
+                        records = run.records,
+                        written = run.written,
+                        "CVE source loaded"
+                    );
+                }
+                if source == NVD && run.written > 0 {
                     super::request_rescans(db).await?;
                 }
                 Ok(())
             }
             Err(SourceError::Stopped) => Err(JobFailure::Failed("stopped".into())),
-            Err(err) => Err(JobFailure::Failed(err.to_string())),
-        }
+            Err(err) => {
+                let error = err.to_string();
+                let (failures, pause) =
+                    super::attempts::failed(db, source, &error, self.interval).await?;
+                // Once when it starts failing; then quietly, with backoff,
+                // until it loads again.
+                if failures == 1 {
+                    tracing::warn!(source, %error, next_attempt_in_secs = pause.as_secs(),
+                        "CVE source failed to load; retrying with a growing pause");
+                } else {
+                    tracing::debug!(source, %error, failures, next_attempt_in_secs = pause.as_secs(),
+                        "CVE source still failing");
+                }
+                Err(JobFailure::Reported(error))
+            }
+        };
+        record_gauges(db).await;
+        outcome
     }
 }
 
-/// Enqueues each source whose interval has passed since its last load.
+/// The CVE sources' figures for the metrics: age since the last success,
+/// records held, failing or not. Read after every load and every minute.
+pub async fn record_gauges(db: &Db) {
+    use cairn_core::telemetry;
+    let counts = match reference::counts(db).await {
+        Ok(counts) => counts,
+        Err(err) => {
+            tracing::debug!(error = %err, "CVE source figures not read");
+            return;
+        }
+    };
+    let now = cairn_core::db::now_ms();
+    for source in SOURCES {
+        let records = counts
+            .iter()
+            .find(|(name, _)| *name == records_key(source))
+            .map(|(_, count)| *count)
+            .unwrap_or(0);
+        metrics::gauge!(telemetry::CVE_SOURCE_RECORDS, "source" => source).set(records as f64);
+        let attempts = super::attempts::of(db, source).await.ok().flatten();
+        let last_success = match &attempts {
+            Some(a) => a.last_success_at,
+            None => reference::source_state(db, source)
+                .await
+                .ok()
+                .flatten()
+                .map(|s| s.updated_at),
+        };
+        if let Some(at) = last_success {
+            metrics::gauge!(telemetry::CVE_SOURCE_AGE, "source" => source)
+                .set(((now - at).max(0) / 1000) as f64);
+        }
+        let failing = attempts.is_some_and(|a| a.failures > 0);
+        metrics::gauge!(telemetry::CVE_SOURCE_FAILING, "source" => source).set(if failing {
+            1.0
+        } else {
+            0.0
+        });
+    }
+}
+
+/// Which count of `reference::counts` a source fills.
+pub fn records_key(source: &str) -> &'static str {
+    match source {
+        NVD => "cves",
+        KEV => "kev",
+        _ => "epss",
+    }
+}
+
+/// Enqueues each source that is due: never tried, its interval passed
+/// since it last loaded, or its backoff over after a failure.
 pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
     let now = cairn_core::db::now_ms();
-    for (source, interval) in [
-        (NVD, settings.nvd_interval_secs),
-        (KEV, settings.kev_interval_secs),
-        (EPSS, settings.epss_interval_secs),
-    ] {
-        let last = reference::source_state(db, source)
-            .await?
-            .map(|s| s.updated_at);
-        if last.is_none_or(|at| now - at >= (interval as i64) * 1000) {
+    for source in SOURCES {
+        let due = match super::attempts::of(db, source).await? {
+            Some(attempts) => now >= attempts.next_attempt_at,
+            // Loaded before attempts were kept (or by `cairn vuln import`).
+            None => reference::source_state(db, source)
+                .await?
+                .map(|s| s.updated_at)
+                .is_none_or(|at| now - at >= interval(settings, source).as_millis() as i64),
+        };
+        if due {
             cairn_jobs::enqueue(db, &reference_tenant(), &job_kind(source), &json!({})).await?;
         }
     }
+    record_gauges(db).await;
     Ok(())
 }
 

@@ -71,6 +71,8 @@ pub struct Db {
     /// it is `pool`.
     pub bookkeeping: AnyPool,
     write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Writers waiting at the gate now (for the metrics).
+    write_waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Db {
@@ -118,6 +120,7 @@ impl Db {
             backend,
             bookkeeping,
             write_gate: Default::default(),
+            write_waiting: Default::default(),
         })
     }
 
@@ -150,9 +153,21 @@ impl Db {
     /// take the gate so they queue in memory instead. `None` on PostgreSQL.
     pub async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         match self.backend {
-            Backend::Sqlite => Some(self.write_gate.lock().await),
+            Backend::Sqlite => {
+                use std::sync::atomic::Ordering;
+                self.write_waiting.fetch_add(1, Ordering::Relaxed);
+                let turn = self.write_gate.lock().await;
+                self.write_waiting.fetch_sub(1, Ordering::Relaxed);
+                Some(turn)
+            }
             Backend::Postgres => None,
         }
+    }
+
+    /// Writers waiting for their turn now (always 0 on PostgreSQL).
+    pub fn writers_waiting(&self) -> usize {
+        self.write_waiting
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Applies the migrations of this backend that have not run yet.

@@ -47,12 +47,14 @@ impl JobHandler for SendHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
-        let mut sent = 0;
+        let mut attempted = 0;
         loop {
             let batch = storage::pending(db, tenant, BATCH).await?;
             if batch.is_empty() {
                 return Ok(());
             }
+            // The messages known to be waiting: this batch and those done.
+            let total = attempted + batch.len() as i64;
             for message in batch {
                 self.limiter.until_ready().await;
                 let error = match self
@@ -72,14 +74,15 @@ impl JobHandler for SendHandler {
                     error.as_deref(),
                 )
                 .await?;
+                attempted += 1;
                 match error {
-                    None => sent += 1,
+                    None => {}
                     Some(reason) => {
                         tracing::warn!(advisory_id = %message.advisory_id, error = %reason, "advisory message not sent");
                         tokio::time::sleep(FAILURE_PAUSE).await;
                     }
                 }
-                ctx.progress("sending", sent, 0, &message.advisory_id)
+                ctx.progress("sending", attempted, total, "mails", &message.advisory_id)
                     .await?;
             }
         }

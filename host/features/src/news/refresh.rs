@@ -32,7 +32,7 @@ impl JobHandler for RefreshHandler {
         let feeds = storage::feeds_to_fetch(db, tenant).await?;
         let total = feeds.len() as i64;
         for (done, feed) in feeds.iter().enumerate() {
-            ctx.progress("fetching", done as i64, total, &feed.url)
+            ctx.progress("fetching", done as i64, total, "feeds", &feed.url)
                 .await?;
             // One feed failing is that feed's state, not the job's.
             let added = match fetch::fetch(&self.settings, &feed.url, &feed.validators).await {
@@ -90,11 +90,12 @@ async fn classify_items(
     let model = LanguageModel::from_settings(settings);
     let names = TenantNames::load(db, tenant).await?;
     for (done, item) in items.iter().enumerate() {
-        ctx.progress("classifying", done as i64, total, &item.id)
+        ctx.progress("classifying", done as i64, total, "items", &item.id)
             .await?;
         classify_one(db, model.as_ref(), tenant, &names, item).await?;
     }
-    ctx.progress("classifying", total, total, "").await?;
+    ctx.progress("classifying", total, total, "items", "")
+        .await?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ impl JobHandler for GenerateHandler {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
         while let Some(id) = storage::claim_next(db, tenant).await? {
-            ctx.progress("reading", 0, 3, &id).await?;
+            ctx.progress("reading", 0, 3, "steps", &id).await?;
             let Some((report_type, format, scope)) = storage::request_of(db, tenant, &id).await?
             else {
                 continue;
@@ -50,7 +50,7 @@ impl JobHandler for GenerateHandler {
                     continue;
                 }
             };
-            ctx.progress("writing", 1, 3, &id).await?;
+            ctx.progress("writing", 1, 3, "steps", &id).await?;
             let folder = self.dir.join(tenant.as_str());
             let relative = format!("{}/{id}.{}", tenant.as_str(), format.extension());
             let target = self.dir.join(&relative);
@@ -89,7 +89,7 @@ impl JobHandler for GenerateHandler {
                 // Deleted while it was being written.
                 let _ = std::fs::remove_file(&target);
             }
-            ctx.progress("done", 3, 3, &id).await?;
+            ctx.progress("done", 3, 3, "steps", &id).await?;
         }
         Ok(())
     }

@@ -108,7 +108,10 @@ impl JobHandler for SyncHandler {
         let mut done = 0;
         let mut store_changed = false;
         while let Some(pending) = storage::next_pending(db, tenant).await? {
-            ctx.progress("syncing", done, 0, &pending.name).await?;
+            // Pending subscriptions are taken one at a time: the one in
+            // hand is all that is known to be left.
+            ctx.progress("syncing", done, done + 1, "subscriptions", &pending.name)
+                .await?;
             let started = now_ms();
             let search = search_for(db, &pending).await?;
             let query = match &search {

@@ -249,7 +249,7 @@ impl CsvParseHandler {
             format.as_str(),
         )
         .await?;
-        ctx.progress("parsing", 0, upload.size_bytes, &upload.filename)
+        ctx.progress("parsing", 0, 0, "rows", &upload.filename)
             .await?;
         let mut staging = Staging::create(staging_dir, &upload.id, destination)?;
         let read = self
@@ -307,6 +307,7 @@ impl CsvParseHandler {
         let software = provider.descriptor.target == "software";
         let mut columns: Vec<String> = vec![];
         let mut filled: Vec<u64> = vec![];
+        let mut text_bytes: u64 = 0;
         while let Some(chunk) = chunks.recv().await {
             let rows = match chunk {
                 Chunk::Failed(err) => return Err(Outcome::Rejected(err.to_string())),
@@ -326,6 +327,8 @@ impl CsvParseHandler {
             let mut clean = Vec::with_capacity(rows.len());
             for (number, mut cells) in rows {
                 report.rows_read += 1;
+                // The row's text with a separator per cell and a line end.
+                text_bytes += cells.iter().map(|c| c.len() as u64 + 1).sum::<u64>() + 1;
                 cells.resize(columns.len().max(cells.len()), String::new());
                 if let Some(reason) = control_character(&columns, &cells) {
                     reject(report, number, reason);
@@ -357,11 +360,21 @@ impl CsvParseHandler {
             }
             report.fill_rate = fill_rate(&columns, &filled, report.rows_read);
             storage::write_report(ctx.db(), ctx.tenant_id(), &upload.id, report, None).await?;
+            // A CSV's rows are estimated from the share of its bytes read
+            // so far; a workbook is compressed, so its total is what has
+            // been read until the end.
+            let estimate = match format {
+                Format::Csv if text_bytes > 0 => {
+                    (report.rows_read as f64 * upload.size_bytes as f64 / text_bytes as f64) as i64
+                }
+                _ => report.rows_read as i64,
+            };
             ctx.progress(
                 "parsing",
                 report.rows_read as i64,
-                upload.size_bytes,
-                &format!("{} rows read", report.rows_read),
+                estimate,
+                "rows",
+                &upload.filename,
             )
             .await?;
         }

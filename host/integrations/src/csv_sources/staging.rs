@@ -27,6 +27,16 @@ pub enum Destination {
     Records,
 }
 
+impl Destination {
+    /// What the rows are, for the metrics' `area` label.
+    fn area(self) -> &'static str {
+        match self {
+            Destination::Items => "software",
+            Destination::Records => "records",
+        }
+    }
+}
+
 pub struct Staging {
     path: PathBuf,
     /// `None` once the file is complete (finished or reopened).
@@ -169,7 +179,16 @@ impl Staging {
         let mut in_batch = 0;
         let mut line_number = 0u64;
         let mut replaced = from_line;
-        ctx.progress("replacing", replaced as i64, self.rows as i64, "rows")
+        let labels = [
+            ("via", "upload".to_string()),
+            ("area", self.destination.area().to_string()),
+            ("connector", source.to_string()),
+        ];
+        if from_line == 0 {
+            metrics::counter!(cairn_core::telemetry::ROWS_REJECTED, &labels)
+                .increment(report.rows_rejected);
+        }
+        ctx.progress("replacing", replaced as i64, self.rows as i64, "rows", "")
             .await?;
         loop {
             let line = lines.next_line().await.map_err(io_failure)?;
@@ -209,9 +228,11 @@ impl Staging {
                 tx.commit().await?;
                 drop(_turn);
                 sizes.record(in_batch, started.elapsed());
+                metrics::counter!(cairn_core::telemetry::ROWS_WRITTEN, &labels)
+                    .increment(in_batch as u64);
                 batch.clear();
                 in_batch = 0;
-                ctx.progress("replacing", replaced as i64, self.rows as i64, "rows")
+                ctx.progress("replacing", replaced as i64, self.rows as i64, "rows", "")
                     .await?;
             }
             if line.is_none() {
@@ -219,7 +240,7 @@ impl Staging {
             }
         }
         drop(lines);
-        ctx.progress("pruning", 0, 1, "rows the upload no longer has")
+        ctx.progress("pruning", 0, 1, "steps", "rows the upload no longer has")
             .await?;
         crate::storage::prune_unstamped(db, tenant, source, upload_id).await?;
         let (items, records) = crate::storage::row_counts(db, tenant, source).await?;

@@ -171,13 +171,13 @@ struct RollupHandler {
 #[async_trait]
 impl JobHandler for RollupHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        ctx.progress("rebuilding", 0, 1, "reading inventory")
+        ctx.progress("rebuilding", 0, 1, "steps", "reading inventory")
             .await?;
         let stats = match rebuild_until_current(ctx.db(), ctx.tenant_id(), Mode::Incremental).await
         {
             Ok(stats) => stats,
             Err(WriteError::Superseded) => {
-                ctx.progress("done", 1, 1, "a later rebuild took over")
+                ctx.progress("done", 1, 1, "steps", "a later rebuild took over")
                     .await?;
                 return Ok(());
             }
@@ -187,7 +187,8 @@ impl JobHandler for RollupHandler {
         self.exposure
             .inventory_changed(ctx.db(), ctx.tenant_id())
             .await?;
-        ctx.progress("done", 1, 1, &stats.to_string()).await?;
+        ctx.progress("done", 1, 1, "steps", &stats.to_string())
+            .await?;
         Ok(())
     }
 }

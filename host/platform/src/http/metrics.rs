@@ -1,4 +1,6 @@
-//! Prometheus metrics: request counts and latency by route template and status.
+//! Prometheus metrics: request counts and latency by route template and
+//! status, recorded here; every other series is recorded by its area
+//! (names in `cairn_core::telemetry`) or read at scrape time.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -16,6 +18,11 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+const JOB_BUCKETS: &[f64] = &[
+    0.05, 0.25, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0,
+];
+const PLUGIN_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 120.0];
+
 /// The process-wide recorder; installed once, shared by every app instance
 /// (tests run several in one process).
 pub fn handle() -> PrometheusHandle {
@@ -28,11 +35,23 @@ pub fn handle() -> PrometheusHandle {
                     LATENCY_BUCKETS,
                 )
                 .expect("static buckets are valid")
+                .set_buckets_for_metric(
+                    Matcher::Full(cairn_core::telemetry::JOB_RUN_DURATION.into()),
+                    JOB_BUCKETS,
+                )
+                .expect("static buckets are valid")
+                .set_buckets_for_metric(
+                    Matcher::Full(cairn_core::telemetry::PLUGIN_CALL_DURATION.into()),
+                    PLUGIN_BUCKETS,
+                )
+                .expect("static buckets are valid")
                 .build_recorder();
             let handle = recorder.handle();
             // Fails only if another recorder was installed first, in which
             // case our handle renders nothing but the service still runs.
             let _ = metrics::set_global_recorder(recorder);
+            cairn_core::telemetry::describe();
+            process_collector().describe();
             handle
         })
         .clone()
@@ -53,8 +72,8 @@ pub async fn track(request: Request, next: Next) -> Response {
         ("route", route),
         ("status", response.status().as_u16().to_string()),
     ];
-    metrics::counter!("http_requests_total", &labels).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels)
+    metrics::counter!(cairn_core::telemetry::HTTP_REQUESTS, &labels).increment(1);
+    metrics::histogram!(cairn_core::telemetry::HTTP_DURATION, &labels)
         .record(started.elapsed().as_secs_f64());
     response
 }
@@ -71,9 +90,70 @@ pub async fn metrics_endpoint(State(state): State<AppState>, request: Request) -
         return ApiError::Forbidden("metrics are not available from this address".into())
             .into_response();
     }
+    refresh_gauges(&state).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),
     )
         .into_response()
+}
+
+fn process_collector() -> &'static metrics_process::Collector {
+    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(metrics_process::Collector::default)
+}
+
+/// The figures read at scrape time: the job queue, the database pools and
+/// the process. A kind with nothing queued or running reads 0 rather than
+/// being absent or left at its last value.
+async fn refresh_gauges(state: &AppState) {
+    use cairn_core::telemetry;
+    use std::collections::HashSet;
+    static SEEN: OnceLock<std::sync::Mutex<HashSet<(String, String)>>> = OnceLock::new();
+    process_collector().collect();
+    let db = &state.db;
+    for (name, pool) in [("main", &db.pool), ("bookkeeping", &db.bookkeeping)] {
+        let open = pool.size() as f64;
+        let idle = pool.num_idle() as f64;
+        metrics::gauge!(telemetry::DB_CONNECTIONS, "pool" => name, "state" => "in_use")
+            .set(open - idle);
+        metrics::gauge!(telemetry::DB_CONNECTIONS, "pool" => name, "state" => "idle").set(idle);
+        metrics::gauge!(telemetry::DB_CONNECTIONS_MAX, "pool" => name)
+            .set(pool.options().get_max_connections() as f64);
+    }
+    metrics::gauge!(telemetry::DB_WRITE_WAITING).set(db.writers_waiting() as f64);
+    let depth = match cairn_jobs::storage::depth(db).await {
+        Ok(depth) => depth,
+        Err(err) => {
+            tracing::warn!(error = %err, "reading the job queue for the metrics failed");
+            return;
+        }
+    };
+    let now = cairn_core::db::now_ms();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Every kind this process runs reads 0 when it has nothing waiting.
+    for kind in state.jobs.registry.kinds() {
+        for status in ["queued", "running"] {
+            seen.insert((kind.clone(), status.to_string()));
+        }
+    }
+    for (kind, status) in seen.iter() {
+        metrics::gauge!(telemetry::JOBS, "kind" => kind.clone(), "status" => status.clone())
+            .set(0.0);
+        if status == "queued" {
+            metrics::gauge!(telemetry::JOBS_OLDEST_QUEUED_AGE, "kind" => kind.clone()).set(0.0);
+        }
+    }
+    for row in depth {
+        metrics::gauge!(telemetry::JOBS, "kind" => row.kind.clone(), "status" => row.status.clone())
+            .set(row.jobs as f64);
+        if row.status == "queued" {
+            metrics::gauge!(telemetry::JOBS_OLDEST_QUEUED_AGE, "kind" => row.kind.clone())
+                .set(((now - row.oldest_created_at).max(0) / 1000) as f64);
+        }
+        seen.insert((row.kind, row.status));
+    }
 }

@@ -31,6 +31,25 @@ const MAX_RATE_LIMIT_RETRIES: u32 = 4;
 /// The longest `Retry-After` the host waits in one go.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
+fn count_request(scope: &CallScope, status: &'static str) {
+    metrics::counter!(
+        cairn_core::telemetry::OUTBOUND_REQUESTS,
+        "caller" => scope.plugin.clone(),
+        "status" => status
+    )
+    .increment(1);
+}
+
+fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
 /// A readable reason for an outbound failure.
 pub fn describe(error: &wit::PluginError) -> String {
     match error {
@@ -549,8 +568,15 @@ impl Outbound {
             if !body.is_empty() {
                 builder = builder.body(body.clone());
             }
-            let response = builder.send().await.map_err(transport_error)?;
+            let response = match builder.send().await {
+                Ok(response) => response,
+                Err(err) => {
+                    count_request(scope, "failed");
+                    return Err(transport_error(err));
+                }
+            };
             let status = response.status();
+            count_request(scope, status_class(status.as_u16()));
             if status.is_redirection() {
                 let Some(next) = redirect_target(&url, &response) else {
                     return self.read(response).await;
@@ -581,6 +607,12 @@ impl Outbound {
             }
             // A 503 is an overloaded upstream asking for the same wait.
             if matches!(status.as_u16(), 429 | 503) && attempt < MAX_RATE_LIMIT_RETRIES {
+                metrics::counter!(
+                    cairn_core::telemetry::OUTBOUND_THROTTLED,
+                    "caller" => scope.plugin.clone(),
+                    "status" => status.as_u16().to_string()
+                )
+                .increment(1);
                 let wait = retry_after(&response).unwrap_or(self.backoff_base * 2u32.pow(attempt));
                 tracing::info!(plugin = %scope.plugin, status = status.as_u16(), wait_ms = wait.as_millis() as u64, "upstream throttled; waiting");
                 tokio::time::sleep(wait.min(MAX_RETRY_AFTER)).await;
