@@ -54,6 +54,29 @@ async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
             .starts_with("https://feeds.nowhere.invalid"));
     }
 
+    // The answers that count findings say the store is empty, and what
+    // to do about it.
+    let owner = app.register("owner@msp.example").await;
+    let list = app.get("/api/v1/vulnerabilities/", &owner.bearer()).await;
+    let stats = app
+        .get("/api/v1/vulnerabilities/stats", &owner.bearer())
+        .await;
+    let scan = app
+        .post("/api/v1/vulnerabilities/scan", &owner.bearer(), json!({}))
+        .await;
+    assert_eq!(scan.status, 202, "{}", scan.text);
+    for answer in [&list, &stats, &scan] {
+        let state = &answer.body["data_state"];
+        assert_eq!(state["cve_store"], "empty", "{}", answer.text);
+        assert!(
+            state["detail"]
+                .as_str()
+                .unwrap()
+                .contains("cairn vuln import"),
+            "{state}"
+        );
+    }
+
     let tenant = cairn_vulnerabilities::sources::reference_tenant();
     let kev_kind = cairn_vulnerabilities::sources::job_kind("kev");
     let job = cairn_jobs::enqueue(app.db(), &tenant, &kev_kind, &json!({}))
@@ -384,10 +407,29 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         )
         .await;
     assert_eq!(sources.body["counts"]["cves"], 9, "{}", sources.text);
+    let nvd = &sources.body["sources"][0];
+    assert_eq!(
+        (&nvd["source"], &nvd["state"]),
+        (&json!("nvd"), &json!("loaded")),
+        "{nvd}"
+    );
+    assert_eq!(nvd["records"], 9, "{nvd}");
+
+    let owner = app.register("owner@msp.example").await;
     assert_eq!(sources.body["counts"]["kev"], 4);
     assert_eq!(sources.body["counts"]["epss"], 198);
 
-    let owner = app.register("owner@msp.example").await;
+    let listed = app.get("/api/v1/vulnerabilities/", &owner.bearer()).await;
+    assert_eq!(
+        listed.body["data_state"]["cve_store"], "current",
+        "{}",
+        listed.text
+    );
+    assert!(
+        listed.body["data_state"]["detail"].is_null(),
+        "{}",
+        listed.text
+    );
     let rows = vec![
         // Chrome: end excluding 112.0.5615.121.
         software(

@@ -25,10 +25,21 @@ pub enum StopReason {
     Shutdown,
 }
 
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopReason::LeaseLost => "another worker holds it now",
+            StopReason::Canceled => "it was canceled",
+            StopReason::Stalled => "it made no progress",
+            StopReason::Shutdown => "the process is shutting down",
+        })
+    }
+}
+
 /// Returned by the context's writes once the job must stop; handlers pass it
 /// up with `?`.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("job stopped ({0:?})")]
+#[error("the job stopped: {0}")]
 pub struct LeaseLost(pub StopReason);
 
 #[derive(Clone)]

@@ -53,6 +53,7 @@
 pub mod affected;
 pub mod attempts;
 pub mod cpe;
+pub mod data_state;
 mod exposure;
 pub mod feeds;
 pub mod figures;

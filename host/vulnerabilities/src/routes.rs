@@ -13,7 +13,7 @@ use super::identify::{clean_name, ProductKey};
 use super::scan::{ScanScope, SCAN_KIND};
 use super::views::{
     self, AffectedDevice, FindingView, ScanView, ScanVulnerability, UnmatchedApplication,
-    VulnerabilityFilter, VulnerabilityStats, VulnerabilityView,
+    VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
 };
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, OptionalJson, Path, Query};
@@ -58,9 +58,11 @@ async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> Ap
         &serde_json::json!({"scan_id": id}),
     )
     .await?;
-    views::scan(&state.db, tenant, &id)
+    let mut scan = views::scan(&state.db, tenant, &id)
         .await?
-        .ok_or(ApiError::NotFound("scan"))
+        .ok_or(ApiError::NotFound("scan"))?;
+    scan.data_state = Some(super::data_state::data_state(&state.db, &state.settings).await?);
+    Ok(scan)
 }
 
 /// The body of `POST /vulnerabilities/scan`; every field optional (no
@@ -281,12 +283,12 @@ fn status_param(status: Option<String>) -> ApiResult<String> {
 /// that fix it.
 #[utoipa::path(get, path = "/api/v1/vulnerabilities/", tag = "vulnerabilities",
     params(VulnerabilityParams),
-    responses((status = 200, body = Page<VulnerabilityView>), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = VulnerabilityPage), (status = 422, body = ErrorBody)))]
 async fn list_vulnerabilities(
     State(state): State<AppState>,
     caller: Caller,
     Query(params): Query<VulnerabilityParams>,
-) -> ApiResult<Json<Page<VulnerabilityView>>> {
+) -> ApiResult<Json<VulnerabilityPage>> {
     let (skip, limit) = bounds(params.skip, params.limit)?;
     let mut severities = vec![];
     for level in params.severity.as_deref().unwrap_or("").split(',') {
@@ -331,7 +333,13 @@ async fn list_vulnerabilities(
     };
     let (items, total) =
         views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
-    Ok(Json(page(items, total, skip, limit)))
+    Ok(Json(VulnerabilityPage {
+        items,
+        total,
+        skip,
+        limit,
+        data_state: super::data_state::data_state(&state.db, &state.settings).await?,
+    }))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -376,7 +384,10 @@ async fn vulnerability_stats(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<VulnerabilityStats>> {
-    Ok(Json(views::stats(&state.db, &caller.tenant_id).await?))
+    let data_state = super::data_state::data_state(&state.db, &state.settings).await?;
+    Ok(Json(
+        views::stats(&state.db, &caller.tenant_id, data_state).await?,
+    ))
 }
 
 /// Applications the last full scan could not map to a CPE product, most

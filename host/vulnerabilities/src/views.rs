@@ -470,6 +470,22 @@ pub struct ScanView {
     /// re-matched) or `scoped` (one application, vendor or device); null
     /// until it has run.
     pub mode: Option<String>,
+    /// In the answer that starts a scan: whether the CVE store it will
+    /// match against holds anything (a scan of an empty store finds
+    /// nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_state: Option<super::data_state::DataState>,
+}
+
+/// A page of vulnerabilities with the state of the CVE store they were
+/// matched against.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VulnerabilityPage {
+    pub items: Vec<VulnerabilityView>,
+    pub total: i64,
+    pub skip: i64,
+    pub limit: i64,
+    pub data_state: super::data_state::DataState,
 }
 
 const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
@@ -491,6 +507,7 @@ fn scan_view(r: sqlx::any::AnyRow) -> sqlx::Result<ScanView> {
         fixed_findings: r.get("fixed_findings"),
         by_severity: stored_json("by_severity", r.get("by_severity"))?,
         mode: r.get("mode"),
+        data_state: None,
     })
 }
 
@@ -670,9 +687,16 @@ pub struct VulnerabilityStats {
     pub top_applications: Vec<ApplicationCves>,
     /// Findings opened and fixed per day, last 30 days, oldest first.
     pub trend: Vec<TrendPoint>,
+    /// Whether the CVE store these figures are matched against holds
+    /// anything, and how current it is.
+    pub data_state: super::data_state::DataState,
 }
 
-pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStats> {
+pub async fn stats(
+    db: &Db,
+    tenant: &TenantId,
+    data_state: super::data_state::DataState,
+) -> sqlx::Result<VulnerabilityStats> {
     let t = tenant.as_str();
     let open = counts_open_sql(db.backend, false);
     let row = sqlx::query(&format!(
@@ -771,6 +795,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<VulnerabilityStat
         top_cves,
         top_applications,
         trend,
+        data_state,
     })
 }
 
