@@ -189,14 +189,12 @@ async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let settings = Settings::load()?;
     let command = cli.command.unwrap_or(Command::Serve);
-    match &command {
-        // These make the data directory and the database when missing.
-        Command::Serve | Command::Migrate | Command::Vuln { .. } => {
-            announce_first_run(&settings);
-        }
-        Command::Portal { .. } => require_database(&settings)?,
-        Command::Openapi { .. } | Command::Connectors { .. } => {}
+    if let Command::Portal { .. } = command {
+        require_database(&settings)?;
     }
+    // Serve, migrate and vuln make the data directory and the database
+    // when missing; the log says so once it is set up.
+    let new_database = settings.sqlite_file().filter(|file| !file.exists());
     if matches!(
         command,
         Command::Serve | Command::Openapi { .. } | Command::Connectors { .. }
@@ -207,6 +205,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve => {
             let settings = settings.prepare()?;
             cairn::logging::init(&settings.log_format);
+            announce_first_run(new_database.as_deref());
             let server = cairn::server::start(settings).await?;
             // In JSON mode every line is JSON; the log line says the same.
             if server.state.settings.log_format != "json" {
@@ -217,6 +216,7 @@ async fn run() -> anyhow::Result<()> {
         Command::Migrate => {
             let settings = settings.prepare()?;
             cairn::logging::init(&settings.log_format);
+            announce_first_run(new_database.as_deref());
             let db = cairn_core::db::Db::connect(&settings.database_url, 1).await?;
             db.migrate().await?;
             println!("migrations applied ({})", db.backend.name());
@@ -237,22 +237,21 @@ async fn run() -> anyhow::Result<()> {
         Command::Vuln { command } => {
             let settings = settings.prepare()?;
             cairn::logging::init(&settings.log_format);
+            announce_first_run(new_database.as_deref());
             vuln(&settings, command).await
         }
     }
 }
 
-/// Says so on stderr when this run is about to create the data directory,
-/// so an operator who ran `cairn` from the wrong place or with the wrong
-/// settings sees where the new database goes.
-fn announce_first_run(settings: &Settings) {
-    if let Some(file) = settings.sqlite_file() {
-        if !file.exists() {
-            eprintln!(
-                "cairn: no database at {}; creating a new one (first run)",
-                absolute(&file).display()
-            );
-        }
+/// Says so when this run created the database, so an operator who ran
+/// `cairn` from the wrong place or with the wrong settings sees where the
+/// new one went.
+fn announce_first_run(new_database: Option<&Path>) {
+    if let Some(file) = new_database {
+        tracing::info!(
+            path = %absolute(file).display(),
+            "no database was there; created a new one (first run)"
+        );
     }
 }
 
