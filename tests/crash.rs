@@ -127,6 +127,28 @@ impl Server {
         self.call(reqwest::Method::POST, path, token, body).await
     }
 
+    /// Uploads `rows` software rows ([`software_csv`]): the upload's id and
+    /// its parse job's.
+    async fn upload_software(&self, token: &str, rows: usize) -> (String, String) {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(software_csv(rows)).file_name("software.csv"),
+        );
+        let accepted: Value = self
+            .http
+            .post(format!("{}/api/v1/inventory/upload", self.url))
+            .bearer_auth(token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let upload_id = accepted["id"].as_str().expect("accepted").to_string();
+        (upload_id, accepted["job_id"].as_str().unwrap().to_string())
+    }
+
     /// Registers the owner of a new tenant: its access token and tenant id.
     async fn register_owner(&self) -> (String, String) {
         let signed_in = self
@@ -445,23 +467,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     // 2. A CSV parse killed part-way through the file.
     let rows = 100_000;
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(software_csv(rows)).file_name("software.csv"),
-    );
-    let accepted: Value = server
-        .http
-        .post(format!("{}/api/v1/inventory/upload", server.url))
-        .bearer_auth(&token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let upload_id = accepted["id"].as_str().expect("accepted").to_string();
-    let parse_id = accepted["job_id"].as_str().unwrap().to_string();
+    let (upload_id, parse_id) = server.upload_software(&token, rows).await;
     wait_for(
         "the parse to be under way",
         Duration::from_secs(60),
@@ -636,23 +642,7 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
 
     // 2. A large upload, stopped while it is parsed ...
     let rows = 60_000;
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(software_csv(rows)).file_name("software.csv"),
-    );
-    let accepted: Value = server
-        .http
-        .post(format!("{}/api/v1/inventory/upload", server.url))
-        .bearer_auth(&token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let upload_id = accepted["id"].as_str().expect("accepted").to_string();
-    let parse_id = accepted["job_id"].as_str().unwrap().to_string();
+    let (upload_id, parse_id) = server.upload_software(&token, rows).await;
     let phase = async |server: &Server| {
         let job = server
             .get(&format!("/api/v1/jobs/{parse_id}"), &token)

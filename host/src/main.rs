@@ -412,17 +412,19 @@ async fn load_source(
             bar.finish();
             (sources::NVD, run)
         }
-        Source::Kev => {
-            let spinner = progress::Bar::spinner("kev: downloading the catalog");
-            let run = sources::sync_kev(db, config).await;
+        // One download each: a spinner, not a bar.
+        Source::Kev | Source::Epss => {
+            let (name, label) = match source {
+                Source::Kev => (sources::KEV, "kev: downloading the catalog"),
+                _ => (sources::EPSS, "epss: downloading the scores"),
+            };
+            let spinner = progress::Bar::spinner(label);
+            let run = match source {
+                Source::Kev => sources::sync_kev(db, config).await,
+                _ => sources::sync_epss(db, config).await,
+            };
             spinner.finish();
-            (sources::KEV, run)
-        }
-        Source::Epss => {
-            let spinner = progress::Bar::spinner("epss: downloading the scores");
-            let run = sources::sync_epss(db, config).await;
-            spinner.finish();
-            (sources::EPSS, run)
+            (name, run)
         }
     };
     let run = run.with_context(|| format!("loading {name} failed"))?;

@@ -20,13 +20,7 @@ backend_tests!(
 async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: Backend) {
     let rmm = FakeRmm::start(fake_data()).await;
     let dir = connectors_dir(&["connectors/rmm", "csv-providers/software-inventory"], &[]);
-    let Some(app) = TestApp::start_with(backend, move |s| {
-        s.connectors_dir = dir;
-        s.plugin_plain_http_hosts = "127.0.0.1".into();
-        s.job_poll_interval_ms = 50;
-    })
-    .await
-    else {
+    let Some(app) = app_with(backend, move |s| s.connectors_dir = dir).await else {
         return;
     };
     let admin = app.register("admin@msp.example").await;
