@@ -367,7 +367,13 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
     match command {
         VulnCommand::Import { paths } => {
             let started = std::time::Instant::now();
-            let reports = import::import_paths(&db, &paths).await?;
+            let mut reports = vec![];
+            for path in &paths {
+                let spinner = progress::Bar::spinner_for(format!("importing {}", path.display()));
+                let imported = import::import_paths(&db, std::slice::from_ref(path)).await;
+                spinner.finish();
+                reports.extend(imported?);
+            }
             for r in &reports {
                 println!(
                     "{}\t{}\tread {}\twritten {}\tunchanged {}\tskipped {}",

@@ -13,7 +13,7 @@ use cairn_vulnerabilities::sources::{Progress, SourceError};
 
 pub struct Bar {
     bar: Option<ProgressBar>,
-    label: &'static str,
+    label: String,
 }
 
 impl Bar {
@@ -31,14 +31,22 @@ impl Bar {
             bar.set_message(label);
             bar
         });
-        Bar { bar, label }
+        Bar {
+            bar,
+            label: label.to_string(),
+        }
     }
 
     /// A spinner for a step without a count (one download).
     pub fn spinner(label: &'static str) -> Bar {
+        Bar::spinner_for(label.to_string())
+    }
+
+    /// [`Bar::spinner`] with a label made at run time (a file's name).
+    pub fn spinner_for(label: String) -> Bar {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new_spinner();
-            bar.set_message(label);
+            bar.set_message(label.clone());
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
