@@ -581,16 +581,12 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     // its kind queued behind it, which takes over from that checkpoint.
     let handed_back = async |job_id: &str, what: &str| {
         let (status, attempts, checkpoint) = job_json(&db, job_id).await;
-        if status == "canceled" {
-            let behind: String = sqlx::query_scalar(
-                "SELECT behind.id FROM jobs behind JOIN jobs stopped \
-                 ON behind.tenant_id = stopped.tenant_id AND behind.kind = stopped.kind \
-                 WHERE stopped.id = $1 AND behind.status = 'queued'",
-            )
-            .bind(job_id)
-            .fetch_one(&db.pool)
-            .await
-            .unwrap_or_else(|e| panic!("{what}: canceled with no job behind it: {e}"));
+        if status == "superseded" {
+            let behind: String = sqlx::query_scalar("SELECT superseded_by FROM jobs WHERE id = $1")
+                .bind(job_id)
+                .fetch_one(&db.pool)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: superseded by no job: {e}"));
             let (_, _, taken_over) = job_json(&db, &behind).await;
             assert_eq!(
                 taken_over, checkpoint,
@@ -714,7 +710,7 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     assert!(stopped.success(), "a clean exit");
     let (status, _, _) = job_json(&db, &rollup_id).await;
     assert!(
-        ["queued", "canceled", "success"].contains(&status.as_str()),
+        ["queued", "superseded", "success"].contains(&status.as_str()),
         "the rollup handed back, taken over or done: {status}"
     );
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "5.log");

@@ -71,10 +71,13 @@ def generate(venv, document, package, workdir):
     """Generates a client package; fails on any warning (a skipped
     endpoint or schema is one)."""
     out = os.path.join(workdir, package)
+    # Its post-generation hooks run ruff, installed beside it in the venv.
+    env = dict(os.environ)
+    env["PATH"] = os.path.join(os.path.abspath(venv), "bin") + os.pathsep + env.get("PATH", "")
     run = subprocess.run(
         [os.path.join(venv, "bin", "openapi-python-client"), "generate",
          "--path", document, "--meta", "none", "--output-path", out],
-        capture_output=True, text=True, cwd=workdir)
+        capture_output=True, text=True, cwd=workdir, env=env)
     text = run.stdout + run.stderr
     if run.returncode != 0 or "Warning" in text or "WARNING" in text or "Unable" in text:
         sys.exit("openapi-python-client on %s:\n%s" % (document, text))

@@ -730,20 +730,19 @@ async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend)
     expire_lease(&test_db, &lapsed.job_id).await;
     assert_eq!(storage::reap_expired(db).await.unwrap(), 1);
     let row = job(&test_db, &tenant, &lapsed.job_id).await;
-    assert_eq!(row.status(), JobStatus::Error);
-    assert!(
-        row.error
-            .as_deref()
-            .unwrap()
-            .contains("queued behind it takes over"),
-        "{:?}",
-        row.error
+    assert_eq!(
+        row.status(),
+        JobStatus::Superseded,
+        "not an error: the work goes on"
     );
+    assert_eq!(row.superseded_by.as_deref(), Some(lapsed_behind.as_str()));
+    assert_eq!(row.error, None);
 
     let (released, released_behind) = claim_with_one_behind("released").await;
     assert!(storage::release(db, &released).await.unwrap());
     let row = job(&test_db, &tenant, &released.job_id).await;
-    assert_eq!(row.status(), JobStatus::Canceled);
+    assert_eq!(row.status(), JobStatus::Superseded);
+    assert_eq!(row.superseded_by.as_deref(), Some(released_behind.as_str()));
     assert!(row.finished_at.is_some());
 
     // Each job behind is now claimable, once.

@@ -54,6 +54,27 @@ async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: B
         )
         .await;
     assert_eq!(upload["status"], "succeeded", "{upload}");
+    // The upload reads succeeded before its job's run has ended (and been
+    // counted): wait for the job too.
+    let parse = app
+        .wait_for_job(&admin, accepted.body["job_id"].as_str().unwrap())
+        .await;
+    assert_eq!(parse["status"], "succeeded", "{parse}");
+    // A run is counted just after its end is written.
+    let parse_runs = ["kind=\"csv_parse\"", "outcome=\"succeeded\""];
+    let counted = sample(&before, "cairn_job_runs_total", &parse_runs);
+    cairn_tests::wait_until(
+        "the parse run to be counted",
+        std::time::Duration::from_secs(30),
+        async || {
+            let now = app.get("/metrics", &cairn_tests::Auth::None).await.text;
+            match sample(&now, "cairn_job_runs_total", &parse_runs) {
+                n if n > counted => Ok(()),
+                n => Err(format!("{n} runs counted")),
+            }
+        },
+    )
+    .await;
     let after = app.get("/metrics", &cairn_tests::Auth::None).await.text;
 
     let moved = [

@@ -286,7 +286,8 @@ fn validate_openapi(log: Option<&Path>) -> Result<(), String> {
             ],
         )?;
         let path = dir.join(file);
-        std::fs::write(&path, doc).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
         process::run_logged(
             "python3",
             &[

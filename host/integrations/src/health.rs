@@ -48,7 +48,8 @@ pub async fn sync_health(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<SyncHea
         let health = match latest.map(|r| r.status()) {
             None => "never_synced",
             Some(JobStatus::Success) => "healthy",
-            Some(JobStatus::Queued | JobStatus::Running) => "running",
+            // A superseded run's work went on in the job behind it.
+            Some(JobStatus::Queued | JobStatus::Running | JobStatus::Superseded) => "running",
             Some(JobStatus::Error | JobStatus::Canceled) => "failing",
         };
         out.push(SyncHealth {

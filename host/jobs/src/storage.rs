@@ -23,6 +23,10 @@ pub enum JobStatus {
     #[serde(rename = "failed", alias = "error")]
     Error,
     Canceled,
+    /// The run stopped (its lease lapsed, its process shut down) while a
+    /// job of its kind was queued behind it; that job, named in
+    /// `superseded_by`, did the work.
+    Superseded,
 }
 
 impl JobStatus {
@@ -34,6 +38,7 @@ impl JobStatus {
             JobStatus::Success => "success",
             JobStatus::Error => "error",
             JobStatus::Canceled => "canceled",
+            JobStatus::Superseded => "superseded",
         }
     }
 
@@ -44,6 +49,7 @@ impl JobStatus {
             "success" => Some(JobStatus::Success),
             "error" => Some(JobStatus::Error),
             "canceled" => Some(JobStatus::Canceled),
+            "superseded" => Some(JobStatus::Superseded),
             _ => None,
         }
     }
@@ -85,6 +91,7 @@ pub struct JobRow {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    pub superseded_by: Option<String>,
 }
 
 impl JobRow {
@@ -94,7 +101,8 @@ impl JobRow {
 }
 
 const COLUMNS: &str = "id, tenant_id, kind, args, status, progress, checkpoint, attempts, max_attempts, \
-    cancel_requested, worker_id, heartbeat_at, lease_until, run_after, error, created_at, started_at, finished_at";
+    cancel_requested, worker_id, heartbeat_at, lease_until, run_after, error, created_at, started_at, finished_at, \
+    superseded_by";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueued {
@@ -393,6 +401,11 @@ pub async fn finish_canceled(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
 /// True in an UPDATE of `jobs` when no other job of the row's tenant and
 /// kind is queued: only then may the row go back to the queue. Otherwise
 /// the queued job, asked for while this one ran, takes over its work.
+/// The id of the job of the same kind queued behind, if any.
+const BEHIND_ID: &str =
+    "(SELECT behind.id FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
+     AND behind.kind = jobs.kind AND behind.status = 'queued')";
+
 const NONE_QUEUED_BEHIND: &str =
     "NOT EXISTS (SELECT 1 FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
      AND behind.kind = jobs.kind AND behind.status = 'queued')";
@@ -448,17 +461,19 @@ pub async fn finish_failure(
 }
 
 /// Running jobs whose lease has passed go back to the queue while attempts
-/// remain and no newer job of their kind is queued, else to `error`;
-/// decided inside the one UPDATE. Returns how many.
+/// remain; when a newer job of their kind is queued, they end `superseded`
+/// by it (it does the work); otherwise, out of attempts, `error`. Decided
+/// inside the one UPDATE. Returns how many.
 pub async fn reap_expired(db: &Db) -> sqlx::Result<u64> {
     let _turn = db.write_turn().await;
     let requeues = format!("attempts < max_attempts AND {NONE_QUEUED_BEHIND}");
     let statement = sql(
         db,
         &format!(
-            "UPDATE jobs SET status = CASE WHEN {requeues} THEN 'queued' ELSE 'error' END, \
-             error = CASE WHEN {requeues} THEN error \
-                     WHEN attempts < max_attempts THEN 'lease expired: the worker stopped; the job queued behind it takes over' \
+            "UPDATE jobs SET status = CASE WHEN {requeues} THEN 'queued' \
+                     WHEN NOT {NONE_QUEUED_BEHIND} THEN 'superseded' ELSE 'error' END, \
+             superseded_by = {BEHIND_ID}, \
+             error = CASE WHEN {requeues} OR NOT {NONE_QUEUED_BEHIND} THEN error \
                      ELSE 'lease expired: the worker stopped after attempt ' || attempts || ' of ' || max_attempts END, \
              finished_at = CASE WHEN {requeues} THEN NULL ELSE {{now}} END, \
              run_after = {{now}}, lease_until = NULL \
@@ -475,10 +490,11 @@ pub async fn reap_expired(db: &Db) -> sqlx::Result<u64> {
 pub async fn prune_finished(db: &Db, cutoff_ms: i64, keep: i64) -> sqlx::Result<u64> {
     let _turn = db.write_turn().await;
     let result = sqlx::query(
-        "DELETE FROM jobs WHERE status IN ('success', 'error', 'canceled') AND finished_at < $1 \
+        "DELETE FROM jobs WHERE status IN ('success', 'error', 'canceled', 'superseded') \
+         AND finished_at < $1 \
          AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER \
            (PARTITION BY tenant_id, kind ORDER BY created_at DESC, id DESC) AS rn FROM jobs \
-           WHERE status IN ('success', 'error', 'canceled')) ranked WHERE rn <= $2)",
+           WHERE status IN ('success', 'error', 'canceled', 'superseded')) ranked WHERE rn <= $2)",
     )
     .bind(cutoff_ms)
     .bind(keep)
@@ -598,8 +614,8 @@ pub async fn list(
 /// Hands a job back to the queue without counting the attempt (graceful
 /// shutdown); when a newer job of its kind is queued, that one takes over,
 /// from this one's checkpoint when it has none of its own (the same work
-/// goes on rather than starting over), and this one ends `canceled`. False
-/// when the lease was already lost.
+/// goes on rather than starting over), and this one ends `superseded` by
+/// it. False when the lease was already lost.
 pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
     sqlx::query(
@@ -618,10 +634,9 @@ pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let statement = sql(
         db,
         &format!(
-            "UPDATE jobs SET status = CASE WHEN {NONE_QUEUED_BEHIND} THEN 'queued' ELSE 'canceled' END, \
+            "UPDATE jobs SET status = CASE WHEN {NONE_QUEUED_BEHIND} THEN 'queued' ELSE 'superseded' END, \
              finished_at = CASE WHEN {NONE_QUEUED_BEHIND} THEN NULL ELSE {{now}} END, \
-             error = CASE WHEN {NONE_QUEUED_BEHIND} THEN error \
-                     ELSE 'stopped by a shutdown; the job queued behind it takes over from its checkpoint' END, \
+             superseded_by = {BEHIND_ID}, \
              attempts = attempts - 1, lease_until = NULL, run_after = {{now}} WHERE {FENCE}"
         ),
     );

@@ -57,6 +57,10 @@ pub struct JobView {
     /// Earliest time a queued job may run (retry backoff).
     pub run_after: String,
     pub error: Option<String>,
+    /// When `status` is `superseded`: the job queued behind this one that
+    /// took its work over (this run's lease lapsed or its process shut
+    /// down).
+    pub superseded_by: Option<String>,
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
@@ -95,6 +99,7 @@ impl From<JobRow> for JobView {
             lease_until: row.lease_until.map(to_rfc3339),
             run_after: to_rfc3339(row.run_after),
             error: row.error,
+            superseded_by: row.superseded_by,
             created_at: to_rfc3339(row.created_at),
             started_at: row.started_at.map(to_rfc3339),
             finished_at: row.finished_at.map(to_rfc3339),

@@ -508,9 +508,9 @@ pub struct SourceView {
     /// Where the source will resume (NVD: the last modification time
     /// reached).
     pub position: Option<String>,
-    /// The last successful run's figures.
-    #[schema(value_type = Object)]
-    pub detail: serde_json::Value,
+    /// The last successful run's figures (null until one ran).
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ToSchema)]
@@ -591,7 +591,7 @@ async fn reference_sources(
                 cairn_core::db::to_rfc3339(next.max(now))
             }),
             position: stored.as_ref().and_then(|s| s.position.clone()),
-            detail: stored.map(|s| s.detail).unwrap_or(serde_json::Value::Null),
+            detail: stored.map(|s| s.detail),
         });
     }
     Ok(Json(ReferenceStatus { counts, sources }))

@@ -756,8 +756,12 @@ fn transport_error(err: reqwest::Error) -> wit::PluginError {
                 Some(addresses::Unreachable::Refused(reason)) => {
                     return wit::PluginError::Config(reason.clone())
                 }
+                // A connector's host comes from the tenant's config: a name
+                // that does not resolve is most often that config's typo.
+                // The sentence says what happened either way (the CVE
+                // feeds report only the sentence).
                 Some(addresses::Unreachable::Unresolved(reason)) => {
-                    return wit::PluginError::Transient(reason.clone())
+                    return wit::PluginError::Config(reason.clone())
                 }
                 None => {}
             }
