@@ -25,6 +25,7 @@ backend_tests!(
     killed_scanner_sync_resumes_its_export,
     killed_bulk_pull_resumes_from_its_checkpoint,
     terminated_process_hands_jobs_back_in_every_phase,
+    a_paused_parse_writes_nothing_after_its_lease,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -80,6 +81,15 @@ impl Server {
     fn kill(mut self) {
         self.child.kill().expect("SIGKILL the server");
         self.child.wait().unwrap();
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to the process.
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "SIG{signal} sent");
     }
 
     /// Sends SIGTERM and waits for the process to end by itself (a hang
@@ -723,6 +733,78 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     assert_eq!(count(&db, applications_sql, &tenant).await, rows as i64 + 3);
 
     server.kill();
+    db.pool.close().await;
+    scratch.remove().await;
+}
+
+/// A process paused (SIGSTOP) while it parses an upload loses its lease;
+/// a second process takes the parse over and finishes it. Resumed
+/// (SIGCONT), the first writes nothing: the upload stays as the second
+/// left it, with every row once.
+async fn a_paused_parse_writes_nothing_after_its_lease(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["csv-providers/software-inventory"], &[]);
+    let first = Server::spawn(&scratch.url, &scratch.dir, &connectors, "first.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let (token, tenant) = first.register_owner().await;
+    let rows = 60_000;
+    let (upload_id, parse_id) = first.upload_software(&token, rows).await;
+    wait_for("the parse to be under way", HEAVY_PHASE, async || {
+        let (status, _, _) = job_json(&db, &parse_id).await;
+        let read: i64 = sqlx::query_scalar("SELECT rows_read FROM csv_uploads WHERE id = $1")
+            .bind(&upload_id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        status == "running" && read > 0
+    })
+    .await;
+    first.signal("STOP");
+
+    let second = Server::spawn(&scratch.url, &scratch.dir, &connectors, "second.log");
+    let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
+    wait_for(
+        "the second process to finish the parse",
+        HEAVY_PHASE,
+        async || {
+            let upload = second.get(&upload_path, &token).await;
+            upload["status"] == "succeeded"
+        },
+    )
+    .await;
+    let done = second.get(&upload_path, &token).await;
+    assert_eq!(done["rows_imported"], rows, "{done}");
+
+    // The first process wakes up mid-parse: each of its writes finds its
+    // lease gone and it stops.
+    first.signal("CONT");
+    wait_for(
+        "the first process to notice",
+        Duration::from_secs(60),
+        async || {
+            std::fs::read_to_string(scratch.dir.join("first.log"))
+                .unwrap()
+                .contains("outcome=\"lease_lost\"")
+        },
+    )
+    .await;
+    let after = second.get(&upload_path, &token).await;
+    for field in [
+        "status",
+        "rows_read",
+        "rows_imported",
+        "rows_rejected",
+        "finished_at",
+    ] {
+        assert_eq!(after[field], done[field], "{field}: {after}");
+    }
+    let items_sql = "SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1";
+    assert_eq!(count(&db, items_sql, &tenant).await, rows as i64);
+
+    first.kill();
+    second.kill();
     db.pool.close().await;
     scratch.remove().await;
 }

@@ -275,6 +275,20 @@ impl JobContext {
         }
     }
 
+    /// Holds the job until `tx` ends, for writes a run makes to shared
+    /// state outside its checkpoint (an upload's report): a run that lost
+    /// its lease writes nothing, and no one takes the job over while `tx`
+    /// commits. Unlike the other writes it works for a run told to stop
+    /// (a canceled parse still marks its upload), as long as the run holds
+    /// the job. On `Err` roll back.
+    pub async fn hold_in(&self, tx: &mut Transaction<'_, Any>) -> Result<(), super::JobFailure> {
+        if storage::hold(tx, &self.inner.fence).await? {
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
     /// Saves a checkpoint on its own.
     pub async fn save_checkpoint(&self, checkpoint: &Value) -> Result<(), super::JobFailure> {
         let _turn = self.inner.db.write_turn().await;

@@ -320,6 +320,22 @@ pub async fn set_checkpoint(
 /// True while `fence` still holds the job, as `tx` sees it. Not a lock:
 /// the job's own checkpoint and heartbeat updates must not wait for the
 /// writes that call this.
+/// Holds the job for `tx`: a fenced no-op update, whose row lock (the
+/// database's write lock on SQLite) lasts until `tx` ends, so no reaper
+/// or other worker can take the job over between this check and the
+/// commit of what `tx` writes. False when the fence no longer holds.
+pub async fn hold(tx: &mut Transaction<'_, Any>, fence: &Fence) -> sqlx::Result<bool> {
+    let held = sqlx::query(&format!(
+        "UPDATE jobs SET heartbeat_at = heartbeat_at WHERE {FENCE}"
+    ))
+    .bind(&fence.job_id)
+    .bind(&fence.worker_id)
+    .bind(fence.attempts)
+    .execute(&mut **tx)
+    .await?;
+    Ok(held.rows_affected() == 1)
+}
+
 pub async fn fence_holds(tx: &mut Transaction<'_, Any>, fence: &Fence) -> sqlx::Result<bool> {
     let held: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM jobs WHERE {FENCE}"))
         .bind(&fence.job_id)

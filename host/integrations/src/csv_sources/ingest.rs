@@ -143,14 +143,7 @@ impl CsvParseHandler {
         reason: &str,
     ) -> Result<(), JobFailure> {
         tracing::info!(upload_id = %upload.id, source = %upload.source_key, %reason, "upload failed");
-        storage::write_report(
-            ctx.db(),
-            ctx.tenant_id(),
-            &upload.id,
-            report,
-            Some((FAILED, Some(reason))),
-        )
-        .await?;
+        storage::write_report(ctx, &upload.id, report, Some((FAILED, Some(reason)))).await?;
         Ok(())
     }
 
@@ -359,7 +352,7 @@ impl CsvParseHandler {
                 }
             }
             report.fill_rate = fill_rate(&columns, &filled, report.rows_read);
-            storage::write_report(ctx.db(), ctx.tenant_id(), &upload.id, report, None).await?;
+            storage::write_report(ctx, &upload.id, report, None).await?;
             // A CSV's rows are estimated from the share of its bytes read
             // so far; a workbook is compressed, so its total is what has
             // been read until the end.

@@ -247,7 +247,7 @@ impl Staging {
         let kept = (items + records) as u64;
         report.rows_imported = kept;
         report.duplicates = self.rows.saturating_sub(kept);
-        storage::write_report(db, tenant, upload_id, report, Some((SUCCEEDED, None))).await?;
+        storage::write_report(ctx, upload_id, report, Some((SUCCEEDED, None))).await?;
         let _ = tokio::fs::remove_file(&self.path).await;
         Ok(kept)
     }

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use cairn_core::db::{now_ms, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_core::uploads::Received;
+use cairn_jobs::{JobContext, JobFailure};
 
 /// Upload states: waiting for the parse job, being parsed, and the two
 /// final ones.
@@ -237,15 +238,20 @@ pub struct ParseReport {
     pub fill_rate: serde_json::Map<String, Value>,
 }
 
-/// Writes the report; `status` and `error` when the upload ends.
+/// Writes the report; `status` and `error` when the upload ends. Fenced
+/// by the parse job's lease: a run that lost its job writes nothing (the
+/// run that took over owns the upload now).
 pub async fn write_report(
-    db: &Db,
-    tenant: &TenantId,
+    ctx: &JobContext,
     id: &str,
     report: &ParseReport,
     end: Option<(&str, Option<&str>)>,
-) -> sqlx::Result<()> {
+) -> Result<(), JobFailure> {
+    let db = ctx.db();
+    let tenant = ctx.tenant_id();
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    ctx.hold_in(&mut tx).await?;
     let (status, error, finished_at) = match end {
         Some((status, error)) => (status, error, Some(now_ms())),
         None => (PARSING, None, None),
@@ -269,8 +275,9 @@ pub async fn write_report(
     .bind(serde_json::to_string(&report.rejections).unwrap_or_else(|_| "[]".into()))
     .bind(serde_json::to_string(&report.sample_rows).unwrap_or_else(|_| "[]".into()))
     .bind(Value::Object(report.fill_rate.clone()).to_string())
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(())
 }
 
