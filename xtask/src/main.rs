@@ -102,7 +102,13 @@ fn install() -> Result<(), String> {
         built.len(),
         dir.display()
     );
-    process::run("cargo", &["install", "--locked", "--path", "host"], &[])?;
+    // The checkout's target directory: the release build `serve` made is
+    // reused rather than compiled again.
+    process::run(
+        "cargo",
+        &["install", "--locked", "--path", "host", "--target-dir", "target"],
+        &[],
+    )?;
     println!(
         "== cairn installed in ~/.cargo/bin; run `cairn serve` from any directory \
          (data in {})",
