@@ -109,7 +109,11 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             state.settings.subscription_sync_hours,
         ));
     }
-    let mut background = cairn_jobs::schedule::run(schedules, shutdown.clone());
+    let leases = cairn_jobs::schedule::Leases {
+        db: state.db.clone(),
+        holder: state.jobs.worker_id.clone(),
+    };
+    let mut background = cairn_jobs::schedule::run(schedules, Some(leases), shutdown.clone());
     if state.db.backend == Backend::Postgres {
         background.push(cairn_jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),
@@ -162,12 +166,14 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every minute, the rate limiter forgets callers idle long enough.
+/// Every minute, the rate limiter forgets callers idle long enough (this
+/// process's memory: in every process).
 fn rate_limit_shrinker(state: AppState) -> Schedule {
     Schedule::every("rate limit shrink", Duration::from_secs(60), move || {
         state.limits.shrink();
         std::future::ready(Ok::<(), std::convert::Infallible>(()))
     })
+    .per_process()
 }
 
 impl RunningServer {

@@ -26,7 +26,58 @@ backend_tests!(
     a_new_job_wakes_another_process_at_once,
     a_request_during_a_run_gets_a_run_after_it,
     a_run_sent_back_gives_way_to_the_job_queued_behind_it,
+    a_shared_schedule_runs_in_one_process_per_period,
 );
+
+/// Processes ticking a shared schedule at once: one claims the period,
+/// the others skip it; once the lease has run out (its holder died, or
+/// the next period came) another may claim it. Schedules are separate.
+async fn a_shared_schedule_runs_in_one_process_per_period(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let db = &test_db.db;
+    let claim = async |name: &str, holder: &str| {
+        storage::claim_schedule(db, name, holder, 60_000)
+            .await
+            .unwrap()
+    };
+    let mut claims = tokio::task::JoinSet::new();
+    for holder in ["a", "b", "c", "d"] {
+        let db = db.clone();
+        claims.spawn(async move {
+            storage::claim_schedule(&db, "news refresh", holder, 60_000)
+                .await
+                .unwrap()
+        });
+    }
+    let won = claims
+        .join_all()
+        .await
+        .into_iter()
+        .filter(|won| *won)
+        .count();
+    assert_eq!(
+        won, 1,
+        "one of four processes ticking at once runs the tick"
+    );
+    assert!(!claim("news refresh", "a").await && !claim("news refresh", "b").await);
+    assert!(
+        claim("report retention", "b").await,
+        "each schedule has its own lease"
+    );
+
+    sqlx::query("UPDATE schedule_leases SET lease_until = 0 WHERE name = 'news refresh'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert!(
+        claim("news refresh", "c").await,
+        "a lease that ran out is claimed again"
+    );
+    assert!(!claim("news refresh", "a").await);
+    test_db.finish().await;
+}
 
 /// The queue's timing with short leases and polls, as the service would
 /// have with `job_heartbeat_secs = 1`, `job_lease_secs = 3`,

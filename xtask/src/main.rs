@@ -106,7 +106,14 @@ fn install() -> Result<(), String> {
     // reused rather than compiled again.
     process::run(
         "cargo",
-        &["install", "--locked", "--path", "host", "--target-dir", "target"],
+        &[
+            "install",
+            "--locked",
+            "--path",
+            "host",
+            "--target-dir",
+            "target",
+        ],
         &[],
     )?;
     println!(

@@ -251,6 +251,31 @@ pub async fn heartbeat(db: &Db, fence: &Fence, lease_ms: i64) -> sqlx::Result<Op
     Ok(flag.map(|f| f != 0))
 }
 
+/// Claims the lease of schedule `name` for `holder` for `lease_ms` when no
+/// one holds it (or its holder's lease ran out): whether this process runs
+/// the schedule's tick this period. One statement, so of processes ticking
+/// at once exactly one wins.
+pub async fn claim_schedule(
+    db: &Db,
+    name: &str,
+    holder: &str,
+    lease_ms: i64,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let claimed = sqlx::query(&sql(
+        db,
+        "INSERT INTO schedule_leases (name, holder, lease_until) VALUES ($1, $2, {now} + $3) \
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, \
+         lease_until = excluded.lease_until WHERE schedule_leases.lease_until <= {now}",
+    ))
+    .bind(name)
+    .bind(holder)
+    .bind(lease_ms)
+    .execute(&db.bookkeeping)
+    .await?;
+    Ok(claimed.rows_affected() == 1)
+}
+
 /// Jobs queued and running now, across tenants, by kind and status, with
 /// the creation time of the oldest of each (for the metrics).
 #[derive(Debug, Clone, sqlx::FromRow)]
