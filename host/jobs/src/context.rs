@@ -60,11 +60,19 @@ struct Inner {
     token: CancellationToken,
     reason: OnceLock<StopReason>,
     last_progress_ms: AtomicI64,
-    /// The last progress reported: phase, done, total, unit (for the log
-    /// line that ends the run).
-    last_progress: Mutex<(String, i64, i64, String)>,
-    /// When the current phase began, for the estimated end.
-    phase_started_ms: AtomicI64,
+    /// The last progress reported (for the log line that ends the run and
+    /// the estimated end).
+    last_progress: Mutex<LastProgress>,
+}
+
+#[derive(Default)]
+struct LastProgress {
+    phase: String,
+    done: i64,
+    total: i64,
+    unit: String,
+    /// When `phase` began.
+    phase_started_ms: i64,
 }
 
 impl JobContext {
@@ -88,8 +96,7 @@ impl JobContext {
                 token: CancellationToken::new(),
                 reason: OnceLock::new(),
                 last_progress_ms: AtomicI64::new(now_ms()),
-                last_progress: Mutex::new(Default::default()),
-                phase_started_ms: AtomicI64::new(now_ms()),
+                last_progress: Mutex::new(LastProgress::default()),
             }),
         }
     }
@@ -130,12 +137,6 @@ impl JobContext {
         &self.inner.token
     }
 
-    /// Why the job was told to stop, once it was: a handler between two
-    /// batches of work returns `LeaseLost(reason)` then.
-    pub fn stopped(&self) -> Option<StopReason> {
-        self.stop_reason()
-    }
-
     pub(super) fn fence(&self) -> &Fence {
         &self.inner.fence
     }
@@ -145,7 +146,9 @@ impl JobContext {
         self.inner.token.cancel();
     }
 
-    pub(super) fn stop_reason(&self) -> Option<StopReason> {
+    /// Why the job was told to stop, once it was: a handler between two
+    /// batches of work returns `LeaseLost(reason)` then.
+    pub fn stop_reason(&self) -> Option<StopReason> {
         self.inner.reason.get().copied()
     }
 
@@ -167,11 +170,12 @@ impl JobContext {
 
     /// The last progress reported: phase, done, total and unit.
     pub fn last_progress(&self) -> (String, i64, i64, String) {
-        self.inner
+        let last = self
+            .inner
             .last_progress
             .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (last.phase.clone(), last.done, last.total, last.unit.clone())
     }
 
     /// Reports progress in one unit: `done` of `total` `unit`s in `phase`
@@ -194,13 +198,14 @@ impl JobContext {
                 .last_progress
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if last.0 != phase {
-                self.inner
-                    .phase_started_ms
-                    .store(now_ms(), Ordering::Relaxed);
+            if last.phase != phase {
+                last.phase = phase.to_string();
+                last.phase_started_ms = now_ms();
             }
-            *last = (phase.to_string(), done, total, unit.to_string());
-            self.inner.phase_started_ms.load(Ordering::Relaxed)
+            last.done = done;
+            last.total = total;
+            last.unit = unit.to_string();
+            last.phase_started_ms
         };
         let progress = json!({
             "phase": phase, "done": done, "total": total, "unit": unit, "detail": detail,

@@ -53,19 +53,14 @@ pub fn pause_after(failures: i64, interval: Duration) -> Duration {
 pub async fn succeeded(db: &Db, source: &str, interval: Duration) -> sqlx::Result<i64> {
     let before = of(db, source).await?.map(|a| a.failures).unwrap_or(0);
     let now = now_ms();
-    let _turn = db.write_turn().await;
-    sqlx::query(
-        "INSERT INTO vuln_source_attempts \
-         (source, last_attempt_at, last_success_at, last_error, failures, next_attempt_at) \
-         VALUES ($1, $2, $2, NULL, 0, $3) ON CONFLICT (source) DO UPDATE SET \
-         last_attempt_at = excluded.last_attempt_at, last_success_at = excluded.last_success_at, \
-         last_error = NULL, failures = 0, next_attempt_at = excluded.next_attempt_at",
-    )
-    .bind(source)
-    .bind(now)
-    .bind(now + interval.as_millis() as i64)
-    .execute(&db.pool)
-    .await?;
+    let attempts = Attempts {
+        last_attempt_at: now,
+        last_success_at: Some(now),
+        last_error: None,
+        failures: 0,
+        next_attempt_at: now + interval.as_millis() as i64,
+    };
+    store(db, source, &attempts).await?;
     Ok(before)
 }
 
@@ -74,19 +69,18 @@ pub async fn succeeded(db: &Db, source: &str, interval: Duration) -> sqlx::Resul
 /// at once for a source never tried).
 pub async fn imported(db: &Db, source: &str) -> sqlx::Result<()> {
     let now = now_ms();
-    let _turn = db.write_turn().await;
-    sqlx::query(
-        "INSERT INTO vuln_source_attempts \
-         (source, last_attempt_at, last_success_at, last_error, failures, next_attempt_at) \
-         VALUES ($1, $2, $2, NULL, 0, $2) ON CONFLICT (source) DO UPDATE SET \
-         last_attempt_at = excluded.last_attempt_at, last_success_at = excluded.last_success_at, \
-         last_error = NULL, failures = 0",
-    )
-    .bind(source)
-    .bind(now)
-    .execute(&db.pool)
-    .await?;
-    Ok(())
+    let next_attempt_at = of(db, source)
+        .await?
+        .map(|a| a.next_attempt_at)
+        .unwrap_or(now);
+    let attempts = Attempts {
+        last_attempt_at: now,
+        last_success_at: Some(now),
+        last_error: None,
+        failures: 0,
+        next_attempt_at,
+    };
+    store(db, source, &attempts).await
 }
 
 /// Records a failed load with its reason; the next attempt waits
@@ -102,22 +96,37 @@ pub async fn failed(
     let failures = previous.as_ref().map(|a| a.failures).unwrap_or(0) + 1;
     let pause = pause_after(failures, interval);
     let now = now_ms();
+    let attempts = Attempts {
+        last_attempt_at: now,
+        last_success_at: previous.and_then(|a| a.last_success_at),
+        last_error: Some(error.to_string()),
+        failures,
+        next_attempt_at: now + pause.as_millis() as i64,
+    };
+    store(db, source, &attempts).await?;
+    Ok((failures, pause))
+}
+
+/// Writes where `source` stands, whole.
+async fn store(db: &Db, source: &str, attempts: &Attempts) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO vuln_source_attempts \
          (source, last_attempt_at, last_success_at, last_error, failures, next_attempt_at) \
-         VALUES ($1, $2, NULL, $3, $4, $5) ON CONFLICT (source) DO UPDATE SET \
-         last_attempt_at = excluded.last_attempt_at, last_error = excluded.last_error, \
-         failures = excluded.failures, next_attempt_at = excluded.next_attempt_at",
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (source) DO UPDATE SET \
+         last_attempt_at = excluded.last_attempt_at, last_success_at = excluded.last_success_at, \
+         last_error = excluded.last_error, failures = excluded.failures, \
+         next_attempt_at = excluded.next_attempt_at",
     )
     .bind(source)
-    .bind(now)
-    .bind(error)
-    .bind(failures)
-    .bind(now + pause.as_millis() as i64)
+    .bind(attempts.last_attempt_at)
+    .bind(attempts.last_success_at)
+    .bind(attempts.last_error.as_deref())
+    .bind(attempts.failures)
+    .bind(attempts.next_attempt_at)
     .execute(&db.pool)
     .await?;
-    Ok((failures, pause))
+    Ok(())
 }
 
 #[cfg(test)]

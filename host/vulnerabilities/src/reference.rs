@@ -742,23 +742,34 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     }))
 }
 
+/// The reference tables by the name their count goes by.
+const COUNTED: [(&str, &str); 6] = [
+    ("cves", "vuln_cves"),
+    ("match_rows", "vuln_match_rows"),
+    ("cpe_products", "vuln_cpe_products"),
+    ("cwes", "vuln_cwes"),
+    ("kev", "vuln_kev"),
+    ("epss", "vuln_epss"),
+];
+
 /// Counts of the reference tables, for `/vulnerabilities/sources`.
 pub async fn counts(db: &Db) -> sqlx::Result<Vec<(&'static str, i64)>> {
     let mut out = vec![];
-    for (name, table) in [
-        ("cves", "vuln_cves"),
-        ("match_rows", "vuln_match_rows"),
-        ("cpe_products", "vuln_cpe_products"),
-        ("cwes", "vuln_cwes"),
-        ("kev", "vuln_kev"),
-        ("epss", "vuln_epss"),
-    ] {
-        let count: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(&db.pool)
-            .await?;
-        out.push((name, count));
+    for (name, _) in COUNTED {
+        out.push((name, count(db, name).await?));
     }
     Ok(out)
+}
+
+/// The rows of one reference table, by its name in [`counts`] (0 for a
+/// name that is none of them).
+pub async fn count(db: &Db, name: &str) -> sqlx::Result<i64> {
+    let Some((_, table)) = COUNTED.iter().find(|(counted, _)| *counted == name) else {
+        return Ok(0);
+    };
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+        .fetch_one(&db.pool)
+        .await
 }
 
 /// A CVE found by a partial match.

@@ -670,20 +670,17 @@ impl JobHandler for SourceHandler {
 /// records held, failing or not. Read after every load and every minute.
 pub async fn record_gauges(db: &Db) {
     use cairn_core::telemetry;
-    let counts = match reference::counts(db).await {
-        Ok(counts) => counts,
-        Err(err) => {
-            tracing::debug!(error = %err, "CVE source figures not read");
-            return;
-        }
-    };
     let now = cairn_core::db::now_ms();
     for source in SOURCES {
-        let records = counts
-            .iter()
-            .find(|(name, _)| *name == records_key(source))
-            .map(|(_, count)| *count)
-            .unwrap_or(0);
+        // Only the source's own table: the match rows and CPE dictionary
+        // are far larger and not needed here.
+        let records = match reference::count(db, records_key(source)).await {
+            Ok(records) => records,
+            Err(err) => {
+                tracing::debug!(error = %err, "CVE source figures not read");
+                return;
+            }
+        };
         metrics::gauge!(telemetry::CVE_SOURCE_RECORDS, "source" => source).set(records as f64);
         let attempts = super::attempts::of(db, source).await.ok().flatten();
         let last_success = match &attempts {

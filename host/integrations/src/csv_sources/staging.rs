@@ -202,7 +202,7 @@ impl Staging {
                 in_batch += 1;
             }
             if in_batch > 0 && (in_batch >= sizes.rows() || line.is_none()) {
-                if let Some(reason) = ctx.stopped() {
+                if let Some(reason) = ctx.stop_reason() {
                     return Err(LeaseLost(reason).into());
                 }
                 batch.push(']');
