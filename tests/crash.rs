@@ -15,6 +15,7 @@ use cairn_core::ids::TenantId;
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
+use cairn_tests::fake_s3::{self, FakeS3};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use cairn_tests::{backend_tests, batches, wait_for, Backend, ScratchDatabase};
 use serde_json::{json, Value};
@@ -26,6 +27,8 @@ backend_tests!(
     killed_bulk_pull_resumes_from_its_checkpoint,
     terminated_process_hands_jobs_back_in_every_phase,
     a_paused_parse_writes_nothing_after_its_lease,
+    processes_share_files_through_the_object_store,
+    rate_limits_hold_across_processes,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -37,6 +40,18 @@ struct Server {
 
 impl Server {
     fn spawn(database_url: &str, data_dir: &Path, connectors: &Path, log: &str) -> Server {
+        Server::spawn_with(database_url, data_dir, connectors, log, &[])
+    }
+
+    /// [`Server::spawn`] with more `CAIRN_*` settings.
+    fn spawn_with(
+        database_url: &str,
+        data_dir: &Path,
+        connectors: &Path,
+        log: &str,
+        settings: &[(&str, &str)],
+    ) -> Server {
+        std::fs::create_dir_all(data_dir).expect("data directory");
         let log = data_dir.join(log);
         let log_file = std::fs::File::create(&log).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_cairn-test-server"))
@@ -59,6 +74,7 @@ impl Server {
             .env("CAIRN_JOB_REAPER_INTERVAL_SECS", "1")
             .env("CAIRN_JOB_POLL_INTERVAL_MS", "100")
             .env("CAIRN_JOB_RETRY_BACKOFF_MS", "0")
+            .envs(settings.iter().copied())
             .stdout(Stdio::piped())
             .stderr(log_file)
             .spawn()
@@ -1012,5 +1028,229 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     assert!(!lines.iter().any(|l| l.contains(",=") || l.contains(",\"=")));
     drop(server);
     db.close().await;
+    scratch.remove().await;
+}
+
+/// Two processes with data directories of their own share one database and
+/// one bucket: an API-only process (no job workers) takes the uploads and
+/// the report request, the other runs every job. Each file one process
+/// writes, the other reads; a file removed from the bucket is a 410.
+async fn processes_share_files_through_the_object_store(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let s3 = FakeS3::start().await;
+    let connectors = connectors_dir(&["csv-providers/software-inventory"], &[]);
+    // Both processes must share their secrets: a token signed by one is
+    // checked by the other, and integration secrets are sealed with one key.
+    let shared = [
+        ("CAIRN_BLOB_STORE", "s3"),
+        ("CAIRN_S3_ENDPOINT", s3.endpoint.as_str()),
+        ("CAIRN_S3_BUCKET", fake_s3::BUCKET),
+        ("CAIRN_S3_REGION", fake_s3::REGION),
+        ("CAIRN_S3_ACCESS_KEY_ID", fake_s3::ACCESS_KEY_ID),
+        ("CAIRN_S3_SECRET_ACCESS_KEY", fake_s3::SECRET_ACCESS_KEY),
+        (
+            "CAIRN_JWT_SECRET",
+            "a shared signing secret for both processes",
+        ),
+        (
+            "CAIRN_ENCRYPTION_KEY",
+            "6f1c0a9e3b7d2f4a8c5e1b9d7a3f6c2e4b8d0a7c9e1f3b5d7a9c2e4f6b8d0a1c",
+        ),
+    ];
+    let mut api_only = shared.to_vec();
+    api_only.push(("CAIRN_JOB_WORKERS", "0"));
+    let api = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("api"),
+        &connectors,
+        "api.log",
+        &api_only,
+    );
+    let worker = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("worker"),
+        &connectors,
+        "worker.log",
+        &shared,
+    );
+    let (token, tenant) = api.register_owner().await;
+
+    let mut uploads = vec![];
+    for n in 1..=6 {
+        let (upload_id, _) = api.upload_software(&token, 100 * n).await;
+        uploads.push((upload_id, 100 * n));
+    }
+    for (upload_id, rows) in &uploads {
+        let path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
+        wait_for("the worker to parse the upload", HEAVY_PHASE, async || {
+            let upload = api.get(&path, &token).await;
+            assert_ne!(upload["status"], "failed", "{upload}");
+            upload["status"] == "succeeded"
+        })
+        .await;
+        let upload = worker.get(&path, &token).await;
+        assert_eq!(upload["rows_imported"], *rows, "{upload}");
+    }
+    // The file goes once its upload's report is written.
+    wait_for(
+        "the parsed uploads' files to be removed",
+        Duration::from_secs(30),
+        async || !s3.keys().iter().any(|k| k.starts_with("csv-uploads/")),
+    )
+    .await;
+
+    let report = api
+        .post(
+            "/api/v1/reports/generate",
+            &token,
+            json!({"report_type": "software_inventory", "format": "csv"}),
+        )
+        .await;
+    let report_id = report["id"].as_str().expect("a report id").to_string();
+    wait_for("the worker to write the report", HEAVY_PHASE, async || {
+        let status = api
+            .get(&format!("/api/v1/reports/{report_id}/status"), &token)
+            .await;
+        assert_ne!(status["status"], "failed", "{status}");
+        status["status"] == "succeeded"
+    })
+    .await;
+    let download = format!("{}/api/v1/reports/{report_id}/download", api.url);
+    let fetched = api
+        .http
+        .get(&download)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status(), 200);
+    let csv = fetched.text().await.unwrap();
+    assert!(csv.lines().count() > 1, "{csv}");
+    let key = format!("reports/{tenant}/{report_id}.csv");
+    assert_eq!(
+        s3.object(&key).expect("the report is in the bucket").bytes,
+        csv.as_bytes()
+    );
+
+    s3.remove(&key);
+    for server in [&api, &worker] {
+        let url = format!("{}/api/v1/reports/{report_id}/download", server.url);
+        let gone = server
+            .http
+            .get(&url)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(gone.status(), 410);
+        let body: Value = gone.json().await.expect("a JSON body");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .contains("generate it again"),
+            "{body}"
+        );
+    }
+
+    api.kill();
+    worker.kill();
+    scratch.remove().await;
+}
+
+/// The Redis server the shared rate limits are tested on, or `None` to
+/// skip that store: unreachable without `CAIRN_REQUIRE_REDIS=1`.
+async fn redis_url() -> Option<String> {
+    let url =
+        std::env::var("CAIRN_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let required = std::env::var("CAIRN_REQUIRE_REDIS").is_ok_and(|v| v == "1");
+    let address = url.trim_start_matches("redis://").trim_end_matches('/');
+    match tokio::net::TcpStream::connect(address).await {
+        Ok(_) => Some(url),
+        Err(err) if required => panic!("Redis is required but {url} is unreachable: {err}"),
+        Err(err) => {
+            eprintln!("skipping the Redis rate limit store: {url}: {err}");
+            None
+        }
+    }
+}
+
+/// Two processes on one database count one login limit (10 a minute per
+/// client address) together, in the database and in Redis: the eleventh
+/// attempt is refused whichever process it reaches. Each process alone
+/// would allow ten.
+async fn rate_limits_hold_across_processes(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["csv-providers/software-inventory"], &[]);
+    let mut stores = vec![("database", String::new())];
+    if let Some(url) = redis_url().await {
+        stores.push(("redis", url));
+    }
+    for (store, redis) in stores {
+        let settings = [
+            ("CAIRN_RATE_LIMIT_STORE", store),
+            ("CAIRN_REDIS_URL", redis.as_str()),
+            // The client address comes from X-Forwarded-For, so each run
+            // counts under an address of its own in a Redis that outlives it.
+            ("CAIRN_TRUSTED_PROXIES", "127.0.0.1"),
+        ];
+        let first = Server::spawn_with(
+            &scratch.url,
+            &scratch.dir.join(format!("{store}-1")),
+            &connectors,
+            "first.log",
+            &settings,
+        );
+        let second = Server::spawn_with(
+            &scratch.url,
+            &scratch.dir.join(format!("{store}-2")),
+            &connectors,
+            "second.log",
+            &settings,
+        );
+        let client = format!(
+            "198.51.100.{}",
+            1 + (uuid::Uuid::new_v4().as_u128() % 250) as u8
+        );
+        // Twelve attempts must fall in one minute's window.
+        let second_of_minute = chrono::Utc::now().timestamp() % 60;
+        if second_of_minute > 45 {
+            tokio::time::sleep(Duration::from_secs((61 - second_of_minute) as u64)).await;
+        }
+        let mut statuses = vec![];
+        for attempt in 0..12 {
+            let server = if attempt % 2 == 0 { &first } else { &second };
+            let answer = server
+                .http
+                .post(format!("{}/api/v1/auth/login", server.url))
+                .header("x-forwarded-for", &client)
+                .json(&json!({"email": "nobody@msp.example", "password": "wrong password"}))
+                .send()
+                .await
+                .unwrap();
+            if answer.status() == 429 {
+                let wait: u64 = answer.headers()["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!((1..=60).contains(&wait), "{store}: Retry-After {wait}");
+                let body: Value = answer.json().await.expect("a JSON body");
+                assert_eq!(body["type"], "rate_limited", "{store}: {body}");
+                statuses.push(429);
+            } else {
+                statuses.push(answer.status().as_u16());
+            }
+        }
+        let mut expected = vec![401; 10];
+        expected.extend([429, 429]);
+        assert_eq!(statuses, expected, "{store}");
+        first.kill();
+        second.kill();
+    }
     scratch.remove().await;
 }

@@ -85,7 +85,7 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         cairn_integrations::csv_sources::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
         cairn_features::reports::retention(
             state.db.clone(),
-            state.settings.reports_dir.clone(),
+            state.blobs.reports.clone(),
             state.settings.report_retention_days,
         ),
         cairn_features::dashboards::schedule(state.db.clone()),
@@ -170,8 +170,8 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
 /// process's memory: in every process).
 fn rate_limit_shrinker(state: AppState) -> Schedule {
     Schedule::every("rate limit shrink", Duration::from_secs(60), move || {
-        state.limits.shrink();
-        std::future::ready(Ok::<(), std::convert::Infallible>(()))
+        let state = state.clone();
+        async move { state.limits.shrink().await }
     })
     .per_process()
 }

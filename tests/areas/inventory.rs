@@ -4,11 +4,13 @@
 //! superseded rebuild, a large one, the change queue the matcher reads, and
 //! the tenant every inventory row must belong to.
 
+use cairn_core::db::fence::{FencedError, NoFence, WriteFence};
 use cairn_core::ids::TenantId;
 use cairn_features::devices::assets::AssetView;
 use cairn_inventory::assets::{self, AssetRow};
 use cairn_inventory::rollup::{self, build::Application, Mode};
 use cairn_inventory::search::{self, Page, SearchRequest};
+use cairn_inventory::seen;
 use cairn_plugins::MappedRow;
 use cairn_tests::inventory::{device_record, full_item, item};
 use cairn_tests::{backend_tests, Backend, TestDb};
@@ -17,6 +19,7 @@ use serde_json::json;
 backend_tests!(
     each_rollup_rule_gives_its_applications,
     a_run_that_stops_reporting_a_device_drops_its_applications,
+    a_run_that_lost_its_job_prunes_nothing,
     a_superseded_rebuild_stops_before_sweeping_newer_rows,
     a_rebuild_reads_every_row_of_a_large_inventory,
     the_change_queue_holds_the_key_of_each_changed_row,
@@ -243,6 +246,67 @@ async fn each_rollup_rule_gives_its_applications(backend: Backend) {
     db.finish().await;
 }
 
+/// A fence that no longer holds: the run lost its job to another worker.
+struct LostJob;
+
+#[async_trait::async_trait]
+impl WriteFence for LostJob {
+    async fn hold(&self, _tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> sqlx::Result<bool> {
+        Ok(false)
+    }
+}
+
+/// A sync run that lost its job before its prune deletes nothing and
+/// records no completion; the run that owns the job prunes as usual.
+async fn a_run_that_lost_its_job_prunes_nothing(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = db.tenant("taken over").await;
+    let rows = [
+        rmm("WS-01", "7-Zip", "Igor Pavlov", "23.01", "windows"),
+        rmm("WS-02", "Notepad++", "Don Ho", "8.6", "windows"),
+    ];
+    write(&db, &tenant, "first", &rows).await;
+    write(&db, &tenant, "second", &rows[..1]).await;
+    let items = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_one(&db.db.pool)
+            .await
+            .unwrap()
+    };
+    let completed = || async {
+        cairn_inventory::seen::completed_runs(&db.db, &tenant)
+            .await
+            .unwrap()
+    };
+    let stored_pages = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM sync_seen WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_one(&db.db.pool)
+            .await
+            .unwrap()
+    };
+    let pages = stored_pages().await;
+    assert!(pages > 0);
+
+    let refused = seen::prune_unseen(&db.db, &LostJob, &tenant, "rmm", "second").await;
+    assert!(matches!(refused, Err(FencedError::Lost)), "{refused:?}");
+    let forgot = seen::forget_run(&db.db, &LostJob, &tenant, "rmm", "second").await;
+    assert!(matches!(forgot, Err(FencedError::Lost)), "{forgot:?}");
+    assert_eq!(items().await, 2, "nothing was pruned");
+    assert!(completed().await.is_empty(), "no completion was recorded");
+    assert_eq!(stored_pages().await, pages, "the run's pages are kept");
+
+    let pruned = seen::prune_unseen(&db.db, &NoFence, &tenant, "rmm", "second")
+        .await
+        .unwrap();
+    assert_eq!(pruned, (1, 0));
+    assert_eq!(items().await, 1);
+    assert!(completed().await.contains_key("rmm"));
+}
+
 async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Backend) {
     let Some(db) = TestDb::create(backend).await else {
         return;
@@ -280,7 +344,7 @@ async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Bac
 
     // WS-05 is re-imaged: the next run of rmm no longer reports Notepad++.
     write(&db, &tenant, "second", &rows[..2]).await;
-    cairn_inventory::seen::prune_unseen(&db.db, &tenant, "rmm", "second")
+    cairn_inventory::seen::prune_unseen(&db.db, &NoFence, &tenant, "rmm", "second")
         .await
         .unwrap();
     let second = rollup::rebuild_until_current(&db.db, &tenant, Mode::Incremental)
@@ -434,7 +498,9 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        seen::prune_unseen(db, &tenant, "rmm", run).await.unwrap();
+        seen::prune_unseen(db, &NoFence, &tenant, "rmm", run)
+            .await
+            .unwrap();
     };
     let key = |device: &str, application: &str, version: &str| SoftwareKey {
         device_name: device.into(),

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cairn_core::db::fence::WriteFence;
 use cairn_core::ids::TenantId;
 use cairn_jobs::storage::{self, Fence};
 use cairn_jobs::{JobFailure, JobStatus, Queue, QueueTiming, Registry, RunOutcome};
@@ -424,6 +425,12 @@ async fn zombie_writes_change_nothing_after_reclaim(backend: Backend) {
             .await
             .unwrap()
     );
+    tx.rollback().await.unwrap();
+    // The fence the areas' writes hold (`WriteFence`): the owner's holds,
+    // the zombie's does not.
+    let mut tx = db.pool.begin().await.unwrap();
+    assert!(WriteFence::hold(&owner, &mut tx).await.unwrap());
+    assert!(!WriteFence::hold(&zombie, &mut tx).await.unwrap());
     tx.rollback().await.unwrap();
     assert!(!storage::finish_success(db, &zombie).await.unwrap());
     assert_eq!(

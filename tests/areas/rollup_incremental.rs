@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_integrations::storage::upsert_rows;
 use cairn_inventory::rollup::{self, Mode};
@@ -191,7 +192,7 @@ impl Upstream {
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        prune_unseen(&test_db.db, tenant, source, run)
+        prune_unseen(&test_db.db, &NoFence, tenant, source, run)
             .await
             .unwrap();
     }

@@ -2,6 +2,7 @@
 //! devices routes over HTTP, with inventory written through the host's own
 //! sync write path and rebuilt by the rollup job.
 
+use cairn_core::db::fence::NoFence;
 use cairn_plugins::{InventoryRow, MappedRow};
 use cairn_tests::inventory::{device_record, full_item, item, sorted_names};
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
@@ -155,7 +156,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "second")
+    cairn_inventory::seen::prune_unseen(app.db(), &NoFence, &tenant, "rmm", "second")
         .await
         .unwrap();
     let job = app.rebuild(&owner).await;

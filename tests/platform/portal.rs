@@ -573,6 +573,23 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
         cairn_features::portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
     let expired = signer.link(id, chrono::Utc::now().timestamp() - 1);
     app.get(&expired, &Auth::None).await.assert_error(410);
+
+    // A document whose file an operator removed is gone (410 with a JSON
+    // body), not a server error.
+    let stored = app
+        .server
+        .state
+        .settings
+        .portal_files_dir
+        .join(format!("{}/{id}", admin.tenant_id));
+    std::fs::remove_file(&stored).expect("the document is kept locally");
+    let gone = app.get(&location, &Auth::None).await;
+    gone.assert_error(410);
+    assert!(
+        gone.body["detail"].as_str().unwrap().contains("no longer"),
+        "{}",
+        gone.text
+    );
     app.finish().await;
 }
 
@@ -735,6 +752,15 @@ async fn documents_go_to_s3_and_downloads_are_presigned(backend: Backend) {
         .iter()
         .all(|k| k.starts_with(&format!("{}/", admin.tenant_id))));
     assert_eq!(s3.refused_signatures(), tampered.len() + 1);
+
+    // An object removed from the bucket: the download says it is gone
+    // rather than sending the client to the bucket's own 404.
+    s3.remove(&ledger_key);
+    let ledger_id = ledger.body["id"].as_str().unwrap();
+    let gone = app
+        .get(&format!("/api/files/{ledger_id}/download"), &key)
+        .await;
+    gone.assert_error(410);
     app.finish().await;
 }
 

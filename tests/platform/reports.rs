@@ -343,19 +343,44 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
         .await
         .assert_error(404);
 
+    // A report whose file an operator removed is gone: 410 with a JSON
+    // body that says what to do.
+    let second = listed.body["items"][2]["id"].as_str().unwrap().to_string();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.file_stem().is_some_and(|stem| stem == second.as_str()))
+        .expect("the report's file");
+    std::fs::remove_file(file).unwrap();
+    let gone = app
+        .get(
+            &format!("/api/v1/reports/{second}/download"),
+            &owner.bearer(),
+        )
+        .await;
+    gone.assert_error(410);
+    assert!(
+        gone.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("generate it again"),
+        "{}",
+        gone.text
+    );
+
     // The retention sweep: nothing is older than 30 days; with none kept,
     // every finished report goes with its file.
-    let reports_dir = app.server.state.settings.reports_dir.clone();
+    let store = &app.server.state.blobs.reports;
     assert_eq!(
-        cairn_features::reports::prune(app.db(), &reports_dir, 30)
+        cairn_features::reports::prune(app.db(), store, 30)
             .await
             .unwrap(),
         0
     );
-    let pruned = cairn_features::reports::prune(app.db(), &reports_dir, 0)
+    let pruned = cairn_features::reports::prune(app.db(), store, 0)
         .await
         .unwrap();
-    assert_eq!(pruned, 16);
+    assert_eq!(pruned, 16, "a report without its file is pruned too");
     assert_eq!(files(), 0);
     let listed = app.get("/api/v1/reports/", &owner.bearer()).await;
     assert_eq!(listed.body["total"], 0, "{}", listed.text);

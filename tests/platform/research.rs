@@ -3,6 +3,7 @@
 //! findings and inventory, and nothing of one tenant is visible to or
 //! changeable by another.
 
+use cairn_core::db::fence::NoFence;
 use cairn_plugins::MappedRow;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
@@ -1029,7 +1030,7 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "upgrade")
+    cairn_inventory::seen::prune_unseen(app.db(), &NoFence, &tenant, "rmm", "upgrade")
         .await
         .unwrap();
     app.rebuild(&owner).await;

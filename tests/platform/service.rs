@@ -200,16 +200,16 @@ async fn openapi_lists_every_route(backend: Backend) {
         .contains(&json!("application_version")));
     assert_eq!(doc.body["info"]["license"]["identifier"], "Apache-2.0");
     // Its interface version, which CHANGELOG.md follows.
-    assert_eq!(doc.body["info"]["version"], "0.3.0");
+    assert_eq!(doc.body["info"]["version"], "0.3.1");
     assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
     assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
 
-    // The client portal API has its own document, interface version 0.1.1,
+    // The client portal API has its own document, interface version 0.1.2,
     // and is not mixed into the main one.
     let portal = app.get("/api/openapi.json", &Auth::None).await;
     assert_eq!(portal.status, 200);
     assert_eq!(portal.body["openapi"], "3.1.0");
-    assert_eq!(portal.body["info"]["version"], "0.1.1");
+    assert_eq!(portal.body["info"]["version"], "0.1.2");
     for (method, path) in [
         ("get", "/api/invoices"),
         ("get", "/api/invoices/{id}"),

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_plugins::{InventoryRow, MappedRow};
 use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
@@ -831,7 +832,7 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    cairn_inventory::seen::prune_unseen(app.db(), &tenant, "rmm", "run-2")
+    cairn_inventory::seen::prune_unseen(app.db(), &NoFence, &tenant, "rmm", "run-2")
         .await
         .unwrap();
     // Mapping the unmatched application to nothing takes it off the list.

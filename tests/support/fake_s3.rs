@@ -1,8 +1,8 @@
 //! A fake S3-compatible object store on 127.0.0.1, speaking the REST wire
 //! format that `object_store` uses with path-style addressing
 //! (`/<bucket>/<key>`): PutObject, CreateMultipartUpload, UploadPart,
-//! CompleteMultipartUpload, AbortMultipartUpload, GetObject, HeadObject and
-//! DeleteObject, with S3's XML bodies and errors. Objects live in memory.
+//! CompleteMultipartUpload, AbortMultipartUpload, GetObject, HeadObject,
+//! DeleteObject and DeleteObjects, with S3's XML bodies and errors. Objects live in memory.
 //!
 //! Every request must carry a valid AWS Signature Version 4 made with the
 //! one key pair the fake knows: in the `Authorization` header (the payload
@@ -102,18 +102,24 @@ impl FakeS3 {
         }
     }
 
-    /// Points the service's portal store at this fake.
+    /// Points the service's blob store at this fake.
     pub fn configure(&self, settings: &mut cairn_core::settings::Settings) {
-        settings.portal_store = "s3".into();
-        settings.portal_s3_endpoint = self.endpoint.clone();
-        settings.portal_s3_bucket = BUCKET.into();
-        settings.portal_s3_region = REGION.into();
-        settings.portal_s3_access_key_id = ACCESS_KEY_ID.into();
-        settings.portal_s3_secret_access_key = SECRET_ACCESS_KEY.into();
+        settings.blob_store = "s3".into();
+        settings.s3_endpoint = self.endpoint.clone();
+        settings.s3_bucket = BUCKET.into();
+        settings.s3_region = REGION.into();
+        settings.s3_access_key_id = ACCESS_KEY_ID.into();
+        settings.s3_secret_access_key = SECRET_ACCESS_KEY.into();
     }
 
     pub fn object(&self, key: &str) -> Option<StoredObject> {
         lock(&self.shared.objects).get(key).cloned()
+    }
+
+    /// Removes an object, as an operator (or a bucket's lifecycle rule)
+    /// would.
+    pub fn remove(&self, key: &str) {
+        lock(&self.shared.objects).remove(key);
     }
 
     pub fn keys(&self) -> Vec<String> {
@@ -242,6 +248,37 @@ fn serve(
         shared.refused_signatures.fetch_add(1, Ordering::SeqCst);
     })?;
 
+    // DeleteObjects (`POST /<bucket>?delete`), which `object_store` sends
+    // for every delete: the keys in an XML body, the result per key.
+    if method == Method::POST
+        && query.iter().any(|(k, _)| k == "delete")
+        && path.trim_end_matches('/') == format!("/{BUCKET}")
+    {
+        if !headers.contains_key("content-md5") {
+            return Err(s3_error(
+                StatusCode::BAD_REQUEST,
+                "InvalidRequest",
+                "Missing required header for this request: Content-MD5",
+            ));
+        }
+        let body = std::str::from_utf8(body)
+            .map_err(|_| s3_error(StatusCode::BAD_REQUEST, "MalformedXML", "not UTF-8"))?;
+        let mut deleted = String::new();
+        for object in elements(body, "Object") {
+            let key = elements(object, "Key")
+                .first()
+                .map(|k| xml_unescape(k))
+                .ok_or_else(|| s3_error(StatusCode::BAD_REQUEST, "MalformedXML", "no Key"))?;
+            lock(&shared.objects).remove(&key);
+            deleted.push_str(&format!(
+                "<Deleted><Key>{}</Key></Deleted>",
+                xml_escape(&key)
+            ));
+        }
+        return Ok(xml(format!(
+            "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{deleted}</DeleteResult>"
+        )));
+    }
     let key = path
         .strip_prefix(&format!("/{BUCKET}/"))
         .map(percent_decode)

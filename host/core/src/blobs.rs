@@ -1,15 +1,18 @@
-//! Where portal documents live: a local directory (the default), or an
-//! S3-compatible bucket reached through the `object_store` crate. Uploads
-//! reach either from the temporary file `crate::uploads` checked, and go up
-//! in bounded pieces, so a large document never sits whole in memory.
-//! Downloads never pass through here for S3: the client is sent to a
+//! Where every file written for later lives: CSV and Excel uploads waiting
+//! for their parse, generated reports and portal documents. A local
+//! directory per shelf (the default, one machine only), or one S3-compatible
+//! bucket reached through the `object_store` crate, which several processes
+//! share. Files go up from a temporary file in bounded pieces and come back
+//! as a stream, so a large file never sits whole in memory. Portal
+//! downloads never pass through here for S3: the client is sent to a
 //! presigned URL and reads straight from the bucket.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use axum::body::Bytes;
+use futures::stream::{BoxStream, FuturesUnordered, StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::signer::Signer;
@@ -17,14 +20,14 @@ use object_store::{
     Attribute, Attributes, ClientOptions, MultipartUpload, ObjectStore, ObjectStoreExt,
     PutMultipartOptions, PutOptions, PutPayload, RetryConfig,
 };
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::settings::Settings;
 use crate::uploads::Received;
 
-/// Documents up to this size go up in one PUT (read whole, which this
-/// bounds); larger ones as a multipart upload of parts this size. S3 wants
-/// every part but the last to be at least 5 MiB.
+/// Files up to this size go up in one PUT (read whole, which this bounds);
+/// larger ones as a multipart upload of parts this size. S3 wants every
+/// part but the last to be at least 5 MiB.
 const PART_BYTES: usize = 8 * 1024 * 1024;
 /// Parts uploading at once; an upload holds about one more than this in
 /// memory.
@@ -32,18 +35,40 @@ const PARTS_IN_FLIGHT: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("document store I/O failed: {0}")]
+    /// The file was removed from the store (by an operator, a retention
+    /// rule, or a change of store): what it held must be made again.
+    #[error("the file is no longer in the store")]
+    Missing,
+    #[error("file store I/O failed: {0}")]
     Io(#[from] std::io::Error),
     #[error("object store request failed: {0}")]
-    Object(#[from] object_store::Error),
-    #[error("the S3 document store cannot be set up: {0}")]
+    Object(#[source] object_store::Error),
+    #[error("the S3 store cannot be set up: {0}")]
     Config(#[source] object_store::Error),
-    #[error("this document is kept in the {0} store, which is not configured")]
+    #[error("this file is kept in the {0} store, which is not configured")]
     NotConfigured(StoreKind),
 }
 
-/// Which store holds a document; recorded on its row, so documents kept
-/// before a change of store stay reachable.
+impl From<object_store::Error> for StoreError {
+    fn from(err: object_store::Error) -> Self {
+        match err {
+            object_store::Error::NotFound { .. } => StoreError::Missing,
+            other => StoreError::Object(other),
+        }
+    }
+}
+
+/// A local read that finds no file is a missing blob, not an I/O failure.
+fn local_read(err: std::io::Error) -> StoreError {
+    if err.kind() == std::io::ErrorKind::NotFound {
+        StoreError::Missing
+    } else {
+        StoreError::Io(err)
+    }
+}
+
+/// Which store holds a file; recorded on a portal document's row, so
+/// documents kept before a change of store stay reachable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
     Local,
@@ -73,6 +98,37 @@ impl fmt::Display for StoreKind {
     }
 }
 
+/// What a store keeps. Each shelf has its own local directory and its own
+/// key prefix in the bucket, so one bucket serves them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shelf {
+    /// Portal documents; unprefixed, as they were before the other shelves
+    /// shared the bucket.
+    Portal,
+    /// CSV and Excel uploads until their parse has read them.
+    Uploads,
+    /// Generated reports until retention deletes them.
+    Reports,
+}
+
+impl Shelf {
+    fn local_root(self, settings: &Settings) -> PathBuf {
+        match self {
+            Shelf::Portal => settings.portal_files_dir.clone(),
+            Shelf::Uploads => settings.csv_uploads_dir.clone(),
+            Shelf::Reports => settings.reports_dir.clone(),
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Shelf::Portal => "",
+            Shelf::Uploads => "csv-uploads/",
+            Shelf::Reports => "reports/",
+        }
+    }
+}
+
 /// Where a kept document went.
 #[derive(Debug)]
 pub struct Kept {
@@ -80,7 +136,71 @@ pub struct Kept {
     pub web_url: Option<String>,
 }
 
-/// The store new documents go to (`portal_store`).
+/// A file to put in the store: a local file and how it is served.
+pub struct Outgoing<'a> {
+    pub file: &'a Path,
+    pub size: u64,
+    pub content_type: &'a str,
+    /// The name a download gives it.
+    pub name: &'a str,
+}
+
+impl<'a> From<&'a Received> for Outgoing<'a> {
+    fn from(received: &'a Received) -> Self {
+        Outgoing {
+            file: &received.tmp,
+            size: received.size,
+            content_type: &received.content_type,
+            name: &received.name,
+        }
+    }
+}
+
+/// A stored file on this machine's disk, for a reader that needs a path
+/// (the spreadsheet parsers). A copy fetched from the bucket is removed by
+/// [`Fetched::release`].
+#[derive(Debug)]
+pub struct Fetched {
+    pub path: PathBuf,
+    temporary: bool,
+}
+
+impl Fetched {
+    /// Removes the local copy of a fetched object; a local store's own
+    /// file stays.
+    pub async fn release(self) {
+        if self.temporary {
+            let _ = tokio::fs::remove_file(&self.path).await;
+        }
+    }
+}
+
+/// A stored file opened for reading: its size and its bytes as a stream.
+pub struct Opened {
+    pub size: u64,
+    pub bytes: BoxStream<'static, std::io::Result<Bytes>>,
+}
+
+/// One store per shelf, built once from the settings.
+#[derive(Clone)]
+pub struct Blobs {
+    pub portal: BlobStore,
+    pub uploads: BlobStore,
+    pub reports: BlobStore,
+}
+
+impl Blobs {
+    pub fn from_settings(settings: &Settings) -> Result<Blobs, StoreError> {
+        Ok(Blobs {
+            portal: BlobStore::from_settings(settings, Shelf::Portal)?,
+            uploads: BlobStore::from_settings(settings, Shelf::Uploads)?,
+            reports: BlobStore::from_settings(settings, Shelf::Reports)?,
+        })
+    }
+}
+
+/// The store one shelf's new files go to (`blob_store`).
+#[derive(Clone)]
 pub enum BlobStore {
     Local(LocalStore),
     S3(S3Store),
@@ -89,10 +209,14 @@ pub enum BlobStore {
 impl BlobStore {
     /// `settings` must have been through `Settings::prepare`, which refuses
     /// an incomplete S3 configuration.
-    pub fn from_settings(settings: &Settings) -> Result<BlobStore, StoreError> {
-        let local = LocalStore::new(settings.portal_files_dir.clone());
-        if settings.portal_store == StoreKind::S3.as_str() {
-            Ok(BlobStore::S3(S3Store::new(settings, local.tmp_dir())?))
+    pub fn from_settings(settings: &Settings, shelf: Shelf) -> Result<BlobStore, StoreError> {
+        let local = LocalStore::new(shelf.local_root(settings));
+        if settings.blob_store == StoreKind::S3.as_str() {
+            Ok(BlobStore::S3(S3Store::new(
+                settings,
+                shelf.prefix(),
+                local.tmp_dir(),
+            )?))
         } else {
             Ok(BlobStore::Local(local))
         }
@@ -105,7 +229,8 @@ impl BlobStore {
         }
     }
 
-    /// Where uploads wait while they are checked.
+    /// Where uploads wait while they are checked, and where objects are
+    /// fetched to: on this machine, whichever store keeps the files.
     pub fn tmp_dir(&self) -> PathBuf {
         match self {
             BlobStore::Local(local) => local.tmp_dir(),
@@ -116,40 +241,139 @@ impl BlobStore {
     /// Keeps a checked upload under `key`. The temporary file is gone
     /// afterwards whatever the outcome, and a failure leaves nothing stored.
     pub async fn keep(&self, received: &Received, key: &str) -> Result<Kept, StoreError> {
+        self.put(Outgoing::from(received), key).await?;
+        Ok(Kept {
+            kind: self.kind(),
+            web_url: match self {
+                BlobStore::Local(_) => None,
+                BlobStore::S3(s3) => Some(s3.web_url(key)),
+            },
+        })
+    }
+
+    /// Stores the local file `outgoing.file` under `key` (it is moved or
+    /// sent, and gone afterwards whatever the outcome); a failure leaves
+    /// nothing stored.
+    pub async fn put(&self, outgoing: Outgoing<'_>, key: &str) -> Result<(), StoreError> {
         let outcome = match self {
-            BlobStore::Local(local) => received
-                .persist(&local.path(key))
-                .await
-                .map(|()| None)
-                .map_err(StoreError::from),
-            BlobStore::S3(s3) => match s3.upload(received, key).await {
-                Ok(()) => Ok(Some(s3.web_url(key))),
+            BlobStore::Local(local) => local.put(outgoing.file, key).await,
+            BlobStore::S3(s3) => match s3.upload(&outgoing, key).await {
+                Ok(()) => Ok(()),
                 Err(err) => {
                     // The request may have failed after S3 kept the object
                     // (a lost response); the key is new, so deleting it can
-                    // only remove what this upload wrote.
-                    if let Err(cleanup) = s3.client.delete(&ObjectPath::from(key)).await {
+                    // only remove what this call wrote.
+                    if let Err(cleanup) = s3.client.delete(&s3.location(key)).await {
                         tracing::warn!(error = %cleanup, key, "removing a failed upload's object failed");
                     }
                     Err(err)
                 }
             },
         };
-        // After a successful local keep the file has moved and this finds
+        // After a successful local put the file has moved and this finds
         // nothing; in every other case it is the cleanup.
-        let _ = tokio::fs::remove_file(&received.tmp).await;
-        Ok(Kept {
-            kind: self.kind(),
-            web_url: outcome?,
-        })
+        let _ = tokio::fs::remove_file(outgoing.file).await;
+        outcome
     }
 
-    /// Removes a document kept by [`BlobStore::keep`] (when its row could
-    /// not be written).
-    pub async fn remove(&self, key: &str) -> Result<(), StoreError> {
+    /// The file under `key` on this machine's disk: the local store's own
+    /// file, or a copy of the object streamed into [`BlobStore::tmp_dir`].
+    pub async fn fetch(&self, key: &str) -> Result<Fetched, StoreError> {
         match self {
-            BlobStore::Local(local) => Ok(tokio::fs::remove_file(local.path(key)).await?),
-            BlobStore::S3(s3) => Ok(s3.client.delete(&ObjectPath::from(key)).await?),
+            BlobStore::Local(local) => {
+                let path = local.path(key);
+                tokio::fs::metadata(&path).await.map_err(local_read)?;
+                Ok(Fetched {
+                    path,
+                    temporary: false,
+                })
+            }
+            BlobStore::S3(s3) => {
+                let mut bytes = s3.client.get(&s3.location(key)).await?.into_stream();
+                tokio::fs::create_dir_all(&s3.tmp).await?;
+                let path = s3
+                    .tmp
+                    .join(format!("fetched-{}", uuid::Uuid::now_v7().simple()));
+                let fetched = Fetched {
+                    path,
+                    temporary: true,
+                };
+                let mut file = tokio::fs::File::create(&fetched.path).await?;
+                let copied: Result<(), StoreError> = async {
+                    while let Some(piece) = bytes.next().await {
+                        file.write_all(&piece?).await?;
+                    }
+                    file.flush().await?;
+                    Ok(())
+                }
+                .await;
+                match copied {
+                    Ok(()) => Ok(fetched),
+                    Err(err) => {
+                        fetched.release().await;
+                        Err(err)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The file under `key` as a stream, for a download.
+    pub async fn open(&self, key: &str) -> Result<Opened, StoreError> {
+        match self {
+            BlobStore::Local(local) => {
+                let file = tokio::fs::File::open(local.path(key))
+                    .await
+                    .map_err(local_read)?;
+                let size = file.metadata().await?.len();
+                let bytes = tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024);
+                Ok(Opened {
+                    size,
+                    bytes: bytes.boxed(),
+                })
+            }
+            BlobStore::S3(s3) => {
+                let got = s3.client.get(&s3.location(key)).await?;
+                let size = got.meta.size;
+                let bytes = got.into_stream().map_err(std::io::Error::other);
+                Ok(Opened {
+                    size,
+                    bytes: bytes.boxed(),
+                })
+            }
+        }
+    }
+
+    /// Whether `key` is still stored: [`StoreError::Missing`] when not.
+    pub async fn check(&self, key: &str) -> Result<(), StoreError> {
+        match self {
+            BlobStore::Local(local) => {
+                tokio::fs::metadata(local.path(key))
+                    .await
+                    .map_err(local_read)?;
+            }
+            BlobStore::S3(s3) => {
+                s3.client.head(&s3.location(key)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the file under `key`; one already gone is no error.
+    pub async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        let removed = match self {
+            BlobStore::Local(local) => tokio::fs::remove_file(local.path(key))
+                .await
+                .map_err(local_read),
+            BlobStore::S3(s3) => s3
+                .client
+                .delete(&s3.location(key))
+                .await
+                .map_err(StoreError::from),
+        };
+        match removed {
+            Err(StoreError::Missing) => Ok(()),
+            other => other,
         }
     }
 
@@ -159,7 +383,7 @@ impl BlobStore {
         match self {
             BlobStore::S3(s3) => Ok(s3
                 .client
-                .signed_url(reqwest::Method::GET, &ObjectPath::from(key), ttl)
+                .signed_url(reqwest::Method::GET, &s3.location(key), ttl)
                 .await?
                 .to_string()),
             BlobStore::Local(_) => Err(StoreError::NotConfigured(StoreKind::S3)),
@@ -167,7 +391,7 @@ impl BlobStore {
     }
 }
 
-/// A directory, one file per document.
+/// A directory, one file per key.
 #[derive(Clone)]
 pub struct LocalStore {
     root: PathBuf,
@@ -186,19 +410,30 @@ impl LocalStore {
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("tmp")
     }
+
+    async fn put(&self, file: &Path, key: &str) -> Result<(), StoreError> {
+        let target = self.path(key);
+        if let Some(parent) = target.parent() {
+            tokio::fs::create_dir_all(parent).await?;
+        }
+        Ok(tokio::fs::rename(file, target).await?)
+    }
 }
 
 /// An S3-compatible bucket, addressed path-style (`<endpoint>/<bucket>/<key>`)
 /// so that any S3-compatible service works, not only AWS.
+#[derive(Clone)]
 pub struct S3Store {
     client: AmazonS3,
+    /// The shelf's prefix, put before every key.
+    prefix: &'static str,
     web_base: String,
     tmp: PathBuf,
 }
 
 impl S3Store {
-    fn new(settings: &Settings, tmp: PathBuf) -> Result<S3Store, StoreError> {
-        let endpoint = settings.portal_s3_endpoint.trim_end_matches('/');
+    fn new(settings: &Settings, prefix: &'static str, tmp: PathBuf) -> Result<S3Store, StoreError> {
+        let endpoint = settings.s3_endpoint.trim_end_matches('/');
         let options = ClientOptions::new()
             // A part of PART_BYTES over a slow uplink needs more than the
             // 30 s default.
@@ -216,45 +451,47 @@ impl S3Store {
             .with_endpoint(endpoint)
             .with_allow_http(endpoint.starts_with("http://"))
             .with_virtual_hosted_style_request(false)
-            .with_bucket_name(&settings.portal_s3_bucket)
-            .with_region(&settings.portal_s3_region)
-            .with_access_key_id(&settings.portal_s3_access_key_id)
-            .with_secret_access_key(&settings.portal_s3_secret_access_key)
+            .with_bucket_name(&settings.s3_bucket)
+            .with_region(&settings.s3_region)
+            .with_access_key_id(&settings.s3_access_key_id)
+            .with_secret_access_key(&settings.s3_secret_access_key)
             .with_retry(retry)
             .build()
             .map_err(StoreError::Config)?;
-        let web_base = if settings.portal_s3_web_base_url.is_empty() {
-            format!("{endpoint}/{}", settings.portal_s3_bucket)
+        let web_base = if settings.s3_web_base_url.is_empty() {
+            format!("{endpoint}/{}", settings.s3_bucket)
         } else {
-            settings
-                .portal_s3_web_base_url
-                .trim_end_matches('/')
-                .to_string()
+            settings.s3_web_base_url.trim_end_matches('/').to_string()
         };
         Ok(S3Store {
             client,
+            prefix,
             web_base,
             tmp,
         })
     }
 
-    fn web_url(&self, key: &str) -> String {
-        format!("{}/{key}", self.web_base)
+    fn location(&self, key: &str) -> ObjectPath {
+        ObjectPath::from(format!("{}{key}", self.prefix))
     }
 
-    async fn upload(&self, received: &Received, key: &str) -> Result<(), StoreError> {
-        let location = ObjectPath::from(key);
+    fn web_url(&self, key: &str) -> String {
+        format!("{}/{}{key}", self.web_base, self.prefix)
+    }
+
+    async fn upload(&self, received: &Outgoing<'_>, key: &str) -> Result<(), StoreError> {
+        let location = self.location(key);
         // Stored on the object so that a presigned download names and types
         // the file as the local store's links do.
         let attributes = Attributes::from_iter([
-            (Attribute::ContentType, received.content_type.clone()),
+            (Attribute::ContentType, received.content_type.to_string()),
             (
                 Attribute::ContentDisposition,
-                attachment_disposition(&received.name),
+                attachment_disposition(received.name),
             ),
         ]);
         if received.size <= PART_BYTES as u64 {
-            let bytes = tokio::fs::read(&received.tmp).await?;
+            let bytes = tokio::fs::read(received.file).await?;
             let options = PutOptions {
                 attributes,
                 ..PutOptions::default()
@@ -269,7 +506,7 @@ impl S3Store {
             ..PutMultipartOptions::default()
         };
         let mut upload = self.client.put_multipart_opts(&location, options).await?;
-        let sent = match send_parts(upload.as_mut(), &received.tmp).await {
+        let sent = match send_parts(upload.as_mut(), received.file).await {
             Ok(()) => upload
                 .complete()
                 .await
@@ -335,12 +572,12 @@ mod tests {
 
     fn s3_settings(web_base: &str) -> Settings {
         Settings {
-            portal_store: "s3".into(),
-            portal_s3_endpoint: "http://127.0.0.1:9000/".into(),
-            portal_s3_bucket: "docs".into(),
-            portal_s3_access_key_id: "AKID".into(),
-            portal_s3_secret_access_key: "secret".into(),
-            portal_s3_web_base_url: web_base.into(),
+            blob_store: "s3".into(),
+            s3_endpoint: "http://127.0.0.1:9000/".into(),
+            s3_bucket: "docs".into(),
+            s3_access_key_id: "AKID".into(),
+            s3_secret_access_key: "secret".into(),
+            s3_web_base_url: web_base.into(),
             portal_files_dir: PathBuf::from("/srv/portal"),
             ..Settings::default()
         }
@@ -348,19 +585,30 @@ mod tests {
 
     #[test]
     fn web_urls_use_the_web_base_or_the_object_address() {
-        let BlobStore::S3(plain) = BlobStore::from_settings(&s3_settings("")).unwrap() else {
+        let BlobStore::S3(plain) =
+            BlobStore::from_settings(&s3_settings(""), Shelf::Portal).unwrap()
+        else {
             panic!("an S3 store")
         };
         assert_eq!(plain.web_url("t/f"), "http://127.0.0.1:9000/docs/t/f");
         assert_eq!(plain.tmp, PathBuf::from("/srv/portal/tmp"));
-        let BlobStore::S3(fronted) =
-            BlobStore::from_settings(&s3_settings("https://docs.example.com/files/")).unwrap()
-        else {
+        let BlobStore::S3(fronted) = BlobStore::from_settings(
+            &s3_settings("https://docs.example.com/files/"),
+            Shelf::Portal,
+        )
+        .unwrap() else {
             panic!("an S3 store")
         };
         assert_eq!(fronted.web_url("t/f"), "https://docs.example.com/files/t/f");
-        let local = BlobStore::from_settings(&Settings::default()).unwrap();
+        let local = BlobStore::from_settings(&Settings::default(), Shelf::Portal).unwrap();
         assert_eq!(local.kind(), StoreKind::Local);
+        // Other shelves share the bucket under their own prefix.
+        let BlobStore::S3(reports) =
+            BlobStore::from_settings(&s3_settings(""), Shelf::Reports).unwrap()
+        else {
+            panic!("an S3 store")
+        };
+        assert_eq!(reports.location("t/r.pdf").as_ref(), "reports/t/r.pdf");
     }
 
     #[test]

@@ -49,6 +49,14 @@ pub struct Settings {
     /// Requests per minute per client (user when signed in, else address)
     /// on routes without their own limit. 0 disables the default limit.
     pub rate_limit_per_minute: u32,
+    /// Where the rate limits count: `local` (this process's memory; each
+    /// process allows the full rate), `database` (one count per limit and
+    /// key in the database, shared by every process on it) or `redis`
+    /// (`redis_url`, shared likewise).
+    pub rate_limit_store: String,
+    /// The Redis server of `rate_limit_store = "redis"`, e.g.
+    /// `redis://127.0.0.1:6379`.
+    pub redis_url: String,
     /// Comma-separated addresses or CIDR ranges that may read `/metrics`.
     pub metrics_allow: String,
     /// Comma-separated proxy addresses whose `X-Forwarded-For` is trusted.
@@ -157,18 +165,21 @@ pub struct Settings {
     /// Where portal documents are stored; empty means `<data_dir>/portal-files`.
     /// Uploads wait here while they are checked, whichever store keeps them.
     pub portal_files_dir: PathBuf,
-    /// Which store keeps new portal documents: `local` (`portal_files_dir`)
-    /// or `s3` (an S3-compatible bucket, `portal_s3_*`).
-    pub portal_store: String,
+    /// Which store keeps every file written for later (CSV and Excel
+    /// uploads, generated reports, portal documents): `local` (the
+    /// directories `csv_uploads_dir`, `reports_dir` and `portal_files_dir`,
+    /// one machine only) or `s3` (one S3-compatible bucket, `s3_*`, which
+    /// several processes share).
+    pub blob_store: String,
     /// Base URL of the S3-compatible service, e.g. `https://s3.eu-west-1.amazonaws.com`.
-    pub portal_s3_endpoint: String,
-    pub portal_s3_bucket: String,
-    pub portal_s3_region: String,
-    pub portal_s3_access_key_id: String,
-    pub portal_s3_secret_access_key: String,
+    pub s3_endpoint: String,
+    pub s3_bucket: String,
+    pub s3_region: String,
+    pub s3_access_key_id: String,
+    pub s3_secret_access_key: String,
     /// Base of a document's `spWebUrl` (the key is appended); empty means
     /// `<endpoint>/<bucket>`.
-    pub portal_s3_web_base_url: String,
+    pub s3_web_base_url: String,
     /// Largest portal document upload.
     pub portal_max_upload_mb: u64,
     /// Lifetime of a signed download URL.
@@ -234,6 +245,8 @@ impl Default for Settings {
             public_url: String::new(),
             cors_origins: String::new(),
             rate_limit_per_minute: 600,
+            rate_limit_store: "local".into(),
+            redis_url: String::new(),
             metrics_allow: "127.0.0.1/32,::1/128".into(),
             trusted_proxies: String::new(),
             log_format: "text".into(),
@@ -280,13 +293,13 @@ impl Default for Settings {
             csv_uploads_dir: PathBuf::new(),
             csv_max_upload_mb: 100,
             portal_files_dir: PathBuf::new(),
-            portal_store: "local".into(),
-            portal_s3_endpoint: String::new(),
-            portal_s3_bucket: String::new(),
-            portal_s3_region: "us-east-1".into(),
-            portal_s3_access_key_id: String::new(),
-            portal_s3_secret_access_key: String::new(),
-            portal_s3_web_base_url: String::new(),
+            blob_store: "local".into(),
+            s3_endpoint: String::new(),
+            s3_bucket: String::new(),
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: String::new(),
+            s3_secret_access_key: String::new(),
+            s3_web_base_url: String::new(),
             portal_max_upload_mb: 100,
             portal_download_ttl_secs: 300,
             default_tenant_id: String::new(),
@@ -328,10 +341,11 @@ impl std::fmt::Debug for Settings {
             .field("public_url", &self.public_url)
             .field("cors_origins", &self.cors_origins)
             .field("rate_limit_per_minute", &self.rate_limit_per_minute)
+            .field("rate_limit_store", &self.rate_limit_store)
             .field("smtp_host", &self.smtp_host)
-            .field("portal_store", &self.portal_store)
-            .field("portal_s3_endpoint", &self.portal_s3_endpoint)
-            .field("portal_s3_bucket", &self.portal_s3_bucket)
+            .field("blob_store", &self.blob_store)
+            .field("s3_endpoint", &self.s3_endpoint)
+            .field("s3_bucket", &self.s3_bucket)
             .field("nvd_api_url", &self.nvd_api_url)
             .field("vuln_schedule", &self.vuln_schedule)
             .field("model_base_url", &self.model_base_url)
@@ -375,9 +389,11 @@ impl Settings {
     /// `CAIRN_*` variables.
     pub fn load() -> Result<Settings, SettingsError> {
         let file = std::env::var("CAIRN_CONFIG").unwrap_or_else(|_| "cairn.toml".into());
-        Figment::from(Serialized::defaults(Settings::default()))
+        let figment = Figment::from(Serialized::defaults(Settings::default()))
             .merge(Toml::file(file))
-            .merge(Env::prefixed("CAIRN_").ignore(&["config"]))
+            .merge(Env::prefixed("CAIRN_").ignore(&["config"]));
+        refuse_renamed(&figment)?;
+        figment
             .extract()
             .map_err(|e| SettingsError::Invalid(e.to_string()))
     }
@@ -420,25 +436,41 @@ impl Settings {
         self.outbound_private_network_list()?;
         self.connector_pin_list()?;
         self.trusted_proxy_list()?;
-        self.check_portal_store()?;
+        self.check_blob_store()?;
+        self.check_rate_limit_store()?;
         Ok(self)
+    }
+
+    fn check_rate_limit_store(&self) -> Result<(), SettingsError> {
+        match self.rate_limit_store.as_str() {
+            "local" | "database" => Ok(()),
+            "redis"
+                if self.redis_url.starts_with("redis://")
+                    || self.redis_url.starts_with("rediss://") =>
+            {
+                Ok(())
+            }
+            "redis" => Err(SettingsError::Invalid(
+                "rate_limit_store = \"redis\" needs redis_url (redis://host:port)".into(),
+            )),
+            other => Err(SettingsError::Invalid(format!(
+                "rate_limit_store: expected \"local\", \"database\" or \"redis\", got \"{other}\""
+            ))),
+        }
     }
 
     /// The S3 store needs all of its settings; finding out at the first
     /// upload would be too late.
-    fn check_portal_store(&self) -> Result<(), SettingsError> {
-        match self.portal_store.as_str() {
+    fn check_blob_store(&self) -> Result<(), SettingsError> {
+        match self.blob_store.as_str() {
             "local" => Ok(()),
             "s3" => {
                 let missing: Vec<&str> = [
-                    ("portal_s3_endpoint", &self.portal_s3_endpoint),
-                    ("portal_s3_bucket", &self.portal_s3_bucket),
-                    ("portal_s3_region", &self.portal_s3_region),
-                    ("portal_s3_access_key_id", &self.portal_s3_access_key_id),
-                    (
-                        "portal_s3_secret_access_key",
-                        &self.portal_s3_secret_access_key,
-                    ),
+                    ("s3_endpoint", &self.s3_endpoint),
+                    ("s3_bucket", &self.s3_bucket),
+                    ("s3_region", &self.s3_region),
+                    ("s3_access_key_id", &self.s3_access_key_id),
+                    ("s3_secret_access_key", &self.s3_secret_access_key),
                 ]
                 .into_iter()
                 .filter(|(_, value)| value.trim().is_empty())
@@ -446,7 +478,7 @@ impl Settings {
                 .collect();
                 if !missing.is_empty() {
                     return Err(SettingsError::Invalid(format!(
-                        "portal_store = \"s3\" needs {}",
+                        "blob_store = \"s3\" needs {}",
                         missing.join(", ")
                     )));
                 }
@@ -457,8 +489,8 @@ impl Settings {
                     ));
                 }
                 for (name, value) in [
-                    ("portal_s3_endpoint", &self.portal_s3_endpoint),
-                    ("portal_s3_web_base_url", &self.portal_s3_web_base_url),
+                    ("s3_endpoint", &self.s3_endpoint),
+                    ("s3_web_base_url", &self.s3_web_base_url),
                 ] {
                     if !value.is_empty() && !is_http_url(value) {
                         return Err(SettingsError::Invalid(format!(
@@ -469,7 +501,7 @@ impl Settings {
                 Ok(())
             }
             other => Err(SettingsError::Invalid(format!(
-                "portal_store: expected \"local\" or \"s3\", got \"{other}\""
+                "blob_store: expected \"local\" or \"s3\", got \"{other}\""
             ))),
         }
     }
@@ -560,6 +592,32 @@ fn parse_nets(name: &str, raw: &str) -> Result<Vec<IpNet>, SettingsError> {
         .collect()
 }
 
+/// Settings that were renamed: a deployment still naming the old key
+/// would otherwise start quietly on the default (a local store on one
+/// machine's disk instead of its bucket).
+const RENAMED: &[(&str, &str)] = &[
+    ("portal_store", "blob_store"),
+    ("portal_s3_endpoint", "s3_endpoint"),
+    ("portal_s3_bucket", "s3_bucket"),
+    ("portal_s3_region", "s3_region"),
+    ("portal_s3_access_key_id", "s3_access_key_id"),
+    ("portal_s3_secret_access_key", "s3_secret_access_key"),
+    ("portal_s3_web_base_url", "s3_web_base_url"),
+];
+
+fn refuse_renamed(figment: &Figment) -> Result<(), SettingsError> {
+    for (old, new) in RENAMED {
+        if figment.find_value(old).is_ok() {
+            return Err(SettingsError::Invalid(format!(
+                "`{old}` is now `{new}` (CAIRN_{}): one store keeps uploads, reports and \
+                 portal documents",
+                new.to_uppercase()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Reads `data_dir/name`, or writes 32 random bytes (hex) there with mode 0600.
 fn generated_secret(data_dir: &Path, name: &str) -> Result<String, SettingsError> {
     let path = data_dir.join(name);
@@ -602,6 +660,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_rate_limit_store_is_checked_at_startup() {
+        let with = |store: &str, redis: &str| Settings {
+            rate_limit_store: store.into(),
+            redis_url: redis.into(),
+            ..Settings::default()
+        };
+        for (store, redis, ok) in [
+            ("local", "", true),
+            ("database", "", true),
+            ("redis", "redis://127.0.0.1:6379", true),
+            ("redis", "", false),
+            ("redis", "127.0.0.1:6379", false),
+            ("memcached", "", false),
+        ] {
+            let checked = with(store, redis).check_rate_limit_store();
+            assert_eq!(checked.is_ok(), ok, "{store} {redis}: {checked:?}");
+        }
+    }
+
+    #[test]
+    fn a_renamed_setting_is_refused_with_its_new_name() {
+        let defaults = || Figment::from(Serialized::defaults(Settings::default()));
+        assert!(refuse_renamed(&defaults()).is_ok());
+        let old = defaults().merge(Serialized::default("portal_s3_bucket", "docs"));
+        match refuse_renamed(&old) {
+            Err(SettingsError::Invalid(message)) => {
+                assert!(message.contains("CAIRN_S3_BUCKET"), "{message}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
     fn generated_secrets_are_private_and_reused() {
         let dir = std::env::temp_dir().join(format!("cairn-settings-{}", uuid::Uuid::new_v4()));
         let settings = Settings {
@@ -631,26 +722,26 @@ mod tests {
             std::env::temp_dir().join(format!("cairn-settings-{}", uuid::Uuid::new_v4()));
         let s3 = Settings {
             data_dir: data_dir.clone(),
-            portal_store: "s3".into(),
-            portal_s3_endpoint: "http://127.0.0.1:9000".into(),
-            portal_s3_bucket: "docs".into(),
-            portal_s3_access_key_id: "AKID".into(),
-            portal_s3_secret_access_key: "secret".into(),
+            blob_store: "s3".into(),
+            s3_endpoint: "http://127.0.0.1:9000".into(),
+            s3_bucket: "docs".into(),
+            s3_access_key_id: "AKID".into(),
+            s3_secret_access_key: "secret".into(),
             ..Settings::default()
         };
         assert!(s3.clone().prepare().is_ok());
         let no_secret = Settings {
-            portal_s3_secret_access_key: String::new(),
+            s3_secret_access_key: String::new(),
             ..s3.clone()
         };
         match no_secret.prepare() {
             Err(SettingsError::Invalid(message)) => {
-                assert!(message.contains("portal_s3_secret_access_key"), "{message}")
+                assert!(message.contains("s3_secret_access_key"), "{message}")
             }
             other => panic!("expected a settings error, got {other:?}"),
         }
         let no_bucket = Settings {
-            portal_s3_bucket: " ".into(),
+            s3_bucket: " ".into(),
             ..s3.clone()
         };
         assert!(matches!(
@@ -658,7 +749,7 @@ mod tests {
             Err(SettingsError::Invalid(_))
         ));
         let bad_endpoint = Settings {
-            portal_s3_endpoint: "127.0.0.1:9000".into(),
+            s3_endpoint: "127.0.0.1:9000".into(),
             ..s3.clone()
         };
         assert!(matches!(
@@ -671,7 +762,7 @@ mod tests {
         };
         assert!(matches!(too_long.prepare(), Err(SettingsError::Invalid(_))));
         let unknown = Settings {
-            portal_store: "ftp".into(),
+            blob_store: "ftp".into(),
             ..s3
         };
         assert!(matches!(unknown.prepare(), Err(SettingsError::Invalid(_))));

@@ -355,7 +355,7 @@ impl JobHandler for SyncHandler {
             writes.finish_oldest(ctx).await?;
         }
         if self.mode == RunMode::Pull {
-            seen::forget_run(db, tenant, area, &at.run).await?;
+            seen::forget_run(db, ctx, tenant, area, &at.run).await?;
             let message = format!("{} rows, {} records rejected", at.rows, at.rejected);
             ctx.progress("done", at.rows, at.rows, "rows", &message)
                 .await?;
@@ -367,7 +367,8 @@ impl JobHandler for SyncHandler {
             .as_ref()
             .map(|p| p.collections.as_slice())
             .unwrap_or_default();
-        let (items, records) = seen::prune_unseen_keeping(db, tenant, area, &at.run, kept).await?;
+        let (items, records) =
+            seen::prune_unseen_keeping(db, ctx, tenant, area, &at.run, kept).await?;
         ctx.progress(
             "done",
             at.rows,

@@ -21,6 +21,7 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 use sqlx::{Any, Transaction};
 
+use cairn_core::db::fence::{self, FencedError, WriteFence};
 use cairn_core::db::{json_array_rows, now_ms, Db, WriteBatches};
 use cairn_core::ids::TenantId;
 
@@ -122,22 +123,24 @@ async fn seen_by(
 /// (items, records) deleted.
 pub async fn prune_unseen(
     db: &Db,
+    fence: &dyn WriteFence,
     tenant: &TenantId,
     source: &str,
     run: &str,
-) -> sqlx::Result<(u64, u64)> {
-    prune_unseen_keeping(db, tenant, source, run, &[]).await
+) -> Result<(u64, u64), FencedError> {
+    prune_unseen_keeping(db, fence, tenant, source, run, &[]).await
 }
 
 /// [`prune_unseen`], keeping every record of the collections `kept` (what
 /// a bulk pull stored: a sync never sees it).
 pub async fn prune_unseen_keeping(
     db: &Db,
+    fence: &dyn WriteFence,
     tenant: &TenantId,
     source: &str,
     run: &str,
     kept: &[String],
-) -> sqlx::Result<(u64, u64)> {
+) -> Result<(u64, u64), FencedError> {
     let seen = seen_by(db, tenant, source, run).await?;
     let keys = json_array_rows(db.backend, 4);
     // Each table's rows as (kind, key) pairs: items have no kind. A row this
@@ -190,38 +193,56 @@ pub async fn prune_unseen_keeping(
             rest = after;
             let _turn = db.write_turn().await;
             let started = std::time::Instant::now();
+            let mut tx = db.pool.begin().await?;
+            fence::hold(fence, &mut tx).await?;
             deleted[i] += sqlx::query(delete)
                 .bind(tenant.as_str())
                 .bind(source)
                 .bind(run)
                 .bind(serde_json::Value::Array(batch.to_vec()).to_string())
-                .execute(&db.pool)
+                .execute(&mut *tx)
                 .await?
                 .rows_affected();
+            tx.commit().await?;
             sizes.record(batch.len(), started.elapsed());
         }
     }
-    complete(db, tenant, source).await?;
+    complete(db, fence, tenant, source).await?;
     Ok((deleted[0], deleted[1]))
 }
 
 /// Deletes what `run` saw of `source`: a bulk pull's pages, which no prune
 /// reads.
-pub async fn forget_run(db: &Db, tenant: &TenantId, source: &str, run: &str) -> sqlx::Result<()> {
+pub async fn forget_run(
+    db: &Db,
+    fence: &dyn WriteFence,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+) -> Result<(), FencedError> {
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    fence::hold(fence, &mut tx).await?;
     sqlx::query("DELETE FROM sync_seen WHERE tenant_id = $1 AND source = $2 AND run = $3")
         .bind(tenant.as_str())
         .bind(source)
         .bind(run)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
+    tx.commit().await?;
     Ok(())
 }
 
 /// Records that `source` completed a run now and deletes its stored pages.
-async fn complete(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<()> {
+async fn complete(
+    db: &Db,
+    fence: &dyn WriteFence,
+    tenant: &TenantId,
+    source: &str,
+) -> Result<(), FencedError> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
+    fence::hold(fence, &mut tx).await?;
     sqlx::query(
         "INSERT INTO sync_completions (tenant_id, source, completed_at) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id, source) DO UPDATE SET completed_at = excluded.completed_at",
@@ -236,7 +257,8 @@ async fn complete(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<()> 
         .bind(source)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The tables that hold what the sync of a source saw and when it last

@@ -9,6 +9,7 @@ use sqlx::{Any, Transaction};
 use tokio_util::sync::CancellationToken;
 
 use super::storage::{self, Fence, JobRow};
+use cairn_core::db::fence::WriteFence;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 
@@ -301,5 +302,20 @@ impl JobContext {
         self.save_checkpoint_in(&mut tx, checkpoint).await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+/// A run's context fences the writes its job makes through the areas'
+/// storage functions, as [`JobContext::hold_in`] does.
+#[async_trait::async_trait]
+impl WriteFence for JobContext {
+    async fn hold(&self, tx: &mut Transaction<'_, Any>) -> sqlx::Result<bool> {
+        let held = self.inner.fence.hold(tx).await?;
+        if !held {
+            // Tells the rest of the run to stop, as the context's own
+            // writes do.
+            self.lost();
+        }
+        Ok(held)
     }
 }

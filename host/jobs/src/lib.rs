@@ -73,6 +73,15 @@ impl From<anyhow::Error> for JobFailure {
     }
 }
 
+impl From<cairn_core::db::fence::FencedError> for JobFailure {
+    fn from(err: cairn_core::db::fence::FencedError) -> Self {
+        match err {
+            cairn_core::db::fence::FencedError::Lost => LeaseLost(StopReason::LeaseLost).into(),
+            cairn_core::db::fence::FencedError::Db(err) => err.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for JobFailure {
     fn from(err: sqlx::Error) -> Self {
         JobFailure::Failed(format!("database: {err}"))

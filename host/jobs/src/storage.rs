@@ -231,6 +231,14 @@ pub struct Fence {
 
 const FENCE: &str = "id = $1 AND status = 'running' AND worker_id = $2 AND attempts = $3";
 
+/// A claim fences the writes made under it (see [`hold`]).
+#[async_trait::async_trait]
+impl cairn_core::db::fence::WriteFence for Fence {
+    async fn hold(&self, tx: &mut Transaction<'_, Any>) -> sqlx::Result<bool> {
+        hold(tx, self).await
+    }
+}
+
 /// Extends the lease. `None` when the lease is lost; otherwise whether a
 /// cancel was requested.
 pub async fn heartbeat(db: &Db, fence: &Fence, lease_ms: i64) -> sqlx::Result<Option<bool>> {

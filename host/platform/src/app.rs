@@ -8,7 +8,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::auth::JwtKeys;
 use crate::http::rate_limit::RateLimits;
-use cairn_core::blobs::BlobStore;
+use cairn_core::blobs::Blobs;
 use cairn_core::db::Db;
 use cairn_core::mail::Mailer;
 use cairn_core::secrets::SecretBox;
@@ -21,6 +21,7 @@ pub struct Boot<'a> {
     pub settings: &'a Settings,
     pub plugins: &'a Arc<Plugins>,
     pub secrets: &'a SecretBox,
+    pub blobs: &'a Blobs,
 }
 
 #[derive(Clone)]
@@ -38,8 +39,8 @@ pub struct Inner {
     pub plugins: Arc<Plugins>,
     /// Encrypts integration secrets at rest.
     pub secrets: SecretBox,
-    /// Where new portal documents are kept.
-    pub portal_store: BlobStore,
+    /// Where uploads, reports and portal documents are kept.
+    pub blobs: Blobs,
 }
 
 impl Deref for AppState {
@@ -65,11 +66,13 @@ impl AppState {
         db.migrate().await?;
         let plugins = Arc::new(Plugins::load(&settings).await?);
         let secrets = SecretBox::new(&settings.encryption_key)?;
+        let blobs = Blobs::from_settings(&settings)?;
         register(
             &Boot {
                 settings: &settings,
                 plugins: &plugins,
                 secrets: &secrets,
+                blobs: &blobs,
             },
             &mut jobs,
         )?;
@@ -82,12 +85,9 @@ impl AppState {
                 QueueTiming::from_settings(&settings),
             )),
             jwt: JwtKeys::new(&settings.jwt_secret),
-            limits: RateLimits::new(
-                settings.rate_limit_per_minute,
-                settings.trusted_proxy_list()?,
-            ),
+            limits: RateLimits::new(&settings, &db).await?,
             mailer: Mailer::from_settings(&settings)?,
-            portal_store: BlobStore::from_settings(&settings)?,
+            blobs,
             metrics,
             metrics_allow: settings.metrics_allow_list()?,
             db,

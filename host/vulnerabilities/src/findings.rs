@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use super::identify::{AppId, Identification, ProductKey};
 use super::matching::Hit;
 use super::scan::{ScanCounts, ScanScope};
+use cairn_core::db::fence::{self, FencedError, WriteFence};
 use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
@@ -55,24 +56,36 @@ pub async fn next_queued_scan(
 
 pub async fn mark_scan_running(
     db: &Db,
+    fence: &dyn WriteFence,
     tenant: &TenantId,
     scan_id: &str,
     job_id: &str,
-) -> sqlx::Result<()> {
+) -> Result<(), FencedError> {
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    fence::hold(fence, &mut tx).await?;
     sqlx::query(
         "UPDATE vuln_scans SET status = 'running', job_id = $3 WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_str())
     .bind(scan_id)
     .bind(job_id)
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(())
 }
 
-pub async fn fail_scan(db: &Db, tenant: &TenantId, scan_id: &str, error: &str) -> sqlx::Result<()> {
+pub async fn fail_scan(
+    db: &Db,
+    fence: &dyn WriteFence,
+    tenant: &TenantId,
+    scan_id: &str,
+    error: &str,
+) -> Result<(), FencedError> {
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    fence::hold(fence, &mut tx).await?;
     sqlx::query(
         "UPDATE vuln_scans SET status = 'failed', error = $3, finished_at = $4 \
          WHERE tenant_id = $1 AND id = $2",
@@ -81,8 +94,9 @@ pub async fn fail_scan(db: &Db, tenant: &TenantId, scan_id: &str, error: &str) -
     .bind(scan_id)
     .bind(error)
     .bind(now_ms())
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -367,6 +381,7 @@ async fn covered_open_findings(
 /// read are consumed.
 pub async fn apply_scan(
     db: &Db,
+    fence: &dyn WriteFence,
     result: ScanResult<'_>,
     counts: &mut ScanCounts,
 ) -> anyhow::Result<Written> {
@@ -442,6 +457,7 @@ pub async fn apply_scan(
     );
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
+    fence::hold(fence, &mut tx).await?;
     for chunk in refresh.chunks(5_000) {
         sqlx::query(&format!(
             "UPDATE vuln_findings SET last_seen = $2 WHERE {keyed}"

@@ -23,6 +23,7 @@ use super::identify::{
 use super::matching::{self, CandidateRow, Hit};
 use super::osv;
 use super::{findings, reference};
+use cairn_core::db::fence::{FencedError, WriteFence};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
@@ -89,9 +90,9 @@ impl JobHandler for ScanHandler {
         // What a scanner reported is shown beside what this job matches.
         super::scanner_findings::refresh(db, tenant).await?;
         while let Some((scan_id, scope)) = findings::next_queued_scan(db, tenant).await? {
-            findings::mark_scan_running(db, tenant, &scan_id, ctx.job_id()).await?;
+            findings::mark_scan_running(db, ctx, tenant, &scan_id, ctx.job_id()).await?;
             ctx.progress("matching", 0, 1, "scans", &scan_id).await?;
-            match run_scan(db, &self.translations, tenant, &scan_id, &scope).await {
+            match run_scan(db, ctx, &self.translations, tenant, &scan_id, &scope).await {
                 Ok(counts) => {
                     ctx.progress(
                         "matching",
@@ -102,10 +103,13 @@ impl JobHandler for ScanHandler {
                     )
                     .await?;
                 }
+                Err(err) if matches!(err.downcast_ref(), Some(FencedError::Lost)) => {
+                    return Err(FencedError::Lost.into());
+                }
                 Err(err) => {
                     let message = format!("{err:#}");
                     if ctx.attempt() >= 3 {
-                        findings::fail_scan(db, tenant, &scan_id, &message).await?;
+                        findings::fail_scan(db, ctx, tenant, &scan_id, &message).await?;
                     }
                     return Err(JobFailure::Failed(message));
                 }
@@ -293,6 +297,7 @@ async fn plan(
 /// Runs one scan to the end and records it.
 pub async fn run_scan(
     db: &Db,
+    fence: &dyn WriteFence,
     translations: &Translations,
     tenant: &TenantId,
     scan_id: &str,
@@ -438,6 +443,7 @@ pub async fn run_scan(
     let identifications: Vec<(&AppId, &Identification)> = identified.iter().collect();
     let written = findings::apply_scan(
         db,
+        fence,
         findings::ScanResult {
             tenant,
             scan_id,

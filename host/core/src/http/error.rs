@@ -132,10 +132,16 @@ impl From<crate::uploads::UploadError> for ApiError {
 }
 
 impl From<crate::blobs::StoreError> for ApiError {
-    // Nothing in a store failure is the client's to fix, and its detail
-    // (endpoints, bucket) is not the client's to see: it is logged.
+    // A missing file is gone for good (410); nothing else in a store
+    // failure is the client's to fix, and its detail (endpoints, bucket) is
+    // not the client's to see: it is logged.
     fn from(err: crate::blobs::StoreError) -> Self {
-        ApiError::Internal(err.into())
+        match err {
+            crate::blobs::StoreError::Missing => {
+                ApiError::Gone("the file is no longer in the store".into())
+            }
+            other => ApiError::Internal(other.into()),
+        }
     }
 }
 

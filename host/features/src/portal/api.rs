@@ -15,7 +15,7 @@ use super::files::{self, File, LinkSigner};
 use super::invoices::{self, Invoice, Reader};
 use super::keys::PortalClient;
 use super::payments;
-use cairn_core::blobs::{LocalStore, StoreKind};
+use cairn_core::blobs::{BlobStore, LocalStore, StoreKind};
 use cairn_core::db::now_ms;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Multipart, Path, Query};
@@ -132,7 +132,7 @@ async fn upload_file(
     let received = uploads::receive_one(
         multipart,
         DOCUMENTS,
-        &state.portal_store.tmp_dir(),
+        &state.blobs.portal.tmp_dir(),
         max_bytes,
     )
     .await?;
@@ -153,7 +153,7 @@ async fn keep_upload(
 ) -> ApiResult<File> {
     let id = uuid::Uuid::now_v7().to_string();
     let key = format!("{}/{}", client.tenant_id.as_str(), id);
-    let kept = state.portal_store.keep(&received, &key).await?;
+    let kept = state.blobs.portal.keep(&received, &key).await?;
     let inserted = files::insert(
         &state.db,
         &client.tenant_id,
@@ -167,7 +167,7 @@ async fn keep_upload(
     match inserted {
         Ok(file) => Ok(file),
         Err(err) => {
-            if let Err(cleanup) = state.portal_store.remove(&key).await {
+            if let Err(cleanup) = state.blobs.portal.remove(&key).await {
                 tracing::error!(error = %cleanup, key, "removing a stored upload without a row failed");
             }
             Err(err.into())
@@ -181,7 +181,8 @@ async fn keep_upload(
 #[utoipa::path(get, path = "/api/files/{id}/download", tag = "files",
     params(("id" = String, Path)),
     responses((status = 302, description = "`Location` is the short-lived signed or presigned URL"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 410, body = ErrorBody, description = "The document's file is no longer in the store")))]
 async fn download_file(
     State(state): State<AppState>,
     client: PortalClient,
@@ -196,8 +197,11 @@ async fn download_file(
             LinkSigner::new(&state.settings.jwt_secret).link(&id, now_ms() / 1000 + ttl as i64)
         }
         StoreKind::S3 => {
-            state
-                .portal_store
+            // A presigned URL to a removed object would send the client to
+            // the bucket's own 404: say here that the document is gone.
+            let store = &state.blobs.portal;
+            store.check(&stored.storage_key).await?;
+            store
                 .presigned_get(&stored.storage_key, std::time::Duration::from_secs(ttl))
                 .await?
         }
@@ -242,11 +246,11 @@ async fn file_content(
     let (name, content_type, size, key) = files::for_download(&state.db, &id)
         .await?
         .ok_or(ApiError::NotFound("file"))?;
-    let store = LocalStore::new(state.settings.portal_files_dir.clone());
-    let file = tokio::fs::File::open(store.path(&key))
-        .await
-        .map_err(|e| ApiError::Internal(e.into()))?;
-    let body = Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024));
+    // Signed links are only made for documents of the local store, which
+    // is this shelf's local directory whatever store is configured now.
+    let store = BlobStore::Local(LocalStore::new(state.settings.portal_files_dir.clone()));
+    let opened = store.open(&key).await?;
+    let body = Body::from_stream(opened.bytes);
     let disposition = cairn_core::blobs::attachment_disposition(&name);
     Ok((
         [

@@ -1,7 +1,7 @@
 //! The client portal: a tenant's customers read their invoices, pay them
 //! through a payments connector and exchange documents, with a `chp_live_`
 //! key. `api.rs` is the portal API under `/api` (its own OpenAPI document,
-//! interface version 0.1.1, see CHANGELOG.md); `admin.rs` is how tenant admins run it under
+//! interface version 0.1.2, see CHANGELOG.md); `admin.rs` is how tenant admins run it under
 //! `/api/v1/portal`. Documents are kept by `store.rs` (a local directory or
 //! an S3-compatible bucket).
 //!
@@ -40,7 +40,7 @@ pub fn api() -> (axum::Router<AppState>, OpenApi) {
         .info(
             InfoBuilder::new()
                 .title("Cairn client portal API")
-                .version("0.1.1")
+                .version("0.1.2")
                 .description(Some(
                     "Invoices, hosted payment links and documents of one client, for the holder of \
                      its API key (`Authorization: Bearer chp_live_...`). A missing, malformed, unknown \

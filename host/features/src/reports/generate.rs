@@ -1,20 +1,20 @@
 //! The `report_generate` job: writes each queued report of a tenant, oldest
-//! first, to `<reports dir>/<tenant>/<report>.<ext>` through a temporary
-//! file renamed into place, so a download never sees half a file.
-
-use std::path::PathBuf;
+//! first, to a temporary file and puts it in the reports store under
+//! `<tenant>/<report>.<ext>` before its row names it, so a download never
+//! sees half a file.
 
 use async_trait::async_trait;
 
 use super::content::{self, ReportType, Scope};
 use super::render::{self, Format};
-use super::storage;
+use super::storage::{self, Written};
+use cairn_core::blobs::{BlobStore, Outgoing};
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
 
 pub const GENERATE_KIND: &str = "report_generate";
 
 pub struct GenerateHandler {
-    pub dir: PathBuf,
+    pub store: BlobStore,
 }
 
 #[async_trait]
@@ -22,7 +22,7 @@ impl JobHandler for GenerateHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
-        while let Some(id) = storage::claim_next(db, tenant).await? {
+        while let Some(id) = storage::claim_next(ctx).await? {
             ctx.progress("reading", 0, 3, "steps", &id).await?;
             let Some((report_type, format, scope)) = storage::request_of(db, tenant, &id).await?
             else {
@@ -34,7 +34,7 @@ impl JobHandler for GenerateHandler {
                 serde_json::from_str::<Scope>(&scope),
             );
             let (Ok(report_type), Ok(format), Ok(scope)) = parsed else {
-                storage::failed(db, tenant, &id, "the stored request is unreadable").await?;
+                storage::failed(ctx, &id, "the stored request is unreadable").await?;
                 continue;
             };
             let tenant_name = cairn_platform::tenancy::name_of(db, tenant)
@@ -46,24 +46,20 @@ impl JobHandler for GenerateHandler {
             let content = match gathered {
                 Ok(content) => content,
                 Err(err) => {
-                    storage::failed(db, tenant, &id, &err.to_string()).await?;
+                    storage::failed(ctx, &id, &err.to_string()).await?;
                     continue;
                 }
             };
             ctx.progress("writing", 1, 3, "steps", &id).await?;
-            let folder = self.dir.join(tenant.as_str());
-            let relative = format!("{}/{id}.{}", tenant.as_str(), format.extension());
-            let target = self.dir.join(&relative);
-            let partial = folder.join(format!("{id}.partial"));
+            let key = format!("{}/{id}.{}", tenant.as_str(), format.extension());
+            let partial = self.store.tmp_dir().join(format!("{id}.partial"));
             let rows = render::rows_in(&content, format);
             let written = tokio::task::spawn_blocking({
                 let partial = partial.clone();
-                let target = target.clone();
                 move || -> Result<u64, render::RenderError> {
                     std::fs::create_dir_all(partial.parent().unwrap_or(&partial))?;
                     render::write(&content, format, &partial)?;
-                    std::fs::rename(&partial, &target)?;
-                    Ok(std::fs::metadata(&target)?.len())
+                    Ok(std::fs::metadata(&partial)?.len())
                 }
             })
             .await
@@ -72,7 +68,7 @@ impl JobHandler for GenerateHandler {
                 Ok(size) => size,
                 Err(err) => {
                     let _ = std::fs::remove_file(&partial);
-                    storage::failed(db, tenant, &id, &err.to_string()).await?;
+                    storage::failed(ctx, &id, &err.to_string()).await?;
                     continue;
                 }
             };
@@ -82,13 +78,31 @@ impl JobHandler for GenerateHandler {
                 &cairn_core::db::to_rfc3339(cairn_core::db::now_ms())[..10],
                 format.extension()
             );
-            let kept =
-                storage::succeeded(db, tenant, &id, &relative, &file_name, size as i64, rows)
-                    .await?;
-            if !kept {
-                // Deleted while it was being written.
-                let _ = std::fs::remove_file(&target);
+            let outgoing = Outgoing {
+                file: &partial,
+                size,
+                content_type: format.content_type(),
+                name: &file_name,
+            };
+            if let Err(err) = self.store.put(outgoing, &key).await {
+                // The store is down (or refused): another attempt may do.
+                return Err(JobFailure::Failed(format!("storing the report: {err}")));
             }
+            let written = Written {
+                key: &key,
+                file_name: &file_name,
+                size_bytes: size as i64,
+                row_count: rows,
+            };
+            let kept = storage::succeeded(ctx, &id, written).await;
+            if !matches!(kept, Ok(true)) {
+                // Deleted while it was being written, or this run lost its
+                // job: nothing names the file.
+                if let Err(err) = self.store.remove(&key).await {
+                    tracing::warn!(report_id = %id, error = %err, "removing an unrecorded report failed");
+                }
+            }
+            kept?;
             ctx.progress("done", 3, 3, "steps", &id).await?;
         }
         Ok(())

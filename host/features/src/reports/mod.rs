@@ -24,9 +24,9 @@ mod render;
 mod routes;
 mod storage;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use cairn_core::blobs::BlobStore;
 use cairn_core::db::Db;
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
@@ -39,7 +39,7 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
     registry.register(
         generate::GENERATE_KIND,
         generate::GenerateHandler {
-            dir: boot.settings.reports_dir.clone(),
+            store: boot.blobs.reports.clone(),
         },
         Duration::from_secs(600),
     );
@@ -48,21 +48,23 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
 
 /// Every hour, deletes the reports (and files) finished more than
 /// `retention_days` ago.
-pub fn retention(db: Db, dir: PathBuf, retention_days: u64) -> Schedule {
+pub fn retention(db: Db, store: BlobStore, retention_days: u64) -> Schedule {
     Schedule::every("report retention", Duration::from_secs(3600), move || {
-        let (db, dir) = (db.clone(), dir.clone());
-        async move { prune(&db, &dir, retention_days).await.map(|_| ()) }
+        let (db, store) = (db.clone(), store.clone());
+        async move { prune(&db, &store, retention_days).await.map(|_| ()) }
     })
 }
 
 /// Deletes the reports finished more than `retention_days` ago; how many.
-pub async fn prune(db: &Db, dir: &std::path::Path, retention_days: u64) -> sqlx::Result<usize> {
+pub async fn prune(db: &Db, store: &BlobStore, retention_days: u64) -> sqlx::Result<usize> {
     let before = cairn_core::db::now_ms() - retention_days as i64 * 86_400_000;
     let expired = storage::expired(db, before).await?;
     for (tenant, id) in &expired {
         let tenant = cairn_core::ids::TenantId(tenant.clone());
-        if let Some(Some(path)) = storage::delete(db, &tenant, id).await? {
-            let _ = tokio::fs::remove_file(dir.join(path)).await;
+        if let Some(Some(key)) = storage::delete(db, &tenant, id).await? {
+            if let Err(err) = store.remove(&key).await {
+                tracing::warn!(report_id = %id, error = %err, "removing an expired report's file failed");
+            }
         }
     }
     Ok(expired.len())

@@ -13,6 +13,7 @@ use super::content::{ReportType, Scope};
 use super::generate::GENERATE_KIND;
 use super::render::Format;
 use super::storage::{self, NewReport, ReportView};
+use cairn_core::blobs::StoreError;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_inventory::search::{Page, PageParams};
@@ -116,7 +117,8 @@ async fn report_status(
                   (String = "text/csv"),
                   (String = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"))),
               (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody, description = "Not written yet, or it failed")))]
+              (status = 409, body = ErrorBody, description = "Not written yet, or it failed"),
+              (status = 410, body = ErrorBody, description = "The file is no longer in the store (retention, or an operator removed it)")))]
 async fn download_report(
     State(state): State<AppState>,
     caller: Caller,
@@ -136,19 +138,27 @@ async fn download_report(
         Some("csv") => Format::Csv,
         _ => Format::Xlsx,
     };
-    let file = tokio::fs::File::open(state.settings.reports_dir.join(&stored))
+    let opened = state
+        .blobs
+        .reports
+        .open(&stored)
         .await
-        .map_err(|_| ApiError::Gone("the report's file is gone; generate it again".into()))?;
-    let body = Body::from_stream(tokio_util::io::ReaderStream::new(file));
+        .map_err(|err| match err {
+            StoreError::Missing => {
+                ApiError::Gone("the report's file is gone; generate it again".into())
+            }
+            other => other.into(),
+        })?;
     Ok((
         [
             (header::CONTENT_TYPE, format.content_type().to_string()),
+            (header::CONTENT_LENGTH, opened.size.to_string()),
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{}\"", sanitized(&file_name)),
             ),
         ],
-        body,
+        Body::from_stream(opened.bytes),
     )
         .into_response())
 }
@@ -178,8 +188,10 @@ async fn delete_report(
     let stored = storage::delete(&state.db, &caller.tenant_id, &report_id)
         .await?
         .ok_or(ApiError::NotFound("report"))?;
-    if let Some(path) = stored {
-        let _ = tokio::fs::remove_file(state.settings.reports_dir.join(path)).await;
+    if let Some(key) = stored {
+        if let Err(err) = state.blobs.reports.remove(&key).await {
+            tracing::warn!(report_id, error = %err, "removing a deleted report's file failed");
+        }
     }
     Ok(StatusCode::NO_CONTENT)
 }

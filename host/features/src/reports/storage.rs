@@ -1,5 +1,5 @@
 //! `reports`: one row per report asked for, with its status and, once
-//! written, its file (a path relative to the reports directory).
+//! written, its file (a key in the reports store).
 
 use serde::Serialize;
 use sqlx::Row;
@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
+use cairn_jobs::{JobContext, JobFailure};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReportView {
@@ -117,7 +118,8 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Re
     row.map(view).transpose()
 }
 
-/// The stored file of a finished report: (relative path, file name).
+/// The stored file of a finished report: (key in the reports store, file
+/// name).
 pub async fn file_of(
     db: &Db,
     tenant: &TenantId,
@@ -130,10 +132,14 @@ pub async fn file_of(
         .await
 }
 
-/// The next queued report of the tenant, marked running.
-pub async fn claim_next(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<String>> {
+/// The next queued report of the tenant, marked running. Like every write
+/// of the `report_generate` job, it holds the job's fence: a run that lost
+/// its lease writes nothing.
+pub async fn claim_next(ctx: &JobContext) -> Result<Option<String>, JobFailure> {
+    let (db, tenant) = (ctx.db(), ctx.tenant_id());
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
+    ctx.hold_in(&mut tx).await?;
     let next: Option<String> = sqlx::query_scalar(
         "SELECT id FROM reports WHERE tenant_id = $1 AND status IN ('queued', 'running') \
          ORDER BY created_at, id LIMIT 1",
@@ -167,18 +173,26 @@ pub async fn request_of(
     .await
 }
 
+/// What a written report records.
+pub struct Written<'a> {
+    /// Its key in the reports store.
+    pub key: &'a str,
+    pub file_name: &'a str,
+    pub size_bytes: i64,
+    pub row_count: i64,
+}
+
 /// Records a written file; false when the report was deleted meanwhile
 /// (the caller then removes the file).
 pub async fn succeeded(
-    db: &Db,
-    tenant: &TenantId,
+    ctx: &JobContext,
     id: &str,
-    stored_path: &str,
-    file_name: &str,
-    size_bytes: i64,
-    row_count: i64,
-) -> sqlx::Result<bool> {
+    written: Written<'_>,
+) -> Result<bool, JobFailure> {
+    let (db, tenant) = (ctx.db(), ctx.tenant_id());
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    ctx.hold_in(&mut tx).await?;
     let updated = sqlx::query(
         "UPDATE reports SET status = 'succeeded', stored_path = $3, file_name = $4, \
          size_bytes = $5, row_count = $6, finished_at = $7, error = NULL \
@@ -186,19 +200,23 @@ pub async fn succeeded(
     )
     .bind(tenant.as_str())
     .bind(id)
-    .bind(stored_path)
-    .bind(file_name)
-    .bind(size_bytes)
-    .bind(row_count)
+    .bind(written.key)
+    .bind(written.file_name)
+    .bind(written.size_bytes)
+    .bind(written.row_count)
     .bind(now_ms())
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
+    tx.commit().await?;
     Ok(updated == 1)
 }
 
-pub async fn failed(db: &Db, tenant: &TenantId, id: &str, error: &str) -> sqlx::Result<()> {
+pub async fn failed(ctx: &JobContext, id: &str, error: &str) -> Result<(), JobFailure> {
+    let (db, tenant) = (ctx.db(), ctx.tenant_id());
     let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    ctx.hold_in(&mut tx).await?;
     sqlx::query(
         "UPDATE reports SET status = 'failed', error = $3, finished_at = $4 \
          WHERE tenant_id = $1 AND id = $2",
@@ -207,8 +225,9 @@ pub async fn failed(db: &Db, tenant: &TenantId, id: &str, error: &str) -> sqlx::
     .bind(id)
     .bind(error)
     .bind(now_ms())
-    .execute(&db.pool)
+    .execute(&mut *tx)
     .await?;
+    tx.commit().await?;
     Ok(())
 }
 

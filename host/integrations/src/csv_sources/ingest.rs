@@ -4,6 +4,8 @@
 //! returns and, once the whole file is read, swaps it in (see `staging`).
 
 use std::path::{Path, PathBuf};
+
+use cairn_core::blobs::{BlobStore, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,12 +35,16 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct CsvParseHandler {
     pub plugins: Arc<Plugins>,
-    pub uploads_dir: PathBuf,
+    /// Where uploads wait for their parse (shared by every process).
+    pub uploads: BlobStore,
+    /// This process's staged rows (see `staging`): a run taken over by
+    /// another process parses again.
+    pub staging_dir: PathBuf,
 }
 
-/// Where an upload's file waits for its parse.
-pub fn upload_path(uploads_dir: &Path, tenant: &TenantId, upload_id: &str) -> PathBuf {
-    uploads_dir.join(tenant.as_str()).join(upload_id)
+/// The key an upload's file waits under for its parse.
+pub fn upload_key(tenant: &TenantId, upload_id: &str) -> String {
+    format!("{}/{upload_id}", tenant.as_str())
 }
 
 /// How one upload's parse ended without success.
@@ -106,15 +112,15 @@ enum Chunk {
 impl JobHandler for CsvParseHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
         while let Some(upload) = storage::next_waiting(ctx.db(), ctx.tenant_id()).await? {
-            let path = upload_path(&self.uploads_dir, ctx.tenant_id(), &upload.id);
+            let key = upload_key(ctx.tenant_id(), &upload.id);
             let mut report = ParseReport::default();
-            match self.parse(ctx, &upload, &path, &mut report).await {
+            match self.parse(ctx, &upload, &key, &mut report).await {
                 Ok(()) => {}
                 Err(Outcome::Rejected(reason)) => {
                     self.fail(ctx, &upload, &report, &reason).await?;
                 }
                 Err(Outcome::Job(JobFailure::LeaseLost(LeaseLost(StopReason::Canceled)))) => {
-                    Staging::remove(&self.uploads_dir.join("staging"), &upload.id);
+                    Staging::remove(&self.staging_dir, &upload.id);
                     self.fail(ctx, &upload, &report, "the parse was canceled")
                         .await?;
                     return Err(LeaseLost(StopReason::Canceled).into());
@@ -128,7 +134,9 @@ impl JobHandler for CsvParseHandler {
                 }
                 Err(Outcome::Job(err)) => return Err(err),
             }
-            let _ = tokio::fs::remove_file(&path).await;
+            if let Err(err) = self.uploads.remove(&key).await {
+                tracing::warn!(upload_id = %upload.id, error = %err, "removing a parsed upload's file failed");
+            }
         }
         Ok(())
     }
@@ -151,7 +159,7 @@ impl CsvParseHandler {
         &self,
         ctx: &JobContext,
         upload: &UploadRow,
-        path: &Path,
+        key: &str,
         report: &mut ParseReport,
     ) -> Result<(), Outcome> {
         let provider = self
@@ -168,11 +176,11 @@ impl CsvParseHandler {
             "software" => Destination::Items,
             _ => Destination::Records,
         };
-        let staging_dir = self.uploads_dir.join("staging");
+        let staging_dir = &self.staging_dir;
         // A run handed back during the swap (a shutdown, a lost lease) left
         // its staged rows and how far the swap got: go on from there.
         let resumed = ReplaceCheckpoint::of(ctx, &upload.id).and_then(|checkpoint| {
-            let staging = Staging::reopen(&staging_dir, &upload.id, destination).ok()?;
+            let staging = Staging::reopen(staging_dir, &upload.id, destination).ok()?;
             Some((staging, checkpoint))
         });
         let (staging, from_line) = match resumed {
@@ -183,18 +191,27 @@ impl CsvParseHandler {
                 (staging, checkpoint.replaced)
             }
             None => {
-                let staging = self
+                let fetched = self.uploads.fetch(key).await.map_err(|err| match err {
+                    StoreError::Missing => Outcome::Rejected(
+                        "the uploaded file is no longer in the store; upload it again".into(),
+                    ),
+                    other => {
+                        Outcome::Job(JobFailure::Failed(format!("fetching the upload: {other}")))
+                    }
+                })?;
+                let staged = self
                     .parse_into_staging(
                         ctx,
                         &provider,
                         upload,
-                        path,
-                        &staging_dir,
+                        &fetched.path,
+                        staging_dir,
                         destination,
                         report,
                     )
-                    .await?;
-                (staging, 0)
+                    .await;
+                fetched.release().await;
+                (staged?, 0)
             }
         };
         let inserted = staging
@@ -232,7 +249,11 @@ impl CsvParseHandler {
     ) -> Result<Staging, Outcome> {
         let format = match parse::detect(path) {
             Ok(format) => format,
-            Err(err) => return Err(Outcome::Rejected(format!("the upload is gone: {err}"))),
+            Err(err) => {
+                return Err(Outcome::Rejected(format!(
+                    "the upload cannot be read: {err}"
+                )))
+            }
         };
         storage::start(
             ctx.db(),

@@ -50,7 +50,8 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
         CSV_PARSE_KIND,
         CsvParseHandler {
             plugins: boot.plugins.clone(),
-            uploads_dir: boot.settings.csv_uploads_dir.clone(),
+            uploads: boot.blobs.uploads.clone(),
+            staging_dir: boot.settings.csv_uploads_dir.join("staging"),
         },
         ingest::STALL_TIMEOUT,
     );

@@ -9,9 +9,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::ingest::{upload_path, CSV_PARSE_KIND};
+use super::ingest::{upload_key, CSV_PARSE_KIND};
 use super::storage::{self, CsvSourceStats, NewUpload, SourceRecordView, UploadView};
 use super::GENERIC_SOFTWARE;
+use cairn_core::blobs::Outgoing;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Multipart, Path, Query};
 use cairn_core::uploads::{self, SPREADSHEETS};
@@ -149,14 +150,14 @@ async fn accept(
     multipart: axum::extract::Multipart,
 ) -> ApiResult<(StatusCode, Json<UploadView>)> {
     let max_bytes = state.settings.csv_max_upload_mb * 1024 * 1024;
-    let tmp_dir = state.settings.csv_uploads_dir.join("tmp");
-    let received = uploads::receive_one(multipart, SPREADSHEETS, &tmp_dir, max_bytes).await?;
+    let store = &state.blobs.uploads;
+    let received =
+        uploads::receive_one(multipart, SPREADSHEETS, &store.tmp_dir(), max_bytes).await?;
     let id = uuid::Uuid::now_v7().to_string();
-    let target = upload_path(&state.settings.csv_uploads_dir, &caller.tenant_id, &id);
-    if let Err(err) = received.persist(&target).await {
-        received.discard().await;
-        return Err(ApiError::Internal(err.into()));
-    }
+    let key = upload_key(&caller.tenant_id, &id);
+    // The file is in the store before its row: a parse never finds a row
+    // without its file (unless an operator removed it).
+    store.put(Outgoing::from(&received), &key).await?;
     let sheet = options
         .sheet
         .as_deref()
@@ -175,7 +176,9 @@ async fn accept(
     )
     .await;
     if let Err(err) = inserted {
-        let _ = tokio::fs::remove_file(&target).await;
+        if let Err(cleanup) = store.remove(&key).await {
+            tracing::warn!(error = %cleanup, key, "removing an upload without a row failed");
+        }
         return Err(err.into());
     }
     // One parse job per tenant works through its waiting uploads in order;
