@@ -1,6 +1,12 @@
 //! Shared parts of the benchmark programs.
 
+use std::time::{Duration, Instant};
+
 use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+use cairn_integrations::storage::upsert_rows;
+use cairn_plugins::{InventoryRow, MappedRow};
+use serde_json::{json, Value};
 use sqlx::{Connection, Executor, PgConnection};
 
 /// A fresh database of the named backend (`sqlite` or `postgres`), migrated.
@@ -270,5 +276,108 @@ impl SyncBench {
     /// Drops the database.
     pub async fn finish(self) {
         drop_database(self.db, &self.url).await;
+    }
+}
+
+/// An inventory row as a connector maps it: `application` `version` from
+/// `vendor` on `device` (`platform`).
+pub fn row(
+    device: String,
+    app: String,
+    vendor: String,
+    version: String,
+    platform: &str,
+) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some(platform.into()),
+        os_version: Some("10.0.19045".into()),
+        user_email: None,
+        user_name: None,
+        application_name: Some(app.into()),
+        vendor: Some(vendor.into()),
+        version: Some(version.into()),
+        publisher: None,
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// Writes `rows` of `source` for `tenant` as a sync does, in pages of
+/// 5,000; how many.
+pub async fn write_pages(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    rows: impl Iterator<Item = MappedRow>,
+) -> anyhow::Result<usize> {
+    let mut page = Vec::with_capacity(5000);
+    let mut written = 0;
+    let flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
+        let mut tx = db.pool.begin().await?;
+        upsert_rows(&mut tx, tenant, source, ("bench", 0), page).await?;
+        tx.commit().await?;
+        page.clear();
+        Ok(())
+    };
+    for row in rows {
+        page.push(row);
+        written += 1;
+        if page.len() == 5000 {
+            flush(&mut page).await?;
+        }
+    }
+    flush(&mut page).await?;
+    Ok(written)
+}
+
+/// The service's HTTP API.
+pub struct Client {
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+impl Client {
+    /// Registers a new tenant's owner: its access token and tenant.
+    pub async fn register(&self, email: &str) -> anyhow::Result<(String, TenantId)> {
+        let resp: Value = self
+            .http
+            .post(format!("{}/api/v1/auth/register", self.base))
+            .json(&json!({"email": email, "password": "bench-password-1", "name": "Bench"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let token = resp["access_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let tenant = resp["user"]["tenant_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        Ok((token, TenantId(tenant)))
+    }
+
+    /// Sends one request; how long the answer took, and its JSON.
+    pub async fn timed(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<(Duration, Value)> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let started = Instant::now();
+        let value: Value = request.send().await?.error_for_status()?.json().await?;
+        Ok((started.elapsed(), value))
     }
 }

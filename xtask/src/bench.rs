@@ -12,6 +12,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("http") => http(),
         Some("jobs") => per_backend("bench-jobs"),
         Some("sync") => per_backend("bench-sync"),
+        Some("load") => {
+            ensure_wrk()?;
+            crate::components::build_all()?;
+            build_bench("bench-load")?;
+            let env = [("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR)];
+            for_each_backend("bench-load", &env)
+        }
         Some("mdm") => per_backend("bench-mdm"),
         Some("edr") => per_backend("bench-edr"),
         Some("scanner") => per_backend("bench-scanner"),
@@ -33,7 +40,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run("target/release/bench-portal", &[], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|csv|portal>"
+            "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|csv|portal>"
                 .into(),
         ),
     }
@@ -221,12 +228,18 @@ fn build_bench(program: &str) -> Result<(), String> {
 
 fn per_backend(program: &str) -> Result<(), String> {
     build_bench(program)?;
+    for_each_backend(program, &[])
+}
+
+/// Runs a built benchmark program on SQLite, then on PostgreSQL when one
+/// is reachable.
+fn for_each_backend(program: &str, env: &[(&str, &str)]) -> Result<(), String> {
     let binary = format!("target/release/{program}");
-    process::run(&binary, &["sqlite"], &[])?;
+    process::run(&binary, &["sqlite"], env)?;
     let url = std::env::var("CAIRN_BENCH_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     if process::postgres_reachable(&url) {
-        process::run(&binary, &["postgres"], &[])
+        process::run(&binary, &["postgres"], env)
     } else {
         println!("== PostgreSQL not reachable at {url}: skipped the PostgreSQL run");
         Ok(())

@@ -11,12 +11,11 @@
 //! Usage: bench-inventory sqlite|postgres [rows]; `BENCH_ONLY=search,list`
 //! runs only the named parts (rollup, search, list).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use cairn_core::ids::TenantId;
-use cairn_integrations::storage::upsert_rows;
+use cairn_bench::{row, write_pages, Client};
 use cairn_inventory::rollup::Mode;
-use cairn_plugins::{InventoryRow, MappedRow, RecordRow};
+use cairn_plugins::{MappedRow, RecordRow};
 use serde_json::{json, Value};
 
 const DEVICES: usize = 50_000;
@@ -24,23 +23,6 @@ const APPLICATIONS: usize = 2_000;
 const SEARCH_DEVICES: usize = 100_000;
 const LIST_APPLICATIONS: usize = 30_000;
 const SAMPLES: usize = 300;
-
-fn row(device: String, app: String, vendor: String, version: String, platform: &str) -> MappedRow {
-    MappedRow::Inventory(InventoryRow {
-        device_name: Some(device.into()),
-        device_id: None,
-        os_platform: Some(platform.into()),
-        os_version: Some("10.0.19045".into()),
-        user_email: None,
-        user_name: None,
-        application_name: Some(app.into()),
-        vendor: Some(vendor.into()),
-        version: Some(version.into()),
-        publisher: None,
-        client_id: None,
-        group_ids: vec![],
-    })
-}
 
 /// The name an agent reports for application `a` on device `d`: some
 /// installers append their product code, some are (x64) builds, vendors
@@ -59,79 +41,6 @@ fn variant(a: usize, d: usize) -> (String, String) {
         format!("Vendor {}", a % 150)
     };
     (name, vendor)
-}
-
-async fn write_pages(
-    db: &cairn_core::db::Db,
-    tenant: &TenantId,
-    source: &str,
-    rows: impl Iterator<Item = MappedRow>,
-) -> anyhow::Result<usize> {
-    let mut page = Vec::with_capacity(5000);
-    let mut written = 0;
-    let flush = async |page: &mut Vec<MappedRow>| -> anyhow::Result<()> {
-        let mut tx = db.pool.begin().await?;
-        upsert_rows(&mut tx, tenant, source, ("bench", 0), page).await?;
-        tx.commit().await?;
-        page.clear();
-        Ok(())
-    };
-    for row in rows {
-        page.push(row);
-        written += 1;
-        if page.len() == 5000 {
-            flush(&mut page).await?;
-        }
-    }
-    flush(&mut page).await?;
-    Ok(written)
-}
-
-struct Client {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Client {
-    async fn register(&self, email: &str) -> anyhow::Result<(String, TenantId)> {
-        let resp: Value = self
-            .http
-            .post(format!("{}/api/v1/auth/register", self.base))
-            .json(&json!({"email": email, "password": "bench-password-1", "name": "Bench"}))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let token = resp["access_token"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let tenant = resp["user"]["tenant_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        Ok((token, TenantId(tenant)))
-    }
-
-    async fn timed(
-        &self,
-        token: &str,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> anyhow::Result<(Duration, Value)> {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let started = Instant::now();
-        let value: Value = request.send().await?.error_for_status()?.json().await?;
-        Ok((started.elapsed(), value))
-    }
 }
 
 #[tokio::main]

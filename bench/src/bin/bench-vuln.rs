@@ -17,6 +17,7 @@
 use std::io::Write;
 use std::time::Instant;
 
+use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_integrations::storage::upsert_rows;
 use cairn_plugins::{InventoryRow, MappedRow};
@@ -223,7 +224,7 @@ async fn write_fleet(
     let mut tx = db.pool.begin().await?;
     upsert_rows(&mut tx, tenant, "rmm", (run, pages), &page).await?;
     tx.commit().await?;
-    cairn_inventory::seen::prune_unseen(db, tenant, "rmm", run).await?;
+    cairn_inventory::seen::prune_unseen(db, &NoFence, tenant, "rmm", run).await?;
     Ok(())
 }
 
@@ -300,7 +301,7 @@ async fn main() -> anyhow::Result<()> {
     let scope = scan::ScanScope::default();
     let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
-    let full = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
+    let full = scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "full match: {} devices, {} applications, {} findings in {seconds:.1} s (goal 60 s) {}; peak memory {:.0} MiB",
@@ -322,7 +323,8 @@ async fn main() -> anyhow::Result<()> {
     write_fleet(&db, &tenant, "run-2", &devices).await?;
     let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
-    let incremental = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
+    let incremental =
+        scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "re-match after {changes} changed rows: {} findings, {} new, {} fixed in {seconds:.1} s (goal 5 s) {}; peak memory {:.0} MiB",
@@ -345,7 +347,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
-    let revised = scan::run_scan(&db, &translations, &tenant, &scan_id, &scope).await?;
+    let revised = scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "re-match after {revised_cves} revised CVEs: {} applications, {} findings, {} new, {} fixed in {seconds:.1} s (goal 5 s) {}; peak memory {:.0} MiB",
