@@ -72,7 +72,7 @@ pub struct RateLimits {
 /// Where the limits count.
 enum Counts {
     /// In this process (GCRA, smooth): every process allows the full rate.
-    Local(LocalLimiters),
+    Local(Box<LocalLimiters>),
     /// Fixed windows counted in a store every process shares.
     Shared(SharedCounts),
 }
@@ -182,12 +182,12 @@ impl RateLimits {
                     .map_err(|e| anyhow::anyhow!("cannot reach Redis for the rate limits: {e}"))?;
                 Counts::Shared(SharedCounts::Redis(manager))
             }
-            _ => Counts::Local(LocalLimiters {
+            _ => Counts::Local(Box::new(LocalLimiters {
                 default: default.map(|a| RateLimiter::keyed(quota(a))),
                 register: RateLimiter::keyed(quota(RouteLimit::Register.allowance())),
                 login: RateLimiter::keyed(quota(RouteLimit::Login.allowance())),
                 invite_create: RateLimiter::keyed(quota(RouteLimit::InviteCreate.allowance())),
-            }),
+            })),
         };
         Ok(RateLimits {
             default,
