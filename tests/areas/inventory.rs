@@ -370,6 +370,29 @@ async fn a_run_that_stops_reporting_a_device_drops_its_applications(backend: Bac
             .await
             .unwrap();
     assert_eq!((stats.applications, stats.vulnerabilities), (1, 0));
+    // The unfiltered lists' totals (kept by the rebuild) follow the rows
+    // through the incremental rebuild, as a filtered count does.
+    let filtered = |text: &str| SearchRequest {
+        search: Some(text.into()),
+        ..SearchRequest::default()
+    };
+    for request in [SearchRequest::default(), filtered("teams")] {
+        let applications: Page<cairn_inventory::applications::ApplicationRow> = search::run(
+            &db.db,
+            &tenant,
+            &cairn_inventory::applications::table(),
+            &request,
+        )
+        .await
+        .unwrap();
+        assert_eq!(applications.total, 1, "{:?}", request.search);
+    }
+    for request in [SearchRequest::default(), filtered("ws-0")] {
+        let assets: Page<AssetRow> = search::run(&db.db, &tenant, &assets::table(), &request)
+            .await
+            .unwrap();
+        assert_eq!(assets.total, 2, "{:?}", request.search);
+    }
     db.finish().await;
 }
 

@@ -112,6 +112,7 @@ pub fn table() -> Table<'static> {
         text_fields: &["name", "vendor", "publisher"],
         default_sort: "-device_count",
         tiebreak: "a.name",
+        kept_total: Some("SELECT applications_count FROM rollup_state WHERE tenant_id = $1"),
     }
 }
 

@@ -259,6 +259,7 @@ pub fn table() -> Table<'static> {
         text_fields: &["device_name", "user_email", "user_name"],
         default_sort: "device_name",
         tiebreak: "a.asset_key",
+        kept_total: Some("SELECT assets_count FROM rollup_state WHERE tenant_id = $1"),
     }
 }
 

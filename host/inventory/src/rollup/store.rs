@@ -400,8 +400,12 @@ pub async fn save_state(
     blank_names: &[String],
     completions: &HashMap<String, i64>,
 ) -> sqlx::Result<()> {
+    // The counts are taken where every write of the rebuild is in, so an
+    // unfiltered list's total (`search::Table::kept_total`) matches the rows.
     sqlx::query(
-        "UPDATE rollup_state SET tallied = 1, blank_names = $2, completions = $3 \
+        "UPDATE rollup_state SET tallied = 1, blank_names = $2, completions = $3, \
+         applications_count = (SELECT COUNT(*) FROM applications WHERE tenant_id = $1), \
+         assets_count = (SELECT COUNT(*) FROM assets WHERE tenant_id = $1) \
          WHERE tenant_id = $1",
     )
     .bind(tenant.as_str())
