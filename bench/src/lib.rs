@@ -381,3 +381,19 @@ impl Client {
         Ok((started.elapsed(), value))
     }
 }
+
+/// `count` applications (`Product 00000`, ...) on one to three of 5,000
+/// hosts each: the list benchmarks' inventory.
+pub fn applications(count: usize) -> impl Iterator<Item = MappedRow> {
+    (0..count).flat_map(|a| {
+        (0..1 + a % 3).map(move |d| {
+            row(
+                format!("HOST-{:04}", (a + d) % 5000),
+                format!("Product {a:05}"),
+                format!("Vendor {}", a % 700),
+                "1.0".into(),
+                "windows",
+            )
+        })
+    })
+}

@@ -269,17 +269,7 @@ async fn list(db: &cairn_core::db::Db, client: &Client) -> anyhow::Result<()> {
         db,
         &list_tenant,
         "rmm",
-        (0..LIST_APPLICATIONS).flat_map(|a| {
-            (0..1 + a % 3).map(move |d| {
-                row(
-                    format!("HOST-{:04}", (a + d) % 5000),
-                    format!("Product {a:05}"),
-                    format!("Vendor {}", a % 700),
-                    "1.0".into(),
-                    "windows",
-                )
-            })
-        }),
+        cairn_bench::applications(LIST_APPLICATIONS),
     )
     .await?;
     let built =

@@ -77,17 +77,7 @@ async fn main() -> anyhow::Result<()> {
         &db,
         &list_tenant,
         "rmm",
-        (0..APPLICATIONS).flat_map(|a| {
-            (0..1 + a % 3).map(move |d| {
-                row(
-                    format!("HOST-{:04}", (a + d) % 5000),
-                    format!("Product {a:05}"),
-                    format!("Vendor {}", a % 700),
-                    "1.0".into(),
-                    "windows",
-                )
-            })
-        }),
+        cairn_bench::applications(APPLICATIONS),
     )
     .await?;
     cairn_inventory::rollup::rebuild_until_current(&db, &list_tenant, Mode::Incremental).await?;
