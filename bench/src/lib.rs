@@ -397,3 +397,20 @@ pub fn applications(count: usize) -> impl Iterator<Item = MappedRow> {
         })
     })
 }
+
+/// An EDR agent record for every second of `devices` devices `PC-000000`,
+/// ...: the device search benchmarks' second source.
+pub fn edr_agents(devices: usize) -> impl Iterator<Item = MappedRow> {
+    (0..devices).step_by(2).map(|d| {
+        MappedRow::Record(cairn_plugins::RecordRow {
+            collection: "devices".into(),
+            record_type: "device".into(),
+            key: format!("agent-{d}").into(),
+            device_name: Some(format!("PC-{d:06}").into()),
+            client_id: None,
+            group_ids: vec![],
+            fields: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "active_threats": d % 5}),
+            body: "{}".into(),
+        })
+    })
+}

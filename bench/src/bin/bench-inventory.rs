@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use cairn_bench::{row, write_pages, Client};
 use cairn_inventory::rollup::Mode;
-use cairn_plugins::{MappedRow, RecordRow};
+use cairn_plugins::MappedRow;
 use serde_json::{json, Value};
 
 const DEVICES: usize = 50_000;
@@ -210,18 +210,7 @@ async fn search(db: &cairn_core::db::Db, client: &Client) -> anyhow::Result<()> 
         db,
         &search_tenant,
         "edr",
-        (0..SEARCH_DEVICES).step_by(2).map(|d| {
-            MappedRow::Record(RecordRow {
-                collection: "devices".into(),
-                record_type: "device".into(),
-                key: format!("agent-{d}").into(),
-                device_name: Some(format!("PC-{d:06}").into()),
-                client_id: None,
-                group_ids: vec![],
-                fields: json!({"agent_version": "23.4", "infected": d.is_multiple_of(17), "active_threats": d % 5}),
-                body: "{}".into(),
-            })
-        }),
+        cairn_bench::edr_agents(SEARCH_DEVICES),
     )
     .await?;
     let built =

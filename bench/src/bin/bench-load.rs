@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use cairn_bench::{row, write_pages, Client};
 use cairn_inventory::rollup::Mode;
-use cairn_plugins::{MappedRow, RecordRow};
 use serde_json::{json, Value};
 
 const APPLICATIONS: usize = 30_000;
@@ -102,24 +101,7 @@ async fn main() -> anyhow::Result<()> {
         }),
     )
     .await?;
-    write_pages(
-        &db,
-        &search_tenant,
-        "edr",
-        (0..DEVICES).step_by(2).map(|d| {
-            MappedRow::Record(RecordRow {
-                collection: "devices".into(),
-                record_type: "device".into(),
-                key: format!("agent-{d}").into(),
-                device_name: Some(format!("PC-{d:06}").into()),
-                client_id: None,
-                group_ids: vec![],
-                fields: json!({"agent_version": "23.4", "active_threats": d % 5}),
-                body: "{}".into(),
-            })
-        }),
-    )
-    .await?;
+    write_pages(&db, &search_tenant, "edr", cairn_bench::edr_agents(DEVICES)).await?;
     cairn_inventory::rollup::rebuild_until_current(&db, &search_tenant, Mode::Incremental).await?;
     if db.backend == cairn_core::db::Backend::Postgres {
         // What autovacuum would do within a minute of the bulk write.
