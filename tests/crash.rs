@@ -17,7 +17,7 @@ use cairn_tests::fake_psa::{self, FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, PASSWORD, USERNAME};
 use cairn_tests::fake_s3::{self, FakeS3};
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
-use cairn_tests::{backend_tests, batches, wait_for, Backend, ScratchDatabase};
+use cairn_tests::{backend_tests, batches, wait_for, wait_until, Backend, ScratchDatabase};
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -365,6 +365,13 @@ fn software_csv(rows: usize) -> Vec<u8> {
     csv.into_bytes()
 }
 
+/// The last lines of a server's log, for a failure message.
+fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
 async fn count(db: &Db, sql: &str, tenant: &str) -> i64 {
     sqlx::query_scalar(sql)
         .bind(tenant)
@@ -605,6 +612,7 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     let (token, tenant) = server.register_owner().await;
     // Back in the queue with its checkpoint: the job itself, or the job of
     // its kind queued behind it, which takes over from that checkpoint.
+    // Returns the job that now carries the work, and the checkpoint.
     let handed_back = async |job_id: &str, what: &str| {
         let (status, attempts, checkpoint) = job_json(&db, job_id).await;
         if status == "superseded" {
@@ -618,11 +626,11 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
                 taken_over, checkpoint,
                 "{what}: the job behind goes on from here"
             );
-            return checkpoint;
+            return (behind, checkpoint);
         }
         assert_eq!(status, "queued", "{what}: handed back, not left running");
         assert_eq!(attempts, 0, "{what}: a shutdown costs no attempt");
-        checkpoint
+        (job_id.to_string(), checkpoint)
     };
 
     // 1. A sync waiting for its third page.
@@ -645,7 +653,7 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     )
     .await;
     assert!(server.terminate().await.success(), "a clean exit");
-    let checkpoint = handed_back(&sync_id, "the sync").await;
+    let (sync_id, checkpoint) = handed_back(&sync_id, "the sync").await;
     assert!(
         checkpoint.to_string().contains("\"pages\":2"),
         "{checkpoint}"
@@ -680,17 +688,37 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     })
     .await;
     assert!(server.terminate().await.success(), "a clean exit");
-    handed_back(&parse_id, "the parse").await;
+    let (parse_id, _) = handed_back(&parse_id, "the parse").await;
 
     // ... and again while its rows are swapped in.
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "3.log");
-    wait_for("the swap to be under way", HEAVY_PHASE, async || {
-        let (_, _, checkpoint) = job_json(&db, &parse_id).await;
-        checkpoint["replaced"].as_u64().unwrap_or(0) > 0
+    wait_until("the swap to be under way", HEAVY_PHASE, async || {
+        let (status, attempts, checkpoint) = job_json(&db, &parse_id).await;
+        if checkpoint["replaced"].as_u64().unwrap_or(0) > 0 {
+            return Ok(());
+        }
+        let upload = server
+            .get(
+                &format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}"),
+                &token,
+            )
+            .await;
+        let state = format!(
+            "job {status} (attempts {attempts}, checkpoint {checkpoint}), upload {} {}",
+            upload["status"], upload["error"]
+        );
+        // An upload that ended before its swap will never get there: say
+        // why now rather than at the hang guard.
+        assert!(
+            !["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or("")),
+            "{state}; the server's log ends with:\n{}",
+            log_tail(&scratch.dir.join("3.log"))
+        );
+        Err(state)
     })
     .await;
     assert!(server.terminate().await.success(), "a clean exit");
-    let checkpoint = handed_back(&parse_id, "the swap").await;
+    let (_, checkpoint) = handed_back(&parse_id, "the swap").await;
     let replaced = checkpoint["replaced"].as_u64().unwrap();
     assert_eq!(checkpoint["upload_id"], upload_id.as_str());
 

@@ -28,7 +28,43 @@ backend_tests!(
     a_request_during_a_run_gets_a_run_after_it,
     a_run_sent_back_gives_way_to_the_job_queued_behind_it,
     a_shared_schedule_runs_in_one_process_per_period,
+    a_sweep_queues_no_job_behind_a_live_one,
 );
+
+/// A sweep's enqueue (`enqueue_unless_live`) adds a job only when none of
+/// its kind is queued or running for the tenant: a job queued behind a
+/// running parse would only supersede it at the next shutdown.
+async fn a_sweep_queues_no_job_behind_a_live_one(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let db = &test_db.db;
+    let alpha = test_db.tenant("alpha").await;
+    let beta = test_db.tenant("beta").await;
+    let sweep = async |tenant: &TenantId| {
+        storage::enqueue_unless_live(db, tenant, "csv_parse", &json!({}))
+            .await
+            .unwrap()
+            .map(|enqueued| enqueued.job_id)
+    };
+    let first = sweep(&alpha).await.expect("no job yet: one is queued");
+    assert_eq!(sweep(&alpha).await, None, "one queued: none more");
+    let running = storage::claim(db, "w1", &kinds(&["csv_parse"]), 10, 60_000)
+        .await
+        .unwrap();
+    assert_eq!(running[0].id, first);
+    assert_eq!(sweep(&alpha).await, None, "one running: none behind it");
+    assert!(sweep(&beta).await.is_some(), "another tenant has its own");
+    let fence = Fence {
+        job_id: first.clone(),
+        worker_id: "w1".into(),
+        attempts: running[0].attempts,
+    };
+    assert!(storage::finish_success(db, &fence).await.unwrap());
+    let next = sweep(&alpha).await.expect("the run ended: a new job");
+    assert_ne!(next, first);
+    test_db.finish().await;
+}
 
 /// Processes ticking a shared schedule at once: one claims the period,
 /// the others skip it; once the lease has run out (its holder died, or

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 pub use context::{JobContext, LeaseLost, StopReason};
-pub use storage::{enqueue, Enqueued, JobRow, JobStatus};
+pub use storage::{enqueue, enqueue_unless_live, Enqueued, JobRow, JobStatus};
 pub use wake::Wakeup;
 pub use worker::{Queue, RunOutcome};
 

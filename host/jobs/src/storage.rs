@@ -151,6 +151,33 @@ pub async fn enqueue(
     })
 }
 
+/// Enqueues a job of `kind` for the tenant unless one is already queued or
+/// running: what a sweep that catches missed work asks for. A running job
+/// picks up new work in its own loop, and a job queued behind it would
+/// only take over its checkpoint at a shutdown (`superseded`) for nothing.
+/// `None` when a job was live.
+pub async fn enqueue_unless_live(
+    db: &Db,
+    tenant: &TenantId,
+    kind: &str,
+    args: &Value,
+) -> sqlx::Result<Option<Enqueued>> {
+    let live: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM jobs WHERE tenant_id = $1 AND kind = $2 \
+         AND status IN ('queued', 'running') LIMIT 1",
+    )
+    .bind(tenant.as_str())
+    .bind(kind)
+    .fetch_optional(&db.pool)
+    .await?;
+    // A job that ends between this look and the insert leaves a queued
+    // job that finds nothing to do: harmless, and rare.
+    if live.is_some() {
+        return Ok(None);
+    }
+    enqueue(db, tenant, kind, args).await.map(Some)
+}
+
 /// Claims up to `limit` claimable jobs of the given kinds, oldest first, for
 /// `worker_id`. A process claims only kinds it has handlers for, so processes
 /// of different versions can share one queue.

@@ -60,15 +60,22 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
 
 /// Makes sure every tenant with a waiting upload has a parse job. An upload
 /// that arrives while its tenant's job is finishing joins that job (the
-/// queue keeps one per tenant) after its last look; this catches it.
+/// queue keeps one per tenant) after its last look; this catches it once
+/// that job has ended. A tenant whose parse is still running gets no job
+/// behind it: the running parse takes the waiting uploads in turn.
 pub fn sweep(db: Db, every: Duration) -> Schedule {
     Schedule::every("csv upload sweep", every, move || {
         let db = db.clone();
         async move {
             for tenant in storage::tenants_waiting(&db, every.as_millis() as i64).await? {
                 let tenant = TenantId(tenant);
-                let queued =
-                    cairn_jobs::enqueue(&db, &tenant, CSV_PARSE_KIND, &serde_json::json!({})).await;
+                let queued = cairn_jobs::enqueue_unless_live(
+                    &db,
+                    &tenant,
+                    CSV_PARSE_KIND,
+                    &serde_json::json!({}),
+                )
+                .await;
                 if let Err(err) = queued {
                     tracing::warn!(error = %err, "csv upload sweep could not enqueue");
                 }
