@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cairn_core::db::Db;
+use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 use cairn_integrations::storage::upsert_rows;
 use cairn_plugins::{InventoryRow, MappedRow};
@@ -271,6 +271,54 @@ impl SyncBench {
         Ok(sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&self.db.pool)
             .await?)
+    }
+
+    /// Seconds the database engine takes to copy `table`'s rows into a
+    /// new table of the same shape and indexes, in one statement inside one
+    /// transaction: no parsing, no round trips, no service. The ceiling of
+    /// the disk and the engine for those rows, beside which a sync's rate
+    /// is read. The copy is dropped afterwards.
+    pub async fn raw_copy_secs(&self, table: &str) -> anyhow::Result<f64> {
+        let copy = format!("raw_{table}");
+        let mut ddl = vec![];
+        match self.db.backend {
+            Backend::Postgres => {
+                ddl.push(format!("CREATE TABLE {copy} (LIKE {table} INCLUDING ALL)"));
+            }
+            Backend::Sqlite => {
+                let statements: Vec<String> = sqlx::query_scalar(
+                    "SELECT sql FROM sqlite_master WHERE tbl_name = $1 AND sql IS NOT NULL \
+                     ORDER BY type DESC",
+                )
+                .bind(table)
+                .fetch_all(&self.db.pool)
+                .await?;
+                for statement in statements {
+                    // `CREATE TABLE t (...)` and `CREATE INDEX i ON t(...)`,
+                    // each renamed.
+                    ddl.push(
+                        statement
+                            .replacen("CREATE INDEX ", "CREATE INDEX raw_", 1)
+                            .replace(&format!(" {table}("), &format!(" {copy}("))
+                            .replace(&format!(" {table} ("), &format!(" {copy} (")),
+                    );
+                }
+            }
+        }
+        for statement in &ddl {
+            sqlx::query(statement).execute(&self.db.pool).await?;
+        }
+        let started = Instant::now();
+        let mut tx = self.db.pool.begin().await?;
+        sqlx::query(&format!("INSERT INTO {copy} SELECT * FROM {table}"))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let secs = started.elapsed().as_secs_f64();
+        sqlx::query(&format!("DROP TABLE {copy}"))
+            .execute(&self.db.pool)
+            .await?;
+        Ok(secs)
     }
 
     /// Drops the database.

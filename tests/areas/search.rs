@@ -20,7 +20,113 @@ use serde_json::{json, Value};
 backend_tests!(
     every_operator_combinator_and_hostile_value,
     random_queries_agree_with_an_in_memory_evaluator,
+    default_pages_agree_with_the_order_at_every_depth,
 );
+
+/// Names of the applications `counts` describes (name, devices) in the
+/// list's default order: most installed first, then by name.
+fn default_order(counts: &std::collections::BTreeMap<String, usize>) -> Vec<String> {
+    let mut names: Vec<(&String, &usize)> = counts.iter().collect();
+    names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    names.into_iter().map(|(name, _)| name.clone()).collect()
+}
+
+/// The default list's pages (the rollup keeps their order numbered, so a
+/// deep page is a seek) hold what the order says at every depth, after a
+/// whole rebuild, after an incremental one that moves applications, and
+/// while a rebuild is under way and has moved rows it has not numbered yet.
+async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let owner = db.tenant("owner").await;
+    let other = db.tenant("other").await;
+    let mut counts = std::collections::BTreeMap::new();
+    let mut rows = vec![];
+    for a in 0..60 {
+        // Seven device counts over sixty names: many ties, broken by name.
+        let devices = a % 7 + 1;
+        let name = format!("App {a:02}");
+        for d in 0..devices {
+            rows.push(item(&format!("D{d}"), &name, "Vendor", "1.0", "windows"));
+        }
+        counts.insert(name, devices);
+    }
+    db.seed(&owner, "rmm", &rows).await;
+    db.seed(&other, "rmm", &rows[..10]).await;
+    db.rebuild(&owner).await;
+    db.rebuild(&other).await;
+
+    let pages_match = async |counts: &std::collections::BTreeMap<String, usize>, when: &str| {
+        let expected = default_order(counts);
+        for skip in [0, 1, 6, 23, 49, 55, 59, 60, 75] {
+            for limit in [1, 10, 50] {
+                let page = search(&db, &owner, json!({"skip": skip, "limit": limit})).await;
+                let names: Vec<&str> = page["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|item| item["name"].as_str().unwrap())
+                    .collect();
+                let want: Vec<&str> = expected
+                    .iter()
+                    .skip(skip)
+                    .take(limit)
+                    .map(String::as_str)
+                    .collect();
+                assert_eq!(names, want, "{when}: skip {skip}, limit {limit}");
+                assert_eq!(page["total"], expected.len(), "{when}");
+            }
+        }
+    };
+    pages_match(&counts, "after a whole rebuild").await;
+
+    // An application moves to the top, a new one comes in among the ties.
+    let mut more = vec![];
+    for d in 10..20 {
+        more.push(item(&format!("D{d}"), "App 03", "Vendor", "1.0", "windows"));
+    }
+    for d in 0..3 {
+        more.push(item(&format!("D{d}"), "App 99", "Vendor", "1.0", "windows"));
+    }
+    db.seed(&owner, "rmm", &more).await;
+    *counts.get_mut("App 03").unwrap() += 10;
+    counts.insert("App 99".into(), 3);
+    cairn_inventory::rollup::rebuild_until_current(
+        &db.db,
+        &owner,
+        cairn_inventory::rollup::Mode::Incremental,
+    )
+    .await
+    .unwrap();
+    pages_match(&counts, "after an incremental rebuild").await;
+
+    // A whole rebuild under way: it has begun (a new `rollup_at`) and a
+    // batch has moved an application, but the places are not numbered
+    // again until its last transaction.
+    for sql in [
+        "UPDATE rollup_state SET rollup_at = rollup_at + 1 WHERE tenant_id = $1",
+        "UPDATE applications SET device_count = 100 WHERE tenant_id = $1 AND name = 'App 10'",
+    ] {
+        sqlx::query(sql)
+            .bind(owner.as_str())
+            .execute(&db.db.pool)
+            .await
+            .unwrap();
+    }
+    *counts.get_mut("App 10").unwrap() = 100;
+    pages_match(&counts, "while a rebuild is under way").await;
+
+    // Ten rows of the other tenant: App 00 to App 03 on 1 to 4 devices.
+    let theirs = search(&db, &other, json!({"skip": 1, "limit": 50})).await;
+    assert_eq!(theirs["total"], 4, "the other tenant's own count");
+    assert_eq!(
+        sorted_names(&theirs),
+        ["App 00", "App 01", "App 02"],
+        "the other tenant's pages hold only its own applications"
+    );
+    db.finish().await;
+}
 
 /// What `body`, a search request as a client sends it, finds for `tenant`:
 /// the page as the route answers it.

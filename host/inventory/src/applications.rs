@@ -6,8 +6,10 @@ use utoipa::ToSchema;
 
 use super::rollup::build::Application;
 use super::rollup::VersionCount;
-use super::search::{Catalog, Column, Field, FieldType, SearchDocument, Table};
-use cairn_core::db::to_rfc3339;
+use super::search::{
+    Catalog, Column, Compiler, Field, FieldType, KeptOrder, SearchDocument, Table,
+};
+use cairn_core::db::{to_rfc3339, Backend};
 
 /// The applications allow-list of the spec.
 pub struct ApplicationFields;
@@ -110,10 +112,28 @@ pub fn table() -> Table<'static> {
         tenant_column: "a.tenant_id",
         catalog: &ApplicationFields,
         text_fields: &["name", "vendor", "publisher"],
-        default_sort: "-device_count",
-        tiebreak: "a.name",
+        default_sort: DEFAULT_SORT,
+        tiebreak: TIEBREAK,
         kept_total: Some("SELECT applications_count FROM rollup_state WHERE tenant_id = $1"),
+        kept_order: Some(KeptOrder {
+            sort: DEFAULT_SORT,
+            place: "a.place",
+            current: "EXISTS (SELECT 1 FROM rollup_state s \
+                      WHERE s.tenant_id = $1 AND s.places_at = s.rollup_at)",
+        }),
     }
+}
+
+/// The list's default order: most installed first.
+const DEFAULT_SORT: &str = "-device_count";
+const TIEBREAK: &str = "a.name";
+
+/// `ORDER BY` of the default order over `applications a`, as a search
+/// sorts: what the rollup numbers each application's `place` by.
+pub fn default_order(backend: Backend) -> String {
+    Compiler::new(backend, &ApplicationFields, "a.search_doc", 1)
+        .order_by(DEFAULT_SORT, TIEBREAK)
+        .expect("the default sort is a sortable field")
 }
 
 #[derive(Debug, sqlx::FromRow)]

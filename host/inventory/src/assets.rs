@@ -260,6 +260,7 @@ pub fn table() -> Table<'static> {
         default_sort: "device_name",
         tiebreak: "a.asset_key",
         kept_total: Some("SELECT assets_count FROM rollup_state WHERE tenant_id = $1"),
+        kept_order: None,
     }
 }
 

@@ -227,7 +227,7 @@ pub async fn apply(
         store::bump_last_seen(&mut tx, backend, tenant, &source, completed, rollup_at).await?;
     }
     changes::consume(&mut tx, backend, tenant, &touched.ids).await?;
-    store::save_state(&mut tx, tenant, &blank_names, &completions).await?;
+    store::save_state(&mut tx, backend, tenant, &blank_names, &completions).await?;
     tx.commit().await?;
     Ok(Some(RebuildStats {
         items,

@@ -396,16 +396,20 @@ pub async fn read_state(db: &Db, tenant: &TenantId) -> sqlx::Result<State> {
 /// Records what the rebuild's result reflects, in its last transaction.
 pub async fn save_state(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     tenant: &TenantId,
     blank_names: &[String],
     completions: &HashMap<String, i64>,
 ) -> sqlx::Result<()> {
-    // The counts are taken where every write of the rebuild is in, so an
-    // unfiltered list's total (`search::Table::kept_total`) matches the rows.
+    number_places(tx, backend, tenant).await?;
+    // The counts and places are taken where every write of the rebuild is
+    // in, so an unfiltered list's total and pages (`search::Table::
+    // kept_total`, `kept_order`) match the rows.
     sqlx::query(
         "UPDATE rollup_state SET tallied = 1, blank_names = $2, completions = $3, \
          applications_count = (SELECT COUNT(*) FROM applications WHERE tenant_id = $1), \
-         assets_count = (SELECT COUNT(*) FROM assets WHERE tenant_id = $1) \
+         assets_count = (SELECT COUNT(*) FROM assets WHERE tenant_id = $1), \
+         places_at = rollup_at \
          WHERE tenant_id = $1",
     )
     .bind(tenant.as_str())
@@ -415,6 +419,28 @@ pub async fn save_state(
             .iter()
             .collect::<std::collections::BTreeMap<_, _>>(),
     ))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Numbers the tenant's applications 1, 2, ... in the list's default
+/// order (`applications::default_order`), writing only the places that
+/// moved: most rebuilds move few applications.
+async fn number_places(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+) -> sqlx::Result<()> {
+    let order = crate::applications::default_order(backend);
+    sqlx::query(&format!(
+        "UPDATE applications SET place = ranked.place \
+         FROM (SELECT a.id, ROW_NUMBER() OVER (ORDER BY {order}) AS place \
+               FROM applications a WHERE a.tenant_id = $1) ranked \
+         WHERE applications.id = ranked.id \
+         AND (applications.place IS NULL OR applications.place <> ranked.place)"
+    ))
+    .bind(tenant.as_str())
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -821,7 +847,14 @@ pub async fn write(
         .await?;
     }
     super::changes::consume(&mut tx, db.backend, tenant, &derived.changes).await?;
-    save_state(&mut tx, tenant, &derived.blank_names, &derived.completions).await?;
+    save_state(
+        &mut tx,
+        db.backend,
+        tenant,
+        &derived.blank_names,
+        &derived.completions,
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }

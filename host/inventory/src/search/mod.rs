@@ -78,6 +78,24 @@ pub struct Table<'a> {
     /// kept by the table's writer: an unfiltered page's total without a
     /// count of the whole table. NULL means not known (a count is run).
     pub kept_total: Option<&'static str>,
+    /// The default order numbered by the table's writer: an unfiltered
+    /// page in that order is an index seek at any depth.
+    pub kept_order: Option<KeptOrder>,
+}
+
+/// A sort whose order the table's writer keeps numbered in a column (1,
+/// 2, ... with no gaps), written in the same transaction as the rows, so
+/// a page of it is the rows whose place falls in the page: one index seek
+/// where `OFFSET` would step over every row before the page.
+pub struct KeptOrder {
+    /// The sort numbered (`-device_count`).
+    pub sort: &'static str,
+    /// The column holding each row's place.
+    pub place: &'static str,
+    /// A condition (`$1`: the tenant) that holds while the places describe
+    /// the rows: false while a rebuild is under way, whose batches move
+    /// rows before the places are numbered again.
+    pub current: &'static str,
 }
 
 /// One page of results and how many match in all: the shape of every
@@ -231,6 +249,41 @@ where
     let _ = page_args.add(skip);
     let count = format!("SELECT COUNT(*) FROM {} WHERE {filter}", table.from);
     let kept = table.kept_total.filter(|_| condition.is_empty());
+    let sort = request.sort.as_deref().unwrap_or(table.default_sort);
+    let seek = table
+        .kept_order
+        .as_ref()
+        .filter(|order| condition.is_empty() && order.sort == sort)
+        .map(|order| {
+            format!(
+                "SELECT {} FROM {} WHERE {} = $1 AND {place} > $2 AND {place} <= $3 AND {} \
+                 ORDER BY {place}",
+                table.columns,
+                table.from,
+                table.tenant_column,
+                order.current,
+                place = order.place
+            )
+        });
+    let items = async {
+        if let Some(seek) = &seek {
+            let rows = sqlx::query_as::<_, T>(seek)
+                .bind(tenant.as_str())
+                .bind(skip)
+                .bind(skip + limit)
+                .fetch_all(&db.pool)
+                .await?;
+            // None: past the end, or the places are being numbered again;
+            // the plain query answers both.
+            if !rows.is_empty() {
+                return Ok(rows);
+            }
+        }
+        sqlx::query_as_with::<_, T, _>(&select, page_args)
+            .persistent(false)
+            .fetch_all(&db.pool)
+            .await
+    };
     // Two connections at once: the page and the count each scan what the
     // filter cannot narrow by index, and neither needs the other. Neither
     // is a cached prepared statement: PostgreSQL switches a cached one to
@@ -253,12 +306,7 @@ where
             .fetch_one(&db.pool)
             .await
     };
-    let (items, total) = tokio::try_join!(
-        sqlx::query_as_with::<_, T, _>(&select, page_args)
-            .persistent(false)
-            .fetch_all(&db.pool),
-        total,
-    )?;
+    let (items, total) = tokio::try_join!(items, total)?;
     Ok(Page {
         items,
         total,
