@@ -136,13 +136,13 @@ impl Db {
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
-                        // Reads map the file (no read() call and copy per
-                        // page) and keep 16 MiB of pages per connection;
-                        // a search's temporary sets stay in memory.
+                        // A search's temporary sets stay in memory. (Mapping
+                        // the file and a 16 MiB cache per connection were
+                        // tried: reads no faster, a sync's peak memory
+                        // 229 -> 554 MiB.)
                         conn.execute(
                             "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
                              PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; \
-                             PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -16384; \
                              PRAGMA temp_store = MEMORY;",
                         )
                         .await?;
@@ -379,6 +379,18 @@ fn sqlite_without_memory_statistics() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn sqlite_keeps_no_memory_statistics() {
+        let db = Db::connect("sqlite::memory:", 1).await.expect("opened");
+        db.migrate().await.expect("migrated");
+        // With statistics on, SQLite counts every byte it holds; off, the
+        // count stays 0 (and no allocation takes the global mutex).
+        // SAFETY: a plain read of SQLite's counter.
+        let used = unsafe { libsqlite3_sys::sqlite3_memory_used() };
+        assert_eq!(used, 0, "SQLite's memory statistics are off");
+        db.pool.close().await;
+    }
 
     #[tokio::test]
     async fn a_sqlite_url_without_a_mode_creates_the_file() {
