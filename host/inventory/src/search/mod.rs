@@ -9,7 +9,7 @@ mod query;
 
 use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Arguments, FromRow};
+use sqlx::{Arguments, FromRow, Row};
 
 use compile::TENANT_PLACEHOLDER;
 pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Part, Terms};
@@ -250,40 +250,50 @@ where
     let count = format!("SELECT COUNT(*) FROM {} WHERE {filter}", table.from);
     let kept = table.kept_total.filter(|_| condition.is_empty());
     let sort = request.sort.as_deref().unwrap_or(table.default_sort);
-    let seek = table
+    if let Some(order) = table
         .kept_order
         .as_ref()
         .filter(|order| condition.is_empty() && order.sort == sort)
-        .map(|order| {
-            format!(
-                "SELECT {} FROM {} WHERE {} = $1 AND {place} > $2 AND {place} <= $3 AND {} \
-                 ORDER BY {place}",
-                table.columns,
-                table.from,
-                table.tenant_column,
-                order.current,
-                place = order.place
-            )
-        });
-    let items = async {
-        if let Some(seek) = &seek {
-            let rows = sqlx::query_as::<_, T>(seek)
-                .bind(tenant.as_str())
-                .bind(skip)
-                .bind(skip + limit)
-                .fetch_all(&db.pool)
-                .await?;
-            // None: past the end, or the places are being numbered again;
-            // the plain query answers both.
-            if !rows.is_empty() {
-                return Ok(rows);
-            }
-        }
-        sqlx::query_as_with::<_, T, _>(&select, page_args)
-            .persistent(false)
+    {
+        // The page and its kept total in one statement: a round trip
+        // fewer on the list's most read page.
+        let total_column = kept.map_or("NULL".to_string(), |kept| format!("({kept})"));
+        let seek = format!(
+            "SELECT {}, {total_column} AS kept_total FROM {} WHERE {} = $1 \
+             AND {place} > $2 AND {place} <= $3 AND {} ORDER BY {place}",
+            table.columns,
+            table.from,
+            table.tenant_column,
+            order.current,
+            place = order.place
+        );
+        let rows: Vec<AnyRow> = sqlx::query(&seek)
+            .bind(tenant.as_str())
+            .bind(skip)
+            .bind(skip + limit)
             .fetch_all(&db.pool)
-            .await
-    };
+            .await?;
+        // No rows: past the end, or the places are being numbered again;
+        // the plain queries below answer both.
+        if let Some(first) = rows.first() {
+            let total = match first.try_get::<Option<i64>, _>("kept_total")? {
+                Some(total) => total,
+                None => {
+                    sqlx::query_scalar_with::<_, i64, _>(&count, arguments())
+                        .persistent(false)
+                        .fetch_one(&db.pool)
+                        .await?
+                }
+            };
+            let items = rows.iter().map(T::from_row).collect::<Result<_, _>>()?;
+            return Ok(Page {
+                items,
+                total,
+                skip,
+                limit,
+            });
+        }
+    }
     // Two connections at once: the page and the count each scan what the
     // filter cannot narrow by index, and neither needs the other. Neither
     // is a cached prepared statement: PostgreSQL switches a cached one to
@@ -306,7 +316,12 @@ where
             .fetch_one(&db.pool)
             .await
     };
-    let (items, total) = tokio::try_join!(items, total)?;
+    let (items, total) = tokio::try_join!(
+        sqlx::query_as_with::<_, T, _>(&select, page_args)
+            .persistent(false)
+            .fetch_all(&db.pool),
+        total,
+    )?;
     Ok(Page {
         items,
         total,
