@@ -270,7 +270,7 @@ where
         let rows: Vec<AnyRow> = sqlx::query(&seek)
             .bind(tenant.as_str())
             .bind(skip)
-            .bind(skip + limit)
+            .bind(skip.saturating_add(limit))
             .fetch_all(&db.pool)
             .await?;
         // No rows: past the end, or the places are being numbered again;
