@@ -5,7 +5,7 @@
 //! field a 422 names, the caps) is in `tests/platform/search.rs`.
 
 use cairn_core::ids::TenantId;
-use cairn_inventory::applications::{self, ApplicationRow, ApplicationView};
+use cairn_inventory::applications::{self, ApplicationRow};
 use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_inventory::version::compare_release;
 use cairn_tests::inventory::{item, sorted_names};
@@ -135,7 +135,8 @@ async fn search(db: &TestDb, tenant: &TenantId, body: Value) -> Value {
     let page: Page<ApplicationRow> = search::run(&db.db, tenant, &applications::table(), &request)
         .await
         .unwrap_or_else(|err| panic!("{body}: {err}"));
-    serde_json::to_value(page.map(ApplicationView::from)).expect("a page as JSON")
+    // No findings here: every count is 0.
+    serde_json::to_value(page.map(|row| row.into_view(0))).expect("a page as JSON")
 }
 
 const ALL: [&str; 7] = [

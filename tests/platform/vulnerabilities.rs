@@ -947,6 +947,38 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
     let scan_a = scan(&app, &a, json!({})).await;
     let id = scan_a["id"].as_str().unwrap();
     assert_eq!(scan_a["findings"], 1);
+    // The inventory counts the open CVE beside the application, in its
+    // list, its search and its own page.
+    app.rebuild(&a).await;
+    let list = app.get("/api/v1/inventory/applications", &a.bearer()).await;
+    assert_eq!(
+        list.body["items"][0]["name"], "Google Chrome",
+        "{}",
+        list.text
+    );
+    assert_eq!(list.body["items"][0]["cve_count"], 1, "{}", list.text);
+    let found = app
+        .post(
+            "/api/v1/inventory/applications/search",
+            &a.bearer(),
+            json!({"search": "chrome"}),
+        )
+        .await;
+    assert_eq!(found.body["items"][0]["cve_count"], 1, "{}", found.text);
+    let app_id = list.body["items"][0]["id"].as_str().unwrap();
+    let one = app
+        .get(
+            &format!("/api/v1/inventory/applications/{app_id}"),
+            &a.bearer(),
+        )
+        .await;
+    assert_eq!(one.body["cve_count"], 1, "{}", one.text);
+    app.get(
+        &format!("/api/v1/inventory/applications/{app_id}"),
+        &b.bearer(),
+    )
+    .await
+    .assert_error(404);
     let put = app
         .call(
             reqwest::Method::PUT,

@@ -182,7 +182,8 @@ pub struct ApplicationView {
     pub size_bytes: Option<f64>,
     pub category: Option<String>,
     pub install_status: Option<String>,
-    /// CVEs matched to this application; 0 until vulnerability data exists.
+    /// Distinct CVEs with an open finding on this application (any
+    /// version, any device of the tenant).
     pub cve_count: i64,
     /// When the rebuild that produced this row ran.
     pub rollup_at: String,
@@ -192,28 +193,34 @@ fn parse<T: serde::de::DeserializeOwned + Default>(raw: &str) -> T {
     serde_json::from_str(raw).unwrap_or_default()
 }
 
-impl From<ApplicationRow> for ApplicationView {
-    fn from(row: ApplicationRow) -> Self {
+impl ApplicationRow {
+    /// The rolled-up name, as CVE counts are keyed.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The row as clients read it, with its distinct open CVEs counted by
+    /// the caller (see `storage::cves_by_rolled_up_name`).
+    pub fn into_view(self, cve_count: i64) -> ApplicationView {
         ApplicationView {
-            id: row.id,
-            name: row.name,
-            vendor: row.vendor,
-            device_count: row.device_count,
-            most_common_version: row.most_common_version,
-            newest_version: row.newest_version,
-            oldest_version: row.oldest_version,
-            version_counts: parse(&row.version_counts),
-            platforms: parse(&row.platforms),
-            sources: parse(&row.sources),
-            publisher: row.publisher,
-            product: row.product,
-            site: row.site,
-            size_bytes: row.size_bytes,
-            category: row.category,
-            install_status: row.install_status,
-            // The vulnerability area does not exist yet; nothing can match.
-            cve_count: 0,
-            rollup_at: to_rfc3339(row.rollup_at),
+            id: self.id,
+            name: self.name,
+            vendor: self.vendor,
+            device_count: self.device_count,
+            most_common_version: self.most_common_version,
+            newest_version: self.newest_version,
+            oldest_version: self.oldest_version,
+            version_counts: parse(&self.version_counts),
+            platforms: parse(&self.platforms),
+            sources: parse(&self.sources),
+            publisher: self.publisher,
+            product: self.product,
+            site: self.site,
+            size_bytes: self.size_bytes,
+            category: self.category,
+            install_status: self.install_status,
+            cve_count,
+            rollup_at: to_rfc3339(self.rollup_at),
         }
     }
 }

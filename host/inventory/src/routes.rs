@@ -54,6 +54,7 @@ pub struct ApplicationListParams {
     responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn list_applications(
     State(state): State<AppState>,
+    Extension(exposure): Extension<Exposure>,
     caller: Caller,
     Query(params): Query<ApplicationListParams>,
 ) -> ApiResult<Json<Page<ApplicationView>>> {
@@ -80,7 +81,7 @@ async fn list_applications(
         &request,
     )
     .await?;
-    Ok(Json(page.map(Into::into)))
+    Ok(Json(with_cves(&state, &exposure, &caller, page).await?))
 }
 
 /// Structured search over the software rollup. Allow-listed fields: name,
@@ -97,6 +98,7 @@ async fn list_applications(
     responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn search_applications(
     State(state): State<AppState>,
+    Extension(exposure): Extension<Exposure>,
     caller: Caller,
     Json(request): Json<SearchRequest>,
 ) -> ApiResult<Json<Page<ApplicationView>>> {
@@ -107,7 +109,7 @@ async fn search_applications(
         &request,
     )
     .await?;
-    Ok(Json(page.map(Into::into)))
+    Ok(Json(with_cves(&state, &exposure, &caller, page).await?))
 }
 
 /// One application of the rollup.
@@ -116,6 +118,7 @@ async fn search_applications(
     responses((status = 200, body = ApplicationView), (status = 404, body = ErrorBody)))]
 async fn application(
     State(state): State<AppState>,
+    Extension(exposure): Extension<Exposure>,
     caller: Caller,
     Path(app_id): Path<String>,
 ) -> ApiResult<Json<ApplicationView>> {
@@ -127,8 +130,25 @@ async fn application(
     .bind(&app_id)
     .fetch_optional(&state.db.pool)
     .await?;
-    row.map(|r| Json(r.into()))
-        .ok_or(ApiError::NotFound("application"))
+    let row = row.ok_or(ApiError::NotFound("application"))?;
+    let cves = storage::cves_by_rolled_up_name(&state.db, &exposure, &caller.tenant_id).await?;
+    let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
+    Ok(Json(row.into_view(count)))
+}
+
+/// A page of applications as clients read them, each with its open CVEs
+/// counted.
+async fn with_cves(
+    state: &AppState,
+    exposure: &Exposure,
+    caller: &Caller,
+    page: Page<ApplicationRow>,
+) -> ApiResult<Page<ApplicationView>> {
+    let cves = storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?;
+    Ok(page.map(|row| {
+        let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
+        row.into_view(count)
+    }))
 }
 
 /// Counts of applications, devices (assets), vendors and vulnerabilities.

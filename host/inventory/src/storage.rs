@@ -277,7 +277,7 @@ pub async fn vendors(
 
 /// Open CVE ids per application of the rollup (installed names folded the
 /// way the rollup folds them).
-async fn cves_by_rolled_up_name(
+pub async fn cves_by_rolled_up_name(
     db: &Db,
     exposure: &Exposure,
     tenant: &TenantId,
