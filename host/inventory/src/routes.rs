@@ -81,7 +81,9 @@ async fn list_applications(
         &request,
     )
     .await?;
-    Ok(Json(with_cves(&state, &exposure, &caller, page).await?))
+    Ok(Json(
+        page_with_cves(&state, &exposure, &caller, page).await?,
+    ))
 }
 
 /// Structured search over the software rollup. Allow-listed fields: name,
@@ -109,7 +111,9 @@ async fn search_applications(
         &request,
     )
     .await?;
-    Ok(Json(with_cves(&state, &exposure, &caller, page).await?))
+    Ok(Json(
+        page_with_cves(&state, &exposure, &caller, page).await?,
+    ))
 }
 
 /// One application of the rollup.
@@ -131,24 +135,39 @@ async fn application(
     .fetch_optional(&state.db.pool)
     .await?;
     let row = row.ok_or(ApiError::NotFound("application"))?;
-    let cves = storage::cves_by_rolled_up_name(&state.db, &exposure, &caller.tenant_id).await?;
-    let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
-    Ok(Json(row.into_view(count)))
+    let mut views = with_cves(&state, &exposure, &caller, vec![row]).await?;
+    views
+        .pop()
+        .map(Json)
+        .ok_or(ApiError::NotFound("application"))
 }
 
-/// A page of applications as clients read them, each with its open CVEs
-/// counted.
+/// Applications as clients read them, each with its open CVEs counted.
 async fn with_cves(
+    state: &AppState,
+    exposure: &Exposure,
+    caller: &Caller,
+    rows: Vec<ApplicationRow>,
+) -> ApiResult<Vec<ApplicationView>> {
+    let cves = storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
+            row.into_view(count)
+        })
+        .collect())
+}
+
+/// A page of applications as clients read them (see [`with_cves`]).
+async fn page_with_cves(
     state: &AppState,
     exposure: &Exposure,
     caller: &Caller,
     page: Page<ApplicationRow>,
 ) -> ApiResult<Page<ApplicationView>> {
-    let cves = storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?;
-    Ok(page.map(|row| {
-        let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
-        row.into_view(count)
-    }))
+    let items = with_cves(state, exposure, caller, page.items).await?;
+    Ok(Page::new(items, page.total, (page.skip, page.limit)))
 }
 
 /// Counts of applications, devices (assets), vendors and vulnerabilities.

@@ -437,7 +437,7 @@ async fn number_places(
         "UPDATE applications SET place = ranked.place \
          FROM (SELECT a.id, ROW_NUMBER() OVER (ORDER BY {order}) AS place \
                FROM applications a WHERE a.tenant_id = $1) ranked \
-         WHERE applications.id = ranked.id \
+         WHERE applications.tenant_id = $1 AND applications.id = ranked.id \
          AND (applications.place IS NULL OR applications.place <> ranked.place)"
     ))
     .bind(tenant.as_str())
