@@ -1,6 +1,8 @@
 //! `/api/v1/inventory`: the software rollup, its search, items, vendors
 //! and counts. Uploads belong to the CSV area.
 
+use std::collections::{HashMap, HashSet};
+
 use axum::extract::State;
 use axum::Extension;
 use serde::Deserialize;
@@ -81,9 +83,8 @@ async fn list_applications(
         &request,
     )
     .await?;
-    Ok(Json(
-        page_with_cves(&state, &exposure, &caller, page).await?,
-    ))
+    let cves = cve_counts(&state, &exposure, &caller).await?;
+    Ok(Json(page.map(|row| view(row, &cves))))
 }
 
 /// Structured search over the software rollup. Allow-listed fields: name,
@@ -111,9 +112,8 @@ async fn search_applications(
         &request,
     )
     .await?;
-    Ok(Json(
-        page_with_cves(&state, &exposure, &caller, page).await?,
-    ))
+    let cves = cve_counts(&state, &exposure, &caller).await?;
+    Ok(Json(page.map(|row| view(row, &cves))))
 }
 
 /// One application of the rollup.
@@ -135,39 +135,23 @@ async fn application(
     .fetch_optional(&state.db.pool)
     .await?;
     let row = row.ok_or(ApiError::NotFound("application"))?;
-    let mut views = with_cves(&state, &exposure, &caller, vec![row]).await?;
-    views
-        .pop()
-        .map(Json)
-        .ok_or(ApiError::NotFound("application"))
+    let cves = cve_counts(&state, &exposure, &caller).await?;
+    Ok(Json(view(row, &cves)))
 }
 
-/// Applications as clients read them, each with its open CVEs counted.
-async fn with_cves(
+/// The tenant's open CVEs by rolled-up application name.
+async fn cve_counts(
     state: &AppState,
     exposure: &Exposure,
     caller: &Caller,
-    rows: Vec<ApplicationRow>,
-) -> ApiResult<Vec<ApplicationView>> {
-    let cves = storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
-            row.into_view(count)
-        })
-        .collect())
+) -> ApiResult<HashMap<String, HashSet<String>>> {
+    Ok(storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?)
 }
 
-/// A page of applications as clients read them (see [`with_cves`]).
-async fn page_with_cves(
-    state: &AppState,
-    exposure: &Exposure,
-    caller: &Caller,
-    page: Page<ApplicationRow>,
-) -> ApiResult<Page<ApplicationView>> {
-    let items = with_cves(state, exposure, caller, page.items).await?;
-    Ok(Page::new(items, page.total, (page.skip, page.limit)))
+/// An application as clients read it, with its open CVEs counted.
+fn view(row: ApplicationRow, cves: &HashMap<String, HashSet<String>>) -> ApplicationView {
+    let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
+    row.into_view(count)
 }
 
 /// Counts of applications, devices (assets), vendors and vulnerabilities.

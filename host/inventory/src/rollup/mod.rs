@@ -194,7 +194,9 @@ impl JobHandler for RollupHandler {
 }
 
 /// Re-enqueues rebuilds whose request outran the job that would have
-/// answered it.
+/// answered it. A tenant whose rebuild is queued or running gets none
+/// behind it (its requests enqueue their own run); the next tick looks
+/// again once that run has ended.
 pub fn sweep(db: Db, every: Duration) -> Schedule {
     Schedule::every("rollup sweep", every, move || {
         let db = db.clone();
@@ -202,7 +204,8 @@ pub fn sweep(db: Db, every: Duration) -> Schedule {
             for tenant in store::behind(&db).await? {
                 let tenant = TenantId(tenant);
                 let args = json!({"after": "an unanswered request"});
-                if let Err(err) = cairn_jobs::enqueue(&db, &tenant, ROLLUP_KIND, &args).await {
+                let queued = cairn_jobs::enqueue_unless_live(&db, &tenant, ROLLUP_KIND, &args);
+                if let Err(err) = queued.await {
                     tracing::warn!(error = %err, "re-enqueueing a rollup failed");
                 }
             }
