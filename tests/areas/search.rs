@@ -6,9 +6,10 @@
 
 use cairn_core::ids::TenantId;
 use cairn_inventory::applications::{self, ApplicationRow};
+use cairn_inventory::assets::{self, AssetRow};
 use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_inventory::version::compare_release;
-use cairn_tests::inventory::{item, sorted_names};
+use cairn_tests::inventory::{device_record, item, sorted_names};
 use cairn_tests::query_eval::{
     eval_group, group, positive, random_operator, refused, rule, takes, FieldKind,
 };
@@ -21,6 +22,7 @@ backend_tests!(
     every_operator_combinator_and_hostile_value,
     random_queries_agree_with_an_in_memory_evaluator,
     default_pages_agree_with_the_order_at_every_depth,
+    kept_device_searches_answer_every_write,
 );
 
 /// Names of the applications `counts` describes (name, devices) in the
@@ -126,6 +128,158 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
         "the other tenant's pages hold only its own applications"
     );
     db.finish().await;
+}
+
+/// A device search keeps its matches between requests (pages after the
+/// first are read by id): every page holds what the rows hold now, after
+/// an incremental rebuild, a whole one, a write through the rollup's own
+/// transaction from elsewhere (another process) and a deleted device, at
+/// every depth, in both orders, and for each tenant only its own devices.
+async fn kept_device_searches_answer_every_write(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let owner = db.tenant("owner").await;
+    let other = db.tenant("other").await;
+    // Threats per device: the search asks for Windows devices with at
+    // least three, or named D1*.
+    let mut threats: std::collections::BTreeMap<String, u32> =
+        (0..40).map(|d| (format!("D{d:02}"), d % 5)).collect();
+    let windows = |device: &str| device[1..].parse::<u32>().unwrap() % 3 != 0;
+    let rows: Vec<_> = threats
+        .keys()
+        .map(|d| {
+            let platform = if windows(d) { "windows" } else { "macos" };
+            item(d, "App", "Vendor", "1.0", platform)
+        })
+        .collect();
+    let records = |threats: &std::collections::BTreeMap<String, u32>| -> Vec<_> {
+        threats
+            .iter()
+            .map(|(d, n)| device_record(d, json!({"active_threats": n})))
+            .collect()
+    };
+    db.seed(&owner, "rmm", &rows).await;
+    db.seed(&owner, "edr", &records(&threats)).await;
+    db.seed(&other, "rmm", &rows[..6]).await;
+    db.seed(&other, "edr", &records(&threats)[..6]).await;
+    db.rebuild(&owner).await;
+    db.rebuild(&other).await;
+
+    let query = json!({"kind": "group", "combinator": "and", "rules": [
+        {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"},
+        {"kind": "group", "combinator": "or", "rules": [
+            {"kind": "rule", "field": "edr.active_threats", "operator": "gte", "value": "3"},
+            {"kind": "rule", "field": "device_name", "operator": "starts_with", "value": "d1"}
+        ]}
+    ]});
+    let pages_match = async |threats: &std::collections::BTreeMap<String, u32>, when: &str| {
+        let mut expected: Vec<String> = threats
+            .iter()
+            .filter(|(d, n)| windows(d) && (**n >= 3 || d.starts_with("D1")))
+            .map(|(d, _)| d.to_lowercase())
+            .collect();
+        for sort in ["device_name", "-device_name"] {
+            if sort.starts_with('-') {
+                expected.reverse();
+            }
+            // Twice each: the first read keeps the matches, the second
+            // answers from them.
+            for _ in 0..2 {
+                for skip in [0, 1, 4, 9, 14, 40, i64::MAX as usize] {
+                    for limit in [1, 5, 50] {
+                        let body =
+                            json!({"query": query, "sort": sort, "skip": skip, "limit": limit});
+                        let page = device_search(&db, &owner, body).await;
+                        let want: Vec<&str> = expected
+                            .iter()
+                            .skip(skip)
+                            .take(limit)
+                            .map(String::as_str)
+                            .collect();
+                        assert_eq!(page.0, want, "{when}: {sort}, skip {skip}, limit {limit}");
+                        assert_eq!(page.1, expected.len() as i64, "{when}: {sort}, total");
+                    }
+                }
+            }
+        }
+    };
+    pages_match(&threats, "after the first rebuild").await;
+
+    // Through a sync and the incremental rebuild: two devices gain
+    // threats, one loses them.
+    for (device, n) in [("D01", 4), ("D02", 3), ("D04", 0)] {
+        threats.insert(device.into(), n);
+    }
+    let changed: std::collections::BTreeMap<String, u32> = ["D01", "D02", "D04"]
+        .iter()
+        .map(|d| (d.to_string(), threats[*d]))
+        .collect();
+    db.seed(&owner, "edr", &records(&changed)).await;
+    cairn_inventory::rollup::rebuild_until_current(
+        &db.db,
+        &owner,
+        cairn_inventory::rollup::Mode::Incremental,
+    )
+    .await
+    .unwrap();
+    pages_match(&threats, "after an incremental rebuild").await;
+
+    // A whole rebuild that adds devices.
+    for d in 40..46 {
+        threats.insert(format!("D{d:02}"), 3);
+    }
+    let added: Vec<_> = (40..46)
+        .map(|d| {
+            let device = format!("D{d:02}");
+            let platform = if windows(&device) { "windows" } else { "macos" };
+            item(&device, "App", "Vendor", "1.0", platform)
+        })
+        .collect();
+    db.seed(&owner, "rmm", &added).await;
+    db.seed(&owner, "edr", &records(&threats)).await;
+    db.rebuild(&owner).await;
+    pages_match(&threats, "after a whole rebuild").await;
+
+    // Another process's rollup: a transaction of the rollup's own kind
+    // (`hold`) that deletes a device this process has kept as a match.
+    let rollup_at: i64 =
+        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
+            .bind(owner.as_str())
+            .fetch_one(&db.db.pool)
+            .await
+            .unwrap();
+    let mut tx = cairn_inventory::rollup::store::hold(&db.db, &owner, rollup_at)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM assets WHERE tenant_id = $1 AND asset_key = 'D41'")
+        .bind(owner.as_str())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    threats.remove("D41");
+    pages_match(&threats, "after another process deleted a device").await;
+
+    // The other tenant's same search: only its own six devices.
+    let theirs = device_search(&db, &other, json!({"query": query, "limit": 50})).await;
+    assert_eq!(theirs.0, ["d04"], "the other tenant's matches");
+    assert_eq!(theirs.1, 1);
+    db.finish().await;
+}
+
+/// The device names on a page of a device search, and its total.
+async fn device_search(db: &TestDb, tenant: &TenantId, body: Value) -> (Vec<String>, i64) {
+    let request: SearchRequest = serde_json::from_value(body.clone()).expect("a search request");
+    let page: Page<AssetRow> = search::run(&db.db, tenant, &assets::table(), &request)
+        .await
+        .unwrap_or_else(|err| panic!("{body}: {err}"));
+    let names = page
+        .items
+        .into_iter()
+        .map(|row| row.device_name.to_lowercase())
+        .collect();
+    (names, page.total)
 }
 
 /// What `body`, a search request as a client sends it, finds for `tenant`:

@@ -75,9 +75,26 @@ async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: B
         },
     )
     .await;
+    // A device search asked twice with the inventory unchanged: the first
+    // reads its matches, the second answers from them.
+    app.wait_for_rollup(&admin).await;
+    let windows = json!({"query": {"kind": "group", "combinator": "and", "rules": [
+        {"kind": "rule", "field": "os_platform", "operator": "equals", "value": "windows"}]}});
+    for _ in 0..2 {
+        let found = app
+            .post(
+                "/api/v1/devices/devices/search",
+                &admin.bearer(),
+                windows.clone(),
+            )
+            .await;
+        assert_eq!(found.status, 200, "{}", found.text);
+    }
     let after = app.get("/metrics", &cairn_tests::Auth::None).await.text;
 
     let moved = [
+        ("cairn_search_pages_total", vec![r#"outcome="read""#]),
+        ("cairn_search_pages_total", vec![r#"outcome="kept""#]),
         (
             "cairn_rows_written_total",
             vec![

@@ -43,6 +43,9 @@ pub const DB_CONNECTIONS: &str = "cairn_db_pool_connections";
 pub const DB_CONNECTIONS_MAX: &str = "cairn_db_pool_max_connections";
 /// Gauge: writers waiting for SQLite's one write turn (0 on PostgreSQL).
 pub const DB_WRITE_WAITING: &str = "cairn_db_write_turn_waiting";
+/// Counter, label `outcome` (`kept`, `read`, `counted`, `unkept`): how
+/// pages of searches that keep their matches were answered.
+pub const SEARCH_PAGES: &str = "cairn_search_pages_total";
 
 /// Registers the help text and unit of every series above.
 pub fn describe() {
@@ -99,6 +102,7 @@ pub fn describe() {
         DB_CONNECTIONS_MAX,
         "The most connections each database pool opens."
     );
+    describe_counter!(SEARCH_PAGES, "Pages of device searches by how they were answered: kept (from the matches kept since the tenant's last inventory write), read (the matches read again and kept), counted (too many to keep: only the total was kept), unkept (read as without keeping).");
     describe_gauge!(
         DB_WRITE_WAITING,
         "Writers waiting for SQLite's single write turn (always 0 on PostgreSQL)."

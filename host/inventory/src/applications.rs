@@ -121,6 +121,7 @@ pub fn table() -> Table<'static> {
             current: "EXISTS (SELECT 1 FROM rollup_state s \
                       WHERE s.tenant_id = $1 AND s.places_at = s.rollup_at)",
         }),
+        kept_matches: None,
     }
 }
 

@@ -3,7 +3,9 @@
 use serde_json::Value;
 
 use crate::rollup::build::Asset;
-use crate::search::{Catalog, Column, Field, FieldType, Part, SearchDocument, Table, Term, Terms};
+use crate::search::{
+    Catalog, Column, Field, FieldType, KeptMatches, Part, SearchDocument, Table, Term, Terms,
+};
 
 use FieldType::{Boolean, Number, Text};
 
@@ -261,6 +263,10 @@ pub fn table() -> Table<'static> {
         tiebreak: "a.asset_key",
         kept_total: Some("SELECT assets_count FROM rollup_state WHERE tenant_id = $1"),
         kept_order: None,
+        kept_matches: Some(KeptMatches {
+            id: "a.id",
+            writes: "SELECT writes FROM rollup_state WHERE tenant_id = $1",
+        }),
     }
 }
 

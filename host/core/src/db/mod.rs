@@ -75,6 +75,10 @@ pub struct Db {
     write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Writers waiting at the gate now (for the metrics).
     write_waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Which database this handle opened: what a cache in this process
+    /// keys its answers by, so two databases (tests open many) never share
+    /// one.
+    instance: u64,
 }
 
 impl Db {
@@ -124,7 +128,17 @@ impl Db {
             bookkeeping,
             write_gate: Default::default(),
             write_waiting: Default::default(),
+            instance: {
+                static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         })
+    }
+
+    /// This handle's database, unique among the handles this process
+    /// opened (clones share it).
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {

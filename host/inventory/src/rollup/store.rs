@@ -861,7 +861,10 @@ pub async fn write(
 
 /// Opens a transaction that holds the tenant's `rollup_state` row while
 /// `rollup_at` is its latest rebuild; on PostgreSQL the row lock also makes
-/// a concurrent `begin` wait for the commit.
+/// a concurrent `begin` wait for the commit. Every write of rolled-up rows
+/// goes through here, so the transaction also counts itself in `writes`:
+/// the number a search's kept matches are checked against
+/// ([`crate::search::KeptMatches`]).
 pub async fn hold<'a>(
     db: &'a Db,
     tenant: &TenantId,
@@ -869,7 +872,7 @@ pub async fn hold<'a>(
 ) -> Result<Transaction<'a, Any>, WriteError> {
     let mut tx = db.pool.begin().await?;
     let held = sqlx::query(
-        "UPDATE rollup_state SET rollup_at = rollup_at WHERE tenant_id = $1 AND rollup_at = $2",
+        "UPDATE rollup_state SET writes = writes + 1 WHERE tenant_id = $1 AND rollup_at = $2",
     )
     .bind(tenant.as_str())
     .bind(rollup_at)

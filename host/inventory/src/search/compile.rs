@@ -280,6 +280,21 @@ impl<'c> Compiler<'c> {
         }
     }
 
+    /// The bound values as one string, each tagged with its type and
+    /// text lengthed, so two different lists of values never spell the
+    /// same: with the SQL, what identifies a search's answer.
+    pub fn values_key(&self) -> String {
+        let mut key = String::new();
+        for param in &self.params {
+            match param {
+                Param::Text(t) => key.push_str(&format!("t{}:{t}", t.len())),
+                Param::Number(n) => key.push_str(&format!("n{:x};", n.to_bits())),
+                Param::Int(i) => key.push_str(&format!("i{i};")),
+            }
+        }
+        key
+    }
+
     /// The next free placeholder number.
     pub fn next_placeholder(&self) -> usize {
         self.first + self.params.len()

@@ -5,6 +5,7 @@
 mod coerce;
 mod compile;
 mod document;
+mod matches;
 mod query;
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use sqlx::{Arguments, FromRow, Row};
 use compile::TENANT_PLACEHOLDER;
 pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Part, Terms};
 pub use document::{fold, SearchDocument, Term, TermValue};
+pub use matches::KeptMatches;
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
     DEFAULT_LIMIT, MAX_LIMIT,
@@ -81,6 +83,9 @@ pub struct Table<'a> {
     /// The default order numbered by the table's writer: an unfiltered
     /// page in that order is an index seek at any depth.
     pub kept_order: Option<KeptOrder>,
+    /// Searches keep their matches in memory while the rows stay as they
+    /// were: a page after the first is read by id.
+    pub kept_matches: Option<KeptMatches>,
 }
 
 /// A sort whose order the table's writer keeps numbered in a column (1,
@@ -296,9 +301,27 @@ where
             });
         }
     }
+    let mut known_total = None;
+    if let Some(kept) = &table.kept_matches {
+        let search = matches::Compiled {
+            filter: &filter,
+            order: &order,
+            values: compiler.values_key(),
+            next,
+            arguments,
+        };
+        match matches::answer(db, tenant, table, kept, search, (skip, limit), count_all).await? {
+            matches::Answer::Page(page) => return Ok(page),
+            matches::Answer::Total(total) => known_total = Some(total),
+            matches::Answer::Unknown => {}
+        }
+    }
     // Two connections at once: the page and the count each scan what the
     // filter cannot narrow by index, and neither needs the other.
     let total = async {
+        if let Some(total) = known_total {
+            return Ok(total);
+        }
         if let Some(kept) = kept {
             let known: Option<Option<i64>> = sqlx::query_scalar(kept)
                 .bind(tenant.as_str())

@@ -1,0 +1,291 @@
+//! A search's matches kept in memory, in the search's order, while the
+//! tenant's rolled-up rows stay as they were.
+//!
+//! A structured search spends its time finding every match: its total
+//! needs them all, and its first page the sets its rules look up (a three
+//! rule device search over 100,000 assets reads 66,000 terms for one of
+//! them). Analysts page through one search and dashboards ask the same
+//! one again and again, while the rows change only when a rollup writes.
+//! So the first request reads the id of every match in order, and the
+//! pages after it are read by id from that list, its length the total.
+//!
+//! An answer is only ever given from matches read at the tenant's current
+//! write count (`rollup_state.writes`, moved by every transaction that
+//! writes the rows, see `rollup::store::hold`): the page's own statement
+//! reads the count beside the rows, so a write committed by any process
+//! makes the next request read the matches again. The count is read
+//! before the matches it is kept with: a write landing between the two
+//! leaves the kept count behind the tenant's, and the next request reads
+//! again rather than trust a list newer than its count.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use hashlink::LruCache;
+use sqlx::any::{AnyArguments, AnyRow};
+use sqlx::{Arguments, FromRow, Row};
+
+use super::{SearchError, Table};
+use cairn_core::db::{Backend, Db};
+use cairn_core::ids::TenantId;
+
+/// How a table's searches keep their matches.
+pub struct KeptMatches {
+    /// A unique integer column of the searched table, as its `FROM` names
+    /// it (`a.id`).
+    pub id: &'static str,
+    /// A query (`$1`: the tenant) answering the number the table's writer
+    /// moves in every transaction that writes its rows; no row, nothing is
+    /// kept.
+    pub writes: &'static str,
+}
+
+/// Matches one search keeps as ids; above it, only their number (the
+/// pages are read from the database).
+const MAX_IDS_PER_SEARCH: usize = 250_000;
+/// Ids all kept searches hold together: 32 MiB.
+const MAX_IDS: usize = 4_000_000;
+const MAX_SEARCHES: usize = 1_024;
+
+/// One search: the database, the tenant, its statement and its values.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    database: u64,
+    tenant: String,
+    statement: String,
+    values: String,
+}
+
+#[derive(Clone)]
+enum Matches {
+    /// Every match's id, in the search's order.
+    Ids(Arc<[i64]>),
+    /// More matches than one search keeps: only how many.
+    Counted(i64),
+}
+
+#[derive(Clone)]
+struct Kept {
+    writes: i64,
+    matches: Matches,
+}
+
+struct Store {
+    searches: LruCache<Key, Kept>,
+    ids: usize,
+}
+
+impl Store {
+    fn get(&mut self, key: &Key) -> Option<Kept> {
+        self.searches.get(key).cloned()
+    }
+
+    fn put(&mut self, key: Key, kept: Kept) {
+        self.ids += size(&kept);
+        if let Some(old) = self.searches.insert(key, kept) {
+            self.ids -= size(&old);
+        }
+        while self.ids > MAX_IDS || self.searches.len() > MAX_SEARCHES {
+            match self.searches.remove_lru() {
+                Some((_, old)) => self.ids -= size(&old),
+                None => break,
+            }
+        }
+    }
+}
+
+fn size(kept: &Kept) -> usize {
+    match &kept.matches {
+        Matches::Ids(ids) => ids.len(),
+        Matches::Counted(_) => 0,
+    }
+}
+
+static STORE: LazyLock<Mutex<Store>> = LazyLock::new(|| {
+    Mutex::new(Store {
+        // Bounded by `put`, which also counts ids.
+        searches: LruCache::new_unbounded(),
+        ids: 0,
+    })
+});
+
+fn store() -> std::sync::MutexGuard<'static, Store> {
+    // A panic while holding the lock leaves a consistent map (every
+    // change is one call), so a poisoned lock is still usable.
+    STORE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A search compiled: what [`answer`] reads.
+pub(super) struct Compiled<'s, A> {
+    /// `WHERE` condition, the tenant's first.
+    pub filter: &'s str,
+    pub order: &'s str,
+    /// The compiler's [`values_key`](super::Compiler::values_key).
+    pub values: String,
+    /// The next free placeholder after the arguments.
+    pub next: usize,
+    /// The tenant and the search's values, bound.
+    pub arguments: A,
+}
+
+/// What the kept matches answer.
+pub(super) enum Answer<T> {
+    Page(super::Page<T>),
+    /// Only the total: the page is read as without kept matches.
+    Total(i64),
+    /// Nothing: the tenant has no write count, or the rows moved while
+    /// the matches were read.
+    Unknown,
+}
+
+/// The page at `(skip, limit)` from the search's kept matches, read first
+/// when none are kept at the tenant's write count. `count` counts the
+/// matches of a search with more than [`MAX_IDS_PER_SEARCH`].
+pub(super) async fn answer<'a, T, A, C, F>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    kept: &KeptMatches,
+    search: Compiled<'_, A>,
+    (skip, limit): (i64, i64),
+    count: C,
+) -> Result<Answer<T>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    A: Fn() -> AnyArguments<'a>,
+    C: Fn() -> F,
+    F: std::future::Future<Output = Result<i64, sqlx::Error>>,
+{
+    let statement = format!(
+        "SELECT {} AS kept_id FROM {} WHERE {} ORDER BY {} LIMIT ${}",
+        kept.id, table.from, search.filter, search.order, search.next
+    );
+    let key = Key {
+        database: db.instance(),
+        tenant: tenant.as_str().to_string(),
+        statement,
+        values: search.values,
+    };
+    for read_now in [false, true] {
+        // The lock is let go before any await.
+        let found = store().get(&key);
+        if let Some(found) = found {
+            match found.matches {
+                Matches::Ids(ids) => {
+                    let len = ids.len() as i64;
+                    let from = skip.min(len) as usize;
+                    let to = skip.saturating_add(limit).min(len) as usize;
+                    let window = &ids[from..to];
+                    if let Some(items) =
+                        by_id(db, tenant, table, kept, window, found.writes).await?
+                    {
+                        answered(if read_now { "read" } else { "kept" });
+                        return Ok(Answer::Page(super::Page::new(items, len, (skip, limit))));
+                    }
+                }
+                Matches::Counted(total) => {
+                    if writes(db, tenant, kept).await? == Some(found.writes) {
+                        answered("counted");
+                        return Ok(Answer::Total(total));
+                    }
+                }
+            }
+        }
+        if read_now {
+            break;
+        }
+        // Read before the matches: see the module's comment.
+        let Some(writes) = writes(db, tenant, kept).await? else {
+            answered("unkept");
+            return Ok(Answer::Unknown);
+        };
+        let mut arguments = (search.arguments)();
+        let _ = arguments.add(MAX_IDS_PER_SEARCH as i64 + 1);
+        // Planned with its values, as the page is (see `run`).
+        let ids: Vec<i64> = sqlx::query_scalar_with(&key.statement, arguments)
+            .persistent(false)
+            .fetch_all(&db.pool)
+            .await?;
+        let matches = if ids.len() > MAX_IDS_PER_SEARCH {
+            Matches::Counted(count().await?)
+        } else {
+            Matches::Ids(ids.into())
+        };
+        store().put(key.clone(), Kept { writes, matches });
+    }
+    answered("unkept");
+    Ok(Answer::Unknown)
+}
+
+fn answered(outcome: &'static str) {
+    metrics::counter!(cairn_core::telemetry::SEARCH_PAGES, "outcome" => outcome).increment(1);
+}
+
+/// The tenant's write count now.
+async fn writes(db: &Db, tenant: &TenantId, kept: &KeptMatches) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar(kept.writes)
+        .bind(tenant.as_str())
+        .fetch_optional(&db.pool)
+        .await
+}
+
+/// The rows of `ids`, in that order, when the tenant's write count is
+/// still `writes`, read in one statement with the count.
+async fn by_id<T>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    kept: &KeptMatches,
+    ids: &[i64],
+    writes_then: i64,
+) -> Result<Option<Vec<T>>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    if ids.is_empty() {
+        let now = writes(db, tenant, kept).await?;
+        return Ok((now == Some(writes_then)).then(Vec::new));
+    }
+    let placeholders: Vec<String> = (2..ids.len() + 2).map(|n| format!("${n}")).collect();
+    // Without statistics SQLite prefers the tenant's index to the ids and
+    // steps through every row of the tenant; a unary `+` keeps the tenant
+    // test off the index (PostgreSQL has no `+` for text, and statistics).
+    let tenant_column = match db.backend {
+        Backend::Sqlite => format!("+{}", table.tenant_column),
+        Backend::Postgres => table.tenant_column.to_string(),
+    };
+    let select = format!(
+        "SELECT {}, {} AS kept_id, ({}) AS kept_writes FROM {} WHERE {tenant_column} = $1 AND {} IN ({})",
+        table.columns,
+        kept.id,
+        kept.writes,
+        table.from,
+        kept.id,
+        placeholders.join(", ")
+    );
+    let mut query = sqlx::query(&select).bind(tenant.as_str());
+    for id in ids {
+        query = query.bind(*id);
+    }
+    let rows = query.fetch_all(&db.pool).await?;
+    if rows.len() != ids.len() {
+        return Ok(None);
+    }
+    let mut by_id = HashMap::with_capacity(rows.len());
+    for row in rows {
+        if row.try_get::<Option<i64>, _>("kept_writes")? != Some(writes_then) {
+            return Ok(None);
+        }
+        by_id.insert(row.try_get::<i64, _>("kept_id")?, row);
+    }
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(row) = by_id.get(id) else {
+            return Ok(None);
+        };
+        items.push(T::from_row(row)?);
+    }
+    Ok(Some(items))
+}
