@@ -19,7 +19,7 @@
 //! again rather than trust a list newer than its count.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use hashlink::LruCache;
 use sqlx::any::{AnyArguments, AnyRow};
@@ -73,11 +73,24 @@ struct Kept {
 struct Store {
     searches: LruCache<Key, Kept>,
     ids: usize,
+    /// The turn to read each search's matches, while someone holds it.
+    readers: HashMap<Key, Weak<tokio::sync::Mutex<()>>>,
 }
 
 impl Store {
     fn get(&mut self, key: &Key) -> Option<Kept> {
         self.searches.get(key).cloned()
+    }
+
+    /// The turn to read `key`'s matches: one for all who ask at once.
+    fn reader(&mut self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
+        if let Some(turn) = self.readers.get(key).and_then(Weak::upgrade) {
+            return turn;
+        }
+        self.readers.retain(|_, turn| turn.strong_count() > 0);
+        let turn = Arc::new(tokio::sync::Mutex::new(()));
+        self.readers.insert(key.clone(), Arc::downgrade(&turn));
+        turn
     }
 
     fn put(&mut self, key: Key, kept: Kept) {
@@ -106,6 +119,7 @@ static STORE: LazyLock<Mutex<Store>> = LazyLock::new(|| {
         // Bounded by `put`, which also counts ids.
         searches: LruCache::new_unbounded(),
         ids: 0,
+        readers: HashMap::new(),
     })
 });
 
@@ -168,59 +182,81 @@ where
         statement,
         values: search.values,
     };
-    for read_now in [false, true] {
-        // The lock is let go before any await.
-        let found = store().get(&key);
-        if let Some(found) = found {
-            match found.matches {
-                Matches::Ids(ids) => {
-                    let len = ids.len() as i64;
-                    let from = skip.min(len) as usize;
-                    let to = skip.saturating_add(limit).min(len) as usize;
-                    let window = &ids[from..to];
-                    if let Some(items) =
-                        by_id(db, tenant, table, kept, window, found.writes).await?
-                    {
-                        answered(if read_now { "read" } else { "kept" });
-                        return Ok(Answer::Page(super::Page::new(items, len, (skip, limit))));
-                    }
-                }
-                Matches::Counted(total) => {
-                    if writes(db, tenant, kept).await? == Some(found.writes) {
-                        answered("counted");
-                        return Ok(Answer::Total(total));
-                    }
-                }
-            }
-        }
-        if read_now {
-            break;
-        }
-        // Read before the matches: see the module's comment.
-        let Some(writes) = writes(db, tenant, kept).await? else {
-            answered("unkept");
-            return Ok(Answer::Unknown);
-        };
-        let mut arguments = (search.arguments)();
-        let _ = arguments.add(MAX_IDS_PER_SEARCH as i64 + 1);
-        // Planned with its values, as the page is (see `run`).
-        let ids: Vec<i64> = sqlx::query_scalar_with(&key.statement, arguments)
-            .persistent(false)
-            .fetch_all(&db.pool)
-            .await?;
-        let matches = if ids.len() > MAX_IDS_PER_SEARCH {
-            Matches::Counted(count().await?)
-        } else {
-            Matches::Ids(ids.into())
-        };
-        store().put(key.clone(), Kept { writes, matches });
+    if let Some(answer) = from_kept(db, tenant, table, kept, &key, (skip, limit)).await? {
+        return Ok(answered(answer, "kept"));
     }
-    answered("unkept");
-    Ok(Answer::Unknown)
+    // One request reads a search's matches at a time; the others asking
+    // for it meanwhile wait and answer from what it kept, rather than all
+    // read the same matches at once.
+    let turn = store().reader(&key);
+    let _reading = turn.lock().await;
+    if let Some(answer) = from_kept(db, tenant, table, kept, &key, (skip, limit)).await? {
+        return Ok(answered(answer, "kept"));
+    }
+    // Read before the matches: see the module's comment.
+    let Some(writes) = writes(db, tenant, kept).await? else {
+        return Ok(answered(Answer::Unknown, "unkept"));
+    };
+    let mut arguments = (search.arguments)();
+    let _ = arguments.add(MAX_IDS_PER_SEARCH as i64 + 1);
+    // Planned with its values, as the page is (see `run`).
+    let ids: Vec<i64> = sqlx::query_scalar_with(&key.statement, arguments)
+        .persistent(false)
+        .fetch_all(&db.pool)
+        .await?;
+    let matches = if ids.len() > MAX_IDS_PER_SEARCH {
+        Matches::Counted(count().await?)
+    } else {
+        Matches::Ids(ids.into())
+    };
+    store().put(key.clone(), Kept { writes, matches });
+    // Unknown when a write landed while the matches were read.
+    let answer = from_kept(db, tenant, table, kept, &key, (skip, limit)).await?;
+    Ok(answered(answer.unwrap_or(Answer::Unknown), "read"))
 }
 
-fn answered(outcome: &'static str) {
+/// The page from the search's kept matches, if they are kept at the
+/// tenant's write count.
+async fn from_kept<T>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    kept: &KeptMatches,
+    key: &Key,
+    (skip, limit): (i64, i64),
+) -> Result<Option<Answer<T>>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    // The lock is let go before any await.
+    let found = store().get(key);
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    Ok(match found.matches {
+        Matches::Ids(ids) => {
+            let len = ids.len() as i64;
+            let from = skip.min(len) as usize;
+            let to = skip.saturating_add(limit).min(len) as usize;
+            by_id(db, tenant, table, kept, &ids[from..to], found.writes)
+                .await?
+                .map(|items| Answer::Page(super::Page::new(items, len, (skip, limit))))
+        }
+        Matches::Counted(total) => {
+            (writes(db, tenant, kept).await? == Some(found.writes)).then_some(Answer::Total(total))
+        }
+    })
+}
+
+/// Counts how the page was answered: `outcome` when from kept ids.
+fn answered<T>(answer: Answer<T>, outcome: &'static str) -> Answer<T> {
+    let outcome = match answer {
+        Answer::Page(_) => outcome,
+        Answer::Total(_) => "counted",
+        Answer::Unknown => "unkept",
+    };
     metrics::counter!(cairn_core::telemetry::SEARCH_PAGES, "outcome" => outcome).increment(1);
+    answer
 }
 
 /// The tenant's write count now.
