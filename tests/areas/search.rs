@@ -94,13 +94,7 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
     db.seed(&owner, "rmm", &more).await;
     *counts.get_mut("App 03").unwrap() += 10;
     counts.insert("App 99".into(), 3);
-    cairn_inventory::rollup::rebuild_until_current(
-        &db.db,
-        &owner,
-        cairn_inventory::rollup::Mode::Incremental,
-    )
-    .await
-    .unwrap();
+    db.rebuild_incremental(&owner).await;
     pages_match(&counts, "after an incremental rebuild").await;
 
     // A whole rebuild under way: it has begun (a new `rollup_at`) and a
@@ -216,13 +210,7 @@ async fn kept_device_searches_answer_every_write(backend: Backend) {
         .map(|d| (d.to_string(), threats[*d]))
         .collect();
     db.seed(&owner, "edr", &records(&changed)).await;
-    cairn_inventory::rollup::rebuild_until_current(
-        &db.db,
-        &owner,
-        cairn_inventory::rollup::Mode::Incremental,
-    )
-    .await
-    .unwrap();
+    db.rebuild_incremental(&owner).await;
     pages_match(&threats, "after an incremental rebuild").await;
 
     // A whole rebuild that adds devices.

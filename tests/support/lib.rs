@@ -211,6 +211,18 @@ impl TestDb {
         .expect("rebuild the rollup");
     }
 
+    /// Folds what was written since `tenant`'s last rebuild into its
+    /// rollup, as the job after a sync does.
+    pub async fn rebuild_incremental(&self, tenant: &cairn_core::ids::TenantId) {
+        cairn_inventory::rollup::rebuild_until_current(
+            &self.db,
+            tenant,
+            cairn_inventory::rollup::Mode::Incremental,
+        )
+        .await
+        .expect("rebuild the rollup incrementally");
+    }
+
     /// Closes the pool and removes the database.
     pub async fn finish(self) {
         self.db.close().await;
