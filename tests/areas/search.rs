@@ -70,12 +70,7 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
                     .iter()
                     .map(|item| item["name"].as_str().unwrap())
                     .collect();
-                let want: Vec<&str> = expected
-                    .iter()
-                    .skip(skip)
-                    .take(limit)
-                    .map(String::as_str)
-                    .collect();
+                let want = window(&expected, skip, limit);
                 assert_eq!(names, want, "{when}: skip {skip}, limit {limit}");
                 assert_eq!(page["total"], expected.len(), "{when}");
             }
@@ -185,12 +180,7 @@ async fn kept_device_searches_answer_every_write(backend: Backend) {
                         let body =
                             json!({"query": query, "sort": sort, "skip": skip, "limit": limit});
                         let page = device_search(&db, &owner, body).await;
-                        let want: Vec<&str> = expected
-                            .iter()
-                            .skip(skip)
-                            .take(limit)
-                            .map(String::as_str)
-                            .collect();
+                        let want = window(&expected, skip, limit);
                         assert_eq!(page.0, want, "{when}: {sort}, skip {skip}, limit {limit}");
                         assert_eq!(page.1, expected.len() as i64, "{when}: {sort}, total");
                     }
@@ -268,6 +258,16 @@ async fn device_search(db: &TestDb, tenant: &TenantId, body: Value) -> (Vec<Stri
         .map(|row| row.device_name.to_lowercase())
         .collect();
     (names, page.total)
+}
+
+/// The page of `expected` at `skip` and `limit`, as a list route pages.
+fn window(expected: &[String], skip: usize, limit: usize) -> Vec<&str> {
+    expected
+        .iter()
+        .skip(skip)
+        .take(limit)
+        .map(String::as_str)
+        .collect()
 }
 
 /// What `body`, a search request as a client sends it, finds for `tenant`:

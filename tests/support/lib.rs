@@ -202,25 +202,25 @@ impl TestDb {
 
     /// Rebuilds `tenant`'s software rollup from everything written so far.
     pub async fn rebuild(&self, tenant: &cairn_core::ids::TenantId) {
-        cairn_inventory::rollup::rebuild_until_current(
-            &self.db,
-            tenant,
-            cairn_inventory::rollup::Mode::Whole,
-        )
-        .await
-        .expect("rebuild the rollup");
+        self.rebuild_in(tenant, cairn_inventory::rollup::Mode::Whole)
+            .await;
     }
 
     /// Folds what was written since `tenant`'s last rebuild into its
     /// rollup, as the job after a sync does.
     pub async fn rebuild_incremental(&self, tenant: &cairn_core::ids::TenantId) {
-        cairn_inventory::rollup::rebuild_until_current(
-            &self.db,
-            tenant,
-            cairn_inventory::rollup::Mode::Incremental,
-        )
-        .await
-        .expect("rebuild the rollup incrementally");
+        self.rebuild_in(tenant, cairn_inventory::rollup::Mode::Incremental)
+            .await;
+    }
+
+    async fn rebuild_in(
+        &self,
+        tenant: &cairn_core::ids::TenantId,
+        mode: cairn_inventory::rollup::Mode,
+    ) {
+        cairn_inventory::rollup::rebuild_until_current(&self.db, tenant, mode)
+            .await
+            .expect("rebuild the rollup");
     }
 
     /// Closes the pool and removes the database.

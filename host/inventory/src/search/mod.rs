@@ -241,15 +241,6 @@ where
         args
     };
     let next = compiler.next_placeholder();
-    let select = format!(
-        "SELECT {} FROM {} WHERE {filter} ORDER BY {order} LIMIT ${next} OFFSET ${}",
-        table.columns,
-        table.from,
-        next + 1
-    );
-    let mut page_args = arguments();
-    let _ = page_args.add(limit);
-    let _ = page_args.add(skip);
     let count = format!("SELECT COUNT(*) FROM {} WHERE {filter}", table.from);
     let kept = table.kept_total.filter(|_| condition.is_empty());
     // Neither the count nor the page is a cached prepared statement:
@@ -318,6 +309,15 @@ where
     }
     // Two connections at once: the page and the count each scan what the
     // filter cannot narrow by index, and neither needs the other.
+    let select = format!(
+        "SELECT {} FROM {} WHERE {filter} ORDER BY {order} LIMIT ${next} OFFSET ${}",
+        table.columns,
+        table.from,
+        next + 1
+    );
+    let mut page_args = arguments();
+    let _ = page_args.add(limit);
+    let _ = page_args.add(skip);
     let total = async {
         if let Some(total) = known_total {
             return Ok(total);
