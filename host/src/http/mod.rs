@@ -40,6 +40,7 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         .nest("/api/v1/tenant", cairn_platform::tenancy::router())
         .nest("/api/v1/invites", cairn_platform::invites::router(state))
         .nest("/api/v1/jobs", cairn_platform::jobs_routes::router())
+        .merge(cairn_platform::partner::router())
         .merge(cairn_integrations::plugin_routes::router())
         .merge(cairn_integrations::router(&state.plugins))
         .merge(cairn_inventory::router())
@@ -103,6 +104,10 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         })
         .layer(Extension(service::OpenApiJson(Arc::new(doc_json))))
         .layer(Extension(cairn_vulnerabilities::exposure()))
+        .layer(from_fn_with_state(
+            state.clone(),
+            cairn_platform::partner::audit_partner_writes,
+        ))
         .layer(from_fn_with_state(
             state.clone(),
             cairn_platform::auth::resolve_identity,

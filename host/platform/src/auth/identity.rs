@@ -30,6 +30,20 @@ pub struct Caller {
     pub name: Option<String>,
     #[serde(skip)]
     pub created_at: i64,
+    /// Set while a partner user acts in one of its customers: `tenant_id`
+    /// is then the customer, `role` the role the partner role grants there,
+    /// and this names the partner and the user's own role in it.
+    #[serde(skip)]
+    pub acting: Option<Acting>,
+}
+
+/// A partner user acting in a customer tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acting {
+    /// The partner tenant the user belongs to.
+    pub partner_id: TenantId,
+    /// The user's role in the partner tenant.
+    pub partner_role: Role,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,8 +84,11 @@ async fn identify(state: &AppState, headers: &HeaderMap) -> Result<Identity, Api
     let mut failure = None;
     if let Some(cookie) = jar.get(SESSION_COOKIE) {
         match storage::session_caller(&state.db, cookie.value()).await? {
-            Some(caller) => return Ok(Identity::Known(caller)),
-            None => failure = Some("session expired or revoked"),
+            storage::SessionLookup::Found(caller) => return Ok(Identity::Known(caller)),
+            storage::SessionLookup::ActingEnded => {
+                failure = Some("acting session ended: the customer is no longer yours")
+            }
+            storage::SessionLookup::Missing => failure = Some("session expired or revoked"),
         }
     }
     if let Some(token) = bearer_token(headers) {
@@ -81,8 +98,11 @@ async fn identify(state: &AppState, headers: &HeaderMap) -> Result<Identity, Api
         // Look the user up so that a removed member or a changed role takes
         // effect at once rather than when the token expires.
         return Ok(match storage::bearer_caller(&state.db, &claims).await? {
-            Some(caller) => Identity::Known(caller),
-            None => Identity::Invalid("token no longer valid"),
+            storage::SessionLookup::Found(caller) => Identity::Known(caller),
+            storage::SessionLookup::ActingEnded => {
+                Identity::Invalid("acting session ended: the customer is no longer yours")
+            }
+            storage::SessionLookup::Missing => Identity::Invalid("token no longer valid"),
         });
     }
     Ok(failure.map_or(Identity::Anonymous, Identity::Invalid))
@@ -138,6 +158,14 @@ impl<S: Send + Sync> FromRequestParts<S> for OptionalCaller {
             Some(Identity::Invalid(reason)) => Err(ApiError::Unauthorized((*reason).into())),
             _ => Ok(OptionalCaller(None)),
         }
+    }
+}
+
+/// The signed-in caller of a request, once identity was resolved.
+pub fn caller_of(request: &Request) -> Option<&Caller> {
+    match request.extensions().get::<Identity>() {
+        Some(Identity::Known(caller)) => Some(caller),
+        _ => None,
     }
 }
 

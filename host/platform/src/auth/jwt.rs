@@ -20,6 +20,9 @@ pub struct Claims {
     /// Tenant id.
     pub tid: String,
     pub role: Role,
+    /// The customer tenant a partner user acts in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<String>,
     #[serde(rename = "use")]
     pub token_use: TokenUse,
     pub iat: i64,

@@ -18,18 +18,26 @@ pub mod storage;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use identity::{identity_key, resolve_identity, AdminCaller, AuthVia, Caller, OptionalCaller};
+pub use identity::{
+    caller_of, identity_key, resolve_identity, Acting, AdminCaller, AuthVia, Caller,
+    OptionalCaller,
+};
 pub use jwt::JwtKeys;
 pub use routes::{router, sign_in, validate_new_account, TokenResponse, SESSION_COOKIE};
 
 /// A member's role within its tenant. `owner` and `admin` may manage members,
-/// invites and organization settings.
+/// invites and organization settings. In a partner's own tenant,
+/// `partner_admin` may do everything an admin may and act in every
+/// customer; `partner_analyst` reads and triages in the customers assigned
+/// to it (`/api/v1/partner/access`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Role {
     Owner,
     Admin,
     Member,
+    PartnerAdmin,
+    PartnerAnalyst,
 }
 
 impl Role {
@@ -38,6 +46,8 @@ impl Role {
             Role::Owner => "owner",
             Role::Admin => "admin",
             Role::Member => "member",
+            Role::PartnerAdmin => "partner_admin",
+            Role::PartnerAnalyst => "partner_analyst",
         }
     }
 
@@ -46,12 +56,19 @@ impl Role {
             "owner" => Some(Role::Owner),
             "admin" => Some(Role::Admin),
             "member" => Some(Role::Member),
+            "partner_admin" => Some(Role::PartnerAdmin),
+            "partner_analyst" => Some(Role::PartnerAnalyst),
             _ => None,
         }
     }
 
     pub fn can_administer(self) -> bool {
-        matches!(self, Role::Owner | Role::Admin)
+        matches!(self, Role::Owner | Role::Admin | Role::PartnerAdmin)
+    }
+
+    /// Whether the role exists only in a partner's own tenant.
+    pub fn is_partner_role(self) -> bool {
+        matches!(self, Role::PartnerAdmin | Role::PartnerAnalyst)
     }
 }
 

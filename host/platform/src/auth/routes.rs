@@ -38,6 +38,7 @@ pub fn router(state: &AppState) -> OpenApiRouter<AppState> {
         .routes(routes!(refresh))
         .routes(routes!(bridge_token))
         .routes(routes!(logout))
+        .routes(routes!(act_as, stop_acting))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -77,6 +78,10 @@ pub struct UserView {
     tenant_id: String,
     role: Role,
     created_at: String,
+    /// Present while a partner user acts in a customer: `tenant_id` and
+    /// `role` are then the customer's and the role held there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    acting: Option<ActingView>,
 }
 
 impl From<&UserRow> for UserView {
@@ -88,8 +93,18 @@ impl From<&UserRow> for UserView {
             tenant_id: row.tenant_id.clone(),
             role: row.role(),
             created_at: to_rfc3339(row.created_at),
+            acting: None,
         }
     }
+}
+
+/// A partner user acting in a customer.
+#[derive(Serialize, ToSchema)]
+pub struct ActingView {
+    /// The partner tenant the user belongs to.
+    partner_id: String,
+    /// The user's role in the partner tenant.
+    partner_role: Role,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -168,12 +183,24 @@ fn sign_token(
     token_use: TokenUse,
     ttl_secs: i64,
 ) -> ApiResult<(String, i64)> {
+    sign_acting_token(state, user, None, token_use, ttl_secs)
+}
+
+/// A token for `user`, acting in the customer `act` when given.
+fn sign_acting_token(
+    state: &AppState,
+    user: &UserRow,
+    act: Option<String>,
+    token_use: TokenUse,
+    ttl_secs: i64,
+) -> ApiResult<(String, i64)> {
     let now = now_ms() / 1000;
     let claims = Claims {
         sub: user.id.clone(),
         email: user.email.clone(),
         tid: user.tenant_id.clone(),
         role: user.role(),
+        act,
         token_use,
         iat: now,
         exp: now + ttl_secs,
@@ -273,7 +300,88 @@ async fn me(caller: Caller) -> Json<UserView> {
         tenant_id: caller.tenant_id.0,
         role: caller.role,
         created_at: to_rfc3339(caller.created_at),
+        acting: caller.acting.map(|a| ActingView {
+            partner_id: a.partner_id.0,
+            partner_role: a.partner_role,
+        }),
     })
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActAsRequest {
+    /// A customer of the caller's partner tenant that the caller reaches.
+    customer_id: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ActAsResponse {
+    /// A bearer token acting in the customer (no refresh token: act again
+    /// when it expires).
+    access_token: String,
+    token_type: &'static str,
+    expires_in: i64,
+    /// The customer tenant every route now reads.
+    tenant_id: String,
+    /// The role the partner role holds in the customer (`admin` for
+    /// partner admins, `member` for analysts, who may read and triage).
+    role: Role,
+    partner_id: String,
+}
+
+/// Act in a customer as a partner user: every route then reads and writes
+/// the customer's tenant, and every write is recorded in the partner's
+/// audit trail with the caller's identity. With a session cookie the
+/// session itself switches to the customer; the answer also carries a
+/// bearer token acting there. Access is checked again on every request:
+/// removing the customer or the analyst's assignment ends it at once.
+#[utoipa::path(post, path = "/act-as", tag = "auth", request_body = ActAsRequest,
+    responses(
+        (status = 200, body = ActAsResponse),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Not a customer the caller reaches (or not a partner user)"),
+    ))]
+async fn act_as(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<ActAsRequest>,
+) -> ApiResult<Json<ActAsResponse>> {
+    let user = storage::user_by_id(&state.db, caller.user_id.as_str())
+        .await?
+        .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
+    let role = crate::partner::acting_role(&state.db, &user, &body.customer_id)
+        .await?
+        .ok_or(ApiError::NotFound("customer"))?;
+    if let AuthVia::Session { session_id } = &caller.via {
+        storage::set_session_acting(&state.db, session_id, Some(&body.customer_id)).await?;
+    }
+    let (access_token, expires_in) = sign_acting_token(
+        &state,
+        &user,
+        Some(body.customer_id.clone()),
+        TokenUse::Access,
+        state.settings.access_token_ttl_secs,
+    )?;
+    tracing::info!(user_id = %user.id, partner_id = %user.tenant_id, customer_id = %body.customer_id, "acting in a customer");
+    Ok(Json(ActAsResponse {
+        access_token,
+        token_type: "bearer",
+        expires_in,
+        tenant_id: body.customer_id,
+        role,
+        partner_id: user.tenant_id,
+    }))
+}
+
+/// Stop acting: the session cookie reads the user's own tenant again. A
+/// bearer token acting in a customer is simply dropped by the client.
+#[utoipa::path(delete, path = "/act-as", tag = "auth",
+    responses((status = 204, description = "Back in the user's own tenant"), (status = 401, body = ErrorBody)))]
+async fn stop_acting(State(state): State<AppState>, caller: Caller) -> ApiResult<StatusCode> {
+    if let AuthVia::Session { session_id } = &caller.via {
+        storage::set_session_acting(&state.db, session_id, None).await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Issue a fresh access token for a refresh token. The refresh token is spent
@@ -330,9 +438,12 @@ async fn bridge_token(
     let user = storage::user_by_id(&state.db, caller.user_id.as_str())
         .await?
         .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
-    let (access_token, expires_in) = sign_token(
+    // A session acting in a customer bridges into the same customer.
+    let act = caller.acting.as_ref().map(|_| caller.tenant_id.0.clone());
+    let (access_token, expires_in) = sign_acting_token(
         &state,
         &user,
+        act,
         TokenUse::Bridge,
         state.settings.bridge_token_ttl_secs,
     )?;

@@ -3,7 +3,7 @@
 use sqlx::{Any, Executor};
 
 use super::jwt::Claims;
-use super::{secret_token, AuthVia, Caller, Role};
+use super::{secret_token, Acting, AuthVia, Caller, Role};
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::{TenantId, UserId};
 
@@ -33,15 +33,46 @@ impl UserRow {
             via,
             name: self.name.clone(),
             created_at: self.created_at,
+            acting: None,
         }
     }
+
+    /// The caller acting in `customer`, if the user's partner role still
+    /// reaches it: the customer is still the partner's and, for an analyst,
+    /// still assigned.
+    async fn acting_caller(
+        &self,
+        db: &Db,
+        customer: &str,
+        via: AuthVia,
+    ) -> sqlx::Result<SessionLookup> {
+        let Some(role) = crate::partner::acting_role(db, self, customer).await? else {
+            return Ok(SessionLookup::ActingEnded);
+        };
+        let mut caller = self.caller(via);
+        caller.acting = Some(Acting {
+            partner_id: caller.tenant_id.clone(),
+            partner_role: caller.role,
+        });
+        caller.tenant_id = TenantId(customer.to_string());
+        caller.role = role;
+        Ok(SessionLookup::Found(caller))
+    }
+}
+
+/// What a session or token resolved to.
+pub enum SessionLookup {
+    Found(Caller),
+    /// The session or token acts in a customer its user no longer reaches.
+    ActingEnded,
+    Missing,
 }
 
 const USER_COLUMNS: &str = "u.id, u.tenant_id, u.email, u.name, u.role, u.created_at";
 
-pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<Option<Caller>> {
+pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<SessionLookup> {
     let row: Option<SessionUser> = sqlx::query_as(&format!(
-        "SELECT s.id AS session_id, {USER_COLUMNS} FROM sessions s \
+        "SELECT s.id AS session_id, s.acting_tenant_id, {USER_COLUMNS} FROM sessions s \
          JOIN users u ON u.id = s.user_id \
          WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2"
     ))
@@ -49,27 +80,52 @@ pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<Option<Caller>
     .bind(now_ms())
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| {
-        r.user.caller(AuthVia::Session {
-            session_id: r.session_id,
-        })
-    }))
+    let Some(row) = row else {
+        return Ok(SessionLookup::Missing);
+    };
+    let via = AuthVia::Session {
+        session_id: row.session_id,
+    };
+    match &row.acting_tenant_id {
+        Some(customer) => row.user.acting_caller(db, customer, via).await,
+        None => Ok(SessionLookup::Found(row.user.caller(via))),
+    }
 }
 
 #[derive(sqlx::FromRow)]
 struct SessionUser {
     session_id: String,
+    acting_tenant_id: Option<String>,
     #[sqlx(flatten)]
     user: UserRow,
 }
 
 /// The caller a verified token names, if that user still belongs to the
 /// token's tenant.
-pub async fn bearer_caller(db: &Db, claims: &Claims) -> sqlx::Result<Option<Caller>> {
+pub async fn bearer_caller(db: &Db, claims: &Claims) -> sqlx::Result<SessionLookup> {
     let user = user_by_id(db, &claims.sub).await?;
-    Ok(user
-        .filter(|u| u.tenant_id == claims.tid)
-        .map(|u| u.caller(AuthVia::Bearer)))
+    let Some(user) = user.filter(|u| u.tenant_id == claims.tid) else {
+        return Ok(SessionLookup::Missing);
+    };
+    match &claims.act {
+        Some(customer) => user.acting_caller(db, customer, AuthVia::Bearer).await,
+        None => Ok(SessionLookup::Found(user.caller(AuthVia::Bearer))),
+    }
+}
+
+/// Points the session at `customer` (or back at the user's own tenant).
+pub async fn set_session_acting(
+    db: &Db,
+    session_id: &str,
+    customer: Option<&str>,
+) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
+    sqlx::query("UPDATE sessions SET acting_tenant_id = $1 WHERE id = $2")
+        .bind(customer)
+        .bind(session_id)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
 }
 
 pub async fn user_by_id(db: &Db, user_id: &str) -> sqlx::Result<Option<UserRow>> {

@@ -112,6 +112,7 @@ async fn create_invite(
     let email = normalize_email(&body.email)
         .ok_or_else(|| ApiError::validation("email", "not a valid email address"))?;
     let role = body.role.unwrap_or(Role::Member);
+    crate::partner::check_role_fits(&state.db, &caller.tenant_id, role).await?;
     if role == Role::Owner && caller.role != Role::Owner {
         return Err(ApiError::Forbidden(
             "only an owner may invite an owner".into(),

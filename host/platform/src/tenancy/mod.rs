@@ -6,7 +6,7 @@
 mod routes;
 mod storage;
 
-pub use routes::router;
+pub use routes::{is_plausible_timezone, router};
 
 /// Whether `user_id` is a member of `tenant` (for features that assign
 /// work to a member).
@@ -37,4 +37,12 @@ pub async fn member_emails(
         .into_iter()
         .map(|m| (m.id, m.email))
         .collect())
+}
+
+/// Every member of `tenant`, by join date.
+pub async fn members(
+    db: &cairn_core::db::Db,
+    tenant: &cairn_core::ids::TenantId,
+) -> sqlx::Result<Vec<crate::auth::storage::UserRow>> {
+    storage::members(db, tenant).await
 }

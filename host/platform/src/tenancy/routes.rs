@@ -148,7 +148,7 @@ async fn update_tenant(
 
 /// IANA names are `UTC` or `Area/Location[/Sub]` made of letters, digits,
 /// `_`, `-` and `+`.
-fn is_plausible_timezone(tz: &str) -> bool {
+pub fn is_plausible_timezone(tz: &str) -> bool {
     if tz == "UTC" {
         return true;
     }
@@ -194,6 +194,7 @@ async fn change_member_role(
     let member = storage::member(&state.db, &caller.tenant_id, &member_id)
         .await?
         .ok_or(ApiError::NotFound("member"))?;
+    crate::partner::check_role_fits(&state.db, &caller.tenant_id, body.role).await?;
     let touches_owner = member.role() == Role::Owner || body.role == Role::Owner;
     if touches_owner && caller.role != Role::Owner {
         return Err(ApiError::Forbidden(
