@@ -6,6 +6,7 @@ pub mod dashboards;
 pub mod devices;
 pub mod language_model;
 pub mod news;
+pub mod partner;
 pub mod portal;
 pub mod projects;
 pub mod reports;

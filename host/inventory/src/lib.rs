@@ -29,6 +29,7 @@ pub mod routes;
 pub mod search;
 pub mod seen;
 pub mod software;
+pub mod tenants;
 pub mod version;
 
 pub use routes::router;

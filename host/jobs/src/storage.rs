@@ -659,6 +659,28 @@ pub struct JobFilter<'a> {
     pub offset: i64,
 }
 
+/// When a job of each of `kinds` last succeeded, per tenant of `tenants`:
+/// `(tenant, kind, finished_at)` for the pairs that ever succeeded.
+pub async fn last_successes(
+    db: &Db,
+    tenants: &[TenantId],
+    kinds: &[String],
+) -> sqlx::Result<Vec<(String, String, i64)>> {
+    let tenants = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    sqlx::query_as(&format!(
+        "SELECT tenant_id, kind, CAST(MAX(finished_at) AS BIGINT) AS finished_at FROM jobs \
+         WHERE tenant_id IN ({}) AND kind IN ({}) AND status = 'success' \
+         AND finished_at IS NOT NULL GROUP BY tenant_id, kind",
+        cairn_core::db::json_text_values(db.backend, 1),
+        cairn_core::db::json_text_values(db.backend, 2)
+    ))
+    .bind(tenants)
+    .bind(serde_json::to_string(kinds).unwrap_or_default())
+    .fetch_all(&db.pool)
+    .await
+}
+
 /// The tenant's jobs, newest first, and how many match in all.
 pub async fn list(
     db: &Db,

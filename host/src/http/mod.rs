@@ -51,6 +51,7 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         .merge(cairn_features::news::router())
         .merge(cairn_features::advisories::router())
         .merge(cairn_features::dashboards::router())
+        .merge(cairn_features::partner::router())
         .merge(cairn_features::reports::router())
         .merge(cairn_features::tags::router())
         .merge(cairn_features::projects::router())

@@ -33,6 +33,7 @@ use utoipa::{Modify, OpenApi};
         (name = "auth", description = "Accounts, sessions and tokens"),
         (name = "tenant", description = "The caller's organization and members"),
         (name = "invites", description = "Inviting people into a tenant"),
+        (name = "partner", description = "A managed service provider's partner tenant over its customer tenants: customers, groups, analysts' access, audit, branding, and views across customers"),
         (name = "jobs", description = "Background jobs: syncs and file parsing"),
         (name = "integrations", description = "Loaded connectors and CSV providers"),
         (name = "inventory", description = "Software rollup, items, vendors and structured search"),

@@ -65,6 +65,7 @@ pub mod import;
 pub mod matching;
 pub mod osv;
 pub mod package_versions;
+pub mod posture;
 pub mod records;
 pub mod reference;
 pub mod research;

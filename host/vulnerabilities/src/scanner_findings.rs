@@ -140,6 +140,7 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .bind(now)
     .execute(&mut *tx)
     .await?;
+    super::posture::count_write(&mut tx, tenant).await?;
     tx.commit().await?;
     Ok(true)
 }
