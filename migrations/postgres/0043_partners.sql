@@ -66,3 +66,11 @@ CREATE TABLE partner_branding (
     accent_color  TEXT,
     updated_at    BIGINT NOT NULL
 );
+
+-- A customer's config for an area may be its partner's, shared: the row
+-- then names the partner and holds only the customer's scope (which
+-- clients, groups or company of the partner's upstream are this
+-- customer's); connector and secrets are read from the partner's own row
+-- at each use, so the secrets are never copied into the customer.
+ALTER TABLE integration_configs ADD COLUMN shared_from TEXT;
+CREATE INDEX integration_configs_shared ON integration_configs(shared_from, integration);

@@ -29,6 +29,11 @@ pub struct ConfigView {
     #[schema(value_type = Object)]
     config: Value,
     updated_at: Option<String>,
+    /// True when the config is the tenant's partner's, shared with it: the
+    /// partner's settings with this customer's scope over them; the
+    /// secrets stay the partner's. Saving a config of the tenant's own
+    /// replaces the share.
+    shared_by_partner: bool,
 }
 
 pub fn redacted_view(
@@ -44,6 +49,7 @@ pub fn redacted_view(
             configured: false,
             config: Value::Object(Map::new()),
             updated_at: None,
+            shared_by_partner: false,
         };
     };
     let mut config = stored.settings.clone();
@@ -60,6 +66,7 @@ pub fn redacted_view(
         configured: true,
         config,
         updated_at: Some(to_rfc3339(stored.updated_at)),
+        shared_by_partner: stored.shared_from.is_some(),
     }
 }
 
@@ -146,8 +153,10 @@ pub async fn store_config(
         areas::resolve(&state.plugins, area, e.connector.as_deref())
             .map_or(true, |old| old.descriptor.id != connector.descriptor.id)
     });
-    // Another connector's settings and secrets mean nothing to this one.
-    let existing = existing.filter(|_| !switching);
+    // Another connector's settings and secrets mean nothing to this one,
+    // and a partner's shared config is not the tenant's to keep: its own
+    // config starts from what it sends.
+    let existing = existing.filter(|e| !switching && e.shared_from.is_none());
     if merge == Merge::Update {
         if let Some(stored) = &existing {
             for (field, value) in stored.full().as_object().into_iter().flatten() {
@@ -174,6 +183,7 @@ pub async fn store_config(
         settings: Value::Object(fields),
         secrets: Value::Object(secrets),
         updated_at: 0,
+        shared_from: None,
     };
     check_schema_masked(
         &connector.descriptor.config_schema,
@@ -253,7 +263,7 @@ fn schema_problem(schema: &Value, value: &Value) -> ApiResult<Option<(String, St
 /// Checks a config against the connector's JSON Schema; the first problem
 /// becomes a 422 naming the field. The schema's message quotes the value
 /// it refused, so every secret value is masked in it.
-fn check_schema_masked(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
+pub(crate) fn check_schema_masked(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
     let Some((field, mut message)) = schema_problem(schema, config)? else {
         return Ok(());
     };

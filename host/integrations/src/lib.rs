@@ -67,6 +67,7 @@ pub mod plugin_routes;
 mod pulls;
 mod routes;
 pub mod seed;
+pub mod shared;
 pub mod storage;
 pub mod sync;
 mod user_links;

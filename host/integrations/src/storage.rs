@@ -22,6 +22,10 @@ pub struct StoredConfig {
     /// Secret fields, decrypted.
     pub secrets: Value,
     pub updated_at: i64,
+    /// The partner whose config this is, shared with the tenant (a
+    /// customer): settings are the partner's with the customer's scope
+    /// over them, secrets the partner's.
+    pub shared_from: Option<String>,
 }
 
 /// Secrets print as their names only: a config can end up in a log line.
@@ -37,6 +41,7 @@ impl std::fmt::Debug for StoredConfig {
             .field("settings", &self.settings)
             .field("secrets", &secret_names)
             .field("updated_at", &self.updated_at)
+            .field("shared_from", &self.shared_from)
             .finish()
     }
 }
@@ -60,23 +65,147 @@ pub async fn config(
     tenant: &TenantId,
     area: &str,
 ) -> anyhow::Result<Option<StoredConfig>> {
-    let row: Option<(Option<String>, String, String, i64)> = sqlx::query_as(
-        "SELECT connector, settings, secrets, updated_at FROM integration_configs \
+    let Some(row) = config_row(db, tenant, area).await? else {
+        return Ok(None);
+    };
+    let Some(partner) = row.shared_from else {
+        return Ok(Some(StoredConfig {
+            connector: row.connector,
+            settings: serde_json::from_str(&row.settings)?,
+            secrets: serde_json::from_str(&secret_box.open(&row.secrets)?)?,
+            updated_at: row.updated_at,
+            shared_from: None,
+        }));
+    };
+    // A share holds while the tenant is still the partner's customer and
+    // the partner still has its own config for the area.
+    let current = cairn_platform::partner::partner_of(db, tenant).await?;
+    if current.as_ref().map(TenantId::as_str) != Some(partner.as_str()) {
+        return Ok(None);
+    }
+    let Some(own) = config_row(db, &TenantId(partner.clone()), area)
+        .await?
+        .filter(|r| r.shared_from.is_none())
+    else {
+        return Ok(None);
+    };
+    let mut settings: Value = serde_json::from_str(&own.settings)?;
+    let scope: Value = serde_json::from_str(&row.settings)?;
+    if let (Some(target), Some(scope)) = (settings.as_object_mut(), scope.as_object()) {
+        for (k, v) in scope {
+            target.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(Some(StoredConfig {
+        connector: own.connector,
+        settings,
+        secrets: serde_json::from_str(&secret_box.open(&own.secrets)?)?,
+        updated_at: row.updated_at,
+        shared_from: Some(partner),
+    }))
+}
+
+#[derive(sqlx::FromRow)]
+struct ConfigRow {
+    connector: Option<String>,
+    settings: String,
+    secrets: String,
+    updated_at: i64,
+    shared_from: Option<String>,
+}
+
+async fn config_row(db: &Db, tenant: &TenantId, area: &str) -> sqlx::Result<Option<ConfigRow>> {
+    sqlx::query_as(
+        "SELECT connector, settings, secrets, updated_at, shared_from FROM integration_configs \
          WHERE tenant_id = $1 AND integration = $2",
     )
     .bind(tenant.as_str())
     .bind(area)
     .fetch_optional(&db.pool)
+    .await
+}
+
+/// A customer's share of its partner's config for an area.
+#[derive(Debug, Clone)]
+pub struct Share {
+    pub customer: String,
+    /// The settings laid over the partner's for this customer.
+    pub scope: Value,
+    pub updated_at: i64,
+}
+
+/// The shares of `partner`'s config for `area`, by customer.
+pub async fn shares(db: &Db, partner: &TenantId, area: &str) -> anyhow::Result<Vec<Share>> {
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT tenant_id, settings, updated_at FROM integration_configs \
+         WHERE shared_from = $1 AND integration = $2 ORDER BY tenant_id",
+    )
+    .bind(partner.as_str())
+    .bind(area)
+    .fetch_all(&db.pool)
     .await?;
-    let Some((connector, settings, sealed, updated_at)) = row else {
-        return Ok(None);
-    };
-    Ok(Some(StoredConfig {
-        connector,
-        settings: serde_json::from_str(&settings)?,
-        secrets: serde_json::from_str(&secret_box.open(&sealed)?)?,
-        updated_at,
-    }))
+    rows.into_iter()
+        .map(|(customer, scope, updated_at)| {
+            Ok(Share {
+                customer,
+                scope: serde_json::from_str(&scope)?,
+                updated_at,
+            })
+        })
+        .collect()
+}
+
+/// Whether saving a share landed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ShareSaved {
+    Saved(i64),
+    /// The customer has a config of its own for the area; it keeps it.
+    OwnConfig,
+}
+
+/// Shares `partner`'s config for `area` with `customer` under `scope`
+/// (replacing an earlier share). Secrets are not copied: the row holds an
+/// empty sealed object and the scope.
+pub async fn save_share(
+    db: &Db,
+    secret_box: &SecretBox,
+    customer: &TenantId,
+    area: &str,
+    partner: &TenantId,
+    connector: &str,
+    scope: &Value,
+) -> sqlx::Result<ShareSaved> {
+    let _turn = db.write_turn().await;
+    let now = now_ms();
+    let mut tx = db.pool.begin().await?;
+    let own: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT shared_from FROM integration_configs WHERE tenant_id = $1 AND integration = $2",
+    )
+    .bind(customer.as_str())
+    .bind(area)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if matches!(own, Some(None)) {
+        return Ok(ShareSaved::OwnConfig);
+    }
+    sqlx::query(
+        "INSERT INTO integration_configs (tenant_id, integration, connector, settings, secrets, shared_from, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+         ON CONFLICT (tenant_id, integration) DO UPDATE SET connector = excluded.connector, \
+         settings = excluded.settings, secrets = excluded.secrets, shared_from = excluded.shared_from, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(customer.as_str())
+    .bind(area)
+    .bind(connector)
+    .bind(scope.to_string())
+    .bind(secret_box.seal("{}"))
+    .bind(partner.as_str())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(ShareSaved::Saved(now))
 }
 
 /// A config to store for an area.
@@ -107,7 +236,8 @@ pub async fn save_config(
         "INSERT INTO integration_configs (tenant_id, integration, connector, settings, secrets, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $6) \
          ON CONFLICT (tenant_id, integration) DO UPDATE SET connector = excluded.connector, \
-         settings = excluded.settings, secrets = excluded.secrets, updated_at = excluded.updated_at",
+         settings = excluded.settings, secrets = excluded.secrets, shared_from = NULL, \
+         updated_at = excluded.updated_at",
     )
     .bind(tenant.as_str())
     .bind(area)
@@ -703,6 +833,7 @@ mod tests {
             settings: serde_json::json!({"base_url": "https://rmm.example"}),
             secrets: serde_json::json!({"password": "hunter2-very-secret"}),
             updated_at: 1,
+            shared_from: None,
         };
         let printed = format!("{config:?}");
         assert!(printed.contains("password"), "{printed}");

@@ -43,6 +43,7 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         .merge(cairn_platform::partner::router())
         .merge(cairn_integrations::plugin_routes::router())
         .merge(cairn_integrations::router(&state.plugins))
+        .merge(cairn_integrations::shared::router())
         .merge(cairn_inventory::router())
         .merge(cairn_features::devices::router())
         .merge(cairn_integrations::csv_sources::router())
