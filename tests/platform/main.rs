@@ -15,6 +15,7 @@ mod jobs;
 mod mdm;
 mod news;
 mod oauth;
+mod partner;
 mod portal;
 mod psa;
 mod reports;

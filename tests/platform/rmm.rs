@@ -206,7 +206,7 @@ async fn app(backend: Backend) -> Option<TestApp> {
     app_with(backend, |_| {}).await
 }
 
-async fn app_with(
+pub(crate) async fn app_with(
     backend: Backend,
     adjust: impl FnOnce(&mut cairn_core::settings::Settings) + Send + 'static,
 ) -> Option<TestApp> {
@@ -257,7 +257,7 @@ async fn software_is_fetched_concurrently_within_the_operators_cap(backend: Back
     assert_eq!(fake.throttled, 2);
 }
 
-fn fake_data() -> RmmData {
+pub(crate) fn fake_data() -> RmmData {
     let mut data = RmmData {
         clients: vec![
             json!({"Id": 1, "Name": "Acme"}),
@@ -286,7 +286,7 @@ fn fake_data() -> RmmData {
     data
 }
 
-async fn configure(app: &TestApp, admin: &Account, rmm: &FakeRmm, extra: Value) {
+pub(crate) async fn configure(app: &TestApp, admin: &Account, rmm: &FakeRmm, extra: Value) {
     let mut config = json!({
         "base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
         "client_id": "integrator-42", "page_size": 2,
@@ -310,7 +310,7 @@ async fn sync(app: &TestApp, account: &Account) -> Value {
         .await
 }
 
-async fn device_names(app: &TestApp, account: &Account) -> Vec<String> {
+pub(crate) async fn device_names(app: &TestApp, account: &Account) -> Vec<String> {
     let devices = app.get("/api/v1/rmm/devices", &account.bearer()).await;
     let mut names: Vec<String> = devices.body["items"]
         .as_array()

@@ -263,7 +263,11 @@ fn schema_problem(schema: &Value, value: &Value) -> ApiResult<Option<(String, St
 /// Checks a config against the connector's JSON Schema; the first problem
 /// becomes a 422 naming the field. The schema's message quotes the value
 /// it refused, so every secret value is masked in it.
-pub(crate) fn check_schema_masked(schema: &Value, config: &Value, secrets: &Value) -> ApiResult<()> {
+pub(crate) fn check_schema_masked(
+    schema: &Value,
+    config: &Value,
+    secrets: &Value,
+) -> ApiResult<()> {
     let Some((field, mut message)) = schema_problem(schema, config)? else {
         return Ok(());
     };

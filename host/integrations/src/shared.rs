@@ -106,10 +106,18 @@ async fn list_shares(
     known_area(&state, &area)?;
     let own = partner_config(&state, &partner, &area).await?;
     let connector = own.as_ref().and_then(|c| c.connector.clone());
+    // Only current, reached customers: a removed customer's share no
+    // longer serves it.
+    let customers: std::collections::HashSet<String> = partner
+        .customers(&state.db)
+        .await?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
     let shares = storage::shares(&state.db, &partner.partner, &area)
         .await?
         .into_iter()
-        .filter(|s| partner.scope.reaches(&s.customer))
+        .filter(|s| customers.contains(&s.customer))
         .map(|s| share_view(&area, connector.as_deref(), s))
         .collect();
     Ok(Json(PartnerShares {
@@ -276,8 +284,18 @@ async fn sync_shares(
             "the partner has no {area} config"
         )));
     }
+    let customers: std::collections::HashSet<String> = partner
+        .customers(&state.db)
+        .await?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
     let mut started = vec![];
-    for share in storage::shares(&state.db, &partner.partner, &area).await? {
+    for share in storage::shares(&state.db, &partner.partner, &area)
+        .await?
+        .into_iter()
+        .filter(|s| customers.contains(&s.customer))
+    {
         let enqueued = state
             .jobs
             .enqueue(

@@ -28,7 +28,10 @@ pub struct InventoryBrief {
 
 /// Each tenant's device count (kept by its last rebuild, counted when it
 /// has none yet) and last rebuild; tenants without an inventory are absent.
-pub async fn briefs(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<String, InventoryBrief>> {
+pub async fn briefs(
+    db: &Db,
+    tenants: &[TenantId],
+) -> sqlx::Result<HashMap<String, InventoryBrief>> {
     let rows = sqlx::query(&format!(
         "SELECT r.tenant_id, r.rollup_at, CAST(COALESCE(r.assets_count, \
          (SELECT COUNT(*) FROM assets a WHERE a.tenant_id = r.tenant_id)) AS BIGINT) AS devices \

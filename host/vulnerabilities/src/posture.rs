@@ -73,19 +73,17 @@ fn store() -> &'static Store {
 const MAX_KEPT: usize = 100_000;
 
 /// The figures of each of `tenants`, kept ones where still current.
-pub async fn postures(
-    db: &Db,
-    tenants: &[TenantId],
-) -> sqlx::Result<HashMap<String, Posture>> {
+pub async fn postures(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<String, Posture>> {
     if tenants.is_empty() {
         return Ok(HashMap::new());
     }
     let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
         .unwrap_or_default();
-    let reference: i64 =
-        sqlx::query_scalar("SELECT CAST(COALESCE(MAX(updated_at), 0) AS BIGINT) FROM vuln_source_state")
-            .fetch_one(&db.pool)
-            .await?;
+    let reference: i64 = sqlx::query_scalar(
+        "SELECT CAST(COALESCE(MAX(updated_at), 0) AS BIGINT) FROM vuln_source_state",
+    )
+    .fetch_one(&db.pool)
+    .await?;
     let writes: HashMap<String, i64> = sqlx::query_as(&format!(
         "SELECT tenant_id, writes FROM vuln_findings_writes WHERE tenant_id IN ({})",
         json_text_values(db.backend, 1)

@@ -139,7 +139,9 @@ async fn overview(
         .map(cairn_integrations::sync_kind)
         .collect();
     let mut syncs: HashMap<String, Vec<AreaSync>> = HashMap::new();
-    for (tenant, kind, at) in cairn_jobs::storage::last_successes(&state.db, &tenants, &kinds).await? {
+    for (tenant, kind, at) in
+        cairn_jobs::storage::last_successes(&state.db, &tenants, &kinds).await?
+    {
         syncs.entry(tenant).or_default().push(AreaSync {
             area: kind.trim_end_matches("_sync").to_string(),
             last_success_at: to_rfc3339(at),
@@ -294,7 +296,11 @@ async fn cve_exposure(
             devices.sort_unstable();
             devices.dedup();
             ExposedCustomer {
-                name: names.get(customer_id.as_str()).copied().unwrap_or_default().to_string(),
+                name: names
+                    .get(customer_id.as_str())
+                    .copied()
+                    .unwrap_or_default()
+                    .to_string(),
                 devices: devices.len() as i64,
                 customer_id,
                 findings,
@@ -361,9 +367,13 @@ async fn applications(
         return Err(ApiError::validation("name", "must be 2 to 200 characters"));
     }
     let customers = partner.customers(&state.db).await?;
-    let found =
-        cairn_inventory::tenants::applications_named(&state.db, &tenant_ids(&customers), needle, LIMIT + 1)
-            .await?;
+    let found = cairn_inventory::tenants::applications_named(
+        &state.db,
+        &tenant_ids(&customers),
+        needle,
+        LIMIT + 1,
+    )
+    .await?;
     let truncated = found.len() as i64 > LIMIT;
     let mut by_customer: HashMap<String, Vec<CustomerApplication>> = HashMap::new();
     for app in found.into_iter().take(LIMIT as usize) {
@@ -470,7 +480,10 @@ async fn partner_triage(
         ));
     }
     if justification.is_some_and(|j| j.chars().count() > 2000) {
-        return Err(ApiError::validation("justification", "at most 2000 characters"));
+        return Err(ApiError::validation(
+            "justification",
+            "at most 2000 characters",
+        ));
     }
     let expires_at = match body.expires_at.as_deref() {
         None | Some("") => None,
@@ -496,7 +509,11 @@ async fn partner_triage(
         format!("{comment} (set by partner user {})", partner.caller.email)
     };
     let customers = partner
-        .chosen_customers(&state.db, body.customer_ids.as_deref(), body.group_id.as_deref())
+        .chosen_customers(
+            &state.db,
+            body.customer_ids.as_deref(),
+            body.group_id.as_deref(),
+        )
         .await?;
     let mut results = vec![];
     for customer in customers {

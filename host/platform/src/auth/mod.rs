@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use identity::{
-    caller_of, identity_key, resolve_identity, Acting, AdminCaller, AuthVia, Caller,
-    OptionalCaller,
+    caller_of, identity_key, resolve_identity, Acting, AdminCaller, AuthVia, Caller, OptionalCaller,
 };
 pub use jwt::JwtKeys;
 pub use routes::{router, sign_in, validate_new_account, TokenResponse, SESSION_COOKIE};

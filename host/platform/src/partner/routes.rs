@@ -118,7 +118,9 @@ async fn list_customers(
 ) -> ApiResult<Json<Vec<CustomerView>>> {
     let groups = groups_by_customer(&state, &partner).await?;
     let rows = partner.customers(&state.db).await?;
-    Ok(Json(rows.iter().map(|r| customer_view(r, &groups)).collect()))
+    Ok(Json(
+        rows.iter().map(|r| customer_view(r, &groups)).collect(),
+    ))
 }
 
 /// Create a customer tenant (partner admin). The caller's tenant becomes a
@@ -321,7 +323,11 @@ async fn group_view(state: &AppState, partner: &PartnerCaller, id: &str) -> ApiR
 }
 
 /// Checks that every id is a customer of the partner.
-async fn check_customers(state: &AppState, partner: &PartnerCaller, ids: &[String]) -> ApiResult<()> {
+async fn check_customers(
+    state: &AppState,
+    partner: &PartnerCaller,
+    ids: &[String],
+) -> ApiResult<()> {
     let known: HashSet<String> = storage::customers(&state.db, &partner.partner)
         .await?
         .into_iter()
@@ -369,7 +375,10 @@ async fn create_group(
         customer_ids: Some(&body.customer_ids),
     };
     saved(storage::save_group(&state.db, &partner.partner, &id, true, changes).await)?;
-    Ok((StatusCode::CREATED, Json(group_view(&state, &partner, &id).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(group_view(&state, &partner, &id).await?),
+    ))
 }
 
 /// A taken group name as 409.
@@ -756,7 +765,10 @@ fn check_logo(raw: &str) -> ApiResult<()> {
         ));
     }
     if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Err(ApiError::validation("logo_png_base64", "is not a PNG image"));
+        return Err(ApiError::validation(
+            "logo_png_base64",
+            "is not a PNG image",
+        ));
     }
     Ok(())
 }
