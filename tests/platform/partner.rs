@@ -410,7 +410,7 @@ async fn isolation_holds_on_every_partner_route(backend: Backend) {
     );
     assert_eq!(
         ids(&app.get("/api/v1/partner/customers", &a.bearer()).await.body),
-        [a_customer.clone()]
+        [a_customer]
     );
 
     // An analyst of A assigned X and Y gets 404 for Z on every route,
@@ -895,7 +895,162 @@ async fn views_across_customers_and_partner_triage(backend: Backend) {
     )
     .await
     .assert_error(422);
+
+    // Acme's findings were just accepted; Globex's are open.
+    quarterly_reviews_carry_the_partners_brand(&app, &owner, &group, &globex).await;
     app.finish().await;
+}
+
+/// A 1 x 1 red PNG with an alpha channel.
+const LOGO: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+async fn quarterly_reviews_carry_the_partners_brand(
+    app: &TestApp,
+    owner: &Account,
+    group: &str,
+    customer: &str,
+) {
+    for (body, field) in [
+        (json!({"primary_color": "blue"}), "primary_color"),
+        (
+            json!({"logo_png_base64": "bm90IGEgcG5n"}),
+            "logo_png_base64",
+        ),
+    ] {
+        let refused = app
+            .call(
+                Method::PUT,
+                "/api/v1/partner/branding",
+                &owner.bearer(),
+                Some(body),
+            )
+            .await;
+        refused.assert_error(422);
+        assert_eq!(refused.body["field"], field);
+    }
+    let branded = app
+        .call(
+            Method::PUT,
+            "/api/v1/partner/branding",
+            &owner.bearer(),
+            Some(json!({"display_name": "Northwind MSP", "logo_png_base64": LOGO, "primary_color": "#1F4E79", "accent_color": "#C00000"})),
+        )
+        .await;
+    assert_eq!(branded.status, 200, "{}", branded.text);
+    assert_eq!(branded.body["primary_color"], "#1f4e79");
+    app.post(
+        "/api/v1/partner/reports",
+        &owner.bearer(),
+        json!({"format": "csv"}),
+    )
+    .await
+    .assert_error(422);
+    app.post(
+        "/api/v1/partner/reports",
+        &owner.bearer(),
+        json!({"format": "pdf", "period_days": 3}),
+    )
+    .await
+    .assert_error(422);
+    for format in ["pdf", "xlsx"] {
+        let started = app
+            .post(
+                "/api/v1/partner/reports",
+                &owner.bearer(),
+                json!({"format": format, "group_id": group, "period_days": 30}),
+            )
+            .await;
+        assert_eq!(started.status, 202, "{}", started.text);
+        let started = started.body.as_array().unwrap().clone();
+        assert_eq!(started.len(), 2, "one review per customer of the group");
+        let review = started
+            .iter()
+            .find(|s| s["customer_id"] == customer)
+            .unwrap();
+        let id = review["report"]["id"].as_str().unwrap();
+        let status_path = format!("/api/v1/partner/customers/{customer}/reports/{id}");
+        cairn_tests::wait_until(
+            "the review",
+            std::time::Duration::from_secs(60),
+            async || {
+                let status = app.get(&status_path, &owner.bearer()).await;
+                assert_ne!(status.body["status"], "failed", "{}", status.text);
+                if status.body["status"] == "succeeded" {
+                    Ok(())
+                } else {
+                    Err(status.text)
+                }
+            },
+        )
+        .await;
+        let resp = app
+            .http
+            .get(format!("{}{status_path}/download", app.url))
+            .bearer_auth(&owner.access_token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let bytes = resp.bytes().await.unwrap().to_vec();
+        if format == "pdf" {
+            let text = super::reports::pdf_text(&bytes);
+            for expected in [
+                "Security review",
+                "Globex",
+                "Prepared by Northwind MSP",
+                "Findings opened in the last 30 days",
+                "Mean days to remediate KEV findings",
+                "Trend by week",
+                "Top risks",
+                "CVE-2023-2033",
+                "Outdated software",
+                "Google Chrome",
+                "112.0.5615.121",
+            ] {
+                assert!(text.contains(expected), "{expected} missing from:\n{text}");
+            }
+            assert_eq!(pdf_images(&bytes), 1, "the logo is on the title page");
+        } else {
+            use calamine::Reader;
+            let mut book: calamine::Xlsx<_> =
+                calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
+            let summary = book.worksheet_range("Summary").unwrap();
+            let cells: Vec<String> = summary.cells().map(|(_, _, v)| v.to_string()).collect();
+            assert!(
+                cells.contains(&"Prepared by Northwind MSP".to_string()),
+                "{cells:?}"
+            );
+            assert!(book
+                .sheet_names()
+                .contains(&"Outdated software".to_string()));
+            assert!(book.sheet_names().contains(&"Trend by week".to_string()));
+        }
+    }
+    // Another partner cannot read the review.
+    let other = app.register("other@msp-b.example").await;
+    let listed = app
+        .get(
+            &format!("/api/v1/partner/customers/{customer}/reports/x"),
+            &other.bearer(),
+        )
+        .await;
+    listed.assert_error(404);
+}
+
+/// Images in a PDF (`pdfimages -list`).
+fn pdf_images(bytes: &[u8]) -> usize {
+    let dir = std::env::temp_dir().join(format!("cairn-pdf-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("review.pdf");
+    std::fs::write(&file, bytes).unwrap();
+    let out = std::process::Command::new("pdfimages")
+        .arg("-list")
+        .arg(&file)
+        .output()
+        .expect("pdfimages (Debian's poppler-utils)");
+    let _ = std::fs::remove_dir_all(dir);
+    // Two header lines, then one line per image.
+    String::from_utf8_lossy(&out.stdout).lines().skip(2).count()
 }
 
 async fn a_shared_rmm_config_fills_each_customer_with_its_own_devices(backend: Backend) {

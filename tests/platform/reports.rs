@@ -65,7 +65,7 @@ async fn download(app: &TestApp, account: &Account, id: &str) -> (String, String
     )
 }
 
-fn pdf_text(bytes: &[u8]) -> String {
+pub(crate) fn pdf_text(bytes: &[u8]) -> String {
     let dir = std::env::temp_dir().join(format!("cairn-pdf-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("report.pdf");

@@ -54,6 +54,7 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         .merge(cairn_features::dashboards::router())
         .merge(cairn_features::partner::router())
         .merge(cairn_features::reports::router())
+        .merge(cairn_features::reports::partner_router())
         .merge(cairn_features::tags::router())
         .merge(cairn_features::projects::router())
         .merge(cairn_features::research::router())

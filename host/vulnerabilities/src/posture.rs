@@ -214,3 +214,176 @@ pub async fn exposures(db: &Db, tenants: &[TenantId], cve_id: &str) -> sqlx::Res
 pub fn age_days(since_ms: i64) -> i64 {
     (now_ms() - since_ms).max(0) / 86_400_000
 }
+
+/// A week of a tenant's findings: how many were open at its end, opened
+/// and closed in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeekTrend {
+    /// The week's first moment (ms).
+    pub start: i64,
+    pub open_at_end: i64,
+    pub opened: i64,
+    pub closed: i64,
+}
+
+/// What a period did to a tenant's findings (Cairn's matches and a
+/// scanner's, triage not applied: a quarterly review counts what was found
+/// and fixed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Remediation {
+    pub opened: i64,
+    pub closed: i64,
+    pub kev_closed: i64,
+    /// Mean days from first seen to fixed of the KEV findings closed.
+    pub kev_mean_days: Option<f64>,
+    pub critical_closed: i64,
+    pub critical_mean_days: Option<f64>,
+    /// One entry per week from `since`, oldest first.
+    pub weeks: Vec<WeekTrend>,
+}
+
+const WEEK_MS: i64 = 7 * 86_400_000;
+
+/// The tenant's findings over `[since, until)`: opened, closed, mean time
+/// to remediate KEV and critical findings, and the weekly trend.
+pub async fn remediation(
+    db: &Db,
+    tenant: &TenantId,
+    since: i64,
+    until: i64,
+) -> sqlx::Result<Remediation> {
+    let rows = sqlx::query(&format!(
+        "SELECT f.first_seen, f.fixed_at, LOWER(COALESCE(c.severity, 'unknown')) AS severity, \
+         CAST(CASE WHEN k.cve_id IS NULL THEN 0 ELSE 1 END AS BIGINT) AS kev FROM {ALL_FINDINGS} f \
+         LEFT JOIN vuln_cves c ON c.id = f.cve_id LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND (f.fixed_at IS NULL OR f.fixed_at >= $2)"
+    ))
+    .bind(tenant.as_str())
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?;
+    let findings: Vec<Span> = rows
+        .iter()
+        .map(|r| {
+            let kev: i64 = r.get("kev");
+            let severity: String = r.get("severity");
+            Span {
+                first_seen: r.get("first_seen"),
+                fixed_at: r.get("fixed_at"),
+                critical: severity == "critical",
+                kev: kev == 1,
+            }
+        })
+        .collect();
+    Ok(remediation_of(&findings, since, until))
+}
+
+/// A finding's life, as a period's figures read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub first_seen: i64,
+    pub fixed_at: Option<i64>,
+    pub critical: bool,
+    pub kev: bool,
+}
+
+/// [`remediation`] over the findings' spans.
+pub fn remediation_of(findings: &[Span], since: i64, until: i64) -> Remediation {
+    let in_period = |at: i64| at >= since && at < until;
+    let mean = |pick: fn(&Span) -> bool| {
+        let days: Vec<f64> = findings
+            .iter()
+            .filter(|f| pick(f))
+            .filter_map(|f| {
+                f.fixed_at
+                    .filter(|at| in_period(*at))
+                    .map(|at| (at - f.first_seen) as f64 / 86_400_000.0)
+            })
+            .collect();
+        let n = days.len() as i64;
+        (n, (n > 0).then(|| days.iter().sum::<f64>() / n as f64))
+    };
+    let (kev_closed, kev_mean_days) = mean(|f| f.kev);
+    let (critical_closed, critical_mean_days) = mean(|f| f.critical);
+    let mut weeks = vec![];
+    let mut start = since;
+    while start < until {
+        let end = (start + WEEK_MS).min(until);
+        weeks.push(WeekTrend {
+            start,
+            open_at_end: findings
+                .iter()
+                .filter(|f| f.first_seen < end && f.fixed_at.is_none_or(|at| at >= end))
+                .count() as i64,
+            opened: findings
+                .iter()
+                .filter(|f| f.first_seen >= start && f.first_seen < end)
+                .count() as i64,
+            closed: findings
+                .iter()
+                .filter(|f| f.fixed_at.is_some_and(|at| at >= start && at < end))
+                .count() as i64,
+        });
+        start = end;
+    }
+    Remediation {
+        opened: findings.iter().filter(|f| in_period(f.first_seen)).count() as i64,
+        closed: findings
+            .iter()
+            .filter(|f| f.fixed_at.is_some_and(in_period))
+            .count() as i64,
+        kev_closed,
+        kev_mean_days,
+        critical_closed,
+        critical_mean_days,
+        weeks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 86_400_000;
+
+    #[test]
+    fn a_period_counts_opened_closed_and_time_to_remediate() {
+        let since = 100 * DAY;
+        let until = since + 14 * DAY;
+        let f = |first: i64, fixed: Option<i64>, severity: &str, kev: bool| Span {
+            first_seen: first * DAY,
+            fixed_at: fixed.map(|d| d * DAY),
+            critical: severity == "critical",
+            kev,
+        };
+        let findings = vec![
+            // Found before, fixed in week one after 10 days: KEV, critical.
+            f(93, Some(103), "critical", true),
+            // Found in week one, fixed in week two after 4 days: critical.
+            f(105, Some(109), "critical", false),
+            // Found in week two, still open.
+            f(110, None, "high", true),
+            // Found long before, still open.
+            f(10, None, "medium", false),
+            // Fixed after the period: counts as open throughout.
+            f(50, Some(120), "low", false),
+        ];
+        let r = remediation_of(&findings, since, until);
+        assert_eq!((r.opened, r.closed), (2, 2));
+        assert_eq!((r.kev_closed, r.kev_mean_days), (1, Some(10.0)));
+        assert_eq!((r.critical_closed, r.critical_mean_days), (2, Some(7.0)));
+        assert_eq!(r.weeks.len(), 2);
+        // Week one ends at day 107: 93 fixed, 105 open, 10 and 50 open.
+        assert_eq!(
+            (r.weeks[0].open_at_end, r.weeks[0].opened, r.weeks[0].closed),
+            (3, 1, 1)
+        );
+        // Week two ends at day 114: 105 fixed, 110 opened.
+        assert_eq!(
+            (r.weeks[1].open_at_end, r.weeks[1].opened, r.weeks[1].closed),
+            (3, 1, 1)
+        );
+        let none = remediation_of(&[], since, until);
+        assert_eq!((none.kev_mean_days, none.weeks[1].open_at_end), (None, 0));
+    }
+}

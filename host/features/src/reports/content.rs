@@ -31,6 +31,11 @@ pub enum ReportType {
     VersionCompliance,
     /// One device: its software and its open findings (`scope.device`).
     Device,
+    /// A customer's quarterly review, with its partner's name, logo and
+    /// colours: posture now, what the period (`scope.period_days`, default
+    /// 90) opened and closed, mean time to remediate KEV and critical
+    /// findings, the weekly trend, top risks and outdated software.
+    CustomerReview,
 }
 
 impl ReportType {
@@ -41,6 +46,7 @@ impl ReportType {
             ReportType::SoftwareInventory => "Software inventory",
             ReportType::VersionCompliance => "Version compliance",
             ReportType::Device => "Device report",
+            ReportType::CustomerReview => "Security review",
         }
     }
 
@@ -51,6 +57,7 @@ impl ReportType {
             ReportType::SoftwareInventory => "software-inventory",
             ReportType::VersionCompliance => "version-compliance",
             ReportType::Device => "device",
+            ReportType::CustomerReview => "security-review",
         }
     }
 }
@@ -71,7 +78,13 @@ pub struct Scope {
     /// The device of a `device` report (its name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// The days a `customer_review` looks back over (7 to 730; default 90).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_days: Option<i64>,
 }
+
+/// Days a review looks back over by default: a quarter.
+const REVIEW_DAYS: i64 = 90;
 
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "unknown"];
 
@@ -91,6 +104,21 @@ impl Scope {
         }
         if let Some(filter) = &self.filter {
             crate::devices::figures::query(filter, "scope.filter")?;
+        }
+        match (report_type, self.period_days) {
+            (ReportType::CustomerReview, Some(days)) if !(7..=730).contains(&days) => {
+                return Err(ApiError::validation(
+                    "scope.period_days",
+                    "must be between 7 and 730",
+                ))
+            }
+            (ReportType::CustomerReview, _) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(ApiError::validation(
+                    "scope.period_days",
+                    "only a customer_review takes a period",
+                ))
+            }
         }
         match (report_type, self.device.as_deref().map(str::trim)) {
             (ReportType::Device, None | Some("")) => Err(ApiError::validation(
@@ -160,11 +188,61 @@ pub struct Table {
     pub shown: Shown,
 }
 
+/// Who a report is made by, on its pages: a partner's name, logo and
+/// colours on the reviews it makes for its customers.
+#[derive(Debug, Clone, Default)]
+pub struct Brand {
+    pub prepared_by: String,
+    /// PNG bytes.
+    pub logo_png: Option<Vec<u8>>,
+    /// Headings and table headers (RGB, 0 to 1).
+    pub primary: Option<(f32, f32, f32)>,
+    /// Highlights: the severity chart's bars.
+    pub accent: Option<(f32, f32, f32)>,
+}
+
+/// `#rrggbb` as RGB in 0 to 1.
+fn rgb(hex: Option<&str>) -> Option<(f32, f32, f32)> {
+    let hex = hex?.strip_prefix('#')?;
+    let channel = |i: usize| {
+        u8::from_str_radix(hex.get(i..i + 2)?, 16)
+            .ok()
+            .map(|v| f32::from(v) / 255.0)
+    };
+    Some((channel(0)?, channel(2)?, channel(4)?))
+}
+
+/// The brand of a customer's review: its partner's, when it has one.
+async fn brand_of(db: &Db, tenant: &TenantId) -> Result<Option<Brand>, ApiError> {
+    let Some(partner) = cairn_platform::partner::partner_of(db, tenant).await? else {
+        return Ok(None);
+    };
+    let branding = cairn_platform::partner::branding(db, &partner).await?;
+    let prepared_by = match branding.display_name {
+        Some(name) => name,
+        None => cairn_platform::tenancy::name_of(db, &partner)
+            .await?
+            .unwrap_or_default(),
+    };
+    use base64::Engine;
+    let logo_png = branding
+        .logo_png
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+    Ok(Some(Brand {
+        prepared_by,
+        logo_png,
+        primary: rgb(branding.primary_color.as_deref()),
+        accent: rgb(branding.accent_color.as_deref()),
+    }))
+}
+
 /// A report's content.
 #[derive(Debug, Clone)]
 pub struct Content {
     pub title: String,
     pub tenant_name: String,
+    /// Who made it (a partner's review); none for the tenant's own reports.
+    pub brand: Option<Brand>,
     /// When the data was read (RFC 3339).
     pub as_of: String,
     /// What the scope narrowed, in words.
@@ -322,8 +400,64 @@ pub async fn gather(
             table.shown = Shown::Everywhere;
             tables.push(table);
         }
+        ReportType::CustomerReview => {
+            let days = scope.period_days.unwrap_or(REVIEW_DAYS);
+            let until = cairn_core::db::now_ms();
+            let since = until - days * 86_400_000;
+            let period =
+                cairn_vulnerabilities::posture::remediation(db, tenant, since, until).await?;
+            let mean = |d: Option<f64>| d.map_or("none closed".to_string(), |d| format!("{d:.1}"));
+            figures.extend([
+                (
+                    format!("Findings opened in the last {days} days"),
+                    period.opened.to_string(),
+                ),
+                (
+                    format!("Findings closed in the last {days} days"),
+                    period.closed.to_string(),
+                ),
+                (
+                    format!(
+                        "Mean days to remediate KEV findings ({} closed)",
+                        period.kev_closed
+                    ),
+                    mean(period.kev_mean_days),
+                ),
+                (
+                    format!(
+                        "Mean days to remediate critical findings ({} closed)",
+                        period.critical_closed
+                    ),
+                    mean(period.critical_mean_days),
+                ),
+            ]);
+            tables.push(Table {
+                name: "Trend by week".into(),
+                columns: vec!["Week of", "Open at its end", "Opened", "Closed"],
+                rows: period
+                    .weeks
+                    .iter()
+                    .map(|w| {
+                        vec![
+                            text(&to_rfc3339(w.start)[..10]),
+                            Cell::Integer(w.open_at_end),
+                            Cell::Integer(w.opened),
+                            Cell::Integer(w.closed),
+                        ]
+                    })
+                    .collect(),
+                shown: Shown::Everywhere,
+            });
+            tables.push(cve_table("Top risks", &cves, 15, Shown::Everywhere));
+            tables.push(outdated_table(&findings, 50));
+        }
     }
+    let brand = match report_type {
+        ReportType::CustomerReview => brand_of(db, tenant).await?,
+        _ => None,
+    };
     Ok(Content {
+        brand,
         title: match (report_type, &scope.device) {
             (ReportType::Device, Some(device)) => format!("Device report: {}", device.trim()),
             _ => report_type.title().to_string(),
@@ -337,6 +471,62 @@ pub async fn gather(
     })
 }
 
+/// Application versions with open findings, most devices first: what to
+/// upgrade, and to which version.
+fn outdated_table(findings: &[OpenFinding], limit: usize) -> Table {
+    type Versions<'a> = BTreeMap<
+        (&'a str, &'a str),
+        (
+            std::collections::BTreeSet<&'a str>,
+            std::collections::BTreeSet<&'a str>,
+            Option<&'a str>,
+        ),
+    >;
+    let mut by_version: Versions<'_> = BTreeMap::new();
+    for f in findings {
+        let entry = by_version
+            .entry((&f.application_name, &f.version))
+            .or_default();
+        entry.0.insert(&f.device_name);
+        entry.1.insert(&f.cve_id);
+        if let Some(fix) = f.fix_version.as_deref() {
+            // The highest fix version fixes every CVE listed.
+            let newer = entry.2.is_none_or(|kept| {
+                cairn_inventory::version::compare_versions(fix, kept) == std::cmp::Ordering::Greater
+            });
+            if newer {
+                entry.2 = Some(fix);
+            }
+        }
+    }
+    let mut rows: Vec<_> = by_version.into_iter().collect();
+    rows.sort_by(|a, b| b.1 .0.len().cmp(&a.1 .0.len()).then(a.0.cmp(&b.0)));
+    Table {
+        name: "Outdated software".into(),
+        columns: vec![
+            "Application",
+            "Version",
+            "Devices",
+            "Open CVEs",
+            "Upgrade to",
+        ],
+        rows: rows
+            .into_iter()
+            .take(limit)
+            .map(|((app, version), (devices, cves, fix))| {
+                vec![
+                    text(app),
+                    text(version),
+                    Cell::Integer(devices.len() as i64),
+                    Cell::Integer(cves.len() as i64),
+                    optional(fix),
+                ]
+            })
+            .collect(),
+        shown: Shown::Everywhere,
+    }
+}
+
 fn scope_note(scope: &Scope) -> String {
     let mut parts = vec![];
     if let Some(severities) = &scope.severity {
@@ -347,6 +537,9 @@ fn scope_note(scope: &Scope) -> String {
     }
     if let Some(device) = &scope.device {
         parts.push(format!("device {}", device.trim()));
+    }
+    if let Some(days) = scope.period_days {
+        parts.push(format!("a period of {days} days"));
     }
     if parts.is_empty() {
         "All devices and findings of the organization".into()

@@ -20,6 +20,7 @@
 
 mod content;
 mod generate;
+mod partner_routes;
 mod render;
 mod routes;
 mod storage;
@@ -32,6 +33,7 @@ use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
 use cairn_platform::app::Boot;
 
+pub use partner_routes::router as partner_router;
 pub use routes::router;
 
 /// Registers the writing job.

@@ -127,8 +127,14 @@ fn sheet_name(name: &str) -> String {
 }
 
 fn xlsx_file(content: &Content, path: &Path) -> Result<(), RenderError> {
-    use rust_xlsxwriter::{Format as CellFormat, Workbook};
-    let bold = CellFormat::new().set_bold();
+    use rust_xlsxwriter::{Color, Format as CellFormat, Image, Workbook};
+    let mut bold = CellFormat::new().set_bold();
+    if let Some((r, g, b)) = content.brand.as_ref().and_then(|b| b.primary) {
+        let channel = |v: f32| (v * 255.0).round() as u32;
+        bold = bold.set_font_color(Color::RGB(
+            (channel(r) << 16) | (channel(g) << 8) | channel(b),
+        ));
+    }
     let mut workbook = Workbook::new();
     {
         let summary = workbook.add_worksheet_with_constant_memory();
@@ -137,7 +143,14 @@ fn xlsx_file(content: &Content, path: &Path) -> Result<(), RenderError> {
         summary.write_string(1, 0, &content.tenant_name)?;
         summary.write_string(2, 0, format!("As of {}", &content.as_of))?;
         summary.write_string(3, 0, &content.scope_note)?;
-        for (row, (label, value)) in (5..).zip(&content.figures) {
+        if let Some(brand) = &content.brand {
+            summary.write_string(4, 0, format!("Prepared by {}", brand.prepared_by))?;
+            if let Some(logo) = &brand.logo_png {
+                let image = Image::new_from_buffer(logo)?.set_scale_to_size(160, 80, true);
+                summary.insert_image(0, 3, &image)?;
+            }
+        }
+        for (row, (label, value)) in (6..).zip(&content.figures) {
             summary.write_string(row, 0, label)?;
             match value.parse::<i64>() {
                 Ok(n) => summary.write_number(row, 1, n as f64)?,
@@ -219,6 +232,8 @@ struct Pdf {
     pages: Vec<printpdf::PdfLayerReference>,
     /// Where the next line goes on the current page, mm from the bottom.
     y: f32,
+    /// The colour of headings (a partner's primary colour), else black.
+    heading: (f32, f32, f32),
 }
 
 impl Pdf {
@@ -240,14 +255,19 @@ impl Pdf {
             .use_text(drawable(text), size, printpdf::Mm(x), printpdf::Mm(y), font);
     }
 
-    /// A line of text at the cursor, on a new page when this one is full.
+    /// A line of text at the cursor, on a new page when this one is full;
+    /// bold lines are headings, in the heading colour.
     fn line(&mut self, text: &str, size: f32, bold: bool) {
         let height = size * 0.5;
         if self.y - height < MARGIN + 8.0 {
             self.new_page();
         }
         self.y -= height;
+        if bold {
+            self.fill(self.heading);
+        }
         self.text(text, size, MARGIN, self.y, bold);
+        self.fill(BLACK);
         self.y -= 1.5;
     }
 
@@ -267,6 +287,73 @@ impl Pdf {
         );
         self.layer().add_rect(rect);
     }
+}
+
+const BLACK: (f32, f32, f32) = (0.0, 0.0, 0.0);
+
+/// A PNG as an image the PDF can hold: 8-bit RGB, transparency laid over
+/// white. `None` for bytes that do not decode (the logo is then left out).
+fn pdf_image(png_bytes: &[u8]) -> Option<printpdf::ImageXObject> {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().ok()?;
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut buffer).ok()?;
+    let pixels = &buffer[..frame.buffer_size()];
+    let over_white = |v: u8, alpha: u8| {
+        ((u16::from(v) * u16::from(alpha) + 255 * (255 - u16::from(alpha))) / 255) as u8
+    };
+    let rgb: Vec<u8> = match frame.color_type {
+        png::ColorType::Rgb => pixels.to_vec(),
+        png::ColorType::Rgba => pixels
+            .chunks_exact(4)
+            .flat_map(|p| {
+                [
+                    over_white(p[0], p[3]),
+                    over_white(p[1], p[3]),
+                    over_white(p[2], p[3]),
+                ]
+            })
+            .collect(),
+        png::ColorType::Grayscale => pixels.iter().flat_map(|g| [*g, *g, *g]).collect(),
+        png::ColorType::GrayscaleAlpha => pixels
+            .chunks_exact(2)
+            .flat_map(|p| {
+                let g = over_white(p[0], p[1]);
+                [g, g, g]
+            })
+            .collect(),
+        png::ColorType::Indexed => return None,
+    };
+    Some(printpdf::ImageXObject {
+        width: printpdf::Px(frame.width as usize),
+        height: printpdf::Px(frame.height as usize),
+        color_space: printpdf::ColorSpace::Rgb,
+        bits_per_component: printpdf::ColorBits::Bit8,
+        interpolate: true,
+        image_data: rgb,
+        image_filter: None,
+        smask: None,
+        clipping_bbox: None,
+    })
+}
+
+/// Draws `image` in the top right corner of the first page, at most 40 by
+/// 20 mm.
+fn pdf_logo(layer: &printpdf::PdfLayerReference, image: printpdf::ImageXObject) {
+    let (w, h) = (image.width.0 as f32, image.height.0 as f32);
+    // Dots per inch that make the image fit the box.
+    let dpi = (w * 25.4 / 40.0).max(h * 25.4 / 20.0).max(1.0);
+    let (w_mm, h_mm) = (w * 25.4 / dpi, h * 25.4 / dpi);
+    printpdf::Image::from(image).add_to_layer(
+        layer.clone(),
+        printpdf::ImageTransform {
+            translate_x: Some(printpdf::Mm(PAGE_W - MARGIN - w_mm)),
+            translate_y: Some(printpdf::Mm(PAGE_H - MARGIN - h_mm)),
+            dpi: Some(dpi),
+            ..Default::default()
+        },
+    );
 }
 
 const SEVERITY_COLORS: [(f32, f32, f32); 5] = [
@@ -297,12 +384,34 @@ fn pdf_file(content: &Content, path: &Path) -> Result<(), RenderError> {
         bold,
         pages: vec![first],
         y: PAGE_H - MARGIN,
+        heading: content
+            .brand
+            .as_ref()
+            .and_then(|b| b.primary)
+            .unwrap_or(BLACK),
     };
     // The title page.
+    if let Some(logo) = content
+        .brand
+        .as_ref()
+        .and_then(|b| b.logo_png.as_deref())
+        .and_then(pdf_image)
+    {
+        pdf_logo(pdf.layer(), logo);
+    }
     pdf.y = PAGE_H - 60.0;
     pdf.line(&content.title, 24.0, true);
+    if let Some(accent) = content.brand.as_ref().and_then(|b| b.accent) {
+        pdf.fill(accent);
+        pdf.rect(MARGIN, pdf.y - 1.0, PAGE_W - 2.0 * MARGIN, 1.2);
+        pdf.fill(BLACK);
+        pdf.y -= 2.0;
+    }
     pdf.y -= 4.0;
     pdf.line(&content.tenant_name, 16.0, false);
+    if let Some(brand) = &content.brand {
+        pdf.line(&format!("Prepared by {}", brand.prepared_by), 12.0, false);
+    }
     pdf.line(&format!("As of {}", &content.as_of[..10]), 11.0, false);
     pdf.line(&content.scope_note, 10.0, false);
     pdf.y -= 8.0;
@@ -347,8 +456,15 @@ fn pdf_file(content: &Content, path: &Path) -> Result<(), RenderError> {
             printpdf::Mm(8.0),
             &pdf.font,
         );
+        let footer = match &content.brand {
+            Some(brand) => format!(
+                "{} - {} - prepared by {}",
+                content.tenant_name, content.title, brand.prepared_by
+            ),
+            None => format!("{} - {}", content.tenant_name, content.title),
+        };
         layer.use_text(
-            drawable(&format!("{} - {}", content.tenant_name, content.title)),
+            drawable(&footer),
             8.0,
             printpdf::Mm(MARGIN),
             printpdf::Mm(8.0),

@@ -66,10 +66,31 @@ async fn generate_report(
     Json(request): Json<GenerateRequest>,
 ) -> ApiResult<(StatusCode, Json<ReportView>)> {
     request.scope.check(request.report_type)?;
-    let tenant = &caller.tenant_id;
-    let scope = serde_json::to_value(&request.scope).map_err(anyhow::Error::from)?;
-    let type_name = serde_json::to_value(request.report_type).map_err(anyhow::Error::from)?;
-    let format_name = serde_json::to_value(request.format).map_err(anyhow::Error::from)?;
+    let view = create(
+        &state,
+        &caller.tenant_id,
+        caller.user_id.as_str(),
+        request.report_type,
+        request.format,
+        &request.scope,
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(view)))
+}
+
+/// Records a report request of `tenant` and wakes its writing job; the
+/// scope was checked.
+pub(super) async fn create(
+    state: &AppState,
+    tenant: &cairn_core::ids::TenantId,
+    created_by: &str,
+    report_type: ReportType,
+    format: Format,
+    scope: &Scope,
+) -> ApiResult<ReportView> {
+    let scope = serde_json::to_value(scope).map_err(anyhow::Error::from)?;
+    let type_name = serde_json::to_value(report_type).map_err(anyhow::Error::from)?;
+    let format_name = serde_json::to_value(format).map_err(anyhow::Error::from)?;
     let id = storage::create(
         &state.db,
         tenant,
@@ -77,8 +98,8 @@ async fn generate_report(
             report_type: type_name.as_str().unwrap_or_default(),
             format: format_name.as_str().unwrap_or_default(),
             scope: &scope,
-            title: request.report_type.title(),
-            created_by: caller.user_id.as_str(),
+            title: report_type.title(),
+            created_by,
         },
     )
     .await?;
@@ -86,10 +107,9 @@ async fn generate_report(
         .jobs
         .enqueue(tenant, GENERATE_KIND, &serde_json::json!({}))
         .await?;
-    let view = storage::one(&state.db, tenant, &id)
+    storage::one(&state.db, tenant, &id)
         .await?
-        .ok_or(ApiError::NotFound("report"))?;
-    Ok((StatusCode::ACCEPTED, Json(view)))
+        .ok_or(ApiError::NotFound("report"))
 }
 
 /// A report's status (`queued`, `running`, `succeeded`, `failed` with its
@@ -124,8 +144,16 @@ async fn download_report(
     caller: Caller,
     Path(report_id): Path<String>,
 ) -> ApiResult<Response> {
-    let tenant = &caller.tenant_id;
-    let (Some(stored), Some(file_name)) = storage::file_of(&state.db, tenant, &report_id)
+    download(&state, &caller.tenant_id, &report_id).await
+}
+
+/// The file of `tenant`'s report, streamed.
+pub(super) async fn download(
+    state: &AppState,
+    tenant: &cairn_core::ids::TenantId,
+    report_id: &str,
+) -> ApiResult<Response> {
+    let (Some(stored), Some(file_name)) = storage::file_of(&state.db, tenant, report_id)
         .await?
         .ok_or(ApiError::NotFound("report"))?
     else {
