@@ -26,6 +26,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("dashboards") => per_backend("bench-dashboards"),
         Some("inventory") => per_backend("bench-inventory"),
         Some("vuln") => per_backend("bench-vuln"),
+        Some("partner") => per_backend("bench-partner"),
         Some("csv") => {
             crate::components::build_all()?;
             process::run(
@@ -40,7 +41,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run("target/release/bench-portal", &[], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|csv|portal>"
+            "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|partner|csv|portal>"
                 .into(),
         ),
     }
