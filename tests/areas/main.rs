@@ -6,5 +6,6 @@
 
 mod inventory;
 mod jobs;
+mod partner;
 mod rollup_incremental;
 mod search;

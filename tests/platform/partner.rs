@@ -640,6 +640,27 @@ async fn acting_in_a_customer_is_audited_and_ends_with_the_customer(backend: Bac
     )
     .await
     .assert_error(403);
+    // Its partner routes stay open while it acts: triage across
+    // customers is a partner write, audited without a customer.
+    let across = app
+        .post(
+            "/api/v1/partner/triage",
+            &analyst_in.bearer(),
+            json!({"cve_id": "CVE-2023-2033", "status": "not_affected", "justification": "not deployed", "customer_ids": [acme]}),
+        )
+        .await;
+    assert_eq!(across.status, 200, "{}", across.text);
+    let audit = app.get("/api/v1/partner/audit", &owner.bearer()).await;
+    assert!(
+        audit.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["path"] == "/api/v1/partner/triage"
+                && r["user_email"] == "analyst@msp.example"),
+        "{}",
+        audit.text
+    );
     let triage = app
         .call(
             Method::PUT,

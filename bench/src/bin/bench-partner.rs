@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("the service did not start"))?;
     println!(
         "== {}: {customers} customers x {devices} devices x {APPS} applications",
-        backend.name()
+        format!("{backend:?}")
     );
     let owner = app.register("bench@msp.example").await;
     let seeding = Instant::now();
@@ -66,7 +66,10 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..READS {
         let started = Instant::now();
         let resp = app
-            .get("/api/v1/partner/overview?sort=kev_findings", &owner.bearer())
+            .get(
+                "/api/v1/partner/overview?sort=kev_findings",
+                &owner.bearer(),
+            )
             .await;
         times.push(started.elapsed());
         anyhow::ensure!(resp.status == 200, "{}", resp.text);
@@ -78,7 +81,11 @@ async fn main() -> anyhow::Result<()> {
     let mut times = vec![];
     for i in 0..READS {
         let customer = &ids[i % ids.len()];
-        let status = if i % 2 == 0 { "in_analysis" } else { "to_evaluate" };
+        let status = if i % 2 == 0 {
+            "in_analysis"
+        } else {
+            "to_evaluate"
+        };
         let triage = cairn_vulnerabilities::triage::Change {
             cve_id: &cve(i % CVES),
             vendor: "bench",
@@ -209,7 +216,12 @@ async fn seed(
                 (0..VULNERABLE_APPS).flat_map(move |a| {
                     (0..2).map(move |k| {
                         let c = ((n % 20) * VULNERABLE_APPS * 2 + a * 2 + k) % CVES;
-                        json!([format!("C{n:03}-DEV-{d:04}"), format!("App {a:02}"), format!("1.{}", (d + a) % 3), cve(c)])
+                        json!([
+                            format!("C{n:03}-DEV-{d:04}"),
+                            format!("App {a:02}"),
+                            format!("1.{}", (d + a) % 3),
+                            cve(c)
+                        ])
                     })
                 })
             })

@@ -17,7 +17,6 @@ use serde::Serialize;
 use sqlx::{Any, Row, Transaction};
 use utoipa::ToSchema;
 
-use super::figures::{self, Devices};
 use super::triage::counts_open_sql;
 use super::views::ALL_FINDINGS;
 use cairn_core::db::{json_text_values, now_ms, Db};
@@ -126,48 +125,47 @@ pub async fn postures(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<Str
     Ok(out)
 }
 
-/// Counts one tenant's figures.
+/// Counts one tenant's figures: its open findings grouped by CVE (one
+/// index range), each CVE's severity, KEV entry and EPSS score joined once.
 pub async fn count(db: &Db, tenant: &TenantId) -> sqlx::Result<Posture> {
-    let all = Devices(None);
-    let by_severity = figures::open_findings_by_severity(db, tenant, &all).await?;
-    let of = |label: &str| {
-        by_severity
-            .iter()
-            .find(|(s, _)| s == label)
-            .map_or(0, |(_, n)| *n)
-    };
-    let high_epss = figures::epss_high_risk(db, tenant, HIGH_EPSS, i64::MAX, &all).await?;
-    let row = sqlx::query(&format!(
-        "SELECT CAST(MIN(f.first_seen) AS BIGINT) AS oldest FROM {ALL_FINDINGS} f \
-         JOIN vuln_kev k ON k.cve_id = f.cve_id WHERE f.tenant_id = $1 AND {}",
+    let rows = sqlx::query(&format!(
+        "SELECT LOWER(COALESCE(c.severity, 'unknown')) AS severity, g.n, g.oldest, \
+         CAST(CASE WHEN k.cve_id IS NULL THEN 0 ELSE 1 END AS BIGINT) AS kev, e.score AS epss \
+         FROM (SELECT f.cve_id, COUNT(*) AS n, CAST(MIN(f.first_seen) AS BIGINT) AS oldest \
+               FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND {} GROUP BY f.cve_id) g \
+         LEFT JOIN vuln_cves c ON c.id = g.cve_id LEFT JOIN vuln_kev k ON k.cve_id = g.cve_id \
+         LEFT JOIN vuln_epss e ON e.cve_id = g.cve_id",
         counts_open_sql(db.backend, false)
     ))
     .bind(tenant.as_str())
-    .fetch_one(&db.pool)
+    .fetch_all(&db.pool)
     .await?;
-    let epss_ids: Vec<&str> = high_epss.iter().map(|r| r.cve_id.as_str()).collect();
-    let high_epss_findings: i64 = if epss_ids.is_empty() {
-        0
-    } else {
-        sqlx::query_scalar(&format!(
-            "SELECT COUNT(*) FROM {ALL_FINDINGS} f WHERE f.tenant_id = $1 AND {} \
-             AND f.cve_id IN ({})",
-            counts_open_sql(db.backend, false),
-            json_text_values(db.backend, 2)
-        ))
-        .bind(tenant.as_str())
-        .bind(serde_json::to_string(&epss_ids).unwrap_or_default())
-        .fetch_one(&db.pool)
-        .await?
-    };
-    Ok(Posture {
-        open_findings: by_severity.iter().map(|(_, n)| n).sum(),
-        critical: of("critical"),
-        high: of("high"),
-        kev_findings: figures::kev_open_findings(db, tenant, &all).await?,
-        high_epss_findings,
-        oldest_open_kev_since: row.get("oldest"),
-    })
+    let mut posture = Posture::default();
+    for row in rows {
+        let n: i64 = row.get("n");
+        let severity: String = row.get("severity");
+        let kev: i64 = row.get("kev");
+        let epss: Option<f64> = row.get("epss");
+        posture.open_findings += n;
+        match severity.as_str() {
+            "critical" => posture.critical += n,
+            "high" => posture.high += n,
+            _ => {}
+        }
+        if kev == 1 {
+            posture.kev_findings += n;
+            let oldest: i64 = row.get("oldest");
+            posture.oldest_open_kev_since = Some(
+                posture
+                    .oldest_open_kev_since
+                    .map_or(oldest, |o| o.min(oldest)),
+            );
+        }
+        if epss.is_some_and(|score| score >= HIGH_EPSS) {
+            posture.high_epss_findings += n;
+        }
+    }
+    Ok(posture)
 }
 
 /// One open finding of a CVE on a customer's device.

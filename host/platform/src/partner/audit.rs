@@ -33,6 +33,8 @@ pub async fn audit_partner_writes(
     };
     let on_partner_routes = path.starts_with(PARTNER_ROUTES);
     let (partner, customer) = match &caller.acting {
+        // The partner routes read the partner even while acting.
+        Some(acting) if on_partner_routes => (acting.partner_id.clone(), customer_in_path(&path)),
         Some(acting) => {
             if acting.partner_role == Role::PartnerAnalyst && !analyst_may_write(&path) {
                 return ApiError::Forbidden(
