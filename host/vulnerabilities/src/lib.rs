@@ -76,6 +76,7 @@ pub mod scanner_findings;
 pub mod sources;
 pub mod triage;
 mod triage_routes;
+pub use triage_routes::{checked_terms, Terms};
 pub mod views;
 pub mod weaknesses;
 

@@ -162,37 +162,10 @@ async fn set_cve_triage(
             ))
         }
     };
-    let justification = request
-        .justification
-        .as_deref()
-        .map(str::trim)
-        .filter(|j| !j.is_empty());
-    if *status == NOT_AFFECTED && justification.is_none() {
-        return Err(ApiError::validation(
-            "justification",
-            "not_affected needs a justification",
-        ));
-    }
-    if justification.is_some_and(|j| j.chars().count() > 2000) {
-        return Err(ApiError::validation(
-            "justification",
-            "at most 2000 characters",
-        ));
-    }
-    let expires_at = match request.expires_at.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(
-            chrono::DateTime::parse_from_rfc3339(text)
-                .map_err(|e| ApiError::validation("expires_at", format!("not RFC 3339: {e}")))?
-                .timestamp_millis(),
-        ),
-    };
-    if *status == RISK_ACCEPTED && expires_at.is_none_or(|at| at <= cairn_core::db::now_ms()) {
-        return Err(ApiError::validation(
-            "expires_at",
-            "risk_accepted needs an expiry in the future",
-        ));
-    }
+    let Terms {
+        justification,
+        expires_at,
+    } = checked_terms(status, request.justification.as_deref(), request.expires_at.as_deref())?;
     let assignee = request
         .assignee_id
         .as_deref()
@@ -216,12 +189,61 @@ async fn set_cve_triage(
         product: &product,
         status,
         justification,
-        expires_at: expires_at.filter(|_| *status == RISK_ACCEPTED),
+        expires_at,
         assignee_id: assignee,
         comment,
         by: caller.user_id.as_str(),
     };
     Ok(Json(triage::set(&state.db, tenant, &change).await?))
+}
+
+/// A triage decision's terms, checked.
+pub struct Terms<'a> {
+    /// Trimmed; required for `not_affected`.
+    pub justification: Option<&'a str>,
+    /// Kept for `risk_accepted` only, which requires it in the future.
+    pub expires_at: Option<i64>,
+}
+
+/// Checks the justification (at most 2,000 characters, required for
+/// `not_affected`) and the expiry (RFC 3339, in the future, required for
+/// `risk_accepted`) of a change to `status`.
+pub fn checked_terms<'a>(
+    status: &str,
+    justification: Option<&'a str>,
+    expires_at: Option<&str>,
+) -> Result<Terms<'a>, ApiError> {
+    let justification = justification.map(str::trim).filter(|j| !j.is_empty());
+    if status == NOT_AFFECTED && justification.is_none() {
+        return Err(ApiError::validation(
+            "justification",
+            "not_affected needs a justification",
+        ));
+    }
+    if justification.is_some_and(|j| j.chars().count() > 2000) {
+        return Err(ApiError::validation(
+            "justification",
+            "at most 2000 characters",
+        ));
+    }
+    let expires_at = match expires_at {
+        None | Some("") => None,
+        Some(text) => Some(
+            chrono::DateTime::parse_from_rfc3339(text)
+                .map_err(|e| ApiError::validation("expires_at", format!("not RFC 3339: {e}")))?
+                .timestamp_millis(),
+        ),
+    };
+    if status == RISK_ACCEPTED && expires_at.is_none_or(|at| at <= cairn_core::db::now_ms()) {
+        return Err(ApiError::validation(
+            "expires_at",
+            "risk_accepted needs an expiry in the future",
+        ));
+    }
+    Ok(Terms {
+        justification,
+        expires_at: expires_at.filter(|_| status == RISK_ACCEPTED),
+    })
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -468,37 +468,11 @@ async fn partner_triage(
             ))
         }
     };
-    let justification = body
-        .justification
-        .as_deref()
-        .map(str::trim)
-        .filter(|j| !j.is_empty());
-    if status == NOT_AFFECTED && justification.is_none() {
-        return Err(ApiError::validation(
-            "justification",
-            "not_affected needs a justification",
-        ));
-    }
-    if justification.is_some_and(|j| j.chars().count() > 2000) {
-        return Err(ApiError::validation(
-            "justification",
-            "at most 2000 characters",
-        ));
-    }
-    let expires_at = match body.expires_at.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(
-            chrono::DateTime::parse_from_rfc3339(text)
-                .map_err(|_| ApiError::validation("expires_at", "not an RFC 3339 time"))?
-                .timestamp_millis(),
-        ),
-    };
-    if status == RISK_ACCEPTED && expires_at.is_none_or(|at| at <= now_ms()) {
-        return Err(ApiError::validation(
-            "expires_at",
-            "risk_accepted needs an expiry in the future",
-        ));
-    }
+    let terms = cairn_vulnerabilities::checked_terms(
+        status,
+        body.justification.as_deref(),
+        body.expires_at.as_deref(),
+    )?;
     let comment = body.comment.as_deref().unwrap_or("").trim();
     if comment.chars().count() > 2000 {
         return Err(ApiError::validation("comment", "at most 2000 characters"));
@@ -525,8 +499,8 @@ async fn partner_triage(
                 vendor: &vendor,
                 product: &product,
                 status,
-                justification,
-                expires_at: expires_at.filter(|_| status == RISK_ACCEPTED),
+                justification: terms.justification,
+                expires_at: terms.expires_at,
                 assignee_id: None,
                 comment: &comment,
                 by: partner.caller.user_id.as_str(),
