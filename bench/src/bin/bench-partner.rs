@@ -35,10 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let app = TestApp::start_with(backend, |s| s.job_workers = 0)
         .await
         .ok_or_else(|| anyhow::anyhow!("the service did not start"))?;
-    println!(
-        "== {}: {customers} customers x {devices} devices x {APPS} applications",
-        format!("{backend:?}")
-    );
+    println!("== {backend:?}: {customers} customers x {devices} devices x {APPS} applications");
     let owner = app.register("bench@msp.example").await;
     let seeding = Instant::now();
     let ids = seed(&app, &owner, customers, devices).await?;
