@@ -124,6 +124,17 @@ fn install() -> Result<(), String> {
     Ok(())
 }
 
+/// Debian's Chromium, and the journey's packages from the npm registry
+/// (`playwright-core` drives that Chromium; it downloads no browser).
+fn install_browser() -> Result<(), String> {
+    process::ensure_debian_package("chromium", "--version", "chromium")?;
+    process::run(
+        "npm",
+        &["ci", "--no-audit", "--no-fund", "--prefix", "tests/console"],
+        &[],
+    )
+}
+
 /// rustfmt and clippy of the host's workspace and of the components
 /// workspace, without building either.
 fn lint(steps: &mut Steps) -> Result<(), String> {
@@ -156,6 +167,9 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
     }
     // The report tests read PDFs back as text.
     process::ensure_debian_package("pdftotext", "-v", "poppler-utils")?;
+    // The console's journey runs in Debian's Chromium (before the steps
+    // that run alongside: one apt at a time).
+    steps.run("browser install", install_browser)?;
     let linted = lint::while_building()?;
     // Downloads, while the builds use the cores.
     let fuzzer = Steps::alongside("fuzzer install", fuzz::install);

@@ -11,6 +11,7 @@
 //! xtask test`, driven by `xtask/fuzz.py`, holds the documents to what the
 //! service answers).
 
+pub mod console;
 mod openapi;
 pub mod service;
 
@@ -84,6 +85,7 @@ pub fn router(state: &AppState) -> (Router, Documents) {
     let router = routes
         .merge(portal)
         .merge(service::assets())
+        .merge(console::router())
         .fallback(|request: Request| async move {
             ApiError::NotFound(if request.uri().path().starts_with("/api") {
                 "route"

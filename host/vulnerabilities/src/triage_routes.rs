@@ -165,7 +165,11 @@ async fn set_cve_triage(
     let Terms {
         justification,
         expires_at,
-    } = checked_terms(status, request.justification.as_deref(), request.expires_at.as_deref())?;
+    } = checked_terms(
+        status,
+        request.justification.as_deref(),
+        request.expires_at.as_deref(),
+    )?;
     let assignee = request
         .assignee_id
         .as_deref()

@@ -75,6 +75,25 @@ pub async fn resolve_identity(
         Ok(identity) => identity,
         Err(err) => return axum::response::IntoResponse::into_response(err),
     };
+    let by_cookie = matches!(
+        &identity,
+        Identity::Known(Caller {
+            via: AuthVia::Session { .. },
+            ..
+        })
+    );
+    if by_cookie
+        && !request.method().is_safe()
+        && !same_site_origin(request.headers(), &state.settings.cors_origin_list())
+    {
+        // A browser sends the cookie with a cross-site request too; a
+        // write it makes must come from a page of this service (or of an
+        // origin the operator allowed), on top of the cookie's SameSite.
+        return axum::response::IntoResponse::into_response(ApiError::Forbidden(
+            "a write authenticated by the session cookie must come from this service's own pages"
+                .into(),
+        ));
+    }
     request.extensions_mut().insert(identity);
     next.run(request).await
 }
@@ -106,6 +125,25 @@ async fn identify(state: &AppState, headers: &HeaderMap) -> Result<Identity, Api
         });
     }
     Ok(failure.map_or(Identity::Anonymous, Identity::Invalid))
+}
+
+/// Whether a request's `Origin` (when it sends one) is this service's own
+/// (the `Host` it was sent to) or one of `allowed`. Browsers send `Origin`
+/// with every write; a client without one is not a browser.
+fn same_site_origin(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return true;
+    };
+    let own = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|host| {
+            origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                == Some(host)
+        });
+    own || allowed.iter().any(|a| a == origin)
 }
 
 fn bearer_token(headers: &HeaderMap) -> Option<&str> {
@@ -174,5 +212,39 @@ pub fn identity_key(request: &Request) -> Option<String> {
     match request.extensions().get::<Identity>() {
         Some(Identity::Known(caller)) => Some(format!("user:{}", caller.user_id.as_str())),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_by_cookie_come_from_our_own_origin() {
+        let allowed = vec!["https://console.example".to_string()];
+        for (origin, host, ok) in [
+            (None, "cairn.example", true),
+            (Some("https://cairn.example"), "cairn.example", true),
+            (Some("http://127.0.0.1:8000"), "127.0.0.1:8000", true),
+            (Some("https://console.example"), "cairn.example", true),
+            (Some("https://evil.example"), "cairn.example", false),
+            (
+                Some("https://cairn.example.evil.example"),
+                "cairn.example",
+                false,
+            ),
+            (Some("null"), "cairn.example", false),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, host.parse().unwrap());
+            if let Some(origin) = origin {
+                headers.insert(header::ORIGIN, origin.parse().unwrap());
+            }
+            assert_eq!(
+                same_site_origin(&headers, &allowed),
+                ok,
+                "{origin:?} to {host}"
+            );
+        }
     }
 }

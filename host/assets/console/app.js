@@ -1,0 +1,491 @@
+// Cairn console: a small client of the public API, served by the binary.
+// It builds every element with DOM methods and sets text with textContent
+// only, so a name from the inventory is never parsed as HTML. It keeps no
+// token: the session cookie authenticates it, like any browser client.
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+
+/** An element with attributes (`on*` keys are listeners) and children. */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.detail) || `The service answered ${status}.`);
+    this.status = status;
+    this.field = body && body.field;
+  }
+}
+
+/** Calls `/api/v1{path}`; answers the JSON body or throws an ApiError. */
+async function api(method, path, body) {
+  const response = await fetch(`/api/v1${path}`, {
+    method,
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+/** Shows an API error beside the field it names, else above the form. */
+function showError(form, error) {
+  for (const old of form.querySelectorAll(".field-error, .error")) old.remove();
+  for (const input of form.querySelectorAll("[aria-invalid]")) {
+    input.removeAttribute("aria-invalid");
+    input.removeAttribute("aria-describedby");
+  }
+  const input = error.field && form.querySelector(`[name="${CSS.escape(error.field)}"]`);
+  const id = `error-${Math.random().toString(36).slice(2)}`;
+  const message = el("p", { class: input ? "field-error" : "error", id, role: "alert" }, error.message);
+  if (input) {
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", id);
+    input.closest("label").after(message);
+    input.focus();
+  } else {
+    form.prepend(message);
+  }
+}
+
+function field(label, attrs) {
+  return el("label", {}, label, el("input", attrs));
+}
+
+function table(columns, rows) {
+  return el(
+    "div",
+    { class: "table-wrap" },
+    el(
+      "table",
+      {},
+      el("thead", {}, el("tr", {}, columns.map(([name, cls]) => el("th", { scope: "col", class: cls }, name)))),
+      el(
+        "tbody",
+        {},
+        rows.length
+          ? rows.map((cells) => el("tr", {}, cells.map((cell, i) => el("td", { class: columns[i][1] }, cell))))
+          : el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, "Nothing here yet.")),
+      ),
+    ),
+  );
+}
+
+function figures(pairs) {
+  return el(
+    "dl",
+    { class: "figures" },
+    pairs.map(([label, value]) => el("div", {}, el("dt", {}, label), el("dd", {}, value ?? "–"))),
+  );
+}
+
+/** Previous and next links of a server-side page. */
+function pager(page, params, total, limit) {
+  const link = (p, label) => {
+    const next = new URLSearchParams(params);
+    next.set("page", String(p));
+    return el("a", { href: `${location.pathname}?${next}` }, label);
+  };
+  const pages = Math.max(1, Math.ceil(total / limit));
+  return el(
+    "nav",
+    { class: "pager", "aria-label": "Pages" },
+    page > 1 ? link(page - 1, "Previous page") : null,
+    el("span", {}, `Page ${page} of ${pages} (${total} in all)`),
+    page < pages ? link(page + 1, "Next page") : null,
+  );
+}
+
+function pageNumber(params) {
+  const page = Number.parseInt(params.get("page") || "1", 10);
+  return Number.isFinite(page) && page > 0 ? page : 1;
+}
+
+// ---- pages -------------------------------------------------------------
+
+async function signIn(_match, _params, _me, register) {
+  document.title = register ? "Create an account - Cairn" : "Sign in - Cairn";
+  const form = el(
+    "form",
+    { class: "stack", novalidate: true },
+    field("Email", { name: "email", type: "email", autocomplete: "email", required: true }),
+    field("Password", {
+      name: "password",
+      type: "password",
+      autocomplete: register ? "new-password" : "current-password",
+      required: true,
+    }),
+    register ? field("Organization", { name: "organization", autocomplete: "organization" }) : null,
+    el("button", { type: "submit" }, register ? "Create account" : "Sign in"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = Object.fromEntries(new FormData(form));
+    if (!data.organization) delete data.organization;
+    try {
+      await api("POST", register ? "/auth/register" : "/auth/login", data);
+      go("/console/");
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return [
+    el("h1", {}, register ? "Create an account" : "Sign in"),
+    form,
+    el(
+      "p",
+      {},
+      register
+        ? el("a", { href: "/console/login" }, "I have an account")
+        : el("a", { href: "/console/register" }, "Create an account"),
+    ),
+  ];
+}
+
+async function home(_match, _params, me) {
+  document.title = "Overview - Cairn";
+  const stats = await api("GET", "/vulnerabilities/stats");
+  const numbers = Object.entries(stats || {}).filter(([, v]) => typeof v === "number");
+  const lookup = el(
+    "form",
+    { class: "inline", role: "search" },
+    field("CVE id", { name: "cve", placeholder: "CVE-2024-3400", required: true }),
+    el("button", { type: "submit" }, "Open CVE"),
+  );
+  lookup.addEventListener("submit", (event) => {
+    event.preventDefault();
+    go(`/console/cves/${encodeURIComponent(new FormData(lookup).get("cve").trim())}`);
+  });
+  return [
+    el("h1", {}, "Overview"),
+    el("p", { class: "muted" }, `Signed in as ${me.email} (${me.role}).`),
+    el("h2", {}, "Vulnerabilities"),
+    figures(numbers.map(([k, v]) => [k.replaceAll("_", " "), v])),
+    el("h2", {}, "Research a CVE"),
+    lookup,
+  ];
+}
+
+async function applications(_match, params) {
+  document.title = "Applications - Cairn";
+  const limit = 50;
+  const page = pageNumber(params);
+  const search = params.get("search") || "";
+  const query = new URLSearchParams({ skip: String((page - 1) * limit), limit: String(limit) });
+  if (search) query.set("search", search);
+  const result = await api("GET", `/inventory/applications?${query}`);
+  const form = el(
+    "form",
+    { class: "inline", role: "search", method: "get", action: "/console/applications" },
+    field("Name contains", { name: "search", value: search }),
+    el("button", { type: "submit" }, "Filter"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = new FormData(form).get("search").trim();
+    go(`/console/applications${value ? `?${new URLSearchParams({ search: value })}` : ""}`);
+  });
+  return [
+    el("h1", {}, "Applications"),
+    form,
+    table(
+      [["Application"], ["Vendor"], ["Devices", "num"], ["Most common version"], ["Open CVEs", "num"]],
+      result.items.map((a) => [
+        a.name,
+        a.vendor ?? "",
+        a.device_count,
+        a.most_common_version ?? "",
+        a.cve_count,
+      ]),
+    ),
+    pager(page, params, result.total, limit),
+  ];
+}
+
+async function devices(_match, params) {
+  document.title = "Devices - Cairn";
+  const limit = 50;
+  const page = pageNumber(params);
+  const name = params.get("name") || "";
+  const platform = params.get("platform") || "";
+  const application = params.get("application") || "";
+  const rules = [];
+  const rule = (field, operator, value) => ({ kind: "rule", field, operator, value });
+  if (name) rules.push(rule("device_name", "contains", name));
+  if (platform) rules.push(rule("os_platform", "equals", platform));
+  if (application) rules.push(rule("application_name", "contains", application));
+  const body = { skip: (page - 1) * limit, limit };
+  if (rules.length) body.query = { kind: "group", combinator: "and", rules };
+  const form = el(
+    "form",
+    { class: "inline", role: "search" },
+    field("Device name contains", { name: "name", value: name }),
+    field("Platform is", { name: "platform", value: platform, placeholder: "windows" }),
+    field("Has an application containing", { name: "application", value: application }),
+    el("button", { type: "submit" }, "Search"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v.trim()) next.set(k, v.trim());
+    go(`/console/devices${next.size ? `?${next}` : ""}`);
+  });
+  const out = [el("h1", {}, "Devices"), form];
+  try {
+    const result = await api("POST", "/devices/devices/search", body);
+    out.push(
+      table(
+        [["Device"], ["Platform"], ["OS version"], ["User"], ["Applications", "num"], ["Sources"]],
+        result.items.map((d) => [
+          d.device_name,
+          d.os_platform ?? "",
+          d.os_version ?? "",
+          d.user_email ?? d.user_name ?? "",
+          d.application_count,
+          (d.sources || []).join(", "),
+        ]),
+      ),
+      pager(page, params, result.total, limit),
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    showError(form, error);
+  }
+  return out;
+}
+
+const TRIAGE = ["in_analysis", "not_affected", "risk_accepted", "false_positive", "remediation_in_progress", "to_evaluate"];
+
+async function cve([, raw]) {
+  const id = decodeURIComponent(raw);
+  document.title = `${id} - Cairn`;
+  const record = await api("GET", `/research/cve/${encodeURIComponent(id)}`);
+  const triage = await api("GET", `/vulnerabilities/cve/${encodeURIComponent(id)}/triage`).catch(() => null);
+  const form = el(
+    "form",
+    { class: "stack" },
+    el(
+      "label",
+      {},
+      "Status",
+      el("select", { name: "status" }, TRIAGE.map((s) => el("option", { value: s }, s.replaceAll("_", " ")))),
+    ),
+    field("Justification", { name: "justification" }),
+    field("Expires (for risk accepted)", { name: "expires_at", type: "date" }),
+    field("Comment", { name: "comment" }),
+    el("button", { type: "submit" }, "Save triage"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = Object.fromEntries(new FormData(form));
+    for (const k of Object.keys(data)) if (!data[k]) delete data[k];
+    if (data.expires_at) data.expires_at = new Date(`${data.expires_at}T23:59:59Z`).toISOString();
+    try {
+      await api("PUT", `/vulnerabilities/cve/${encodeURIComponent(id)}/triage`, data);
+      render();
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  const history = (triage && triage.history) || [];
+  return [
+    el("h1", {}, id),
+    el("p", {}, record.description ?? ""),
+    figures([
+      ["Severity", record.severity],
+      ["CVSS", record.cvss_score],
+      ["Known exploited (KEV)", record.kev ? "yes" : "no"],
+      ["EPSS", record.epss_score],
+      ["Devices affected", record.affected_device_count],
+    ]),
+    el("h2", {}, "Affected versions"),
+    table(
+      [["Application"], ["Version"], ["Fixed in"], ["Devices", "num"]],
+      (record.affected_applications || []).map((a) => [
+        a.application_name ?? a.application ?? "",
+        a.version ?? "",
+        a.fix_version ?? "",
+        a.devices ?? a.device_count ?? "",
+      ]),
+    ),
+    el("h2", {}, "Affected devices"),
+    table(
+      [["Device"], ["Application"], ["Version"]],
+      (record.affected_findings || []).map((f) => [f.device_name, f.application_name, f.version]),
+    ),
+    el("h2", {}, "Triage"),
+    form,
+    el("h2", {}, "Triage history"),
+    table(
+      [["When"], ["From"], ["To"], ["Comment"]],
+      history.map((h) => [h.changed_at ?? "", h.from_status ?? "", h.to_status ?? "", h.comment ?? ""]),
+    ),
+  ];
+}
+
+async function partnerOverview() {
+  document.title = "Customers - Cairn";
+  const overview = await api("GET", "/partner/overview?sort=kev_findings");
+  const lookup = el(
+    "form",
+    { class: "inline", role: "search" },
+    field("CVE id", { name: "cve", required: true }),
+    el("button", { type: "submit" }, "Who is exposed?"),
+  );
+  lookup.addEventListener("submit", (event) => {
+    event.preventDefault();
+    go(`/console/partner/cves/${encodeURIComponent(new FormData(lookup).get("cve").trim())}`);
+  });
+  return [
+    el("h1", {}, "Customers"),
+    figures([
+      ["Customers", overview.customers.length],
+      ["Devices", overview.devices],
+      ["Open findings", overview.totals.open_findings],
+      ["KEV findings", overview.totals.kev_findings],
+    ]),
+    el("h2", {}, "Exposure to one CVE"),
+    lookup,
+    el("h2", {}, "By customer"),
+    table(
+      [
+        ["Customer"],
+        ["Devices", "num"],
+        ["Critical", "num"],
+        ["High", "num"],
+        ["KEV", "num"],
+        ["High EPSS", "num"],
+        ["Oldest KEV (days)", "num"],
+        ["Data"],
+      ],
+      overview.customers.map((c) => [
+        c.name,
+        c.devices,
+        c.critical,
+        c.high,
+        c.kev_findings,
+        c.high_epss_findings,
+        c.oldest_open_kev_days ?? "",
+        c.freshness.replaceAll("_", " "),
+      ]),
+    ),
+  ];
+}
+
+async function partnerCve([, raw]) {
+  const id = decodeURIComponent(raw);
+  document.title = `${id} across customers - Cairn`;
+  const result = await api("GET", `/partner/cves/${encodeURIComponent(id)}`);
+  const rows = result.customers.flatMap((c) =>
+    c.findings.map((f) => [c.name, f.device_name, f.application_name, f.version, f.fix_version ?? ""]),
+  );
+  return [
+    el("h1", {}, `${id} across customers`),
+    el("p", {}, `${result.customers_exposed} of ${result.customers_checked} customers exposed, ${result.devices_exposed} devices.`),
+    table([["Customer"], ["Device"], ["Application"], ["Version"], ["Fixed in"]], rows),
+  ];
+}
+
+// ---- routing -----------------------------------------------------------
+
+const ROUTES = [
+  [/^\/console\/?$/, home, "Overview"],
+  [/^\/console\/login$/, (m, p, me) => signIn(m, p, me, false), null, true],
+  [/^\/console\/register$/, (m, p, me) => signIn(m, p, me, true), null, true],
+  [/^\/console\/applications$/, applications, "Applications"],
+  [/^\/console\/devices$/, devices, "Devices"],
+  [/^\/console\/cves\/([^/]+)$/, cve, null],
+  [/^\/console\/partner$/, partnerOverview, "Customers"],
+  [/^\/console\/partner\/cves\/([^/]+)$/, partnerCve, null],
+];
+
+function go(url) {
+  history.pushState(null, "", url);
+  render();
+}
+
+function navigation(me) {
+  nav.replaceChildren();
+  if (!me) return;
+  const links = [
+    ["/console/", "Overview"],
+    ["/console/applications", "Applications"],
+    ["/console/devices", "Devices"],
+    ["/console/partner", "Customers"],
+  ];
+  for (const [href, label] of links) {
+    const current = location.pathname === href || (href !== "/console/" && location.pathname.startsWith(href));
+    nav.append(el("li", {}, el("a", { href, "aria-current": current ? "page" : null }, label)));
+  }
+  const out = el("button", { type: "button" }, "Sign out");
+  out.addEventListener("click", async () => {
+    await api("POST", "/auth/logout").catch(() => null);
+    go("/console/login");
+  });
+  nav.append(el("li", {}, out));
+}
+
+async function render() {
+  // Set once the page is drawn: what a test (or a screen reader's user)
+  // can wait for.
+  main.removeAttribute("data-page");
+  const path = location.pathname;
+  const route = ROUTES.find(([pattern]) => pattern.test(path));
+  let me = null;
+  try {
+    me = await api("GET", "/auth/me");
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) throw error;
+  }
+  if (!me && !(route && route[3])) {
+    history.replaceState(null, "", "/console/login");
+    return render();
+  }
+  navigation(me);
+  try {
+    const content = route
+      ? await route[1](path.match(route[0]), new URLSearchParams(location.search), me)
+      : [el("h1", {}, "Not found"), el("p", {}, "No page here."), el("a", { href: "/console/" }, "Overview")];
+    main.replaceChildren(...[content].flat());
+  } catch (error) {
+    main.replaceChildren(el("h1", {}, "Something went wrong"), el("p", { class: "error", role: "alert" }, error.message));
+  }
+  main.setAttribute("data-page", location.pathname + location.search);
+  main.focus();
+}
+
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a");
+  if (
+    link &&
+    link.origin === location.origin &&
+    link.pathname.startsWith("/console") &&
+    !link.hasAttribute("download") &&
+    !(event.ctrlKey || event.metaKey || event.shiftKey || event.altKey)
+  ) {
+    event.preventDefault();
+    go(link.href);
+  }
+});
+window.addEventListener("popstate", render);
+render();

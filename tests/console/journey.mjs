@@ -1,0 +1,171 @@
+// An analyst's journey through the console in Debian's Chromium, driven by
+// playwright-core (no browser download). Run by tests/platform/console.rs,
+// which seeds the service and asserts on the JSON this prints.
+//
+// Environment: CAIRN_URL, CAIRN_EMAIL, CAIRN_PASSWORD, CAIRN_SCREENSHOTS
+// (a directory), CAIRN_HOSTILE (an application name that is an HTML
+// injection), CAIRN_CHROMIUM (default /usr/bin/chromium).
+
+import { chromium } from "playwright-core";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const base = process.env.CAIRN_URL;
+const shots = process.env.CAIRN_SCREENSHOTS;
+const hostile = process.env.CAIRN_HOSTILE;
+const result = { screenshots: [], dialogs: [], csp_violations: [], checks: {}, axe: [] };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CAIRN_CHROMIUM || "/usr/bin/chromium",
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+  ],
+});
+
+/** Waits until the console drew the page of the current URL. */
+async function drawn(page) {
+  // A locator, not a function: the page's policy allows no eval.
+  const url = new URL(page.url());
+  await page.locator(`main[data-page="${url.pathname}${url.search}"]`).waitFor();
+}
+
+async function shot(page, name) {
+  const path = `${shots}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  result.screenshots.push(`${name}.png`);
+}
+
+function watch(page) {
+  page.on("dialog", async (dialog) => {
+    result.dialogs.push(dialog.message());
+    await dialog.dismiss();
+  });
+  page.on("console", (message) => {
+    if (message.text().includes("Content Security Policy")) result.csp_violations.push(message.text());
+  });
+}
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  watch(page);
+
+  // First load: from navigation to a usable sign-in form.
+  const started = Date.now();
+  await page.goto(`${base}/console/`);
+  await page.getByLabel("Email").waitFor();
+  result.checks.first_load_ms = Date.now() - started;
+  result.checks.redirected_to = new URL(page.url()).pathname;
+  await shot(page, "01-sign-in");
+
+  // A wrong password shows the API's detail.
+  await page.getByLabel("Email").fill(process.env.CAIRN_EMAIL);
+  await page.getByLabel("Password").fill("not the password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  result.checks.login_error = await page.getByRole("alert").textContent();
+
+  await page.getByLabel("Password").fill(process.env.CAIRN_PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await shot(page, "02-overview");
+
+  // Applications, the hostile name rendered as text.
+  await page.getByRole("link", { name: "Applications" }).click();
+  await page.getByRole("heading", { name: "Applications" }).waitFor();
+  await page.getByRole("cell", { name: hostile, exact: true }).waitFor();
+  result.checks.images_in_main = await page.locator("main img").count();
+  await shot(page, "03-applications");
+  await page.getByLabel("Name contains").fill("chrome");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(/search=chrome/);
+  await drawn(page);
+  await page.getByRole("cell", { name: "Google Chrome", exact: true }).waitFor();
+  result.checks.filtered_rows = await page.locator("main tbody tr").count();
+  result.checks.filtered_url = new URL(page.url()).search;
+  await shot(page, "04-applications-filtered");
+
+  // Devices through the structured search.
+  await page.getByRole("link", { name: "Devices" }).click();
+  await page.getByLabel("Device name contains").fill("WS-0");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.waitForURL(/name=WS-0/);
+  await drawn(page);
+  await page.getByRole("cell", { name: "WS-01", exact: true }).waitFor({ timeout: 5000 }).catch(() => null);
+  result.checks.devices = await page.locator("main tbody tr").allTextContents();
+  result.checks.devices_errors = await page.locator("main .error, main .field-error").allTextContents();
+  await shot(page, "05-devices");
+
+  // A CVE, its triage: an error next to its field, then a change.
+  await page.getByRole("link", { name: "Overview" }).click();
+  await page.getByLabel("CVE id").fill("CVE-2023-2033");
+  await page.getByRole("button", { name: "Open CVE" }).click();
+  await page.getByRole("heading", { name: "CVE-2023-2033" }).waitFor();
+  await drawn(page);
+  result.checks.cve_devices = await page.locator("main table").nth(1).locator("tbody tr").count();
+  await page.getByLabel("Status").selectOption("not_affected");
+  await page.getByRole("button", { name: "Save triage" }).click();
+  const fieldError = page.locator("label:has(input[name=justification]) + .field-error");
+  await fieldError.waitFor();
+  result.checks.triage_error = await fieldError.textContent();
+  result.checks.triage_error_described = await page
+    .locator("input[name=justification]")
+    .getAttribute("aria-describedby");
+  await page.getByLabel("Justification").fill("The vulnerable code is not used");
+  await page.getByLabel("Comment").fill("checked with the vendor");
+  await page.getByRole("button", { name: "Save triage" }).click();
+  await page.getByRole("cell", { name: "checked with the vendor" }).waitFor();
+  await shot(page, "06-cve");
+
+  // The partner's view across customers.
+  await page.getByRole("link", { name: "Customers" }).click();
+  await page.getByRole("heading", { name: "By customer" }).waitFor();
+  await drawn(page);
+  result.checks.customers = await page.locator("main tbody tr").allTextContents();
+  await shot(page, "07-partner-overview");
+
+  // A bookmarked URL opens its page directly.
+  await page.goto(`${base}/console/applications?search=7-zip`);
+  await drawn(page);
+  await page.getByRole("cell", { name: /7-Zip/ }).first().waitFor();
+  result.checks.bookmark_rows = await page.locator("main tbody tr").count();
+
+  result.checks.storage_keys = await page.evaluate(() => localStorage.length + sessionStorage.length);
+  result.checks.page_mentions_token = (await page.content()).includes("access_token");
+
+  // 390 px wide: nothing wider than the screen but the tables' own scroll.
+  const phone = await context.newPage();
+  watch(phone);
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(`${base}/console/applications`);
+  await phone.getByRole("heading", { name: "Applications" }).waitFor();
+  result.checks.phone_overflow = await phone.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  await shot(phone, "08-applications-390px");
+
+  // Accessibility: axe-core on each page (injected, so in a context that
+  // lets its script past the policy; the pages themselves are the same).
+  const state = await context.storageState();
+  const audit = await browser.newContext({ bypassCSP: true, storageState: state });
+  const auditPage = await audit.newPage();
+  for (const path of ["/console/", "/console/applications", "/console/devices", "/console/cves/CVE-2023-2033", "/console/partner"]) {
+    await auditPage.goto(`${base}${path}`);
+    await auditPage.locator("main h1").waitFor();
+    await auditPage.addScriptTag({ path: require.resolve("axe-core/axe.min.js") });
+    const found = await auditPage.evaluate(async () => {
+      const run = await window.axe.run(document, { resultTypes: ["violations"] });
+      return run.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+    });
+    result.axe.push({ path, violations: found });
+  }
+} catch (error) {
+  result.error = String(error && error.stack ? error.stack : error);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(result));

@@ -1,0 +1,297 @@
+//! The web console: served by the binary with its security headers, and an
+//! analyst's journey through it in a real browser (Debian's Chromium,
+//! driven by `tests/console/journey.mjs`). The browser part runs where
+//! Chromium and the script's packages are installed (`cargo xtask test`
+//! installs them; `CAIRN_REQUIRE_BROWSER=1` makes their absence a failure).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use cairn_tests::{backend_tests, Backend, TestApp, PASSWORD};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::vulnerabilities::{loaded_with, scan, software};
+
+backend_tests!(
+    the_console_is_served_with_its_policy,
+    an_analyst_works_through_the_console_in_a_browser,
+);
+
+const HOSTILE: &str = "<img src=x onerror=alert(1)>";
+
+async fn the_console_is_served_with_its_policy(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    for path in [
+        "/console",
+        "/console/",
+        "/console/applications?page=2",
+        "/console/cves/CVE-2024-1",
+    ] {
+        let resp = app
+            .http
+            .get(format!("{}{path}", app.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let policy = header("content-security-policy");
+        for directive in [
+            "script-src 'self'",
+            "style-src 'self'",
+            "frame-ancestors 'none'",
+            "default-src 'none'",
+        ] {
+            assert!(policy.contains(directive), "{path}: {policy}");
+        }
+        assert!(!policy.contains("unsafe-inline"), "{policy}");
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        let html = resp.text().await.unwrap();
+        assert!(html.contains(r#"<script type="module" src="/console/app.js">"#));
+        assert!(!html.contains("<script>"), "no inline script");
+        assert!(!html.contains("style="), "no inline style");
+    }
+    let missing = app
+        .get("/console/nothing.js", &cairn_tests::Auth::None)
+        .await;
+    missing.assert_error(404);
+    let script = app
+        .http
+        .get(format!("{}/console/app.js", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(script.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+
+    // Nothing is loaded from another origin.
+    for file in ["index.html", "app.js", "style.css"] {
+        let text = std::fs::read_to_string(console_dir().join(file)).unwrap();
+        assert!(
+            !text.contains("http://") && !text.contains("https://"),
+            "{file} names another origin"
+        );
+        assert!(
+            !text.contains("localStorage.set") && !text.contains("innerHTML"),
+            "{file}"
+        );
+    }
+
+    // Cookie-authenticated writes from another origin are refused; the
+    // service's own pages and bearer clients are not.
+    let owner = app.register("owner@msp.example").await;
+    let write = |origin: &'static str, bearer: bool| {
+        let mut request = app
+            .http
+            .request(Method::PATCH, format!("{}/api/v1/tenant/me", app.url))
+            .header("origin", origin)
+            .json(&json!({"timezone": "Europe/Berlin"}));
+        request = if bearer {
+            request.bearer_auth(&owner.access_token)
+        } else {
+            request.header("cookie", format!("cairn.session_token={}", owner.session))
+        };
+        request.send()
+    };
+    let refused = write("https://evil.example", false).await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("this service's own pages"),
+        "{body}"
+    );
+    assert_eq!(
+        app.get("/api/v1/tenant/me", &owner.bearer()).await.body["timezone"],
+        "UTC",
+        "the refused write changed nothing"
+    );
+    let own_origin: &'static str = Box::leak(app.url.clone().into_boxed_str());
+    assert_eq!(write(own_origin, false).await.unwrap().status(), 200);
+    assert_eq!(
+        write("https://evil.example", true).await.unwrap().status(),
+        200
+    );
+    app.finish().await;
+}
+
+fn console_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/assets/console")
+}
+
+fn scripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("console")
+}
+
+/// Whether Chromium and the journey's packages are here; required under
+/// `CAIRN_REQUIRE_BROWSER=1`.
+fn browser_ready() -> bool {
+    let ready = Path::new("/usr/bin/chromium").exists()
+        && scripts_dir().join("node_modules/playwright-core").exists()
+        && scripts_dir().join("node_modules/axe-core").exists();
+    if !ready && std::env::var("CAIRN_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+        panic!("the browser test needs /usr/bin/chromium and `npm ci` in tests/console (cargo xtask test installs both)");
+    }
+    ready
+}
+
+async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let owner = app.register("analyst@msp.example").await;
+    let rows = vec![
+        software(
+            "WS-01",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.49",
+            "windows",
+        ),
+        software(
+            "WS-02",
+            "Google Chrome",
+            "Google LLC",
+            "112.0.5615.121",
+            "windows",
+        ),
+        software(
+            "WS-02",
+            "7-Zip 23.01 (x64)",
+            "Igor Pavlov",
+            "23.01",
+            "windows",
+        ),
+        software("WS-03", HOSTILE, "Mallory", "1.0", "windows"),
+    ];
+    app.seed(&owner, "rmm", &rows).await;
+    app.rebuild(&owner).await;
+    scan(&app, &owner, json!({})).await;
+    let customer = app
+        .post(
+            "/api/v1/partner/customers",
+            &owner.bearer(),
+            json!({"name": "Acme Dental"}),
+        )
+        .await;
+    assert_eq!(customer.status, 201, "{}", customer.text);
+
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/console-screenshots")
+        .join(format!("{backend:?}").to_lowercase());
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = tokio::process::Command::new("node")
+        .arg(scripts_dir().join("journey.mjs"))
+        .env("CAIRN_URL", &app.url)
+        .env("CAIRN_EMAIL", "analyst@msp.example")
+        .env("CAIRN_PASSWORD", PASSWORD)
+        .env("CAIRN_SCREENSHOTS", &shots)
+        .env("CAIRN_HOSTILE", HOSTILE)
+        .output()
+        .await
+        .expect("node runs the journey");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|_| {
+            panic!(
+                "journey output: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(
+        result["error"].is_null(),
+        "the journey failed: {}",
+        result["error"].as_str().unwrap_or_default()
+    );
+    let checks = &result["checks"];
+    println!(
+        "console first load (navigation to a usable sign-in form): {} ms; assets {} bytes gzipped",
+        checks["first_load_ms"],
+        compressed_assets()
+    );
+    assert_eq!(checks["redirected_to"], "/console/login");
+    assert_eq!(checks["login_error"], "wrong email or password");
+    // The hostile name is text: no image, no script ran, no policy broken.
+    assert_eq!(checks["images_in_main"], 0);
+    assert_eq!(result["dialogs"], json!([]));
+    assert_eq!(
+        result["csp_violations"],
+        json!([]),
+        "{}",
+        result["csp_violations"]
+    );
+    assert_eq!(checks["filtered_rows"], 1);
+    assert_eq!(checks["filtered_url"], "?search=chrome");
+    let devices: Vec<String> = serde_json::from_value(checks["devices"].clone()).unwrap();
+    assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
+    assert_eq!(checks["cve_devices"], 1, "WS-01 only");
+    assert_eq!(checks["triage_error"], "not_affected needs a justification");
+    assert!(checks["triage_error_described"].is_string());
+    let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
+    assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
+    assert_eq!(checks["bookmark_rows"], 1);
+    assert_eq!(
+        checks["storage_keys"], 0,
+        "nothing kept in the browser's storage"
+    );
+    assert_eq!(checks["page_mentions_token"], false);
+    assert_eq!(checks["phone_overflow"], 0, "nothing wider than 390 px");
+    // The triage was written through the API.
+    let triage = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2023-2033/triage",
+            &owner.bearer(),
+        )
+        .await;
+    assert!(
+        triage.text.contains("checked with the vendor"),
+        "{}",
+        triage.text
+    );
+    // Accessibility: no serious or critical violation on any page.
+    let mut serious = vec![];
+    for page in result["axe"].as_array().unwrap() {
+        for violation in page["violations"].as_array().unwrap() {
+            if matches!(violation["impact"].as_str(), Some("serious" | "critical")) {
+                serious.push(format!("{}: {}", page["path"], violation));
+            }
+        }
+    }
+    assert_eq!(result["axe"].as_array().unwrap().len(), 5);
+    assert!(serious.is_empty(), "{serious:#?}");
+    let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
+    assert_eq!(listed.len(), 8);
+    for name in listed {
+        assert!(shots.join(&name).exists(), "{name}");
+    }
+    app.finish().await;
+}
+
+/// The console's files gzipped, in bytes.
+fn compressed_assets() -> usize {
+    let mut total = 0;
+    for file in ["index.html", "app.js", "style.css"] {
+        let bytes = std::fs::read(console_dir().join(file)).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&bytes).unwrap();
+        total += gz.finish().unwrap().len();
+    }
+    total
+}
