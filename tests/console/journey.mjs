@@ -134,6 +134,43 @@ try {
   await page.getByRole("cell", { name: /7-Zip/ }).first().waitFor();
   result.checks.bookmark_rows = await page.locator("main tbody tr").count();
 
+  // An upload, followed to its end.
+  await page.getByRole("link", { name: "Uploads" }).click();
+  await page.getByLabel("Kind of file").selectOption("software-inventory");
+  await page.getByLabel(/CSV or Excel file/).setInputFiles({
+    name: "software.csv",
+    mimeType: "text/csv",
+    buffer: Buffer.from("Device,Application,Version\nUP-01,Notepad++,8.6.2\nUP-02,Notepad++,8.6.2\n"),
+  });
+  await page.getByRole("button", { name: "Upload" }).click();
+  await page.getByText("software.csv: succeeded").waitFor({ timeout: 30000 });
+  result.checks.upload_figures = await page.locator("#upload-status dd").allTextContents();
+  await shot(page, "09-uploads");
+
+  // A report, generated and downloaded.
+  await page.getByRole("link", { name: "Reports" }).click();
+  await page.getByLabel("Report").selectOption("executive_summary");
+  await page.getByLabel("Format").selectOption("pdf");
+  await page.getByRole("button", { name: "Generate" }).click();
+  const download = page.getByRole("link", { name: /^Download / }).first();
+  await download.waitFor({ timeout: 30000 });
+  const file = await page.request.get(new URL(await download.getAttribute("href"), base).href);
+  result.checks.report_download = [file.status(), file.headers()["content-type"], (await file.body()).subarray(0, 4).toString()];
+  await shot(page, "10-reports");
+
+  await page.getByRole("link", { name: "Jobs" }).click();
+  await page.getByRole("heading", { name: "Jobs" }).waitFor();
+  await drawn(page);
+  result.checks.job_kinds = await page.locator("main tbody tr td:first-child").allTextContents();
+  await shot(page, "11-jobs");
+
+  await page.getByRole("link", { name: "Members" }).click();
+  await page.getByRole("heading", { name: "Members" }).waitFor();
+  await page.getByLabel("Email").fill("colleague@example.com");
+  await page.getByRole("button", { name: "Invite" }).click();
+  await page.getByRole("cell", { name: "colleague@example.com" }).waitFor();
+  await shot(page, "12-members");
+
   result.checks.storage_keys = await page.evaluate(() => localStorage.length + sessionStorage.length);
   result.checks.page_mentions_token = (await page.content()).includes("access_token");
 
@@ -153,7 +190,18 @@ try {
   const state = await context.storageState();
   const audit = await browser.newContext({ bypassCSP: true, storageState: state });
   const auditPage = await audit.newPage();
-  for (const path of ["/console/", "/console/applications", "/console/devices", "/console/cves/CVE-2023-2033", "/console/partner"]) {
+  const audited = [
+    "/console/",
+    "/console/applications",
+    "/console/devices",
+    "/console/cves/CVE-2023-2033",
+    "/console/partner",
+    "/console/uploads",
+    "/console/reports",
+    "/console/jobs",
+    "/console/members",
+  ];
+  for (const path of audited) {
     await auditPage.goto(`${base}${path}`);
     await auditPage.locator("main h1").waitFor();
     await auditPage.addScriptTag({ path: require.resolve("axe-core/axe.min.js") });

@@ -153,7 +153,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     if !browser_ready() {
         return;
     }
-    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+    let providers =
+        cairn_tests::components::connectors_dir(&["csv-providers/software-inventory"], &[]);
+    let Some((app, _nvd)) = loaded_with(backend, move |s| s.connectors_dir = providers).await
+    else {
         return;
     };
     let owner = app.register("analyst@msp.example").await;
@@ -274,10 +277,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 5);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 9);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 8);
+    assert_eq!(listed.len(), 12);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -406,6 +406,164 @@ async function partnerCve([, raw]) {
   ];
 }
 
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function uploads() {
+  document.title = "Uploads - Cairn";
+  const sources = await api("GET", "/csv-sources/");
+  const status = el("div", { "aria-live": "polite", id: "upload-status" });
+  const fileInput = el("input", { type: "file", name: "file", accept: ".csv,.xlsx,.xls,.txt", required: true });
+  const drop = el(
+    "label",
+    { class: "drop" },
+    "CSV or Excel file (choose one, or drop it here)",
+    fileInput,
+  );
+  drop.addEventListener("dragover", (event) => event.preventDefault());
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    if (event.dataTransfer.files.length) fileInput.files = event.dataTransfer.files;
+  });
+  const form = el(
+    "form",
+    { class: "stack" },
+    el(
+      "label",
+      {},
+      "Kind of file",
+      el("select", { name: "source" }, sources.map((s) => el("option", { value: s.key }, s.name))),
+    ),
+    drop,
+    el("button", { type: "submit" }, "Upload"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const source = new FormData(form).get("source");
+    if (!fileInput.files.length) return showError(form, new ApiError(422, { detail: "Choose a file first.", field: "file" }));
+    const body = new FormData();
+    body.append("file", fileInput.files[0]);
+    const response = await fetch(`/api/v1/csv-sources/${encodeURIComponent(source)}/upload`, {
+      method: "POST",
+      credentials: "same-origin",
+      body,
+    });
+    const data = await response.json().catch(() => null);
+    if (!response.ok) return showError(form, new ApiError(response.status, data));
+    // Follow the parse until it ends.
+    let upload = data;
+    while (upload.status !== "succeeded" && upload.status !== "failed") {
+      status.replaceChildren(el("p", {}, `${upload.filename}: ${upload.status}, ${upload.rows_read} rows read`));
+      await sleep(400);
+      upload = await api("GET", `/csv-sources/${encodeURIComponent(source)}/uploads/${upload.id}`);
+    }
+    status.replaceChildren(
+      el("p", { class: upload.status === "succeeded" ? "" : "error" }, `${upload.filename}: ${upload.status}`),
+      figures([
+        ["Rows read", upload.rows_read],
+        ["Rows imported", upload.rows_imported],
+        ["Rows rejected", upload.rows_rejected],
+        ["Duplicates", upload.duplicates],
+      ]),
+      upload.error ? el("p", { class: "error" }, upload.error) : null,
+    );
+  });
+  return [el("h1", {}, "Uploads"), form, el("h2", {}, "Progress"), status];
+}
+
+const REPORT_TYPES = ["executive_summary", "vulnerabilities", "software_inventory", "version_compliance", "customer_review"];
+
+async function reports() {
+  document.title = "Reports - Cairn";
+  const list = await api("GET", "/reports/?limit=50");
+  const form = el(
+    "form",
+    { class: "inline" },
+    el("label", {}, "Report", el("select", { name: "report_type" }, REPORT_TYPES.map((t) => el("option", { value: t }, t.replaceAll("_", " "))))),
+    el("label", {}, "Format", el("select", { name: "format" }, ["pdf", "xlsx", "csv"].map((f) => el("option", { value: f }, f)))),
+    el("button", { type: "submit" }, "Generate"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", "/reports/generate", Object.fromEntries(new FormData(form)));
+      render();
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  const pending = list.items.some((r) => r.status === "queued" || r.status === "running");
+  if (pending) setTimeout(() => location.pathname === "/console/reports" && render(), 1000);
+  return [
+    el("h1", {}, "Reports"),
+    form,
+    table(
+      [["Report"], ["Format"], ["Status"], ["Asked for"], ["File"]],
+      list.items.map((r) => [
+        r.title,
+        r.format,
+        r.error ? `${r.status}: ${r.error}` : r.status,
+        r.created_at,
+        r.status === "succeeded"
+          ? el("a", { href: `/api/v1/reports/${r.id}/download`, download: r.file_name }, `Download ${r.file_name}`)
+          : "",
+      ]),
+    ),
+  ];
+}
+
+async function jobs(_match, params) {
+  document.title = "Jobs - Cairn";
+  const limit = 50;
+  const page = pageNumber(params);
+  const result = await api("GET", `/jobs?limit=${limit}&skip=${(page - 1) * limit}`);
+  return [
+    el("h1", {}, "Jobs"),
+    table(
+      [["Kind"], ["Status"], ["Progress"], ["Started"], ["Error"]],
+      result.items.map((j) => [
+        j.kind.replaceAll("_", " "),
+        j.status,
+        j.percent === null || j.percent === undefined ? (j.progress && j.progress.phase) || "" : `${Math.round(j.percent)} %`,
+        j.started_at ?? j.created_at ?? "",
+        j.error ?? "",
+      ]),
+    ),
+    pager(page, params, result.total, limit),
+  ];
+}
+
+async function members() {
+  document.title = "Members - Cairn";
+  const people = await api("GET", "/tenant/members");
+  const invites = await api("GET", "/invites").catch(() => []);
+  const form = el(
+    "form",
+    { class: "inline" },
+    field("Email", { name: "email", type: "email", required: true }),
+    el("label", {}, "Role", el("select", { name: "role" }, ["member", "admin", "owner", "partner_admin", "partner_analyst"].map((r) => el("option", { value: r }, r.replaceAll("_", " "))))),
+    el("button", { type: "submit" }, "Invite"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", "/invites", Object.fromEntries(new FormData(form)));
+      render();
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  const pending = (Array.isArray(invites) ? invites : invites.items || []).filter((i) => i.status === "pending");
+  return [
+    el("h1", {}, "Members"),
+    table([["Email"], ["Name"], ["Role"], ["Joined"]], people.map((m) => [m.email, m.name ?? "", m.role.replaceAll("_", " "), m.joined_at])),
+    el("h2", {}, "Invite someone"),
+    form,
+    el("h2", {}, "Pending invites"),
+    table([["Email"], ["Role"], ["Expires"]], pending.map((i) => [i.email, i.role.replaceAll("_", " "), i.expires_at])),
+  ];
+}
+
 // ---- routing -----------------------------------------------------------
 
 const ROUTES = [
@@ -415,6 +573,10 @@ const ROUTES = [
   [/^\/console\/applications$/, applications, "Applications"],
   [/^\/console\/devices$/, devices, "Devices"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
+  [/^\/console\/uploads$/, uploads, "Uploads"],
+  [/^\/console\/reports$/, reports, "Reports"],
+  [/^\/console\/jobs$/, jobs, "Jobs"],
+  [/^\/console\/members$/, members, "Members"],
   [/^\/console\/partner$/, partnerOverview, "Customers"],
   [/^\/console\/partner\/cves\/([^/]+)$/, partnerCve, null],
 ];
@@ -431,6 +593,10 @@ function navigation(me) {
     ["/console/", "Overview"],
     ["/console/applications", "Applications"],
     ["/console/devices", "Devices"],
+    ["/console/uploads", "Uploads"],
+    ["/console/reports", "Reports"],
+    ["/console/jobs", "Jobs"],
+    ["/console/members", "Members"],
     ["/console/partner", "Customers"],
   ];
   for (const [href, label] of links) {
