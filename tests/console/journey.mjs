@@ -171,6 +171,35 @@ try {
   await page.getByRole("cell", { name: "colleague@example.com" }).waitFor();
   await shot(page, "12-members");
 
+  // An integration configured from its connector's schema, tested and
+  // synced with live progress; its secret is write-only.
+  await page.getByRole("link", { name: "Integrations" }).click();
+  await page.getByRole("link", { name: "rmm", exact: true }).click();
+  await page.getByRole("heading", { name: "Integration: rmm" }).waitFor();
+  await drawn(page);
+  await page.locator("input[name=base_url]").fill(process.env.CAIRN_RMM_URL);
+  await page.locator("input[name=username]").fill(process.env.CAIRN_RMM_USER);
+  await page.locator("input[name=password]").fill(process.env.CAIRN_RMM_PASSWORD);
+  await page.locator("input[name=client_id]").fill("integrator-42");
+  await page.locator("input[name=page_size]").fill("5000");
+  await page.getByRole("button", { name: "Save" }).click();
+  const sizeError = page.locator("label:has(input[name=page_size]) + .field-error");
+  await sizeError.waitFor();
+  result.checks.config_error = await sizeError.textContent();
+  await page.locator("input[name=page_size]").fill("2");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Saved.").waitFor();
+  result.checks.config_error_cleared = (await sizeError.count()) === 0;
+  await page.getByRole("button", { name: "Test connection" }).click();
+  await page.getByText("Connection works.").waitFor();
+  await page.getByRole("button", { name: "Sync now" }).click();
+  await page.getByText(/^Sync succeeded/).waitFor({ timeout: 30000 });
+  await shot(page, "13-integration");
+  await page.reload();
+  await drawn(page);
+  result.checks.secret_shown = (await page.content()).includes(process.env.CAIRN_RMM_PASSWORD);
+  result.checks.secret_value = await page.locator("input[name=password]").inputValue();
+
   result.checks.storage_keys = await page.evaluate(() => localStorage.length + sessionStorage.length);
   result.checks.page_mentions_token = (await page.content()).includes("access_token");
 
@@ -200,6 +229,8 @@ try {
     "/console/reports",
     "/console/jobs",
     "/console/members",
+    "/console/integrations",
+    "/console/integrations/rmm",
   ];
   for (const path of audited) {
     await auditPage.goto(`${base}${path}`);

@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use cairn_tests::fake_rmm::{FakeRmm, PASSWORD as RMM_PASSWORD, USERNAME as RMM_USER};
 use cairn_tests::{backend_tests, Backend, TestApp, PASSWORD};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -153,9 +154,16 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     if !browser_ready() {
         return;
     }
-    let providers =
-        cairn_tests::components::connectors_dir(&["csv-providers/software-inventory"], &[]);
-    let Some((app, _nvd)) = loaded_with(backend, move |s| s.connectors_dir = providers).await
+    let rmm = FakeRmm::start(super::rmm::fake_data()).await;
+    let components = cairn_tests::components::connectors_dir(
+        &["csv-providers/software-inventory", "connectors/rmm"],
+        &[],
+    );
+    let Some((app, _nvd)) = loaded_with(backend, move |s| {
+        s.connectors_dir = components;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+    })
+    .await
     else {
         return;
     };
@@ -207,6 +215,9 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         .env("CAIRN_PASSWORD", PASSWORD)
         .env("CAIRN_SCREENSHOTS", &shots)
         .env("CAIRN_HOSTILE", HOSTILE)
+        .env("CAIRN_RMM_URL", &rmm.base_url)
+        .env("CAIRN_RMM_USER", RMM_USER)
+        .env("CAIRN_RMM_PASSWORD", RMM_PASSWORD)
         .output()
         .await
         .expect("node runs the journey");
@@ -277,10 +288,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 9);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 11);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 12);
+    assert_eq!(listed.len(), 13);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

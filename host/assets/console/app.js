@@ -48,19 +48,28 @@ async function api(method, path, body) {
   return data;
 }
 
-/** Shows an API error beside the field it names, else above the form. */
-function showError(form, error) {
+/** Removes the errors a form shows. */
+function clearErrors(form) {
   for (const old of form.querySelectorAll(".field-error, .error")) old.remove();
   for (const input of form.querySelectorAll("[aria-invalid]")) {
     input.removeAttribute("aria-invalid");
-    input.removeAttribute("aria-describedby");
+    // Back to the field's own hint, if it has one.
+    if (input.dataset.hint) input.setAttribute("aria-describedby", input.dataset.hint);
+    else input.removeAttribute("aria-describedby");
   }
+}
+
+/** Shows an API error beside the field it names, else above the form. */
+function showError(form, error) {
+  clearErrors(form);
   const input = error.field && form.querySelector(`[name="${CSS.escape(error.field)}"]`);
   const id = `error-${Math.random().toString(36).slice(2)}`;
   const message = el("p", { class: input ? "field-error" : "error", id, role: "alert" }, error.message);
   if (input) {
+    const hint = input.dataset.hint || input.getAttribute("aria-describedby");
+    if (hint) input.dataset.hint = hint;
     input.setAttribute("aria-invalid", "true");
-    input.setAttribute("aria-describedby", id);
+    input.setAttribute("aria-describedby", hint ? `${id} ${hint}` : id);
     input.closest("label").after(message);
     input.focus();
   } else {
@@ -564,6 +573,132 @@ async function members() {
   ];
 }
 
+async function integrations() {
+  document.title = "Integrations - Cairn";
+  const listing = await api("GET", "/integrations/");
+  return [
+    el("h1", {}, "Integrations"),
+    table(
+      [["Area"], ["Connectors"], ["Configured"]],
+      listing.areas.map((a) => [
+        el("a", { href: `/console/integrations/${encodeURIComponent(a.area)}` }, a.area),
+        a.connectors.join(", "),
+        a.configured ? `yes (${a.connector ?? a.connectors[0]})` : "no",
+      ]),
+    ),
+  ];
+}
+
+/** One input per property of a connector's config schema. */
+function schemaFields(descriptor, stored) {
+  const schema = descriptor.config_schema || {};
+  const required = new Set(schema.required || []);
+  return Object.entries(schema.properties || {}).map(([name, prop]) => {
+    const secret = descriptor.secret_fields.includes(name);
+    const value = stored[name];
+    const hintId = `hint-${name}`;
+    const label = name.replaceAll("_", " ");
+    let input;
+    if (Array.isArray(prop.enum)) {
+      input = el("select", { name }, prop.enum.map((v) => el("option", { value: v, selected: v === value }, v)));
+    } else if (prop.type === "boolean") {
+      input = el("input", { name, type: "checkbox", checked: value === true });
+    } else if (prop.type === "integer" || prop.type === "number") {
+      input = el("input", { name, type: "number", value: value ?? "", "data-kind": "number" });
+    } else if (prop.type === "array") {
+      input = el("input", { name, value: Array.isArray(value) ? value.join(", ") : "", "data-kind": "list" });
+    } else if (secret) {
+      // Secrets are write-only: a stored one is never sent back here.
+      input = el("input", {
+        name,
+        type: "password",
+        autocomplete: "new-password",
+        placeholder: value ? "stored (leave empty to keep)" : "",
+        "data-kind": "secret",
+      });
+    } else {
+      input = el("input", { name, value: value ?? "" });
+    }
+    if (required.has(name) && !(secret && value)) input.setAttribute("required", "");
+    const hint = prop.description || (prop.type === "array" ? "Comma-separated" : null);
+    if (hint) input.setAttribute("aria-describedby", hintId);
+    return el("label", {}, `${label}${required.has(name) ? " (required)" : ""}`, input, hint ? el("span", { id: hintId, class: "muted" }, hint) : null);
+  });
+}
+
+function configOf(form, descriptor) {
+  const out = {};
+  for (const input of form.querySelectorAll("input, select")) {
+    if (!input.name || input.name === "connector") continue;
+    const kind = input.dataset.kind;
+    if (input.type === "checkbox") out[input.name] = input.checked;
+    else if (kind === "secret") out[input.name] = input.value || "********";
+    else if (!input.value.trim()) continue;
+    else if (kind === "number") out[input.name] = Number(input.value);
+    else if (kind === "list") out[input.name] = input.value.split(",").map((v) => v.trim()).filter(Boolean);
+    else out[input.name] = input.value.trim();
+  }
+  out.connector = descriptor.id;
+  return out;
+}
+
+async function integration([, raw]) {
+  const area = decodeURIComponent(raw);
+  document.title = `${area} - Cairn`;
+  const listing = await api("GET", "/integrations/");
+  const config = await api("GET", `/${encodeURIComponent(area)}/config`);
+  const connectors = listing.connectors.map((c) => c.descriptor).filter((d) => d.area === area);
+  if (!connectors.length) return [el("h1", {}, "Not found"), el("p", {}, `No connector serves ${area}.`)];
+  const descriptor = connectors.find((d) => d.id === config.connector) || connectors[0];
+  const status = el("div", { "aria-live": "polite", id: "integration-status" });
+  const form = el(
+    "form",
+    { class: "stack" },
+    el("p", { class: "muted" }, `${descriptor.name} ${descriptor.version}`),
+    config.shared_by_partner ? el("p", {}, "This config is your partner's, shared with you.") : null,
+    schemaFields(descriptor, config.config || {}),
+    el("button", { type: "submit" }, "Save"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", `/${encodeURIComponent(area)}/config`, configOf(form, descriptor));
+      status.replaceChildren(el("p", {}, "Saved."));
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  const test = el("button", { type: "button" }, "Test connection");
+  test.addEventListener("click", async () => {
+    try {
+      await api("POST", `/${encodeURIComponent(area)}/test-connection`);
+      status.replaceChildren(el("p", {}, "Connection works."));
+    } catch (error) {
+      status.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+    }
+  });
+  const sync = el("button", { type: "button" }, "Sync now");
+  sync.addEventListener("click", async () => {
+    try {
+      await api("POST", `/${encodeURIComponent(area)}/sync`);
+      for (;;) {
+        const state = await api("GET", `/${encodeURIComponent(area)}/sync-status`);
+        const job = state.current;
+        const progress = job && job.progress ? `${job.progress.phase ?? ""} ${job.progress.done ?? ""}${job.progress.total ? ` of ${job.progress.total}` : ""} ${job.progress.unit ?? ""}` : "";
+        status.replaceChildren(el("p", {}, `Sync ${job ? job.status : "queued"} ${progress}`.trim()));
+        if (job && ["succeeded", "failed", "canceled", "superseded"].includes(job.status)) {
+          if (job.error) status.append(el("p", { class: "error", role: "alert" }, job.error));
+          break;
+        }
+        await sleep(400);
+      }
+    } catch (error) {
+      status.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+    }
+  });
+  return [el("h1", {}, `Integration: ${area}`), form, el("p", { class: "inline" }, test, " ", sync), status];
+}
+
 // ---- routing -----------------------------------------------------------
 
 const ROUTES = [
@@ -573,6 +708,8 @@ const ROUTES = [
   [/^\/console\/applications$/, applications, "Applications"],
   [/^\/console\/devices$/, devices, "Devices"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
+  [/^\/console\/integrations$/, integrations, "Integrations"],
+  [/^\/console\/integrations\/([^/]+)$/, integration, null],
   [/^\/console\/uploads$/, uploads, "Uploads"],
   [/^\/console\/reports$/, reports, "Reports"],
   [/^\/console\/jobs$/, jobs, "Jobs"],
@@ -593,6 +730,7 @@ function navigation(me) {
     ["/console/", "Overview"],
     ["/console/applications", "Applications"],
     ["/console/devices", "Devices"],
+    ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],
     ["/console/reports", "Reports"],
     ["/console/jobs", "Jobs"],
@@ -653,5 +791,8 @@ document.addEventListener("click", (event) => {
     go(link.href);
   }
 });
+// Each submission starts without the last one's errors (capturing: before
+// the form's own handler).
+document.addEventListener("submit", (event) => clearErrors(event.target), true);
 window.addEventListener("popstate", render);
 render();
