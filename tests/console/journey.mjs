@@ -100,6 +100,15 @@ try {
   result.checks.devices_errors = await page.locator("main .error, main .field-error").allTextContents();
   await shot(page, "05-devices");
 
+  // Vulnerabilities filtered to KEV, a link to the CVE's page.
+  await page.getByRole("link", { name: "Vulnerabilities" }).click();
+  await page.getByLabel("Known exploited").selectOption("true");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(/kev=true/);
+  await drawn(page);
+  result.checks.kev_cves = await page.locator("main tbody tr td:first-child").allTextContents();
+  await shot(page, "14-vulnerabilities");
+
   // A CVE, its triage: an error next to its field, then a change.
   await page.getByRole("link", { name: "Overview" }).click();
   await page.getByLabel("CVE id").fill("CVE-2023-2033");
@@ -214,6 +223,22 @@ try {
   );
   await shot(phone, "08-applications-390px");
 
+  // A newcomer registers through the console and lands signed in.
+  const newcomer = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const fresh = await newcomer.newPage();
+  watch(fresh);
+  await fresh.goto(`${base}/console/register`);
+  await fresh.getByLabel("Email").fill("newcomer@example.com");
+  await fresh.getByLabel("Password").fill("short");
+  await fresh.getByRole("button", { name: "Create account" }).click();
+  result.checks.register_error = await fresh.locator("label:has(input[name=password]) + .field-error").textContent();
+  await fresh.getByLabel("Password").fill("a long enough passphrase");
+  await fresh.getByLabel("Organization").fill("Newcomer Ltd");
+  await fresh.getByRole("button", { name: "Create account" }).click();
+  await fresh.getByRole("heading", { name: "Overview" }).waitFor();
+  result.checks.registered_as = await fresh.locator("main p.muted").first().textContent();
+  await newcomer.close();
+
   // Accessibility: axe-core on each page (injected, so in a context that
   // lets its script past the policy; the pages themselves are the same).
   const state = await context.storageState();
@@ -231,6 +256,8 @@ try {
     "/console/members",
     "/console/integrations",
     "/console/integrations/rmm",
+    "/console/vulnerabilities",
+    "/console/register",
   ];
   for (const path of audited) {
     await auditPage.goto(`${base}${path}`);

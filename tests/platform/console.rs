@@ -288,10 +288,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 11);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 13);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 13);
+    assert_eq!(listed.len(), 14);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -231,6 +231,63 @@ async function applications(_match, params) {
   ];
 }
 
+async function vulnerabilities(_match, params) {
+  document.title = "Vulnerabilities - Cairn";
+  const limit = 50;
+  const page = pageNumber(params);
+  const query = new URLSearchParams({ skip: String((page - 1) * limit), limit: String(limit) });
+  for (const key of ["severity", "kev", "epss_min", "status", "search"]) {
+    if (params.get(key)) query.set(key, params.get(key));
+  }
+  const select = (name, label, options) =>
+    el(
+      "label",
+      {},
+      label,
+      el("select", { name }, options.map(([value, text]) => el("option", { value, selected: params.get(name) === value }, text))),
+    );
+  const form = el(
+    "form",
+    { class: "inline", role: "search" },
+    select("severity", "Severity", [["", "any"], ["critical", "critical"], ["high", "high"], ["medium", "medium"], ["low", "low"]]),
+    select("kev", "Known exploited", [["", "any"], ["true", "in KEV"]]),
+    field("EPSS at least", { name: "epss_min", type: "number", step: "0.01", min: "0", max: "1", value: params.get("epss_min") || "" }),
+    select("status", "Status", [["", "open"], ["accepted", "triaged away"], ["fixed", "fixed"], ["all", "all"]]),
+    field("CVE or text", { name: "search", value: params.get("search") || "" }),
+    el("button", { type: "submit" }, "Filter"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (String(v).trim()) next.set(k, String(v).trim());
+    go(`/console/vulnerabilities${next.size ? `?${next}` : ""}`);
+  });
+  const out = [el("h1", {}, "Vulnerabilities"), form];
+  try {
+    const result = await api("GET", `/vulnerabilities/?${query}`);
+    out.push(
+      table(
+        [["CVE"], ["Severity"], ["CVSS", "num"], ["KEV"], ["EPSS", "num"], ["Devices", "num"], ["Applications"], ["Fixed in"]],
+        result.items.map((v) => [
+          el("a", { href: `/console/cves/${encodeURIComponent(v.cve_id)}` }, v.cve_id),
+          v.severity ?? "",
+          v.cvss_score ?? "",
+          v.kev ? "yes" : "",
+          v.epss_score ?? "",
+          v.device_count,
+          (v.applications || []).join(", "),
+          (v.fix_versions || []).join(", "),
+        ]),
+      ),
+      pager(page, params, result.total, limit),
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    showError(form, error);
+  }
+  return out;
+}
+
 async function devices(_match, params) {
   document.title = "Devices - Cairn";
   const limit = 50;
@@ -707,6 +764,7 @@ const ROUTES = [
   [/^\/console\/register$/, (m, p, me) => signIn(m, p, me, true), null, true],
   [/^\/console\/applications$/, applications, "Applications"],
   [/^\/console\/devices$/, devices, "Devices"],
+  [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
   [/^\/console\/integrations\/([^/]+)$/, integration, null],
@@ -730,6 +788,7 @@ function navigation(me) {
     ["/console/", "Overview"],
     ["/console/applications", "Applications"],
     ["/console/devices", "Devices"],
+    ["/console/vulnerabilities", "Vulnerabilities"],
     ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],
     ["/console/reports", "Reports"],
