@@ -99,6 +99,12 @@ try {
   result.checks.devices = await page.locator("main tbody tr").allTextContents();
   result.checks.devices_errors = await page.locator("main .error, main .field-error").allTextContents();
   await shot(page, "05-devices");
+  await page.getByRole("link", { name: "WS-01", exact: true }).click();
+  await page.getByRole("heading", { name: "WS-01" }).waitFor();
+  await drawn(page);
+  result.checks.device_cves = await page.locator("main table").first().locator("tbody tr td:first-child").allTextContents();
+  result.checks.device_software = await page.locator("main table").nth(1).locator("tbody td").allTextContents();
+  await shot(page, "05b-device");
 
   // Vulnerabilities filtered to KEV, a link to the CVE's page.
   await page.getByRole("link", { name: "Vulnerabilities" }).click();
@@ -258,6 +264,7 @@ try {
     "/console/integrations/rmm",
     "/console/vulnerabilities",
     "/console/register",
+    "/console/devices/WS-01",
   ];
   for (const path of audited) {
     await auditPage.goto(`${base}${path}`);

@@ -256,6 +256,8 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     let devices: Vec<String> = serde_json::from_value(checks["devices"].clone()).unwrap();
     assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
     assert_eq!(checks["cve_devices"], 1, "WS-01 only");
+    assert_eq!(checks["device_cves"], json!(["CVE-2023-2033"]));
+    assert_eq!(checks["device_software"], json!(["Google Chrome"]));
     assert_eq!(checks["triage_error"], "not_affected needs a justification");
     assert!(checks["triage_error_described"].is_string());
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
@@ -288,10 +290,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 13);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 14);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 14);
+    assert_eq!(listed.len(), 15);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

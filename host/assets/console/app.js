@@ -231,6 +231,49 @@ async function applications(_match, params) {
   ];
 }
 
+/** A source's record as label and value rows. */
+function record(name, value) {
+  if (!value || typeof value !== "object") return null;
+  const rows = Object.entries(value)
+    .filter(([, v]) => v !== null && typeof v !== "object")
+    .map(([k, v]) => [k.replaceAll("_", " "), String(v)]);
+  return [el("h2", {}, `As ${name} sees it`), table([["Field"], ["Value"]], rows)];
+}
+
+async function device([, raw]) {
+  const name = decodeURIComponent(raw);
+  document.title = `${name} - Cairn`;
+  const asset = await api("GET", `/devices/by-name/${encodeURIComponent(name)}`);
+  const findings = await api("GET", `/vulnerabilities/?device=${encodeURIComponent(asset.device_name)}&limit=100`);
+  return [
+    el("h1", {}, asset.device_name),
+    figures([
+      ["Platform", asset.os_platform],
+      ["OS version", asset.os_version],
+      ["User", asset.user_email ?? asset.user_name],
+      ["Applications", asset.application_count],
+      ["Sources", (asset.sources || []).join(", ")],
+      ["Last seen", asset.last_seen],
+    ]),
+    el("h2", {}, "Open vulnerabilities"),
+    table(
+      [["CVE"], ["Severity"], ["KEV"], ["Applications"], ["Fixed in"]],
+      findings.items.map((v) => [
+        el("a", { href: `/console/cves/${encodeURIComponent(v.cve_id)}` }, v.cve_id),
+        v.severity ?? "",
+        v.kev ? "yes" : "",
+        (v.applications || []).join(", "),
+        (v.fix_versions || []).join(", "),
+      ]),
+    ),
+    el("h2", {}, "Installed software"),
+    table([["Application"]], (asset.applications || []).map((a) => [a])),
+    record("the mdm", asset.mdm),
+    record("the edr", asset.edr),
+    record("the scanner", asset.scan),
+  ];
+}
+
 async function vulnerabilities(_match, params) {
   document.title = "Vulnerabilities - Cairn";
   const limit = 50;
@@ -323,7 +366,7 @@ async function devices(_match, params) {
       table(
         [["Device"], ["Platform"], ["OS version"], ["User"], ["Applications", "num"], ["Sources"]],
         result.items.map((d) => [
-          d.device_name,
+          el("a", { href: `/console/devices/${encodeURIComponent(d.device_name)}` }, d.device_name),
           d.os_platform ?? "",
           d.os_version ?? "",
           d.user_email ?? d.user_name ?? "",
@@ -764,6 +807,7 @@ const ROUTES = [
   [/^\/console\/register$/, (m, p, me) => signIn(m, p, me, true), null, true],
   [/^\/console\/applications$/, applications, "Applications"],
   [/^\/console\/devices$/, devices, "Devices"],
+  [/^\/console\/devices\/([^/]+)$/, device, null],
   [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
