@@ -71,12 +71,15 @@ try {
 
   await page.getByLabel("Password").fill(process.env.CAIRN_PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { name: "Overview" }).waitFor();
+  await page.getByRole("heading", { name: "Overview", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.widgets = await page.locator("section.widget h2").allTextContents();
+  result.checks.charts = await page.locator("section.widget svg[role=img]").count();
   await shot(page, "02-overview");
 
   // Applications, the hostile name rendered as text.
-  await page.getByRole("link", { name: "Applications" }).click();
-  await page.getByRole("heading", { name: "Applications" }).waitFor();
+  await page.getByRole("link", { name: "Applications", exact: true }).click();
+  await page.getByRole("heading", { name: "Applications", exact: true }).waitFor();
   await page.getByRole("cell", { name: hostile, exact: true }).waitFor();
   result.checks.images_in_main = await page.locator("main img").count();
   await shot(page, "03-applications");
@@ -90,7 +93,7 @@ try {
   await shot(page, "04-applications-filtered");
 
   // Devices through the structured search.
-  await page.getByRole("link", { name: "Devices" }).click();
+  await page.getByRole("link", { name: "Devices", exact: true }).click();
   await page.getByLabel("Device name contains").fill("WS-0");
   await page.getByRole("button", { name: "Search" }).click();
   await page.waitForURL(/name=WS-0/);
@@ -100,14 +103,14 @@ try {
   result.checks.devices_errors = await page.locator("main .error, main .field-error").allTextContents();
   await shot(page, "05-devices");
   await page.getByRole("link", { name: "WS-01", exact: true }).click();
-  await page.getByRole("heading", { name: "WS-01" }).waitFor();
+  await page.getByRole("heading", { name: "WS-01", exact: true }).waitFor();
   await drawn(page);
   result.checks.device_cves = await page.locator("main table").first().locator("tbody tr td:first-child").allTextContents();
   result.checks.device_software = await page.locator("main table").nth(1).locator("tbody td").allTextContents();
   await shot(page, "05b-device");
 
   // Vulnerabilities filtered to KEV, a link to the CVE's page.
-  await page.getByRole("link", { name: "Vulnerabilities" }).click();
+  await page.getByRole("link", { name: "Vulnerabilities", exact: true }).click();
   await page.getByLabel("Known exploited").selectOption("true");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/kev=true/);
@@ -116,10 +119,10 @@ try {
   await shot(page, "14-vulnerabilities");
 
   // A CVE, its triage: an error next to its field, then a change.
-  await page.getByRole("link", { name: "Overview" }).click();
+  await page.getByRole("link", { name: "Overview", exact: true }).click();
   await page.getByLabel("CVE id").fill("CVE-2023-2033");
   await page.getByRole("button", { name: "Open CVE" }).click();
-  await page.getByRole("heading", { name: "CVE-2023-2033" }).waitFor();
+  await page.getByRole("heading", { name: "CVE-2023-2033", exact: true }).waitFor();
   await drawn(page);
   result.checks.cve_devices = await page.locator("main table").nth(1).locator("tbody tr").count();
   await page.getByLabel("Status").selectOption("not_affected");
@@ -138,7 +141,7 @@ try {
 
   // The partner's view across customers.
   await page.getByRole("link", { name: "Customers" }).click();
-  await page.getByRole("heading", { name: "By customer" }).waitFor();
+  await page.getByRole("heading", { name: "By customer", exact: true }).waitFor();
   await drawn(page);
   result.checks.customers = await page.locator("main tbody tr").allTextContents();
   await shot(page, "07-partner-overview");
@@ -174,13 +177,13 @@ try {
   await shot(page, "10-reports");
 
   await page.getByRole("link", { name: "Jobs" }).click();
-  await page.getByRole("heading", { name: "Jobs" }).waitFor();
+  await page.getByRole("heading", { name: "Jobs", exact: true }).waitFor();
   await drawn(page);
   result.checks.job_kinds = await page.locator("main tbody tr td:first-child").allTextContents();
   await shot(page, "11-jobs");
 
   await page.getByRole("link", { name: "Members" }).click();
-  await page.getByRole("heading", { name: "Members" }).waitFor();
+  await page.getByRole("heading", { name: "Members", exact: true }).waitFor();
   await page.getByLabel("Email").fill("colleague@example.com");
   await page.getByRole("button", { name: "Invite" }).click();
   await page.getByRole("cell", { name: "colleague@example.com" }).waitFor();
@@ -190,7 +193,7 @@ try {
   // synced with live progress; its secret is write-only.
   await page.getByRole("link", { name: "Integrations" }).click();
   await page.getByRole("link", { name: "rmm", exact: true }).click();
-  await page.getByRole("heading", { name: "Integration: rmm" }).waitFor();
+  await page.getByRole("heading", { name: "Integration: rmm", exact: true }).waitFor();
   await drawn(page);
   await page.locator("input[name=base_url]").fill(process.env.CAIRN_RMM_URL);
   await page.locator("input[name=username]").fill(process.env.CAIRN_RMM_USER);
@@ -223,7 +226,7 @@ try {
   watch(phone);
   await phone.setViewportSize({ width: 390, height: 844 });
   await phone.goto(`${base}/console/applications`);
-  await phone.getByRole("heading", { name: "Applications" }).waitFor();
+  await phone.getByRole("heading", { name: "Applications", exact: true }).waitFor();
   result.checks.phone_overflow = await phone.evaluate(
     () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
   );
@@ -241,7 +244,7 @@ try {
   await fresh.getByLabel("Password").fill("a long enough passphrase");
   await fresh.getByLabel("Organization").fill("Newcomer Ltd");
   await fresh.getByRole("button", { name: "Create account" }).click();
-  await fresh.getByRole("heading", { name: "Overview" }).waitFor();
+  await fresh.getByRole("heading", { name: "Overview", exact: true }).waitFor();
   result.checks.registered_as = await fresh.locator("main p.muted").first().textContent();
   await newcomer.close();
 

@@ -241,6 +241,17 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         compressed_assets()
     );
     assert_eq!(checks["redirected_to"], "/console/login");
+    // The default dashboard's widgets, with charts drawn.
+    assert!(
+        checks["widgets"].as_array().unwrap().len() >= 4,
+        "{}",
+        checks["widgets"]
+    );
+    assert!(
+        checks["charts"].as_i64().unwrap() >= 1,
+        "{}",
+        checks["charts"]
+    );
     assert_eq!(checks["login_error"], "wrong email or password");
     // The hostile name is text: no image, no script ran, no policy broken.
     assert_eq!(checks["images_in_main"], 0);

@@ -84,7 +84,9 @@ function field(label, attrs) {
 function table(columns, rows) {
   return el(
     "div",
-    { class: "table-wrap" },
+    // Focusable, so that a keyboard can scroll a table wider than the
+    // screen.
+    { class: "table-wrap", tabindex: 0 },
     el(
       "table",
       {},
@@ -171,10 +173,84 @@ async function signIn(_match, _params, _me, register) {
   ];
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  node.append(...children);
+  return node;
+}
+
+/** Horizontal bars of labelled values, drawn as SVG (no script or style
+ * inline), with the values as text beside them. */
+function barChart(title, items) {
+  const max = Math.max(1, ...items.map((i) => i.value));
+  const row = 22;
+  const chart = svg("svg", {
+    viewBox: `0 0 400 ${items.length * row + 4}`,
+    width: "100%",
+    role: "img",
+    "aria-label": `${title}: ${items.map((i) => `${i.label} ${i.value}`).join(", ")}`,
+  });
+  items.forEach((item, n) => {
+    const y = n * row + 2;
+    chart.append(
+      svg("text", { x: 0, y: y + 14, "font-size": 12, fill: "#1b1f24" }, document.createTextNode(item.label)),
+      svg("rect", { x: 140, y, width: Math.max(1, (item.value / max) * 200), height: 16, fill: "#0b5cad" }),
+      svg("text", { x: 346, y: y + 14, "font-size": 12, fill: "#1b1f24" }, document.createTextNode(String(item.value))),
+    );
+  });
+  return chart;
+}
+
+/** Values by day as a line, drawn as SVG. */
+function lineChart(title, points) {
+  const max = Math.max(1, ...points.map((p) => p.value));
+  const step = points.length > 1 ? 380 / (points.length - 1) : 0;
+  const coords = points.map((p, i) => `${10 + i * step},${110 - (p.value / max) * 100}`).join(" ");
+  const last = points[points.length - 1];
+  return svg(
+    "svg",
+    {
+      viewBox: "0 0 400 120",
+      width: "100%",
+      role: "img",
+      "aria-label": `${title}: ${points.length} days${last ? `, ${last.value} on ${last.date}` : ""}`,
+    },
+    svg("polyline", { points: coords || "10,110", fill: "none", stroke: "#0b5cad", "stroke-width": 2 }),
+    ...points.map((p, i) => svg("circle", { cx: 10 + i * step, cy: 110 - (p.value / max) * 100, r: 3, fill: "#0b5cad" })),
+  );
+}
+
+function widgetBody(title, data) {
+  switch (data.shape) {
+    case "number":
+      return el("p", { class: "big" }, data.value === null ? "–" : `${data.value}${data.unit && data.unit !== "count" ? ` ${data.unit}` : ""}`);
+    case "categories":
+      return data.items.length ? barChart(title, data.items) : el("p", { class: "muted" }, "Nothing yet.");
+    case "series":
+      return data.points.length ? lineChart(title, data.points) : el("p", { class: "muted" }, "Nothing yet.");
+    case "rows":
+      return table(data.columns.map((c) => [c.replaceAll("_", " ")]), data.rows.map((r) => r.map((v) => (v === null ? "" : String(v)))));
+    default:
+      return el("p", { class: "muted" }, "This widget's shape is not shown here.");
+  }
+}
+
 async function home(_match, _params, me) {
   document.title = "Overview - Cairn";
-  const stats = await api("GET", "/vulnerabilities/stats");
-  const numbers = Object.entries(stats || {}).filter(([, v]) => typeof v === "number");
+  const dashboard = await api("GET", "/dashboards/default");
+  const widgets = await Promise.all(
+    (dashboard.widgets || []).map(async (w) => {
+      try {
+        const data = await api("POST", `/dashboards/widgets/${w.id}/data`);
+        return el("section", { class: "widget", "aria-label": w.title, tabindex: 0 }, el("h2", {}, w.title), widgetBody(w.title, data.data));
+      } catch (error) {
+        return el("section", { class: "widget" }, el("h2", {}, w.title), el("p", { class: "error" }, error.message));
+      }
+    }),
+  );
   const lookup = el(
     "form",
     { class: "inline", role: "search" },
@@ -188,10 +264,9 @@ async function home(_match, _params, me) {
   return [
     el("h1", {}, "Overview"),
     el("p", { class: "muted" }, `Signed in as ${me.email} (${me.role}).`),
-    el("h2", {}, "Vulnerabilities"),
-    figures(numbers.map(([k, v]) => [k.replaceAll("_", " "), v])),
     el("h2", {}, "Research a CVE"),
     lookup,
+    el("div", { class: "widgets" }, widgets),
   ];
 }
 
