@@ -79,7 +79,10 @@ async fn the_console_is_served_with_its_policy(backend: Backend) {
 
     // Nothing is loaded from another origin.
     for file in ["index.html", "app.js", "style.css"] {
-        let text = std::fs::read_to_string(console_dir().join(file)).unwrap();
+        // The SVG namespace is a name, not an address anything loads.
+        let text = std::fs::read_to_string(console_dir().join(file))
+            .unwrap()
+            .replace("http://www.w3.org/2000/svg", "");
         assert!(
             !text.contains("http://") && !text.contains("https://"),
             "{file} names another origin"
