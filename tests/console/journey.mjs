@@ -89,6 +89,7 @@ try {
   await drawn(page);
   await page.getByRole("cell", { name: "Google Chrome", exact: true }).waitFor();
   result.checks.filtered_rows = await page.locator("main tbody tr").count();
+  result.checks.chrome_versions = await page.locator("main tbody tr td").nth(3).textContent();
   result.checks.filtered_url = new URL(page.url()).search;
   await shot(page, "04-applications-filtered");
 
@@ -108,6 +109,15 @@ try {
   result.checks.device_cves = await page.locator("main table").first().locator("tbody tr td:first-child").allTextContents();
   result.checks.device_software = await page.locator("main table").nth(1).locator("tbody td").allTextContents();
   await shot(page, "05b-device");
+
+  // Research an application from its row.
+  await page.getByRole("link", { name: "Applications", exact: true }).click();
+  await drawn(page);
+  await page.getByRole("link", { name: "Google Chrome", exact: true }).click();
+  await page.getByRole("heading", { name: "Versions you run", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.research_versions = await page.locator("main table").first().locator("tbody tr").allTextContents();
+  await shot(page, "05c-research");
 
   // Vulnerabilities filtered to KEV, a link to the CVE's page.
   await page.getByRole("link", { name: "Vulnerabilities", exact: true }).click();
@@ -163,6 +173,7 @@ try {
   await page.getByRole("button", { name: "Upload" }).click();
   await page.getByText("software.csv: succeeded").waitFor({ timeout: 30000 });
   result.checks.upload_figures = await page.locator("#upload-status dd").allTextContents();
+  result.checks.fill_rates = await page.locator("#upload-status tbody tr").allTextContents();
   await shot(page, "09-uploads");
 
   // A report, generated and downloaded.
@@ -268,6 +279,7 @@ try {
     "/console/vulnerabilities",
     "/console/register",
     "/console/devices/WS-01",
+    "/console/research?application=Google+Chrome",
   ];
   for (const path of audited) {
     await auditPage.goto(`${base}${path}`);

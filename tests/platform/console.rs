@@ -266,6 +266,20 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         result["csp_violations"]
     );
     assert_eq!(checks["filtered_rows"], 1);
+    let versions = checks["chrome_versions"].as_str().unwrap_or_default();
+    assert!(
+        versions.contains("112.0.5615.49 (1)") && versions.contains("112.0.5615.121 (1)"),
+        "{versions}"
+    );
+    let researched: Vec<String> =
+        serde_json::from_value(checks["research_versions"].clone()).unwrap();
+    assert_eq!(researched.len(), 2, "{researched:?}");
+    assert!(
+        researched
+            .iter()
+            .any(|r| r.contains("112.0.5615.49") && r.contains("CVE-2023-2033")),
+        "{researched:?}"
+    );
     assert_eq!(checks["filtered_url"], "?search=chrome");
     let devices: Vec<String> = serde_json::from_value(checks["devices"].clone()).unwrap();
     assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
@@ -304,10 +318,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 14);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 15);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 15);
+    assert_eq!(listed.len(), 16);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -293,12 +293,12 @@ async function applications(_match, params) {
     el("h1", {}, "Applications"),
     form,
     table(
-      [["Application"], ["Vendor"], ["Devices", "num"], ["Most common version"], ["Open CVEs", "num"]],
+      [["Application"], ["Vendor"], ["Devices", "num"], ["Versions (devices)"], ["Open CVEs", "num"]],
       result.items.map((a) => [
-        a.name,
+        el("a", { href: `/console/research?${new URLSearchParams({ application: a.name })}` }, a.name),
         a.vendor ?? "",
         a.device_count,
-        a.most_common_version ?? "",
+        (a.version_counts || []).map((v) => `${v.version} (${v.count})`).join(", "),
         a.cve_count,
       ]),
     ),
@@ -347,6 +347,66 @@ async function device([, raw]) {
     record("the edr", asset.edr),
     record("the scanner", asset.scan),
   ];
+}
+
+async function research(_match, params) {
+  document.title = "Research - Cairn";
+  const application = params.get("application") || "";
+  const vendor = params.get("vendor") || "";
+  const product = params.get("product") || "";
+  const form = el(
+    "form",
+    { class: "inline", role: "search" },
+    field("Application (as installed)", { name: "application", value: application }),
+    el("span", { class: "muted" }, "or"),
+    field("CPE vendor", { name: "vendor", value: vendor }),
+    field("CPE product", { name: "product", value: product }),
+    el("button", { type: "submit" }, "Research"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (String(v).trim()) next.set(k, String(v).trim());
+    go(`/console/research?${next}`);
+  });
+  const out = [el("h1", {}, "Research"), form];
+  if (!application && !(vendor && product)) return out;
+  const query = new URLSearchParams();
+  if (application) query.set("application", application);
+  else {
+    query.set("vendor", vendor);
+    query.set("product", product);
+  }
+  try {
+    const found = await api("GET", `/research/product?${query}`);
+    out.push(
+      el("p", {}, `Products: ${found.products.join(", ") || "none identified"}. Newest version in use: ${found.newest_version_in_use ?? "–"}.`),
+      el("h2", {}, "Versions you run"),
+      table(
+        [["Application"], ["Version"], ["Devices", "num"], ["Vulnerable"], ["Open CVEs"], ["Fixed in"]],
+        found.versions.map((v) => [
+          v.application_name,
+          v.version,
+          v.device_count,
+          v.vulnerable ? "yes" : "no",
+          v.open_cves.join(", "),
+          v.fix_version ?? "",
+        ]),
+      ),
+      el("h2", {}, `CVEs of the product (${found.cve_total})`),
+      table(
+        [["CVE"], ["Your devices", "num"]],
+        found.cves.map((c) => [
+          el("a", { href: `/console/cves/${encodeURIComponent(c.cve_id)}` }, c.cve_id),
+          c.device_count,
+        ]),
+      ),
+    );
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    showError(form, error);
+  }
+  return out;
 }
 
 async function vulnerabilities(_match, params) {
@@ -650,6 +710,11 @@ async function uploads() {
         ["Duplicates", upload.duplicates],
       ]),
       upload.error ? el("p", { class: "error" }, upload.error) : null,
+      el("h2", {}, "How full each column is"),
+      table(
+        [["Column"], ["Rows with a value", "num"]],
+        Object.entries(upload.fill_rate || {}).map(([column, rate]) => [column, `${Math.round(rate * 100)} %`]),
+      ),
     );
   });
   return [el("h1", {}, "Uploads"), form, el("h2", {}, "Progress"), status];
@@ -884,6 +949,7 @@ const ROUTES = [
   [/^\/console\/devices$/, devices, "Devices"],
   [/^\/console\/devices\/([^/]+)$/, device, null],
   [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
+  [/^\/console\/research$/, research, "Research"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
   [/^\/console\/integrations\/([^/]+)$/, integration, null],
@@ -908,6 +974,7 @@ function navigation(me) {
     ["/console/applications", "Applications"],
     ["/console/devices", "Devices"],
     ["/console/vulnerabilities", "Vulnerabilities"],
+    ["/console/research", "Research"],
     ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],
     ["/console/reports", "Reports"],
