@@ -571,6 +571,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "tenant",
     "tenants",
     "invites",
+    "partner",
     "jobs",
     "integrations",
     "inventory",
