@@ -155,6 +155,14 @@ try {
   await drawn(page);
   result.checks.customers = await page.locator("main tbody tr").allTextContents();
   await shot(page, "07-partner-overview");
+  // Acting in the customer from its row, and back.
+  await page.getByRole("button", { name: "Act in Acme Dental" }).click();
+  await page.getByText(/^Acting in a customer as/).waitFor();
+  await page.getByRole("link", { name: "Applications", exact: true }).click();
+  await drawn(page);
+  result.checks.acting_applications = await page.locator("main tbody tr").allTextContents();
+  await page.getByRole("button", { name: "Back to your organization" }).click();
+  await page.getByRole("heading", { name: "By customer", exact: true }).waitFor();
 
   // A bookmarked URL opens its page directly.
   await page.goto(`${base}/console/applications?search=7-zip`);

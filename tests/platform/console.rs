@@ -290,6 +290,14 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert!(checks["triage_error_described"].is_string());
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
     assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
+    // Acting in the (empty) customer shows its data, not the partner's.
+    assert_eq!(checks["acting_applications"], json!(["Nothing here yet."]));
+    let audit = app.get("/api/v1/partner/audit", &owner.bearer()).await;
+    assert!(
+        audit.text.contains("/api/v1/partner/customers"),
+        "{}",
+        audit.text
+    );
     assert_eq!(checks["bookmark_rows"], 1);
     assert_eq!(
         checks["storage_keys"], 0,

@@ -263,7 +263,11 @@ async function home(_match, _params, me) {
   });
   return [
     el("h1", {}, "Overview"),
-    el("p", { class: "muted" }, `Signed in as ${me.email} (${me.role}).`),
+    el(
+      "p",
+      { class: "muted" },
+      me.acting ? `Acting in a customer as ${me.email} (${me.role}); every change is audited.` : `Signed in as ${me.email} (${me.role}).`,
+    ),
     el("h2", {}, "Research a CVE"),
     lookup,
     el("div", { class: "widgets" }, widgets),
@@ -623,7 +627,7 @@ async function partnerOverview() {
         ["Data"],
       ],
       overview.customers.map((c) => [
-        c.name,
+        el("span", {}, c.name, " ", actButton(c)),
         c.devices,
         c.critical,
         c.high,
@@ -634,6 +638,16 @@ async function partnerOverview() {
       ]),
     ),
   ];
+}
+
+/** Act in a customer: the session itself switches to it. */
+function actButton(customer) {
+  const button = el("button", { type: "button", "aria-label": `Act in ${customer.name}` }, "Act in");
+  button.addEventListener("click", async () => {
+    await api("POST", "/auth/act-as", { customer_id: customer.customer_id });
+    go("/console/");
+  });
+  return button;
 }
 
 async function partnerCve([, raw]) {
@@ -985,6 +999,14 @@ function navigation(me) {
   for (const [href, label] of links) {
     const current = location.pathname === href || (href !== "/console/" && location.pathname.startsWith(href));
     nav.append(el("li", {}, el("a", { href, "aria-current": current ? "page" : null }, label)));
+  }
+  if (me.acting) {
+    const back = el("button", { type: "button" }, "Back to your organization");
+    back.addEventListener("click", async () => {
+      await api("DELETE", "/auth/act-as");
+      go("/console/partner");
+    });
+    nav.append(el("li", {}, back));
   }
   const out = el("button", { type: "button" }, "Sign out");
   out.addEventListener("click", async () => {
