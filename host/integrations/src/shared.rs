@@ -108,12 +108,7 @@ async fn list_shares(
     let connector = own.as_ref().and_then(|c| c.connector.clone());
     // Only current, reached customers: a removed customer's share no
     // longer serves it.
-    let customers: std::collections::HashSet<String> = partner
-        .customers(&state.db)
-        .await?
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
+    let customers = partner.customer_ids(&state.db).await?;
     let shares = storage::shares(&state.db, &partner.partner, &area)
         .await?
         .into_iter()
@@ -284,12 +279,7 @@ async fn sync_shares(
             "the partner has no {area} config"
         )));
     }
-    let customers: std::collections::HashSet<String> = partner
-        .customers(&state.db)
-        .await?
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
+    let customers = partner.customer_ids(&state.db).await?;
     let mut started = vec![];
     for share in storage::shares(&state.db, &partner.partner, &area)
         .await?

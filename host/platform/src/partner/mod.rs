@@ -171,6 +171,16 @@ impl PartnerCaller {
             .collect())
     }
 
+    /// The ids of the customers of the partner this caller reaches.
+    pub async fn customer_ids(&self, db: &Db) -> sqlx::Result<HashSet<String>> {
+        Ok(self
+            .customers(db)
+            .await?
+            .into_iter()
+            .map(|c| c.id)
+            .collect())
+    }
+
     /// The customer `id` if the caller reaches it; another partner's
     /// customer and an unassigned one are both "not found".
     pub async fn customer(&self, db: &Db, id: &str) -> ApiResult<CustomerRow> {

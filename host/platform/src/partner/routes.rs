@@ -152,26 +152,22 @@ async fn create_customer(
         }
     }
     let row = storage::create_customer(&state.db, &partner.partner, &name, &timezone).await?;
-    for group in &body.group_ids {
-        let mut members: Vec<String> = storage::group_members(&state.db, &partner.partner)
-            .await?
-            .into_iter()
-            .filter(|(g, _)| g == group)
-            .map(|(_, c)| c)
-            .collect();
-        members.push(row.id.clone());
-        storage::save_group(
-            &state.db,
-            &partner.partner,
-            group,
-            false,
-            GroupChanges {
+    if !body.group_ids.is_empty() {
+        // Members of every named group, read once, with the new customer.
+        let mut members: HashMap<String, Vec<String>> = HashMap::new();
+        for (group, customer) in storage::group_members(&state.db, &partner.partner).await? {
+            members.entry(group).or_default().push(customer);
+        }
+        for group in &body.group_ids {
+            let mut ids = members.remove(group).unwrap_or_default();
+            ids.push(row.id.clone());
+            let changes = GroupChanges {
                 name: None,
                 description: None,
-                customer_ids: Some(&members),
-            },
-        )
-        .await?;
+                customer_ids: Some(&ids),
+            };
+            storage::save_group(&state.db, &partner.partner, group, false, changes).await?;
+        }
     }
     tracing::info!(partner_id = %partner.partner.as_str(), customer_id = %row.id, "created a customer tenant");
     let groups = groups_by_customer(&state, &partner).await?;
