@@ -40,44 +40,73 @@ def call(base, method, path, body=None, token=None):
         return json.loads(response.read() or b"null")
 
 
-def fuzz(st, schema, token, examples, report, exclude, workdir):
-    args = [
-        st, "run", schema,
-        "-H", "Authorization: Bearer " + token,
-        "--checks", CHECKS,
-        "--max-examples", str(examples),
-        "--phases", "examples,coverage,fuzzing",
-        # One worker: with two, hypothesis parses lambda sources on two
-        # threads at once, which CPython 3.11 can fail with a SystemError
-        # ("AST constructor recursion depth mismatch"): a tool error that is
-        # no finding.
-        "--workers", "1",
-        "--seed", "20261123",
-        "--no-shrink",
-        "--report", "json",
-        "--report-json-path", report,
-    ]
-    for path in exclude:
-        args += ["--exclude-path", path]
-    # In the scratch directory: schemathesis keeps a cache of earlier
-    # failures in its working directory, and a run must not depend on one.
-    code = subprocess.run(args, cwd=workdir).returncode
-    with open(report) as f:
-        result = json.load(f)
-    failures = {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
-    server_errors = sum(n for k, n in failures.items() if k.startswith("ST101"))
-    print(
-        "== fuzzed {}: {} operations, {} generated cases, {} with 5xx, "
-        "{} failing checks {}".format(
-            schema,
-            result["operations"]["tested"],
-            result["test_cases"]["generated"],
-            server_errors,
-            sum(failures.values()),
-            failures or "",
+class Run:
+    """One schemathesis run over the operations of `schema` whose path
+    matches `split` (a regex; with `matching` false, those that do not), less
+    the `exclude` paths; started at once."""
+
+    def __init__(self, st, schema, token, examples, report, workdir, split=None, matching=True,
+                 exclude=()):
+        self.schema, self.report = schema, report
+        self.label = schema
+        if split:
+            self.label += " (paths %s %s)" % ("matching" if matching else "not matching", split)
+        args = [
+            st, "run", schema,
+            "-H", "Authorization: Bearer " + token,
+            "--checks", CHECKS,
+            "--max-examples", str(examples),
+            "--phases", "examples,coverage,fuzzing",
+            # One worker: with two, hypothesis parses lambda sources on two
+            # threads at once, which CPython 3.11 can fail with a SystemError
+            # ("AST constructor recursion depth mismatch"): a tool error that
+            # is no finding. Two runs in two processes use both cores instead.
+            "--workers", "1",
+            "--seed", "20261123",
+            "--no-shrink",
+            "--report", "json",
+            "--report-json-path", report,
+        ]
+        if split:
+            args += ["--include-path-regex" if matching else "--exclude-path-regex", split]
+        for path in exclude:
+            args += ["--exclude-path", path]
+        # Each run in its own scratch directory: schemathesis keeps a cache
+        # of earlier failures in its working directory, and a run must not
+        # depend on one. Its output is kept apart and printed when it ends,
+        # so two runs at once do not interleave.
+        os.makedirs(workdir, exist_ok=True)
+        self.output = open(os.path.join(workdir, "output.txt"), "w+")
+        self.process = subprocess.Popen(args, cwd=workdir, stdout=self.output, stderr=subprocess.STDOUT)
+
+    def finish(self):
+        code = self.process.wait()
+        self.output.seek(0)
+        sys.stdout.write(self.output.read())
+        self.output.close()
+        with open(self.report) as f:
+            result = json.load(f)
+        failures = {f["code"] + " " + f["title"]: f["count"] for f in result["failures"]}
+        server_errors = sum(n for k, n in failures.items() if k.startswith("ST101"))
+        print(
+            "== fuzzed {}: {} operations, {} generated cases, {} with 5xx, "
+            "{} failing checks {}".format(
+                self.label,
+                result["operations"]["tested"],
+                result["test_cases"]["generated"],
+                server_errors,
+                sum(failures.values()),
+                failures or "",
+            ),
+            flush=True,
         )
-    )
-    return code
+        return code
+
+
+# The /api/v1 operations are fuzzed by two processes at once (a core each),
+# split by the path's first segment into about equal halves of the work:
+# those matching this, and the rest.
+SPLIT = "^/api/v1/([a-o]|partner)"
 
 
 def main():
@@ -93,27 +122,35 @@ def main():
     )
     base, data = service.base, service.data
     try:
-        account = call(base, "POST", "/api/v1/auth/register", {
-            "email": "fuzz@example.com",
-            "password": "correct horse battery staple",
-            "organization": "Fuzzing MSP",
-        })
-        token = account["access_token"]
-        client = call(base, "POST", "/api/v1/portal/clients", {"name": "Fuzzed Customer"}, token)
+        tokens = []
+        for n in (1, 2):
+            # An account (a tenant) per run, so the two runs do not change
+            # each other's data as they go.
+            account = call(base, "POST", "/api/v1/auth/register", {
+                "email": "fuzz%d@example.com" % n,
+                "password": "correct horse battery staple",
+                "organization": "Fuzzing MSP %d" % n,
+            })
+            tokens.append(account["access_token"])
+        client = call(base, "POST", "/api/v1/portal/clients", {"name": "Fuzzed Customer"}, tokens[1])
         key = call(base, "POST", "/api/v1/portal/clients/%s/keys" % client["id"],
-                   {"label": "fuzzing"}, token)
+                   {"label": "fuzzing"}, tokens[1])
         examples = int(examples)
-        codes = [
-            # Signing out would end the session the run fuzzes with. The
-            # CVE search asks NVD on every call, which this machine cannot
-            # reach: its answer is a 502 whatever the input (its input
-            # checks are covered by tests/platform/subscriptions.rs).
-            fuzz(st, base + "/openapi.json", token, examples,
-                 os.path.join(data, "api.json"),
-                 ["/api/v1/auth/logout", "/api/v1/subscriptions/cves/search"], data),
-            fuzz(st, base + "/api/openapi.json", key["key"], examples,
-                 os.path.join(data, "portal.json"), [], data),
-        ]
+        # Signing out would end the session the run fuzzes with. The CVE
+        # search asks NVD on every call, which this machine cannot reach:
+        # its answer is a 502 whatever the input (its input checks are
+        # covered by tests/platform/subscriptions.rs).
+        exclude = ["/api/v1/auth/logout", "/api/v1/subscriptions/cves/search"]
+        first = Run(st, base + "/openapi.json", tokens[0], examples,
+                    os.path.join(data, "api-1.json"), os.path.join(data, "run-1"),
+                    SPLIT, True, exclude)
+        second = Run(st, base + "/openapi.json", tokens[1], examples,
+                     os.path.join(data, "api-2.json"), os.path.join(data, "run-2"),
+                     SPLIT, False, exclude)
+        codes = [second.finish()]
+        portal = Run(st, base + "/api/openapi.json", key["key"], examples,
+                     os.path.join(data, "portal.json"), os.path.join(data, "run-portal"))
+        codes += [first.finish(), portal.finish()]
     finally:
         service.stop()
     if any(codes):

@@ -76,6 +76,20 @@ try {
   result.checks.widgets = await page.locator("section.widget h2").allTextContents();
   result.checks.charts = await page.locator("section.widget svg[role=img]").count();
   await shot(page, "02-overview");
+  // The dashboard changed from the page: a widget added, then removed.
+  await page.getByLabel("Title").fill("Where devices come from");
+  await page.getByLabel("Metric").selectOption("devices_by_source");
+  result.checks.widget_types_offered = await Promise.all(
+    (await page.locator("select[name=widget_type] option").all()).map((o) => o.getAttribute("value")),
+  );
+  await page.getByLabel("Shown as").selectOption("bar");
+  await page.getByRole("button", { name: "Add widget" }).click();
+  await page.getByRole("region", { name: "Where devices come from" }).locator("svg[role=img]").waitFor();
+  result.checks.widget_added = await page.getByRole("region", { name: "Where devices come from" }).locator("svg").getAttribute("aria-label");
+  await page.getByRole("button", { name: "Remove the widget Where devices come from" }).click();
+  await page.getByRole("region", { name: "Where devices come from" }).waitFor({ state: "detached" });
+  await drawn(page);
+  result.checks.widgets_after_removal = await page.locator("section.widget h2").count();
 
   // Applications, the hostile name rendered as text.
   await page.getByRole("link", { name: "Applications", exact: true }).click();
@@ -163,6 +177,34 @@ try {
   result.checks.acting_applications = await page.locator("main tbody tr").allTextContents();
   await page.getByRole("button", { name: "Back to your organization" }).click();
   await page.getByRole("heading", { name: "By customer", exact: true }).waitFor();
+  // Groups of customers, the overview narrowed to one.
+  await page.getByRole("link", { name: "Customers and groups" }).click();
+  await page.getByRole("heading", { name: "Groups", exact: true }).waitFor();
+  await page.getByLabel("Group name").fill("Maintenance contract");
+  await page.getByRole("checkbox", { name: "Acme Dental" }).check();
+  await page.getByRole("button", { name: "Create group" }).click();
+  await page.getByRole("link", { name: "Maintenance contract" }).waitFor();
+  result.checks.group_members = await page.locator("main table").nth(1).locator("tbody tr td").nth(1).textContent();
+  await shot(page, "07b-partner-groups");
+  await page.getByRole("link", { name: "Maintenance contract" }).click();
+  await page.waitForURL(/group_id=/);
+  await drawn(page);
+  result.checks.group_overview = await Promise.all(
+    (await page.locator("main tbody tr").all()).map(async (row) => (await row.locator("td").first().textContent()).replace(/Act in$/, "").trim()),
+  );
+  // One application across customers.
+  await page.getByRole("link", { name: "Applications across customers" }).click();
+  await page.getByLabel("Application name contains").fill("chrome");
+  await page.getByRole("button", { name: "Find" }).click();
+  await page.waitForURL(/name=chrome/);
+  await drawn(page);
+  result.checks.across_customers = await page.locator("main tbody tr").allTextContents();
+  await shot(page, "07c-partner-applications");
+  await page.getByRole("link", { name: "Audit", exact: true }).click();
+  await page.getByRole("heading", { name: "Audit", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.audit_rows = await page.locator("main tbody tr").allTextContents();
+  await shot(page, "07d-partner-audit");
 
   // A bookmarked URL opens its page directly.
   await page.goto(`${base}/console/applications?search=7-zip`);
@@ -207,6 +249,29 @@ try {
   await page.getByRole("button", { name: "Invite" }).click();
   await page.getByRole("cell", { name: "colleague@example.com" }).waitFor();
   await shot(page, "12-members");
+  // The invite's link opens the console's page for it; joining signs in.
+  const inviteHref = await page.locator("a.invite-link").getAttribute("href");
+  result.checks.invite_link = await page.locator("a.invite-link").textContent();
+  const invited = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const join = await invited.newPage();
+  watch(join);
+  await join.goto(new URL(inviteHref, base).href);
+  await join.getByRole("button", { name: "Join" }).waitFor();
+  result.checks.invite_heading = await join.locator("main h1").textContent();
+  await join.getByLabel("Password").fill("tiny");
+  await join.getByRole("button", { name: "Join" }).click();
+  result.checks.invite_error = await join.locator("label:has(input[name=password]) + .field-error").textContent();
+  await join.getByLabel("Your name").fill("Colleague");
+  await join.getByLabel("Password").fill("a long enough passphrase");
+  await shot(join, "12b-accept-invite");
+  await join.getByRole("button", { name: "Join" }).click();
+  await join.getByRole("heading", { name: "Overview", exact: true }).waitFor();
+  result.checks.joined_as = await join.locator("main p.muted").first().textContent();
+  // The link, once used, says so instead of offering the form again.
+  await join.goto(new URL(inviteHref, base).href);
+  await join.getByRole("heading", { name: "This invite cannot be used" }).waitFor();
+  result.checks.used_invite = await join.getByRole("alert").textContent();
+  await invited.close();
 
   // An integration configured from its connector's schema, tested and
   // synced with live progress; its secret is write-only.
@@ -278,6 +343,9 @@ try {
     "/console/devices",
     "/console/cves/CVE-2023-2033",
     "/console/partner",
+    "/console/partner/groups",
+    "/console/partner/audit",
+    "/console/partner/applications?name=chrome",
     "/console/uploads",
     "/console/reports",
     "/console/jobs",

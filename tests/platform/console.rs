@@ -206,6 +206,17 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         )
         .await;
     assert_eq!(customer.status, 201, "{}", customer.text);
+    // The customer's own inventory, reached by acting in it.
+    let acme = super::partner::act(&app, &owner, customer.body["id"].as_str().unwrap()).await;
+    let acme_rows = vec![software(
+        "AD-01",
+        "Google Chrome",
+        "Google LLC",
+        "111.0.5563.64",
+        "windows",
+    )];
+    app.seed(&acme, "rmm", &acme_rows).await;
+    app.rebuild(&acme).await;
 
     let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/console-screenshots")
@@ -256,6 +267,21 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         checks["charts"]
     );
     assert_eq!(checks["login_error"], "wrong email or password");
+    // A widget added from the page, with only the types that can draw its
+    // metric offered, then removed again.
+    assert_eq!(
+        checks["widget_types_offered"],
+        json!(["bar", "pie", "table", "list"])
+    );
+    let added = checks["widget_added"].as_str().unwrap_or_default();
+    assert!(
+        added.starts_with("Where devices come from: rmm 3"),
+        "{added}"
+    );
+    assert_eq!(
+        checks["widgets_after_removal"].as_u64(),
+        Some(checks["widgets"].as_array().unwrap().len() as u64)
+    );
     // The hostile name is text: no image, no script ran, no policy broken.
     assert_eq!(checks["images_in_main"], 0);
     assert_eq!(result["dialogs"], json!([]));
@@ -290,8 +316,28 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert!(checks["triage_error_described"].is_string());
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
     assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
-    // Acting in the (empty) customer shows its data, not the partner's.
-    assert_eq!(checks["acting_applications"], json!(["Nothing here yet."]));
+    // Acting in the customer shows its data, not the partner's.
+    let acting: Vec<String> =
+        serde_json::from_value(checks["acting_applications"].clone()).unwrap();
+    assert_eq!(acting.len(), 1, "{acting:?}");
+    assert!(acting[0].starts_with("Google Chrome"), "{acting:?}");
+    // The partner's own pages: a group made and shown, an application
+    // across customers, the audit of what was written.
+    assert_eq!(checks["group_members"], "Acme Dental");
+    assert_eq!(checks["group_overview"], json!(["Acme Dental"]));
+    let across: Vec<String> = serde_json::from_value(checks["across_customers"].clone()).unwrap();
+    assert_eq!(across.len(), 1, "{across:?}");
+    assert!(
+        across[0].contains("Acme Dental") && across[0].contains("111.0.5563.64 (1)"),
+        "{across:?}"
+    );
+    let audited: Vec<String> = serde_json::from_value(checks["audit_rows"].clone()).unwrap();
+    assert!(
+        audited
+            .iter()
+            .any(|row| row.contains("POST /api/v1/partner/groups")),
+        "{audited:?}"
+    );
     let audit = app.get("/api/v1/partner/audit", &owner.bearer()).await;
     assert!(
         audit.text.contains("/api/v1/partner/customers"),
@@ -299,6 +345,26 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         audit.text
     );
     assert_eq!(checks["bookmark_rows"], 1);
+    // The invite link opens its page, which joins the tenant as invited.
+    let link = checks["invite_link"].as_str().unwrap_or_default();
+    assert!(link.contains("/console/invites/"), "{link}");
+    let organization = app.get("/api/v1/tenant/me", &owner.bearer()).await.body["name"].clone();
+    assert_eq!(
+        checks["invite_heading"],
+        format!("Join {}", organization.as_str().unwrap_or_default())
+    );
+    assert_eq!(checks["invite_error"], "must be 8 to 256 characters");
+    assert_eq!(
+        checks["joined_as"],
+        "Signed in as colleague@example.com (member)."
+    );
+    assert_eq!(checks["used_invite"], "this invite has already been used.");
+    let members = app.get("/api/v1/tenant/members", &owner.bearer()).await;
+    assert!(
+        members.text.contains("colleague@example.com"),
+        "{}",
+        members.text
+    );
     assert_eq!(
         checks["storage_keys"], 0,
         "nothing kept in the browser's storage"
@@ -326,10 +392,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 15);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 18);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 16);
+    assert_eq!(listed.len(), 20);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -40,7 +40,7 @@ async fn invite_lifecycle_with_mail(backend: Backend) {
     let accept_url = created.body["accept_url"].as_str().unwrap();
     assert_eq!(
         accept_url,
-        format!("https://cairn.example.com/api/v1/invites/{token}")
+        format!("https://cairn.example.com/console/invites/{token}")
     );
 
     let mails = smtp.mails();

@@ -32,7 +32,7 @@ async fn customer(app: &TestApp, partner: &Account, name: &str) -> String {
 
 /// The partner user acting in `customer` through a bearer token: an
 /// account whose tenant is the customer's.
-async fn act(app: &TestApp, user: &Account, customer: &str) -> Account {
+pub(super) async fn act(app: &TestApp, user: &Account, customer: &str) -> Account {
     let acting = app
         .post(
             "/api/v1/auth/act-as",

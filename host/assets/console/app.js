@@ -173,6 +173,50 @@ async function signIn(_match, _params, _me, register) {
   ];
 }
 
+/** The page an invite link opens: who invites, as what; joining signs in. */
+async function acceptInvite([, raw]) {
+  document.title = "Join an organization - Cairn";
+  const token = decodeURIComponent(raw);
+  let invite;
+  try {
+    invite = await api("GET", `/invites/${encodeURIComponent(token)}`);
+  } catch (error) {
+    if (!(error instanceof ApiError) || ![404, 410].includes(error.status)) throw error;
+    const why = error.status === 404 ? "This invite link is not valid: check that it was copied whole." : `${error.message}.`;
+    return [
+      el("h1", {}, "This invite cannot be used"),
+      el("p", { class: "error", role: "alert" }, why),
+      el("p", {}, "Ask whoever invited you for a new invite, or ", el("a", { href: "/console/login" }, "sign in"), "."),
+    ];
+  }
+  const form = el(
+    "form",
+    { class: "stack", novalidate: true },
+    field("Email", { name: "email", type: "email", value: invite.email, readonly: true, autocomplete: "username" }),
+    field("Your name", { name: "name", autocomplete: "name" }),
+    field("Password", { name: "password", type: "password", autocomplete: "new-password", required: true, "aria-describedby": "password-hint" }),
+    el("p", { id: "password-hint", class: "muted" }, "At least 8 characters. If you already have an account with this email, its password."),
+    el("button", { type: "submit" }, "Join"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = Object.fromEntries(new FormData(form));
+    const body = { password: data.password };
+    if (data.name.trim()) body.name = data.name.trim();
+    try {
+      await api("POST", `/invites/${encodeURIComponent(token)}/accept`, body);
+      go("/console/");
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return [
+    el("h1", {}, `Join ${invite.organization}`),
+    el("p", {}, `You are invited as ${invite.role.replaceAll("_", " ")}. The invite expires at ${invite.expires_at}.`),
+    form,
+  ];
+}
+
 const SVG = "http://www.w3.org/2000/svg";
 
 function svg(tag, attrs = {}, ...children) {
@@ -238,16 +282,79 @@ function widgetBody(title, data) {
   }
 }
 
+/** A widget's remove button: the dashboard is drawn again without it. */
+function removeWidget(dashboard, widget) {
+  return el(
+    "button",
+    {
+      type: "button",
+      class: "quiet",
+      "aria-label": `Remove the widget ${widget.title}`,
+      onclick: async () => {
+        await api("DELETE", `/dashboards/${dashboard.id}/widgets/${widget.id}`);
+        render();
+      },
+    },
+    "Remove",
+  );
+}
+
+/** The form that adds a widget: a metric of the catalogue, shown by a type
+ * that can draw the metric's shape. */
+function addWidgetForm(dashboard, metrics, types) {
+  const typeSelect = el("select", { name: "widget_type" });
+  const metricSelect = el(
+    "select",
+    { name: "metric" },
+    metrics.map((m) => el("option", { value: m.name }, m.description)),
+  );
+  const offerTypes = () => {
+    const metric = metrics.find((m) => m.name === metricSelect.value);
+    const fitting = types.filter((t) => metric && t.accepts.includes(metric.shape));
+    typeSelect.replaceChildren(...fitting.map((t) => el("option", { value: t.name }, t.description)));
+  };
+  metricSelect.addEventListener("change", offerTypes);
+  offerTypes();
+  const form = el(
+    "form",
+    { class: "inline", "aria-label": "Add a widget" },
+    field("Title", { name: "title", required: true, maxlength: 100 }),
+    el("label", {}, "Metric", metricSelect),
+    el("label", {}, "Shown as", typeSelect),
+    el("button", { type: "submit" }, "Add widget"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = Object.fromEntries(new FormData(form));
+    try {
+      await api("POST", `/dashboards/${dashboard.id}/widgets`, {
+        title: data.title,
+        widget_type: data.widget_type,
+        data_source: { metric: data.metric },
+      });
+      render();
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return form;
+}
+
 async function home(_match, _params, me) {
   document.title = "Overview - Cairn";
-  const dashboard = await api("GET", "/dashboards/default");
+  const [dashboard, metrics, types] = await Promise.all([
+    api("GET", "/dashboards/default"),
+    api("GET", "/dashboards/catalog/metrics"),
+    api("GET", "/dashboards/catalog/widget-types"),
+  ]);
   const widgets = await Promise.all(
     (dashboard.widgets || []).map(async (w) => {
+      const heading = el("div", { class: "widget-head" }, el("h2", {}, w.title), removeWidget(dashboard, w));
       try {
         const data = await api("POST", `/dashboards/widgets/${w.id}/data`);
-        return el("section", { class: "widget", "aria-label": w.title, tabindex: 0 }, el("h2", {}, w.title), widgetBody(w.title, data.data));
+        return el("section", { class: "widget", "aria-label": w.title, tabindex: 0 }, heading, widgetBody(w.title, data.data));
       } catch (error) {
-        return el("section", { class: "widget" }, el("h2", {}, w.title), el("p", { class: "error" }, error.message));
+        return el("section", { class: "widget" }, heading, el("p", { class: "error" }, error.message));
       }
     }),
   );
@@ -271,6 +378,8 @@ async function home(_match, _params, me) {
     el("h2", {}, "Research a CVE"),
     lookup,
     el("div", { class: "widgets" }, widgets),
+    el("h2", {}, "Add a widget"),
+    addWidgetForm(dashboard, metrics, types),
   ];
 }
 
@@ -591,9 +700,49 @@ async function cve([, raw]) {
   ];
 }
 
-async function partnerOverview() {
+/** The partner pages' own links. */
+function partnerLinks() {
+  return el(
+    "p",
+    { class: "inline" },
+    el("a", { href: "/console/partner" }, "By customer"),
+    " · ",
+    el("a", { href: "/console/partner/groups" }, "Customers and groups"),
+    " · ",
+    el("a", { href: "/console/partner/applications" }, "Applications across customers"),
+    " · ",
+    el("a", { href: "/console/partner/audit" }, "Audit"),
+  );
+}
+
+async function partnerOverview(_match, params) {
   document.title = "Customers - Cairn";
-  const overview = await api("GET", "/partner/overview?sort=kev_findings");
+  const groups = await api("GET", "/partner/groups");
+  const group = params.get("group_id") || "";
+  const query = new URLSearchParams({ sort: "kev_findings" });
+  if (group) query.set("group_id", group);
+  const overview = await api("GET", `/partner/overview?${query}`);
+  const byGroup = el(
+    "form",
+    { class: "inline", method: "get", action: "/console/partner" },
+    el(
+      "label",
+      {},
+      "Group",
+      el(
+        "select",
+        { name: "group_id" },
+        el("option", { value: "" }, "All customers"),
+        groups.map((g) => el("option", { value: g.id, selected: g.id === group }, g.name)),
+      ),
+    ),
+    el("button", { type: "submit" }, "Show"),
+  );
+  byGroup.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new FormData(byGroup).get("group_id");
+    go(chosen ? `/console/partner?group_id=${encodeURIComponent(chosen)}` : "/console/partner");
+  });
   const lookup = el(
     "form",
     { class: "inline", role: "search" },
@@ -606,6 +755,8 @@ async function partnerOverview() {
   });
   return [
     el("h1", {}, "Customers"),
+    partnerLinks(),
+    byGroup,
     figures([
       ["Customers", overview.customers.length],
       ["Devices", overview.devices],
@@ -648,6 +799,182 @@ function actButton(customer) {
     go("/console/");
   });
   return button;
+}
+
+/** Customers (added, renamed away, removed) and groups of them. */
+async function partnerGroups() {
+  document.title = "Customers and groups - Cairn";
+  const [customers, groups] = await Promise.all([api("GET", "/partner/customers"), api("GET", "/partner/groups")]);
+  const names = new Map(customers.map((c) => [c.id, c.name]));
+  const addCustomer = el(
+    "form",
+    { class: "inline", "aria-label": "Add a customer" },
+    field("Customer name", { name: "name", required: true }),
+    el("button", { type: "submit" }, "Add customer"),
+  );
+  addCustomer.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", "/partner/customers", Object.fromEntries(new FormData(addCustomer)));
+      render();
+    } catch (error) {
+      showError(addCustomer, error);
+    }
+  });
+  const addGroup = el(
+    "form",
+    { class: "stack", "aria-label": "Create a group" },
+    field("Group name", { name: "name", required: true }),
+    el(
+      "fieldset",
+      {},
+      el("legend", {}, "Customers in it"),
+      customers.map((c) => el("label", { class: "check" }, el("input", { type: "checkbox", name: "customer_ids", value: c.id }), c.name)),
+    ),
+    el("button", { type: "submit" }, "Create group"),
+  );
+  addGroup.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = new FormData(addGroup);
+    try {
+      await api("POST", "/partner/groups", { name: data.get("name"), customer_ids: data.getAll("customer_ids") });
+      render();
+    } catch (error) {
+      showError(addGroup, error);
+    }
+  });
+  const removeGroup = (g) =>
+    el(
+      "button",
+      {
+        type: "button",
+        class: "quiet",
+        "aria-label": `Delete the group ${g.name}`,
+        onclick: async () => {
+          await api("DELETE", `/partner/groups/${g.id}`);
+          render();
+        },
+      },
+      "Delete",
+    );
+  return [
+    el("h1", {}, "Customers and groups"),
+    partnerLinks(),
+    el("h2", {}, "Customers"),
+    table(
+      [["Customer"], ["Members", "num"], ["Groups"], ["Added"]],
+      customers.map((c) => [
+        c.name,
+        c.member_count,
+        c.group_ids.map((id) => groups.find((g) => g.id === id)?.name ?? "").join(", "),
+        c.created_at,
+      ]),
+    ),
+    addCustomer,
+    el("h2", {}, "Groups"),
+    table(
+      [["Group"], ["Customers"], [""]],
+      groups.map((g) => [
+        el("a", { href: `/console/partner?group_id=${encodeURIComponent(g.id)}` }, g.name),
+        g.customer_ids.map((id) => names.get(id) ?? id).join(", "),
+        removeGroup(g),
+      ]),
+    ),
+    addGroup,
+  ];
+}
+
+/** An application's versions in every customer reached. */
+async function partnerApplications(_match, params) {
+  document.title = "Applications across customers - Cairn";
+  const name = params.get("name") || "";
+  const form = el(
+    "form",
+    { class: "inline", role: "search" },
+    field("Application name contains", { name: "name", value: name, required: true, minlength: 2 }),
+    el("button", { type: "submit" }, "Find"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    go(`/console/partner/applications?name=${encodeURIComponent(new FormData(form).get("name").trim())}`);
+  });
+  const content = [el("h1", {}, "Applications across customers"), partnerLinks(), form];
+  if (!name) return content;
+  let found;
+  try {
+    found = await api("GET", `/partner/applications?name=${encodeURIComponent(name)}`);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 422) throw error;
+    showError(form, error);
+    return content;
+  }
+  const rows = found.customers.flatMap((c) =>
+    c.applications.map((a) => [
+      c.customer_name,
+      a.name,
+      a.device_count,
+      a.newest_version ?? "",
+      a.versions.map((v) => `${v.version} (${v.count})`).join(", "),
+    ]),
+  );
+  return [
+    ...content,
+    found.truncated ? el("p", { class: "muted" }, "More applications matched than are shown: narrow the name.") : null,
+    table([["Customer"], ["Application"], ["Devices", "num"], ["Newest"], ["Versions (devices)"]], rows),
+  ];
+}
+
+/** Writes the partner's users made, newest first, a page at a time. */
+async function partnerAudit(_match, params) {
+  document.title = "Audit - Cairn";
+  const customers = await api("GET", "/partner/customers");
+  const names = new Map(customers.map((c) => [c.id, c.name]));
+  const query = new URLSearchParams();
+  for (const key of ["customer_id", "before"]) if (params.get(key)) query.set(key, params.get(key));
+  const audit = await api("GET", `/partner/audit?${query}`);
+  const filter = el(
+    "form",
+    { class: "inline" },
+    el(
+      "label",
+      {},
+      "Customer",
+      el(
+        "select",
+        { name: "customer_id" },
+        el("option", { value: "" }, "All"),
+        customers.map((c) => el("option", { value: c.id, selected: c.id === params.get("customer_id") }, c.name)),
+      ),
+    ),
+    el("button", { type: "submit" }, "Show"),
+  );
+  filter.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new FormData(filter).get("customer_id");
+    go(chosen ? `/console/partner/audit?customer_id=${encodeURIComponent(chosen)}` : "/console/partner/audit");
+  });
+  let older = null;
+  if (audit.next_before) {
+    const next = new URLSearchParams(query);
+    next.set("before", audit.next_before);
+    older = el("nav", { class: "pager", "aria-label": "Pages" }, el("a", { href: `/console/partner/audit?${next}` }, "Older writes"));
+  }
+  return [
+    el("h1", {}, "Audit"),
+    partnerLinks(),
+    filter,
+    table(
+      [["When"], ["Who"], ["Customer"], ["Write"], ["Status", "num"]],
+      audit.items.map((a) => [
+        a.at,
+        a.user_email,
+        a.customer_id ? (names.get(a.customer_id) ?? a.customer_id) : "(partner)",
+        `${a.method} ${a.path}`,
+        a.status,
+      ]),
+    ),
+    older,
+  ];
 }
 
 async function partnerCve([, raw]) {
@@ -796,8 +1123,25 @@ async function jobs(_match, params) {
   ];
 }
 
+/** The invite just created: its link is shown once, on the next drawing. */
+let justInvited = null;
+
+function inviteLink(created) {
+  // The link's own path, so that it opens here even where the service's
+  // public URL names another address.
+  const path = new URL(created.accept_url, location.origin).pathname;
+  return el(
+    "p",
+    { role: "status" },
+    created.email_sent ? `Invite mailed to ${created.invite.email}. ` : `No mail was sent: pass this link on to ${created.invite.email}. `,
+    el("a", { href: path, class: "invite-link" }, created.accept_url),
+  );
+}
+
 async function members() {
   document.title = "Members - Cairn";
+  const created = justInvited;
+  justInvited = null;
   const people = await api("GET", "/tenant/members");
   const invites = await api("GET", "/invites").catch(() => []);
   const form = el(
@@ -810,7 +1154,7 @@ async function members() {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api("POST", "/invites", Object.fromEntries(new FormData(form)));
+      justInvited = await api("POST", "/invites", Object.fromEntries(new FormData(form)));
       render();
     } catch (error) {
       showError(form, error);
@@ -822,6 +1166,7 @@ async function members() {
     table([["Email"], ["Name"], ["Role"], ["Joined"]], people.map((m) => [m.email, m.name ?? "", m.role.replaceAll("_", " "), m.joined_at])),
     el("h2", {}, "Invite someone"),
     form,
+    created ? inviteLink(created) : null,
     el("h2", {}, "Pending invites"),
     table([["Email"], ["Role"], ["Expires"]], pending.map((i) => [i.email, i.role.replaceAll("_", " "), i.expires_at])),
   ];
@@ -959,6 +1304,7 @@ const ROUTES = [
   [/^\/console\/?$/, home, "Overview"],
   [/^\/console\/login$/, (m, p, me) => signIn(m, p, me, false), null, true],
   [/^\/console\/register$/, (m, p, me) => signIn(m, p, me, true), null, true],
+  [/^\/console\/invites\/([^/]+)$/, acceptInvite, null, true],
   [/^\/console\/applications$/, applications, "Applications"],
   [/^\/console\/devices$/, devices, "Devices"],
   [/^\/console\/devices\/([^/]+)$/, device, null],
@@ -973,6 +1319,9 @@ const ROUTES = [
   [/^\/console\/members$/, members, "Members"],
   [/^\/console\/partner$/, partnerOverview, "Customers"],
   [/^\/console\/partner\/cves\/([^/]+)$/, partnerCve, null],
+  [/^\/console\/partner\/groups$/, partnerGroups, null],
+  [/^\/console\/partner\/applications$/, partnerApplications, null],
+  [/^\/console\/partner\/audit$/, partnerAudit, null],
 ];
 
 function go(url) {

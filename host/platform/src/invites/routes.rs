@@ -73,7 +73,9 @@ pub struct CreatedInvite {
     invite: InviteView,
     /// The invite token, shown only here and in the mail.
     token: String,
-    /// Link that verifies the token (GET) and accepts it (POST `/accept`).
+    /// The console's page for the invite (`/console/invites/{token}`): it
+    /// shows the invite (`GET /api/v1/invites/{token}`) and accepts it
+    /// (`POST /api/v1/invites/{token}/accept`).
     accept_url: String,
     /// True when the invite was mailed; false when SMTP is not configured.
     email_sent: bool,
@@ -152,7 +154,7 @@ async fn create_invite(
     )
     .await?;
     let accept_url = format!(
-        "{}/api/v1/invites/{token}",
+        "{}/console/invites/{token}",
         state.settings.public_url.trim_end_matches('/')
     );
     let email_sent = send_invite_mail(&state, &row, &accept_url).await;
