@@ -4,7 +4,8 @@
 //
 // Environment: CAIRN_URL, CAIRN_EMAIL, CAIRN_PASSWORD, CAIRN_SCREENSHOTS
 // (a directory), CAIRN_HOSTILE (an application name that is an HTML
-// injection), CAIRN_CHROMIUM (default /usr/bin/chromium).
+// injection), CAIRN_PENDING_INVITE (an invite token), CAIRN_CHROMIUM
+// (default /usr/bin/chromium).
 
 import { chromium } from "playwright-core";
 import { createRequire } from "node:module";
@@ -123,6 +124,25 @@ try {
   result.checks.device_cves = await page.locator("main table").first().locator("tbody tr td:first-child").allTextContents();
   result.checks.device_software = await page.locator("main table").nth(1).locator("tbody td").allTextContents();
   await shot(page, "05b-device");
+  // The structured search's own rules, nested under the quick fields.
+  await page.getByRole("link", { name: "Devices", exact: true }).click();
+  await drawn(page);
+  await page.getByLabel("Device name contains").fill("WS-0");
+  await page.getByRole("button", { name: "Add a rule" }).click();
+  await page.getByLabel("Rule 1 field").selectOption("application_name");
+  await page.getByLabel("Rule 1 operator").selectOption("starts_with");
+  await page.getByLabel("Rule 1 value").fill("7-zip");
+  await page.getByRole("button", { name: "Add a rule" }).click();
+  await page.getByLabel("Rule 2 field").selectOption("os_platform");
+  await page.getByLabel("Rule 2 operator").selectOption("equals");
+  await page.getByLabel("Rule 2 value").fill("macos");
+  await page.getByLabel("Match").selectOption("or");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.waitForURL(/rules=/);
+  await drawn(page);
+  result.checks.ruled_devices = await page.locator("main tbody tr td:first-child").allTextContents();
+  result.checks.ruled_rules_kept = await page.getByLabel("Rule 2 value").inputValue();
+  await shot(page, "05d-devices-rules");
 
   // Research an application from its row.
   await page.getByRole("link", { name: "Applications", exact: true }).click();
@@ -341,6 +361,7 @@ try {
     "/console/",
     "/console/applications",
     "/console/devices",
+    "/console/devices?name=WS&rules=%7B%22combinator%22%3A%22or%22%2C%22rules%22%3A%5B%7B%22field%22%3A%22os_platform%22%2C%22operator%22%3A%22equals%22%2C%22value%22%3A%22windows%22%7D%5D%7D",
     "/console/cves/CVE-2023-2033",
     "/console/partner",
     "/console/partner/groups",
@@ -354,6 +375,7 @@ try {
     "/console/integrations/rmm",
     "/console/vulnerabilities",
     "/console/register",
+    `/console/invites/${process.env.CAIRN_PENDING_INVITE}`,
     "/console/devices/WS-01",
     "/console/research?application=Google+Chrome",
   ];

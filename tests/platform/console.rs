@@ -218,6 +218,17 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     app.seed(&acme, "rmm", &acme_rows).await;
     app.rebuild(&acme).await;
 
+    // A pending invite, for the accessibility check of its page.
+    let pending = app
+        .post(
+            "/api/v1/invites",
+            &owner.bearer(),
+            json!({"email": "pending@example.com"}),
+        )
+        .await;
+    assert_eq!(pending.status, 201, "{}", pending.text);
+    let pending_token = pending.body["token"].as_str().unwrap().to_string();
+
     let shots = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/console-screenshots")
         .join(format!("{backend:?}").to_lowercase());
@@ -229,6 +240,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         .env("CAIRN_PASSWORD", PASSWORD)
         .env("CAIRN_SCREENSHOTS", &shots)
         .env("CAIRN_HOSTILE", HOSTILE)
+        .env("CAIRN_PENDING_INVITE", &pending_token)
         .env("CAIRN_RMM_URL", &rmm.base_url)
         .env("CAIRN_RMM_USER", RMM_USER)
         .env("CAIRN_RMM_PASSWORD", RMM_PASSWORD)
@@ -309,6 +321,9 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(checks["filtered_url"], "?search=chrome");
     let devices: Vec<String> = serde_json::from_value(checks["devices"].clone()).unwrap();
     assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
+    // Name contains WS-0 and (an application starting 7-zip, or macOS).
+    assert_eq!(checks["ruled_devices"], json!(["WS-02"]));
+    assert_eq!(checks["ruled_rules_kept"], "macos", "the rules stay in the form");
     assert_eq!(checks["cve_devices"], 1, "WS-01 only");
     assert_eq!(checks["device_cves"], json!(["CVE-2023-2033"]));
     assert_eq!(checks["device_software"], json!(["Google Chrome"]));
@@ -392,10 +407,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 18);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 20);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 20);
+    assert_eq!(listed.len(), 21);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -192,9 +192,15 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         })
     };
     // Release, as the tests load them; the tests take them from here.
-    let components_built = steps.run("components build, linted", || {
-        components::build_all_with(&linted).map(|_| ())
-    });
+    let components_built = steps
+        .run("components build, linted", || {
+            components::build_all_with(&linted).map(|_| ())
+        })
+        .and_then(|()| {
+            steps.run("components unit tests, linted", || {
+                components::test_all(&linted)
+            })
+        });
     // Waited for even when the components failed: no build outlives xtask.
     let binaries = host_build.finish(steps);
     process::replay("host test build, linted", &build_log);
@@ -209,15 +215,6 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         .partition(|binary| binary.name == tests::SATURATING);
     let mut failures = vec![];
     failures.extend(tests::run_all(steps, &saturating, &env, extra).err());
-    // The components' native unit tests compile their own dependencies:
-    // work for a core the tail of the run leaves idle, not one the host's
-    // build needs.
-    let component_tests = {
-        let linted = linted.clone();
-        Steps::alongside("components unit tests, linted", move || {
-            components::test_all(&linted)
-        })
-    };
     // What is left uses about a core each: the fuzzer and the validator
     // (two Python programs) run beside the other test binaries, their
     // output kept apart and printed when they end.
@@ -269,7 +266,6 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         failures.extend(fuzzing.finish(steps).err());
         process::replay("fuzz", &fuzz_log);
     }
-    failures.extend(component_tests.finish(steps).err());
     failures.extend(operations_checked.finish(steps).err());
     process::replay("book, dashboard and alert rules", &operations_log);
     if failures.is_empty() {

@@ -579,6 +579,69 @@ async function vulnerabilities(_match, params) {
   return out;
 }
 
+const DEVICE_FIELDS = [
+  ["device_name", "Device name"],
+  ["device_id", "Device id"],
+  ["os_platform", "Platform"],
+  ["os_version", "OS version"],
+  ["user_email", "User email"],
+  ["user_name", "User name"],
+  ["application_name", "Application name"],
+  ["application_count", "Number of applications"],
+  ["source", "Source"],
+];
+const OPERATORS = [
+  ["contains", "contains"],
+  ["not_contains", "does not contain"],
+  ["equals", "is"],
+  ["not_equals", "is not"],
+  ["starts_with", "starts with"],
+  ["not_starts_with", "does not start with"],
+  ["ends_with", "ends with"],
+  ["not_ends_with", "does not end with"],
+  ["gt", "is greater than"],
+  ["gte", "is at least"],
+  ["lt", "is less than"],
+  ["lte", "is at most"],
+  ["is_empty", "is empty"],
+  ["is_not_empty", "is not empty"],
+  ["in", "is one of (commas)"],
+  ["not_in", "is none of (commas)"],
+];
+const COMBINATORS = [
+  ["and", "all of these rules"],
+  ["or", "any of these rules"],
+  ["none", "none of these rules"],
+  ["not_all", "not all of these rules"],
+];
+
+/** The extra rules of the device search from the URL's `rules` (JSON). */
+function rulesFrom(params) {
+  try {
+    const group = JSON.parse(params.get("rules") || "null");
+    if (group && Array.isArray(group.rules)) return group;
+  } catch {
+    // A hand-edited URL: start without extra rules.
+  }
+  return { combinator: "and", rules: [] };
+}
+
+/** One rule's row: field, operator, value and a remove button. */
+function ruleRow(rule, n) {
+  const options = (list, chosen) => list.map(([value, label]) => el("option", { value, selected: value === chosen }, label));
+  const row = el(
+    "div",
+    { class: "rule", role: "group", "aria-label": `Rule ${n}` },
+    el("label", {}, `Rule ${n} field`, el("select", { name: "rule_field" }, options(DEVICE_FIELDS, rule.field))),
+    el("label", {}, `Rule ${n} operator`, el("select", { name: "rule_operator" }, options(OPERATORS, rule.operator))),
+    el("label", {}, `Rule ${n} value`, el("input", { name: "rule_value", value: rule.value ?? "" })),
+  );
+  row.append(
+    el("button", { type: "button", class: "quiet", "aria-label": `Remove rule ${n}`, onclick: () => row.remove() }, "Remove"),
+  );
+  return row;
+}
+
 async function devices(_match, params) {
   document.title = "Devices - Cairn";
   const limit = 50;
@@ -586,25 +649,74 @@ async function devices(_match, params) {
   const name = params.get("name") || "";
   const platform = params.get("platform") || "";
   const application = params.get("application") || "";
+  const extra = rulesFrom(params);
   const rules = [];
   const rule = (field, operator, value) => ({ kind: "rule", field, operator, value });
   if (name) rules.push(rule("device_name", "contains", name));
   if (platform) rules.push(rule("os_platform", "equals", platform));
   if (application) rules.push(rule("application_name", "contains", application));
+  if (extra.rules.length) {
+    // Nested: the quick fields all hold, and the rules as their combinator says.
+    rules.push({
+      kind: "group",
+      combinator: extra.combinator,
+      rules: extra.rules.map((r) => (["is_empty", "is_not_empty"].includes(r.operator) ? rule(r.field, r.operator) : rule(r.field, r.operator, r.value))),
+    });
+  }
   const body = { skip: (page - 1) * limit, limit };
   if (rules.length) body.query = { kind: "group", combinator: "and", rules };
+  const ruleList = el("div", { class: "rules" }, extra.rules.map((r, i) => ruleRow(r, i + 1)));
+  const addRule = el(
+    "button",
+    {
+      type: "button",
+      class: "quiet",
+      onclick: () => {
+        const row = ruleRow({ field: "application_name", operator: "contains" }, ruleList.children.length + 1);
+        ruleList.append(row);
+        row.querySelector("select").focus();
+      },
+    },
+    "Add a rule",
+  );
   const form = el(
     "form",
-    { class: "inline", role: "search" },
-    field("Device name contains", { name: "name", value: name }),
-    field("Platform is", { name: "platform", value: platform, placeholder: "windows" }),
-    field("Has an application containing", { name: "application", value: application }),
-    el("button", { type: "submit" }, "Search"),
+    { class: "stack wide", role: "search" },
+    el(
+      "div",
+      { class: "inline" },
+      field("Device name contains", { name: "name", value: name }),
+      field("Platform is", { name: "platform", value: platform, placeholder: "windows" }),
+      field("Has an application containing", { name: "application", value: application }),
+    ),
+    el(
+      "fieldset",
+      {},
+      el("legend", {}, "More rules"),
+      el(
+        "label",
+        {},
+        "Match",
+        el("select", { name: "combinator" }, COMBINATORS.map(([value, label]) => el("option", { value, selected: value === extra.combinator }, label))),
+      ),
+      ruleList,
+      el("p", {}, addRule),
+    ),
+    el("p", {}, el("button", { type: "submit" }, "Search")),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const next = new URLSearchParams();
-    for (const [k, v] of new FormData(form)) if (v.trim()) next.set(k, v.trim());
+    for (const key of ["name", "platform", "application"]) {
+      const value = form.elements[key].value.trim();
+      if (value) next.set(key, value);
+    }
+    const chosen = [...ruleList.querySelectorAll(".rule")].map((row) => ({
+      field: row.querySelector("[name=rule_field]").value,
+      operator: row.querySelector("[name=rule_operator]").value,
+      value: row.querySelector("[name=rule_value]").value.trim(),
+    }));
+    if (chosen.length) next.set("rules", JSON.stringify({ combinator: form.elements.combinator.value, rules: chosen }));
     go(`/console/devices${next.size ? `?${next}` : ""}`);
   });
   const out = [el("h1", {}, "Devices"), form];
