@@ -331,10 +331,23 @@ try {
   await phone.setViewportSize({ width: 390, height: 844 });
   await phone.goto(`${base}/console/applications`);
   await phone.getByRole("heading", { name: "Applications", exact: true }).waitFor();
-  result.checks.phone_overflow = await phone.evaluate(
+  const overflow = () => phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  result.checks.phone_overflow = await overflow();
+  await shot(phone, "08-applications-390px");
+  // The pages with the widest forms, too.
+  result.checks.phone_overflow_elsewhere = {};
+  for (const path of ["/console/", "/console/devices", "/console/partner/groups"]) {
+    await phone.goto(`${base}${path}`);
+    await phone.locator("main h1").waitFor();
+    await drawn(phone);
+    result.checks.phone_overflow_elsewhere[path] = await overflow();
+  }
+  // And at 1280 px, the overview with its widget form.
+  await page.goto(`${base}/console/`);
+  await drawn(page);
+  result.checks.desktop_overflow = await page.evaluate(
     () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
   );
-  await shot(phone, "08-applications-390px");
 
   // A newcomer registers through the console and lands signed in.
   const newcomer = await browser.newContext({ viewport: { width: 1280, height: 800 } });

@@ -323,7 +323,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
     // Name contains WS-0 and (an application starting 7-zip, or macOS).
     assert_eq!(checks["ruled_devices"], json!(["WS-02"]));
-    assert_eq!(checks["ruled_rules_kept"], "macos", "the rules stay in the form");
+    assert_eq!(
+        checks["ruled_rules_kept"], "macos",
+        "the rules stay in the form"
+    );
     assert_eq!(checks["cve_devices"], 1, "WS-01 only");
     assert_eq!(checks["device_cves"], json!(["CVE-2023-2033"]));
     assert_eq!(checks["device_software"], json!(["Google Chrome"]));
@@ -386,6 +389,12 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     );
     assert_eq!(checks["page_mentions_token"], false);
     assert_eq!(checks["phone_overflow"], 0, "nothing wider than 390 px");
+    assert_eq!(
+        checks["phone_overflow_elsewhere"],
+        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0}),
+        "nothing wider than 390 px"
+    );
+    assert_eq!(checks["desktop_overflow"], 0, "nothing wider than 1280 px");
     // The triage was written through the API.
     let triage = app
         .get(
