@@ -77,6 +77,23 @@ function showError(form, error) {
   }
 }
 
+/** Sends `form` with `send` (given its fields as an object and as
+ * FormData); draws the page again when that worked, else shows the API's
+ * error beside the field it names. */
+function submits(form, send) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    try {
+      await send(Object.fromEntries(data), data);
+      render();
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return form;
+}
+
 function field(label, attrs) {
   return el("label", {}, label, el("input", attrs));
 }
@@ -323,21 +340,13 @@ function addWidgetForm(dashboard, metrics, types) {
     el("label", {}, "Shown as", typeSelect),
     el("button", { type: "submit" }, "Add widget"),
   );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const data = Object.fromEntries(new FormData(form));
-    try {
-      await api("POST", `/dashboards/${dashboard.id}/widgets`, {
-        title: data.title,
-        widget_type: data.widget_type,
-        data_source: { metric: data.metric },
-      });
-      render();
-    } catch (error) {
-      showError(form, error);
-    }
-  });
-  return form;
+  return submits(form, (data) =>
+    api("POST", `/dashboards/${dashboard.id}/widgets`, {
+      title: data.title,
+      widget_type: data.widget_type,
+      data_source: { metric: data.metric },
+    }),
+  );
 }
 
 async function home(_match, _params, me) {
@@ -924,15 +933,7 @@ async function partnerGroups() {
     field("Customer name", { name: "name", required: true }),
     el("button", { type: "submit" }, "Add customer"),
   );
-  addCustomer.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      await api("POST", "/partner/customers", Object.fromEntries(new FormData(addCustomer)));
-      render();
-    } catch (error) {
-      showError(addCustomer, error);
-    }
-  });
+  submits(addCustomer, (data) => api("POST", "/partner/customers", data));
   const addGroup = el(
     "form",
     { class: "stack", "aria-label": "Create a group" },
@@ -945,16 +946,7 @@ async function partnerGroups() {
     ),
     el("button", { type: "submit" }, "Create group"),
   );
-  addGroup.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const data = new FormData(addGroup);
-    try {
-      await api("POST", "/partner/groups", { name: data.get("name"), customer_ids: data.getAll("customer_ids") });
-      render();
-    } catch (error) {
-      showError(addGroup, error);
-    }
-  });
+  submits(addGroup, (data, all) => api("POST", "/partner/groups", { name: data.name, customer_ids: all.getAll("customer_ids") }));
   const removeGroup = (g) =>
     el(
       "button",
@@ -1185,15 +1177,7 @@ async function reports() {
     el("label", {}, "Format", el("select", { name: "format" }, ["pdf", "xlsx", "csv"].map((f) => el("option", { value: f }, f)))),
     el("button", { type: "submit" }, "Generate"),
   );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      await api("POST", "/reports/generate", Object.fromEntries(new FormData(form)));
-      render();
-    } catch (error) {
-      showError(form, error);
-    }
-  });
+  submits(form, (data) => api("POST", "/reports/generate", data));
   const pending = list.items.some((r) => r.status === "queued" || r.status === "running");
   if (pending) setTimeout(() => location.pathname === "/console/reports" && render(), 1000);
   return [
@@ -1263,14 +1247,8 @@ async function members() {
     el("label", {}, "Role", el("select", { name: "role" }, ["member", "admin", "owner", "partner_admin", "partner_analyst"].map((r) => el("option", { value: r }, r.replaceAll("_", " "))))),
     el("button", { type: "submit" }, "Invite"),
   );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    try {
-      justInvited = await api("POST", "/invites", Object.fromEntries(new FormData(form)));
-      render();
-    } catch (error) {
-      showError(form, error);
-    }
+  submits(form, async (data) => {
+    justInvited = await api("POST", "/invites", data);
   });
   const pending = (Array.isArray(invites) ? invites : invites.items || []).filter((i) => i.status === "pending");
   return [
