@@ -10,23 +10,23 @@ use crate::process;
 pub fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("http") => http(),
-        Some("jobs") => per_backend("bench-jobs"),
-        Some("sync") => per_backend("bench-sync"),
+        Some("jobs") => per_backend("jobs"),
+        Some("sync") => per_backend("sync"),
         Some("load") => {
             ensure_wrk()?;
             crate::components::build_all()?;
-            build_bench("bench-load")?;
+            build_bench()?;
             let env = [("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR)];
-            for_each_backend("bench-load", &env)
+            for_each_backend("load", &env)
         }
-        Some("mdm") => per_backend("bench-mdm"),
-        Some("edr") => per_backend("bench-edr"),
-        Some("scanner") => per_backend("bench-scanner"),
-        Some("psa") => per_backend("bench-psa"),
-        Some("dashboards") => per_backend("bench-dashboards"),
-        Some("inventory") => per_backend("bench-inventory"),
-        Some("vuln") => per_backend("bench-vuln"),
-        Some("partner") => per_backend("bench-partner"),
+        Some("mdm") => per_backend("mdm"),
+        Some("edr") => per_backend("edr"),
+        Some("scanner") => per_backend("scanner"),
+        Some("psa") => per_backend("psa"),
+        Some("dashboards") => per_backend("dashboards"),
+        Some("inventory") => per_backend("inventory"),
+        Some("vuln") => per_backend("vuln"),
+        Some("partner") => per_backend("partner"),
         Some("csv") => {
             crate::components::build_all()?;
             process::run(
@@ -34,11 +34,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 &["build", "--release", "--quiet", "-p", "cairn"],
                 &[],
             )?;
-            per_backend("bench-csv")
+            per_backend("csv")
         }
         Some("portal") => {
-            build_bench("bench-portal")?;
-            process::run("target/release/bench-portal", &[], &[])
+            build_bench()?;
+            process::run(BENCH_BINARY, &["portal"], &[])
         }
         _ => Err(
             "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|partner|csv|portal>"
@@ -209,9 +209,11 @@ fn http() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs a benchmark program of `bench/` on SQLite, then on PostgreSQL when
-/// one is reachable.
-fn build_bench(program: &str) -> Result<(), String> {
+/// The benchmark programs of `bench/`, one binary (`cairn-bench <program>`).
+const BENCH_BINARY: &str = "target/release/cairn-bench";
+
+/// Builds the benchmark programs in release.
+fn build_bench() -> Result<(), String> {
     process::run(
         "cargo",
         &[
@@ -221,26 +223,27 @@ fn build_bench(program: &str) -> Result<(), String> {
             "-p",
             "cairn-bench",
             "--bin",
-            program,
+            "cairn-bench",
         ],
         &[],
     )
 }
 
+/// Builds the benchmark programs and runs `program` on SQLite, then on
+/// PostgreSQL when one is reachable.
 fn per_backend(program: &str) -> Result<(), String> {
-    build_bench(program)?;
+    build_bench()?;
     for_each_backend(program, &[])
 }
 
 /// Runs a built benchmark program on SQLite, then on PostgreSQL when one
 /// is reachable.
 fn for_each_backend(program: &str, env: &[(&str, &str)]) -> Result<(), String> {
-    let binary = format!("target/release/{program}");
-    process::run(&binary, &["sqlite"], env)?;
+    process::run(BENCH_BINARY, &[program, "sqlite"], env)?;
     let url = std::env::var("CAIRN_BENCH_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     if process::postgres_reachable(&url) {
-        process::run(&binary, &["postgres"], env)
+        process::run(BENCH_BINARY, &[program, "postgres"], env)
     } else {
         println!("== PostgreSQL not reachable at {url}: skipped the PostgreSQL run");
         Ok(())

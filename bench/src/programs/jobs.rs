@@ -1,5 +1,5 @@
 //! Enqueue, claim and complete 10,000 no-op jobs with 4 workers; prints jobs/s.
-//! Usage: bench-jobs sqlite|postgres
+//! Usage: cairn-bench jobs sqlite|postgres
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,9 +23,8 @@ impl JobHandler for NoOp {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
+pub async fn main() -> anyhow::Result<()> {
+    let backend = crate::args().nth(1).unwrap_or_else(|| "sqlite".into());
     let (db, url) = cairn_bench::fresh_database(&backend).await?;
 
     let mut tenants = vec![];

@@ -12,7 +12,7 @@
 //! - an incremental re-match after NVD revised every CVE of 4 of the 400
 //!   products the fleet runs (1 %).
 //!
-//! Usage: bench-vuln sqlite|postgres [cves]
+//! Usage: cairn-bench vuln sqlite|postgres [cves]
 
 use std::io::Write;
 use std::time::Instant;
@@ -228,15 +228,14 @@ async fn write_fleet(
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+pub async fn main() -> anyhow::Result<()> {
+    let mut args = crate::args().skip(1);
     let backend = args.next().unwrap_or_else(|| "sqlite".into());
     let cves: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(250_000);
     let (db, url) = cairn_bench::fresh_database(&backend).await?;
     println!("== cairn vulnerability benchmark: {backend}");
 
-    let dir = std::env::temp_dir().join(format!("cairn-bench-vuln-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("cairn-cairn-bench vuln-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
 
     let advisories_zip = dir.join("debian-all.zip");

@@ -1,7 +1,7 @@
 //! Upload and download of one large document through the client portal API
 //! with the local store: MB/s each way and the peak memory of the process
 //! (the service, plus a client that streams both ways and holds nothing).
-//! Usage: bench-portal [megabytes] (default 1024)
+//! Usage: cairn-bench portal [megabytes] (default 1024)
 
 use std::time::Instant;
 
@@ -10,15 +10,15 @@ use serde_json::{json, Value};
 
 const CHUNK: usize = 1024 * 1024;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let megabytes: usize = std::env::args()
+pub async fn main() -> anyhow::Result<()> {
+    let megabytes: usize = crate::args()
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(1024);
     let (db, url) = cairn_bench::fresh_database("sqlite").await?;
     db.close().await;
-    let data_dir = std::env::temp_dir().join(format!("cairn-bench-portal-{}", std::process::id()));
+    let data_dir =
+        std::env::temp_dir().join(format!("cairn-cairn-bench portal-{}", std::process::id()));
     let settings = cairn_core::settings::Settings {
         listen: "127.0.0.1:0".into(),
         database_url: url.clone(),

@@ -3,8 +3,8 @@
 //! through the real pipeline; prints seconds, rows/s, requests the fake
 //! answered and the service's peak memory (the fake runs in a child
 //! process of its own).
-//! Usage: bench-edr sqlite|postgres [agents] [threats]
-//! (`bench-edr fake-s1 <agents> <threats>` is the child: it prints its URL,
+//! Usage: cairn-bench edr sqlite|postgres [agents] [threats]
+//! (`cairn-bench edr fake-s1 <agents> <threats>` is the child: it prints its URL,
 //! serves until its stdin closes, then prints its request count.)
 
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
@@ -13,16 +13,15 @@ use tokio::io::AsyncBufReadExt;
 
 const APPS_PER_AGENT: usize = 80;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let arg = |n: usize| std::env::args().nth(n);
+pub async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| crate::args().nth(n);
     let backend = arg(1).unwrap_or_else(|| "sqlite".into());
     let agents: usize = arg(2).and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let threats: usize = arg(3).and_then(|n| n.parse().ok()).unwrap_or(5_000);
     if backend == "fake-s1" {
         return serve_fake(agents, threats).await;
     }
-    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+    let mut fake = crate::again()?
         .args(["fake-s1", &agents.to_string(), &threats.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -3,9 +3,9 @@
 //! then exports every pulled ticket as CSV over HTTP from a fresh service
 //! process on the same database; prints seconds, rows/s and the service's
 //! peak memory of each (the fake runs in a child process of its own).
-//! Usage: bench-psa sqlite|postgres [tickets]
-//! (`bench-psa fake-psa <tickets>` is the fake's child: it prints its URL
-//! and serves until its stdin closes; `bench-psa export <database url>
+//! Usage: cairn-bench psa sqlite|postgres [tickets]
+//! (`cairn-bench psa fake-psa <tickets>` is the fake's child: it prints its URL
+//! and serves until its stdin closes; `cairn-bench psa export <database url>
 //! <data dir>` the export's: it prints its figures.)
 
 use cairn_tests::fake_psa::{self, FakePsa, PsaData};
@@ -17,9 +17,8 @@ use tokio::io::AsyncBufReadExt;
 const NOTES_PER_TICKET: usize = 4;
 const BOARD: (u64, &str) = (7, "Escalations");
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let arg = |n: usize| std::env::args().nth(n);
+pub async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| crate::args().nth(n);
     let backend = arg(1).unwrap_or_else(|| "sqlite".into());
     let tickets: u64 = arg(2).and_then(|n| n.parse().ok()).unwrap_or(50_000);
     if backend == "fake-psa" {
@@ -34,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
         "postgres" => Backend::Postgres,
         other => anyhow::bail!("unknown backend {other}; use sqlite or postgres"),
     };
-    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+    let mut fake = crate::again()?
         .args(["fake-psa", &tickets.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -83,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
     // The export runs in a service process of its own, so its peak is the
     // export's, not the pull's.
     let settings = &app.server.state.settings;
-    let exported = tokio::process::Command::new(std::env::current_exe()?)
+    let exported = crate::again()?
         .args([
             "export",
             &settings.database_url,

@@ -12,7 +12,7 @@
 //! swapped in.
 //!
 //! Usage (from the repository root, after `cargo xtask components` and a
-//! release build of `cairn`): bench-csv sqlite|postgres [csv-rows] [xlsx-rows]
+//! release build of `cairn`): cairn-bench csv sqlite|postgres [csv-rows] [xlsx-rows]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -196,8 +196,10 @@ async fn ingest(
 ) -> anyhow::Result<Figures> {
     let (db, url) = cairn_bench::fresh_database(backend).await?;
     db.close().await;
-    let data_dir =
-        std::env::temp_dir().join(format!("cairn-bench-csv-{}", uuid::Uuid::new_v4().simple()));
+    let data_dir = std::env::temp_dir().join(format!(
+        "cairn-cairn-bench csv-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
     let service = Service::start(&url, &data_dir, connectors)?;
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -339,9 +341,8 @@ fn report(label: &str, bytes: u64, figures: &mut Figures) {
     );
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+pub async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = crate::args().collect();
     let backend = args.get(1).map(String::as_str).unwrap_or("sqlite");
     let csv_rows: usize = args
         .get(2)

@@ -3,9 +3,9 @@
 //! upserts with checkpoints); prints rows/s, seconds and the service's peak
 //! memory (the fake runs in a child process of its own), and the per-record
 //! cost of `map` in WASM against the same mapping compiled natively.
-//! Usage: bench-sync sqlite|postgres [computers]; `BENCH_ONLY=map` skips
+//! Usage: cairn-bench sync sqlite|postgres [computers]; `BENCH_ONLY=map` skips
 //! the syncs, `BENCH_MAP_ROUNDS` (10) sets how often the map batch runs.
-//! (`bench-sync fake-rmm <computers>` is the child: it prints its URL and
+//! (`cairn-bench sync fake-rmm <computers>` is the child: it prints its URL and
 //! serves until its stdin closes.)
 
 use std::time::Instant;
@@ -16,10 +16,9 @@ use serde_json::{json, Value};
 
 const APPS_PER_COMPUTER: usize = 25;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
-    let computers: usize = std::env::args()
+pub async fn main() -> anyhow::Result<()> {
+    let backend = crate::args().nth(1).unwrap_or_else(|| "sqlite".into());
+    let computers: usize = crate::args()
         .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000);
@@ -28,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
         return serve_fake(computers).await;
     }
     let app_names = app_names();
-    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+    let mut fake = crate::again()?
         .args(["fake-rmm", &computers.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -7,7 +7,7 @@
 //! - the vulnerabilities-in-detail report as PDF and as XLSX: seconds and
 //!   the service's peak memory while it is written (goal: 30 s, 300 MB).
 //!
-//! `bench-dashboards sqlite|postgres [devices] [findings per device]`
+//! `cairn-bench dashboards sqlite|postgres [devices] [findings per device]`
 
 use cairn_core::ids::TenantId;
 use cairn_plugins::{InventoryRow, MappedRow};
@@ -16,9 +16,8 @@ use serde_json::json;
 
 const RUNS: usize = 50;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+pub async fn main() -> anyhow::Result<()> {
+    let mut args = crate::args().skip(1);
     let backend = match args.next().as_deref() {
         Some("report") => {
             let mut next = || args.next().unwrap_or_default();
@@ -81,7 +80,7 @@ async fn main() -> anyhow::Result<()> {
     // database, so its peak memory is the report's, not the seeding's.
     let settings = &app.server.state.settings;
     for format in ["pdf", "xlsx"] {
-        let child = tokio::process::Command::new(std::env::current_exe()?)
+        let child = crate::again()?
             .args([
                 "report",
                 &settings.database_url,

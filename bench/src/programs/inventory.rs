@@ -8,7 +8,7 @@
 //! - `GET /inventory/applications` pages of 50 over 30,000 applications:
 //!   p50/p99 over HTTP.
 //!
-//! Usage: bench-inventory sqlite|postgres [rows]; `BENCH_ONLY=search,list`
+//! Usage: cairn-bench inventory sqlite|postgres [rows]; `BENCH_ONLY=search,list`
 //! runs only the named parts (rollup, search, list).
 
 use std::time::Instant;
@@ -43,10 +43,9 @@ fn variant(a: usize, d: usize) -> (String, String) {
     (name, vendor)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
-    let rows: usize = std::env::args()
+pub async fn main() -> anyhow::Result<()> {
+    let backend = crate::args().nth(1).unwrap_or_else(|| "sqlite".into());
+    let rows: usize = crate::args()
         .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000);

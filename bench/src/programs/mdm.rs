@@ -4,8 +4,8 @@
 //! pipeline (WASM connector, host HTTP and OAuth, upserts with checkpoints);
 //! prints seconds, rows/s, requests the fake answered and the service's
 //! peak memory (the fakes run in a child process of their own).
-//! Usage: bench-mdm sqlite|postgres [devices]
-//! (`bench-mdm fake-graph <devices>` is the child: it prints the identity
+//! Usage: cairn-bench mdm sqlite|postgres [devices]
+//! (`cairn-bench mdm fake-graph <devices>` is the child: it prints the identity
 //! platform's and Graph's URLs, serves until its stdin closes, then prints
 //! its request counts as JSON.)
 
@@ -18,17 +18,16 @@ const APPS_PER_DEVICE: usize = 60;
 /// One device in this many has its apps sub-request throttled once.
 const THROTTLED_ONE_IN: usize = 20;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
-    let devices: usize = std::env::args()
+pub async fn main() -> anyhow::Result<()> {
+    let backend = crate::args().nth(1).unwrap_or_else(|| "sqlite".into());
+    let devices: usize = crate::args()
         .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
     if backend == "fake-graph" {
         return serve_fakes(devices).await;
     }
-    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+    let mut fake = crate::again()?
         .args(["fake-graph", &devices.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -9,7 +9,7 @@
 //! - `GET /api/v1/partner/cves/{cve_id}` for 100 CVEs: p50 and p99 (goal:
 //!   p99 within 100 ms).
 //!
-//! `bench-partner sqlite|postgres [customers] [devices per customer]`
+//! `cairn-bench partner sqlite|postgres [customers] [devices per customer]`
 
 use std::time::{Duration, Instant};
 
@@ -22,9 +22,8 @@ const VULNERABLE_APPS: usize = 3;
 const CVES: usize = 400;
 const READS: usize = 100;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
+pub async fn main() -> anyhow::Result<()> {
+    let mut args = crate::args().skip(1);
     let backend = match args.next().as_deref() {
         Some("postgres") => Backend::Postgres,
         _ => Backend::Sqlite,

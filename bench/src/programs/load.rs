@@ -6,7 +6,7 @@
 //! in the same run. Then the two inventory reads again while CSV uploads of
 //! another tenant land, beside their idle p99.
 //!
-//! Usage: bench-load sqlite|postgres. `CAIRN_CONNECTORS_DIR` names the
+//! Usage: cairn-bench load sqlite|postgres. `CAIRN_CONNECTORS_DIR` names the
 //! components (the software-inventory CSV provider for the uploads).
 
 use std::path::{Path, PathBuf};
@@ -41,12 +41,12 @@ struct Read {
     script: PathBuf,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let backend = std::env::args().nth(1).unwrap_or_else(|| "sqlite".into());
+pub async fn main() -> anyhow::Result<()> {
+    let backend = crate::args().nth(1).unwrap_or_else(|| "sqlite".into());
     let (db, url) = cairn_bench::fresh_database(&backend).await?;
     db.close().await;
-    let data_dir = std::env::temp_dir().join(format!("cairn-bench-load-{}", std::process::id()));
+    let data_dir =
+        std::env::temp_dir().join(format!("cairn-cairn-bench load-{}", std::process::id()));
     let connectors = std::env::var("CAIRN_CONNECTORS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| data_dir.join("components"));

@@ -5,8 +5,8 @@
 //! status polls and the service's peak memory (the fake runs in a child
 //! process of its own); then times the copy of the findings into the
 //! vulnerabilities views.
-//! Usage: bench-scanner sqlite|postgres [assets] [applications per asset, default 40]
-//! (`bench-scanner fake-tenable <assets> <applications>` is the child: it prints its URL,
+//! Usage: cairn-bench scanner sqlite|postgres [assets] [applications per asset, default 40]
+//! (`cairn-bench scanner fake-tenable <assets> <applications>` is the child: it prints its URL,
 //! serves until its stdin closes, then prints its poll count.)
 
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
@@ -16,16 +16,15 @@ use tokio::io::AsyncBufReadExt;
 const FINDINGS_PER_ASSET: usize = 20;
 const ASSETS_PER_CHUNK: usize = 50;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let arg = |n: usize| std::env::args().nth(n);
+pub async fn main() -> anyhow::Result<()> {
+    let arg = |n: usize| crate::args().nth(n);
     let backend = arg(1).unwrap_or_else(|| "sqlite".into());
     let assets: usize = arg(2).and_then(|n| n.parse().ok()).unwrap_or(20_000);
     let apps: usize = arg(3).and_then(|n| n.parse().ok()).unwrap_or(40);
     if backend == "fake-tenable" {
         return serve_fake(assets, apps).await;
     }
-    let mut fake = tokio::process::Command::new(std::env::current_exe()?)
+    let mut fake = crate::again()?
         .args(["fake-tenable", &assets.to_string(), &apps.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -1,0 +1,63 @@
+//! `cairn-bench <program> [arguments]`: the benchmark programs `cargo xtask
+//! bench` runs, each of which prints its figures. One binary rather than
+//! one per program: `cargo xtask test` builds (and lints) it with every
+//! test, and thirteen binaries of the whole service cost thirteen links
+//! and as many copies of the same generic code.
+
+use std::sync::OnceLock;
+
+mod programs;
+
+/// The program this process runs (the binary's first argument).
+static PROGRAM: OnceLock<String> = OnceLock::new();
+
+/// The process's arguments as a program of its own would see them: the
+/// binary first, then what follows the program's name.
+pub fn args() -> impl Iterator<Item = String> {
+    let mut all = std::env::args();
+    let binary = all.next();
+    all.next();
+    binary.into_iter().chain(all)
+}
+
+/// This binary started again as the same program, for a benchmark's child
+/// process (a fake upstream, a second service); add its arguments.
+pub fn again() -> std::io::Result<tokio::process::Command> {
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command.arg(PROGRAM.get().map(String::as_str).unwrap_or_default());
+    Ok(command)
+}
+
+fn main() -> anyhow::Result<()> {
+    let program = std::env::args().nth(1).unwrap_or_default();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if matches!(program.as_str(), "dashboards" | "partner") {
+        // Two workers whatever the machine: the figures compare runs on
+        // machines of different sizes.
+        runtime.worker_threads(2);
+    }
+    PROGRAM.get_or_init(|| program.clone());
+    runtime.build()?.block_on(async {
+        use programs::*;
+        match program.as_str() {
+            "csv" => csv::main().await,
+            "dashboards" => dashboards::main().await,
+            "edr" => edr::main().await,
+            "inventory" => inventory::main().await,
+            "jobs" => jobs::main().await,
+            "load" => load::main().await,
+            "mdm" => mdm::main().await,
+            "partner" => partner::main().await,
+            "portal" => portal::main().await,
+            "psa" => psa::main().await,
+            "scanner" => scanner::main().await,
+            "sync" => sync::main().await,
+            "vuln" => vuln::main().await,
+            other => anyhow::bail!(
+                "unknown benchmark program {other:?}: csv, dashboards, edr, inventory, jobs, \
+                 load, mdm, partner, portal, psa, scanner, sync or vuln"
+            ),
+        }
+    })
+}
