@@ -121,6 +121,7 @@ def main():
         CAIRN_JOB_WORKERS="1",
     )
     base, data = service.base, service.data
+    runs = []
     try:
         tokens = []
         for n in (1, 2):
@@ -147,11 +148,17 @@ def main():
         second = Run(st, base + "/openapi.json", tokens[1], examples,
                      os.path.join(data, "api-2.json"), os.path.join(data, "run-2"),
                      SPLIT, False, exclude)
+        runs += [first, second]
         codes = [second.finish()]
         portal = Run(st, base + "/api/openapi.json", key["key"], examples,
                      os.path.join(data, "portal.json"), os.path.join(data, "run-portal"))
+        runs.append(portal)
         codes += [first.finish(), portal.finish()]
     finally:
+        # A run left behind by an error above must not outlive the service.
+        for run in runs:
+            if run.process.poll() is None:
+                run.process.kill()
         service.stop()
     if any(codes):
         sys.exit("fuzzing found failures (above); the service log is " + service.log)
