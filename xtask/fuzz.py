@@ -145,10 +145,11 @@ def main():
         first = Run(st, base + "/openapi.json", tokens[0], examples,
                     os.path.join(data, "api-1.json"), os.path.join(data, "run-1"),
                     SPLIT, True, exclude)
+        runs.append(first)
         second = Run(st, base + "/openapi.json", tokens[1], examples,
                      os.path.join(data, "api-2.json"), os.path.join(data, "run-2"),
                      SPLIT, False, exclude)
-        runs += [first, second]
+        runs.append(second)
         codes = [second.finish()]
         portal = Run(st, base + "/api/openapi.json", key["key"], examples,
                      os.path.join(data, "portal.json"), os.path.join(data, "run-portal"))
