@@ -1121,7 +1121,8 @@ async function uploads() {
       "label",
       {},
       "Kind of file",
-      el("select", { name: "source" }, sources.map((s) => el("option", { value: s.key }, s.name))),
+      // The software inventory first: the upload most made.
+      el("select", { name: "source" }, sources.map((s) => el("option", { value: s.key, selected: s.key === "software-inventory" }, s.name))),
     ),
     drop,
     el("button", { type: "submit" }, "Upload"),
