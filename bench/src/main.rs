@@ -28,6 +28,45 @@ pub fn again() -> std::io::Result<tokio::process::Command> {
     Ok(command)
 }
 
+/// A fake upstream in a child process: this program started again with
+/// `args`. It prints its URLs, one per line, serves until its stdin closes,
+/// then prints its figures (a last line) and exits; it is killed if dropped.
+pub struct FakeUpstream {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl FakeUpstream {
+    pub async fn start(args: &[&str]) -> anyhow::Result<FakeUpstream> {
+        let mut child = again()?
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child.stdout.take().expect("the child's stdout is piped");
+        let lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+        Ok(FakeUpstream { child, lines })
+    }
+
+    /// The next line the fake printed (its URLs come first).
+    pub async fn line(&mut self) -> anyhow::Result<String> {
+        self.lines
+            .next_line()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the fake upstream ended before printing its URLs"))
+    }
+
+    /// Closes the fake's stdin and waits for it; answers the figures it
+    /// printed last, if any.
+    pub async fn stop(mut self) -> anyhow::Result<Option<String>> {
+        drop(self.child.stdin.take());
+        let figures = self.lines.next_line().await?;
+        self.child.wait().await?;
+        Ok(figures)
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let program = std::env::args().nth(1).unwrap_or_default();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

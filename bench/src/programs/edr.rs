@@ -9,7 +9,6 @@
 
 use cairn_tests::fake_sentinelone::{FakeSentinelOne, SentinelOneData, API_TOKEN};
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
 
 const APPS_PER_AGENT: usize = 80;
 
@@ -21,14 +20,9 @@ pub async fn main() -> anyhow::Result<()> {
     if backend == "fake-s1" {
         return serve_fake(agents, threats).await;
     }
-    let mut fake = crate::again()?
-        .args(["fake-s1", &agents.to_string(), &threats.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
-    let base_url = lines.next_line().await?.expect("the fake prints its URL");
+    let mut fake =
+        crate::FakeUpstream::start(&["fake-s1", &agents.to_string(), &threats.to_string()]).await?;
+    let base_url = fake.line().await?;
 
     let bench = cairn_bench::SyncBench::new(
         &backend,
@@ -43,9 +37,7 @@ pub async fn main() -> anyhow::Result<()> {
     let items = bench.count("inventory_items").await?;
     let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
-    drop(fake.stdin.take());
-    let requests = lines.next_line().await?.unwrap_or_default();
-    fake.wait().await?;
+    let requests = fake.stop().await?.unwrap_or_default();
     println!(
         "cairn edr sync benchmark: {backend}, {agents} SentinelOne agents x {APPS_PER_AGENT} apps, {threats} threats"
     );

@@ -12,7 +12,6 @@
 use cairn_tests::fake_graph::{FakeGraph, GraphData};
 use cairn_tests::fake_oauth::{FakeOauth, CLIENT_ID, CLIENT_SECRET, DIRECTORY_TENANT};
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
 
 const APPS_PER_DEVICE: usize = 60;
 /// One device in this many has its apps sub-request throttled once.
@@ -27,15 +26,9 @@ pub async fn main() -> anyhow::Result<()> {
     if backend == "fake-graph" {
         return serve_fakes(devices).await;
     }
-    let mut fake = crate::again()?
-        .args(["fake-graph", &devices.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
-    let auth_url = lines.next_line().await?.expect("the fake prints its URLs");
-    let graph_url = lines.next_line().await?.expect("the fake prints its URLs");
+    let mut fake = crate::FakeUpstream::start(&["fake-graph", &devices.to_string()]).await?;
+    let auth_url = fake.line().await?;
+    let graph_url = fake.line().await?;
 
     let bench = cairn_bench::SyncBench::new(
         &backend,
@@ -50,12 +43,10 @@ pub async fn main() -> anyhow::Result<()> {
     let items = bench.count("inventory_items").await?;
     let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
-    drop(fake.stdin.take());
-    let counts: Value = match lines.next_line().await? {
+    let counts: Value = match fake.stop().await? {
         Some(line) => serde_json::from_str(&line)?,
         None => Value::Null,
     };
-    fake.wait().await?;
     println!(
         "cairn mdm sync benchmark: {backend}, {devices} managed devices x {APPS_PER_DEVICE} apps, \
          1 in {THROTTLED_ONE_IN} app sub-requests throttled once"

@@ -33,14 +33,8 @@ pub async fn main() -> anyhow::Result<()> {
         "postgres" => Backend::Postgres,
         other => anyhow::bail!("unknown backend {other}; use sqlite or postgres"),
     };
-    let mut fake = crate::again()?
-        .args(["fake-psa", &tickets.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
-    let site = lines.next_line().await?.expect("the fake prints its URL");
+    let mut fake = crate::FakeUpstream::start(&["fake-psa", &tickets.to_string()]).await?;
+    let site = fake.line().await?;
 
     let connectors = cairn_tests::components::connectors_dir(&["connectors/psa"], &[]);
     let app = TestApp::start_with(backend_kind, move |s| {
@@ -95,8 +89,7 @@ pub async fn main() -> anyhow::Result<()> {
         "export: {}",
         String::from_utf8_lossy(&exported.stderr)
     );
-    drop(fake.stdin.take());
-    fake.wait().await?;
+    fake.stop().await?;
 
     println!(
         "cairn psa bulk-pull benchmark: {backend}, {tickets} ConnectWise tickets x {NOTES_PER_TICKET} notes (one notes request per ticket)"

@@ -11,7 +11,6 @@
 
 use cairn_tests::fake_tenable::{FakeTenable, TenableData, ACCESS_KEY, SECRET_KEY};
 use serde_json::json;
-use tokio::io::AsyncBufReadExt;
 
 const FINDINGS_PER_ASSET: usize = 20;
 const ASSETS_PER_CHUNK: usize = 50;
@@ -24,14 +23,10 @@ pub async fn main() -> anyhow::Result<()> {
     if backend == "fake-tenable" {
         return serve_fake(assets, apps).await;
     }
-    let mut fake = crate::again()?
-        .args(["fake-tenable", &assets.to_string(), &apps.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = tokio::io::BufReader::new(fake.stdout.take().unwrap()).lines();
-    let base_url = lines.next_line().await?.expect("the fake prints its URL");
+    let mut fake =
+        crate::FakeUpstream::start(&["fake-tenable", &assets.to_string(), &apps.to_string()])
+            .await?;
+    let base_url = fake.line().await?;
 
     let bench = cairn_bench::SyncBench::new(
         &backend,
@@ -50,9 +45,7 @@ pub async fn main() -> anyhow::Result<()> {
     cairn_vulnerabilities::scanner_findings::refresh(&bench.db, &bench.tenant).await?;
     let copy_secs = started.elapsed().as_secs_f64();
     let copied = bench.count("vuln_scanner_findings").await?;
-    drop(fake.stdin.take());
-    let polls = lines.next_line().await?.unwrap_or_default();
-    fake.wait().await?;
+    let polls = fake.stop().await?.unwrap_or_default();
     println!(
         "cairn scanner sync benchmark: {backend}, Tenable export of {assets} assets x {FINDINGS_PER_ASSET} findings and {apps} applications, {ASSETS_PER_CHUNK} assets a chunk"
     );

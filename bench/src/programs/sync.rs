@@ -27,15 +27,8 @@ pub async fn main() -> anyhow::Result<()> {
         return serve_fake(computers).await;
     }
     let app_names = app_names();
-    let mut fake = crate::again()?
-        .args(["fake-rmm", &computers.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines =
-        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(fake.stdout.take().unwrap()));
-    let base_url = lines.next_line().await?.expect("the fake prints its URL");
+    let mut fake = crate::FakeUpstream::start(&["fake-rmm", &computers.to_string()]).await?;
+    let base_url = fake.line().await?;
 
     let bench = cairn_bench::SyncBench::new(
         &backend,
@@ -117,8 +110,7 @@ pub async fn main() -> anyhow::Result<()> {
         wasm_per_record / native_map,
     );
     bench.finish().await;
-    drop(fake.stdin.take());
-    fake.wait().await?;
+    fake.stop().await?;
     Ok(())
 }
 
