@@ -156,6 +156,33 @@ async fn partners_manage_customers_groups_and_analysts(backend: Backend) {
         )
         .await;
     assert_eq!(acme_view.body["group_ids"], json!([group_id]));
+    // A customer created into a group (named twice) joins its members.
+    let hooli = app
+        .post(
+            "/api/v1/partner/customers",
+            &owner.bearer(),
+            json!({"name": "Hooli", "group_ids": [group_id, group_id]}),
+        )
+        .await;
+    assert_eq!(hooli.status, 201, "{}", hooli.text);
+    let hooli_id = hooli.body["id"].as_str().unwrap().to_string();
+    let group = app
+        .get(
+            &format!("/api/v1/partner/groups/{group_id}"),
+            &owner.bearer(),
+        )
+        .await;
+    let mut members: Vec<String> =
+        serde_json::from_value(group.body["customer_ids"].clone()).unwrap();
+    members.sort();
+    let mut expected = vec![acme.to_string(), hooli_id.clone()];
+    expected.sort();
+    assert_eq!(members, expected, "{}", group.text);
+    app.delete(
+        &format!("/api/v1/partner/customers/{hooli_id}"),
+        &owner.bearer(),
+    )
+    .await;
 
     // Renaming a customer.
     let renamed = app

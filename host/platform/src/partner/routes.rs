@@ -159,12 +159,15 @@ async fn create_customer(
             members.entry(group).or_default().push(customer);
         }
         for group in &body.group_ids {
-            let mut ids = members.remove(group).unwrap_or_default();
-            ids.push(row.id.clone());
+            // Kept in the map: a group named twice keeps its members.
+            let ids = members.entry(group.clone()).or_default();
+            if !ids.contains(&row.id) {
+                ids.push(row.id.clone());
+            }
             let changes = GroupChanges {
                 name: None,
                 description: None,
-                customer_ids: Some(&ids),
+                customer_ids: Some(ids),
             };
             storage::save_group(&state.db, &partner.partner, group, false, changes).await?;
         }
