@@ -128,6 +128,12 @@ try {
   await page.getByRole("link", { name: "Devices", exact: true }).click();
   await drawn(page);
   await page.getByLabel("Device name contains").fill("WS-0");
+  // Two rules, the first removed: the second takes its number.
+  await page.getByRole("button", { name: "Add a rule" }).click();
+  await page.getByRole("button", { name: "Add a rule" }).click();
+  await page.getByRole("button", { name: "Remove rule 1" }).click();
+  result.checks.rules_renumbered = [await page.getByLabel("Rule 1 field").count(), await page.getByLabel("Rule 2 field").count()];
+  await page.getByRole("button", { name: "Remove rule 1" }).click();
   await page.getByRole("button", { name: "Add a rule" }).click();
   await page.getByLabel("Rule 1 field").selectOption("application_name");
   await page.getByLabel("Rule 1 operator").selectOption("starts_with");

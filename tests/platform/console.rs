@@ -322,6 +322,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     let devices: Vec<String> = serde_json::from_value(checks["devices"].clone()).unwrap();
     assert_eq!(devices.len(), 3, "{devices:?} {}", checks["devices_errors"]);
     // Name contains WS-0 and (an application starting 7-zip, or macOS).
+    assert_eq!(checks["rules_renumbered"], json!([1, 0]));
     assert_eq!(checks["ruled_devices"], json!(["WS-02"]));
     assert_eq!(
         checks["ruled_rules_kept"], "macos",

@@ -645,10 +645,23 @@ function ruleRow(rule, n) {
     el("label", {}, `Rule ${n} operator`, el("select", { name: "rule_operator" }, options(OPERATORS, rule.operator))),
     el("label", {}, `Rule ${n} value`, el("input", { name: "rule_value", value: rule.value ?? "" })),
   );
-  row.append(
-    el("button", { type: "button", class: "quiet", "aria-label": `Remove rule ${n}`, onclick: () => row.remove() }, "Remove"),
-  );
+  const remove = () => {
+    // The rules after it move up a number, so that no two share a label.
+    const list = row.parentElement;
+    row.remove();
+    list.replaceChildren(...[...list.children].map((other, i) => ruleRow(ruleOf(other), i + 1)));
+  };
+  row.append(el("button", { type: "button", class: "quiet", "aria-label": `Remove rule ${n}`, onclick: remove }, "Remove"));
   return row;
+}
+
+/** The rule a row of the form shows. */
+function ruleOf(row) {
+  return {
+    field: row.querySelector("[name=rule_field]").value,
+    operator: row.querySelector("[name=rule_operator]").value,
+    value: row.querySelector("[name=rule_value]").value.trim(),
+  };
 }
 
 async function devices(_match, params) {
@@ -720,11 +733,7 @@ async function devices(_match, params) {
       const value = form.elements[key].value.trim();
       if (value) next.set(key, value);
     }
-    const chosen = [...ruleList.querySelectorAll(".rule")].map((row) => ({
-      field: row.querySelector("[name=rule_field]").value,
-      operator: row.querySelector("[name=rule_operator]").value,
-      value: row.querySelector("[name=rule_value]").value.trim(),
-    }));
+    const chosen = [...ruleList.children].map(ruleOf);
     if (chosen.length) next.set("rules", JSON.stringify({ combinator: form.elements.combinator.value, rules: chosen }));
     go(`/console/devices${next.size ? `?${next}` : ""}`);
   });
