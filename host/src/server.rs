@@ -120,6 +120,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             state.jobs.wakeup.clone(),
             shutdown.clone(),
         ));
+        // Answers kept in memory (a tenant's open CVEs by application)
+        // learn of the other processes' writes through it.
+        background.push(cairn_core::db::changes::spawn_listener(
+            &state.db,
+            state.settings.database_url.clone(),
+            shutdown.clone(),
+        ));
     }
     let workers = (workers > 0).then(|| state.jobs.spawn_pool(workers, shutdown.clone()));
     tracing::info!(%addr, backend = state.db.backend.name(), worker_id = %state.jobs.worker_id, "cairn listening");

@@ -6,6 +6,7 @@
 
 mod inventory;
 mod jobs;
+mod kept_cves;
 mod partner;
 mod rollup_incremental;
 mod search;

@@ -91,8 +91,11 @@ async fn finding(
     .execute(&mut *tx)
     .await
     .unwrap();
-    posture::count_write(&mut tx, tenant).await.unwrap();
+    posture::count_write(&mut tx, db.db.backend, tenant)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
+    posture::committed(&db.db, tenant);
 }
 
 async fn a_tenants_posture_counts_its_open_findings(backend: Backend) {
@@ -202,8 +205,11 @@ async fn kept_postures_move_with_every_counted_write(backend: Backend) {
         1
     );
     let mut tx = db.db.pool.begin().await.unwrap();
-    posture::count_write(&mut tx, &b).await.unwrap();
+    posture::count_write(&mut tx, db.db.backend, &b)
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
+    posture::committed(&db.db, &b);
     assert_eq!(
         posture::postures(&db.db, &both).await.unwrap()[b.as_str()].high,
         0

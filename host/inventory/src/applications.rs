@@ -137,7 +137,9 @@ pub fn default_order(backend: Backend) -> String {
         .expect("the default sort is a sortable field")
 }
 
-#[derive(Debug, sqlx::FromRow)]
+/// Read by name from [`COLUMNS`], or from a packed page's array of them
+/// (see `search::run`), so its fields follow `COLUMNS`' order.
+#[derive(Debug, sqlx::FromRow, serde::Deserialize)]
 pub struct ApplicationRow {
     id: String,
     name: String,

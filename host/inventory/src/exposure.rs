@@ -16,12 +16,14 @@ use cairn_core::ids::TenantId;
 #[async_trait]
 pub trait CveExposure: Send + Sync + 'static {
     /// Open CVE ids per installed application name (as inventory items
-    /// name it, before the rollup folds names).
+    /// name it, before the rollup folds names). The same `Arc` comes back
+    /// while the answer is unchanged, so what a caller derives from it can
+    /// be kept beside it.
     async fn open_cves_by_application(
         &self,
         db: &Db,
         tenant: &TenantId,
-    ) -> sqlx::Result<HashMap<String, Vec<String>>>;
+    ) -> sqlx::Result<Arc<HashMap<String, Vec<String>>>>;
 
     /// Distinct CVEs with an open finding on the tenant's devices.
     async fn open_cve_count(&self, db: &Db, tenant: &TenantId) -> sqlx::Result<i64>;

@@ -1,7 +1,7 @@
 //! `/api/v1/inventory`: the software rollup, its search, items, vendors
 //! and counts. Uploads belong to the CSV area.
 
-use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::Extension;
@@ -144,12 +144,12 @@ async fn cve_counts(
     state: &AppState,
     exposure: &Exposure,
     caller: &Caller,
-) -> ApiResult<HashMap<String, HashSet<String>>> {
+) -> ApiResult<Arc<storage::CvesByApplication>> {
     Ok(storage::cves_by_rolled_up_name(&state.db, exposure, &caller.tenant_id).await?)
 }
 
 /// An application as clients read it, with its open CVEs counted.
-fn view(row: ApplicationRow, cves: &HashMap<String, HashSet<String>>) -> ApplicationView {
+fn view(row: ApplicationRow, cves: &storage::CvesByApplication) -> ApplicationView {
     let count = cves.get(row.name()).map_or(0, |c| c.len() as i64);
     row.into_view(count)
 }

@@ -1,6 +1,9 @@
 //! Reads of the inventory area beyond structured search: items, vendors,
 //! autocomplete and counts. Every query is scoped by tenant.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
 use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
@@ -275,20 +278,46 @@ pub async fn vendors(
     Ok((rows, total))
 }
 
+/// Open CVE ids per application of the rollup, by rolled-up name.
+pub type CvesByApplication = HashMap<String, HashSet<String>>;
+
 /// Open CVE ids per application of the rollup (installed names folded the
-/// way the rollup folds them).
+/// way the rollup folds them). Folded once per answer of the exposure: kept
+/// beside the answer it was folded from while the exposure hands out that
+/// same answer.
 pub async fn cves_by_rolled_up_name(
     db: &Db,
     exposure: &Exposure,
     tenant: &TenantId,
-) -> sqlx::Result<std::collections::HashMap<String, std::collections::HashSet<String>>> {
-    let mut out: std::collections::HashMap<String, std::collections::HashSet<String>> =
-        Default::default();
-    for (installed, cves) in exposure.open_cves_by_application(db, tenant).await? {
-        if let Some(name) = normalize::application_name(&installed) {
-            out.entry(name).or_default().extend(cves);
+) -> sqlx::Result<Arc<CvesByApplication>> {
+    type Folded = (Arc<HashMap<String, Vec<String>>>, Arc<CvesByApplication>);
+    static FOLDED: Mutex<Option<HashMap<(u64, String), Folded>>> = Mutex::new(None);
+    /// Tenants' folded answers kept at most (then it starts over).
+    const MAX_TENANTS: usize = 10_000;
+
+    let by_installed = exposure.open_cves_by_application(db, tenant).await?;
+    let key = (db.instance(), tenant.as_str().to_string());
+    {
+        let folded = FOLDED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((from, folded)) = folded.as_ref().and_then(|f| f.get(&key)) {
+            if Arc::ptr_eq(from, &by_installed) {
+                return Ok(folded.clone());
+            }
         }
     }
+    let mut out = CvesByApplication::new();
+    for (installed, cves) in by_installed.iter() {
+        if let Some(name) = normalize::application_name(installed) {
+            out.entry(name).or_default().extend(cves.iter().cloned());
+        }
+    }
+    let out = Arc::new(out);
+    let mut folded = FOLDED.lock().unwrap_or_else(|e| e.into_inner());
+    let folded = folded.get_or_insert_with(HashMap::new);
+    if folded.len() >= MAX_TENANTS {
+        folded.clear();
+    }
+    folded.insert(key, (by_installed, out.clone()));
     Ok(out)
 }
 

@@ -23,7 +23,7 @@ impl CveExposure for Findings {
         &self,
         db: &Db,
         tenant: &TenantId,
-    ) -> sqlx::Result<HashMap<String, Vec<String>>> {
+    ) -> sqlx::Result<Arc<HashMap<String, Vec<String>>>> {
         crate::views::open_cves_by_application(db, tenant).await
     }
 

@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 
 use super::triage::counts_open_sql;
 use super::views::ALL_FINDINGS;
-use cairn_core::db::{json_text_values, now_ms, Db};
+use cairn_core::db::{changes, json_text_values, now_ms, Backend, Db};
 use cairn_core::ids::TenantId;
 
 /// The EPSS score at or above which a finding counts as likely exploited.
@@ -43,8 +43,19 @@ pub struct Posture {
     pub oldest_open_kev_since: Option<i64>,
 }
 
-/// Counts a write of the tenant's findings or triage, inside `tx`.
-pub async fn count_write(tx: &mut Transaction<'_, Any>, tenant: &TenantId) -> sqlx::Result<()> {
+/// The change topic of a tenant's findings and triage (see
+/// [`cairn_core::db::changes`]): what answers kept in memory, such as the
+/// open CVEs by application, are stamped with.
+pub const FINDINGS_TOPIC: &str = "findings";
+
+/// Counts a write of the tenant's findings or triage, inside `tx`, and
+/// announces it to the other processes at commit. The caller tells this
+/// process with [`committed`] once `tx` is committed.
+pub async fn count_write(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    tenant: &TenantId,
+) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO vuln_findings_writes (tenant_id, writes) VALUES ($1, 1) \
          ON CONFLICT (tenant_id) DO UPDATE SET writes = vuln_findings_writes.writes + 1",
@@ -52,7 +63,12 @@ pub async fn count_write(tx: &mut Transaction<'_, Any>, tenant: &TenantId) -> sq
     .bind(tenant.as_str())
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    changes::announce(tx, backend, FINDINGS_TOPIC, tenant.as_str()).await
+}
+
+/// After the commit of a transaction that called [`count_write`].
+pub fn committed(db: &Db, tenant: &TenantId) {
+    changes::written(db, FINDINGS_TOPIC, tenant.as_str());
 }
 
 struct Kept {

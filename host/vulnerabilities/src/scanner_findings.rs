@@ -140,8 +140,9 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, tenant).await?;
+    super::posture::count_write(&mut tx, db.backend, tenant).await?;
     tx.commit().await?;
+    super::posture::committed(db, tenant);
     Ok(true)
 }
 

@@ -4,6 +4,8 @@
 //! is joined in as it is now.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -14,7 +16,7 @@ use super::findings::OPEN;
 use super::identify::clean_name;
 use super::scan::ScanScope;
 use super::triage::{counts_open_sql, suppressed_sql};
-use cairn_core::db::{stored_json, to_rfc3339, Db};
+use cairn_core::db::{changes, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
 
@@ -889,11 +891,24 @@ pub async fn open_cve_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
     .await
 }
 
-/// Open CVE ids per installed application name.
+/// Open CVE ids per installed application name (shared: kept answers
+/// are handed out as they are).
 pub async fn open_cves_by_application(
     db: &Db,
     tenant: &TenantId,
-) -> sqlx::Result<HashMap<String, Vec<String>>> {
+) -> sqlx::Result<Arc<HashMap<String, Vec<String>>>> {
+    // Every applications page asks for it, and it reads all the tenant's
+    // open findings: kept until they are written again (or a minute has
+    // passed, for a risk acceptance that expires).
+    static KEPT: changes::Kept<Arc<HashMap<String, Vec<String>>>> = changes::Kept::new(
+        super::posture::FINDINGS_TOPIC,
+        Duration::from_secs(60),
+        2_000_000,
+    );
+    let stamp = match KEPT.get(db, tenant.as_str()) {
+        Ok(kept) => return Ok(kept),
+        Err(stamp) => stamp,
+    };
     let rows = sqlx::query(&format!(
         "SELECT DISTINCT application_name, cve_id FROM vuln_findings f \
          WHERE f.tenant_id = $1 AND {}",
@@ -902,11 +917,16 @@ pub async fn open_cves_by_application(
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
+    let pairs = rows.len();
     let mut out: HashMap<String, Vec<String>> = HashMap::new();
     for r in rows {
         out.entry(r.get("application_name"))
             .or_default()
             .push(r.get("cve_id"));
+    }
+    let out = Arc::new(out);
+    if let Some(stamp) = stamp {
+        KEPT.keep(db, tenant.as_str(), stamp, out.clone(), pairs);
     }
     Ok(out)
 }

@@ -13,6 +13,7 @@
 //! are UUIDv7 text, JSON is text.
 
 mod batches;
+pub mod changes;
 pub mod fence;
 mod sqlite_lower;
 

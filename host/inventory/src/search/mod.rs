@@ -21,7 +21,7 @@ pub use query::{
     DEFAULT_LIMIT, MAX_LIMIT,
 };
 
-use cairn_core::db::Db;
+use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 
 #[derive(Debug, thiserror::Error)]
@@ -218,7 +218,7 @@ pub async fn run<T>(
     request: &SearchRequest,
 ) -> Result<Page<T>, SearchError>
 where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    T: for<'r> FromRow<'r, AnyRow> + serde::de::DeserializeOwned + Send + Unpin,
 {
     let (skip, limit) = page_bounds(request.skip, request.limit)?;
     if let Some(query) = &request.query {
@@ -258,32 +258,41 @@ where
         .as_ref()
         .filter(|order| condition.is_empty() && order.sort == sort)
     {
-        // The page and its kept total in one statement: a round trip
-        // fewer on the list's most read page.
+        // The page and its kept total in one statement, and the page as one
+        // value: the rows packed into a JSON array by the engine cross to
+        // the service as one row rather than 50 (on SQLite each row is a
+        // message from the connection's thread, and each converts through
+        // `AnyRow`), and decode straight into `T`.
         let total_column = kept.map_or("NULL".to_string(), |kept| format!("({kept})"));
         let seek = format!(
-            "SELECT {}, {total_column} AS kept_total FROM {} WHERE {} = $1 \
-             AND {place} > $2 AND {place} <= $3 AND {} ORDER BY {place}",
-            table.columns,
+            "SELECT {} AS page, {total_column} AS kept_total FROM {} WHERE {} = $1 \
+             AND {place} > $2 AND {place} <= $3 AND {}",
+            packed_rows(db.backend, table.columns, order.place),
             table.from,
             table.tenant_column,
             order.current,
             place = order.place
         );
-        let rows: Vec<AnyRow> = sqlx::query(&seek)
+        let packed = sqlx::query(&seek)
             .bind(tenant.as_str())
             .bind(skip)
             .bind(skip.saturating_add(limit))
-            .fetch_all(&db.pool)
+            .fetch_one(&db.pool)
             .await?;
+        let items: Vec<T> = match packed.try_get::<Option<String>, _>("page")? {
+            Some(text) => serde_json::from_str(&text).map_err(|err| sqlx::Error::ColumnDecode {
+                index: "page".into(),
+                source: Box::new(err),
+            })?,
+            None => vec![],
+        };
         // No rows: past the end, or the places are being numbered again;
         // the plain queries below answer both.
-        if let Some(first) = rows.first() {
-            let total = match first.try_get::<Option<i64>, _>("kept_total")? {
+        if !items.is_empty() {
+            let total = match packed.try_get::<Option<i64>, _>("kept_total")? {
                 Some(total) => total,
                 None => count_all().await?,
             };
-            let items = rows.iter().map(T::from_row).collect::<Result<_, _>>()?;
             return Ok(Page {
                 items,
                 total,
@@ -345,6 +354,21 @@ where
         skip,
         limit,
     })
+}
+
+/// The rows of a query as one JSON text: an array holding, per row in the
+/// order of `place`, the array of `columns`' values (text as strings,
+/// numbers as numbers, NULL as null), which a row struct whose fields
+/// follow `columns` decodes from. NULL when there is no row.
+fn packed_rows(backend: Backend, columns: &str, place: &str) -> String {
+    match backend {
+        Backend::Sqlite => format!(
+            "CASE WHEN COUNT(*) = 0 THEN NULL ELSE json_group_array(json_array({columns}) ORDER BY {place}) END"
+        ),
+        Backend::Postgres => {
+            format!("CAST(json_agg(json_build_array({columns}) ORDER BY {place}) AS TEXT)")
+        }
+    }
 }
 
 /// Checks `query` against `catalog` as a search would compile it: an

@@ -1,0 +1,248 @@
+//! Change stamps: what lets a process keep an answer derived from a
+//! tenant's rows until those rows are written again, without a round trip
+//! to ask whether they were.
+//!
+//! The area that owns the rows counts each committed write of a topic
+//! ("findings") for a tenant: [`written`] after its commit in this process,
+//! and, on PostgreSQL, [`announce`] inside its transaction, which reaches
+//! every other process on the database as a `NOTIFY` delivered at commit
+//! (their [`spawn_listener`] counts it there). A reader takes the
+//! [`stamp`] before it reads and keeps what it read with it; the kept
+//! answer is current while the stamp is unchanged.
+//!
+//! `stamp` answers `None` when this process cannot see every write: on
+//! PostgreSQL while its listener is not connected (then nothing may be
+//! kept). A SQLite database has one serving process (docs: deployment),
+//! so its own counts are all the writes. Another process's write reaches
+//! a PostgreSQL reader when the notification arrives (within milliseconds);
+//! a listener that loses its connection ends every stamp taken before.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use sqlx::{Any, Transaction};
+use tokio_util::sync::CancellationToken;
+
+use super::{Backend, Db};
+
+/// The `NOTIFY` channel; a payload is `topic` and tenant id, `\n` between.
+const CHANNEL: &str = "cairn_changes";
+
+/// What a reader keeps beside a derived answer. Two stamps of one topic and
+/// tenant are equal only if no write was counted between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    writes: u64,
+    /// Moves when the listener (re)connects: writes it may have missed.
+    epoch: u64,
+}
+
+#[derive(Default)]
+struct Counts {
+    /// Per (database instance, topic, tenant).
+    writes: Mutex<HashMap<(u64, String, String), u64>>,
+    /// Per database instance: listener connected.
+    listening: Mutex<HashMap<u64, bool>>,
+    epoch: AtomicU64,
+}
+
+fn counts() -> &'static Counts {
+    static COUNTS: OnceLock<Counts> = OnceLock::new();
+    COUNTS.get_or_init(Counts::default)
+}
+
+/// Tenants' counts kept at most; past it they start over (every kept
+/// answer is then read again once).
+const MAX_COUNTED: usize = 200_000;
+
+/// The current stamp of `topic` for `tenant`, or `None` when writes of
+/// other processes could go unseen.
+pub fn stamp(db: &Db, topic: &str, tenant: &str) -> Option<Stamp> {
+    let counts = counts();
+    if db.backend == Backend::Postgres {
+        let listening = counts.listening.lock().unwrap_or_else(|e| e.into_inner());
+        if listening.get(&db.instance()) != Some(&true) {
+            return None;
+        }
+    }
+    let writes = counts.writes.lock().unwrap_or_else(|e| e.into_inner());
+    Some(Stamp {
+        writes: writes
+            .get(&(db.instance(), topic.to_string(), tenant.to_string()))
+            .copied()
+            .unwrap_or(0),
+        epoch: counts.epoch.load(Ordering::SeqCst),
+    })
+}
+
+/// Counts a committed write of `topic` for `tenant` in this process. Call
+/// it after the commit: a reader that read before the commit then sees its
+/// stamp move.
+pub fn written(db: &Db, topic: &str, tenant: &str) {
+    count(db.instance(), topic, tenant);
+}
+
+fn count(instance: u64, topic: &str, tenant: &str) {
+    let counts = counts();
+    let mut writes = counts.writes.lock().unwrap_or_else(|e| e.into_inner());
+    if writes.len() >= MAX_COUNTED {
+        writes.clear();
+        counts.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+    *writes
+        .entry((instance, topic.to_string(), tenant.to_string()))
+        .or_default() += 1;
+}
+
+/// On PostgreSQL, tells the other processes at commit that `tx` wrote
+/// `topic` for `tenant`; nothing on SQLite.
+pub async fn announce(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    topic: &str,
+    tenant: &str,
+) -> sqlx::Result<()> {
+    if backend == Backend::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(format!("{topic}\n{tenant}"))
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// On PostgreSQL, counts the writes other processes announce for `db`,
+/// reconnecting on errors; stamps are `None` while it is not connected.
+pub fn spawn_listener(
+    db: &Db,
+    url: String,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let instance = db.instance();
+    let set_listening = move |on: bool| {
+        let counts = counts();
+        counts
+            .listening
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(instance, on);
+        // Whatever was kept before may have missed a write meanwhile.
+        counts.epoch.fetch_add(1, Ordering::SeqCst);
+    };
+    tokio::spawn(async move {
+        loop {
+            let listened = async {
+                let mut listener = PgListener::connect(&url).await?;
+                listener.listen(CHANNEL).await?;
+                set_listening(true);
+                // `try_recv`, not `recv`: `recv` reconnects by itself and
+                // drops what was sent meanwhile without saying so.
+                while let Some(notification) = listener.try_recv().await? {
+                    if let Some((topic, tenant)) = notification.payload().split_once('\n') {
+                        count(instance, topic, tenant);
+                    }
+                }
+                Err::<(), _>(sqlx::Error::Protocol("the connection was lost".into()))
+            };
+            let ended = tokio::select! {
+                result = listened => result.err(),
+                _ = shutdown.cancelled() => None,
+            };
+            set_listening(false);
+            match ended {
+                Some(err) => {
+                    tracing::warn!(error = %err, "change listener failed; reconnecting")
+                }
+                None => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    })
+}
+
+/// Answers derived from a tenant's rows of one topic, kept per database
+/// and tenant while the topic's [`stamp`] is unchanged and for at most
+/// `max_age` (for what moves without a write, such as an expiry). Bounded
+/// by the sum of the answers' weights: past `max_weight` it starts over.
+pub struct Kept<V> {
+    topic: &'static str,
+    max_age: Duration,
+    max_weight: usize,
+    entries: Mutex<Option<KeptEntries<V>>>,
+}
+
+struct KeptEntries<V> {
+    by_tenant: HashMap<(u64, String), KeptAnswer<V>>,
+    weight: usize,
+}
+
+struct KeptAnswer<V> {
+    stamp: Stamp,
+    at: std::time::Instant,
+    weight: usize,
+    value: V,
+}
+
+impl<V: Clone> Kept<V> {
+    pub const fn new(topic: &'static str, max_age: Duration, max_weight: usize) -> Self {
+        Kept {
+            topic,
+            max_age,
+            max_weight,
+            entries: Mutex::new(None),
+        }
+    }
+
+    /// The kept answer for `tenant`, if still current; else the stamp to
+    /// keep a fresh answer with (`None`: do not keep it).
+    pub fn get(&self, db: &Db, tenant: &str) -> Result<V, Option<Stamp>> {
+        let stamp = stamp(db, self.topic, tenant).ok_or(None)?;
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match entries
+            .as_ref()
+            .and_then(|e| e.by_tenant.get(&(db.instance(), tenant.to_string())))
+        {
+            Some(kept) if kept.stamp == stamp && kept.at.elapsed() < self.max_age => {
+                Ok(kept.value.clone())
+            }
+            _ => Err(Some(stamp)),
+        }
+    }
+
+    /// Keeps `value`, read after `stamp` was taken, for `tenant`.
+    pub fn keep(&self, db: &Db, tenant: &str, stamp: Stamp, value: V, weight: usize) {
+        let weight = weight.max(1);
+        if weight > self.max_weight {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = entries.get_or_insert_with(|| KeptEntries {
+            by_tenant: HashMap::new(),
+            weight: 0,
+        });
+        if entries.weight + weight > self.max_weight {
+            entries.by_tenant.clear();
+            entries.weight = 0;
+        }
+        let answer = KeptAnswer {
+            stamp,
+            at: std::time::Instant::now(),
+            weight,
+            value,
+        };
+        if let Some(old) = entries
+            .by_tenant
+            .insert((db.instance(), tenant.to_string()), answer)
+        {
+            entries.weight -= old.weight;
+        }
+        entries.weight += weight;
+    }
+}
