@@ -62,6 +62,9 @@ impl AppState {
     ) -> anyhow::Result<AppState> {
         // First: what the areas record while starting must reach it.
         let metrics = crate::http::metrics::handle();
+        // Before the first connection serves a write: who a caller is may
+        // then be kept between requests (SQLite).
+        crate::auth::kept::watch();
         let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
         db.migrate().await?;
         let plugins = Arc::new(Plugins::load(&settings).await?);

@@ -16,6 +16,7 @@ mod batches;
 pub mod changes;
 pub mod fence;
 mod sqlite_lower;
+pub mod sqlite_writes;
 
 pub use batches::WriteBatches;
 pub use sqlite_lower::lower;
@@ -89,6 +90,7 @@ impl Db {
         sqlx::any::install_default_drivers();
         sqlite_without_memory_statistics();
         sqlite_lower::install();
+        sqlite_writes::install();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

@@ -10,6 +10,7 @@
 
 mod identity;
 mod jwt;
+pub mod kept;
 pub mod password;
 mod routes;
 pub mod secret_token;

@@ -3,7 +3,7 @@
 use sqlx::{Any, Executor};
 
 use super::jwt::Claims;
-use super::{secret_token, Acting, AuthVia, Caller, Role};
+use super::{kept, secret_token, Acting, AuthVia, Caller, Role};
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::{TenantId, UserId};
 
@@ -71,12 +71,18 @@ pub enum SessionLookup {
 const USER_COLUMNS: &str = "u.id, u.tenant_id, u.email, u.name, u.role, u.created_at";
 
 pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<SessionLookup> {
+    let hash = secret_token::hash(token);
+    let credential = kept::Credential::Session(hash.clone());
+    if let Some(caller) = kept::get(db, &credential) {
+        return Ok(SessionLookup::Found(caller));
+    }
+    let stamp = kept::stamp(db);
     let row: Option<SessionUser> = sqlx::query_as(&format!(
-        "SELECT s.id AS session_id, s.acting_tenant_id, {USER_COLUMNS} FROM sessions s \
-         JOIN users u ON u.id = s.user_id \
+        "SELECT s.id AS session_id, s.acting_tenant_id, s.expires_at, {USER_COLUMNS} \
+         FROM sessions s JOIN users u ON u.id = s.user_id \
          WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2"
     ))
-    .bind(secret_token::hash(token))
+    .bind(hash)
     .bind(now_ms())
     .fetch_optional(&db.pool)
     .await?;
@@ -86,16 +92,21 @@ pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<SessionLookup>
     let via = AuthVia::Session {
         session_id: row.session_id,
     };
-    match &row.acting_tenant_id {
-        Some(customer) => row.user.acting_caller(db, customer, via).await,
-        None => Ok(SessionLookup::Found(row.user.caller(via))),
+    let found = match &row.acting_tenant_id {
+        Some(customer) => row.user.acting_caller(db, customer, via).await?,
+        None => SessionLookup::Found(row.user.caller(via)),
+    };
+    if let (SessionLookup::Found(caller), Some(stamp)) = (&found, stamp) {
+        kept::keep(db, credential, stamp, Some(row.expires_at), caller);
     }
+    Ok(found)
 }
 
 #[derive(sqlx::FromRow)]
 struct SessionUser {
     session_id: String,
     acting_tenant_id: Option<String>,
+    expires_at: i64,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -103,14 +114,27 @@ struct SessionUser {
 /// The caller a verified token names, if that user still belongs to the
 /// token's tenant.
 pub async fn bearer_caller(db: &Db, claims: &Claims) -> sqlx::Result<SessionLookup> {
+    let credential = kept::Credential::Bearer {
+        user: claims.sub.clone(),
+        tenant: claims.tid.clone(),
+        acting: claims.act.clone(),
+    };
+    if let Some(caller) = kept::get(db, &credential) {
+        return Ok(SessionLookup::Found(caller));
+    }
+    let stamp = kept::stamp(db);
     let user = user_by_id(db, &claims.sub).await?;
     let Some(user) = user.filter(|u| u.tenant_id == claims.tid) else {
         return Ok(SessionLookup::Missing);
     };
-    match &claims.act {
-        Some(customer) => user.acting_caller(db, customer, AuthVia::Bearer).await,
-        None => Ok(SessionLookup::Found(user.caller(AuthVia::Bearer))),
+    let found = match &claims.act {
+        Some(customer) => user.acting_caller(db, customer, AuthVia::Bearer).await?,
+        None => SessionLookup::Found(user.caller(AuthVia::Bearer)),
+    };
+    if let (SessionLookup::Found(caller), Some(stamp)) = (&found, stamp) {
+        kept::keep(db, credential, stamp, None, caller);
     }
+    Ok(found)
 }
 
 /// Points the session at `customer` (or back at the user's own tenant).
