@@ -34,9 +34,7 @@ async fn finding(db: &Db, tenant: &TenantId, application: &str, cve: &str) {
     .execute(&mut *tx)
     .await
     .unwrap();
-    posture::count_write(&mut tx, db.backend, tenant)
-        .await
-        .unwrap();
+    posture::count_write(&mut tx, db, tenant).await.unwrap();
     tx.commit().await.unwrap();
     posture::committed(db, tenant);
 }

@@ -91,9 +91,7 @@ async fn finding(
     .execute(&mut *tx)
     .await
     .unwrap();
-    posture::count_write(&mut tx, db.db.backend, tenant)
-        .await
-        .unwrap();
+    posture::count_write(&mut tx, &db.db, tenant).await.unwrap();
     tx.commit().await.unwrap();
     posture::committed(&db.db, tenant);
 }
@@ -205,9 +203,7 @@ async fn kept_postures_move_with_every_counted_write(backend: Backend) {
         1
     );
     let mut tx = db.db.pool.begin().await.unwrap();
-    posture::count_write(&mut tx, db.db.backend, &b)
-        .await
-        .unwrap();
+    posture::count_write(&mut tx, &db.db, &b).await.unwrap();
     tx.commit().await.unwrap();
     posture::committed(&db.db, &b);
     assert_eq!(

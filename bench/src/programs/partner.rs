@@ -236,9 +236,9 @@ async fn seed(
         .bind(now - 20 * 86_400_000)
         .execute(&mut *tx)
         .await?;
-        cairn_vulnerabilities::posture::count_write(&mut tx, db.backend, &tenant).await?;
+        cairn_vulnerabilities::posture::count_write(&mut tx, db, &tenant).await?;
         tx.commit().await?;
-        cairn_vulnerabilities::posture::committed(&db, &tenant);
+        cairn_vulnerabilities::posture::committed(db, &tenant);
         ids.push(tenant);
         if (n + 1) % 50 == 0 {
             println!("  {} customers seeded", n + 1);

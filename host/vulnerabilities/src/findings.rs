@@ -537,7 +537,7 @@ pub async fn apply_scan(
     .bind(mode.as_str())
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db.backend, tenant).await?;
+    super::posture::count_write(&mut tx, db, tenant).await?;
     if mode != ScanMode::Scoped {
         sqlx::query(
             "INSERT INTO vuln_tenant_state (tenant_id, matched_generation, matched_at) VALUES ($1, $2, $3) \

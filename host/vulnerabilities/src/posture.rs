@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 
 use super::triage::counts_open_sql;
 use super::views::ALL_FINDINGS;
-use cairn_core::db::{changes, json_text_values, now_ms, Backend, Db};
+use cairn_core::db::{changes, json_text_values, now_ms, Db};
 use cairn_core::ids::TenantId;
 
 /// The EPSS score at or above which a finding counts as likely exploited.
@@ -53,7 +53,7 @@ pub const FINDINGS_TOPIC: &str = "findings";
 /// process with [`committed`] once `tx` is committed.
 pub async fn count_write(
     tx: &mut Transaction<'_, Any>,
-    backend: Backend,
+    db: &Db,
     tenant: &TenantId,
 ) -> sqlx::Result<()> {
     sqlx::query(
@@ -63,7 +63,7 @@ pub async fn count_write(
     .bind(tenant.as_str())
     .execute(&mut **tx)
     .await?;
-    changes::announce(tx, backend, FINDINGS_TOPIC, tenant.as_str()).await
+    changes::announce(tx, db, FINDINGS_TOPIC, tenant.as_str()).await
 }
 
 /// After the commit of a transaction that called [`count_write`].

@@ -140,7 +140,7 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db.backend, tenant).await?;
+    super::posture::count_write(&mut tx, db, tenant).await?;
     tx.commit().await?;
     super::posture::committed(db, tenant);
     Ok(true)

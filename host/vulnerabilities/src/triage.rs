@@ -234,7 +234,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db.backend, tenant).await?;
+    super::posture::count_write(&mut tx, db, tenant).await?;
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM vuln_triage WHERE tenant_id = $1 AND cve_id = $2 \
          AND vendor = $3 AND product = $4"

@@ -28,8 +28,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Db};
 
-/// The `NOTIFY` channel; a payload is `topic` and tenant id, `\n` between.
+/// The `NOTIFY` channel; a payload is the topic, the tenant id and the
+/// sender (see [`sender`]), `\n` between.
 const CHANNEL: &str = "cairn_changes";
+
+/// Who announced a write: this process and database handle. A listener
+/// skips its own handle's announcements, which [`written`] counted already
+/// (counted twice, a kept answer would be read again for nothing).
+fn sender(instance: u64) -> String {
+    static PROCESS: OnceLock<String> = OnceLock::new();
+    let process = PROCESS.get_or_init(|| uuid::Uuid::new_v4().simple().to_string());
+    format!("{process}-{instance}")
+}
 
 /// What a reader keeps beside a derived answer. Two stamps of one topic and
 /// tenant are equal only if no write was counted between them.
@@ -101,14 +111,14 @@ fn count(instance: u64, topic: &str, tenant: &str) {
 /// `topic` for `tenant`; nothing on SQLite.
 pub async fn announce(
     tx: &mut Transaction<'_, Any>,
-    backend: Backend,
+    db: &Db,
     topic: &str,
     tenant: &str,
 ) -> sqlx::Result<()> {
-    if backend == Backend::Postgres {
+    if db.backend == Backend::Postgres {
         sqlx::query("SELECT pg_notify($1, $2)")
             .bind(CHANNEL)
-            .bind(format!("{topic}\n{tenant}"))
+            .bind(format!("{topic}\n{tenant}\n{}", sender(db.instance())))
             .execute(&mut **tx)
             .await?;
     }
@@ -123,6 +133,7 @@ pub fn spawn_listener(
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let instance = db.instance();
+    let own = sender(instance);
     let set_listening = move |on: bool| {
         let counts = counts();
         counts
@@ -142,8 +153,13 @@ pub fn spawn_listener(
                 // `try_recv`, not `recv`: `recv` reconnects by itself and
                 // drops what was sent meanwhile without saying so.
                 while let Some(notification) = listener.try_recv().await? {
-                    if let Some((topic, tenant)) = notification.payload().split_once('\n') {
-                        count(instance, topic, tenant);
+                    let mut parts = notification.payload().split('\n');
+                    if let (Some(topic), Some(tenant), Some(from)) =
+                        (parts.next(), parts.next(), parts.next())
+                    {
+                        if from != own {
+                            count(instance, topic, tenant);
+                        }
                     }
                 }
                 Err::<(), _>(sqlx::Error::Protocol("the connection was lost".into()))

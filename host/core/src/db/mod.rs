@@ -8,13 +8,16 @@
 //!
 //! The `Db` handle (sqlx `Any` pool + `Backend`, and on SQLite the write
 //! gate `write_turn`), migrations for both engines, timestamp helpers;
-//! `sqlite_lower.rs` gives every SQLite connection a Unicode `lower()`
-//! through SQLite's auto-extension hook. Timestamps are BIGINT Unix ms, ids
-//! are UUIDv7 text, JSON is text.
+//! `sqlite_extensions.rs` gives every SQLite connection, through SQLite's
+//! auto-extension hook, a Unicode `lower()` (`sqlite_lower.rs`) and the
+//! hooks counting writes to watched tables (`sqlite_writes.rs`);
+//! `changes.rs` the stamps of answers kept until their rows are written.
+//! Timestamps are BIGINT Unix ms, ids are UUIDv7 text, JSON is text.
 
 mod batches;
 pub mod changes;
 pub mod fence;
+mod sqlite_extensions;
 mod sqlite_lower;
 pub mod sqlite_writes;
 
@@ -89,8 +92,7 @@ impl Db {
     pub async fn connect(url: &str, max_connections: u32) -> Result<Db, DbError> {
         sqlx::any::install_default_drivers();
         sqlite_without_memory_statistics();
-        sqlite_lower::install();
-        sqlite_writes::install();
+        sqlite_extensions::install();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

@@ -3,13 +3,8 @@
 //! `école` on one engine and not on the other. Every SQLite connection this
 //! process opens gets a `lower()` that lowers each character by the Unicode
 //! simple mapping, as PostgreSQL's does, so the two engines agree.
-//!
-//! sqlx's `Any` driver does not expose the raw connection, so the function
-//! is registered through SQLite's auto-extension hook, which runs for every
-//! connection opened afterwards.
 
 use std::ffi::{c_char, c_int};
-use std::sync::Once;
 
 use libsqlite3_sys as ffi;
 
@@ -30,25 +25,12 @@ pub fn lower(text: &str) -> String {
     out
 }
 
-/// Registers the Unicode `lower()` for every SQLite connection opened from
-/// now on. Idempotent.
-pub fn install() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // SAFETY: `register` has the signature SQLite's auto-extension hook
-        // calls, and stays valid for the life of the process.
-        let status = unsafe { ffi::sqlite3_auto_extension(Some(register)) };
-        if status != ffi::SQLITE_OK {
-            tracing::error!(status, "registering SQLite's Unicode lower() failed");
-        }
-    });
-}
-
-unsafe extern "C" fn register(
-    db: *mut ffi::sqlite3,
-    _error: *mut *mut c_char,
-    _api: *const ffi::sqlite3_api_routines,
-) -> c_int {
+/// Gives the connection SQLite is opening the Unicode `lower()` (see
+/// `sqlite_extensions`).
+///
+/// # Safety
+/// `db` is a connection SQLite is opening.
+pub(super) unsafe fn register(db: *mut ffi::sqlite3) -> c_int {
     // SAFETY: `db` is the connection SQLite is opening; the name is a
     // NUL-terminated static string; `lower_function` matches `xFunc`.
     unsafe {

@@ -3,9 +3,8 @@
 //! (who a session or token belongs to) be kept until they change, with no
 //! write path having to remember to say so.
 //!
-//! Every connection this process opens gets an update hook through
-//! SQLite's auto-extension hook (sqlx's `Any` driver does not expose the
-//! raw connection): when a row of a watched table changes it marks the
+//! Every connection this process opens gets an update hook (see
+//! `sqlite_extensions`): when a row of a watched table changes it marks the
 //! connection's thread and sets the connection's WAL hook, which SQLite
 //! calls after a commit has taken place and which counts the commit if it
 //! was marked. (The WAL hook cannot be set when the connection opens:
@@ -24,7 +23,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Once, OnceLock};
+use std::sync::OnceLock;
 
 use libsqlite3_sys as ffi;
 
@@ -52,25 +51,12 @@ pub fn commits() -> Option<u64> {
     Some(COMMITS.load(Ordering::SeqCst))
 }
 
-/// Installs the hooks for every SQLite connection opened from now on.
-/// Idempotent.
-pub fn install() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // SAFETY: `register` has the signature SQLite's auto-extension hook
-        // calls, and stays valid for the life of the process.
-        let status = unsafe { ffi::sqlite3_auto_extension(Some(register)) };
-        if status != ffi::SQLITE_OK {
-            tracing::error!(status, "registering SQLite's write hooks failed");
-        }
-    });
-}
-
-unsafe extern "C" fn register(
-    db: *mut ffi::sqlite3,
-    _error: *mut *mut c_char,
-    _api: *const ffi::sqlite3_api_routines,
-) -> c_int {
+/// Gives the connection SQLite is opening the update hook (see
+/// `sqlite_extensions`).
+///
+/// # Safety
+/// `db` is a connection SQLite is opening.
+pub(super) unsafe fn register(db: *mut ffi::sqlite3) -> c_int {
     // SAFETY: `db` is the connection SQLite is opening; the callback
     // matches the signature SQLite calls, and its argument is that
     // connection, which outlives its hooks.

@@ -73,7 +73,24 @@ fn without_nul(value: &mut serde_json::Value) {
 
 impl<T: serde::Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
-        axum::Json(self.0).into_response()
+        // Into a `Vec` handed over as the body without a copy: serde writes
+        // a page of 50 applications in thousands of small pieces, and
+        // `axum::Json`'s `BytesMut` writer checks and copies each one
+        // through `put_slice` (about 5 % of that page's time under load).
+        let mut body = Vec::with_capacity(1024);
+        match serde_json::to_writer(&mut body, &self.0) {
+            Ok(()) => (
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/json"),
+                )],
+                body,
+            )
+                .into_response(),
+            Err(err) => {
+                ApiError::Internal(anyhow::anyhow!("encoding the answer: {err}")).into_response()
+            }
+        }
     }
 }
 
