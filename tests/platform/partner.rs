@@ -1185,6 +1185,8 @@ async fn a_shared_rmm_config_fills_each_customer_with_its_own_devices(backend: B
             .await;
         assert_eq!(done["status"], "succeeded", "{done}");
         assert_eq!(rmm::device_names(&app, &inside).await, expected);
+        // The overview counts devices of the rollup the sync queues.
+        app.wait_for_rollup(&inside).await;
         // The customer sees the config as shared, secrets masked, and
         // never the partner's password.
         let config = app.get("/api/v1/rmm/config", &inside.bearer()).await;
