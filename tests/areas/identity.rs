@@ -77,7 +77,7 @@ async fn kept_callers_end_with_every_write_they_were_read_from(backend: Backend)
     for (sql, ends) in writes {
         assert!(look_up().await.is_some(), "{sql}");
         assert_eq!(
-            kept::get(&db.db, &credential).is_some(),
+            kept::get(&db.db, &credential).is_ok(),
             backend == Backend::Sqlite,
             "kept after a lookup, on SQLite only"
         );
@@ -90,7 +90,7 @@ async fn kept_callers_end_with_every_write_they_were_read_from(backend: Backend)
             .await
             .unwrap_or_else(|err| panic!("{sql}: {err}"));
         if backend == Backend::Sqlite {
-            assert_eq!(kept::get(&db.db, &credential).is_none(), ends, "{sql}");
+            assert_eq!(kept::get(&db.db, &credential).is_err(), ends, "{sql}");
         }
     }
     // The renamed user is what the next lookup answers.

@@ -103,20 +103,7 @@ async fn kept_open_cves_move_with_every_counted_write(backend: Backend) {
     );
 
     // A triage change counts itself: the accepted risk leaves the answer.
-    let change = cairn_vulnerabilities::triage::Change {
-        cve_id: "CVE-2026-0001",
-        vendor: "acme",
-        product: "app",
-        status: "risk_accepted",
-        justification: None,
-        expires_at: Some(now_ms() + 86_400_000),
-        assignee_id: None,
-        comment: "",
-        by: "someone",
-    };
-    cairn_vulnerabilities::triage::set(&db.db, &a, &change)
-        .await
-        .unwrap();
+    cairn_tests::accept_risk(&db.db, &a, "CVE-2026-0001", 1).await;
     assert_eq!(
         open(&db.db, &a).await,
         pairs(&[("Browser", "CVE-2026-0003")])

@@ -174,20 +174,7 @@ async fn kept_postures_move_with_every_counted_write(backend: Backend) {
     assert_eq!(second[b.as_str()].high, 1);
     assert_eq!(second[a.as_str()], first[a.as_str()]);
     // A triage change counts itself: risk accepted takes the finding out.
-    let change = cairn_vulnerabilities::triage::Change {
-        cve_id: CVES[0].0,
-        vendor: "acme",
-        product: "app",
-        status: "risk_accepted",
-        justification: None,
-        expires_at: Some(now_ms() + 30 * DAY),
-        assignee_id: None,
-        comment: "",
-        by: "someone",
-    };
-    cairn_vulnerabilities::triage::set(&db.db, &a, &change)
-        .await
-        .unwrap();
+    cairn_tests::accept_risk(&db.db, &a, CVES[0].0, 30).await;
     let third = posture::postures(&db.db, &both).await.unwrap();
     assert_eq!(third[a.as_str()].open_findings, 0, "{third:?}");
     // A row written without the count is not seen until a counted write:

@@ -230,6 +230,30 @@ impl TestDb {
     }
 }
 
+/// Accepts the risk of `cve_id` in product acme/app for `days` days, as a
+/// person's triage change (which counts itself as a findings write).
+pub async fn accept_risk(
+    db: &cairn_core::db::Db,
+    tenant: &cairn_core::ids::TenantId,
+    cve_id: &str,
+    days: i64,
+) {
+    let change = cairn_vulnerabilities::triage::Change {
+        cve_id,
+        vendor: "acme",
+        product: "app",
+        status: "risk_accepted",
+        justification: None,
+        expires_at: Some(cairn_core::db::now_ms() + days * 86_400_000),
+        assignee_id: None,
+        comment: "",
+        by: "someone",
+    };
+    cairn_vulnerabilities::triage::set(db, tenant, &change)
+        .await
+        .expect("accept the risk");
+}
+
 /// A tenant row made directly, for tests that need many tenants but no
 /// accounts (registration is rate limited).
 async fn insert_tenant(db: &cairn_core::db::Db, name: &str) -> cairn_core::ids::TenantId {

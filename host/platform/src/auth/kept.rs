@@ -64,22 +64,28 @@ pub fn watch() {
 
 /// The stamp to keep a caller read from now on with; `None` when callers
 /// are not kept (PostgreSQL, or not watching).
-pub fn stamp(db: &Db) -> Option<u64> {
+fn stamp(db: &Db) -> Option<u64> {
     (db.backend == Backend::Sqlite)
         .then(sqlite_writes::commits)
         .flatten()
 }
 
 /// The kept caller of `credential`, if nothing it was read from has been
-/// written since.
-pub fn get(db: &Db, credential: &Credential) -> Option<Caller> {
-    let stamp = stamp(db)?;
+/// written since; else the stamp to keep a fresh lookup with (`None`: do
+/// not keep it).
+pub fn get(db: &Db, credential: &Credential) -> Result<Caller, Option<u64>> {
+    let stamp = stamp(db).ok_or(None)?;
     let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-    let found = kept.as_ref()?.get(credential)?;
-    let current = found.database == db.instance()
-        && found.commits == stamp
-        && found.expires_at.is_none_or(|end| now_ms() < end);
-    current.then(|| found.caller.clone())
+    match kept.as_ref().and_then(|k| k.get(credential)) {
+        Some(found)
+            if found.database == db.instance()
+                && found.commits == stamp
+                && found.expires_at.is_none_or(|end| now_ms() < end) =>
+        {
+            Ok(found.caller.clone())
+        }
+        _ => Err(Some(stamp)),
+    }
 }
 
 /// Keeps `caller`, read for `credential` after `stamp` was taken.

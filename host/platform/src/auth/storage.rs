@@ -73,10 +73,10 @@ const USER_COLUMNS: &str = "u.id, u.tenant_id, u.email, u.name, u.role, u.create
 pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<SessionLookup> {
     let hash = secret_token::hash(token);
     let credential = kept::Credential::Session(hash.clone());
-    if let Some(caller) = kept::get(db, &credential) {
-        return Ok(SessionLookup::Found(caller));
-    }
-    let stamp = kept::stamp(db);
+    let stamp = match kept::get(db, &credential) {
+        Ok(caller) => return Ok(SessionLookup::Found(caller)),
+        Err(stamp) => stamp,
+    };
     let row: Option<SessionUser> = sqlx::query_as(&format!(
         "SELECT s.id AS session_id, s.acting_tenant_id, s.expires_at, {USER_COLUMNS} \
          FROM sessions s JOIN users u ON u.id = s.user_id \
@@ -119,10 +119,10 @@ pub async fn bearer_caller(db: &Db, claims: &Claims) -> sqlx::Result<SessionLook
         tenant: claims.tid.clone(),
         acting: claims.act.clone(),
     };
-    if let Some(caller) = kept::get(db, &credential) {
-        return Ok(SessionLookup::Found(caller));
-    }
-    let stamp = kept::stamp(db);
+    let stamp = match kept::get(db, &credential) {
+        Ok(caller) => return Ok(SessionLookup::Found(caller)),
+        Err(stamp) => stamp,
+    };
     let user = user_by_id(db, &claims.sub).await?;
     let Some(user) = user.filter(|u| u.tenant_id == claims.tid) else {
         return Ok(SessionLookup::Missing);
