@@ -29,58 +29,7 @@ backend_tests!(
     a_run_sent_back_gives_way_to_the_job_queued_behind_it,
     a_shared_schedule_runs_in_one_process_per_period,
     a_sweep_queues_no_job_behind_a_live_one,
-    a_job_runs_on_threads_scheduled_below_the_serving_ones,
 );
-
-/// A job computes on threads of its own whose scheduling priority is
-/// below the threads that serve requests (and run this test): a long
-/// upload or sync leaves the cores to the requests waiting beside it.
-async fn a_job_runs_on_threads_scheduled_below_the_serving_ones(backend: Backend) {
-    let seen: Arc<Mutex<Option<(String, i64)>>> = Arc::default();
-    let record = seen.clone();
-    let registry = registry_with(&["long_job"], Duration::from_secs(60), move |_ctx| {
-        let record = record.clone();
-        async move {
-            let thread = std::thread::current().name().unwrap_or("").to_string();
-            *record.lock().unwrap() = Some((thread, niceness()));
-            Ok(())
-        }
-    });
-    let Some(test_db) = TestDb::create(backend).await else {
-        return;
-    };
-    let tenant = test_db.tenant("alpha").await;
-    let pool = Pool::spawn(&queue(&test_db, registry), 1);
-    storage::enqueue(&test_db.db, &tenant, "long_job", &json!({}))
-        .await
-        .unwrap();
-    wait_for("the job to run", Duration::from_secs(60), async || {
-        seen.lock().unwrap().is_some()
-    })
-    .await;
-    let (thread, job_niceness) = seen.lock().unwrap().clone().unwrap();
-    assert_eq!(thread, "cairn-job", "jobs run on the jobs' own threads");
-    assert!(
-        job_niceness > niceness(),
-        "a job's thread is scheduled below this one: nice {job_niceness} against {}",
-        niceness()
-    );
-    pool.stop().await;
-    test_db.finish().await;
-}
-
-/// The calling thread's nice value, from `/proc/thread-self/stat` (its
-/// 19th field; the name before it is in parentheses and may hold spaces).
-fn niceness() -> i64 {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("Linux exposes /proc");
-    let after_name = &stat[stat.rfind(')').expect("a stat line names its thread") + 2..];
-    // Fields 3 onwards follow the name; nice is field 19.
-    after_name
-        .split(' ')
-        .nth(19 - 3)
-        .and_then(|nice| nice.parse().ok())
-        .expect("a nice value")
-}
 
 /// A sweep's enqueue (`enqueue_unless_live`) adds a job only when none of
 /// its kind is queued or running for the tenant: a job queued behind a

@@ -27,7 +27,6 @@
 //! attempt would repeat, such as a plugin panic or its memory cap: `error`
 //! at once).
 
-mod background;
 mod context;
 mod finishes;
 pub mod reaper;

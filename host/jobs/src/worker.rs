@@ -133,9 +133,6 @@ impl Queue {
         let free = Arc::new(Semaphore::new(slots));
         let mut running = tokio::task::JoinSet::new();
         let (finishes, finishes_written) = Finishes::spawn(self.db.clone());
-        // Jobs run apart from requests, at a lower priority (see
-        // `background`).
-        let jobs_runtime = crate::background::handle();
         while !shutdown.is_cancelled() {
             // Wait for one free slot, then take every other free one too.
             let first = tokio::select! {
@@ -163,15 +160,14 @@ impl Queue {
                         let queue = self.clone();
                         let shutdown = shutdown.clone();
                         let finishes = finishes.clone();
-                        let run = async move {
+                        running.spawn(async move {
                             let ctx = JobContext::new(queue.db.clone(), &job, queue.lease_ms());
                             let slot = Slot {
                                 permit,
                                 finishes: &finishes,
                             };
                             queue.run_in(ctx, &shutdown, Some(slot)).await;
-                        };
-                        running.spawn_on(run, &jobs_runtime);
+                        });
                     }
                 }
                 Ok(_) => {
