@@ -35,8 +35,7 @@ async fn finding(db: &Db, tenant: &TenantId, application: &str, cve: &str) {
     .await
     .unwrap();
     posture::count_write(&mut tx, db, tenant).await.unwrap();
-    tx.commit().await.unwrap();
-    posture::committed(db, tenant);
+    posture::commit(tx, db, tenant).await.unwrap();
 }
 
 /// The answer as sorted (application, CVE) pairs.

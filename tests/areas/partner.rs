@@ -92,8 +92,7 @@ async fn finding(
     .await
     .unwrap();
     posture::count_write(&mut tx, &db.db, tenant).await.unwrap();
-    tx.commit().await.unwrap();
-    posture::committed(&db.db, tenant);
+    posture::commit(tx, &db.db, tenant).await.unwrap();
 }
 
 async fn a_tenants_posture_counts_its_open_findings(backend: Backend) {
@@ -191,8 +190,7 @@ async fn kept_postures_move_with_every_counted_write(backend: Backend) {
     );
     let mut tx = db.db.pool.begin().await.unwrap();
     posture::count_write(&mut tx, &db.db, &b).await.unwrap();
-    tx.commit().await.unwrap();
-    posture::committed(&db.db, &b);
+    posture::commit(tx, &db.db, &b).await.unwrap();
     assert_eq!(
         posture::postures(&db.db, &both).await.unwrap()[b.as_str()].high,
         0

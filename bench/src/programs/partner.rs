@@ -237,8 +237,7 @@ async fn seed(
         .execute(&mut *tx)
         .await?;
         cairn_vulnerabilities::posture::count_write(&mut tx, db, &tenant).await?;
-        tx.commit().await?;
-        cairn_vulnerabilities::posture::committed(db, &tenant);
+        cairn_vulnerabilities::posture::commit(tx, db, &tenant).await?;
         ids.push(tenant);
         if (n + 1) % 50 == 0 {
             println!("  {} customers seeded", n + 1);

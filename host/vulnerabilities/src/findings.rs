@@ -551,8 +551,7 @@ pub async fn apply_scan(
         .await?;
         changes::consume(&mut tx, db.backend, tenant, consumed).await?;
     }
-    tx.commit().await?;
-    super::posture::committed(db, tenant);
+    super::posture::commit(tx, db, tenant).await?;
     Ok(written)
 }
 

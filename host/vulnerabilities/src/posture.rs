@@ -49,8 +49,8 @@ pub struct Posture {
 pub const FINDINGS_TOPIC: &str = "findings";
 
 /// Counts a write of the tenant's findings or triage, inside `tx`, and
-/// announces it to the other processes at commit. The caller tells this
-/// process with [`committed`] once `tx` is committed.
+/// announces it to the other processes at commit. The transaction ends
+/// with [`commit`].
 pub async fn count_write(
     tx: &mut Transaction<'_, Any>,
     db: &Db,
@@ -66,9 +66,13 @@ pub async fn count_write(
     changes::announce(tx, db, FINDINGS_TOPIC, tenant.as_str()).await
 }
 
-/// After the commit of a transaction that called [`count_write`].
-pub fn committed(db: &Db, tenant: &TenantId) {
+/// Commits a transaction that called [`count_write`], then counts the
+/// write in this process: an answer read before the commit is not kept
+/// past it.
+pub async fn commit(tx: Transaction<'_, Any>, db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
+    tx.commit().await?;
     changes::written(db, FINDINGS_TOPIC, tenant.as_str());
+    Ok(())
 }
 
 struct Kept {

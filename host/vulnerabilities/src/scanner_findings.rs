@@ -141,8 +141,7 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .execute(&mut *tx)
     .await?;
     super::posture::count_write(&mut tx, db, tenant).await?;
-    tx.commit().await?;
-    super::posture::committed(db, tenant);
+    super::posture::commit(tx, db, tenant).await?;
     Ok(true)
 }
 

@@ -245,8 +245,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(change.product)
     .fetch_one(&mut *tx)
     .await?;
-    tx.commit().await?;
-    super::posture::committed(db, tenant);
+    super::posture::commit(tx, db, tenant).await?;
     Ok(view(&row))
 }
 
