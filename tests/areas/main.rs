@@ -8,6 +8,7 @@ mod identity;
 mod inventory;
 mod jobs;
 mod kept_cves;
+mod kept_pages;
 mod partner;
 mod rollup_incremental;
 mod search;

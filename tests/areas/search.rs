@@ -106,20 +106,67 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
     pages_match(&counts, "after an incremental rebuild").await;
 
     // A whole rebuild under way: it has begun (a new `rollup_at`) and a
-    // batch has moved an application, but the places are not numbered
-    // again until its last transaction.
-    for sql in [
-        "UPDATE rollup_state SET rollup_at = rollup_at + 1 WHERE tenant_id = $1",
+    // batch (a transaction of the rollup's own kind) has moved an
+    // application, but the places are not numbered again until its last
+    // transaction. The pages above were kept; the write ends them.
+    let rollup_at: i64 = sqlx::query_scalar(
+        "UPDATE rollup_state SET rollup_at = rollup_at + 1 WHERE tenant_id = $1 \
+         RETURNING rollup_at",
+    )
+    .bind(owner.as_str())
+    .fetch_one(&db.db.pool)
+    .await
+    .unwrap();
+    let mut tx = cairn_inventory::rollup::store::hold(&db.db, &owner, rollup_at)
+        .await
+        .unwrap();
+    sqlx::query(
         "UPDATE applications SET device_count = 100 WHERE tenant_id = $1 AND name = 'App 10'",
-    ] {
-        sqlx::query(sql)
-            .bind(owner.as_str())
-            .execute(&db.db.pool)
-            .await
-            .unwrap();
-    }
+    )
+    .bind(owner.as_str())
+    .execute(&mut **tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
     *counts.get_mut("App 10").unwrap() = 100;
     pages_match(&counts, "while a rebuild is under way").await;
+
+    // More applications than one block of kept rows (500): pages within
+    // a block, across two and at the end agree with the order, read fresh
+    // and again from what was kept.
+    let many = db.tenant("many").await;
+    let mut many_counts = std::collections::BTreeMap::new();
+    let mut rows = vec![];
+    for a in 0..1_050 {
+        let name = format!("Tool {a:04}");
+        let devices = a % 3 + 1;
+        for d in 0..devices {
+            rows.push(item(&format!("D{d}"), &name, "Vendor", "1.0", "windows"));
+        }
+        many_counts.insert(name, devices);
+    }
+    db.seed(&many, "rmm", &rows).await;
+    db.rebuild(&many).await;
+    let expected = default_order(&many_counts);
+    for round in ["read", "kept"] {
+        for skip in [0, 480, 499, 500, 990, 1_000, 1_049, 1_050] {
+            for limit in [1, 50, 500] {
+                let page = search(&db, &many, json!({"skip": skip, "limit": limit})).await;
+                let names: Vec<&str> = page["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|item| item["name"].as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    names,
+                    window(&expected, skip, limit),
+                    "{round}: {skip}, {limit}"
+                );
+                assert_eq!(page["total"], 1_050, "{round}");
+            }
+        }
+    }
 
     // Ten rows of the other tenant: App 00 to App 03 on 1 to 4 devices.
     let theirs = search(&db, &other, json!({"skip": 1, "limit": 50})).await;
@@ -245,7 +292,7 @@ async fn kept_device_searches_answer_every_write(backend: Backend) {
         .unwrap();
     sqlx::query("DELETE FROM assets WHERE tenant_id = $1 AND asset_key = 'D41'")
         .bind(owner.as_str())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
         .unwrap();
     tx.commit().await.unwrap();

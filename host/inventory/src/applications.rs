@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 use super::rollup::build::Application;
 use super::rollup::VersionCount;
 use super::search::{
-    Catalog, Column, Compiler, Field, FieldType, KeptOrder, SearchDocument, Table,
+    kept_pages, Catalog, Column, Compiler, Field, FieldType, KeptOrder, KeptPages, SearchDocument,
+    Table,
 };
 use cairn_core::db::{to_rfc3339, Backend};
 
@@ -104,6 +105,9 @@ pub const COLUMNS: &str = "a.id, a.name, a.vendor, a.device_count, a.most_common
     a.newest_version, a.oldest_version, a.version_counts, a.platforms, a.sources, a.publisher, \
     a.product, a.site, a.size_bytes, a.category, a.install_status, a.rollup_at";
 
+/// First pages of the default order, kept between rollups.
+static PAGES: KeptPages = kept_pages(crate::rollup::store::ROLLUP_TOPIC);
+
 pub fn table() -> Table<'static> {
     Table {
         from: "applications a",
@@ -120,6 +124,7 @@ pub fn table() -> Table<'static> {
             place: "a.place",
             current: "EXISTS (SELECT 1 FROM rollup_state s \
                       WHERE s.tenant_id = $1 AND s.places_at = s.rollup_at)",
+            pages: &PAGES,
         }),
         kept_matches: None,
     }

@@ -905,7 +905,7 @@ pub async fn open_cves_by_application(
         Duration::from_secs(60),
         2_000_000,
     );
-    let stamp = match KEPT.get(db, tenant.as_str()) {
+    let stamp = match KEPT.get(db, tenant.as_str(), &()) {
         Ok(kept) => return Ok(kept),
         Err(stamp) => stamp,
     };
@@ -926,7 +926,7 @@ pub async fn open_cves_by_application(
     }
     let out = Arc::new(out);
     if let Some(stamp) = stamp {
-        KEPT.keep(db, tenant.as_str(), stamp, out.clone(), pairs);
+        KEPT.keep(db, tenant.as_str(), (), stamp, out.clone(), pairs);
     }
     Ok(out)
 }

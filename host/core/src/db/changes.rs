@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
@@ -183,19 +183,25 @@ pub fn spawn_listener(
     })
 }
 
-/// Answers derived from a tenant's rows of one topic, kept per database
-/// and tenant while the topic's [`stamp`] is unchanged and for at most
-/// `max_age` (for what moves without a write, such as an expiry). Bounded
-/// by the sum of the answers' weights: past `max_weight` it starts over.
-pub struct Kept<V> {
+/// Answers derived from a tenant's rows of one topic, kept per database,
+/// tenant and question (`K`: `()` when a tenant has one answer, a page's
+/// bounds when it has many) while the topic's [`stamp`] is unchanged and
+/// for at most `max_age` (for what moves without a write, such as an
+/// expiry). Bounded by the sum of the answers' weights: past `max_weight`
+/// it starts over.
+pub struct Kept<V, K = ()> {
     topic: &'static str,
     max_age: Duration,
     max_weight: usize,
-    entries: Mutex<Option<KeptEntries<V>>>,
+    entries: Mutex<Option<KeptEntries<V, K>>>,
+    /// The turn to read each answer, while someone holds it.
+    turns: Mutex<Option<Turns<K>>>,
 }
 
-struct KeptEntries<V> {
-    by_tenant: HashMap<(u64, String), KeptAnswer<V>>,
+type Turns<K> = HashMap<(u64, String, K), Weak<tokio::sync::Mutex<()>>>;
+
+struct KeptEntries<V, K> {
+    answers: HashMap<(u64, String, K), KeptAnswer<V>>,
     weight: usize,
 }
 
@@ -206,25 +212,53 @@ struct KeptAnswer<V> {
     value: V,
 }
 
-impl<V: Clone> Kept<V> {
+impl<V: Clone, K: Eq + std::hash::Hash + Clone> Kept<V, K> {
     pub const fn new(topic: &'static str, max_age: Duration, max_weight: usize) -> Self {
         Kept {
             topic,
             max_age,
             max_weight,
             entries: Mutex::new(None),
+            turns: Mutex::new(None),
         }
     }
 
-    /// The kept answer for `tenant`, if still current; else the stamp to
-    /// keep a fresh answer with (`None`: do not keep it).
-    pub fn get(&self, db: &Db, tenant: &str) -> Result<V, Option<Stamp>> {
+    /// The turn to read the answer to `question` for `tenant`, one for all
+    /// who miss it at once: who gets it asks [`Kept::get`] again, and only
+    /// reads if the one before kept nothing. Many requests missing the
+    /// same answer together then read it once.
+    pub async fn read_turn(
+        &self,
+        db: &Db,
+        tenant: &str,
+        question: &K,
+    ) -> tokio::sync::OwnedMutexGuard<()> {
+        let turn = {
+            let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+            let turns = turns.get_or_insert_with(HashMap::new);
+            let key = (db.instance(), tenant.to_string(), question.clone());
+            match turns.get(&key).and_then(Weak::upgrade) {
+                Some(turn) => turn,
+                None => {
+                    turns.retain(|_, turn| turn.strong_count() > 0);
+                    let turn = Arc::new(tokio::sync::Mutex::new(()));
+                    turns.insert(key, Arc::downgrade(&turn));
+                    turn
+                }
+            }
+        };
+        turn.lock_owned().await
+    }
+
+    /// The kept answer to `question` for `tenant`, if still current; else
+    /// the stamp to keep a fresh answer with (`None`: do not keep it).
+    pub fn get(&self, db: &Db, tenant: &str, question: &K) -> Result<V, Option<Stamp>> {
         let stamp = stamp(db, self.topic, tenant).ok_or(None)?;
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        match entries
-            .as_ref()
-            .and_then(|e| e.by_tenant.get(&(db.instance(), tenant.to_string())))
-        {
+        match entries.as_ref().and_then(|e| {
+            e.answers
+                .get(&(db.instance(), tenant.to_string(), question.clone()))
+        }) {
             Some(kept) if kept.stamp == stamp && kept.at.elapsed() < self.max_age => {
                 Ok(kept.value.clone())
             }
@@ -232,19 +266,20 @@ impl<V: Clone> Kept<V> {
         }
     }
 
-    /// Keeps `value`, read after `stamp` was taken, for `tenant`.
-    pub fn keep(&self, db: &Db, tenant: &str, stamp: Stamp, value: V, weight: usize) {
+    /// Keeps `value`, the answer to `question` read after `stamp` was
+    /// taken, for `tenant`.
+    pub fn keep(&self, db: &Db, tenant: &str, question: K, stamp: Stamp, value: V, weight: usize) {
         let weight = weight.max(1);
         if weight > self.max_weight {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let entries = entries.get_or_insert_with(|| KeptEntries {
-            by_tenant: HashMap::new(),
+            answers: HashMap::new(),
             weight: 0,
         });
         if entries.weight + weight > self.max_weight {
-            entries.by_tenant.clear();
+            entries.answers.clear();
             entries.weight = 0;
         }
         let answer = KeptAnswer {
@@ -254,8 +289,8 @@ impl<V: Clone> Kept<V> {
             value,
         };
         if let Some(old) = entries
-            .by_tenant
-            .insert((db.instance(), tenant.to_string()), answer)
+            .answers
+            .insert((db.instance(), tenant.to_string(), question), answer)
         {
             entries.weight -= old.weight;
         }

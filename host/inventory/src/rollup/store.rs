@@ -12,7 +12,8 @@ use super::build::{
 use crate::assets::AssetSearch;
 use crate::search::{fold, TermValue};
 use cairn_core::db::{
-    json_text_values, now_ms, values_placeholders, values_placeholders_wrapped, Backend, Db,
+    changes, json_text_values, now_ms, values_placeholders, values_placeholders_wrapped, Backend,
+    Db,
 };
 use cairn_core::ids::TenantId;
 
@@ -804,7 +805,7 @@ pub async fn write(
         let mut tx = hold(db, tenant, rollup_at).await?;
         sqlx::query("UPDATE rollup_state SET tallied = 0 WHERE tenant_id = $1")
             .bind(tenant.as_str())
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         tx.commit().await?;
     }
@@ -843,7 +844,7 @@ pub async fn write(
         ))
         .bind(tenant.as_str())
         .bind(rollup_at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
     super::changes::consume(&mut tx, db.backend, tenant, &derived.changes).await?;
@@ -859,17 +860,22 @@ pub async fn write(
     Ok(())
 }
 
+/// The [`changes`] topic every committed write of rolled-up rows moves.
+pub const ROLLUP_TOPIC: &str = "rollup";
+
 /// Opens a transaction that holds the tenant's `rollup_state` row while
 /// `rollup_at` is its latest rebuild; on PostgreSQL the row lock also makes
 /// a concurrent `begin` wait for the commit. Every write of rolled-up rows
-/// goes through here, so the transaction also counts itself in `writes`:
+/// goes through here, so the transaction counts itself twice: in `writes`,
 /// the number a search's kept matches are checked against
-/// ([`crate::search::KeptMatches`]).
+/// ([`crate::search::KeptMatches`]), and as a write of [`ROLLUP_TOPIC`]
+/// (announced to other processes at commit, counted here by
+/// [`Held::commit`]), which kept pages are checked against.
 pub async fn hold<'a>(
     db: &'a Db,
     tenant: &TenantId,
     rollup_at: i64,
-) -> Result<Transaction<'a, Any>, WriteError> {
+) -> Result<Held<'a>, WriteError> {
     let mut tx = db.pool.begin().await?;
     let held = sqlx::query(
         "UPDATE rollup_state SET writes = writes + 1 WHERE tenant_id = $1 AND rollup_at = $2",
@@ -879,10 +885,46 @@ pub async fn hold<'a>(
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    if held == 1 {
-        Ok(tx)
-    } else {
-        Err(WriteError::Superseded)
+    if held != 1 {
+        return Err(WriteError::Superseded);
+    }
+    changes::announce(&mut tx, db, ROLLUP_TOPIC, tenant.as_str()).await?;
+    Ok(Held {
+        tx,
+        db,
+        tenant: tenant.clone(),
+    })
+}
+
+/// A transaction opened by [`hold`]: written through as a transaction, and
+/// ended by [`Held::commit`], so that no write of rolled-up rows commits
+/// without being counted.
+pub struct Held<'a> {
+    tx: Transaction<'a, Any>,
+    db: &'a Db,
+    tenant: TenantId,
+}
+
+impl Held<'_> {
+    /// Commits, then counts the write in this process: an answer read
+    /// before the commit is not kept past it.
+    pub async fn commit(self) -> sqlx::Result<()> {
+        self.tx.commit().await?;
+        changes::written(self.db, ROLLUP_TOPIC, self.tenant.as_str());
+        Ok(())
+    }
+}
+
+impl<'a> std::ops::Deref for Held<'a> {
+    type Target = Transaction<'a, Any>;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
     }
 }
 

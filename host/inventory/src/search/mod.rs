@@ -6,22 +6,24 @@ mod coerce;
 mod compile;
 mod document;
 mod matches;
+mod ordered;
 mod query;
 
 use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Arguments, FromRow, Row};
+use sqlx::{Arguments, FromRow};
 
 use compile::TENANT_PLACEHOLDER;
 pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Part, Terms};
 pub use document::{fold, SearchDocument, Term, TermValue};
 pub use matches::KeptMatches;
+pub use ordered::{kept_pages, KeptOrder, KeptPages};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
     DEFAULT_LIMIT, MAX_LIMIT,
 };
 
-use cairn_core::db::{Backend, Db};
+use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 
 #[derive(Debug, thiserror::Error)]
@@ -86,21 +88,6 @@ pub struct Table<'a> {
     /// Searches keep their matches in memory while the rows stay as they
     /// were: a page after the first is read by id.
     pub kept_matches: Option<KeptMatches>,
-}
-
-/// A sort whose order the table's writer keeps numbered in a column (1,
-/// 2, ... with no gaps), written in the same transaction as the rows, so
-/// a page of it is the rows whose place falls in the page: one index seek
-/// where `OFFSET` would step over every row before the page.
-pub struct KeptOrder {
-    /// The sort numbered (`-device_count`).
-    pub sort: &'static str,
-    /// The column holding each row's place.
-    pub place: &'static str,
-    /// A condition (`$1`: the tenant) that holds while the places describe
-    /// the rows: false while a rebuild is under way, whose batches move
-    /// rows before the places are numbered again.
-    pub current: &'static str,
 }
 
 /// One page of results and how many match in all: the shape of every
@@ -258,47 +245,10 @@ where
         .as_ref()
         .filter(|order| condition.is_empty() && order.sort == sort)
     {
-        // The page and its kept total in one statement, and the page as one
-        // value: the rows packed into a JSON array by the engine cross to
-        // the service as one row rather than 50 (on SQLite each row is a
-        // message from the connection's thread, and each converts through
-        // `AnyRow`), and decode straight into `T`.
-        let total_column = kept.map_or("NULL".to_string(), |kept| format!("({kept})"));
-        let seek = format!(
-            "SELECT {} AS page, {total_column} AS kept_total FROM {} WHERE {} = $1 \
-             AND {place} > $2 AND {place} <= $3 AND {}",
-            packed_rows(db.backend, table.columns, order.place),
-            table.from,
-            table.tenant_column,
-            order.current,
-            place = order.place
-        );
-        let packed = sqlx::query(&seek)
-            .bind(tenant.as_str())
-            .bind(skip)
-            .bind(skip.saturating_add(limit))
-            .fetch_one(&db.pool)
-            .await?;
-        let items: Vec<T> = match packed.try_get::<Option<String>, _>("page")? {
-            Some(text) => serde_json::from_str(&text).map_err(|err| sqlx::Error::ColumnDecode {
-                index: "page".into(),
-                source: Box::new(err),
-            })?,
-            None => vec![],
-        };
-        // No rows: past the end, or the places are being numbered again;
-        // the plain queries below answer both.
-        if !items.is_empty() {
-            let total = match packed.try_get::<Option<i64>, _>("kept_total")? {
-                Some(total) => total,
-                None => count_all().await?,
-            };
-            return Ok(Page {
-                items,
-                total,
-                skip,
-                limit,
-            });
+        if let Some(page) =
+            ordered::page(db, tenant, table, order, (skip, limit), count_all).await?
+        {
+            return Ok(page);
         }
     }
     let mut known_total = None;
@@ -354,21 +304,6 @@ where
         skip,
         limit,
     })
-}
-
-/// The rows of a query as one JSON text: an array holding, per row in the
-/// order of `place`, the array of `columns`' values (text as strings,
-/// numbers as numbers, NULL as null), which a row struct whose fields
-/// follow `columns` decodes from. NULL when there is no row.
-fn packed_rows(backend: Backend, columns: &str, place: &str) -> String {
-    match backend {
-        Backend::Sqlite => format!(
-            "CASE WHEN COUNT(*) = 0 THEN NULL ELSE json_group_array(json_array({columns}) ORDER BY {place}) END"
-        ),
-        Backend::Postgres => {
-            format!("CAST(json_agg(json_build_array({columns}) ORDER BY {place}) AS TEXT)")
-        }
-    }
 }
 
 /// Checks `query` against `catalog` as a search would compile it: an
