@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use cairn_core::db::{changes, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::applications::{self, ApplicationRow};
-use cairn_inventory::rollup::store::{self, ROLLUP_TOPIC};
+use cairn_inventory::rollup::store::ROLLUP_TOPIC;
 use cairn_inventory::search::{self, Page, SearchRequest};
-use cairn_tests::inventory::item;
+use cairn_tests::inventory::{item, rollup_write};
 use cairn_tests::{backend_tests, Backend, TestDb};
 use tokio_util::sync::CancellationToken;
 
@@ -40,32 +40,17 @@ async fn page(db: &Db, tenant: &TenantId, skip: i64, limit: i64) -> (Vec<String>
 /// transaction of `db` when `counted`, else by plain SQL, as a hand edit
 /// that nothing counts.
 async fn rename(db: &Db, tenant: &TenantId, from: &str, to: &str, counted: bool) {
-    let sql = "UPDATE applications SET name = $2 WHERE tenant_id = $1 AND name = $3";
-    if !counted {
-        sqlx::query(sql)
+    let sql =
+        format!("UPDATE applications SET name = '{to}' WHERE tenant_id = $1 AND name = '{from}'");
+    if counted {
+        rollup_write(db, tenant, &sql).await;
+    } else {
+        sqlx::query(&sql)
             .bind(tenant.as_str())
-            .bind(to)
-            .bind(from)
             .execute(&db.pool)
             .await
             .unwrap();
-        return;
     }
-    let rollup_at: i64 =
-        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
-            .bind(tenant.as_str())
-            .fetch_one(&db.pool)
-            .await
-            .unwrap();
-    let mut tx = store::hold(db, tenant, rollup_at).await.unwrap();
-    sqlx::query(sql)
-        .bind(tenant.as_str())
-        .bind(to)
-        .bind(from)
-        .execute(&mut **tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
 }
 
 fn names(of: &[&str]) -> Vec<String> {

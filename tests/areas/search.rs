@@ -9,7 +9,7 @@ use cairn_inventory::applications::{self, ApplicationRow};
 use cairn_inventory::assets::{self, AssetRow};
 use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_inventory::version::compare_release;
-use cairn_tests::inventory::{device_record, item, sorted_names};
+use cairn_tests::inventory::{device_record, item, rollup_write, sorted_names};
 use cairn_tests::query_eval::{
     eval_group, group, positive, random_operator, refused, rule, takes, FieldKind,
 };
@@ -64,12 +64,7 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
         for skip in [0, 1, 6, 23, 49, 55, 59, 60, 75, i64::MAX as usize] {
             for limit in [1, 10, 50] {
                 let page = search(&db, &owner, json!({"skip": skip, "limit": limit})).await;
-                let names: Vec<&str> = page["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|item| item["name"].as_str().unwrap())
-                    .collect();
+                let names = page_names(&page);
                 let want = window(&expected, skip, limit);
                 assert_eq!(names, want, "{when}: skip {skip}, limit {limit}");
                 assert_eq!(page["total"], expected.len(), "{when}");
@@ -109,25 +104,17 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
     // batch (a transaction of the rollup's own kind) has moved an
     // application, but the places are not numbered again until its last
     // transaction. The pages above were kept; the write ends them.
-    let rollup_at: i64 = sqlx::query_scalar(
-        "UPDATE rollup_state SET rollup_at = rollup_at + 1 WHERE tenant_id = $1 \
-         RETURNING rollup_at",
-    )
-    .bind(owner.as_str())
-    .fetch_one(&db.db.pool)
-    .await
-    .unwrap();
-    let mut tx = cairn_inventory::rollup::store::hold(&db.db, &owner, rollup_at)
+    sqlx::query("UPDATE rollup_state SET rollup_at = rollup_at + 1 WHERE tenant_id = $1")
+        .bind(owner.as_str())
+        .execute(&db.db.pool)
         .await
         .unwrap();
-    sqlx::query(
+    rollup_write(
+        &db.db,
+        &owner,
         "UPDATE applications SET device_count = 100 WHERE tenant_id = $1 AND name = 'App 10'",
     )
-    .bind(owner.as_str())
-    .execute(&mut **tx)
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    .await;
     *counts.get_mut("App 10").unwrap() = 100;
     pages_match(&counts, "while a rebuild is under way").await;
 
@@ -152,12 +139,7 @@ async fn default_pages_agree_with_the_order_at_every_depth(backend: Backend) {
         for skip in [0, 480, 499, 500, 990, 1_000, 1_049, 1_050] {
             for limit in [1, 50, 500] {
                 let page = search(&db, &many, json!({"skip": skip, "limit": limit})).await;
-                let names: Vec<&str> = page["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|item| item["name"].as_str().unwrap())
-                    .collect();
+                let names = page_names(&page);
                 assert_eq!(
                     names,
                     window(&expected, skip, limit),
@@ -281,21 +263,12 @@ async fn kept_device_searches_answer_every_write(backend: Backend) {
 
     // Another process's rollup: a transaction of the rollup's own kind
     // (`hold`) that deletes a device this process has kept as a match.
-    let rollup_at: i64 =
-        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
-            .bind(owner.as_str())
-            .fetch_one(&db.db.pool)
-            .await
-            .unwrap();
-    let mut tx = cairn_inventory::rollup::store::hold(&db.db, &owner, rollup_at)
-        .await
-        .unwrap();
-    sqlx::query("DELETE FROM assets WHERE tenant_id = $1 AND asset_key = 'D41'")
-        .bind(owner.as_str())
-        .execute(&mut **tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    rollup_write(
+        &db.db,
+        &owner,
+        "DELETE FROM assets WHERE tenant_id = $1 AND asset_key = 'D41'",
+    )
+    .await;
     threats.remove("D41");
     pages_match(&threats, "after another process deleted a device").await;
 
@@ -321,6 +294,16 @@ async fn device_search(db: &TestDb, tenant: &TenantId, body: Value) -> (Vec<Stri
 }
 
 /// The page of `expected` at `skip` and `limit`, as a list route pages.
+/// The names on a page, in its order.
+fn page_names(page: &Value) -> Vec<&str> {
+    page["items"]
+        .as_array()
+        .expect("a page")
+        .iter()
+        .map(|item| item["name"].as_str().expect("a name"))
+        .collect()
+}
+
 fn window(expected: &[String], skip: usize, limit: usize) -> Vec<&str> {
     expected
         .iter()

@@ -108,3 +108,24 @@ impl TestApp {
         .await
     }
 }
+
+/// Runs `sql` (`$1`: the tenant) in a transaction of the rollup's own kind
+/// (`rollup::store::hold` at the tenant's current rebuild), as another
+/// process's rollup would write: counted, and announced on PostgreSQL.
+pub async fn rollup_write(db: &cairn_core::db::Db, tenant: &TenantId, sql: &str) {
+    let rollup_at: i64 =
+        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_one(&db.pool)
+            .await
+            .expect("the tenant's rollup state");
+    let mut tx = cairn_inventory::rollup::store::hold(db, tenant, rollup_at)
+        .await
+        .expect("hold the rollup");
+    sqlx::query(sql)
+        .bind(tenant.as_str())
+        .execute(&mut **tx)
+        .await
+        .expect("the rollup's write");
+    tx.commit().await.expect("commit");
+}

@@ -80,6 +80,20 @@ where
     T: serde::de::DeserializeOwned,
     F: std::future::Future<Output = sqlx::Result<i64>>,
 {
+    // Nothing may be kept (PostgreSQL without its listener), or the
+    // blocks spanned were read on either side of a write: the page alone
+    // is read.
+    let read_page = async || -> Result<Option<Page<T>>, SearchError> {
+        let page = (skip, skip.saturating_add(limit));
+        let Some((rows, total)) = read(db, tenant, table, order, page).await? else {
+            return Ok(None);
+        };
+        let total = match total {
+            Some(total) => total,
+            None => count_all().await?,
+        };
+        decoded(rows.iter().map(|row| &**row), total, (skip, limit)).map(Some)
+    };
     let first = skip / BLOCK;
     let last = skip.saturating_add(limit - 1) / BLOCK;
     let mut blocks: Vec<Block> = Vec::with_capacity(2);
@@ -90,11 +104,7 @@ where
         let stamp = loop {
             match order.pages.get(db, tenant.as_str(), &number) {
                 Ok(block) => break Ok(block),
-                // Nothing may be kept (PostgreSQL without its listener):
-                // the page alone is read.
-                Err(None) => {
-                    return read_page(db, tenant, table, order, (skip, limit), count_all).await
-                }
+                Err(None) => return read_page().await,
                 Err(Some(stamp)) if turn.is_some() => break Err(stamp),
                 Err(Some(_)) => {
                     turn = Some(order.pages.read_turn(db, tenant.as_str(), &number).await);
@@ -132,7 +142,7 @@ where
     // A page across two blocks read on either side of a write would mix
     // two states of the rows.
     if blocks.windows(2).any(|pair| pair[0].stamp != pair[1].stamp) {
-        return read_page(db, tenant, table, order, (skip, limit), count_all).await;
+        return read_page().await;
     }
     let Some(total) = blocks.first().map(|block| block.total) else {
         return Ok(None);
@@ -148,50 +158,25 @@ where
     if rows.is_empty() || (rows.len() as i64) < limit.min(total - skip) {
         return Ok(None);
     }
+    decoded(rows, total, (skip, limit)).map(Some)
+}
+
+/// The page of `rows`, each decoded from its JSON.
+fn decoded<'r, T: serde::de::DeserializeOwned>(
+    rows: impl IntoIterator<Item = &'r RawValue>,
+    total: i64,
+    (skip, limit): (i64, i64),
+) -> Result<Page<T>, SearchError> {
     let items = rows
         .into_iter()
         .map(|row| serde_json::from_str(row.get()).map_err(decode_error))
         .collect::<Result<_, _>>()?;
-    Ok(Some(Page {
+    Ok(Page {
         items,
         total,
         skip,
         limit,
-    }))
-}
-
-/// The page alone, nothing kept.
-async fn read_page<T, F>(
-    db: &Db,
-    tenant: &TenantId,
-    table: &Table<'_>,
-    order: &KeptOrder,
-    (skip, limit): (i64, i64),
-    count_all: impl Fn() -> F,
-) -> Result<Option<Page<T>>, SearchError>
-where
-    T: serde::de::DeserializeOwned,
-    F: std::future::Future<Output = sqlx::Result<i64>>,
-{
-    let Some((rows, total)) =
-        read(db, tenant, table, order, (skip, skip.saturating_add(limit))).await?
-    else {
-        return Ok(None);
-    };
-    let total = match total {
-        Some(total) => total,
-        None => count_all().await?,
-    };
-    let items = rows
-        .iter()
-        .map(|row| serde_json::from_str(row.get()).map_err(decode_error))
-        .collect::<Result<_, _>>()?;
-    Ok(Some(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    })
 }
 
 /// The rows placed after `from` up to `to`, and the kept total; `None`
