@@ -5,11 +5,11 @@
 //! nothing is kept on PostgreSQL without a listener.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cairn_core::db::{changes, now_ms, Db};
+use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
-use cairn_tests::{backend_tests, Backend, TestDb};
+use cairn_tests::{backend_tests, wait_for, Backend, TestDb};
 use cairn_vulnerabilities::posture;
 use cairn_vulnerabilities::views::open_cves_by_application;
 use tokio_util::sync::CancellationToken;
@@ -67,12 +67,7 @@ async fn kept_open_cves_move_with_every_counted_write(backend: Backend) {
         let first = open_cves_by_application(&db.db, &t).await.unwrap();
         let second = open_cves_by_application(&db.db, &t).await.unwrap();
         assert!(!Arc::ptr_eq(&first, &second), "kept without a listener");
-        changes::spawn_listener(&db.db, db.url().to_string(), stop.clone());
-        let started = Instant::now();
-        while changes::stamp(&db.db, posture::FINDINGS_TOPIC, "any").is_none() {
-            assert!(started.elapsed() < Duration::from_secs(20), "no listener");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        db.listen_for_changes(&stop).await;
     }
     let a = db.tenant("a").await;
     let b = db.tenant("b").await;
@@ -113,17 +108,16 @@ async fn kept_open_cves_move_with_every_counted_write(backend: Backend) {
         // through PostgreSQL, and its answer moves once that arrives.
         let other = Db::connect(db.url(), 2).await.unwrap();
         finding(&other, &a, "Mail", "CVE-2026-0004").await;
-        let started = Instant::now();
-        while !open(&db.db, &a)
-            .await
-            .contains(&pairs(&[("Mail", "CVE-2026-0004")])[0])
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "another process's write never reached the kept answer"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(
+            "another process's write to reach the kept answer",
+            Duration::from_secs(10),
+            async || {
+                open(&db.db, &a)
+                    .await
+                    .contains(&pairs(&[("Mail", "CVE-2026-0004")])[0])
+            },
+        )
+        .await;
         other.close().await;
     }
     stop.cancel();

@@ -4,15 +4,14 @@
 //! writing process and, on PostgreSQL, once another process's notification
 //! arrives; nothing is kept on PostgreSQL without a listener.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cairn_core::db::{changes, Db};
+use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_inventory::applications::{self, ApplicationRow};
-use cairn_inventory::rollup::store::ROLLUP_TOPIC;
 use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_tests::inventory::{item, rollup_write};
-use cairn_tests::{backend_tests, Backend, TestDb};
+use cairn_tests::{backend_tests, wait_for, Backend, TestDb};
 use tokio_util::sync::CancellationToken;
 
 backend_tests!(kept_pages_move_with_every_counted_rollup_write);
@@ -82,12 +81,7 @@ async fn kept_pages_move_with_every_counted_rollup_write(backend: Backend) {
         rename(&db.db, &a, "Alpha", "Alpha 2", false).await;
         assert_eq!(page(&db.db, &a, 0, 2).await.0, names(&["Alpha 2", "Beta"]));
         rename(&db.db, &a, "Alpha 2", "Alpha", false).await;
-        changes::spawn_listener(&db.db, db.url().to_string(), stop.clone());
-        let started = Instant::now();
-        while changes::stamp(&db.db, ROLLUP_TOPIC, "any").is_none() {
-            assert!(started.elapsed() < Duration::from_secs(20), "no listener");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        db.listen_for_changes(&stop).await;
     }
     let first = (names(&["Alpha", "Beta"]), 3);
     assert_eq!(page(&db.db, &a, 0, 2).await, first);
@@ -129,14 +123,12 @@ async fn kept_pages_move_with_every_counted_rollup_write(backend: Backend) {
         // through PostgreSQL, and its page moves once that arrives.
         let other = Db::connect(db.url(), 2).await.unwrap();
         rename(&other, &a, "Delta", "Delta (elsewhere)", true).await;
-        let started = Instant::now();
-        while page(&db.db, &a, 0, 2).await.0[0] != "Delta (elsewhere)" {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "another process's write never reached the kept page"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_for(
+            "another process's write to reach the kept page",
+            Duration::from_secs(10),
+            async || page(&db.db, &a, 0, 2).await.0[0] == "Delta (elsewhere)",
+        )
+        .await;
         other.close().await;
     }
     stop.cancel();

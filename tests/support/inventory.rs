@@ -110,8 +110,8 @@ impl TestApp {
 }
 
 /// Runs `sql` (`$1`: the tenant) in a transaction of the rollup's own kind
-/// (`rollup::store::hold` at the tenant's current rebuild), as another
-/// process's rollup would write: counted, and announced on PostgreSQL.
+/// (`rollup::store::hold` at the tenant's current rebuild), as the rollup
+/// writes: counted in `db`'s process, and announced on PostgreSQL.
 pub async fn rollup_write(db: &cairn_core::db::Db, tenant: &TenantId, sql: &str) {
     let rollup_at: i64 =
         sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")

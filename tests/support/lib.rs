@@ -180,6 +180,18 @@ impl TestDb {
         &self.scratch.url
     }
 
+    /// Starts this process's change listener on PostgreSQL, as the server
+    /// does, until `stop`; returns once it listens (stamps are given).
+    pub async fn listen_for_changes(&self, stop: &tokio_util::sync::CancellationToken) {
+        cairn_core::db::changes::spawn_listener(&self.db, self.url().to_string(), stop.clone());
+        wait_for(
+            "the change listener",
+            std::time::Duration::from_secs(20),
+            async || cairn_core::db::changes::stamp(&self.db, "any", "any").is_some(),
+        )
+        .await;
+    }
+
     /// A new tenant, named `name`, for one case.
     pub async fn tenant(&self, name: &str) -> cairn_core::ids::TenantId {
         insert_tenant(&self.db, name).await

@@ -223,11 +223,28 @@ impl<V: Clone, K: Eq + std::hash::Hash + Clone> Kept<V, K> {
         }
     }
 
+    /// [`Kept::get`], and on a miss the turn to read the answer too: who
+    /// misses waits for the requests that missed before, then asks again,
+    /// so that many requests missing the same answer at once read it once.
+    /// Hold the turn until the answer read is kept.
+    pub async fn get_or_turn(
+        &self,
+        db: &Db,
+        tenant: &str,
+        question: &K,
+    ) -> Result<V, Option<(Stamp, tokio::sync::OwnedMutexGuard<()>)>> {
+        match self.get(db, tenant, question) {
+            Err(Some(_)) => {}
+            kept_or_not => return kept_or_not.map_err(|_| None),
+        }
+        let turn = self.read_turn(db, tenant, question).await;
+        self.get(db, tenant, question)
+            .map_err(|stamp| stamp.map(|stamp| (stamp, turn)))
+    }
+
     /// The turn to read the answer to `question` for `tenant`, one for all
-    /// who miss it at once: who gets it asks [`Kept::get`] again, and only
-    /// reads if the one before kept nothing. Many requests missing the
-    /// same answer together then read it once.
-    pub async fn read_turn(
+    /// who miss it at once.
+    async fn read_turn(
         &self,
         db: &Db,
         tenant: &str,

@@ -66,8 +66,8 @@ pub struct Block {
 
 /// The page `skip`, `limit` in `order`: `None` when the places do not
 /// answer it (past the end, or a rebuild is numbering them again), for the
-/// plain query to answer. `kept_total` reads the total beside the rows
-/// (`NULL`: not known, then `count_all` counts).
+/// plain query to answer. The table's `kept_total` reads the total beside
+/// the rows (`NULL`: not known, then `count_all` counts).
 pub(super) async fn page<T, F>(
     db: &Db,
     tenant: &TenantId,
@@ -85,12 +85,8 @@ where
     // is read.
     let read_page = async || -> Result<Option<Page<T>>, SearchError> {
         let page = (skip, skip.saturating_add(limit));
-        let Some((rows, total)) = read(db, tenant, table, order, page).await? else {
+        let Some((rows, total)) = read(db, tenant, table, order, page, &count_all).await? else {
             return Ok(None);
-        };
-        let total = match total {
-            Some(total) => total,
-            None => count_all().await?,
         };
         decoded(rows.iter().map(|row| &**row), total, (skip, limit)).map(Some)
     };
@@ -98,35 +94,18 @@ where
     let last = skip.saturating_add(limit - 1) / BLOCK;
     let mut blocks: Vec<Block> = Vec::with_capacity(2);
     for number in first..=last {
-        // Who misses waits for the turn to read, then asks again: the
-        // requests that missed the block at once read it once.
-        let mut turn = None;
-        let stamp = loop {
-            match order.pages.get(db, tenant.as_str(), &number) {
-                Ok(block) => break Ok(block),
-                Err(None) => return read_page().await,
-                Err(Some(stamp)) if turn.is_some() => break Err(stamp),
-                Err(Some(_)) => {
-                    turn = Some(order.pages.read_turn(db, tenant.as_str(), &number).await);
-                }
-            }
-        };
-        let stamp = match stamp {
+        let (stamp, _turn) = match order.pages.get_or_turn(db, tenant.as_str(), &number).await {
             Ok(block) => {
                 blocks.push(block);
                 continue;
             }
-            Err(stamp) => stamp,
+            Err(None) => return read_page().await,
+            Err(Some(missed)) => missed,
         };
         let from = number * BLOCK;
-        let Some((rows, total)) =
-            read(db, tenant, table, order, (from, from.saturating_add(BLOCK))).await?
-        else {
+        let range = (from, from.saturating_add(BLOCK));
+        let Some((rows, total)) = read(db, tenant, table, order, range, &count_all).await? else {
             break;
-        };
-        let total = match total {
-            Some(total) => total,
-            None => count_all().await?,
         };
         let weight = rows.iter().map(|row| row.get().len()).sum();
         let block = Block {
@@ -179,15 +158,20 @@ fn decoded<'r, T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The rows placed after `from` up to `to`, and the kept total; `None`
-/// when no row is (past the end, or the places are being numbered again).
-async fn read(
+/// The rows placed after `from` up to `to`, and the total (kept, or
+/// counted by `count_all` when not known); `None` when no row is (past
+/// the end, or the places are being numbered again).
+async fn read<F>(
     db: &Db,
     tenant: &TenantId,
     table: &Table<'_>,
     order: &KeptOrder,
     (from, to): (i64, i64),
-) -> Result<Option<(Vec<Box<RawValue>>, Option<i64>)>, SearchError> {
+    count_all: &impl Fn() -> F,
+) -> Result<Option<(Vec<Box<RawValue>>, i64)>, SearchError>
+where
+    F: std::future::Future<Output = sqlx::Result<i64>>,
+{
     // The rows and the kept total in one statement, and the rows as one
     // value: packed into a JSON array by the engine, they cross to the
     // service as one row rather than hundreds (on SQLite each row is a
@@ -218,7 +202,11 @@ async fn read(
     if rows.is_empty() {
         return Ok(None);
     }
-    Ok(Some((rows, packed.try_get("kept_total")?)))
+    let total = match packed.try_get::<Option<i64>, _>("kept_total")? {
+        Some(total) => total,
+        None => count_all().await?,
+    };
+    Ok(Some((rows, total)))
 }
 
 fn decode_error(err: serde_json::Error) -> SearchError {
