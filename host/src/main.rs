@@ -379,6 +379,9 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
                     "{}\t{}\tread {}\twritten {}\tunchanged {}\tskipped {}",
                     r.file, r.kind, r.records, r.written, r.unchanged, r.skipped
                 );
+                for (why, count) in &r.skipped_by_reason {
+                    println!("  skipped {count}: {why}");
+                }
                 for error in &r.errors {
                     println!("  skipped: {error}");
                 }

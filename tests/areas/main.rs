@@ -4,6 +4,7 @@
 //! HTTP contract (authentication, tenant isolation, OpenAPI, crash and
 //! restart, one end-to-end path per area) stays in `tests/platform`.
 
+mod advisories;
 mod identity;
 mod inventory;
 mod jobs;

@@ -15,6 +15,7 @@ backend_tests!(
     reupload_replaces_and_failed_parse_keeps_old_data,
     bad_uploads_are_refused_with_a_reason,
     csv_sources_are_scoped_by_tenant,
+    csv_os_columns_keep_the_distribution_and_edition,
 );
 
 const PROVIDERS: [&str; 5] = [
@@ -101,7 +102,7 @@ async fn software_csv_with_title_rows_lands_and_rolls_up(backend: Backend) {
             "application_name",
             "publisher",
             "version",
-            "os_platform",
+            "os_name",
             "user_name"
         ])
     );
@@ -338,6 +339,84 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
     ] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
+    app.finish().await;
+}
+
+/// A spreadsheet's platform, OS name, version and build columns reach the
+/// device by the connectors' rule: `Ubuntu` beside `22.04` keeps the
+/// distribution, so Ubuntu's advisories judge the device's packages, and
+/// an edition and build stay in the OS version.
+async fn csv_os_columns_keep_the_distribution_and_edition(backend: Backend) {
+    let Some(app) = app(backend).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let csv = "Computer Name,Software Name,Version,Platform,OS Version,OS Build\n\
+        UBU-1,sudo,1.9.9-1ubuntu2,Ubuntu,22.04,\n\
+        UBU-2,sudo,1.9.9-1ubuntu2.2,Ubuntu,22.04,\n\
+        WIN-1,7-Zip 23.01 (x64),23.01,Windows 11 Pro,23H2,22631.2861\n";
+    let upload = app
+        .ingest(&admin, "software-inventory", "os.csv", csv.into())
+        .await;
+    assert_eq!(upload["status"], "succeeded", "{upload}");
+    let devices = app
+        .get("/api/v1/devices/devices?limit=50", &admin.bearer())
+        .await;
+    assert_eq!(devices.status, 200, "{}", devices.text);
+    let mut os: Vec<(String, String, String)> = devices.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
+            (text("device_name"), text("os_platform"), text("os_version"))
+        })
+        .collect();
+    os.sort();
+    let row = |d: &str, p: &str, v: &str| (d.to_string(), p.to_string(), v.to_string());
+    assert_eq!(
+        os,
+        [
+            row("UBU-1", "linux", "Ubuntu 22.04"),
+            row("UBU-2", "linux", "Ubuntu 22.04"),
+            row("WIN-1", "windows", "Windows 11 Pro 23H2 22631.2861"),
+        ],
+        "{}",
+        devices.text
+    );
+    // Ubuntu's record of CVE-2023-22809 as published: the unfixed build
+    // is exposed, the fixed one is not.
+    let record = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/osv/ubuntu/CVE-2023-22809.json"
+    );
+    cairn_vulnerabilities::import::import_paths(app.db(), &[record.into()])
+        .await
+        .unwrap();
+    crate::vulnerabilities::scan(&app, &admin, serde_json::json!({})).await;
+    let exposed = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2023-22809/devices",
+            &admin.bearer(),
+        )
+        .await;
+    let devices: Vec<(&str, &str)> = exposed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["device_name"].as_str().unwrap(),
+                f["criteria"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        devices,
+        [("UBU-1", "osv:ubuntu:22.04:sudo")],
+        "{}",
+        exposed.text
+    );
     app.finish().await;
 }
 

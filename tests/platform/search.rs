@@ -84,8 +84,43 @@ async fn a_search_answers_for_the_callers_tenant_and_names_bad_parts(backend: Ba
     assert_eq!(page["skip"], 1);
     assert_eq!(page["limit"], 1);
 
+    // Spec rule 8: a rule on a field not in the allow-list is skipped and
+    // one with an unknown operator dropped; the answer names each with its
+    // path and why. The other rules still apply.
+    let lenient = search(
+        &app,
+        &owner,
+        json!({"query": group("and", vec![
+            rule("applicaton_name", "equals", json!("x")),
+            group("or", vec![rule("name", "matches", json!("x"))]),
+            rule("name", "contains", json!("firefox")),
+        ])}),
+    )
+    .await;
+    assert_eq!(sorted_names(&lenient), ["Mozilla Firefox"], "{lenient}");
+    let skipped: Vec<(&str, bool)> = lenient["skipped_rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let reason = s["reason"].as_str().unwrap();
+            (
+                s["path"].as_str().unwrap(),
+                reason.contains("applicaton_name") || reason.contains("`matches`"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        [("query.rules[0]", true), ("query.rules[1].rules[0]", true)],
+        "{lenient}"
+    );
+    // Nothing skipped: no list.
+    let plain = search(&app, &owner, json!({"search": "o"})).await;
+    assert!(plain.get("skipped_rules").is_none(), "{plain}");
+
     // Bad requests are the client's and say which part is wrong, by its
-    // path in the request.
+    // path in the request (with `strict`, a rule a search would skip too).
     let bad = [
         (
             json!({"query": group("and", vec![rule("device_count", "gt", json!("many"))])}),
@@ -96,7 +131,7 @@ async fn a_search_answers_for_the_callers_tenant_and_names_bad_parts(backend: Ba
             "query.rules[0].value",
         ),
         (
-            json!({"query": group("and", vec![rule("applicaton_name", "equals", json!("x"))])}),
+            json!({"strict": true, "query": group("and", vec![rule("applicaton_name", "equals", json!("x"))])}),
             "query.rules[0].field",
         ),
         (
@@ -104,8 +139,8 @@ async fn a_search_answers_for_the_callers_tenant_and_names_bad_parts(backend: Ba
             "query.rules[0].rules[0].operator",
         ),
         (
-            json!({"query": group("and", vec![rule("name", "matches", json!("x"))])}),
-            "query.rules[0]",
+            json!({"strict": true, "query": group("and", vec![rule("name", "matches", json!("x"))])}),
+            "query.rules[0].operator",
         ),
         (json!({"query": group("xor", vec![])}), "query.combinator"),
         (

@@ -17,7 +17,8 @@ pub fn group(combinator: &str, rules: Vec<Value>) -> Value {
     json!({"kind": "group", "combinator": combinator, "rules": rules})
 }
 
-/// Every operator of the spec, and one the service must refuse.
+/// Every operator of the spec, and one the service does not know, which a
+/// search drops (spec rule 8) or refuses under `strict`.
 pub const OPERATORS: [&str; 17] = [
     "contains",
     "not_contains",
@@ -37,6 +38,12 @@ pub const OPERATORS: [&str; 17] = [
     "not_in",
     "bogus",
 ];
+
+/// Whether the service knows `operator` (a search drops a rule with any
+/// other).
+pub fn known(operator: &str) -> bool {
+    operator != "bogus" && OPERATORS.contains(&operator)
+}
 
 /// An operator's positive form and whether it was negated (`not_x`, and
 /// `is_empty` as the negation of `is_not_empty`).
@@ -95,6 +102,9 @@ pub fn eval_group<T>(item: &T, group: &Value, rule: &dyn Fn(&T, &Value) -> bool)
         .filter_map(|node| {
             if node["kind"] == "group" {
                 eval_group(item, node, rule)
+            } else if !known(node["operator"].as_str().unwrap_or("")) {
+                // Dropped, as if not written.
+                None
             } else {
                 Some(rule(item, node))
             }

@@ -71,11 +71,16 @@ impl CsvProvider for SoftwareInventory {
                     ],
                 ),
                 ("publisher", &["published by"]),
+                ("os_platform", &["platform", "os platform", "os family"]),
                 (
-                    "os_platform",
-                    &["platform", "os", "operating system", "os name"],
+                    "os_name",
+                    &["os", "operating system", "os name", "os edition", "edition"],
                 ),
-                ("os_version", &["os build", "build"]),
+                (
+                    "os_version",
+                    &["os release", "operating system version", "release"],
+                ),
+                ("os_build", &["os build", "build", "os build number"]),
             ]),
         }
     }
@@ -91,8 +96,8 @@ impl CsvProvider for SoftwareInventory {
         Ok(vec![Row::Inventory(InventoryItem {
             device_name: Some(device),
             device_id: row.string("device_id"),
-            os_platform: row.string("os_platform"),
-            os_version: row.string("os_version"),
+            os_platform: row.string("os_platform").or_else(|| row.string("os_name")),
+            os_version: os_version(row),
             user_email: row.string("user_email").map(|e| e.to_lowercase()),
             user_name: row.string("user_name"),
             application_name: Some(application),
@@ -103,6 +108,28 @@ impl CsvProvider for SoftwareInventory {
             ..InventoryItem::default()
         })])
     }
+}
+
+/// The OS version the device keeps: the OS name when a platform column
+/// says less (`Windows` beside `Windows 11 Pro`), the version and the
+/// build, each once (`Windows 11 Pro 23H2 22631.2861`). The host moves a
+/// platform that names more than the platform (`Ubuntu`) into it too.
+fn os_version(row: &CsvRow) -> Option<String> {
+    let platform = row.string("os_platform");
+    let name = row.string("os_name").filter(|_| platform.is_some());
+    let mut text = String::new();
+    for part in [name, row.string("os_version"), row.string("os_build")]
+        .into_iter()
+        .flatten()
+    {
+        if !text.to_lowercase().contains(&part.to_lowercase()) {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(&part);
+        }
+    }
+    (!text.is_empty()).then_some(text)
 }
 
 cairn_sdk::export_csv_provider!(SoftwareInventory);
@@ -125,6 +152,55 @@ mod tests {
         };
         assert_eq!(item.vendor.as_deref(), Some("Igor Pavlov"));
         assert_eq!(item.version.as_deref(), Some("23.01"));
+    }
+
+    #[test]
+    fn the_os_columns_each_reach_the_device() {
+        let headers = cells(&[
+            "device_name",
+            "application_name",
+            "os_platform",
+            "os_name",
+            "os_version",
+            "os_build",
+        ]);
+        for (platform, name, version, build, expected) in [
+            ("Ubuntu", "", "22.04", "", (Some("Ubuntu"), Some("22.04"))),
+            ("", "Ubuntu", "22.04", "", (Some("Ubuntu"), Some("22.04"))),
+            (
+                "",
+                "Windows 11 Pro 23H2",
+                "",
+                "",
+                (Some("Windows 11 Pro 23H2"), None),
+            ),
+            (
+                "Windows",
+                "Windows 11 Pro",
+                "23H2",
+                "22631.2861",
+                (Some("Windows"), Some("Windows 11 Pro 23H2 22631.2861")),
+            ),
+            (
+                "Windows",
+                "",
+                "10.0.22631",
+                "10.0.22631",
+                (Some("Windows"), Some("10.0.22631")),
+            ),
+            ("", "", "", "", (None, None)),
+        ] {
+            let row = cells(&["PC-1", "7-Zip", platform, name, version, build]);
+            let rows = SoftwareInventory::map_row(&CsvRow::new(&headers, &row)).unwrap();
+            let Row::Inventory(item) = &rows[0] else {
+                panic!("not inventory")
+            };
+            assert_eq!(
+                (item.os_platform.as_deref(), item.os_version.as_deref()),
+                expected,
+                "{row:?}"
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use sqlx::{Any, Transaction};
 use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
 use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
-use cairn_inventory::normalize::platform_label;
+use cairn_inventory::normalize::{os_version_of, platform_label};
 use cairn_inventory::seen::{self, KeyOf};
 use cairn_plugins::{InventoryRow, MappedRow};
 
@@ -748,78 +748,6 @@ pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<Sou
         applications,
         records: kinds.into_iter().collect(),
     })
-}
-
-/// The OS version as stored. A platform label that says more than the
-/// platform (`Ubuntu`, `Windows 10 Enterprise 22H2`, `macOS 14 Sonoma`) is
-/// stored as `linux`, `windows` or `macos`; what it says moves into the
-/// version (`Ubuntu 22.04`, `Windows 10 Enterprise 22H2`), so the release
-/// and edition a source gave stay known.
-fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
-    /// Labels that name only the platform.
-    const BARE: [&str; 11] = [
-        "windows",
-        "win",
-        "microsoft windows",
-        "macos",
-        "mac",
-        "mac os",
-        "mac os x",
-        "osx",
-        "os x",
-        "darwin",
-        "linux",
-    ];
-    let named = platform.map(str::trim).filter(|raw| {
-        platform_label(raw).is_some() && !BARE.contains(&raw.to_lowercase().as_str())
-    });
-    match (named, version) {
-        (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
-            Some(format!("{name} {version}"))
-        }
-        (Some(name), None) => Some(name.to_string()),
-        (_, version) => version.map(str::to_string),
-    }
-}
-
-#[cfg(test)]
-mod os_version_tests {
-    use super::os_version_of;
-
-    #[test]
-    fn a_label_naming_more_than_the_platform_moves_into_the_version() {
-        for (platform, version, expected) in [
-            (
-                Some("Ubuntu"),
-                Some("22.04.3 LTS"),
-                Some("Ubuntu 22.04.3 LTS"),
-            ),
-            (Some("ubuntu"), Some("Ubuntu 22.04"), Some("Ubuntu 22.04")),
-            (Some("Debian"), None, Some("Debian")),
-            (Some("Linux"), Some("6.1.0"), Some("6.1.0")),
-            (Some("Windows"), Some("10.0.19045"), Some("10.0.19045")),
-            (
-                Some("Windows 10 Enterprise 22H2"),
-                None,
-                Some("Windows 10 Enterprise 22H2"),
-            ),
-            (
-                Some("Windows 11 Pro"),
-                Some("10.0.22631"),
-                Some("Windows 11 Pro 10.0.22631"),
-            ),
-            (Some("macOS 14 Sonoma"), None, Some("macOS 14 Sonoma")),
-            (Some("macOS"), Some("14.2.1"), Some("14.2.1")),
-            (None, Some("14.2"), Some("14.2")),
-            (None, None, None),
-        ] {
-            assert_eq!(
-                os_version_of(platform, version).as_deref(),
-                expected,
-                "{platform:?} {version:?}"
-            );
-        }
-    }
 }
 
 #[cfg(test)]

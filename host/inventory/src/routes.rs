@@ -75,6 +75,7 @@ async fn list_applications(
         skip: params.skip,
         limit: params.limit,
         sort: params.sort,
+        strict: false,
     };
     let page: Page<ApplicationRow> = search::run(
         &state.db,
@@ -208,12 +209,7 @@ async fn inventory_items(
             ))
         }
     };
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Vendors of the rollup with application, device and CVE counts, most
@@ -237,12 +233,7 @@ async fn vendors(
         limit,
     )
     .await?;
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Application names with device and CVE counts for autocomplete: names

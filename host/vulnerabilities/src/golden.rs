@@ -107,17 +107,12 @@ fn verdict(
     let releases = osv::releases_of(item);
     let names = osv::package_names(&item.application_name, table);
     let known = |r: &str, n: &str| {
-        knowledge
-            .ranges
-            .contains_key(&(r.to_string(), n.to_string()))
+        osv::advisory_releases(r)
+            .into_iter()
+            .any(|r| knowledge.ranges.contains_key(&(r, n.to_string())))
     };
     if let Some(release) = osv::package_release(&releases, &names, version, known) {
-        let ranges: Vec<StoredRange> = names
-            .iter()
-            .filter_map(|n| knowledge.ranges.get(&(release.to_string(), n.to_string())))
-            .flatten()
-            .cloned()
-            .collect();
+        let ranges = osv::ranges_of_package(&knowledge.ranges, release, &names);
         return osv::evaluate(&ranges, release, version)
             .into_iter()
             .map(|h| h.cve_id)

@@ -51,6 +51,9 @@ pub struct ImportReport {
     /// Records that could not be read, with the first reasons.
     pub skipped: u64,
     pub errors: Vec<String>,
+    /// Every record that could not be read, counted by why (`names no
+    /// CVE`, `not JSON`...).
+    pub skipped_by_reason: std::collections::BTreeMap<String, u64>,
 }
 
 impl ImportReport {
@@ -63,12 +66,16 @@ impl ImportReport {
             unchanged: 0,
             skipped: 0,
             errors: vec![],
+            skipped_by_reason: Default::default(),
         }
     }
 
-    /// Counts a record left out; the first ten reasons are kept and logged.
-    fn skip(&mut self, reason: String) {
+    /// Counts a record left out for `why` (a short phrase, the key of
+    /// [`ImportReport::skipped_by_reason`]); the first ten `reason`s, which
+    /// name the record, are kept and logged.
+    fn skip(&mut self, why: &str, reason: String) {
         self.skipped += 1;
+        *self.skipped_by_reason.entry(why.to_string()).or_default() += 1;
         if self.errors.len() < 10 {
             tracing::warn!(file = %self.file, kind = self.kind, reason = %reason, "import skipped a record");
             self.errors.push(reason);
@@ -85,6 +92,11 @@ enum Kind {
     Cwe,
     CpeDictionary,
     Osv,
+    /// A JSON object none of the feeds' marks names in its first bytes:
+    /// read whole and told by its structure ([`json_kind`]). An OSV record
+    /// may write `modified` after an `affected` list of 80 KB (AlmaLinux's
+    /// glibc advisories), so no prefix can tell one.
+    Json,
 }
 
 /// Reads the kind from the first bytes of (decompressed) content.
@@ -106,14 +118,24 @@ fn sniff(head: &[u8]) -> Option<Kind> {
         Some(Kind::Cve5)
     } else if text.contains("\"cpeName\"") {
         Some(Kind::CpeDictionary)
-    } else if text.contains("\"ecosystem\"") && text.contains("\"modified\"") {
-        Some(Kind::Osv)
     } else if text.contains("\"vulnerabilities\"") {
         Some(Kind::Nvd)
     } else {
-        None
+        Some(Kind::Json)
     }
 }
+
+/// The kind of a parsed JSON object that [`sniff`] could not name: an OSV
+/// record has a string `id` and an `affected` list or a `modified` time
+/// (OSV schema 1.x); `None` for anything else.
+fn json_kind(value: &Value) -> Option<Kind> {
+    let osv =
+        value["id"].is_string() && (value["affected"].is_array() || value["modified"].is_string());
+    osv.then_some(Kind::Osv)
+}
+
+/// Why content of no importable kind was refused.
+const NOT_IMPORTABLE: &str = "not a file cairn can import (NVD JSON 2.0, CVE JSON 5, OSV JSON, KEV JSON, EPSS CSV, CWE XML, CPE dictionary JSON; plain, .gz or .zip)";
 
 /// Imports every path (files; a directory's files in name order).
 pub async fn import_paths(
@@ -147,7 +169,7 @@ pub async fn import_paths(
             Err(ImportError::Format { path, reason }) => {
                 let mut report = ImportReport::new(&path, "unreadable");
                 report.records = 1;
-                report.skip(reason);
+                report.skip("unreadable file", reason);
                 reports.push(report);
             }
             Err(other) => return Err(other),
@@ -213,7 +235,12 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
     let (sender, mut receiver) = mpsc::channel::<ZipBatch>(2);
     let path = path.to_path_buf();
     let file_name = name.clone();
-    type ZipRead = (ImportReport, ImportReport, Vec<(String, Kind, Vec<u8>)>);
+    type ZipRead = (
+        ImportReport,
+        ImportReport,
+        ImportReport,
+        Vec<(String, Kind, Vec<u8>)>,
+    );
     let reader = tokio::task::spawn_blocking(move || -> Result<ZipRead, ImportError> {
         let format = |reason: String| ImportError::Format {
             path: file_name.clone(),
@@ -226,6 +253,9 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
         let mut archive = zip::ZipArchive::new(file).map_err(|e| format(e.to_string()))?;
         let mut cve5 = ImportReport::new(&file_name, "cve5");
         let mut advisories = ImportReport::new(&file_name, "osv");
+        // Entries of no kind Cairn reads: counted and named, never dropped
+        // without a word.
+        let mut unrecognized = ImportReport::new(&file_name, "unrecognized");
         let mut catalogs = vec![];
         let mut batch = Vec::with_capacity(BATCH);
         let mut osv_batch = Vec::with_capacity(BATCH);
@@ -261,11 +291,27 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                         break;
                     }
                 }
-                Some(Kind::Osv) => {
-                    if let Some(advisory) =
-                        read_entry(&mut advisories, &entry_name, &bytes, osv::parse)
-                    {
-                        osv_batch.push(advisory);
+                Some(Kind::Json | Kind::Osv) => {
+                    let value = match serde_json::from_slice::<Value>(&bytes) {
+                        Ok(value) => value,
+                        Err(e) => {
+                            unrecognized.records += 1;
+                            unrecognized.skip("not JSON", format!("{entry_name}: not JSON ({e})"));
+                            continue;
+                        }
+                    };
+                    if json_kind(&value) != Some(Kind::Osv) {
+                        unrecognized.records += 1;
+                        unrecognized.skip(
+                            "not a record cairn reads",
+                            format!("{entry_name}: {NOT_IMPORTABLE}"),
+                        );
+                        continue;
+                    }
+                    advisories.records += 1;
+                    match osv::parse(&value) {
+                        Ok(advisory) => osv_batch.push(advisory),
+                        Err(e) => advisories.skip(e.kind(), format!("{entry_name}: {e}")),
                     }
                     if osv_batch.len() >= BATCH
                         && sender
@@ -276,7 +322,13 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                     }
                 }
                 Some(kind) => catalogs.push((format!("{file_name}:{entry_name}"), kind, bytes)),
-                None => {}
+                None => {
+                    unrecognized.records += 1;
+                    unrecognized.skip(
+                        "not a record cairn reads",
+                        format!("{entry_name}: {NOT_IMPORTABLE}"),
+                    );
+                }
             }
         }
         if !batch.is_empty() {
@@ -285,7 +337,7 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
         if !osv_batch.is_empty() {
             let _ = sender.blocking_send(ZipBatch::Advisories(osv_batch));
         }
-        Ok((cve5, advisories, catalogs))
+        Ok((cve5, advisories, unrecognized, catalogs))
     });
     let mut written = reference::CveWrite::default();
     let mut advisories_written = osv::OsvWrite::default();
@@ -303,7 +355,7 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
             }
         }
     }
-    let (mut cve5, mut advisories, catalogs) =
+    let (mut cve5, mut advisories, unrecognized, catalogs) =
         reader.await.map_err(|e| ImportError::Format {
             path: name.clone(),
             reason: e.to_string(),
@@ -318,6 +370,9 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
     }
     if advisories.records > 0 {
         reports.push(advisories);
+    }
+    if unrecognized.records > 0 {
+        reports.push(unrecognized);
     }
     for (entry, kind, bytes) in catalogs {
         reports.push(match kind {
@@ -342,6 +397,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Cwe => "cwe",
         Kind::CpeDictionary => "cpe_dictionary",
         Kind::Osv => "osv",
+        Kind::Json => "json",
     }
 }
 
@@ -363,9 +419,9 @@ pub async fn import_stream(
             let head = reader.fill_buf().map_err(io)?;
             let head = head[..head.len().min(65_536)].to_vec();
             let kind = sniff(&head).ok_or_else(|| ImportError::Format {
-            path: file.clone(),
-            reason: "not a file cairn can import (NVD JSON 2.0, CVE JSON 5, OSV JSON, KEV JSON, EPSS CSV, CWE XML, CPE dictionary JSON; plain, .gz or .zip)".into(),
-        })?;
+                path: file.clone(),
+                reason: NOT_IMPORTABLE.into(),
+            })?;
             let mut report = ImportReport::new(&file, kind_name(kind));
             match kind {
                 Kind::Nvd | Kind::CpeDictionary => {
@@ -457,8 +513,12 @@ async fn import_small(
             report.written = w.written;
             report.unchanged = w.unchanged;
         }
-        Kind::Osv => {
+        Kind::Osv | Kind::Json => {
             let value: Value = serde_json::from_slice(bytes).map_err(|e| format(e.to_string()))?;
+            if json_kind(&value) != Some(Kind::Osv) {
+                return Err(format(NOT_IMPORTABLE.into()));
+            }
+            report.kind = kind_name(Kind::Osv);
             let advisory = osv::parse(&value).map_err(|e| format(e.to_string()))?;
             report.records = 1;
             let w = osv::write_advisories(db, &[advisory]).await?;
@@ -485,7 +545,7 @@ fn read_entry<T, E: fmt::Display>(
     match read {
         Ok(record) => Some(record),
         Err(reason) => {
-            report.skip(format!("{entry}: {reason}"));
+            report.skip("unreadable record", format!("{entry}: {reason}"));
             None
         }
     }
@@ -545,7 +605,7 @@ impl Sink<'_> {
         match self.kind {
             Kind::Nvd => match records::from_nvd(element["cve"].take()) {
                 Ok(record) => self.cves.push(record),
-                Err(e) => self.report.skip(e.to_string()),
+                Err(e) => self.report.skip("unreadable record", e.to_string()),
             },
             _ => {
                 let cpe = &element["cpe"];
@@ -566,7 +626,10 @@ impl Sink<'_> {
                         ));
                     }
                     Some(_) => {}
-                    None => self.report.skip("entry without a readable cpeName".into()),
+                    None => self.report.skip(
+                        "no readable cpeName",
+                        "entry without a readable cpeName".into(),
+                    ),
                 }
             }
         }

@@ -62,29 +62,46 @@ pub enum OsvError {
     NoId,
     #[error("{0}: an OSV record needs a readable modified time")]
     NoModified(String),
-    #[error("{0}: names no CVE (aliases, upstream)")]
+    #[error("{0}: names no CVE (in its id, aliases, upstream or related)")]
     NoCve(String),
 }
 
+impl OsvError {
+    /// The reason without the record's id, to count records by.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            OsvError::NoId => "no id",
+            OsvError::NoModified(_) => "no modified time",
+            OsvError::NoCve(_) => "names no CVE",
+        }
+    }
+}
+
 /// The release an OSV ecosystem names, as stored: `Debian:12` → `debian:12`,
-/// `Ubuntu:22.04:LTS` → `ubuntu:22.04`, `Alpine:v3.19` → `alpine:3.19`,
-/// `Rocky Linux:9` → `rocky:9`, `AlmaLinux:9` → `alma:9`, `Red Hat:9`
-/// → `rhel:9`. Ubuntu Pro streams and every other ecosystem: `None`.
+/// `Ubuntu:22.04:LTS` → `ubuntu:22.04`, `Ubuntu:Pro:16.04:LTS` →
+/// `ubuntu-pro:16.04` (Ubuntu Pro's own builds, `+esm`), `Alpine:v3.19` →
+/// `alpine:3.19`, `Rocky Linux:9` → `rocky:9`, `AlmaLinux:9` → `alma:9`,
+/// `Red Hat:enterprise_linux:9::appstream` (or the older `Red Hat:9`) →
+/// `rhel:9`. Red Hat's extended-support streams (`rhel_eus:9.2`, ...),
+/// Ubuntu's FIPS streams and every other ecosystem: `None`, since no
+/// ordinary install of the release runs their builds.
 pub fn release_of_ecosystem(ecosystem: &str) -> Option<String> {
     let mut parts = ecosystem.split(':');
     let distro = parts.next()?.trim().to_ascii_lowercase();
-    let rest: Vec<&str> = parts.collect();
-    let version = rest.first()?.trim();
+    let rest: Vec<&str> = parts.map(str::trim).collect();
+    let version = *rest.first()?;
     let major = |v: &str| {
         let digits: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
         (!digits.is_empty()).then_some(digits)
     };
+    let ubuntu = |v: &str| v.len() == 5 && v.as_bytes()[2] == b'.' && major(v).is_some();
     match distro.as_str() {
         "debian" => major(version).map(|v| format!("debian:{v}")),
-        "ubuntu" if !version.eq_ignore_ascii_case("pro") => {
-            let ok = version.len() == 5 && version.as_bytes()[2] == b'.';
-            ok.then(|| format!("ubuntu:{version}"))
+        "ubuntu" if version.eq_ignore_ascii_case("pro") => {
+            let v = rest.get(1)?;
+            ubuntu(v).then(|| format!("{UBUNTU_PRO}:{v}"))
         }
+        "ubuntu" => ubuntu(version).then(|| format!("ubuntu:{version}")),
         "alpine" => {
             let v = version.trim_start_matches('v');
             let ok = v.split('.').count() == 2 && v.split('.').all(|p| major(p).is_some());
@@ -92,18 +109,90 @@ pub fn release_of_ecosystem(ecosystem: &str) -> Option<String> {
         }
         "rocky linux" => major(version).map(|v| format!("rocky:{v}")),
         "almalinux" => major(version).map(|v| format!("alma:{v}")),
-        "red hat" => rest
-            .iter()
-            .find_map(|p| major(p.trim()))
-            .map(|v| format!("rhel:{v}")),
+        "red hat" => match version {
+            "enterprise_linux" => rest.get(1).and_then(|v| major(v)),
+            // The first published shape: `Red Hat:9`.
+            v if v.bytes().all(|b| b.is_ascii_digit()) => major(v),
+            _ => None,
+        }
+        .map(|v| format!("rhel:{v}")),
         _ => None,
     }
+}
+
+/// The release prefix of Ubuntu Pro's ranges (`ubuntu-pro:22.04`).
+pub const UBUNTU_PRO: &str = "ubuntu-pro";
+
+/// The releases whose ranges judge a package of `release`: the release's
+/// own and, for Ubuntu, its Pro stream (used only for `+esm` builds, see
+/// [`evaluate`]).
+pub fn advisory_releases(release: &str) -> Vec<String> {
+    match release.strip_prefix("ubuntu:") {
+        Some(version) => vec![release.to_string(), format!("{UBUNTU_PRO}:{version}")],
+        None => vec![release.to_string()],
+    }
+}
+
+/// Whether a Debian-family version is an Ubuntu Pro (ESM) build:
+/// `1.0.2g-1ubuntu4.20+esm6`.
+pub fn is_esm_build(version: &str) -> bool {
+    version.contains("+esm")
+}
+
+/// The CVE ids a record names: every `CVE-YYYY-NNNN` in `aliases`,
+/// `upstream` and `related` (AlmaLinux and Rocky list them there), and in
+/// the id itself (`CVE-2024-1`, `UBUNTU-CVE-2023-4911`, `DEBIAN-CVE-...`).
+fn cve_ids_of(record: &Value, id: &str) -> Vec<String> {
+    let mut ids: Vec<String> = ["aliases", "upstream", "related"]
+        .iter()
+        .flat_map(|key| record[*key].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .chain(std::iter::once(id))
+        .filter_map(cve_in)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// The CVE id in `text` (`UBUNTU-CVE-2023-4911` → `CVE-2023-4911`), when
+/// it ends with one.
+fn cve_in(text: &str) -> Option<String> {
+    let upper = text.trim().to_ascii_uppercase();
+    let at = upper.find("CVE-")?;
+    let id = &upper[at..];
+    let mut parts = id.splitn(3, '-');
+    let (_, year, number) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str, min: usize| s.len() >= min && s.bytes().all(|b| b.is_ascii_digit());
+    (year.len() == 4 && digits(year, 4) && digits(number, 4)).then(|| id.to_string())
+}
+
+/// The binary packages an affected entry lists, in each shape published:
+/// Ubuntu's current one object of `name: version` pairs, the older
+/// `{"binary_name": ..}` objects, and plain strings.
+fn binaries_of(affected: &Value) -> Vec<String> {
+    let mut names = vec![];
+    for binary in affected["ecosystem_specific"]["binaries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        match binary {
+            Value::String(name) => names.push(name.clone()),
+            Value::Object(fields) => match fields.get("binary_name").and_then(Value::as_str) {
+                Some(name) => names.push(name.to_string()),
+                None => names.extend(fields.keys().cloned()),
+            },
+            _ => {}
+        }
+    }
+    names
 }
 
 /// How a release's package versions order.
 pub fn family_of(release: &str) -> Option<Family> {
     match release.split(':').next()? {
-        "debian" | "ubuntu" => Some(Family::Dpkg),
+        "debian" | "ubuntu" | UBUNTU_PRO => Some(Family::Dpkg),
         "alpine" => Some(Family::Apk),
         "rocky" | "alma" | "rhel" => Some(Family::Rpm),
         _ => None,
@@ -240,16 +329,7 @@ pub fn parse(record: &Value) -> Result<Advisory, OsvError> {
         .as_str()
         .and_then(parse_time)
         .ok_or_else(|| OsvError::NoModified(id.clone()))?;
-    let mut cve_ids: Vec<String> = ["aliases", "upstream"]
-        .iter()
-        .flat_map(|key| record[*key].as_array().into_iter().flatten())
-        .filter_map(Value::as_str)
-        .chain(std::iter::once(id.as_str()))
-        .filter(|alias| alias.starts_with("CVE-"))
-        .map(str::to_string)
-        .collect();
-    cve_ids.sort();
-    cve_ids.dedup();
+    let cve_ids = cve_ids_of(record, &id);
     if cve_ids.is_empty() {
         return Err(OsvError::NoCve(id));
     }
@@ -280,15 +360,7 @@ pub fn parse(record: &Value) -> Result<Advisory, OsvError> {
             continue;
         }
         let mut names = vec![source.to_string()];
-        for binary in affected["ecosystem_specific"]["binaries"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            if let Some(name) = binary["binary_name"].as_str().or(binary.as_str()) {
-                names.push(name.to_string());
-            }
-        }
+        names.extend(binaries_of(affected));
         names.sort();
         names.dedup();
         for range in affected["ranges"].as_array().into_iter().flatten() {
@@ -356,6 +428,20 @@ pub struct StoredRange {
 
 /// The CVEs a package `version` of `release` is exposed to by `ranges`,
 /// one hit per CVE with the smallest fixed version above it.
+///
+/// Two rules read a version as its distribution built it:
+/// - **Epochs.** Inventories often drop a package's epoch (`8.9p1-3ubuntu0.13`
+///   for `1:8.9p1-3ubuntu0.13`). A version without one is compared with
+///   each bound under that bound's epoch, since a release ships one build
+///   line of a package; read as epoch 0 it would sort below every fix.
+/// - **Ubuntu Pro builds** (`+esm`) are judged by the Pro stream's ranges
+///   (`ubuntu-pro:22.04`) for a CVE that has one there, and every other
+///   version by the release's own. For a CVE its own stream is silent on,
+///   a version is judged by the other stream: a standard build by Pro's
+///   (a release past standard support lists its fixes only there, and a
+///   build below Pro's fix lacks it), a Pro build by the release's fixed
+///   ranges only (a standard range with no fix says the standard archive
+///   has none, not that Pro's build lacks one).
 pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit> {
     let Some(family) = family_of(release) else {
         return vec![];
@@ -364,21 +450,47 @@ pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit
     if version.is_empty() {
         return vec![];
     }
+    let pro = format!(
+        "{UBUNTU_PRO}:{}",
+        release.strip_prefix("ubuntu:").unwrap_or("")
+    );
+    let esm = release.starts_with("ubuntu:") && is_esm_build(version);
+    let own_stream = if esm { pro.as_str() } else { release };
+    let judged_by_own: HashSet<&str> = ranges
+        .iter()
+        .filter(|r| r.range.release == own_stream)
+        .flat_map(|r| r.cve_ids.iter().map(String::as_str))
+        .collect();
+    let compare = |bound: &str| family.compare(&with_epoch_of(version, bound), bound);
     let mut hits: Vec<Hit> = vec![];
-    for stored in ranges.iter().filter(|r| r.range.release == release) {
+    for stored in ranges {
         let range = &stored.range;
+        let applies = if range.release == own_stream {
+            true
+        } else if range.release == release || range.release == pro {
+            let silent = stored
+                .cve_ids
+                .iter()
+                .all(|c| !judged_by_own.contains(c.as_str()));
+            silent && (!esm || range.fixed.is_some())
+        } else {
+            false
+        };
+        if !applies {
+            continue;
+        }
         let after_start = range
             .introduced
             .as_deref()
-            .is_none_or(|start| family.compare(version, start) != Ordering::Less);
+            .is_none_or(|start| compare(start) != Ordering::Less);
         let before_fix = range
             .fixed
             .as_deref()
-            .is_none_or(|fix| family.compare(version, fix) == Ordering::Less);
+            .is_none_or(|fix| compare(fix) == Ordering::Less);
         let within_last = range
             .last_affected
             .as_deref()
-            .is_none_or(|last| family.compare(version, last) != Ordering::Greater);
+            .is_none_or(|last| compare(last) != Ordering::Greater);
         if !(after_start && before_fix && within_last) {
             continue;
         }
@@ -399,7 +511,7 @@ pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit
             let hit = Hit {
                 cve_id: cve.clone(),
                 source: SOURCE_OSV.into(),
-                criteria: format!("osv:{release}:{}", range.package),
+                criteria: format!("osv:{}:{}", range.release, range.package),
                 match_id: Some(stored.advisory_id.clone()),
                 range: text.join(", "),
                 fix_version: range.fixed.clone(),
@@ -421,6 +533,20 @@ pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit
         }
     }
     hits
+}
+
+/// `version` under the epoch of `bound` when it has none of its own
+/// (`8.9p1-3` against `1:8.9p1-4` → `1:8.9p1-3`).
+fn with_epoch_of<'a>(version: &'a str, bound: &str) -> std::borrow::Cow<'a, str> {
+    fn epoch_of(v: &str) -> Option<&str> {
+        v.split_once(':')
+            .map(|(e, _)| e)
+            .filter(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()))
+    }
+    match (epoch_of(version), epoch_of(bound)) {
+        (None, Some(epoch)) => std::borrow::Cow::Owned(format!("{epoch}:{version}")),
+        _ => std::borrow::Cow::Borrowed(version),
+    }
 }
 
 /// What writing advisories did.
@@ -645,6 +771,22 @@ pub fn releases_of(item: &InstalledSoftware) -> Vec<String> {
     }
 }
 
+/// The ranges that judge a package of `release` known by `names`, from
+/// ranges read by (release, name): the release's and its Pro stream's.
+pub fn ranges_of_package(
+    ranges: &HashMap<(String, String), Vec<StoredRange>>,
+    release: &str,
+    names: &[&str],
+) -> Vec<StoredRange> {
+    advisory_releases(release)
+        .iter()
+        .flat_map(|r| names.iter().map(move |n| (r.clone(), n.to_string())))
+        .filter_map(|key| ranges.get(&key))
+        .flatten()
+        .cloned()
+        .collect()
+}
+
 /// Finds the distribution packages among `software` and evaluates each
 /// distinct (release, name, version) once.
 pub async fn match_packages(
@@ -665,7 +807,7 @@ pub async fn match_packages(
         .collect();
     let mut pairs: Vec<(String, String)> = vec![];
     for (item, releases) in software.iter().zip(&releases) {
-        for release in releases.iter() {
+        for release in releases.iter().flat_map(|r| advisory_releases(r)) {
             for name in package_names(&item.application_name, translations) {
                 pairs.push((release.clone(), name.to_string()));
             }
@@ -674,8 +816,11 @@ pub async fn match_packages(
     pairs.sort();
     pairs.dedup();
     let ranges = ranges_for(db, &pairs).await?;
-    let known =
-        |release: &str, name: &str| ranges.contains_key(&(release.to_string(), name.to_string()));
+    let known = |release: &str, name: &str| {
+        advisory_releases(release)
+            .into_iter()
+            .any(|r| ranges.contains_key(&(r, name.to_string())))
+    };
     let mut matches = PackageMatches::default();
     for (item, releases) in software.iter().zip(&releases) {
         let version = item.version.as_deref().unwrap_or("");
@@ -690,12 +835,7 @@ pub async fn match_packages(
             version.to_string(),
         );
         if !matches.evaluated.contains_key(&key) {
-            let found: Vec<StoredRange> = names
-                .iter()
-                .filter_map(|n| ranges.get(&(release.to_string(), n.to_string())))
-                .flatten()
-                .cloned()
-                .collect();
+            let found = ranges_of_package(&ranges, release, &names);
             let product = ProductKey {
                 vendor: release.split(':').next().unwrap_or("").to_string(),
                 product: item.application_name.to_string(),
@@ -730,11 +870,13 @@ mod tests {
             ("Debian:11", Some("debian:11")),
             ("Ubuntu:22.04:LTS", Some("ubuntu:22.04")),
             ("Ubuntu:24.10", Some("ubuntu:24.10")),
-            ("Ubuntu:Pro:22.04:LTS", None),
             ("Alpine:v3.19", Some("alpine:3.19")),
             ("Rocky Linux:9", Some("rocky:9")),
             ("AlmaLinux:9", Some("alma:9")),
             ("Red Hat:9", Some("rhel:9")),
+            ("Red Hat:enterprise_linux:9::appstream", Some("rhel:9")),
+            ("Red Hat:enterprise_linux:8::baseos", Some("rhel:8")),
+            ("Red Hat:rhel_eus:9.2::appstream", None),
             ("npm", None),
             ("PyPI", None),
         ] {
@@ -841,8 +983,9 @@ mod tests {
         });
         let advisory = parse(&record).unwrap();
         assert_eq!(advisory.cve_ids, ["CVE-2023-22809"]);
-        // Ubuntu's two names, Debian's one, Alpine's two spans.
-        assert_eq!(advisory.ranges.len(), 5);
+        // Ubuntu's two names, Ubuntu Pro's one, Debian's one, Alpine's two
+        // spans.
+        assert_eq!(advisory.ranges.len(), 6);
         let ranges = stored(&advisory);
         let cves = |release: &str, version: &str| -> Vec<(String, Option<String>)> {
             evaluate(&ranges, release, version)
@@ -870,6 +1013,213 @@ mod tests {
     }
 
     #[test]
+    fn cve_ids_wherever_each_distribution_writes_them() {
+        for (record, expected) in [
+            // AlmaLinux and Rocky: `related`.
+            (
+                json!({"id": "ALSA-2023:3661", "related": ["CVE-2023-32700"]}),
+                vec!["CVE-2023-32700"],
+            ),
+            // Ubuntu's older records: the id and `upstream`.
+            (
+                json!({"id": "UBUNTU-CVE-2023-4911", "upstream": []}),
+                vec!["CVE-2023-4911"],
+            ),
+            // Ubuntu's current records: the id alone, `aliases` empty.
+            (
+                json!({"id": "CVE-2023-22809", "aliases": [], "related": []}),
+                vec!["CVE-2023-22809"],
+            ),
+            (json!({"id": "DEBIAN-CVE-2024-6387"}), vec!["CVE-2024-6387"]),
+            // Debian's DSA and DLA: `aliases` or `upstream`; Red Hat:
+            // `upstream`, with other ids beside.
+            (
+                json!({"id": "DLA-47-1", "aliases": ["CVE-2014-5461"]}),
+                vec!["CVE-2014-5461"],
+            ),
+            (
+                json!({"id": "RHSA-2025:9978", "upstream": ["CVE-2025-32462", "GHSA-aaaa-bbbb-cccc"],
+                       "related": ["cve-2025-32463", "ALSA-2025:1"]}),
+                vec!["CVE-2025-32462", "CVE-2025-32463"],
+            ),
+            (json!({"id": "ALBA-2022:8256", "related": []}), vec![]),
+            (
+                json!({"id": "X", "related": ["CVE-20-1", "CVE-2024-12x"]}),
+                vec![],
+            ),
+        ] {
+            assert_eq!(
+                cve_ids_of(&record, record["id"].as_str().unwrap()),
+                expected,
+                "{record}"
+            );
+        }
+    }
+
+    #[test]
+    fn binaries_in_every_published_shape() {
+        for (binaries, expected) in [
+            // Ubuntu since schema 1.6.3: one object of name: version.
+            (
+                json!([{"libssl3": "3.0.2-0ubuntu1.8", "openssl": "3.0.2-0ubuntu1.8"}]),
+                vec!["libssl3", "openssl"],
+            ),
+            (
+                json!([{"binary_name": "sudo-ldap", "binary_version": "1"}]),
+                vec!["sudo-ldap"],
+            ),
+            (json!(["libc6", "libc-bin"]), vec!["libc6", "libc-bin"]),
+            (json!(null), vec![]),
+        ] {
+            let affected = json!({"ecosystem_specific": {"binaries": binaries}});
+            assert_eq!(binaries_of(&affected), expected, "{binaries}");
+        }
+    }
+
+    /// Each version rule beside `evaluate`'s doc, one vector a line:
+    /// (release, installed, ranges as (release, introduced, fixed)), and
+    /// whether it is affected.
+    #[test]
+    fn epochs_and_ubuntu_pro_builds() {
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            Vec<(&'a str, &'a str, Option<&'a str>)>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            // An inventory without the epoch: compared under the fix's.
+            (
+                "ubuntu:22.04",
+                "8.9p1-3ubuntu0.13",
+                vec![("ubuntu:22.04", "0", Some("1:8.9p1-3ubuntu0.10"))],
+                false,
+            ),
+            (
+                "ubuntu:22.04",
+                "8.9p1-3ubuntu0.6",
+                vec![("ubuntu:22.04", "0", Some("1:8.9p1-3ubuntu0.10"))],
+                true,
+            ),
+            (
+                "ubuntu:22.04",
+                "1:8.9p1-3ubuntu0.13",
+                vec![("ubuntu:22.04", "0", Some("1:8.9p1-3ubuntu0.10"))],
+                false,
+            ),
+            // A stated epoch is kept: 0 is below 1 whatever follows.
+            (
+                "ubuntu:22.04",
+                "0:9.0p1-1",
+                vec![("ubuntu:22.04", "0", Some("1:8.9p1-3ubuntu0.10"))],
+                true,
+            ),
+            (
+                "alma:9",
+                "20200406-25.el9",
+                vec![("alma:9", "0", Some("9:20200406-26.el9_2"))],
+                true,
+            ),
+            (
+                "alma:9",
+                "20200406-26.el9_2",
+                vec![("alma:9", "0", Some("9:20200406-26.el9_2"))],
+                false,
+            ),
+            // A Pro build judged by the Pro stream where it names the CVE.
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.10+esm1",
+                vec![
+                    ("ubuntu:16.04", "0", None),
+                    ("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1")),
+                ],
+                false,
+            ),
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.10",
+                vec![
+                    ("ubuntu:16.04", "0", None),
+                    ("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1")),
+                ],
+                true,
+            ),
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.9+esm2",
+                vec![
+                    ("ubuntu:16.04", "0", None),
+                    ("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1")),
+                ],
+                true,
+            ),
+            // A standard build where only Pro lists the CVE: below Pro's fix.
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.10",
+                vec![("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1"))],
+                true,
+            ),
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.11",
+                vec![("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1"))],
+                false,
+            ),
+            // Pro ranges never reach another release.
+            (
+                "ubuntu:22.04",
+                "1.8.16-0ubuntu1.10",
+                vec![("ubuntu-pro:16.04", "0", Some("1.8.16-0ubuntu1.10+esm1"))],
+                false,
+            ),
+            // Pro silent: the standard archive's "no fix" does not speak
+            // for a Pro build; a standard fix still does.
+            (
+                "ubuntu:16.04",
+                "1.8.16-0ubuntu1.10+esm1",
+                vec![("ubuntu:16.04", "0", None)],
+                false,
+            ),
+            (
+                "ubuntu:22.04",
+                "1.9.9-1ubuntu2+esm1",
+                vec![("ubuntu:22.04", "0", Some("1.9.9-1ubuntu2.2"))],
+                true,
+            ),
+            (
+                "ubuntu:22.04",
+                "1.9.9-1ubuntu2.2+esm1",
+                vec![("ubuntu:22.04", "0", Some("1.9.9-1ubuntu2.2"))],
+                false,
+            ),
+        ];
+        for (release, version, ranges, affected) in cases {
+            let stored: Vec<StoredRange> = ranges
+                .iter()
+                .map(|(r, introduced, fixed)| StoredRange {
+                    advisory_id: "A".into(),
+                    cve_ids: vec!["CVE-2024-6387".into()],
+                    range: PackageRange {
+                        release: r.to_string(),
+                        name: "p".into(),
+                        package: "p".into(),
+                        introduced: (*introduced != "0").then(|| introduced.to_string()),
+                        fixed: fixed.map(str::to_string),
+                        last_affected: None,
+                    },
+                })
+                .collect();
+            assert_eq!(
+                !evaluate(&stored, release, version).is_empty(),
+                affected,
+                "{release} {version} against {ranges:?}"
+            );
+        }
+    }
+
+    #[test]
     fn bad_records_say_why() {
         for (record, expected) in [
             (json!({"modified": "2024-01-01T00:00:00Z"}), OsvError::NoId),
@@ -884,13 +1234,13 @@ mod tests {
         ] {
             assert_eq!(parse(&record).unwrap_err(), expected);
         }
-        let withdrawn = json!({"id": "CVE-2024-1", "modified": "2024-01-01T00:00:00Z",
+        let withdrawn = json!({"id": "CVE-2024-0001", "modified": "2024-01-01T00:00:00Z",
             "withdrawn": "2024-02-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "x"},
                           "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}]}]});
         assert!(parse(&withdrawn).unwrap().ranges.is_empty());
-        let unimportant = json!({"id": "DEBIAN-CVE-2024-2", "modified": "2024-01-01T00:00:00Z",
-            "upstream": ["CVE-2024-2"],
+        let unimportant = json!({"id": "DEBIAN-CVE-2024-0002", "modified": "2024-01-01T00:00:00Z",
+            "upstream": ["CVE-2024-0002"],
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "x"},
                           "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}],
                           "ecosystem_specific": {"urgency": "unimportant"}},

@@ -51,12 +51,7 @@ async fn device_items(
         limit,
     )
     .await?;
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Unique device names across all sources (exact names, not merged), with
@@ -89,12 +84,7 @@ async fn unique_devices(
     )
     .await?;
     directory_users::attach(&state, &caller.tenant_id, &mut items).await?;
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Structured search over assets (the NetBIOS view). Bare fields:
@@ -215,6 +205,7 @@ async fn by_application(
         skip: params.skip,
         limit: params.limit,
         sort: None,
+        strict: false,
     };
     let page: Page<AssetRow> =
         search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;

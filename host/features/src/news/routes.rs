@@ -342,12 +342,7 @@ async fn list_items(
         limit,
     )
     .await?;
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Counts by category and severity, and the caller's unread, relevant,

@@ -17,7 +17,7 @@ use super::parse::{self, header, Format, ParseError};
 use super::staging::{Destination, Staging};
 use super::storage::{self, ParseReport, Rejection, UploadRow, FAILED};
 use cairn_core::ids::TenantId;
-use cairn_inventory::normalize::platform_label;
+use cairn_inventory::normalize::{os_version_of, platform_label};
 use cairn_jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
 use cairn_plugins::rows::{InventoryRow, MappedRow, RowText};
 use cairn_plugins::{CallScope, LoadedCsvProvider, Plugins};
@@ -550,9 +550,13 @@ fn stage(
     Ok(())
 }
 
-/// Platform labels mapped onto windows, macos, linux; blank values dropped.
+/// Platform labels mapped onto windows, macos, linux, by the connectors'
+/// rule: what a label says beyond the platform (`Ubuntu`, `Windows 11 Pro
+/// 23H2`) moves into the OS version, so the distribution and edition stay.
 fn normalized(mut item: InventoryRow) -> InventoryRow {
     if let Some(label) = item.os_platform.as_deref().and_then(platform_label) {
+        item.os_version =
+            os_version_of(item.os_platform.as_deref(), item.os_version.as_deref()).map(Into::into);
         item.os_platform = Some(label.into());
     }
     item

@@ -216,12 +216,11 @@ async fn list_uploads(
 ) -> ApiResult<Json<Page<UploadView>>> {
     let (skip, limit) = page_bounds(page.skip, page.limit)?;
     let (rows, total) = storage::list(&state.db, &caller.tenant_id, key, skip, limit).await?;
-    Ok(Json(Page {
-        items: rows.into_iter().map(UploadView::from).collect(),
+    Ok(Json(Page::new(
+        rows.into_iter().map(UploadView::from).collect(),
         total,
-        skip,
-        limit,
-    }))
+        (skip, limit),
+    )))
 }
 
 /// One upload: status, counts (read, imported, rejected, duplicates), the
@@ -321,12 +320,7 @@ async fn source_records(
         limit,
     )
     .await?;
-    Ok(Json(Page {
-        items,
-        total,
-        skip,
-        limit,
-    }))
+    Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
 /// Uploads a software-inventory CSV or Excel file to the generic software

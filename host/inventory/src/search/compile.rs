@@ -147,6 +147,20 @@ pub struct Compiler<'c> {
     document: &'static str,
     first: usize,
     params: Vec<Param>,
+    /// Refuse rules on unknown fields or with unknown operators instead of
+    /// skipping them.
+    strict: bool,
+    skipped: Vec<SkippedRule>,
+}
+
+/// A rule a search left out (spec rule 8: a field not in the allow-list
+/// is skipped, an unknown operator dropped), and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct SkippedRule {
+    /// Where the rule is in the request (`query.rules[1].rules[0]`).
+    pub path: String,
+    /// Why, as a sentence.
+    pub reason: String,
 }
 
 impl<'c> Compiler<'c> {
@@ -162,7 +176,21 @@ impl<'c> Compiler<'c> {
             document,
             first: first_placeholder,
             params: vec![],
+            strict: false,
+            skipped: vec![],
         }
+    }
+
+    /// Refuse (422) rather than skip a rule on a field not in the
+    /// allow-list or with an unknown operator.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The rules left out so far, in request order.
+    pub fn take_skipped(&mut self) -> Vec<SkippedRule> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// The group's condition; `None` when it adds nothing (empty). `path`
@@ -202,7 +230,9 @@ impl<'c> Compiler<'c> {
                 }
                 QueryNode::Rule(rule) => rule,
             };
-            let field = self.checked_field(rule, &at)?;
+            let Some(field) = self.known_field(rule, &at)? else {
+                continue;
+            };
             if let (Column::Installed { key, .. }, true, false) =
                 (&field.column, joins_parts, rule.operator.positive().1)
             {
@@ -240,19 +270,47 @@ impl<'c> Compiler<'c> {
         self.group(group, path).map(|_| ())
     }
 
-    /// The rule's field, known to the catalog and taking its operator.
-    fn checked_field(&self, rule: &QueryRule, at: &str) -> Result<Field, SearchError> {
-        let field = self
-            .catalog
-            .field(&rule.field)
-            .ok_or_else(|| SearchError::Rule {
-                path: format!("{at}.field"),
-                message: format!(
-                    "`{}` is not a field of this search; the fields are {}",
-                    rule.field,
-                    self.catalog.names().join(", ")
+    /// The rule's field, known to the catalog and taking its operator;
+    /// `None` when the rule is skipped (an unknown operator or field,
+    /// unless strict).
+    fn known_field(&mut self, rule: &QueryRule, at: &str) -> Result<Option<Field>, SearchError> {
+        let unknown = rule.unknown_operator.as_ref().map(|operator| {
+            (
+                format!("{at}.operator"),
+                format!(
+                    "`{operator}` is not an operator; the operators are {}",
+                    Operator::ALL.map(Operator::name).join(", ")
                 ),
-            })?;
+            )
+        });
+        let field = self.catalog.field(&rule.field);
+        let unknown = unknown.or_else(|| {
+            field.is_none().then(|| {
+                (
+                    format!("{at}.field"),
+                    format!(
+                        "`{}` is not a field of this search; the fields are {}",
+                        rule.field,
+                        self.catalog.names().join(", ")
+                    ),
+                )
+            })
+        });
+        if let Some((path, message)) = unknown {
+            if self.strict {
+                return Err(SearchError::Rule { path, message });
+            }
+            self.skipped.push(SkippedRule {
+                path: at.to_string(),
+                reason: message,
+            });
+            return Ok(None);
+        }
+        let Some(field) = field else {
+            return Ok(None);
+        };
+        // A known operator its field's type has no meaning for is the
+        // client's mistake, not an unknown word: refused either way.
         let (positive, _) = rule.operator.positive();
         if !applies(positive, field.ty) {
             return Err(SearchError::Rule {
@@ -265,7 +323,7 @@ impl<'c> Compiler<'c> {
                 ),
             });
         }
-        Ok(field)
+        Ok(Some(field))
     }
 
     /// Appends the bound values, in placeholder order.

@@ -14,7 +14,9 @@ use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Arguments, FromRow};
 
 use compile::TENANT_PLACEHOLDER;
-pub use compile::{escape_like, Catalog, Column, Compiler, Field, FieldType, Part, Terms};
+pub use compile::{
+    escape_like, Catalog, Column, Compiler, Field, FieldType, Part, SkippedRule, Terms,
+};
 pub use document::{fold, SearchDocument, Term, TermValue};
 pub use matches::KeptMatches;
 pub use ordered::{kept_pages, KeptOrder, KeptPages};
@@ -98,6 +100,11 @@ pub struct Page<T> {
     pub total: i64,
     pub skip: i64,
     pub limit: i64,
+    /// A search's rules it left out (a field not in the allow-list, an
+    /// unknown operator), each with its path and why; absent when none
+    /// was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_rules: Vec<SkippedRule>,
 }
 
 impl<T> Page<T> {
@@ -108,6 +115,7 @@ impl<T> Page<T> {
             total: self.total,
             skip: self.skip,
             limit: self.limit,
+            skipped_rules: self.skipped_rules,
         }
     }
 }
@@ -139,6 +147,7 @@ impl<T> Page<T> {
             total,
             skip,
             limit,
+            skipped_rules: vec![],
         }
     }
 }
@@ -211,8 +220,37 @@ where
     if let Some(query) = &request.query {
         check_size(query)?;
     }
-    let mut compiler = Compiler::new(db.backend, table.catalog, table.document, 2);
+    let mut compiler =
+        Compiler::new(db.backend, table.catalog, table.document, 2).strict(request.strict);
     let condition = request_condition(&mut compiler, table, request)?;
+    let skipped_rules = compiler.take_skipped();
+    let mut page = page_of(
+        db,
+        tenant,
+        table,
+        request,
+        &compiler,
+        &condition,
+        (skip, limit),
+    )
+    .await?;
+    page.skipped_rules = skipped_rules;
+    Ok(page)
+}
+
+/// The page of a compiled search.
+async fn page_of<T>(
+    db: &Db,
+    tenant: &TenantId,
+    table: &Table<'_>,
+    request: &SearchRequest,
+    compiler: &Compiler<'_>,
+    condition: &str,
+    (skip, limit): (i64, i64),
+) -> Result<Page<T>, SearchError>
+where
+    T: for<'r> FromRow<'r, AnyRow> + serde::de::DeserializeOwned + Send + Unpin,
+{
     // Well under SQLite's 32,766 bound parameters, so a huge query is the
     // client's error rather than the database's.
     if compiler.next_placeholder() > MAX_PARAMETERS {
@@ -298,12 +336,7 @@ where
             .fetch_all(&db.pool),
         total,
     )?;
-    Ok(Page {
-        items,
-        total,
-        skip,
-        limit,
-    })
+    Ok(Page::new(items, total, (skip, limit)))
 }
 
 /// Checks `query` against `catalog` as a search would compile it: an
@@ -312,8 +345,12 @@ where
 /// starting with `path` (the request field holding the query).
 pub fn check(catalog: &dyn Catalog, query: &QueryGroup, path: &str) -> Result<(), SearchError> {
     check_size(query)?;
-    // The engine only changes how SQL is spelt, not what is refused.
-    Compiler::new(cairn_core::db::Backend::Sqlite, catalog, "doc", 2).check(query, path)
+    // The engine only changes how SQL is spelt, not what is refused. A
+    // stored query is checked strictly: a rule it would skip each time it
+    // runs is refused when it is saved.
+    Compiler::new(cairn_core::db::Backend::Sqlite, catalog, "doc", 2)
+        .strict(true)
+        .check(query, path)
 }
 
 /// Refuses a query too large or too deep to compile safely.

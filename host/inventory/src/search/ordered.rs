@@ -150,12 +150,7 @@ fn decoded<'r, T: serde::de::DeserializeOwned>(
         .into_iter()
         .map(|row| serde_json::from_str(row.get()).map_err(decode_error))
         .collect::<Result<_, _>>()?;
-    Ok(Page {
-        items,
-        total,
-        skip,
-        limit,
-    })
+    Ok(Page::new(items, total, (skip, limit)))
 }
 
 /// The rows placed after `from` up to `to`, and the total (kept, or

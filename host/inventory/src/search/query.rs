@@ -29,6 +29,12 @@ pub struct SearchRequest {
     /// A field of the allow-list, optionally with a leading `-` for
     /// descending order.
     pub sort: Option<String>,
+    /// `true`: a rule whose field is not in the allow-list, or whose
+    /// operator is unknown, is refused with 422 naming it. By default
+    /// (the spec's rule) such a rule is skipped, and the answer's
+    /// `skipped_rules` says which and why.
+    #[serde(default)]
+    pub strict: bool,
 }
 
 /// Free text and a page: the query string of every plain inventory and
@@ -77,21 +83,57 @@ pub enum RuleKind {
 
 /// One condition on one field.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawRule")]
 pub struct QueryRule {
     /// Always `rule`.
     #[serde(default)]
     #[schema(required = true)]
     pub kind: Option<RuleKind>,
     /// A field of the search's allow-list (the `field` enum of its
-    /// request schema); any other is refused with 422.
+    /// request schema); a rule on any other is skipped (refused with 422
+    /// under `strict`).
     pub field: String,
+    /// One of the operators; a rule with any other is dropped (refused
+    /// with 422 under `strict`).
     pub operator: Operator,
     /// The operand: a string (numbers and booleans are also accepted and
     /// coerced to the field's type); for `in`/`not_in` a comma-separated
     /// string or an array; absent for `is_empty`/`is_not_empty`.
     #[schema(value_type = Option<RuleValue>)]
     pub value: Option<Value>,
+    /// The operator as the client wrote it when it is none of
+    /// [`Operator`]'s: the compiler drops (or refuses) the rule, and
+    /// `operator` is never read.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub unknown_operator: Option<String>,
+}
+
+/// A rule as sent, its operator still text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    #[serde(default)]
+    kind: Option<RuleKind>,
+    field: String,
+    operator: String,
+    value: Option<Value>,
+}
+
+impl From<RawRule> for QueryRule {
+    fn from(raw: RawRule) -> QueryRule {
+        let known = Operator::deserialize(serde::de::value::StrDeserializer::<
+            serde::de::value::Error,
+        >::new(&raw.operator))
+        .ok();
+        QueryRule {
+            kind: raw.kind,
+            field: raw.field,
+            operator: known.unwrap_or(Operator::Equals),
+            value: raw.value,
+            unknown_operator: known.is_none().then_some(raw.operator),
+        }
+    }
 }
 
 /// What a rule's `value` may be (its schema only; the rule keeps the JSON
@@ -124,6 +166,7 @@ impl QueryRule {
             field: field.to_string(),
             operator,
             value,
+            unknown_operator: None,
         }
     }
 }
@@ -196,6 +239,30 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// Every operator, in the order the docs list them.
+    pub const ALL: [Operator; 17] = {
+        use Operator::*;
+        [
+            Contains,
+            NotContains,
+            Equals,
+            NotEquals,
+            StartsWith,
+            NotStartsWith,
+            EndsWith,
+            NotEndsWith,
+            Gt,
+            Gte,
+            Lt,
+            Lte,
+            Between,
+            IsEmpty,
+            IsNotEmpty,
+            In,
+            NotIn,
+        ]
+    };
+
     /// The operator as clients spell it.
     pub fn name(self) -> &'static str {
         use Operator::*;
