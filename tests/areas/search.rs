@@ -11,7 +11,7 @@ use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_inventory::version::compare_release;
 use cairn_tests::inventory::{device_record, item, rollup_write, sorted_names};
 use cairn_tests::query_eval::{
-    eval_group, group, positive, random_operator, refused, rule, takes, FieldKind,
+    eval_group, group, known, positive, random_operator, refused, rule, takes, FieldKind,
 };
 use cairn_tests::{backend_tests, Backend, TestDb};
 use rand::rngs::StdRng;
@@ -627,9 +627,40 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
         assert_eq!(page["total"], want.len(), "{query}");
     }
 
-    // What the search does not know is refused, naming the part: an
-    // unknown field (however it is spelt), an operator its field's type
-    // has no meaning for, a value not of the field's type.
+    // Spec rule 8: a rule on a field the search does not know (however
+    // it is spelt) is skipped and named; with `strict` it is refused like
+    // every other mistake below.
+    for (query, path) in [
+        (
+            rule("tenant_id", "equals", json!(other.as_str())),
+            "query.rules[0]",
+        ),
+        (rule("1=1", "equals", json!("1")), "query.rules[0]"),
+        (
+            group(
+                "or",
+                vec![group("and", vec![]), rule("nope", "equals", json!("x"))],
+            ),
+            "query.rules[0].rules[1]",
+        ),
+        (rule("name", "matches", json!(".*")), "query.rules[0]"),
+    ] {
+        let query = group("and", vec![query]);
+        let request: SearchRequest =
+            serde_json::from_value(json!({ "query": query })).expect("a search request");
+        let page = search::run::<ApplicationRow>(&db.db, &owner, &applications::table(), &request)
+            .await
+            .unwrap();
+        let skipped: Vec<&str> = page.skipped_rules.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(skipped, [path], "{query}");
+        // Nothing of the other tenant's, whatever the skipped rule said.
+        assert_eq!(page.total, ALL.len() as i64, "{query}");
+    }
+
+    // What the search does not know is refused under `strict`, naming the
+    // part: an unknown field (however it is spelt), an unknown operator,
+    // an operator its field's type has no meaning for, a value not of the
+    // field's type. Without `strict` only the last two are.
     for (query, path, says) in [
         (
             rule("tenant_id", "equals", json!(other.as_str())),
@@ -648,6 +679,11 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
             ),
             "query.rules[0].rules[1].field",
             "`nope` is not a field",
+        ),
+        (
+            rule("name", "matches", json!(".*")),
+            "query.rules[0].operator",
+            "`matches` is not an operator",
         ),
         (
             rule("name", "gt", json!("a")),
@@ -672,7 +708,8 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
     ] {
         let query = group("and", vec![query]);
         let request: SearchRequest =
-            serde_json::from_value(json!({ "query": query })).expect("a search request");
+            serde_json::from_value(json!({ "query": query, "strict": true }))
+                .expect("a search request");
         match search::run::<ApplicationRow>(&db.db, &owner, &applications::table(), &request).await
         {
             Err(search::SearchError::Rule { path: at, message }) => {
@@ -682,9 +719,6 @@ async fn every_operator_combinator_and_hostile_value(backend: Backend) {
             other => panic!("{query}: {other:?}"),
         }
     }
-    // An operator no search has is refused as the request is read.
-    let unknown = json!({"query": group("and", vec![rule("name", "matches", json!(".*"))])});
-    assert!(serde_json::from_value::<SearchRequest>(unknown).is_err());
 
     // Sort, page and free text.
     let page = search(
@@ -794,10 +828,35 @@ fn kind_of(field: &str) -> Option<FieldKind> {
     }
 }
 
-/// Whether the search refuses `rule`.
+/// Whether the search refuses `rule`: a known operator on a known field
+/// that does not take it. A rule on an unknown field, or with an unknown
+/// operator, is skipped instead (spec rule 8; see [`taken`]).
 fn refuses(rule: &Value) -> bool {
     let operator = rule["operator"].as_str().unwrap();
-    kind_of(rule["field"].as_str().unwrap()).is_none_or(|kind| !takes(kind, operator))
+    kind_of(rule["field"].as_str().unwrap())
+        .is_some_and(|kind| known(operator) && !takes(kind, operator))
+}
+
+/// `group` without the rules the search skips (an unknown field or
+/// operator), as the search reads it.
+fn taken(group: &Value) -> Value {
+    let mut group = group.clone();
+    let rules: Vec<Value> = group["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|node| {
+            if node["kind"] == "group" {
+                Some(taken(node))
+            } else {
+                let operator = node["operator"].as_str().unwrap_or("");
+                let field = node["field"].as_str().unwrap_or("");
+                (known(operator) && kind_of(field).is_some()).then(|| node.clone())
+            }
+        })
+        .collect();
+    group["rules"] = Value::Array(rules);
+    group
 }
 
 /// What a rule the search takes means, written plainly.
@@ -898,21 +957,33 @@ async fn random_queries_agree_with_an_in_memory_evaluator(backend: Backend) {
         let query = random_group(&mut rng, 0);
         let body = json!({"query": query, "limit": 500});
         if refused(&query, &refuses) {
-            // Read (the operator is known) and refused, or not even read.
-            if let Ok(request) = serde_json::from_value::<SearchRequest>(body) {
-                let answer =
-                    search::run::<ApplicationRow>(&db.db, &owner, &applications::table(), &request)
-                        .await;
-                assert!(
-                    matches!(answer, Err(search::SearchError::Rule { .. })),
-                    "seed {seed}, query {query}: {answer:?}"
-                );
-            }
+            let request: SearchRequest = serde_json::from_value(body).unwrap();
+            let answer =
+                search::run::<ApplicationRow>(&db.db, &owner, &applications::table(), &request)
+                    .await;
+            assert!(
+                matches!(answer, Err(search::SearchError::Rule { .. })),
+                "seed {seed}, query {query}: {answer:?}"
+            );
             continue;
+        }
+        let read = taken(&query);
+        if read != query {
+            // Skipped by default; under `strict`, refused.
+            let mut strict = body.clone();
+            strict["strict"] = json!(true);
+            let request: SearchRequest = serde_json::from_value(strict).unwrap();
+            let answer =
+                search::run::<ApplicationRow>(&db.db, &owner, &applications::table(), &request)
+                    .await;
+            assert!(
+                matches!(answer, Err(search::SearchError::Rule { .. })),
+                "seed {seed}, strict query {query}: {answer:?}"
+            );
         }
         let mut want: Vec<String> = apps
             .iter()
-            .filter(|a| eval_group(*a, &query, &eval_rule).unwrap_or(true))
+            .filter(|a| eval_group(*a, &read, &eval_rule).unwrap_or(true))
             .map(|a| a["name"].as_str().unwrap().to_string())
             .collect();
         want.sort();

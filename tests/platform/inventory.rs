@@ -136,7 +136,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
             {"version": "1.5.0.30767", "count": 1}
         ])
     );
-    assert_eq!(teams["platforms"], json!(["macos", "windows"]));
+    assert_eq!(teams["platforms"], json!(["macOS", "Windows"]));
     assert_eq!(teams["sources"], json!(["rmm"]));
     let zip = by_name(&page, "7-Zip 23.01 (x64)");
     assert_eq!(zip["sources"], json!(["edr", "rmm"]));
@@ -491,13 +491,28 @@ async fn netbios_forms_merge_into_one_asset_with_source_detail(backend: Backend)
             0,
         ),
     ];
-    // A prefixed field outside the allow-list reaches no column: refused.
+    // A prefixed field outside the allow-list reaches no column: skipped
+    // and named (spec rule 8), refused under `strict`.
+    let query = json!({"kind": "group", "combinator": "and", "rules": [
+        {"kind": "rule", "field": "scan.tenant_id", "operator": "is_empty"}]});
     let outside = app
         .post(
             "/api/v1/devices/devices/search",
             &owner.bearer(),
-            json!({"query": {"kind": "group", "combinator": "and", "rules": [
-                {"kind": "rule", "field": "scan.tenant_id", "operator": "is_empty"}]}}),
+            json!({ "query": query }),
+        )
+        .await;
+    assert_eq!(outside.status, 200, "{}", outside.text);
+    assert_eq!(
+        outside.body["skipped_rules"][0]["path"], "query.rules[0]",
+        "{}",
+        outside.text
+    );
+    let outside = app
+        .post(
+            "/api/v1/devices/devices/search",
+            &owner.bearer(),
+            json!({"query": query, "strict": true}),
         )
         .await;
     outside.assert_error(422);
@@ -573,16 +588,32 @@ async fn inventory_and_devices_are_scoped_by_tenant(backend: Backend) {
         sorted_names(&applications(&app, &bob, "").await),
         ["Bob App"]
     );
-    // Hostile field names are refused, never reaching another tenant's
-    // rows; the same query without them finds nothing of Alice's.
+    // Hostile field names never reach another tenant's rows: skipped and
+    // named (spec rule 8), or refused under `strict`; the rest of the
+    // query finds nothing of Alice's.
     for field in ["tenant_id", "a.tenant_id", "1=1", "name) OR (1=1"] {
+        let query = json!({"combinator": "or", "rules": [
+            {"kind": "rule", "field": field, "operator": "equals", "value": alice.tenant_id},
+            {"kind": "rule", "field": "name", "operator": "equals", "value": "Secret App"}]});
         let resp = app
             .post(
                 "/api/v1/inventory/applications/search",
                 &bob.bearer(),
-                json!({"query": {"combinator": "or", "rules": [
-                    {"kind": "rule", "field": field, "operator": "equals", "value": alice.tenant_id},
-                    {"kind": "rule", "field": "name", "operator": "equals", "value": "Secret App"}]}}),
+                json!({ "query": query }),
+            )
+            .await;
+        assert_eq!(resp.status, 200, "{field}: {}", resp.text);
+        assert_eq!(resp.body["total"], 0, "{field}: {}", resp.text);
+        assert_eq!(
+            resp.body["skipped_rules"][0]["path"], "query.rules[0]",
+            "{field}: {}",
+            resp.text
+        );
+        let resp = app
+            .post(
+                "/api/v1/inventory/applications/search",
+                &bob.bearer(),
+                json!({"query": query, "strict": true}),
             )
             .await;
         resp.assert_error(422);

@@ -180,6 +180,8 @@ pub struct ApplicationView {
     pub oldest_version: Option<String>,
     /// Devices per version, most devices first.
     pub version_counts: Vec<VersionCount>,
+    /// Deduplicated case-insensitively, in Title case (`Windows`, `macOS`,
+    /// `Linux`); the `platform` search field matches any case.
     pub platforms: Vec<String>,
     /// Reporting integrations and CSV providers, sorted.
     pub sources: Vec<String>,
@@ -219,7 +221,10 @@ impl ApplicationRow {
             newest_version: self.newest_version,
             oldest_version: self.oldest_version,
             version_counts: parse(&self.version_counts),
-            platforms: parse(&self.platforms),
+            platforms: parse::<Vec<String>>(&self.platforms)
+                .iter()
+                .map(|label| crate::normalize::platform_display(label))
+                .collect(),
             sources: parse(&self.sources),
             publisher: self.publisher,
             product: self.product,

@@ -115,6 +115,28 @@ pub fn platforms<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     seen
 }
 
+/// A platform label as the applications list shows it (spec rule 5: one
+/// Title-case display form per case-insensitive label): `Windows`,
+/// `macOS`, `Linux`, `iOS`, `Android`, any other label with its first
+/// letter upper-cased. Stored labels, and so filters, stay lower-case.
+pub fn platform_display(label: &str) -> String {
+    match label.to_lowercase().as_str() {
+        "windows" => "Windows".into(),
+        "macos" => "macOS".into(),
+        "linux" => "Linux".into(),
+        "ios" => "iOS".into(),
+        "ipados" => "iPadOS".into(),
+        "android" => "Android".into(),
+        other => {
+            let mut chars = other.chars();
+            chars
+                .next()
+                .map(|first| first.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        }
+    }
+}
+
 /// Platform labels as agents and exports write them ("Win10", "Microsoft
 /// Windows 11 Pro", "macOS 14", "Ubuntu 22.04") mapped onto the three the
 /// views group by: the same rule for connector and CSV rows.
@@ -310,6 +332,21 @@ mod tests {
             ]),
             vec!["ios", "linux", "macos", "windows"]
         );
+    }
+
+    #[test]
+    fn platforms_display_in_title_case() {
+        for (label, shown) in [
+            ("windows", "Windows"),
+            ("macos", "macOS"),
+            ("linux", "Linux"),
+            ("ios", "iOS"),
+            ("android", "Android"),
+            ("chromeos", "Chromeos"),
+            ("", ""),
+        ] {
+            assert_eq!(platform_display(label), shown, "{label}");
+        }
     }
 
     #[test]
