@@ -442,7 +442,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     // Resumed at page 3: the written pages were not fetched again.
     assert_eq!(rmm.computer_pages(), vec![1, 2, 3, 3, 4, 5, 6]);
@@ -485,7 +485,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let job = server
         .get(&format!("/api/v1/jobs/{resync_id}"), &token)
         .await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     // Resumed, not restarted: the first two pages were fetched once.
     let fetched = &rmm.computer_pages()[pages_before..];
@@ -523,11 +523,11 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
     wait_for("the parse to finish", HEAVY_PHASE, async || {
         let upload = server.get(&upload_path, &token).await;
-        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+        ["success", "error"].contains(&upload["status"].as_str().unwrap_or(""))
     })
     .await;
     let upload = server.get(&upload_path, &token).await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_read"], rows, "{upload}");
     assert_eq!(upload["rows_imported"], rows, "{upload}");
     assert_eq!(
@@ -727,7 +727,7 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
         // An upload that ended before its swap will never get there: say
         // why now rather than at the hang guard.
         assert!(
-            !["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or("")),
+            !["success", "error"].contains(&upload["status"].as_str().unwrap_or("")),
             "{state}; the server's log ends with:\n{}",
             log_tail(&scratch.dir.join("3.log"))
         );
@@ -743,11 +743,11 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     let upload_path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
     wait_for("the upload to finish", HEAVY_PHASE, async || {
         let upload = server.get(&upload_path, &token).await;
-        ["succeeded", "failed"].contains(&upload["status"].as_str().unwrap_or(""))
+        ["success", "error"].contains(&upload["status"].as_str().unwrap_or(""))
     })
     .await;
     let upload = server.get(&upload_path, &token).await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_read"], rows, "{upload}");
     assert_eq!(upload["rows_imported"], rows, "{upload}");
     let items_sql = "SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1";
@@ -831,7 +831,7 @@ async fn a_paused_parse_writes_nothing_after_its_lease(backend: Backend) {
         HEAVY_PHASE,
         async || {
             let upload = second.get(&upload_path, &token).await;
-            upload["status"] == "succeeded"
+            upload["status"] == "success"
         },
     )
     .await;
@@ -932,7 +932,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     {
         let data = tenable.data.lock().unwrap();
@@ -1018,7 +1018,7 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     })
     .await;
     let job = server.get(&format!("/api/v1/jobs/{pull_id}"), &token).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
     let status = server.get("/api/v1/psa/bulk-pull/status", &token).await;
     assert_eq!(status["current"]["id"], pull_id.as_str());
@@ -1131,8 +1131,8 @@ async fn processes_share_files_through_the_object_store(backend: Backend) {
         let path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
         wait_for("the worker to parse the upload", HEAVY_PHASE, async || {
             let upload = api.get(&path, &token).await;
-            assert_ne!(upload["status"], "failed", "{upload}");
-            upload["status"] == "succeeded"
+            assert_ne!(upload["status"], "error", "{upload}");
+            upload["status"] == "success"
         })
         .await;
         let upload = worker.get(&path, &token).await;
@@ -1158,8 +1158,8 @@ async fn processes_share_files_through_the_object_store(backend: Backend) {
         let status = api
             .get(&format!("/api/v1/reports/{report_id}/status"), &token)
             .await;
-        assert_ne!(status["status"], "failed", "{status}");
-        status["status"] == "succeeded"
+        assert_ne!(status["status"], "error", "{status}");
+        status["status"] == "success"
     })
     .await;
     let download = format!("{}/api/v1/reports/{report_id}/download", api.url);

@@ -181,7 +181,7 @@ async fn no_secret_is_ever_logged() {
         .unwrap()
         .to_string();
     let done = app.wait_for_job(&owner, &job_id).await;
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["status"], "success", "{done}");
     // Graph with a certificate (mdm) and with a client secret (directory).
     for (area, credentials) in [
         (
@@ -228,7 +228,7 @@ async fn no_secret_is_ever_logged() {
             .unwrap()
             .to_string();
         let done = app.wait_for_job(&owner, &job_id).await;
-        assert_eq!(done["status"], "succeeded", "{done}");
+        assert_eq!(done["status"], "success", "{done}");
     }
     let assertions = idp.state.lock().unwrap().assertions.clone();
     assert!(!assertions.is_empty());

@@ -136,12 +136,12 @@ def drive(base, payments_url):
     deadline = time.time() + 120
     while True:
         job = check(get_job.sync_detailed(job_id, client=client), 200, "job")
-        if str(job.status) in ("succeeded", "failed", "canceled"):
+        if str(job.status) in ("success", "error", "canceled"):
             break
         if time.time() > deadline:
             sys.exit("the upload's job did not finish: %s" % job)
         time.sleep(0.2)
-    if str(job.status) != "succeeded":
+    if str(job.status) != "success":
         sys.exit("the upload's job ended %s: %s" % (job.status, job.error))
     # The rollup runs after the parse; wait until the list shows it.
     deadline = time.time() + 120
@@ -185,7 +185,7 @@ def drive(base, payments_url):
     deadline = time.time() + 120
     while True:
         status = check(report_status.sync_detailed(report.id, client=client), 200, "report status")
-        if status.status in ("succeeded", "failed"):
+        if status.status in ("success", "error"):
             break
         if time.time() > deadline:
             sys.exit("the report did not finish")

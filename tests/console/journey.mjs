@@ -187,6 +187,21 @@ try {
   await page.getByLabel("Comment").fill("checked with the vendor");
   await page.getByRole("button", { name: "Save triage" }).click();
   await page.getByRole("cell", { name: "checked with the vendor" }).waitFor();
+  // Drawn again: the form opens on the saved status and terms, every
+  // status is offered, and the history says who and why.
+  result.checks.triage_status_shown = await page.getByLabel("Status").inputValue();
+  result.checks.triage_justification_shown = await page.getByLabel("Justification").inputValue();
+  result.checks.triage_offered = await page
+    .getByLabel("Status")
+    .locator("option")
+    .evaluateAll((options) => options.map((o) => o.value));
+  result.checks.triage_history = await page
+    .locator("main table")
+    .last()
+    .locator("tbody tr")
+    .first()
+    .locator("td")
+    .allTextContents();
   await shot(page, "06-cve");
 
   // The partner's view across customers.

@@ -146,7 +146,7 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
     assert_eq!(wrong.body["field"], "api_key");
     assert!(!wrong.text.contains("short"), "{}", wrong.text);
     configure_acme(&app, &owner, &upstream.url).await;
-    assert_eq!(app.sync_area(&owner, "backup").await["status"], "succeeded");
+    assert_eq!(app.sync_area(&owner, "backup").await["status"], "success");
 
     // List views: search (Unicode), typed field filters, strict parameters.
     let devices = app.get("/api/v1/backup/devices", &member.bearer()).await;
@@ -344,8 +344,8 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
         .post("/api/v1/backup/config", &beta.bearer(), zenith.clone())
         .await;
     assert_eq!(saved.status, 200, "{}", saved.text);
-    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "succeeded");
-    assert_eq!(app.sync_area(&beta, "backup").await["status"], "succeeded");
+    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "success");
+    assert_eq!(app.sync_area(&beta, "backup").await["status"], "success");
 
     // The same route answers each tenant from its own connector's data.
     let alphas = app.get("/api/v1/backup/jobs", &alpha.bearer()).await;
@@ -385,7 +385,7 @@ async fn tenants_use_their_own_connector_for_one_area(backend: Backend) {
         app.get("/api/v1/backup/jobs", &beta.bearer()).await.body["total"],
         2
     );
-    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "succeeded");
+    assert_eq!(app.sync_area(&alpha, "backup").await["status"], "success");
     let resynced = app.get("/api/v1/backup/jobs", &alpha.bearer()).await;
     assert_eq!(keys(&resynced.body), ["z-1", "z-2"]);
     // Saving the same product again keeps its data.
@@ -474,7 +474,7 @@ async fn a_legacy_component_loads_and_syncs(backend: Backend, legacy: Legacy) {
     assert_eq!(tested.status, 200, "{}", tested.text);
     assert_eq!(
         app.sync_area(&owner, legacy.area).await["status"],
-        "succeeded"
+        "success"
     );
     let stats = app.get(&format!("{area}/stats"), &owner.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 3, "{}", stats.text);

@@ -333,6 +333,30 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(checks["device_software"], json!(["Google Chrome"]));
     assert_eq!(checks["triage_error"], "not_affected needs a justification");
     assert!(checks["triage_error_described"].is_string());
+    assert_eq!(checks["triage_status_shown"], "not_affected");
+    assert_eq!(
+        checks["triage_justification_shown"],
+        "The vulnerable code is not used"
+    );
+    let offered: Vec<String> = serde_json::from_value(checks["triage_offered"].clone()).unwrap();
+    assert!(
+        offered.contains(&"resolved".to_string()) && offered.len() == 7,
+        "{offered:?}"
+    );
+    // When, who, product, from, to, justification, comment.
+    let row: Vec<String> = serde_json::from_value(checks["triage_history"].clone()).unwrap();
+    assert_eq!(
+        row[1..],
+        [
+            "analyst@msp.example",
+            "google chrome",
+            "to evaluate",
+            "not affected",
+            "The vulnerable code is not used",
+            "checked with the vendor"
+        ],
+        "{row:?}"
+    );
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
     assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
     // Acting in the customer shows its data, not the partner's.

@@ -89,7 +89,7 @@ async fn software_csv_with_title_rows_lands_and_rolls_up(backend: Backend) {
     assert!(accepted.body["job_id"].is_string());
     let id = accepted.body["id"].as_str().unwrap();
     let upload = app.wait_for_upload(&admin, "software-inventory", id).await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["format"], "csv");
     assert_eq!(upload["header_row"], 4);
     assert_eq!(upload["rows_read"], 4);
@@ -171,7 +171,7 @@ async fn utf16_semicolon_intune_export_lands(backend: Backend) {
             utf16le(text),
         )
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_imported"], 2);
     assert_eq!(
         items(&app, &admin, "intune-discovered-apps").await,
@@ -216,7 +216,7 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
     let upload = app
         .ingest(&admin, "asset-register", "assets.xlsx", workbook)
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["format"], "xlsx");
     assert_eq!(upload["header_row"], 4);
     assert_eq!(upload["rows_imported"], 2);
@@ -243,7 +243,7 @@ async fn xlsx_asset_register_with_preamble_enriches_devices(backend: Backend) {
     let software = app
         .ingest(&admin, "software-inventory", "sw.csv", csv.into())
         .await;
-    assert_eq!(software["status"], "succeeded", "{software}");
+    assert_eq!(software["status"], "success", "{software}");
     let devices = app.get("/api/v1/devices/devices", &admin.bearer()).await;
     assert_eq!(
         devices.body["items"][0]["enrichment"]["asset-register"]["owner"], "alice",
@@ -265,7 +265,7 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
     let upload = app
         .ingest(&admin, "nessus-findings", "scan.csv", nessus.into())
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_imported"], 3);
     let records = app
         .get(
@@ -292,7 +292,7 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
     let upload = app
         .ingest(&admin, "badge-roster", "badges.csv", roster.into())
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_imported"], 2);
     assert_eq!(upload["rows_rejected"], 2);
     let reasons: Vec<String> = upload["rejections"]
@@ -358,7 +358,7 @@ async fn csv_os_columns_keep_the_distribution_and_edition(backend: Backend) {
     let upload = app
         .ingest(&admin, "software-inventory", "os.csv", csv.into())
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     let devices = app
         .get("/api/v1/devices/devices?limit=50", &admin.bearer())
         .await;
@@ -436,7 +436,7 @@ async fn reupload_replaces_and_failed_parse_keeps_old_data(backend: Backend) {
     let upload = app
         .ingest(&admin, "software-inventory", "b.csv", second.into())
         .await;
-    assert_eq!(upload["status"], "succeeded");
+    assert_eq!(upload["status"], "success");
     assert_eq!(
         items(&app, &admin, "software-inventory").await,
         ["PC-3|Zoom|6.0|"]
@@ -446,7 +446,7 @@ async fn reupload_replaces_and_failed_parse_keeps_old_data(backend: Backend) {
     let upload = app
         .ingest(&admin, "software-inventory", "c.csv", broken.into())
         .await;
-    assert_eq!(upload["status"], "failed");
+    assert_eq!(upload["status"], "error");
     assert!(upload["error"]
         .as_str()
         .unwrap()
@@ -483,7 +483,7 @@ async fn bad_uploads_are_refused_with_a_reason(backend: Backend) {
     let upload = app
         .ingest(&admin, "software-inventory", "good.csv", good.into())
         .await;
-    assert_eq!(upload["status"], "succeeded");
+    assert_eq!(upload["status"], "success");
     let path = "/api/v1/inventory/upload";
 
     // Refused at the door: 400 naming the check.
@@ -511,19 +511,81 @@ async fn bad_uploads_are_refused_with_a_reason(backend: Backend) {
     ];
     for (name, bytes, reason) in failing {
         let upload = app.ingest(&admin, "software-inventory", name, bytes).await;
-        assert_eq!(upload["status"], "failed", "{name}: {upload}");
+        assert_eq!(upload["status"], "error", "{name}: {upload}");
         assert!(
             upload["error"].as_str().unwrap().contains(reason),
             "{name}: {upload}"
         );
     }
 
+    // The job behind an upload says how it ended, as the upload does: a
+    // file with no header row fails its job with the reason. (Each upload
+    // below has a job of its own: the runs above have ended.)
+    cairn_tests::wait_until(
+        "the parses above to end",
+        std::time::Duration::from_secs(60),
+        async || {
+            let mut busy = 0;
+            for status in ["queued", "running"] {
+                let jobs = app
+                    .get(
+                        &format!("/api/v1/jobs?kind=csv_parse&status={status}"),
+                        &admin.bearer(),
+                    )
+                    .await;
+                busy += jobs.body["total"].as_i64().unwrap_or(1);
+            }
+            if busy == 0 {
+                Ok(())
+            } else {
+                Err(format!("{busy} parses queued or running"))
+            }
+        },
+    )
+    .await;
+    for (name, bytes, status, says) in [
+        ("again.csv", good.as_bytes().to_vec(), "success", None),
+        (
+            "other.csv",
+            no_header.as_bytes().to_vec(),
+            "error",
+            Some("no header row found"),
+        ),
+    ] {
+        let accepted = app.upload_file(&admin, path, name, bytes).await;
+        assert_eq!(accepted.status, 202, "{}", accepted.text);
+        let job_id = accepted.body["job_id"].as_str().unwrap();
+        let job = app.wait_for_job(&admin, job_id).await;
+        assert_eq!(job["status"], status, "{name}: {job}");
+        if let Some(says) = says {
+            let error = job["error"].as_str().unwrap_or("");
+            assert!(
+                error.contains(says) && error.contains(name),
+                "{name}: {job}"
+            );
+        }
+    }
+    // The job filter reads the spec's words and the older ones alike.
+    let mut totals = vec![];
+    for status in ["success", "succeeded", "error", "failed"] {
+        let jobs = app
+            .get(
+                &format!("/api/v1/jobs?kind=csv_parse&status={status}"),
+                &admin.bearer(),
+            )
+            .await;
+        assert_eq!(jobs.status, 200, "{}", jobs.text);
+        totals.push(jobs.body["total"].as_i64().unwrap());
+    }
+    assert!(totals[0] > 0 && totals[2] > 0, "{totals:?}");
+    assert_eq!((totals[0], totals[2]), (totals[1], totals[3]));
+
     // A row with a control character is rejected alone.
     let control = "device,application\nPC-2,Zo\u{7}om\nPC-3,Teams\n";
     let upload = app
         .ingest(&admin, "software-inventory", "control.csv", control.into())
         .await;
-    assert_eq!(upload["status"], "succeeded");
+    assert_eq!(upload["status"], "success");
     assert_eq!(upload["rows_rejected"], 1);
     assert_eq!(
         upload["rejections"][0]["reason"],
@@ -561,7 +623,7 @@ async fn csv_sources_are_scoped_by_tenant(backend: Backend) {
     let upload = app
         .ingest(&alice, "asset-register", "assets.csv", register.into())
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     let id = upload["id"].as_str().unwrap();
     let software = app
         .ingest(
@@ -617,7 +679,7 @@ async fn csv_sources_are_scoped_by_tenant(backend: Backend) {
             "hostname,serial\nPC-9,SN9\n".into(),
         )
         .await;
-    assert_eq!(upload["status"], "succeeded");
+    assert_eq!(upload["status"], "success");
     let alice_records = app
         .get(
             "/api/v1/csv-sources/asset-register/records",

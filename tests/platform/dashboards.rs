@@ -121,7 +121,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
         )
         .await;
     assert_eq!(saved.status, 200, "{}", saved.text);
-    assert_eq!(rmm_sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(rmm_sync(&app, &owner).await["status"], "success");
     app.rebuild(&owner).await;
     scan(&app, &owner, json!({})).await;
 
@@ -279,7 +279,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
     let row = &health["data"]["rows"][0];
     assert_eq!(row[0], "rmm", "{health}");
     assert_eq!(row[2], "healthy");
-    assert_eq!(row[3], "succeeded");
+    assert_eq!(row[3], "success");
     assert!(row[5].is_string(), "{health}");
     let unmatched = app
         .get("/api/v1/vulnerabilities/unmatched", &owner.bearer())

@@ -634,6 +634,20 @@ async fn an_application_below_a_version_is_one_application(backend: Backend) {
         {"kind": "rule", "field": "device_name", "operator": "equals", "value": "none"}]});
     let page = search(&app, &owner, json!({"query": nested})).await;
     assert_eq!(names(&page), ["NONE", "OLD-2"]);
+    // The console's shape: the name as a quick field, the version in the
+    // nested group of further rules (any depth of `and`). The pairing
+    // holds however the rules are grouped: MIXED's Chrome is 131.
+    for query in [
+        json!({"kind": "group", "combinator": "and", "rules": [chrome(),
+            {"kind": "group", "combinator": "and", "rules": [version("lt", json!("120"))]}]}),
+        json!({"kind": "group", "combinator": "and", "rules": [
+            {"kind": "group", "combinator": "and", "rules": [chrome()]},
+            {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "group", "combinator": "and", "rules": [version("lt", json!("120"))]}]}]}),
+    ] {
+        let page = search(&app, &owner, json!({"query": query.clone()})).await;
+        assert_eq!(names(&page), ["OLD-1", "OLD-2"], "{query}");
+    }
 
     let misspelt = json!({"strict": true, "query": {"combinator": "and", "rules": [
         {"kind": "rule", "field": "applicaton_name", "operator": "equals", "value": "google chrome"}]}});

@@ -101,9 +101,9 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
         )
         .await;
     assert_eq!(tested.status, 200, "{}", tested.text);
-    assert_eq!(sync(&app, &owner, "mdm").await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner, "mdm").await["status"], "success");
     let job = sync(&app, &owner, "directory").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
 
     let roster = "Badge Number,Cardholder,E-mail,Admin\n\
                   1001,Ada Lovelace,A.Lovelace@Contoso.example,Yes\n\
@@ -111,7 +111,7 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
     let upload = app
         .ingest(&owner, "badge-roster", "badges.csv", roster.into())
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
 
     let users = app.get("/api/v1/directory/users", &owner.bearer()).await;
     assert_eq!(users.status, 200, "{}", users.text);
@@ -192,7 +192,7 @@ async fn directory_users_are_joined_to_rosters_groups_and_devices(backend: Backe
     assert_eq!(user_of("MAC-01"), "ada@contoso.example");
     assert_eq!(user_of("LAPTOP-02"), "grace@contoso.example");
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "succeeded", "{rollup}");
+    assert_eq!(rollup["status"], "success", "{rollup}");
     let asset = app
         .get("/api/v1/devices/by-name/mac-01", &owner.bearer())
         .await;

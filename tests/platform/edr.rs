@@ -96,7 +96,7 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
         .await;
     assert_eq!(tested.status, 200, "{}", tested.text);
     let job = sync(&app, &owner, "edr").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(s1.data.lock().unwrap().throttled, 1, "a 429 was waited out");
 
     let devices = app.get("/api/v1/edr/devices", &owner.bearer()).await;
@@ -157,7 +157,7 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
 
     // The asset view joins the agent by computer name; search reads it.
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "succeeded", "{rollup}");
+    assert_eq!(rollup["status"], "success", "{rollup}");
     let asset = app
         .get("/api/v1/devices/by-name/ws-01", &owner.bearer())
         .await;
@@ -192,7 +192,7 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
 
     // An agent gone upstream is pruned with its apps.
     s1.data.lock().unwrap().agents.retain(|a| a["id"] != "1003");
-    assert_eq!(sync(&app, &owner, "edr").await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner, "edr").await["status"], "success");
     let devices = app.get("/api/v1/edr/devices", &owner.bearer()).await;
     assert_eq!(names(&devices.body, "device_name"), ["WS-01", "web01"]);
     let apps = app

@@ -264,7 +264,7 @@ async fn misbehaving_syncs_fail_with_reasons_and_retry(backend: Backend) {
     let job = wait_attempts(&app, &owner, &job_id, 2).await;
     assert!(job["error"].as_str().unwrap().contains("deadline"), "{job}");
     let job = wait_attempts(&app, &owner, &job_id, 3).await;
-    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["status"], "error", "{job}");
 
     // A panic's message reaches the job's error.
     let config = json!({"base_url": upstream.url, "api_token": TOKEN, "misbehave": "panic"});
@@ -290,13 +290,13 @@ async fn misbehaving_syncs_fail_with_reasons_and_retry(backend: Backend) {
         "{job}"
     );
     // A panic would only repeat: not retried, unlike the timeout above.
-    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["status"], "error", "{job}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let job = app
         .get(&format!("/api/v1/jobs/{job_id}"), &owner.bearer())
         .await;
     assert_eq!(job.body["attempts"], 1, "{}", job.text);
-    assert_eq!(job.body["status"], "failed", "{}", job.text);
+    assert_eq!(job.body["status"], "error", "{}", job.text);
     app.finish().await;
 }
 
@@ -373,7 +373,7 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
     assert_eq!(tested.body["ok"], true);
 
     let job = sync(&app, &owner).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["progress"]["phase"], "done");
     let stats = app
         .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
@@ -448,7 +448,7 @@ async fn configure_sync_and_prune_end_to_end(backend: Backend) {
         device("d3", "LAPTOP-03", &[("Slack", "4.41")]),
     ]);
     let job = sync(&app, &owner).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let laptop_after = by_name("LAPTOP-03").await;
     assert_eq!(laptop_after["changed_at"], laptop_before["changed_at"]);
     assert_eq!(laptop_after["record"], laptop_before["record"]);
@@ -534,7 +534,7 @@ async fn a_device_on_several_pages_is_stored_once(backend: Backend) {
     configure(&app, &owner, &upstream.url, TOKEN).await;
     for _ in 0..2 {
         let job = sync(&app, &owner).await;
-        assert_eq!(job["status"], "succeeded", "{job}");
+        assert_eq!(job["status"], "success", "{job}");
         let stats = app
             .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
             .await;
@@ -648,7 +648,7 @@ async fn tenants_cannot_see_each_others_integrations(backend: Backend) {
     let alpha = app.register("owner@alpha.example").await;
     let beta = app.register("owner@beta.example").await;
     configure(&app, &alpha, &upstream.url, TOKEN).await;
-    assert_eq!(sync(&app, &alpha).await["status"], "succeeded");
+    assert_eq!(sync(&app, &alpha).await["status"], "success");
 
     let config = app
         .get(&format!("/api/v1/{ID}/config"), &beta.bearer())
@@ -749,15 +749,14 @@ async fn deleting_the_config_stops_a_running_sync(backend: Backend) {
         let job = app
             .get(&format!("/api/v1/jobs/{job_id}"), &owner.bearer())
             .await;
-        if ["succeeded", "failed", "canceled"].contains(&job.body["status"].as_str().unwrap_or(""))
-        {
+        if ["success", "error", "canceled"].contains(&job.body["status"].as_str().unwrap_or("")) {
             Ok(job.body)
         } else {
             Err(job.text)
         }
     })
     .await;
-    assert_ne!(job["status"], "succeeded", "{job}");
+    assert_ne!(job["status"], "success", "{job}");
     assert_eq!(synced_rows().await, 0, "nothing was written back: {job}");
     app.finish().await;
 }
@@ -808,7 +807,7 @@ async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
         let owner = app.register("owner@example.com").await;
         configure(&app, &owner, &upstream.url, TOKEN).await;
         let job = sync(&app, &owner).await;
-        assert_eq!(job["status"], "failed", "{job}");
+        assert_eq!(job["status"], "error", "{job}");
         assert!(job["error"].as_str().unwrap().contains(reason), "{job}");
         // A cap would only be hit again: the run is not retried.
         assert_eq!(job["attempts"], 1, "{job}");
@@ -823,7 +822,7 @@ async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
     let owner = app.register("owner@example.com").await;
     configure(&app, &owner, &upstream.url, TOKEN).await;
     let job = sync(&app, &owner).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert!(
         job["progress"]["detail"]
             .as_str()

@@ -107,7 +107,7 @@ async fn rollup_applies_each_rule_and_drops_stale_applications(backend: Backend)
     )
     .await;
     let job = app.rebuild(&owner).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert!(job["progress"]["detail"]
         .as_str()
         .unwrap()

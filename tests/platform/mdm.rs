@@ -127,7 +127,7 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
     assert!(idp.state.lock().unwrap().assertions_verified >= 1);
 
     let job = sync(&app, &owner, "mdm").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     {
         let data = graph.data.lock().unwrap();
         assert_eq!(data.throttled, 1, "d-2's apps were throttled once");
@@ -190,7 +190,7 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
 
     // The rollup sees the mdm source.
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "succeeded", "{rollup}");
+    assert_eq!(rollup["status"], "success", "{rollup}");
     let applications = app
         .get("/api/v1/inventory/applications?sort=name", &owner.bearer())
         .await;
@@ -215,7 +215,7 @@ async fn mdm_sync_with_batching_throttling_and_prune(backend: Backend) {
         data.apps.remove("d-1");
     }
     let job = sync(&app, &owner, "mdm").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let devices = app.get("/api/v1/mdm/devices", &owner.bearer()).await;
     assert_eq!(names(&devices.body, "device_name"), ["LAPTOP-02", "MAC-01"]);
     let apps = app.get("/api/v1/mdm/apps", &owner.bearer()).await;

@@ -146,7 +146,7 @@ async fn refresh(app: &TestApp, account: &Account) {
     let job = app
         .wait_for_job(account, queued.body["job_id"].as_str().unwrap())
         .await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
 }
 
 async fn news_feeds_are_refreshed_deduplicated_and_classified_by_rules(backend: Backend) {
@@ -182,7 +182,7 @@ async fn news_feeds_are_refreshed_deduplicated_and_classified_by_rules(backend: 
     assert_eq!(added.body["title"], "Example Security Wire");
     assert_eq!(added.body["format"], "rss");
     assert_eq!(added.body["item_count"], 3);
-    assert_eq!(added.body["last_status"], "succeeded");
+    assert_eq!(added.body["last_status"], "success");
     let rss_id = added.body["id"].as_str().unwrap().to_string();
     app.post(
         "/api/v1/news-feeds/feeds",
@@ -583,7 +583,7 @@ async fn news_is_classified_by_the_model_and_falls_back_to_the_rules(backend: Ba
     let job = app
         .wait_for_job(&owner, queued.body["job_id"].as_str().unwrap())
         .await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let item = titled(&items(&app, &owner, "").await, "Google Chrome zero-day").clone();
     assert_eq!(item["classified_by"], "model", "{item}");
     assert_eq!(item["classifier_note"], Value::Null);

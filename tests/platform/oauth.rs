@@ -65,7 +65,7 @@ async fn client_secret_and_certificate_flows(backend: Backend) {
         .await;
     let job_id = job.body["job_id"].as_str().unwrap().to_string();
     let done = app.wait_for_job(&owner, &job_id).await;
-    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["status"], "success", "{done}");
     let stats = app
         .get(&format!("/api/v1/{ID}/stats"), &owner.bearer())
         .await;

@@ -290,7 +290,7 @@ async fn psa_live_actions_and_ticket_sync(backend: Backend) {
     // The sync pulls recently updated tickets over three pages, through a 500.
     psa.data.lock().unwrap().fail_once = Some("service/tickets".into());
     let job = sync(&app, &owner, "psa").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let pulls = psa
         .data
         .lock()
@@ -431,12 +431,12 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
         json!({"board_id": 7, "tickets_per_page": 100}),
     )
     .await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let status = app
         .get("/api/v1/psa/bulk-pull/status", &member.bearer())
         .await;
     assert_eq!(
-        status.body["current"]["status"], "succeeded",
+        status.body["current"]["status"], "success",
         "{}",
         status.text
     );
@@ -554,14 +554,14 @@ async fn psa_bulk_pull_views_export_and_isolation(backend: Backend) {
     // A sync afterwards keeps what the pull stored; pulling again
     // overwrites, never duplicates.
     let synced = sync(&app, &owner, "psa").await;
-    assert_eq!(synced["status"], "succeeded", "{synced}");
+    assert_eq!(synced["status"], "success", "{synced}");
     let job = bulk_pull(
         &app,
         &owner,
         json!({"board_id": 7, "include_closed": false}),
     )
     .await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let listed = app.get("/api/v1/psa/bulk-tickets", &member.bearer()).await;
     assert_eq!(listed.body["total"], 250, "{}", listed.text);
     let notes = app
@@ -910,7 +910,7 @@ async fn psa_tickets_from_vulnerabilities_with_context(backend: Backend) {
     assert_eq!(full.body["source"], "live");
     assert_eq!(full.body["kept"], json!({}));
     let synced = sync(&app, &owner, "psa").await;
-    assert_eq!(synced["status"], "succeeded", "{synced}");
+    assert_eq!(synced["status"], "success", "{synced}");
     let full = app.get(&format!("{ticket}/full"), &member.bearer()).await;
     assert_eq!(full.body["source"], "live");
     assert_eq!(

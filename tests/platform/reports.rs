@@ -33,7 +33,7 @@ async fn generate(app: &TestApp, account: &Account, body: Value) -> Value {
             .get(&format!("/api/v1/reports/{id}/status"), &account.bearer())
             .await;
         assert_eq!(status.status, 200, "{}", status.text);
-        if ["succeeded", "failed"].contains(&status.body["status"].as_str().unwrap()) {
+        if ["success", "error"].contains(&status.body["status"].as_str().unwrap()) {
             Ok(status.body)
         } else {
             Err(status.text)
@@ -148,7 +148,7 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
                 body["scope"] = json!({"device": "WEB01"});
             }
             let report = generate(&app, &owner, body).await;
-            assert_eq!(report["status"], "succeeded", "{report}");
+            assert_eq!(report["status"], "success", "{report}");
             let id = report["id"].as_str().unwrap();
             let (content_type, disposition, bytes) = download(&app, &owner, id).await;
             let name = report["file_name"].as_str().unwrap();
@@ -301,7 +301,7 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
         json!({"report_type": "device", "format": "pdf", "scope": {"device": "NOPE-1"}}),
     )
     .await;
-    assert_eq!(missing["status"], "failed", "{missing}");
+    assert_eq!(missing["status"], "error", "{missing}");
     assert!(missing["error"].as_str().unwrap().contains("NOPE-1"));
     let id = missing["id"].as_str().unwrap();
     app.get(&format!("/api/v1/reports/{id}/download"), &owner.bearer())

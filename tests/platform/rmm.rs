@@ -35,7 +35,7 @@ async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: B
     let before = app.get("/metrics", &cairn_tests::Auth::None).await.text;
     configure(&app, &admin, &rmm, json!({})).await;
     let job = sync(&app, &admin).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let csv = "Computer Name,Software Name,Publisher,Version\nWS-9,Editor,Acme,1.0\nWS-9,Viewer,Acme,2.0\n";
     let accepted = app
         .upload_file(
@@ -53,13 +53,13 @@ async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: B
             accepted.body["id"].as_str().unwrap(),
         )
         .await;
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     // The upload reads succeeded before its job's run has ended (and been
     // counted): wait for the job too.
     let parse = app
         .wait_for_job(&admin, accepted.body["job_id"].as_str().unwrap())
         .await;
-    assert_eq!(parse["status"], "succeeded", "{parse}");
+    assert_eq!(parse["status"], "success", "{parse}");
     // A run is counted just after its end is written.
     let parse_runs = ["kind=\"csv_parse\"", "outcome=\"succeeded\""];
     let counted = sample(&before, "cairn_job_runs_total", &parse_runs);
@@ -246,7 +246,7 @@ async fn software_is_fetched_concurrently_within_the_operators_cap(backend: Back
     let admin = app.register("admin@msp.example").await;
     configure(&app, &admin, &rmm, json!({"page_size": 12})).await;
     let job = sync(&app, &admin).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let stats = app.get("/api/v1/rmm/stats", &admin.bearer()).await;
     assert_eq!(stats.body["inventory_items"], 24, "{}", stats.text);
     let fake = rmm.data.lock().unwrap();
@@ -348,7 +348,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
 
     // Everything, in pages of two.
     let job = sync(&app, &owner).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01", "GLOBEX-WS-01"]
@@ -357,7 +357,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
     assert_eq!(stats.body["inventory_items"], 5);
     // A complete sync asks for a rollup rebuild.
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "succeeded", "{rollup}");
+    assert_eq!(rollup["status"], "success", "{rollup}");
     let apps = app
         .get("/api/v1/inventory/applications?sort=name", &owner.bearer())
         .await;
@@ -399,7 +399,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         .unwrap()
         .computers
         .retain(|c| c["Id"] != 201);
-    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner).await["status"], "success");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]
@@ -412,12 +412,12 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
 
     // An expired token: exactly one re-login, and the sync still succeeds.
     rmm.expire_tokens();
-    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner).await["status"], "success");
     assert_eq!(rmm.logins(), logins_after_first + 1);
 
     // 429s are waited out and retried.
     rmm.data.lock().unwrap().throttle_next = 2;
-    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner).await["status"], "success");
     assert_eq!(rmm.data.lock().unwrap().throttled, 2);
 
     // Narrowed to one client: the other client's rows are pruned.
@@ -428,7 +428,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         json!({"password": "********", "scope_client_ids": ["1"]}),
     )
     .await;
-    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner).await["status"], "success");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01"]
@@ -443,7 +443,7 @@ async fn rmm_sync_prunes_scopes_and_survives_expiry_and_throttling(backend: Back
         json!({"password": "********", "scope_group_names": ["Servers", "Finance"]}),
     )
     .await;
-    assert_eq!(sync(&app, &owner).await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner).await["status"], "success");
     assert_eq!(
         device_names(&app, &owner).await,
         ["ACME-SRV-01", "ACME-WS-01", "GLOBEX-SRV-01"]

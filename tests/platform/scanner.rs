@@ -115,7 +115,7 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
     assert_eq!(tested.status, 200, "{}", tested.text);
 
     let job = sync(&app, &owner, "scanner").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     {
         let data = tenable.data.lock().unwrap();
         assert_eq!(data.exports_started, 0, "the running export was adopted");
@@ -183,7 +183,7 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
     }
 
     // A second sync starts a new export and duplicates nothing.
-    assert_eq!(sync(&app, &owner, "scanner").await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner, "scanner").await["status"], "success");
     assert_eq!(tenable.data.lock().unwrap().exports_started, 1);
     let assets = app.get("/api/v1/scanner/assets", &owner.bearer()).await;
     assert_eq!(assets.body["total"], 3);
@@ -197,9 +197,9 @@ async fn tenable_export_findings_and_asset_join(backend: Backend) {
         json!({"base_url": s1.base_url, "api_token": API_TOKEN}),
     )
     .await;
-    assert_eq!(sync(&app, &owner, "edr").await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner, "edr").await["status"], "success");
     let rollup = app.wait_for_rollup(&owner).await;
-    assert_eq!(rollup["status"], "succeeded", "{rollup}");
+    assert_eq!(rollup["status"], "success", "{rollup}");
     let asset = app
         .get("/api/v1/devices/by-name/web01", &owner.bearer())
         .await;
@@ -315,7 +315,7 @@ async fn a_sync_that_makes_no_progress_fails_as_stale(backend: Backend) {
     )
     .await;
     let job = sync(&app, &owner, "scanner").await;
-    assert_eq!(job["status"], "failed", "{job}");
+    assert_eq!(job["status"], "error", "{job}");
     assert!(
         job["error"]
             .as_str()
@@ -457,10 +457,10 @@ async fn two_tenants_on_two_scanner_products(backend: Backend) {
     assert_eq!(tested.status, 200, "{}", tested.text);
     assert_eq!(
         sync(&app, &on_tenable, "scanner").await["status"],
-        "succeeded"
+        "success"
     );
     let job = sync(&app, &on_qualys, "scanner").await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     {
         let data = qualys.data.lock().unwrap();
         assert_eq!(data.throttled, 1, "the 409 was waited out");
@@ -575,7 +575,7 @@ async fn research_a_finding_from_the_store_or_nvd(backend: Backend) {
                "secret_key": SECRET_KEY, "poll_seconds": 0.05}),
     )
     .await;
-    assert_eq!(sync(&app, &owner, "scanner").await["status"], "succeeded");
+    assert_eq!(sync(&app, &owner, "scanner").await["status"], "success");
     let key = "a-1|1001|443|tcp";
     let researched = app
         .post(

@@ -108,7 +108,7 @@ async fn subscriptions_follow_products_before_and_after_their_first_cve(backend:
     let list = synced(&app, &owner).await;
     let first = named(&list, "Quantum Widget");
     assert_eq!(first["cve_count"], 0, "{list:?}");
-    assert_eq!(first["last_status"], "succeeded");
+    assert_eq!(first["last_status"], "success");
     assert_eq!(first["last_query"], "keywordSearch=Quantum Widget");
     let vendor = named(&list, "Google LLC");
     assert_eq!(vendor["last_query"], "virtualMatchString=cpe:2.3:*:google");
@@ -194,12 +194,12 @@ async fn subscriptions_follow_products_before_and_after_their_first_cve(backend:
         .await;
     let list = synced(&app, &owner).await;
     let failed = named(&list, "Quantum Widget");
-    assert_eq!(failed["last_status"], "failed", "{list:?}");
+    assert_eq!(failed["last_status"], "error", "{list:?}");
     assert!(
         failed["last_error"].as_str().unwrap().contains("403"),
         "{list:?}"
     );
-    assert_eq!(named(&list, "Google LLC")["last_status"], "succeeded");
+    assert_eq!(named(&list, "Google LLC")["last_status"], "success");
     assert_eq!(failed["cve_count"], 1);
     nvd.data.lock().unwrap().refusals.clear();
 

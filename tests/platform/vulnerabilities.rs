@@ -303,8 +303,8 @@ async fn wait_for_scan(app: &TestApp, account: &Account, id: &str) -> Value {
             .await;
         assert_eq!(resp.status, 200, "{}", resp.text);
         match resp.body["status"].as_str().unwrap_or("") {
-            "succeeded" => Ok(resp.body),
-            "failed" => panic!("scan failed: {}", resp.text),
+            "success" => Ok(resp.body),
+            "error" => panic!("scan failed: {}", resp.text),
             _ => Err(resp.text),
         }
     })
@@ -1265,6 +1265,14 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
             "google-chrome-stable",
             "120.0.6099.224-1",
         ),
+        // The same CVE on Windows, by another application name.
+        software(
+            "WIN-01",
+            "Google Chrome",
+            "Google LLC",
+            "120.0.6099.129",
+            "windows",
+        ),
     ];
     app.seed(&owner, "rmm", &rows).await;
     scan(&app, &owner, json!({})).await;
@@ -1278,10 +1286,45 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
             "120.0.6099.129-1",
             "CVE-2024-0519",
         ),
+        finding("WIN-01", "Google Chrome", "120.0.6099.129", "CVE-2024-0519"),
     ]
     .into_iter()
     .collect();
     assert_eq!(open_findings(&app, &owner).await, expected);
+
+    // One device's list names that device's applications of each CVE, not
+    // the tenant's.
+    for (device, expected) in [
+        (
+            "UBU-01",
+            json!([
+                {"cve_id": "CVE-2023-22809", "applications": ["sudo", "sudo-ldap"], "device_count": 1},
+                {"cve_id": "CVE-2024-0519", "applications": ["google-chrome-stable"], "device_count": 1}
+            ]),
+        ),
+        (
+            "WIN-01",
+            json!([{"cve_id": "CVE-2024-0519", "applications": ["Google Chrome"], "device_count": 1}]),
+        ),
+    ] {
+        let list = app
+            .get(
+                &format!("/api/v1/vulnerabilities/?device={device}&sort=cve_id"),
+                &owner.bearer(),
+            )
+            .await;
+        assert_eq!(list.status, 200, "{}", list.text);
+        let got: Vec<Value> = list.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                json!({"cve_id": v["cve_id"], "applications": v["applications"],
+                       "device_count": v["device_count"]})
+            })
+            .collect();
+        assert_eq!(json!(got), expected, "{device}: {}", list.text);
+    }
 
     let devices = app
         .get(

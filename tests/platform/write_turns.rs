@@ -134,7 +134,7 @@ async fn writers_keep_their_turn_during_a_long_swap(backend: Backend) {
         }
     };
     eprintln!("{logins} logins and config saves, {writes_during_swap} of them during the swap");
-    assert_eq!(upload["status"], "succeeded", "{upload}");
+    assert_eq!(upload["status"], "success", "{upload}");
     assert_eq!(upload["rows_imported"], ROWS as u64, "{upload}");
     assert!(
         writes_during_swap >= 2,
@@ -142,7 +142,7 @@ async fn writers_keep_their_turn_during_a_long_swap(backend: Backend) {
     );
     let sync_job = sync_job.expect("a sync was started during the swap");
     let job: Value = app.wait_for_job(&admin, &sync_job).await;
-    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["status"], "success", "{job}");
     let devices = app.get("/api/v1/rmm/devices", &admin.bearer()).await;
     assert_eq!(devices.status, 200, "{}", devices.text);
     assert!(devices.text.contains("ACME-WS-01"), "{}", devices.text);

@@ -504,7 +504,7 @@ impl TestApp {
             let job = self
                 .get(&format!("/api/v1/jobs/{job_id}"), &account.bearer())
                 .await;
-            if ["succeeded", "failed"].contains(&job.body["status"].as_str().unwrap_or("")) {
+            if ["success", "error"].contains(&job.body["status"].as_str().unwrap_or("")) {
                 Ok(job.body)
             } else {
                 Err(job.text)
@@ -533,7 +533,7 @@ impl TestApp {
                 .await;
             let current = &status.body["current"];
             if current["id"] == job_id.as_str()
-                && ["succeeded", "failed"].contains(&current["status"].as_str().unwrap_or(""))
+                && ["success", "error"].contains(&current["status"].as_str().unwrap_or(""))
             {
                 Ok(current.clone())
             } else {

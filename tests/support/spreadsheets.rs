@@ -89,7 +89,7 @@ impl TestApp {
                 )
                 .await;
             assert_eq!(upload.status, 200, "{}", upload.text);
-            if ["succeeded", "failed"].contains(&upload.body["status"].as_str().unwrap_or("")) {
+            if ["success", "error"].contains(&upload.body["status"].as_str().unwrap_or("")) {
                 Ok(upload.body)
             } else {
                 Err(upload.text)

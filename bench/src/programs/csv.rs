@@ -263,7 +263,7 @@ async fn ingest(
     };
     let upload = loop {
         let upload = get(format!("/api/v1/inventory/uploads/{id}")).await?;
-        if upload["status"] == "succeeded" || upload["status"] == "failed" {
+        if upload["status"] == "success" || upload["status"] == "error" {
             break upload;
         }
         if let Some(job) = upload["job_id"].as_str() {
@@ -276,7 +276,7 @@ async fn ingest(
     let logins_during_swap = logins.await??;
     let seconds = started.elapsed().as_secs_f64();
     let peak_mib = service.peak_mib();
-    anyhow::ensure!(upload["status"] == "succeeded", "upload failed: {upload}");
+    anyhow::ensure!(upload["status"] == "success", "upload failed: {upload}");
     let rows = upload["rows_imported"].as_u64().unwrap_or(0);
 
     let rollup_started = Instant::now();
@@ -359,7 +359,9 @@ pub async fn main() -> anyhow::Result<()> {
     let xlsx = work.join("inventory.xlsx");
     let csv_bytes = write_csv(&csv, csv_rows)?;
     let xlsx_bytes = write_xlsx(&xlsx, xlsx_rows)?;
-    println!("cairn CSV ingestion benchmark ({backend}): generic software provider, upload to `succeeded`");
+    println!(
+        "cairn CSV ingestion benchmark ({backend}): generic software provider, upload to `success`"
+    );
     let mut figures = ingest(backend, &connectors, &csv, "inventory.csv").await?;
     report("CSV ", csv_bytes, &mut figures);
     let mut figures = ingest(backend, &connectors, &xlsx, "inventory.xlsx").await?;

@@ -237,13 +237,13 @@ async fn report(
         let status = app
             .get(&format!("/api/v1/reports/{id}/status"), &owner.bearer())
             .await;
-        if ["succeeded", "failed"].contains(&status.body["status"].as_str().unwrap_or("")) {
+        if ["success", "error"].contains(&status.body["status"].as_str().unwrap_or("")) {
             break status.body;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     let secs = started.elapsed().as_secs_f64();
-    anyhow::ensure!(report["status"] == "succeeded", "{report}");
+    anyhow::ensure!(report["status"] == "success", "{report}");
     println!(
         "report vulnerabilities {format}: {secs:.1} s, {} rows, {:.1} MB file, service peak memory {:.0} MiB ({before:.0} MiB once started) (goal: 30 s, 300 MB)",
         report["row_count"],

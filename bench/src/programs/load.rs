@@ -269,7 +269,7 @@ async fn upload_while(
                 .await?
                 .json()
                 .await?;
-            if matches!(status["status"].as_str(), Some("succeeded" | "failed")) {
+            if matches!(status["status"].as_str(), Some("success" | "error")) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -21,6 +21,16 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** How a run ended (the API's `success` / `error`), as a person reads it. */
+function statusWords(status) {
+  return { success: "succeeded", error: "failed" }[status] ?? status;
+}
+
+/** Whether a job, upload, scan or report has ended. */
+function ended(status) {
+  return ["success", "error", "canceled", "superseded"].includes(status);
+}
+
 class ApiError extends Error {
   constructor(status, body) {
     super((body && body.detail) || `The service answered ${status}.`);
@@ -761,24 +771,48 @@ async function devices(_match, params) {
   return out;
 }
 
-const TRIAGE = ["in_analysis", "not_affected", "risk_accepted", "false_positive", "remediation_in_progress", "to_evaluate"];
+/** Every triage status the API takes, in the order a CVE moves through. */
+const TRIAGE = [
+  "to_evaluate",
+  "in_analysis",
+  "remediation_in_progress",
+  "resolved",
+  "not_affected",
+  "risk_accepted",
+  "false_positive",
+];
 
 async function cve([, raw]) {
   const id = decodeURIComponent(raw);
   document.title = `${id} - Cairn`;
   const record = await api("GET", `/research/cve/${encodeURIComponent(id)}`);
   const triage = await api("GET", `/vulnerabilities/cve/${encodeURIComponent(id)}/triage`).catch(() => null);
+  // The form opens on the product's current status and terms, so saving it
+  // unchanged changes nothing; with several products, one is chosen.
+  const statuses = (triage && triage.statuses) || [];
+  const productKey = (t) => `${t.vendor}|${t.product}`;
+  const statusSelect = el("select", { name: "status" }, TRIAGE.map((s) => el("option", { value: s }, s.replaceAll("_", " "))));
+  const justification = el("input", { name: "justification" });
+  const expires = el("input", { name: "expires_at", type: "date" });
+  const productSelect =
+    statuses.length > 1
+      ? el("select", { name: "product" }, statuses.map((t) => el("option", { value: productKey(t) }, `${t.vendor} ${t.product}`.trim())))
+      : null;
+  const show = (key) => {
+    const current = statuses.find((t) => productKey(t) === key) ?? statuses[0];
+    statusSelect.value = current ? current.status : "to_evaluate";
+    justification.value = (current && current.justification) ?? "";
+    expires.value = current && current.expires_at ? current.expires_at.slice(0, 10) : "";
+  };
+  if (productSelect) productSelect.addEventListener("change", () => show(productSelect.value));
+  show(productSelect ? productSelect.value : undefined);
   const form = el(
     "form",
     { class: "stack" },
-    el(
-      "label",
-      {},
-      "Status",
-      el("select", { name: "status" }, TRIAGE.map((s) => el("option", { value: s }, s.replaceAll("_", " ")))),
-    ),
-    field("Justification", { name: "justification" }),
-    field("Expires (for risk accepted)", { name: "expires_at", type: "date" }),
+    productSelect ? el("label", {}, "Product", productSelect) : null,
+    el("label", {}, "Status", statusSelect),
+    el("label", {}, "Justification", justification),
+    el("label", {}, "Expires (for risk accepted)", expires),
     field("Comment", { name: "comment" }),
     el("button", { type: "submit" }, "Save triage"),
   );
@@ -787,6 +821,10 @@ async function cve([, raw]) {
     const data = Object.fromEntries(new FormData(form));
     for (const k of Object.keys(data)) if (!data[k]) delete data[k];
     if (data.expires_at) data.expires_at = new Date(`${data.expires_at}T23:59:59Z`).toISOString();
+    if (data.product) {
+      const [vendor, product] = data.product.split("|");
+      Object.assign(data, { vendor, product });
+    }
     try {
       await api("PUT", `/vulnerabilities/cve/${encodeURIComponent(id)}/triage`, data);
       render();
@@ -824,8 +862,16 @@ async function cve([, raw]) {
     form,
     el("h2", {}, "Triage history"),
     table(
-      [["When"], ["From"], ["To"], ["Comment"]],
-      history.map((h) => [h.changed_at ?? "", h.from_status ?? "", h.to_status ?? "", h.comment ?? ""]),
+      [["When"], ["Who"], ["Product"], ["From"], ["To"], ["Justification"], ["Comment"]],
+      history.map((h) => [
+        h.changed_at ?? "",
+        h.changed_by ?? "",
+        `${h.vendor ?? ""} ${h.product ?? ""}`.trim(),
+        (h.from_status ?? "").replaceAll("_", " "),
+        (h.to_status ?? "").replaceAll("_", " "),
+        h.justification ?? "",
+        h.comment ?? "",
+      ]),
     ),
   ];
 }
@@ -1151,13 +1197,13 @@ async function uploads() {
     if (!response.ok) return showError(form, new ApiError(response.status, data));
     // Follow the parse until it ends.
     let upload = data;
-    while (upload.status !== "succeeded" && upload.status !== "failed") {
+    while (!ended(upload.status)) {
       status.replaceChildren(el("p", {}, `${upload.filename}: ${upload.status}, ${upload.rows_read} rows read`));
       await sleep(400);
       upload = await api("GET", `/csv-sources/${encodeURIComponent(source)}/uploads/${upload.id}`);
     }
     status.replaceChildren(
-      el("p", { class: upload.status === "succeeded" ? "" : "error" }, `${upload.filename}: ${upload.status}`),
+      el("p", { class: upload.status === "success" ? "" : "error" }, `${upload.filename}: ${statusWords(upload.status)}`),
       figures([
         ["Rows read", upload.rows_read],
         ["Rows imported", upload.rows_imported],
@@ -1198,9 +1244,9 @@ async function reports() {
       list.items.map((r) => [
         r.title,
         r.format,
-        r.error ? `${r.status}: ${r.error}` : r.status,
+        r.error ? `${statusWords(r.status)}: ${r.error}` : statusWords(r.status),
         r.created_at,
-        r.status === "succeeded"
+        r.status === "success"
           ? el("a", { href: `/api/v1/reports/${r.id}/download`, download: r.file_name }, `Download ${r.file_name}`)
           : "",
       ]),
@@ -1219,7 +1265,7 @@ async function jobs(_match, params) {
       [["Kind"], ["Status"], ["Progress"], ["Started"], ["Error"]],
       result.items.map((j) => [
         j.kind.replaceAll("_", " "),
-        j.status,
+        statusWords(j.status),
         j.percent === null || j.percent === undefined ? (j.progress && j.progress.phase) || "" : `${Math.round(j.percent)} %`,
         j.started_at ?? j.created_at ?? "",
         j.error ?? "",
@@ -1384,8 +1430,8 @@ async function integration([, raw]) {
         const state = await api("GET", `/${encodeURIComponent(area)}/sync-status`);
         const job = state.current;
         const progress = job && job.progress ? `${job.progress.phase ?? ""} ${job.progress.done ?? ""}${job.progress.total ? ` of ${job.progress.total}` : ""} ${job.progress.unit ?? ""}` : "";
-        status.replaceChildren(el("p", {}, `Sync ${job ? job.status : "queued"} ${progress}`.trim()));
-        if (job && ["succeeded", "failed", "canceled", "superseded"].includes(job.status)) {
+        status.replaceChildren(el("p", {}, `Sync ${job ? statusWords(job.status) : "queued"} ${progress}`.trim()));
+        if (job && ended(job.status)) {
           if (job.error) status.append(el("p", { class: "error", role: "alert" }, job.error));
           break;
         }

@@ -14,13 +14,12 @@ use cairn_core::ids::TenantId;
 pub enum JobStatus {
     Queued,
     Running,
-    /// `succeeded` in the API, as uploads, scans and reports say it; the
-    /// spec's `success` is still read as a filter value (deprecated).
-    #[serde(rename = "succeeded", alias = "success")]
+    /// The spec's `success`, as uploads, scans, reports, subscriptions
+    /// and feeds say it too; `succeeded` is still read as a filter value.
+    #[serde(rename = "success", alias = "succeeded")]
     Success,
-    /// `failed` in the API; the spec's `error` is still read as a filter
-    /// value (deprecated).
-    #[serde(rename = "failed", alias = "error")]
+    /// The spec's `error`; `failed` is still read as a filter value.
+    #[serde(rename = "error", alias = "failed")]
     Error,
     Canceled,
     /// The run stopped (its lease lapsed, its process shut down) while a

@@ -87,7 +87,7 @@ pub async fn fail_scan(
     let mut tx = db.pool.begin().await?;
     fence::hold(fence, &mut tx).await?;
     sqlx::query(
-        "UPDATE vuln_scans SET status = 'failed', error = $3, finished_at = $4 \
+        "UPDATE vuln_scans SET status = 'error', error = $3, finished_at = $4 \
          WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_str())
@@ -521,7 +521,7 @@ pub async fn apply_scan(
     write_identifications(&mut tx, db, tenant, mode, identified, now).await?;
     write_scan_cves(&mut tx, db, tenant, scan_id, wanted, &by_cve).await?;
     sqlx::query(
-        "UPDATE vuln_scans SET status = 'succeeded', finished_at = $3, applications = $4, \
+        "UPDATE vuln_scans SET status = 'success', finished_at = $3, applications = $4, \
          devices = $5, findings = $6, new_findings = $7, fixed_findings = $8, by_severity = $9, \
          mode = $10, error = NULL WHERE tenant_id = $1 AND id = $2",
     )

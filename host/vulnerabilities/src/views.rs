@@ -266,7 +266,8 @@ pub async fn vulnerabilities(
         })
         .collect();
     // Applications, fixes and who found them, for the page's CVEs, in one
-    // query.
+    // query, under the list's application and device filters: a device's
+    // list names that device's applications, not the tenant's.
     let ids: Vec<&str> = items.iter().map(|i| i.cve_id.as_str()).collect();
     if !ids.is_empty() {
         let ids_in = format!(
@@ -279,11 +280,15 @@ pub async fn vulnerabilities(
              {TRIAGE_STATUS} AS triage_status \
              FROM {ALL_FINDINGS} f \
              WHERE tenant_id = $1 AND {ids_in} AND ($3 = 'all' OR status = $3) AND {triaged} \
+             AND (CAST($4 AS TEXT) IS NULL OR application_name = $4) \
+             AND (CAST($5 AS TEXT) IS NULL OR device_name = $5) \
              ORDER BY cve_id, application_name"
         ))
         .bind(tenant.as_str())
         .bind(serde_json::to_string(&ids).unwrap_or_default())
         .bind(status)
+        .bind(filter.application.clone())
+        .bind(filter.device.clone())
         .fetch_all(&db.pool)
         .await?;
         /// A CVE's applications, fixes and finders, each once.
@@ -447,7 +452,7 @@ pub async fn cve_findings(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ScanView {
     pub id: String,
-    /// `queued`, `running`, `succeeded` or `failed`.
+    /// `queued`, `running`, `success` or `error` (the jobs' words).
     pub status: String,
     pub scope: ScanScope,
     pub job_id: Option<String>,

@@ -22,7 +22,7 @@ pub struct FeedView {
     pub seeded: bool,
     pub item_count: i64,
     pub last_fetched_at: Option<String>,
-    /// `succeeded`, `not_modified` (succeeded, nothing new) or `failed`,
+    /// `success`, `not_modified` (fetched, nothing new) or `error`,
     /// for the last fetch.
     pub last_status: Option<String>,
     pub last_error: Option<String>,
@@ -160,9 +160,9 @@ pub async fn record_fetch(
     let mut tx = db.pool.begin().await?;
     let mut added = vec![];
     let (status, error) = match &outcome {
-        FetchOutcome::Read { .. } => ("succeeded", None),
+        FetchOutcome::Read { .. } => ("success", None),
         FetchOutcome::NotModified => ("not_modified", None),
-        FetchOutcome::Failed(reason) => ("failed", Some(*reason)),
+        FetchOutcome::Failed(reason) => ("error", Some(*reason)),
     };
     sqlx::query(
         "UPDATE news_feeds SET last_fetched_at = $3, last_status = $4, last_error = $5 \

@@ -112,7 +112,7 @@ pub(super) async fn create(
         .ok_or(ApiError::NotFound("report"))
 }
 
-/// A report's status (`queued`, `running`, `succeeded`, `failed` with its
+/// A report's status (`queued`, `running`, `success`, `error` with its
 /// error) and, once written, its file's name and size.
 #[utoipa::path(get, path = "/api/v1/reports/{report_id}/status", tag = "reports",
     params(("report_id" = String, Path)),

@@ -20,7 +20,7 @@ pub struct ReportView {
     #[schema(value_type = Object)]
     pub scope: serde_json::Value,
     pub title: String,
-    /// `queued`, `running`, `succeeded` or `failed`.
+    /// `queued`, `running`, `success` or `error` (the jobs' words).
     pub status: String,
     pub error: Option<String>,
     /// The download's file name, once written.
@@ -194,7 +194,7 @@ pub async fn succeeded(
     let mut tx = db.pool.begin().await?;
     ctx.hold_in(&mut tx).await?;
     let updated = sqlx::query(
-        "UPDATE reports SET status = 'succeeded', stored_path = $3, file_name = $4, \
+        "UPDATE reports SET status = 'success', stored_path = $3, file_name = $4, \
          size_bytes = $5, row_count = $6, finished_at = $7, error = NULL \
          WHERE tenant_id = $1 AND id = $2",
     )
@@ -218,7 +218,7 @@ pub async fn failed(ctx: &JobContext, id: &str, error: &str) -> Result<(), JobFa
     let mut tx = db.pool.begin().await?;
     ctx.hold_in(&mut tx).await?;
     sqlx::query(
-        "UPDATE reports SET status = 'failed', error = $3, finished_at = $4 \
+        "UPDATE reports SET status = 'error', error = $3, finished_at = $4 \
          WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_str())

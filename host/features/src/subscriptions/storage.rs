@@ -29,7 +29,7 @@ pub struct SubscriptionView {
     pub cve_count: i64,
     pub created_at: String,
     pub last_synced_at: Option<String>,
-    /// `succeeded` or `failed`, for the last sync; absent before the first.
+    /// `success` or `error`, for the last sync; absent before the first.
     pub last_status: Option<String>,
     pub last_error: Option<String>,
     /// The NVD query the last sync made (`virtualMatchString=...` or
@@ -241,7 +241,7 @@ pub async fn record_sync(
         return Ok(());
     }
     let (status, error) = match outcome {
-        SyncOutcome::Failed(error) => ("failed", Some(error)),
+        SyncOutcome::Failed(error) => ("error", Some(error)),
         SyncOutcome::Synced(cves) => {
             let known: HashMap<String, i64> = sqlx::query(
                 "SELECT cve_id, last_modified FROM subscription_cves \
@@ -292,12 +292,12 @@ pub async fn record_sync(
                 .execute(&mut *tx)
                 .await?;
             }
-            ("succeeded", None)
+            ("success", None)
         }
     };
     // A failed sync keeps the CVEs it had; its time is the attempt's.
     sqlx::query(
-        "UPDATE subscriptions SET last_synced_at = CASE WHEN $3 = 'succeeded' THEN $5 ELSE last_synced_at END, \
+        "UPDATE subscriptions SET last_synced_at = CASE WHEN $3 = 'success' THEN $5 ELSE last_synced_at END, \
          last_status = $3, last_error = $4, last_query = $6, \
          sync_requested_at = CASE WHEN sync_requested_at <= $7 THEN NULL ELSE sync_requested_at END \
          WHERE tenant_id = $1 AND id = $2",

@@ -111,6 +111,10 @@ enum Chunk {
 #[async_trait]
 impl JobHandler for CsvParseHandler {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        // The uploads this run refused: the job then ends `error` with
+        // their reasons, as each upload does, not `success` (the uploads it
+        // parsed are in and stay in).
+        let mut refused: Vec<String> = vec![];
         while let Some(upload) = storage::next_waiting(ctx.db(), ctx.tenant_id()).await? {
             let key = upload_key(ctx.tenant_id(), &upload.id);
             let mut report = ParseReport::default();
@@ -118,6 +122,7 @@ impl JobHandler for CsvParseHandler {
                 Ok(()) => {}
                 Err(Outcome::Rejected(reason)) => {
                     self.fail(ctx, &upload, &report, &reason).await?;
+                    refused.push(format!("{}: {reason}", upload.filename));
                 }
                 Err(Outcome::Job(JobFailure::LeaseLost(LeaseLost(StopReason::Canceled)))) => {
                     Staging::remove(&self.staging_dir, &upload.id);
@@ -138,7 +143,17 @@ impl JobHandler for CsvParseHandler {
                 tracing::warn!(upload_id = %upload.id, error = %err, "removing a parsed upload's file failed");
             }
         }
-        Ok(())
+        match refused.as_slice() {
+            [] => Ok(()),
+            // Logged per upload by `fail`; another attempt would refuse the
+            // same file, so no retry.
+            [one] => Err(JobFailure::Reported(format!("The upload failed: {one}"))),
+            many => Err(JobFailure::Reported(format!(
+                "{} uploads failed: {}",
+                many.len(),
+                many.join("; ")
+            ))),
+        }
     }
 }
 

@@ -14,8 +14,8 @@ use cairn_jobs::{JobContext, JobFailure};
 /// final ones.
 pub const QUEUED: &str = "queued";
 pub const PARSING: &str = "parsing";
-pub const SUCCEEDED: &str = "succeeded";
-pub const FAILED: &str = "failed";
+pub const SUCCEEDED: &str = "success";
+pub const FAILED: &str = "error";
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UploadRow {
@@ -66,7 +66,7 @@ pub struct UploadView {
     pub content_type: String,
     /// The sheet asked for (xlsx); the first sheet when absent.
     pub sheet: Option<String>,
-    /// `queued`, `parsing`, `succeeded` or `failed`.
+    /// `queued`, `parsing`, `success` or `error` (the jobs' words).
     pub status: String,
     /// Why the upload failed; previously imported data is then untouched.
     pub error: Option<String>,

@@ -163,6 +163,22 @@ pub struct SkippedRule {
     pub reason: String,
 }
 
+/// The nodes of an `and` group with every `and` subgroup's nodes in its
+/// place, at any depth, each with its path in the request.
+fn and_nodes<'g>(group: &'g QueryGroup, path: &str) -> Vec<(String, &'g QueryNode)> {
+    let mut out = vec![];
+    for (index, node) in group.rules.iter().enumerate() {
+        let at = format!("{path}.rules[{index}]");
+        match node {
+            QueryNode::Group(inner) if inner.combinator == Combinator::And => {
+                out.extend(and_nodes(inner, &at));
+            }
+            _ => out.push((at, node)),
+        }
+    }
+    out
+}
+
 impl<'c> Compiler<'c> {
     pub fn new(
         backend: Backend,
@@ -197,6 +213,19 @@ impl<'c> Compiler<'c> {
     /// names the group in errors (`query`, `query.rules[2]`).
     pub fn group(&mut self, group: &QueryGroup, path: &str) -> Result<Option<String>, SearchError> {
         let mut parts = vec![];
+        // An `and` group's `and` subgroups are its own rules (A and (B and
+        // C) is A and B and C), so what pairs below sees them together
+        // however a client nested them.
+        let nodes = if group.combinator == Combinator::And {
+            and_nodes(group, path)
+        } else {
+            group
+                .rules
+                .iter()
+                .enumerate()
+                .map(|(index, node)| (format!("{path}.rules[{index}]"), node))
+                .collect()
+        };
         // In an `and` group with a positive rule on an installed
         // application's version, the positive rules on parts of one
         // installed application (per list) are one condition on one
@@ -204,9 +233,10 @@ impl<'c> Compiler<'c> {
         // and some application below 120. Without a version rule, each
         // name rule stands alone.
         let joins_parts = group.combinator == Combinator::And
-            && group.rules.iter().any(|node| match node {
+            && nodes.iter().any(|(_, node)| match node {
                 QueryNode::Rule(rule) => {
-                    !rule.operator.positive().1
+                    rule.unknown_operator.is_none()
+                        && !rule.operator.positive().1
                         && matches!(
                             self.catalog.field(&rule.field),
                             Some(Field {
@@ -221,8 +251,7 @@ impl<'c> Compiler<'c> {
                 QueryNode::Group(_) => false,
             });
         let mut together: Vec<(&'static str, Vec<PartRule<'_>>)> = vec![];
-        for (index, node) in group.rules.iter().enumerate() {
-            let at = format!("{path}.rules[{index}]");
+        for (at, node) in nodes {
             let rule = match node {
                 QueryNode::Group(inner) => {
                     parts.extend(self.group(inner, &at)?);

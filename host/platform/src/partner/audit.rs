@@ -23,11 +23,11 @@ pub async fn audit_partner_writes(
     request: Request,
     next: Next,
 ) -> Response {
+    let path = request.uri().path().to_string();
     let writes = !matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
-    );
-    let path = request.uri().path().to_string();
+    ) && !reads_by_post(&path);
     let Some(caller) = caller_of(&request).filter(|_| writes).cloned() else {
         return next.run(request).await;
     };
@@ -70,6 +70,23 @@ pub async fn audit_partner_writes(
     response
 }
 
+/// POST routes that only read (a query too large for a URL): neither
+/// recorded as a partner's write nor refused to an acting analyst.
+fn reads_by_post(path: &str) -> bool {
+    const READS: [&str; 4] = [
+        "/api/v1/dashboards/widgets/preview",
+        "/api/v1/inventory/applications/search",
+        "/api/v1/devices/devices/search",
+        "/api/v1/advisories/affected-users",
+    ];
+    let path = path.trim_end_matches('/');
+    let widget_data = path
+        .strip_prefix("/api/v1/dashboards/widgets/")
+        .and_then(|rest| rest.strip_suffix("/data"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'));
+    READS.contains(&path) || widget_data
+}
+
 /// What an acting analyst may change: triage, and its own session.
 fn analyst_may_write(path: &str) -> bool {
     let triage = path
@@ -100,6 +117,22 @@ mod tests {
             ("/api/v1/tenant/me", false),
         ] {
             assert_eq!(analyst_may_write(path), allowed, "{path}");
+        }
+    }
+
+    #[test]
+    fn reads_sent_as_posts_are_not_writes() {
+        for (path, read) in [
+            ("/api/v1/dashboards/widgets/w-1/data", true),
+            ("/api/v1/dashboards/widgets/preview", true),
+            ("/api/v1/devices/devices/search", true),
+            ("/api/v1/inventory/applications/search/", true),
+            ("/api/v1/dashboards/widgets//data", false),
+            ("/api/v1/dashboards/widgets/w-1/data/x", false),
+            ("/api/v1/dashboards/d-1/widgets", false),
+            ("/api/v1/vulnerabilities/scan", false),
+        ] {
+            assert_eq!(reads_by_post(path), read, "{path}");
         }
     }
 
