@@ -138,7 +138,11 @@ fn platform(os_platform: Option<&str>) -> Option<&'static str> {
 
 /// An installation's version as `key`'s CPEs write it: a Linux package's
 /// upstream version, then the product's version rule; `None` when a rule
-/// says the version cannot be read in that scheme.
+/// says the version cannot be read in that scheme, or when it is a
+/// distribution's build (`1.8.31-1ubuntu1.5`) on a device whose
+/// distribution is not known: distributions backport fixes without moving
+/// the upstream version, so only their advisories can judge it, and a
+/// guess from the upstream version would flag fixed packages.
 pub(crate) fn version_for_cpes<'a>(
     translations: &Translations,
     key: &ProductKey,
@@ -147,6 +151,12 @@ pub(crate) fn version_for_cpes<'a>(
 ) -> Option<Cow<'a, str>> {
     let reported = item.version.as_deref().unwrap_or("");
     let name = &item.application_name;
+    if platform == Some("linux")
+        && osv::has_distro_mark(reported)
+        && osv::releases_of(item).is_empty()
+    {
+        return None;
+    }
     match platform {
         Some("linux") => match osv::upstream_version(reported) {
             Cow::Borrowed(upstream) => translations.cpe_version(key, name, upstream),
