@@ -313,7 +313,9 @@ pub async fn vulnerabilities(
             }
             let source: String = r.get("origin");
             // A scanner's "application" is its check's title: not listed.
-            if source == MATCHED {
+            // Matched findings (CPE and distribution advisories) name the
+            // installed application.
+            if source == MATCHED || source == super::osv::SOURCE_OSV {
                 let app: String = r.get("application_name");
                 if !apps.contains(&app) {
                     apps.push(app);
