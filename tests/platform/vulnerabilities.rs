@@ -935,18 +935,26 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
     app.seed(
         &a,
         "rmm",
-        &[software(
-            "A-PC",
-            "Google Chrome",
-            "Google LLC",
-            "112.0.5615.49",
-            "windows",
-        )],
+        &[
+            software(
+                "A-PC",
+                "Google Chrome",
+                "Google LLC",
+                "112.0.5615.49",
+                "windows",
+            ),
+            // A distribution's build on a Linux of unknown release.
+            package("A-LNX", "Linux", "5.15.0", "sudo", "1.8.31-1ubuntu1.5"),
+        ],
     )
     .await;
     let scan_a = scan(&app, &a, json!({})).await;
     let id = scan_a["id"].as_str().unwrap();
     assert_eq!(scan_a["findings"], 1);
+    let not_assessed = app
+        .get("/api/v1/vulnerabilities/not-assessed", &a.bearer())
+        .await;
+    assert_eq!(not_assessed.body["total"], 1, "{}", not_assessed.text);
     // The inventory counts the open CVE beside the application, in its
     // list, its search and its own page.
     app.rebuild(&a).await;
@@ -994,6 +1002,7 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
         "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices".to_string(),
         "/api/v1/vulnerabilities/scans".to_string(),
         "/api/v1/vulnerabilities/unmatched".to_string(),
+        "/api/v1/vulnerabilities/not-assessed".to_string(),
     ] {
         let resp = app.get(&path, &b.bearer()).await;
         assert_eq!(resp.status, 200, "{path}: {}", resp.text);
@@ -1250,6 +1259,14 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
         ),
         // A release without advisories here: nothing, not a CPE guess.
         package("ARCH-01", "Linux", "Arch Linux", "sudo", "1.9.5p1-1"),
+        // Ubuntu's build where the device names no release: not assessed.
+        package(
+            "LNX-01",
+            "Linux",
+            "5.15.0-91-generic",
+            "sudo",
+            "1.8.31-1ubuntu1.5",
+        ),
         // Google's own package: Chrome through CPEs, upstream version.
         package(
             "UBU-01",
@@ -1291,6 +1308,32 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
     .into_iter()
     .collect();
     assert_eq!(open_findings(&app, &owner).await, expected);
+
+    // The distribution's build on a Linux of unknown release is listed
+    // with why, not guessed from its upstream version.
+    let listed = app
+        .get("/api/v1/vulnerabilities/not-assessed", &owner.bearer())
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let rows: Vec<(&str, &str, &str)> = listed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            assert!(i["reason"].as_str().unwrap().contains("backport"), "{i}");
+            (
+                i["device_name"].as_str().unwrap(),
+                i["application_name"].as_str().unwrap(),
+                i["version"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("LNX-01", "sudo", "1.8.31-1ubuntu1.5")],
+        "{}",
+        listed.text
+    );
 
     // One device's list names that device's applications of each CVE, not
     // the tenant's.

@@ -42,6 +42,8 @@ pub struct SoftwareScope {
     pub vendor: Option<String>,
     /// Only this asset (all its names).
     pub device_name: Option<String>,
+    /// Only devices of this platform label (`linux`, as stored).
+    pub platform: Option<String>,
 }
 
 /// The identity of installed software for matching: one device, one
@@ -129,13 +131,15 @@ pub async fn installed_software(
          AND i.device_name IS NOT NULL AND i.application_name IS NOT NULL \
          AND (CAST($2 AS TEXT) IS NULL OR LOWER(i.application_name) LIKE LOWER($2) ESCAPE '\\') \
          AND (CAST($3 AS TEXT) IS NULL OR LOWER(i.vendor) = LOWER($3) OR LOWER(i.publisher) = LOWER($3)) \
-         AND (CAST($4 AS TEXT) IS NULL OR {device_filter})"
+         AND (CAST($4 AS TEXT) IS NULL OR {device_filter}) \
+         AND (CAST($5 AS TEXT) IS NULL OR i.os_platform = $5)"
     );
     let query = sqlx::query(&statement)
         .bind(tenant.as_str())
         .bind(prefix.as_deref())
         .bind(scope.vendor.as_deref())
-        .bind(names.as_deref());
+        .bind(names.as_deref())
+        .bind(scope.platform.as_deref());
     let mut rows = Vec::new();
     Reader::default().read(db, query, &mut rows).await?;
     if let Some(name) = &scope.application {

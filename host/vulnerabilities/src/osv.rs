@@ -759,6 +759,23 @@ pub fn package_release<'r>(
         .map(String::as_str)
 }
 
+/// Why [`not_assessable`] leaves an installation out, as a sentence.
+pub const NOT_ASSESSABLE: &str = "a distribution's build (its version carries the distribution's revision) on a device whose distribution release is not known: only that distribution's advisories can judge it, since distributions backport fixes without moving the upstream version";
+
+/// Whether an installation is a distribution's build on a Linux device
+/// whose release is not known: no advisory applies without the release,
+/// and its upstream version would flag fixed packages, so it is neither
+/// matched nor guessed (`GET /vulnerabilities/not-assessed` lists it).
+pub fn not_assessable(item: &InstalledSoftware) -> bool {
+    has_distro_mark(item.version.as_deref().unwrap_or(""))
+        && releases_of(item).is_empty()
+        && item
+            .os_platform
+            .as_deref()
+            .and_then(cairn_inventory::normalize::platform_label)
+            == Some("linux")
+}
+
 /// The releases a software item's device runs, when it is a Linux device.
 pub fn releases_of(item: &InstalledSoftware) -> Vec<String> {
     let platform = item

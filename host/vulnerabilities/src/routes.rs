@@ -12,8 +12,8 @@ use super::findings::{self, MappingView};
 use super::identify::{clean_name, ProductKey};
 use super::scan::{ScanScope, SCAN_KIND};
 use super::views::{
-    self, AffectedDevice, FindingView, ScanView, ScanVulnerability, UnmatchedApplication,
-    VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
+    self, AffectedDevice, FindingView, NotAssessed, ScanView, ScanVulnerability,
+    UnmatchedApplication, VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
 };
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, OptionalJson, Path, Query};
@@ -34,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cve_devices))
         .routes(routes!(vulnerability_stats))
         .routes(routes!(unmatched_applications))
+        .routes(routes!(not_assessed))
         .routes(routes!(list_mappings, put_mapping))
         .routes(routes!(delete_mapping))
         .routes(routes!(reference_sources))
@@ -402,6 +403,26 @@ async fn unmatched_applications(
 ) -> ApiResult<Json<Page<UnmatchedApplication>>> {
     let (skip, limit) = bounds(params.skip, params.limit)?;
     let (items, total) = views::unmatched(&state.db, &caller.tenant_id, skip, limit).await?;
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+/// Installations no match judges: a distribution's build (`1.8.31-
+/// 1ubuntu1.5`) on a Linux device whose OS fields name no release Cairn
+/// knows. Without the release no distribution advisory applies, and the
+/// upstream version would flag packages the distribution fixed by a
+/// backport, so they are listed here with the reason rather than guessed.
+/// Give the device its release (an OS version such as `Ubuntu 22.04`) to
+/// have them matched.
+#[utoipa::path(get, path = "/api/v1/vulnerabilities/not-assessed", tag = "vulnerabilities",
+    params(PageParams),
+    responses((status = 200, body = Page<NotAssessed>), (status = 422, body = ErrorBody)))]
+async fn not_assessed(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<PageParams>,
+) -> ApiResult<Json<Page<NotAssessed>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let (items, total) = views::not_assessed(&state.db, &caller.tenant_id, skip, limit).await?;
     Ok(Json(page(items, total, skip, limit)))
 }
 

@@ -60,6 +60,7 @@ impl ScanScope {
             application: self.application.clone(),
             vendor: self.vendor.clone(),
             device_name: self.device_name.clone(),
+            platform: None,
         }
     }
 }
@@ -151,10 +152,7 @@ pub(crate) fn version_for_cpes<'a>(
 ) -> Option<Cow<'a, str>> {
     let reported = item.version.as_deref().unwrap_or("");
     let name = &item.application_name;
-    if platform == Some("linux")
-        && osv::has_distro_mark(reported)
-        && osv::releases_of(item).is_empty()
-    {
+    if osv::not_assessable(item) {
         return None;
     }
     match platform {

@@ -808,6 +808,62 @@ pub async fn stats(
     })
 }
 
+/// An installation no match judges, and why (see
+/// [`super::osv::not_assessable`]).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NotAssessed {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    /// What the device reports of its OS (naming no release Cairn knows).
+    pub os_version: Option<String>,
+    pub reason: String,
+}
+
+/// The tenant's installations that are distributions' builds on Linux
+/// devices of unknown release, by device and application.
+pub async fn not_assessed(
+    db: &Db,
+    tenant: &TenantId,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<NotAssessed>, i64)> {
+    let scope = cairn_inventory::software::SoftwareScope {
+        platform: Some("linux".into()),
+        ..Default::default()
+    };
+    let software = cairn_inventory::software::installed_software(db, tenant, &scope).await?;
+    let mut items: Vec<NotAssessed> = software
+        .iter()
+        .filter(|item| super::osv::not_assessable(item))
+        .map(|item| NotAssessed {
+            device_name: item.device_name.to_string(),
+            application_name: item.application_name.to_string(),
+            version: item.version.as_deref().unwrap_or("").to_string(),
+            os_version: item.os_version.as_deref().map(str::to_string),
+            reason: super::osv::NOT_ASSESSABLE.to_string(),
+        })
+        .collect();
+    items.sort_by(|a, b| {
+        (&a.device_name, &a.application_name, &a.version).cmp(&(
+            &b.device_name,
+            &b.application_name,
+            &b.version,
+        ))
+    });
+    items.dedup_by(|a, b| {
+        (&a.device_name, &a.application_name, &a.version)
+            == (&b.device_name, &b.application_name, &b.version)
+    });
+    let total = items.len() as i64;
+    let items = items
+        .into_iter()
+        .skip(skip.max(0) as usize)
+        .take(limit.max(0) as usize)
+        .collect();
+    Ok((items, total))
+}
+
 /// An application the matcher could not map.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UnmatchedApplication {
