@@ -808,6 +808,17 @@ pub async fn stats(
     })
 }
 
+/// The page at `skip`, `limit` of a list built whole, and its length.
+fn page_of<T>(items: Vec<T>, skip: i64, limit: i64) -> (Vec<T>, i64) {
+    let total = items.len() as i64;
+    let items = items
+        .into_iter()
+        .skip(skip.max(0) as usize)
+        .take(limit.max(0) as usize)
+        .collect();
+    (items, total)
+}
+
 /// An installation no match judges, and why (see
 /// [`super::osv::not_assessable`]).
 #[derive(Debug, Serialize, ToSchema)]
@@ -855,13 +866,7 @@ pub async fn not_assessed(
         (&a.device_name, &a.application_name, &a.version)
             == (&b.device_name, &b.application_name, &b.version)
     });
-    let total = items.len() as i64;
-    let items = items
-        .into_iter()
-        .skip(skip.max(0) as usize)
-        .take(limit.max(0) as usize)
-        .collect();
-    Ok((items, total))
+    Ok(page_of(items, skip, limit))
 }
 
 /// An application the matcher could not map.
@@ -934,13 +939,7 @@ pub async fn unmatched(
             .cmp(&a.device_count)
             .then_with(|| a.application.cmp(&b.application))
     });
-    let total = items.len() as i64;
-    let items = items
-        .into_iter()
-        .skip(skip.max(0) as usize)
-        .take(limit.max(0) as usize)
-        .collect();
-    Ok((items, total))
+    Ok(page_of(items, skip, limit))
 }
 
 /// Distinct open CVEs of the tenant.
