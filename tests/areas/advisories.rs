@@ -15,7 +15,8 @@ use cairn_vulnerabilities::{import, osv};
 
 backend_tests!(
     a_whole_almalinux_release_is_imported_with_every_record_counted,
-    ubuntu_records_judge_standard_and_pro_builds
+    ubuntu_records_judge_standard_and_pro_builds,
+    bad_entries_are_counted_by_reason_and_the_import_goes_on
 );
 
 fn fixture(path: &str) -> PathBuf {
@@ -182,5 +183,113 @@ async fn ubuntu_records_judge_standard_and_pro_builds(backend: Backend) {
             sudoedit.clone()
         ]
     );
+    db.finish().await;
+}
+
+/// A zip of real records with bad entries among them: each bad entry is
+/// counted under its reason and named in the answer, the good records
+/// load, and nothing of a refused record is stored.
+async fn bad_entries_are_counted_by_reason_and_the_import_goes_on(backend: Backend) {
+    use std::io::{Read, Write};
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cairn-osv-bad-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mixed-all.zip");
+    {
+        let mut real = zip::ZipArchive::new(
+            std::fs::File::open(fixture("almalinux/almalinux9-all.zip")).unwrap(),
+        )
+        .unwrap();
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let options = zip::write::SimpleFileOptions::default();
+        // Two real advisories, the large texlive one among them.
+        for name in ["ALSA-2023:3661.json", "ALSA-2024:3339.json"] {
+            let mut text = String::new();
+            real.by_name(name)
+                .unwrap()
+                .read_to_string(&mut text)
+                .unwrap();
+            zip.start_file(name, options).unwrap();
+            zip.write_all(text.as_bytes()).unwrap();
+        }
+        for (name, bytes) in [
+            (
+                "truncated.json",
+                &br#"{"id": "ALSA-2099:1", "affected": ["#[..],
+            ),
+            ("README.md", &b"# not a record"[..]),
+            ("other.json", &br#"{"kind": "something else"}"#[..]),
+            (
+                "no-modified.json",
+                &br#"{"id": "ALSA-2099:2", "related": ["CVE-2099-0002"], "affected": []}"#[..],
+            ),
+            (
+                "no-cve.json",
+                &br#"{"id": "ALBA-2099:3", "modified": "2099-01-01T00:00:00Z", "affected": []}"#[..],
+            ),
+        ] {
+            zip.start_file(name, options).unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    let reports = import::import_paths(&db.db, std::slice::from_ref(&path))
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let summary: Vec<(&str, u64, u64, Vec<(&str, u64)>)> = reports
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                r.records,
+                r.written,
+                r.skipped_by_reason
+                    .iter()
+                    .map(|(why, n)| (why.as_str(), *n))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "osv",
+                4,
+                2,
+                vec![("names no CVE", 1), ("no modified time", 1)]
+            ),
+            (
+                "unrecognized",
+                3,
+                0,
+                vec![("not JSON", 1), ("not a record cairn reads", 2)]
+            ),
+        ],
+        "{reports:?}"
+    );
+    // Each refused entry is named with its reason.
+    let named: Vec<&str> = reports
+        .iter()
+        .flat_map(|r| &r.errors)
+        .map(String::as_str)
+        .collect();
+    for entry in [
+        "truncated.json",
+        "README.md",
+        "other.json",
+        "no-modified.json",
+        "no-cve.json",
+    ] {
+        assert!(
+            named.iter().any(|e| e.starts_with(entry)),
+            "{entry}: {named:?}"
+        );
+    }
+    let (stored, _) = osv::counts(&db.db).await.unwrap();
+    assert_eq!(stored, 2);
     db.finish().await;
 }
