@@ -124,8 +124,8 @@ pub fn release_of_ecosystem(ecosystem: &str) -> Option<String> {
 pub const UBUNTU_PRO: &str = "ubuntu-pro";
 
 /// The releases whose ranges judge a package of `release`: the release's
-/// own and, for Ubuntu, its Pro stream (used only for `+esm` builds, see
-/// [`evaluate`]).
+/// own and, for Ubuntu, its Pro stream ([`evaluate`] says which judges
+/// which build).
 pub fn advisory_releases(release: &str) -> Vec<String> {
     match release.strip_prefix("ubuntu:") {
         Some(version) => vec![release.to_string(), format!("{UBUNTU_PRO}:{version}")],

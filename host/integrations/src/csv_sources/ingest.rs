@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::parse::{self, header, Format, ParseError};
 use super::staging::{Destination, Staging};
-use super::storage::{self, ParseReport, Rejection, UploadRow, FAILED};
+use super::storage::{self, ParseReport, Rejection, UploadRow, ERROR};
 use cairn_core::ids::TenantId;
 use cairn_inventory::normalize::{os_version_of, platform_label};
 use cairn_jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
@@ -166,7 +166,7 @@ impl CsvParseHandler {
         reason: &str,
     ) -> Result<(), JobFailure> {
         tracing::info!(upload_id = %upload.id, source = %upload.source_key, %reason, "upload failed");
-        storage::write_report(ctx, &upload.id, report, Some((FAILED, Some(reason)))).await?;
+        storage::write_report(ctx, &upload.id, report, Some((ERROR, Some(reason)))).await?;
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
-use super::storage::{self, ParseReport, SUCCEEDED};
+use super::storage::{self, ParseReport, SUCCESS};
 use cairn_core::db::{now_ms, Backend, WriteBatches};
 use cairn_jobs::{JobContext, JobFailure, LeaseLost};
 use cairn_plugins::rows::{InventoryRow, RecordRow};
@@ -247,7 +247,7 @@ impl Staging {
         let kept = (items + records) as u64;
         report.rows_imported = kept;
         report.duplicates = self.rows.saturating_sub(kept);
-        storage::write_report(ctx, upload_id, report, Some((SUCCEEDED, None))).await?;
+        storage::write_report(ctx, upload_id, report, Some((SUCCESS, None))).await?;
         let _ = tokio::fs::remove_file(&self.path).await;
         Ok(kept)
     }

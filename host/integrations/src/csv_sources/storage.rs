@@ -14,8 +14,8 @@ use cairn_jobs::{JobContext, JobFailure};
 /// final ones.
 pub const QUEUED: &str = "queued";
 pub const PARSING: &str = "parsing";
-pub const SUCCEEDED: &str = "success";
-pub const FAILED: &str = "error";
+pub const SUCCESS: &str = "success";
+pub const ERROR: &str = "error";
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UploadRow {
