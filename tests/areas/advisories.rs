@@ -239,7 +239,9 @@ async fn bad_entries_are_counted_by_reason_and_the_import_goes_on(backend: Backe
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    let summary: Vec<(&str, u64, u64, Vec<(&str, u64)>)> = reports
+    /// A report as (kind, records read, written, skipped by reason).
+    type Summary<'a> = (&'a str, u64, u64, Vec<(&'a str, u64)>);
+    let summary: Vec<Summary> = reports
         .iter()
         .map(|r| {
             (
