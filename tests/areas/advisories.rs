@@ -16,6 +16,7 @@ use cairn_vulnerabilities::{import, osv};
 backend_tests!(
     a_whole_almalinux_release_is_imported_with_every_record_counted,
     ubuntu_records_judge_standard_and_pro_builds,
+    a_notice_names_each_releases_own_cves,
     bad_entries_are_counted_by_reason_and_the_import_goes_on
 );
 
@@ -293,5 +294,46 @@ async fn bad_entries_are_counted_by_reason_and_the_import_goes_on(backend: Backe
     }
     let (stored, _) = osv::counts(&db.db).await.unwrap();
     assert_eq!(stored, 2);
+    db.finish().await;
+}
+
+/// Ubuntu's notice USN-5811-1 as published: two CVEs, but its
+/// `cves_map` says CVE-2022-33070 affected 22.04 only. A build of 18.04
+/// below the notice's fix is exposed to the other CVE alone, through the
+/// database as a scan reads it.
+async fn a_notice_names_each_releases_own_cves(backend: Backend) {
+    let Some(db) = TestDb::create(backend).await else {
+        return;
+    };
+    let reports = import::import_paths(&db.db, &[fixture("ubuntu/USN-5811-1.json")])
+        .await
+        .unwrap();
+    assert_eq!(
+        reports
+            .iter()
+            .map(|r| (r.kind, r.written))
+            .collect::<Vec<_>>(),
+        [("osv", 1)],
+        "{reports:?}"
+    );
+    let found = exposed(
+        &db,
+        &[
+            package("Ubuntu 18.04.6 LTS", "sudo", "1.8.21p2-3ubuntu1.4"),
+            package("Ubuntu 20.04.6 LTS", "sudo-ldap", "1.8.31-1ubuntu1.2"),
+            package("Ubuntu 22.04.3 LTS", "sudo", "1.9.9-1ubuntu2.1"),
+            package("Ubuntu 22.04.3 LTS", "sudo", "1.9.9-1ubuntu2.2"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        found,
+        [
+            cves(&["CVE-2023-22809"]),
+            cves(&["CVE-2023-22809"]),
+            cves(&["CVE-2022-33070", "CVE-2023-22809"]),
+            cves(&[]),
+        ]
+    );
     db.finish().await;
 }

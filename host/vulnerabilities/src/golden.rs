@@ -107,11 +107,11 @@ fn knowledge() -> Knowledge {
             ranges
                 .entry((range.release.clone(), range.name.clone()))
                 .or_default()
-                .push(StoredRange {
-                    advisory_id: advisory.id.clone(),
-                    cve_ids: advisory.cve_ids.clone(),
-                    range: range.clone(),
-                });
+                .push(StoredRange::of(
+                    &advisory.id,
+                    &advisory.cve_ids,
+                    range.clone(),
+                ));
         }
     }
     Knowledge {

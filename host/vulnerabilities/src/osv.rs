@@ -54,6 +54,10 @@ pub struct PackageRange {
     pub introduced: Option<String>,
     pub fixed: Option<String>,
     pub last_affected: Option<String>,
+    /// The CVEs of the advisory this range is for, where the record says
+    /// so per release (Ubuntu's USN `database_specific.cves_map`: one
+    /// notice, a CVE that affected one release only); `None`: all of them.
+    pub cve_ids: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -165,6 +169,20 @@ fn cve_in(text: &str) -> Option<String> {
     let (_, year, number) = (parts.next()?, parts.next()?, parts.next()?);
     let digits = |s: &str, min: usize| s.len() >= min && s.bytes().all(|b| b.is_ascii_digit());
     (year.len() == 4 && digits(year, 4) && digits(number, 4)).then(|| id.to_string())
+}
+
+/// The CVEs an affected entry says it is for (Ubuntu's USN records map
+/// each release to its CVEs in `database_specific.cves_map`); `None` when
+/// it says nothing, and the record's CVEs apply.
+fn cves_of_release(affected: &Value) -> Option<Vec<String>> {
+    let listed = affected["database_specific"]["cves_map"]["cves"].as_array()?;
+    let mut ids: Vec<String> = listed
+        .iter()
+        .filter_map(|cve| cve["id"].as_str().and_then(cve_in))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    (!ids.is_empty()).then_some(ids)
 }
 
 /// The binary packages an affected entry lists, in each shape published:
@@ -363,6 +381,7 @@ pub fn parse(record: &Value) -> Result<Advisory, OsvError> {
         names.extend(binaries_of(affected));
         names.sort();
         names.dedup();
+        let range_cves = cves_of_release(affected);
         for range in affected["ranges"].as_array().into_iter().flatten() {
             if range["type"].as_str() != Some("ECOSYSTEM") {
                 continue;
@@ -376,6 +395,7 @@ pub fn parse(record: &Value) -> Result<Advisory, OsvError> {
                         introduced: introduced.clone(),
                         fixed: fixed.clone(),
                         last_affected: last_affected.clone(),
+                        cve_ids: range_cves.clone(),
                     });
                 }
             }
@@ -422,8 +442,23 @@ fn spans(events: &Value) -> Vec<Span> {
 #[derive(Debug, Clone)]
 pub struct StoredRange {
     pub advisory_id: String,
+    /// The CVEs the range is for: its own list, else the advisory's.
     pub cve_ids: Vec<String>,
     pub range: PackageRange,
+}
+
+impl StoredRange {
+    /// `range` of the advisory `id` naming `advisory_cves`.
+    pub fn of(id: &str, advisory_cves: &[String], range: PackageRange) -> StoredRange {
+        StoredRange {
+            advisory_id: id.to_string(),
+            cve_ids: range
+                .cve_ids
+                .clone()
+                .unwrap_or_else(|| advisory_cves.to_vec()),
+            range,
+        }
+    }
 }
 
 /// The CVEs a package `version` of `release` is exposed to by `ranges`,
@@ -616,7 +651,10 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
                     r.package,
                     r.introduced,
                     r.fixed,
-                    r.last_affected
+                    r.last_affected,
+                    r.cve_ids
+                        .as_ref()
+                        .map(|ids| serde_json::to_string(ids).unwrap_or_default())
                 ])
             })
         })
@@ -648,9 +686,9 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
     for chunk in range_rows.chunks(10_000) {
         sqlx::query(&format!(
             "INSERT INTO vuln_osv_ranges (advisory_id, seq, release, name, package, introduced, \
-             fixed, last_affected) \
+             fixed, last_affected, cve_ids) \
              SELECT value->>0, CAST(value->>1 AS BIGINT), value->>2, value->>3, value->>4, \
-             value->>5, value->>6, value->>7 FROM {rows}"
+             value->>5, value->>6, value->>7, value->>8 FROM {rows}"
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .execute(&mut *tx)
@@ -679,8 +717,8 @@ pub async fn ranges_for(
     for chunk in wanted.chunks(5_000) {
         let pairs: Vec<Value> = chunk.iter().map(|(r, n)| json!([r, n])).collect();
         let rows = sqlx::query(&format!(
-            "SELECT r.advisory_id, a.cve_ids, r.release, r.name, r.package, r.introduced, \
-             r.fixed, r.last_affected \
+            "SELECT r.advisory_id, a.cve_ids, r.cve_ids AS range_cve_ids, r.release, r.name, \
+             r.package, r.introduced, r.fixed, r.last_affected \
              FROM {rows_sql} CROSS JOIN vuln_osv_ranges r \
              JOIN vuln_osv_advisories a ON a.id = r.advisory_id \
              WHERE r.release = value->>0 AND r.name = value->>1"
@@ -690,6 +728,7 @@ pub async fn ranges_for(
         .await?;
         for row in rows {
             let cve_ids: String = row.get("cve_ids");
+            let range_cve_ids: Option<String> = row.get("range_cve_ids");
             let range = PackageRange {
                 release: row.get("release"),
                 name: row.get("name"),
@@ -697,14 +736,13 @@ pub async fn ranges_for(
                 introduced: row.get("introduced"),
                 fixed: row.get("fixed"),
                 last_affected: row.get("last_affected"),
+                cve_ids: range_cve_ids.and_then(|ids| serde_json::from_str(&ids).ok()),
             };
+            let advisory_id: String = row.get("advisory_id");
+            let advisory_cves: Vec<String> = serde_json::from_str(&cve_ids).unwrap_or_default();
             out.entry((range.release.clone(), range.name.clone()))
                 .or_default()
-                .push(StoredRange {
-                    advisory_id: row.get("advisory_id"),
-                    cve_ids: serde_json::from_str(&cve_ids).unwrap_or_default(),
-                    range,
-                });
+                .push(StoredRange::of(&advisory_id, &advisory_cves, range));
         }
     }
     Ok(out)
@@ -970,11 +1008,7 @@ mod tests {
         advisory
             .ranges
             .iter()
-            .map(|r| StoredRange {
-                advisory_id: advisory.id.clone(),
-                cve_ids: advisory.cve_ids.clone(),
-                range: r.clone(),
-            })
+            .map(|r| StoredRange::of(&advisory.id, &advisory.cve_ids, r.clone()))
             .collect()
     }
 
@@ -1225,6 +1259,7 @@ mod tests {
                         introduced: (*introduced != "0").then(|| introduced.to_string()),
                         fixed: fixed.map(str::to_string),
                         last_affected: None,
+                        cve_ids: None,
                     },
                 })
                 .collect();
