@@ -33,9 +33,9 @@ fn fixtures(folder: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Every record of AlmaLinux 9's OSV set as published (the records naming
-/// no CVE are left out, as an import leaves them).
-fn almalinux() -> Vec<Value> {
+/// Every advisory of AlmaLinux 9's OSV set as published (the records
+/// naming no CVE are left out, as an import leaves them).
+fn almalinux() -> Vec<osv::Advisory> {
     use std::io::Read;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/osv/almalinux/almalinux9-all.zip");
@@ -48,8 +48,7 @@ fn almalinux() -> Vec<Value> {
                 .unwrap()
                 .read_to_string(&mut text)
                 .unwrap();
-            let value: Value = serde_json::from_str(&text).unwrap();
-            osv::parse(&value).is_ok().then_some(value)
+            osv::parse(&serde_json::from_str(&text).unwrap()).ok()
         })
         .collect()
 }
@@ -59,7 +58,7 @@ fn almalinux() -> Vec<Value> {
 struct Knowledge {
     rows: HashMap<ProductKey, Vec<CandidateRow>>,
     dictionary: HashSet<ProductKey>,
-    ranges: HashMap<(String, String), Vec<StoredRange>>,
+    ranges: osv::RangesByName,
 }
 
 fn knowledge() -> Knowledge {
@@ -97,12 +96,14 @@ fn knowledge() -> Knowledge {
             });
         }
     }
-    let mut ranges: HashMap<(String, String), Vec<StoredRange>> = HashMap::new();
-    let mut advisories = fixtures("osv");
-    advisories.extend(fixtures("osv/ubuntu"));
+    let mut ranges = osv::RangesByName::new();
+    let mut advisories: Vec<osv::Advisory> = fixtures("osv")
+        .iter()
+        .chain(&fixtures("osv/ubuntu"))
+        .map(|value| osv::parse(value).unwrap())
+        .collect();
     advisories.extend(almalinux());
-    for value in advisories {
-        let advisory = osv::parse(&value).unwrap();
+    for advisory in advisories {
         for range in &advisory.ranges {
             ranges
                 .entry((range.release.clone(), range.name.clone()))
@@ -130,12 +131,7 @@ fn verdict(
     let version = item.version.as_deref().unwrap_or("");
     let releases = osv::releases_of(item);
     let names = osv::package_names(&item.application_name, table);
-    let known = |r: &str, n: &str| {
-        osv::advisory_releases(r)
-            .into_iter()
-            .any(|r| knowledge.ranges.contains_key(&(r, n.to_string())))
-    };
-    if let Some(release) = osv::package_release(&releases, &names, version, known) {
+    if let Some(release) = osv::package_release(&releases, &names, version, &knowledge.ranges) {
         let ranges = osv::ranges_of_package(&knowledge.ranges, release, &names);
         return osv::evaluate(&ranges, release, version)
             .into_iter()

@@ -70,6 +70,13 @@ impl ImportReport {
         }
     }
 
+    /// Counts one more record read and left out for `why` (see
+    /// [`ImportReport::skip`]).
+    fn refuse(&mut self, why: &str, reason: String) {
+        self.records += 1;
+        self.skip(why, reason);
+    }
+
     /// Counts a record left out for `why` (a short phrase, the key of
     /// [`ImportReport::skipped_by_reason`]); the first ten `reason`s, which
     /// name the record, are kept and logged.
@@ -295,14 +302,13 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                     let value = match serde_json::from_slice::<Value>(&bytes) {
                         Ok(value) => value,
                         Err(e) => {
-                            unrecognized.records += 1;
-                            unrecognized.skip("not JSON", format!("{entry_name}: not JSON ({e})"));
+                            unrecognized
+                                .refuse("not JSON", format!("{entry_name}: not JSON ({e})"));
                             continue;
                         }
                     };
                     if json_kind(&value) != Some(Kind::Osv) {
-                        unrecognized.records += 1;
-                        unrecognized.skip(
+                        unrecognized.refuse(
                             "not a record cairn reads",
                             format!("{entry_name}: {NOT_IMPORTABLE}"),
                         );
@@ -322,13 +328,10 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
                     }
                 }
                 Some(kind) => catalogs.push((format!("{file_name}:{entry_name}"), kind, bytes)),
-                None => {
-                    unrecognized.records += 1;
-                    unrecognized.skip(
-                        "not a record cairn reads",
-                        format!("{entry_name}: {NOT_IMPORTABLE}"),
-                    );
-                }
+                None => unrecognized.refuse(
+                    "not a record cairn reads",
+                    format!("{entry_name}: {NOT_IMPORTABLE}"),
+                ),
             }
         }
         if !batch.is_empty() {

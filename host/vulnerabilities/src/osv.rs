@@ -90,36 +90,33 @@ impl OsvError {
 /// Ubuntu's FIPS streams and every other ecosystem: `None`, since no
 /// ordinary install of the release runs their builds.
 pub fn release_of_ecosystem(ecosystem: &str) -> Option<String> {
-    let mut parts = ecosystem.split(':');
-    let distro = parts.next()?.trim().to_ascii_lowercase();
-    let rest: Vec<&str> = parts.map(str::trim).collect();
-    let version = *rest.first()?;
+    let parts: Vec<&str> = ecosystem.split(':').map(str::trim).collect();
     let major = |v: &str| {
         let digits: String = v.chars().take_while(|c| c.is_ascii_digit()).collect();
         (!digits.is_empty()).then_some(digits)
     };
     let ubuntu = |v: &str| v.len() == 5 && v.as_bytes()[2] == b'.' && major(v).is_some();
-    match distro.as_str() {
-        "debian" => major(version).map(|v| format!("debian:{v}")),
-        "ubuntu" if version.eq_ignore_ascii_case("pro") => {
-            let v = rest.get(1)?;
-            ubuntu(v).then(|| format!("{UBUNTU_PRO}:{v}"))
+    let distro = parts.first()?.to_ascii_lowercase();
+    match (distro.as_str(), &parts[1..]) {
+        ("debian", [version, ..]) => major(version).map(|v| format!("debian:{v}")),
+        ("ubuntu", [pro, version, ..]) if pro.eq_ignore_ascii_case("pro") => {
+            ubuntu(version).then(|| format!("{UBUNTU_PRO}:{version}"))
         }
-        "ubuntu" => ubuntu(version).then(|| format!("ubuntu:{version}")),
-        "alpine" => {
+        ("ubuntu", [version, ..]) => ubuntu(version).then(|| format!("ubuntu:{version}")),
+        ("alpine", [version, ..]) => {
             let v = version.trim_start_matches('v');
             let ok = v.split('.').count() == 2 && v.split('.').all(|p| major(p).is_some());
             ok.then(|| format!("alpine:{v}"))
         }
-        "rocky linux" => major(version).map(|v| format!("rocky:{v}")),
-        "almalinux" => major(version).map(|v| format!("alma:{v}")),
-        "red hat" => match version {
-            "enterprise_linux" => rest.get(1).and_then(|v| major(v)),
-            // The first published shape: `Red Hat:9`.
-            v if v.bytes().all(|b| b.is_ascii_digit()) => major(v),
-            _ => None,
+        ("rocky linux", [version, ..]) => major(version).map(|v| format!("rocky:{v}")),
+        ("almalinux", [version, ..]) => major(version).map(|v| format!("alma:{v}")),
+        ("red hat", ["enterprise_linux", version, ..]) => {
+            major(version).map(|v| format!("rhel:{v}"))
         }
-        .map(|v| format!("rhel:{v}")),
+        // The first published shape: `Red Hat:9`.
+        ("red hat", [version]) if version.bytes().all(|b| b.is_ascii_digit()) => {
+            major(version).map(|v| format!("rhel:{v}"))
+        }
         _ => None,
     }
 }
@@ -485,12 +482,16 @@ pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit
     if version.is_empty() {
         return vec![];
     }
-    let pro = format!(
-        "{UBUNTU_PRO}:{}",
-        release.strip_prefix("ubuntu:").unwrap_or("")
-    );
-    let esm = release.starts_with("ubuntu:") && is_esm_build(version);
-    let own_stream = if esm { pro.as_str() } else { release };
+    // Ubuntu's Pro stream; no other release has one.
+    let pro = release
+        .strip_prefix("ubuntu:")
+        .map(|v| format!("{UBUNTU_PRO}:{v}"));
+    let pro = pro.as_deref();
+    let esm = pro.is_some() && is_esm_build(version);
+    let own_stream = match pro {
+        Some(pro) if esm => pro,
+        _ => release,
+    };
     let judged_by_own: HashSet<&str> = ranges
         .iter()
         .filter(|r| r.range.release == own_stream)
@@ -502,7 +503,7 @@ pub fn evaluate(ranges: &[StoredRange], release: &str, version: &str) -> Vec<Hit
         let range = &stored.range;
         let applies = if range.release == own_stream {
             true
-        } else if range.release == release || range.release == pro {
+        } else if range.release == release || Some(range.release.as_str()) == pro {
             let silent = stored
                 .cve_ids
                 .iter()
@@ -707,16 +708,29 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
     Ok(outcome)
 }
 
+/// A stored range as read, with its advisory's CVEs.
+#[derive(sqlx::FromRow)]
+struct RangeRow {
+    advisory_id: String,
+    /// The advisory's CVE ids (JSON).
+    cve_ids: String,
+    /// The range's own CVE ids (JSON), when its record gave them.
+    range_cve_ids: Option<String>,
+    release: String,
+    name: String,
+    package: String,
+    introduced: Option<String>,
+    fixed: Option<String>,
+    last_affected: Option<String>,
+}
+
 /// The stored ranges for installed (release, name) pairs, by pair.
-pub async fn ranges_for(
-    db: &Db,
-    wanted: &[(String, String)],
-) -> sqlx::Result<HashMap<(String, String), Vec<StoredRange>>> {
-    let mut out: HashMap<(String, String), Vec<StoredRange>> = HashMap::new();
+pub async fn ranges_for(db: &Db, wanted: &[(String, String)]) -> sqlx::Result<RangesByName> {
+    let mut out = RangesByName::new();
     let rows_sql = cairn_core::db::json_array_rows(db.backend, 1);
     for chunk in wanted.chunks(5_000) {
         let pairs: Vec<Value> = chunk.iter().map(|(r, n)| json!([r, n])).collect();
-        let rows = sqlx::query(&format!(
+        let rows: Vec<RangeRow> = sqlx::query_as(&format!(
             "SELECT r.advisory_id, a.cve_ids, r.cve_ids AS range_cve_ids, r.release, r.name, \
              r.package, r.introduced, r.fixed, r.last_affected \
              FROM {rows_sql} CROSS JOIN vuln_osv_ranges r \
@@ -727,22 +741,29 @@ pub async fn ranges_for(
         .fetch_all(&db.pool)
         .await?;
         for row in rows {
-            let cve_ids: String = row.get("cve_ids");
-            let range_cve_ids: Option<String> = row.get("range_cve_ids");
-            let range = PackageRange {
-                release: row.get("release"),
-                name: row.get("name"),
-                package: row.get("package"),
-                introduced: row.get("introduced"),
-                fixed: row.get("fixed"),
-                last_affected: row.get("last_affected"),
-                cve_ids: range_cve_ids.and_then(|ids| serde_json::from_str(&ids).ok()),
+            let stored_json = |field: &str, text: &str| {
+                serde_json::from_str::<Vec<String>>(text).map_err(|e| sqlx::Error::ColumnDecode {
+                    index: field.to_string(),
+                    source: Box::new(e),
+                })
             };
-            let advisory_id: String = row.get("advisory_id");
-            let advisory_cves: Vec<String> = serde_json::from_str(&cve_ids).unwrap_or_default();
+            let advisory_cves = stored_json("cve_ids", &row.cve_ids)?;
+            let range = PackageRange {
+                cve_ids: row
+                    .range_cve_ids
+                    .as_deref()
+                    .map(|ids| stored_json("range_cve_ids", ids))
+                    .transpose()?,
+                release: row.release,
+                name: row.name,
+                package: row.package,
+                introduced: row.introduced,
+                fixed: row.fixed,
+                last_affected: row.last_affected,
+            };
             out.entry((range.release.clone(), range.name.clone()))
                 .or_default()
-                .push(StoredRange::of(&advisory_id, &advisory_cves, range));
+                .push(StoredRange::of(&row.advisory_id, &advisory_cves, range));
         }
     }
     Ok(out)
@@ -779,20 +800,31 @@ pub fn package_names<'a>(name: &'a str, translations: &'a Translations) -> Vec<&
     names
 }
 
+/// Ranges read by (release, name), as [`ranges_for`] answers.
+pub type RangesByName = HashMap<(String, String), Vec<StoredRange>>;
+
 /// The release whose advisories decide for an installed item, when it is
 /// a distribution package: the first of the device's releases whose
-/// advisories name it, else (a version with the distribution's mark) the
-/// device's release, with no advisory for it. `None`: not a package of a
-/// known release, so matched through CPEs.
+/// advisories (its own or its Pro stream's, in `ranges`) name it, else (a
+/// version with the distribution's mark) the device's release, with no
+/// advisory for it. `None`: not a package of a known release, so matched
+/// through CPEs.
 pub fn package_release<'r>(
     releases: &'r [String],
     names: &[&str],
     version: &str,
-    known: impl Fn(&str, &str) -> bool,
+    ranges: &RangesByName,
 ) -> Option<&'r str> {
+    let named = |release: &str| {
+        advisory_releases(release).into_iter().any(|r| {
+            names
+                .iter()
+                .any(|n| ranges.contains_key(&(r.clone(), n.to_string())))
+        })
+    };
     releases
         .iter()
-        .find(|r| names.iter().any(|n| known(r, n)))
+        .find(|r| named(r))
         .or_else(|| releases.first().filter(|_| has_distro_mark(version)))
         .map(String::as_str)
 }
@@ -828,11 +860,7 @@ pub fn releases_of(item: &InstalledSoftware) -> Vec<String> {
 
 /// The ranges that judge a package of `release` known by `names`, from
 /// ranges read by (release, name): the release's and its Pro stream's.
-pub fn ranges_of_package(
-    ranges: &HashMap<(String, String), Vec<StoredRange>>,
-    release: &str,
-    names: &[&str],
-) -> Vec<StoredRange> {
+pub fn ranges_of_package(ranges: &RangesByName, release: &str, names: &[&str]) -> Vec<StoredRange> {
     advisory_releases(release)
         .iter()
         .flat_map(|r| names.iter().map(move |n| (r.clone(), n.to_string())))
@@ -871,16 +899,11 @@ pub async fn match_packages(
     pairs.sort();
     pairs.dedup();
     let ranges = ranges_for(db, &pairs).await?;
-    let known = |release: &str, name: &str| {
-        advisory_releases(release)
-            .into_iter()
-            .any(|r| ranges.contains_key(&(r, name.to_string())))
-    };
     let mut matches = PackageMatches::default();
     for (item, releases) in software.iter().zip(&releases) {
         let version = item.version.as_deref().unwrap_or("");
         let names = package_names(&item.application_name, translations);
-        let Some(release) = package_release(releases, &names, version, known) else {
+        let Some(release) = package_release(releases, &names, version, &ranges) else {
             matches.of_item.push(None);
             continue;
         };
