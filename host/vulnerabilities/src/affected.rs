@@ -18,7 +18,16 @@
 //! - a `versionType` that is not orderable (`git`, commit ids) is skipped,
 //!   never guessed; so is an affected entry without any bound;
 //! - `cpes` (CVE 5.1, and the CISA ADP's entries) name the dictionary's
-//!   product directly and win over the vendor and product text.
+//!   product directly and win over the vendor and product text;
+//! - an entry naming only a `packageName` in a source repository's
+//!   `collectionURL` (Red Hat writes the upstream project so:
+//!   `xz` at `https://github.com/tukaani-project/xz`) is keyed by the
+//!   repository's owner and the package (`tukaani-project:xz`), for the
+//!   translation table's CNA aliases to name in the dictionary's words;
+//! - an entry whose `collectionURL` is a distribution's package index is
+//!   that distribution's build of the package: its `cpes` name the
+//!   operating system, not the package, and the distribution's own
+//!   advisories (OSV) judge its builds, so it yields no CPE rows.
 
 use std::cmp::Ordering;
 
@@ -39,6 +48,53 @@ struct Entry {
     versions: Vec<Value>,
     default_status: Option<String>,
     cpes: Vec<String>,
+    package_name: Option<String>,
+    #[serde(rename = "collectionURL")]
+    collection_url: Option<String>,
+}
+
+/// Package indexes of distributions (see the module docs): entries there
+/// are a distribution's build, judged by its own advisories.
+const DISTRIBUTION_COLLECTIONS: [&str; 4] = [
+    "access.redhat.com",
+    "packages.debian.org",
+    "security-tracker.debian.org",
+    "ubuntu.com",
+];
+
+/// The host of a collection URL and its path's first segment:
+/// `https://github.com/tukaani-project/xz` → (`github.com`,
+/// `Some("tukaani-project")`).
+fn collection_parts(url: &str) -> Option<(String, Option<String>)> {
+    let rest = url.trim().split_once("://").map_or(url.trim(), |(_, r)| r);
+    let mut parts = rest.split('/').filter(|p| !p.is_empty());
+    let host = parts.next()?.to_lowercase();
+    let host = host.strip_prefix("www.").unwrap_or(&host).to_string();
+    Some((host, parts.next().map(str::to_string)))
+}
+
+/// Whether an entry is a distribution's build of a package.
+fn is_distribution_build(entry: &Entry) -> bool {
+    entry.package_name.is_some()
+        && entry
+            .collection_url
+            .as_deref()
+            .and_then(collection_parts)
+            .is_some_and(|(host, _)| {
+                DISTRIBUTION_COLLECTIONS
+                    .iter()
+                    .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+            })
+}
+
+/// The key of an entry that names only a package in a source repository:
+/// the repository's owner and the package. A registry without an owner in
+/// its path (`https://pypi.org`) names no vendor, so no key.
+fn package_key(entry: &Entry) -> Option<(String, String)> {
+    let package = entry.package_name.as_deref()?;
+    let (_, owner) = collection_parts(entry.collection_url.as_deref()?)?;
+    let (vendor, product) = (cna_slug(&owner?), cna_slug(package));
+    (!vendor.is_empty() && !product.is_empty()).then_some((vendor, product))
 }
 
 #[derive(Deserialize)]
@@ -364,6 +420,9 @@ fn branch_start(bound: &str, below: &str) -> Option<String> {
 /// The product keys an entry names: its CPEs' (vendor, product, target),
 /// else its vendor and product text as slugs.
 fn keys_of(entry: &Entry) -> Vec<(String, String, String)> {
+    if is_distribution_build(entry) {
+        return vec![];
+    }
     let mut keys: Vec<(String, String, String)> = entry
         .cpes
         .iter()
@@ -379,31 +438,42 @@ fn keys_of(entry: &Entry) -> Vec<(String, String, String)> {
         })
         .collect();
     if keys.is_empty() {
-        let (Some(vendor), Some(product)) = (&entry.vendor, &entry.product) else {
-            return vec![];
+        let named = |text: &Option<String>| {
+            text.as_deref()
+                .filter(|t| !t.trim().is_empty() && !t.trim().eq_ignore_ascii_case("n/a"))
+                .map(str::to_string)
         };
-        let (product_name, named_platform) = split_platform(product);
-        let target = named_platform
-            .map(str::to_string)
-            .or_else(|| match entry.platforms.as_slice() {
-                // One listed platform restricts the entry; several do not.
-                [one] => Some(one.to_lowercase().replace(' ', "_")),
-                _ => None,
-            })
-            .unwrap_or_else(|| "*".into());
-        let unnamed = |text: &str| text.trim().eq_ignore_ascii_case("n/a");
-        if unnamed(vendor) || unnamed(product) {
-            return vec![];
+        match (named(&entry.vendor), named(&entry.product)) {
+            (Some(vendor), Some(product)) => {
+                let (product_name, named_platform) = split_platform(&product);
+                let target = target_of(entry, named_platform);
+                let (vendor, product) = (cna_slug(&vendor), cna_slug(product_name));
+                if vendor.is_empty() || product.is_empty() {
+                    return vec![];
+                }
+                keys.push((vendor, product, target));
+            }
+            _ => keys.extend(
+                package_key(entry)
+                    .map(|(vendor, product)| (vendor, product, target_of(entry, None))),
+            ),
         }
-        let (vendor, product) = (cna_slug(vendor), cna_slug(product_name));
-        if vendor.is_empty() || product.is_empty() {
-            return vec![];
-        }
-        keys.push((vendor, product, target));
     }
     keys.sort();
     keys.dedup();
     keys
+}
+
+/// The platform an entry is for: the one its product names, else its one
+/// listed platform (several restrict nothing), else any (`*`).
+fn target_of(entry: &Entry, named_platform: Option<&str>) -> String {
+    named_platform
+        .map(str::to_string)
+        .or_else(|| match entry.platforms.as_slice() {
+            [one] => Some(one.to_lowercase().replace(' ', "_")),
+            _ => None,
+        })
+        .unwrap_or_else(|| "*".into())
 }
 
 /// `Zoom Client for Meetings for Windows` → (`Zoom Client for Meetings`,
@@ -621,6 +691,28 @@ mod tests {
                     {"version": "120.0.6099.224", "status": "affected",
                      "lessThan": "120.0.6099.224", "versionType": "custom"}]}]),
                 vec!["google:chrome [-inf, 120.0.6099.224)"],
+            ),
+            (
+                "Red Hat: the upstream package by repository, the RHEL builds skipped",
+                json!([
+                    {"packageName": "xz", "collectionURL": "https://github.com/tukaani-project/xz",
+                     "defaultStatus": "unaffected", "versions": [
+                        {"status": "affected", "version": "5.6.0"},
+                        {"status": "affected", "version": "5.6.1"}]},
+                    {"vendor": "Red Hat", "product": "Red Hat Enterprise Linux 9",
+                     "collectionURL": "https://access.redhat.com/downloads/content/package-browser/",
+                     "packageName": "xz", "defaultStatus": "affected",
+                     "cpes": ["cpe:/o:redhat:enterprise_linux:9"], "versions": [
+                        {"status": "affected", "version": "0", "lessThan": "5.2.5-9.el9"},
+                        {"status": "unaffected", "version": "5.2.5-9.el9"}]}]),
+                vec!["tukaani-project:xz = 5.6.0", "tukaani-project:xz = 5.6.1"],
+            ),
+            (
+                "a package in a registry names no vendor",
+                json!([{"vendor": "n/a", "product": "n/a", "packageName": "requests",
+                        "collectionURL": "https://pypi.org", "versions": [
+                    {"version": "0", "lessThan": "2.32.0", "status": "affected"}]}]),
+                vec![],
             ),
             (
                 "GitHub: operators in the version string",

@@ -156,7 +156,12 @@ fn verdict(
     };
     let mut rows: Vec<CandidateRow> = knowledge.rows.get(&key).cloned().unwrap_or_default();
     for alias in table.cna_keys_for(&key) {
-        rows.extend(knowledge.rows.get(&alias).cloned().unwrap_or_default());
+        let aliased = knowledge.rows.get(&alias.key).into_iter().flatten();
+        rows.extend(
+            aliased
+                .filter(|c| alias.admits(&c.source, &c.row.target_sw))
+                .cloned(),
+        );
     }
     matching::evaluate(&rows, &version, platform)
         .into_iter()

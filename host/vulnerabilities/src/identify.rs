@@ -81,6 +81,8 @@ struct TableFile {
     #[serde(default)]
     cna_aliases: HashMap<String, String>,
     #[serde(default)]
+    cna_platform_aliases: HashMap<String, String>,
+    #[serde(default)]
     version_rules: Vec<VersionRuleFile>,
     #[serde(default)]
     package_sources: HashMap<String, String>,
@@ -160,8 +162,29 @@ pub struct Translations {
     /// Linux binary package names to the source package advisories name
     /// (`libc6` → `glibc`).
     package_sources: HashMap<String, String>,
-    /// CNA (vendor, product) slugs to the CPE key they are.
-    cna_aliases: HashMap<ProductKey, ProductKey>,
+    /// CNA (vendor, product) slugs to the CPE key they are, and whether
+    /// only the CNA's per-platform entries mean it.
+    cna_aliases: HashMap<ProductKey, (ProductKey, bool)>,
+}
+
+/// A CNA's name for a dictionary product (`win.rar:winrar` for
+/// `rarlab:winrar`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CnaAlias {
+    pub key: ProductKey,
+    /// The CNA names two products alike and tells them apart only by
+    /// platform: Mattermost writes its desktop app and its server both as
+    /// `Mattermost`, and only the desktop app's entries list a platform.
+    /// Then only CNA rows for one platform mean the product.
+    pub platform_only: bool,
+}
+
+impl CnaAlias {
+    /// Whether a match row of this alias (its source, `nvd` or `cna`, and
+    /// its CPE target) means the product.
+    pub fn admits(&self, source: &str, target_sw: &str) -> bool {
+        !self.platform_only || (source == super::records::SOURCE_CNA && target_sw != "*")
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -210,9 +233,16 @@ impl Translations {
             });
         }
         let mut cna_aliases = HashMap::new();
-        for (from, to) in file.cna_aliases {
+        let scoped = |aliases: HashMap<String, String>, platform_only: bool| {
+            aliases
+                .into_iter()
+                .map(move |(from, to)| (from, to, platform_only))
+        };
+        for (from, to, platform_only) in
+            scoped(file.cna_aliases, false).chain(scoped(file.cna_platform_aliases, true))
+        {
             if let (Some(from), Some(to)) = (ProductKey::parse(&from), ProductKey::parse(&to)) {
-                cna_aliases.insert(from, to);
+                cna_aliases.insert(from, (to, platform_only));
             }
         }
         let mut version_rules = Vec::with_capacity(file.version_rules.len());
@@ -278,12 +308,15 @@ impl Translations {
         }
     }
 
-    /// The CNA keys that mean `key` (besides `key` itself).
-    pub fn cna_keys_for(&self, key: &ProductKey) -> Vec<ProductKey> {
+    /// The CNA names that mean `key` (besides `key` itself).
+    pub fn cna_keys_for(&self, key: &ProductKey) -> Vec<CnaAlias> {
         self.cna_aliases
             .iter()
-            .filter(|(_, to)| *to == key)
-            .map(|(from, _)| from.clone())
+            .filter(|(_, (to, _))| to == key)
+            .map(|(from, (_, platform_only))| CnaAlias {
+                key: from.clone(),
+                platform_only: *platform_only,
+            })
             .collect()
     }
 
@@ -805,6 +838,31 @@ mod golden {
     /// `$1` rule, CNA alias targets, version rules) is one NVD names: a
     /// misspelt entry would identify software as a product no CVE has.
     #[test]
+    fn a_platform_only_alias_admits_only_per_platform_cna_rows() {
+        let table = Translations::shipped();
+        let desktop = ProductKey::parse("mattermost:mattermost_desktop").unwrap();
+        let alias = table
+            .cna_keys_for(&desktop)
+            .into_iter()
+            .find(|a| a.key == ProductKey::parse("mattermost:mattermost").unwrap())
+            .expect("Mattermost's CNA name for its desktop app");
+        for (source, target, admitted) in [
+            ("cna", "macos", true),
+            ("cna", "windows", true),
+            // The server's entries list no platform.
+            ("cna", "*", false),
+            // NVD's mattermost:mattermost is the server.
+            ("nvd", "*", false),
+            ("nvd", "macos", false),
+        ] {
+            assert_eq!(alias.admits(source, target), admitted, "{source} {target}");
+        }
+        let winrar = ProductKey::parse("rarlab:winrar").unwrap();
+        let plain = &table.cna_keys_for(&winrar)[0];
+        assert!(plain.admits("cna", "*") && plain.admits("nvd", "*"));
+    }
+
+    #[test]
     fn every_table_entry_names_a_product_nvd_has() {
         let nvd = nvd_dictionary();
         let vendors: HashSet<&str> = nvd.iter().map(|k| k.vendor.as_str()).collect();
@@ -826,10 +884,9 @@ mod golden {
             }
         }
         named.extend(
-            file["cna_aliases"]
-                .as_object()
-                .unwrap()
-                .values()
+            ["cna_aliases", "cna_platform_aliases"]
+                .iter()
+                .flat_map(|table| file[*table].as_object().unwrap().values())
                 .map(|v| v.as_str().unwrap().to_string()),
         );
         let mut missing: Vec<String> = named

@@ -18,7 +18,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::identify::{
-    self, AppId, Application, Dictionary, Identification, ProductKey, Translations,
+    self, AppId, Application, CnaAlias, Dictionary, Identification, ProductKey, Translations,
 };
 use super::matching::{self, CandidateRow, Hit};
 use super::osv;
@@ -272,7 +272,7 @@ async fn plan(
             || translations
                 .cna_keys_for(key)
                 .iter()
-                .any(|alias| changed.contains(alias))
+                .any(|alias| changed.contains(&alias.key))
     };
     let mut applications: Vec<String> = stored
         .iter()
@@ -351,18 +351,28 @@ pub async fn run_scan(
     // The match rows of those products, CNA aliases folded in.
     let products: HashSet<&ProductKey> = installs.iter().map(|i| i.1).collect();
     let mut lookup: Vec<ProductKey> = products.iter().map(|k| (*k).clone()).collect();
-    let mut alias_of: HashMap<ProductKey, ProductKey> = HashMap::new();
+    let mut alias_of: HashMap<ProductKey, (ProductKey, CnaAlias)> = HashMap::new();
     for key in &products {
         for alias in translations.cna_keys_for(key) {
-            alias_of.insert(alias.clone(), (*key).clone());
-            lookup.push(alias);
+            lookup.push(alias.key.clone());
+            alias_of.insert(alias.key.clone(), ((*key).clone(), alias));
         }
     }
     let lookup_refs: Vec<&ProductKey> = lookup.iter().collect();
     let mut rows: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
     for (key, candidates) in reference::rows_for_products(db, &lookup_refs).await? {
-        let owner = alias_of.get(&key).cloned().unwrap_or(key);
-        rows.entry(owner).or_default().extend(candidates);
+        if let Some((owner, alias)) = alias_of.get(&key) {
+            let admitted = candidates
+                .iter()
+                .filter(|c| alias.admits(&c.source, &c.row.target_sw));
+            rows.entry(owner.clone())
+                .or_default()
+                .extend(admitted.cloned());
+        }
+        // A CNA's name can be a dictionary product of its own too.
+        if products.contains(&key) {
+            rows.entry(key).or_default().extend(candidates);
+        }
     }
 
     // Evaluate each distinct (product, version, platform) once, then point
