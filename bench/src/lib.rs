@@ -341,6 +341,9 @@ pub fn row(
         device_id: None,
         os_platform: Some(platform.into()),
         os_version: Some("10.0.19045".into()),
+        // As an edr reports a Windows device: the edition and build apart.
+        os_name: Some("Windows 10 Enterprise".into()),
+        os_build: Some("19045".into()),
         user_email: None,
         user_name: None,
         application_name: Some(app.into()),

@@ -48,7 +48,10 @@ impl RowPageWriter {
 
     fn inventory(&mut self, item: &InventoryItem) {
         let out = &mut self.buffer;
-        out.push(0);
+        // Rows without the OS detail keep 0.3.0's bytes, so a connector
+        // that does not set it still runs on hosts older than the detail.
+        let os_detail = item.os_name.is_some() || item.os_build.is_some();
+        out.push(if os_detail { 2 } else { 0 });
         for text in [
             &item.device_name,
             &item.device_id,
@@ -65,6 +68,10 @@ impl RowPageWriter {
             put_optional(out, text.as_deref());
         }
         put_list(out, &item.group_ids);
+        if os_detail {
+            put_optional(out, item.os_name.as_deref());
+            put_optional(out, item.os_build.as_deref());
+        }
     }
 
     fn record(&mut self, record: &SourceRecord) {

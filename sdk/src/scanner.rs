@@ -116,9 +116,7 @@ impl ScannedHost<'_> {
                 application_name: Some(name),
                 vendor: None,
                 version,
-                publisher: None,
-                client_id: None,
-                group_ids: vec![],
+                ..InventoryItem::default()
             }));
         }
         rows

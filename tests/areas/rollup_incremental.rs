@@ -93,6 +93,8 @@ fn random_item(dice: &mut Dice) -> InventoryRow {
             .filter(|_| dice.roll(4) == 0),
         os_platform: dice.maybe(&["windows", "Windows", "macOS"]),
         os_version: dice.maybe(&["10", "11", "14.2"]),
+        os_name: dice.maybe(&["Windows 11 Pro", "macOS Sonoma"]),
+        os_build: dice.maybe(&["22631.2861", "23C71"]),
         user_email: dice.maybe(&["ana@msp.example", "ANA@MSP.EXAMPLE", "jörg@msp.example"]),
         user_name: dice.maybe(&["Ana", "Jörg"]),
         application_name: APPLICATIONS.get(application).map(|&a| a.into()),

@@ -344,17 +344,19 @@ async fn records_and_user_roster_sources_keep_their_rows(backend: Backend) {
 
 /// A spreadsheet's platform, OS name, version and build columns reach the
 /// device by the connectors' rule: `Ubuntu` beside `22.04` keeps the
-/// distribution, so Ubuntu's advisories judge the device's packages, and
-/// an edition and build stay in the OS version.
+/// distribution, so Ubuntu's advisories judge the device's packages; the
+/// name and build are kept apart and in the one-line OS version, whether
+/// the name has its own column or stands in the platform's.
 async fn csv_os_columns_keep_the_distribution_and_edition(backend: Backend) {
     let Some(app) = app(backend).await else {
         return;
     };
     let admin = app.register("admin@msp.example").await;
-    let csv = "Computer Name,Software Name,Version,Platform,OS Version,OS Build\n\
-        UBU-1,sudo,1.9.9-1ubuntu2,Ubuntu,22.04,\n\
-        UBU-2,sudo,1.9.9-1ubuntu2.2,Ubuntu,22.04,\n\
-        WIN-1,7-Zip 23.01 (x64),23.01,Windows 11 Pro,23H2,22631.2861\n";
+    let csv = "Computer Name,Software Name,Version,Platform,OS Name,OS Version,OS Build\n\
+        UBU-1,sudo,1.9.9-1ubuntu2,Ubuntu,,22.04,\n\
+        UBU-2,sudo,1.9.9-1ubuntu2.2,Ubuntu,,22.04,\n\
+        WIN-1,7-Zip 23.01 (x64),23.01,Windows,Windows 11 Pro,23H2,22631.2861\n\
+        WIN-2,7-Zip 23.01 (x64),23.01,Windows 10 Enterprise,,22H2,19045.3803\n";
     let upload = app
         .ingest(&admin, "software-inventory", "os.csv", csv.into())
         .await;
@@ -363,27 +365,71 @@ async fn csv_os_columns_keep_the_distribution_and_edition(backend: Backend) {
         .get("/api/v1/devices/devices?limit=50", &admin.bearer())
         .await;
     assert_eq!(devices.status, 200, "{}", devices.text);
-    let mut os: Vec<(String, String, String)> = devices.body["items"]
+    let mut os: Vec<[String; 5]> = devices.body["items"]
         .as_array()
         .unwrap()
         .iter()
         .map(|d| {
             let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
-            (text("device_name"), text("os_platform"), text("os_version"))
+            [
+                "device_name",
+                "os_platform",
+                "os_version",
+                "os_name",
+                "os_build",
+            ]
+            .map(text)
         })
         .collect();
     os.sort();
-    let row = |d: &str, p: &str, v: &str| (d.to_string(), p.to_string(), v.to_string());
+    let row = |fields: [&str; 5]| fields.map(String::from);
     assert_eq!(
         os,
         [
-            row("UBU-1", "linux", "Ubuntu 22.04"),
-            row("UBU-2", "linux", "Ubuntu 22.04"),
-            row("WIN-1", "windows", "Windows 11 Pro 23H2 22631.2861"),
+            row(["UBU-1", "linux", "Ubuntu 22.04", "Ubuntu", ""]),
+            row(["UBU-2", "linux", "Ubuntu 22.04", "Ubuntu", ""]),
+            row([
+                "WIN-1",
+                "windows",
+                "Windows 11 Pro 23H2 22631.2861",
+                "Windows 11 Pro",
+                "22631.2861"
+            ]),
+            row([
+                "WIN-2",
+                "windows",
+                "Windows 10 Enterprise 22H2 19045.3803",
+                "Windows 10 Enterprise",
+                "19045.3803"
+            ]),
         ],
         "{}",
         devices.text
     );
+    // The parts are search fields of their own.
+    let rollup = app.wait_for_rollup(&admin).await;
+    assert_eq!(rollup["status"], "success", "{rollup}");
+    for (field, value, expected) in [
+        ("os_build", "22631.2861", "WIN-1"),
+        ("os_name", "Windows 10 Enterprise", "WIN-2"),
+    ] {
+        let found = app
+            .post(
+                "/api/v1/devices/devices/search",
+                &admin.bearer(),
+                serde_json::json!({"query": {"kind": "group", "combinator": "and", "rules": [
+                    {"kind": "rule", "field": field, "operator": "equals", "value": value}]}}),
+            )
+            .await;
+        assert_eq!(found.status, 200, "{}", found.text);
+        let names: Vec<&str> = found.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["device_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, [expected], "{field}: {}", found.text);
+    }
     // Ubuntu's record of CVE-2023-22809 as published: the unfixed build
     // is exposed, the fixed one is not.
     let record = concat!(

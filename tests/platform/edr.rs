@@ -163,6 +163,22 @@ async fn edr_sync_threats_apps_and_asset_detail(backend: Backend) {
         .await;
     assert_eq!(asset.status, 200, "{}", asset.text);
     assert_eq!(asset.body["edr"]["infected"], true, "{}", asset.text);
+    // SentinelOne's OS name and revision (the captured agent's) reach the
+    // device apart, and together in the OS version.
+    assert_eq!(
+        [
+            &asset.body["os_name"],
+            &asset.body["os_build"],
+            &asset.body["os_version"]
+        ],
+        [
+            &json!("Windows Server 2016"),
+            &json!("14393"),
+            &json!("Windows Server 2016 (14393)")
+        ],
+        "{}",
+        asset.text
+    );
     assert_eq!(asset.body["sources"], json!(["edr"]));
     let infected = app
         .post(

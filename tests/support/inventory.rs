@@ -21,6 +21,8 @@ pub fn item(
         device_id: None,
         os_platform: Some(platform.into()),
         os_version: None,
+        os_name: None,
+        os_build: None,
         user_email: None,
         user_name: None,
         application_name: Some(application.into()),

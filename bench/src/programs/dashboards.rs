@@ -119,6 +119,8 @@ async fn seed(
                     device_id: None,
                     os_platform: Some(platforms[i % 3].into()),
                     os_version: None,
+                    os_name: None,
+                    os_build: None,
                     user_email: None,
                     user_name: None,
                     application_name: Some(format!("App {}", i % 50).into()),

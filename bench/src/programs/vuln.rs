@@ -176,6 +176,8 @@ fn row(device: usize, app: usize, minor: usize) -> MappedRow {
         device_id: None,
         os_platform: Some("windows".into()),
         os_version: Some("10.0.19045".into()),
+        os_name: None,
+        os_build: None,
         user_email: None,
         user_name: None,
         application_name: Some(name.into()),

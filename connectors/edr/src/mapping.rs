@@ -36,9 +36,10 @@ pub fn map_agent(agent: &Value) -> Result<Vec<Row>, String> {
     let id = text(&agent["id"]).ok_or("agent without an id")?;
     let name = text(&agent["computerName"]).ok_or("agent without a computerName")?;
     let os_platform = text(&agent["osType"]).map(|t| platform(&t));
-    let os_version = match (text(&agent["osName"]), text(&agent["osRevision"])) {
+    let (os_name, os_build) = (text(&agent["osName"]), text(&agent["osRevision"]));
+    let os_version = match (&os_name, &os_build) {
         (Some(name), Some(revision)) => Some(format!("{name} ({revision})")),
-        (name, _) => name,
+        (name, _) => name.clone(),
     };
     let user = text(&agent["lastLoggedInUserName"]);
     let ip_addresses: Vec<String> = agent["networkInterfaces"]
@@ -104,14 +105,14 @@ pub fn map_agent(agent: &Value) -> Result<Vec<Row>, String> {
             device_id: Some(id.clone()),
             os_platform: os_platform.clone(),
             os_version: os_version.clone(),
-            user_email: None,
+            os_name: os_name.clone(),
+            os_build: os_build.clone(),
             user_name: user.clone(),
             application_name: Some(app_name),
             vendor: publisher.clone(),
             version,
             publisher,
-            client_id: None,
-            group_ids: vec![],
+            ..InventoryItem::default()
         }));
     }
     Ok(rows)
@@ -209,6 +210,10 @@ mod tests {
         };
         assert_eq!(item.application_name.as_deref(), Some("Example App1"));
         assert_eq!(item.publisher.as_deref(), Some("Microsoft Corporation"));
+        assert_eq!(
+            (item.os_name.as_deref(), item.os_build.as_deref()),
+            (Some("Windows Server 2016"), Some("14393"))
+        );
     }
 
     #[test]

@@ -86,8 +86,7 @@ pub fn map_device(device: &Value) -> Result<Vec<Row>, String> {
             vendor: publisher.clone(),
             version,
             publisher,
-            client_id: None,
-            group_ids: vec![],
+            ..InventoryItem::default()
         }));
     }
     Ok(rows)

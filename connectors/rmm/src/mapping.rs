@@ -69,6 +69,9 @@ pub fn map_computer(computer: &Value) -> Result<Vec<Row>, String> {
             device_id: Some(id.clone()),
             os_platform: os_platform.clone(),
             os_version: os_version.clone(),
+            // Automate's name carries the edition: `Microsoft Windows 11 Pro x64`.
+            os_name: os_name.clone(),
+            os_build: None,
             user_email: None,
             user_name: user_name.clone(),
             application_name: Some(application),
@@ -110,6 +113,10 @@ mod tests {
         };
         assert_eq!(item.application_name.as_deref(), Some("7-Zip 23.01 (x64)"));
         assert_eq!(item.os_platform.as_deref(), Some("windows"));
+        assert_eq!(
+            item.os_name.as_deref(),
+            Some("Microsoft Windows 11 Pro x64")
+        );
         assert_eq!(item.group_ids, vec!["3".to_string()]);
         assert!(map_computer(&json!({"Id": 1})).is_err());
     }

@@ -53,6 +53,7 @@ impl CsvProvider for IntuneDiscoveredApps {
                 .string("Platform")
                 .or_else(|| row.string("OSDescription")),
             os_version: row.string("OSVersion"),
+            os_name: row.string("OSDescription"),
             user_email: row.string("EmailAddress").map(|e| e.to_lowercase()),
             user_name: row.string("UserName"),
             application_name: Some(application),

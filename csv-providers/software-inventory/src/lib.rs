@@ -98,6 +98,8 @@ impl CsvProvider for SoftwareInventory {
             device_id: row.string("device_id"),
             os_platform: row.string("os_platform").or_else(|| row.string("os_name")),
             os_version: os_version(row),
+            os_name: row.string("os_name"),
+            os_build: row.string("os_build"),
             user_email: row.string("user_email").map(|e| e.to_lowercase()),
             user_name: row.string("user_name"),
             application_name: Some(application),

@@ -9,7 +9,7 @@ use sqlx::{Any, Transaction};
 use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
 use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
-use cairn_inventory::normalize::{os_version_of, platform_label};
+use cairn_inventory::normalize::{os_name_of, os_version_of, platform_label};
 use cairn_inventory::seen::{self, KeyOf};
 use cairn_plugins::{InventoryRow, MappedRow};
 
@@ -467,6 +467,10 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
                     text(item.publisher.as_deref()),
                     text(item.client_id.as_deref()),
                     serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
+                    text(
+                        os_name_of(item.os_platform.as_deref(), item.os_name.as_deref()).as_deref(),
+                    ),
+                    text(item.os_build.as_deref()),
                 ))
             }))
         })
@@ -546,10 +550,10 @@ pub async fn write_prepared(
     let statement = format!(
         "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
          os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
-         group_ids, seen_run, updated_at) \
+         group_ids, os_name, os_build, seen_run, updated_at) \
          SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
          value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
-         $3, $5 FROM {rows} WHERE true \
+         value->>13, value->>14, $3, $5 FROM {rows} WHERE true \
          ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
         assignments(ITEM_CONTENT),
         changed("inventory_items", ITEM_CONTENT)
@@ -587,6 +591,8 @@ const ITEM_CONTENT: &[&str] = &[
     "publisher",
     "client_id",
     "group_ids",
+    "os_name",
+    "os_build",
 ];
 
 /// The same for a source record.

@@ -70,6 +70,8 @@ impl AssetFields {
             "device_id",
             "os_platform",
             "os_version",
+            "os_name",
+            "os_build",
             "user_email",
             "user_name",
             "application_name",
@@ -91,6 +93,8 @@ const ROW_TEXT_FIELDS: &[&str] = &[
     "device_id",
     "os_platform",
     "os_version",
+    "os_name",
+    "os_build",
     "user_email",
     "user_name",
 ];
@@ -220,6 +224,8 @@ fn searchable(asset: &Asset) -> SearchDocument {
         .text("device_id", asset.device_id.as_deref())
         .text("os_platform", asset.os_platform.as_deref())
         .text("os_version", asset.os_version.as_deref())
+        .text("os_name", asset.os_name.as_deref())
+        .text("os_build", asset.os_build.as_deref())
         .text("user_email", asset.user_email.as_deref())
         .text("user_name", asset.user_name.as_deref());
     let details: [(DetailFields, Option<&Value>); 3] = [
@@ -249,7 +255,7 @@ fn searchable(asset: &Asset) -> SearchDocument {
 
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
     a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
-    a.last_seen, a.applications";
+    a.last_seen, a.applications, a.os_name, a.os_build";
 
 pub fn table() -> Table<'static> {
     Table {
@@ -289,4 +295,6 @@ pub struct AssetRow {
     pub scan: Option<String>,
     pub last_seen: i64,
     pub applications: String,
+    pub os_name: Option<String>,
+    pub os_build: Option<String>,
 }

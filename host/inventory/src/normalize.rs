@@ -177,6 +177,18 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
 /// edition a source gave stay known: a distribution's advisories apply by
 /// the release read from it.
 pub fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
+    match (named_platform(platform), version) {
+        (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
+            Some(format!("{name} {version}"))
+        }
+        (Some(name), None) => Some(name.to_string()),
+        (_, version) => version.map(str::to_string),
+    }
+}
+
+/// A platform label that says more than the platform (`Ubuntu`, `Windows
+/// 11 Pro`): what [`os_version_of`] moves into the version.
+fn named_platform(platform: Option<&str>) -> Option<&str> {
     /// Labels that name only the platform.
     const BARE: [&str; 11] = [
         "windows",
@@ -191,21 +203,47 @@ pub fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<St
         "darwin",
         "linux",
     ];
-    let named = platform.map(str::trim).filter(|raw| {
-        platform_label(raw).is_some() && !BARE.contains(&raw.to_lowercase().as_str())
-    });
-    match (named, version) {
-        (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
-            Some(format!("{name} {version}"))
-        }
-        (Some(name), None) => Some(name.to_string()),
-        (_, version) => version.map(str::to_string),
-    }
+    platform
+        .map(str::trim)
+        .filter(|raw| platform_label(raw).is_some() && !BARE.contains(&raw.to_lowercase().as_str()))
+}
+
+/// The OS name as stored, for connector and CSV rows alike: the name the
+/// source gave apart, else a platform label that names more than the
+/// platform (`Ubuntu`), which [`platform_label`] reduces to `linux`.
+pub fn os_name_of(platform: Option<&str>, name: Option<&str>) -> Option<String> {
+    name.map(str::trim)
+        .filter(|name| !name.is_empty())
+        .or_else(|| named_platform(platform))
+        .map(str::to_string)
 }
 
 #[cfg(test)]
 mod os_version_tests {
-    use super::os_version_of;
+    use super::{os_name_of, os_version_of};
+
+    #[test]
+    fn the_os_name_is_the_one_given_else_a_platform_label_that_names_more() {
+        for (platform, name, expected) in [
+            (Some("Ubuntu"), None, Some("Ubuntu")),
+            (
+                Some("Windows"),
+                Some("Windows 11 Pro"),
+                Some("Windows 11 Pro"),
+            ),
+            (Some("Windows 11 Pro"), None, Some("Windows 11 Pro")),
+            (Some("Windows"), None, None),
+            (Some("linux"), Some("  "), None),
+            (None, Some("Debian GNU/Linux"), Some("Debian GNU/Linux")),
+            (None, None, None),
+        ] {
+            assert_eq!(
+                os_name_of(platform, name).as_deref(),
+                expected,
+                "{platform:?} {name:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_label_naming_more_than_the_platform_moves_into_the_version() {

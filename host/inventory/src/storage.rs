@@ -22,6 +22,10 @@ pub struct ItemView {
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
     pub os_version: Option<String>,
+    /// The OS's name and edition, where the source gives it apart.
+    pub os_name: Option<String>,
+    /// The OS's build, where the source gives it apart.
+    pub os_build: Option<String>,
     pub user_email: Option<String>,
     pub user_name: Option<String>,
     pub application_name: Option<String>,
@@ -37,8 +41,9 @@ pub struct ItemView {
     pub changed_at: String,
 }
 
-const ITEM_COLUMNS: &str = "source, device_name, device_id, os_platform, os_version, user_email, \
-    user_name, application_name, vendor, version, publisher, client_id, updated_at";
+const ITEM_COLUMNS: &str = "source, device_name, device_id, os_platform, os_version, os_name, \
+    os_build, user_email, user_name, application_name, vendor, version, publisher, client_id, \
+    updated_at";
 
 fn with_time(mut items: Vec<ItemView>) -> Vec<ItemView> {
     for item in &mut items {

@@ -118,20 +118,30 @@ impl<'a> Reader<'a> {
     /// over `caps` only its input.
     fn row(&mut self, caps: RowCaps) -> Result<Result<MappedRow, String>, String> {
         let row = match self.byte()? {
-            0 => MappedRow::Inventory(InventoryRow {
-                device_name: self.optional()?,
-                device_id: self.optional()?,
-                os_platform: self.optional()?,
-                os_version: self.optional()?,
-                user_email: self.optional()?,
-                user_name: self.optional()?,
-                application_name: self.optional()?,
-                vendor: self.optional()?,
-                version: self.optional()?,
-                publisher: self.optional()?,
-                client_id: self.optional()?,
-                group_ids: self.list()?,
-            }),
+            kind @ (0 | 2) => {
+                let mut row = InventoryRow {
+                    device_name: self.optional()?,
+                    device_id: self.optional()?,
+                    os_platform: self.optional()?,
+                    os_version: self.optional()?,
+                    os_name: None,
+                    os_build: None,
+                    user_email: self.optional()?,
+                    user_name: self.optional()?,
+                    application_name: self.optional()?,
+                    vendor: self.optional()?,
+                    version: self.optional()?,
+                    publisher: self.optional()?,
+                    client_id: self.optional()?,
+                    group_ids: self.list()?,
+                };
+                // 2: SDK 0.3.2's row with the OS detail after the rest.
+                if kind == 2 {
+                    row.os_name = self.optional()?;
+                    row.os_build = self.optional()?;
+                }
+                MappedRow::Inventory(row)
+            }
             1 => {
                 let collection = self.text()?;
                 let key = self.text()?;
@@ -188,6 +198,7 @@ mod tests {
             publisher: Some("Igor Pavlov".into()),
             client_id: Some("7".into()),
             group_ids: vec!["3".into(), "群组".into()],
+            ..InventoryItem::default()
         }
     }
 
@@ -273,6 +284,47 @@ mod tests {
         );
         assert_eq!(results[2], Ok(rows(1)));
         assert_eq!(results[3], Ok(vec![]));
+    }
+
+    #[test]
+    fn the_os_detail_reads_back_and_rows_without_it_keep_their_bytes() {
+        let plain = item("Firefox");
+        let detailed = InventoryItem {
+            os_name: Some("Windows 11 Pro".into()),
+            os_build: Some("22631.2861".into()),
+            ..item("Firefox")
+        };
+        let only_build = InventoryItem {
+            os_build: Some("14393".into()),
+            ..item("Firefox")
+        };
+        let mut writer = RowPageWriter::with_input_bytes(0);
+        writer.rows(&[
+            Row::Inventory(plain.clone()),
+            Row::Inventory(detailed),
+            Row::Inventory(only_build),
+        ]);
+        let buffer = writer.finish();
+        let results = decode(&buffer, 1, CAPS).unwrap();
+        let rows = results[0].as_ref().unwrap();
+        let os = |row: &MappedRow| match row {
+            MappedRow::Inventory(i) => (i.os_name.clone(), i.os_build.clone()),
+            MappedRow::Record(_) => panic!("an inventory row"),
+        };
+        assert_eq!(os(&rows[0]), (None, None));
+        assert_eq!(
+            os(&rows[1]),
+            (Some("Windows 11 Pro".into()), Some("22631.2861".into()))
+        );
+        assert_eq!(os(&rows[2]), (None, Some("14393".into())));
+        assert_eq!(
+            rows[0],
+            MappedRow::from(expected(&Row::Inventory(plain))),
+            "the rest of a row reads as before"
+        );
+        // A row without the detail is 0.3.0's: tag 0 after the result's
+        // tag and count.
+        assert_eq!(buffer[5], 0);
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub struct InventoryRow {
     pub device_id: Option<RowText>,
     pub os_platform: Option<RowText>,
     pub os_version: Option<RowText>,
+    /// The OS's name and edition apart from its version (SDK 0.3.2).
+    pub os_name: Option<RowText>,
+    /// The OS's build apart from its version (SDK 0.3.2).
+    pub os_build: Option<RowText>,
     pub user_email: Option<RowText>,
     pub user_name: Option<RowText>,
     pub application_name: Option<RowText>,
@@ -60,6 +64,9 @@ impl From<wit::Row> for MappedRow {
                 device_id: text(i.device_id),
                 os_platform: text(i.os_platform),
                 os_version: text(i.os_version),
+                // The typed rows of contracts 0.1 and 0.2 have no OS detail.
+                os_name: None,
+                os_build: None,
                 user_email: text(i.user_email),
                 user_name: text(i.user_name),
                 application_name: text(i.application_name),
@@ -223,6 +230,8 @@ impl MappedRow {
                 ("device_id", &i.device_id),
                 ("os_platform", &i.os_platform),
                 ("os_version", &i.os_version),
+                ("os_name", &i.os_name),
+                ("os_build", &i.os_build),
                 ("user_email", &i.user_email),
                 ("user_name", &i.user_name),
                 ("application_name", &i.application_name),
@@ -261,6 +270,8 @@ mod tests {
             device_id: None,
             os_platform: None,
             os_version: None,
+            os_name: None,
+            os_build: None,
             user_email: None,
             user_name: None,
             application_name: Some(name.into()),

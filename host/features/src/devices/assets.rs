@@ -23,7 +23,15 @@ pub struct AssetView {
     /// newest id a source reported.
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
+    /// The operating system in one line (`Windows 11 Pro 23H2 22631.2861`,
+    /// `Ubuntu 22.04.3 LTS`): a distribution's advisories apply by the
+    /// release read from it.
     pub os_version: Option<String>,
+    /// The OS's name and edition (`Windows 11 Pro`), where a source gives
+    /// it apart from the version.
+    pub os_name: Option<String>,
+    /// The OS's build (`22631.2861`), where a source gives it apart.
+    pub os_build: Option<String>,
     pub user_email: Option<String>,
     pub user_name: Option<String>,
     pub application_count: i64,
@@ -56,6 +64,8 @@ impl AssetView {
             device_id: row.device_id,
             os_platform: row.os_platform,
             os_version: row.os_version,
+            os_name: row.os_name,
+            os_build: row.os_build,
             user_email: row.user_email,
             user_name: row.user_name,
             application_count: row.application_count,

@@ -89,9 +89,9 @@ async fn unique_devices(
 
 /// Structured search over assets (the NetBIOS view). Bare fields:
 /// device_name (any name the asset was seen under), device_id,
-/// os_platform, os_version, user_email, user_name, application_name (any
-/// application on it), application_count (number), source (any reporting
-/// integration), last_seen (date). Area fields read the shared device
+/// os_platform, os_version, os_name, os_build, user_email, user_name,
+/// application_name (any application on it), application_count (number),
+/// source (any reporting integration), last_seen (date). Area fields read the shared device
 /// record (the same for every product of an area): `mdm.` name, device_id,
 /// serial_number, os_platform, os_version, user, managed_device_id,
 /// compliance_state, ownership; `edr.` name, device_id, os_platform,

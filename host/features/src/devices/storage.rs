@@ -36,6 +36,8 @@ struct DeviceGroup {
     device_id: Option<String>,
     os_platform: Option<String>,
     os_version: Option<String>,
+    os_name: Option<String>,
+    os_build: Option<String>,
     user_email: Option<String>,
     application_count: i64,
     sources: String,
@@ -49,6 +51,10 @@ pub struct DeviceView {
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
     pub os_version: Option<String>,
+    /// The OS's name and edition, where a source gives it apart.
+    pub os_name: Option<String>,
+    /// The OS's build, where a source gives it apart.
+    pub os_build: Option<String>,
     pub user_email: Option<String>,
     pub application_count: i64,
     pub sources: Vec<String>,
@@ -80,7 +86,8 @@ pub async fn devices(
                   AND (CAST($2 AS TEXT) IS NULL OR LOWER(device_name) LIKE LOWER($2) ESCAPE '\\')";
     let groups: Vec<DeviceGroup> = sqlx::query_as(&format!(
         "SELECT device_name, MAX(device_id) AS device_id, MAX(os_platform) AS os_platform, \
-         MAX(os_version) AS os_version, MAX(user_email) AS user_email, \
+         MAX(os_version) AS os_version, MAX(os_name) AS os_name, MAX(os_build) AS os_build, \
+         MAX(user_email) AS user_email, \
          COUNT(DISTINCT application_name) AS application_count, {sources} AS sources, \
          MAX(updated_at) AS last_seen FROM inventory_items WHERE {filter} \
          GROUP BY device_name ORDER BY device_name LIMIT $3 OFFSET $4"
@@ -121,6 +128,8 @@ pub async fn devices(
                 device_id: g.device_id,
                 os_platform: g.os_platform,
                 os_version: g.os_version,
+                os_name: g.os_name,
+                os_build: g.os_build,
                 user_email: g.user_email,
                 application_count: g.application_count,
                 sources,

@@ -17,7 +17,7 @@ use super::parse::{self, header, Format, ParseError};
 use super::staging::{Destination, Staging};
 use super::storage::{self, ParseReport, Rejection, UploadRow, ERROR};
 use cairn_core::ids::TenantId;
-use cairn_inventory::normalize::{os_version_of, platform_label};
+use cairn_inventory::normalize::{os_name_of, os_version_of, platform_label};
 use cairn_jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
 use cairn_plugins::rows::{InventoryRow, MappedRow, RowText};
 use cairn_plugins::{CallScope, LoadedCsvProvider, Plugins};
@@ -572,6 +572,8 @@ fn normalized(mut item: InventoryRow) -> InventoryRow {
     if let Some(label) = item.os_platform.as_deref().and_then(platform_label) {
         item.os_version =
             os_version_of(item.os_platform.as_deref(), item.os_version.as_deref()).map(Into::into);
+        item.os_name =
+            os_name_of(item.os_platform.as_deref(), item.os_name.as_deref()).map(Into::into);
         item.os_platform = Some(label.into());
     }
     item

@@ -107,6 +107,8 @@ impl Staging {
             item.vendor,
             item.version,
             item.publisher,
+            item.os_name,
+            item.os_build,
         ]);
         self.write(&line)
     }
@@ -268,15 +270,16 @@ fn upsert_statement(backend: Backend, destination: Destination) -> String {
             "value->>0",
             "inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
              os_version, user_email, user_name, application_name, vendor, version, publisher, \
-             group_ids, seen_run, updated_at)",
+             os_name, os_build, group_ids, seen_run, updated_at)",
             "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-             value->>6, value->>7, value->>8, value->>9, value->>10, '[]', $3, $4",
+             value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
+             '[]', $3, $4",
             "(tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
              device_id = excluded.device_id, os_platform = excluded.os_platform, \
              os_version = excluded.os_version, user_email = excluded.user_email, \
              user_name = excluded.user_name, application_name = excluded.application_name, \
              vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
-             client_id = NULL, group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
+             os_name = excluded.os_name, os_build = excluded.os_build, client_id = NULL, group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
              updated_at = excluded.updated_at WHERE inventory_items.seen_run <> excluded.seen_run",
         ),
         Destination::Records => (

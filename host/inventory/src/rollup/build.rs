@@ -32,6 +32,8 @@ pub struct ItemRow {
     pub version: Option<String>,
     pub publisher: Option<String>,
     pub updated_at: i64,
+    pub os_name: Option<String>,
+    pub os_build: Option<String>,
 }
 
 /// A device record of an mdm, edr or scanner integration.
@@ -89,6 +91,10 @@ pub struct Asset {
     pub device_id: Option<String>,
     pub os_platform: Option<String>,
     pub os_version: Option<String>,
+    /// The OS's name and edition, and its build, where a source gives them
+    /// apart (migration 0047).
+    pub os_name: Option<String>,
+    pub os_build: Option<String>,
     pub user_email: Option<String>,
     pub user_name: Option<String>,
     /// Sorted; each name shared with every other asset holding it (a
@@ -233,6 +239,8 @@ struct AssetTally {
     device_id: Latest,
     os_platform: Latest,
     os_version: Latest,
+    os_name: Latest,
+    os_build: Latest,
     user_email: Latest,
     user_name: Latest,
     /// Ids in [`Rollup::application_ids`] and [`Rollup::version_ids`]
@@ -301,6 +309,8 @@ impl Rollup {
                 asset.device_id.offer(at, device_id);
                 asset.os_platform.offer(at, os_platform.clone());
                 asset.os_version.offer(at, clean_owned(row.os_version));
+                asset.os_name.offer(at, clean_owned(row.os_name));
+                asset.os_build.offer(at, clean_owned(row.os_build));
                 asset.user_email.offer(at, clean_owned(row.user_email));
                 asset.user_name.offer(at, clean_owned(row.user_name));
                 if let Some(app) = &application {
@@ -598,6 +608,8 @@ fn asset(
         device_id,
         os_platform: tally.os_platform.get(),
         os_version: tally.os_version.get(),
+        os_name: tally.os_name.get(),
+        os_build: tally.os_build.get(),
         user_email: tally.user_email.get().map(|e| e.to_lowercase()),
         user_name: tally.user_name.get(),
         applications,

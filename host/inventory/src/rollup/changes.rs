@@ -127,6 +127,10 @@ pub async fn read(
             version: entry.old_version,
             publisher: entry.old_publisher,
             updated_at: entry.old_updated_at.unwrap_or(0),
+            // The queue keeps what the application tallies need; an
+            // asset's fields are read again from its rows now.
+            os_name: None,
+            os_build: None,
         });
     }
     Ok(Some(touched))
