@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::cpe::{self, Cpe};
-use super::records::{cna_slug, MatchRow};
+use super::cpe::{cna_slug, MatchRow};
 use cairn_inventory::version::compare_release;
 
 /// One `affected[]` entry.

@@ -105,6 +105,71 @@ pub fn target_platform(target_sw: &str) -> Target {
     }
 }
 
+/// One CPE match (or CNA version entry): the product it names and the
+/// versions it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatchRow {
+    pub vendor: String,
+    pub product: String,
+    pub part: String,
+    /// The CPE's own version attribute (`*` for any, `-` for none).
+    pub cpe_version: String,
+    pub cpe_update: String,
+    pub target_sw: String,
+    pub criteria: String,
+    pub match_id: Option<String>,
+    pub version_start: Option<String>,
+    pub start_including: bool,
+    pub version_end: Option<String>,
+    pub end_including: bool,
+    pub vulnerable: bool,
+    pub negate: bool,
+    /// For a match inside an AND configuration: the other nodes' criteria,
+    /// one of which the device must be.
+    pub platforms: Vec<String>,
+}
+
+/// A CNA's vendor or product name as the dictionary would spell it:
+/// lowercase, company suffixes dropped, spaces as `_`
+/// (`Zoom Video Communications, Inc.` → `zoom_video_communications`).
+pub fn cna_slug(name: &str) -> String {
+    const SUFFIXES: [&str; 10] = [
+        " inc",
+        " inc.",
+        " llc",
+        " ltd",
+        " ltd.",
+        " corporation",
+        " corp",
+        " corp.",
+        " gmbh",
+        " co.",
+    ];
+    let mut name = name.trim().to_lowercase().replace(',', "");
+    loop {
+        let before = name.len();
+        for suffix in SUFFIXES {
+            if let Some(stripped) = name.strip_suffix(suffix) {
+                name = stripped.trim_end().to_string();
+            }
+        }
+        if name.len() == before {
+            break;
+        }
+    }
+    let mut slug = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_whitespace() {
+            if !slug.ends_with('_') {
+                slug.push('_');
+            }
+        } else if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+            slug.push(c);
+        }
+    }
+    slug.trim_matches('_').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

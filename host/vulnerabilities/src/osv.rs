@@ -29,8 +29,7 @@ use super::reference;
 use cairn_core::db::Db;
 use cairn_inventory::software::InstalledSoftware;
 
-/// The `source` of findings from distribution advisories.
-pub const SOURCE_OSV: &str = "osv";
+pub use super::records::SOURCE_OSV;
 
 /// One advisory as stored.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,11 +6,15 @@ use serde_json::Value;
 
 use super::affected;
 use super::cpe::{self, Cpe};
+pub use super::cpe::{cna_slug, MatchRow};
 
 /// Which feed a row of reference data came from.
 pub const SOURCE_NVD: &str = "nvd";
 pub const SOURCE_CNA: &str = "cna";
 pub const SOURCE_CVE5: &str = "cve5";
+/// The `source` of what distribution advisories (OSV) say, and of the
+/// findings they open.
+pub const SOURCE_OSV: &str = "osv";
 
 /// One CVE as stored, with the match rows of its configurations.
 #[derive(Debug, Clone)]
@@ -35,30 +39,6 @@ pub struct CveRecord {
     pub nvd_rows: Vec<MatchRow>,
     /// Rows from the CNA's `affected[]` data, when the record carries any.
     pub cna_rows: Option<Vec<MatchRow>>,
-}
-
-/// One CPE match (or CNA version entry): the product it names and the
-/// versions it covers.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MatchRow {
-    pub vendor: String,
-    pub product: String,
-    pub part: String,
-    /// The CPE's own version attribute (`*` for any, `-` for none).
-    pub cpe_version: String,
-    pub cpe_update: String,
-    pub target_sw: String,
-    pub criteria: String,
-    pub match_id: Option<String>,
-    pub version_start: Option<String>,
-    pub start_including: bool,
-    pub version_end: Option<String>,
-    pub end_including: bool,
-    pub vulnerable: bool,
-    pub negate: bool,
-    /// For a match inside an AND configuration: the other nodes' criteria,
-    /// one of which the device must be.
-    pub platforms: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -432,44 +412,6 @@ pub fn cpe_name(name: &str, field: &str) -> Result<String, cairn_core::http::err
         ));
     }
     Ok(slug)
-}
-
-pub fn cna_slug(name: &str) -> String {
-    const SUFFIXES: [&str; 10] = [
-        " inc",
-        " inc.",
-        " llc",
-        " ltd",
-        " ltd.",
-        " corporation",
-        " corp",
-        " corp.",
-        " gmbh",
-        " co.",
-    ];
-    let mut name = name.trim().to_lowercase().replace(',', "");
-    loop {
-        let before = name.len();
-        for suffix in SUFFIXES {
-            if let Some(stripped) = name.strip_suffix(suffix) {
-                name = stripped.trim_end().to_string();
-            }
-        }
-        if name.len() == before {
-            break;
-        }
-    }
-    let mut slug = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_whitespace() {
-            if !slug.ends_with('_') {
-                slug.push('_');
-            }
-        } else if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
-            slug.push(c);
-        }
-    }
-    slug.trim_matches('_').to_string()
 }
 
 /// Whether two rows name the same product, platform and versions.

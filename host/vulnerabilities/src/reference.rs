@@ -13,7 +13,7 @@ use sqlx::Row;
 use super::feeds::{Cwe, EpssScore, KevEntry};
 use super::identify::ProductKey;
 use super::matching::CandidateRow;
-use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD};
+use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD, SOURCE_OSV};
 use cairn_core::db::{now_ms, stored_json, Db};
 
 /// What one batch of CVE records did.
@@ -121,7 +121,7 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
                 // A CVE 5 record replaces an older one, or what an OSV
                 // advisory said of the CVE; never NVD's.
                 let main = stored.is_none_or(|s| {
-                    (s.source == SOURCE_CVE5 || s.source == super::osv::SOURCE_OSV)
+                    (s.source == SOURCE_CVE5 || s.source == SOURCE_OSV)
                         && s.last_modified < record.last_modified
                 });
                 let cna = stored
