@@ -27,7 +27,6 @@ const CIRCLES_LEFT: &[&str] = &[
     "inventory: applications, rollup, rollup::incremental, rollup::store",
     "platform: app, http::metrics, http::rate_limit",
     "platform: auth::storage, partner",
-    "plugins: outbound, runtime",
     "vulnerabilities: findings, posture, scan, scanner_findings, triage, views",
 ];
 

@@ -53,6 +53,7 @@
 //! tenant, connector and config, and `send_all`, a batch at most the
 //! connector's `max_concurrent_requests` at once, capped by the operator).
 
+mod bindings;
 pub mod descriptor;
 mod engine;
 mod instances;

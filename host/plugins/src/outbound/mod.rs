@@ -20,8 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::runtime::connector_world::cairn::plugin::types as wit;
-use super::runtime::CallScope;
+use super::bindings::connector_world::cairn::plugin::types as wit;
 use super::AuthScheme;
 
 /// Most redirects one request follows.
@@ -30,6 +29,14 @@ const MAX_REDIRECTS: usize = 5;
 const MAX_RATE_LIMIT_RETRIES: u32 = 4;
 /// The longest `Retry-After` the host waits in one go.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Who a call is for, so its logs can say so.
+#[derive(Debug, Clone, Default)]
+pub struct CallScope {
+    pub plugin: String,
+    pub tenant_id: Option<String>,
+    pub job_id: Option<String>,
+}
 
 fn count_request(scope: &CallScope, status: &'static str) {
     metrics::counter!(
