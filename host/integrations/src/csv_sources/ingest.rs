@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::parse::{self, header, Format, ParseError};
-use super::staging::{Destination, Staging};
+use super::staging::{Destination, ReplaceCheckpoint, Staging};
 use super::storage::{self, ParseReport, Rejection, UploadRow, ERROR};
 use cairn_core::ids::TenantId;
 use cairn_inventory::normalize::{os_name_of, os_version_of, platform_label};
@@ -76,28 +76,6 @@ impl From<sqlx::Error> for Outcome {
 impl From<std::io::Error> for Outcome {
     fn from(err: std::io::Error) -> Self {
         Outcome::Job(JobFailure::Failed(format!("staging: {err}")))
-    }
-}
-
-/// Where a parse's swap stands: which upload's staging file, how many of
-/// its lines are in, and the parse's report (the file is not read again).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(super) struct ReplaceCheckpoint {
-    pub upload_id: String,
-    pub replaced: u64,
-    pub report: ParseReport,
-}
-
-impl ReplaceCheckpoint {
-    /// The checkpoint the last run saved for `upload_id`, if any.
-    fn of(ctx: &JobContext, upload_id: &str) -> Option<ReplaceCheckpoint> {
-        let checkpoint: ReplaceCheckpoint =
-            serde_json::from_value(ctx.checkpoint()?.clone()).ok()?;
-        (checkpoint.upload_id == upload_id).then_some(checkpoint)
-    }
-
-    pub(super) fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 

@@ -209,7 +209,7 @@ impl Staging {
                 }
                 batch.push(']');
                 replaced += in_batch as u64;
-                let checkpoint = super::ingest::ReplaceCheckpoint {
+                let checkpoint = ReplaceCheckpoint {
                     upload_id: upload_id.to_string(),
                     replaced,
                     report: report.clone(),
@@ -252,6 +252,28 @@ impl Staging {
         storage::write_report(ctx, upload_id, report, Some((SUCCESS, None))).await?;
         let _ = tokio::fs::remove_file(&self.path).await;
         Ok(kept)
+    }
+}
+
+/// Where a parse's swap stands: which upload's staging file, how many of
+/// its lines are in, and the parse's report (the file is not read again).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct ReplaceCheckpoint {
+    pub upload_id: String,
+    pub replaced: u64,
+    pub report: ParseReport,
+}
+
+impl ReplaceCheckpoint {
+    /// The checkpoint the last run saved for `upload_id`, if any.
+    pub(super) fn of(ctx: &JobContext, upload_id: &str) -> Option<ReplaceCheckpoint> {
+        let checkpoint: ReplaceCheckpoint =
+            serde_json::from_value(ctx.checkpoint()?.clone()).ok()?;
+        (checkpoint.upload_id == upload_id).then_some(checkpoint)
+    }
+
+    pub(super) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 }
 

@@ -349,9 +349,14 @@ async fn act_as(
     let user = storage::user_by_id(&state.db, caller.user_id.as_str())
         .await?
         .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
-    let role = crate::partner::acting_role(&state.db, &user, &body.customer_id)
-        .await?
-        .ok_or(ApiError::NotFound("customer"))?;
+    let partner = cairn_core::ids::TenantId(user.tenant_id.clone());
+    let role = crate::partner::acting_role(
+        &state.db,
+        (&partner, user.id.as_str(), user.role()),
+        &body.customer_id,
+    )
+    .await?
+    .ok_or(ApiError::NotFound("customer"))?;
     if let AuthVia::Session { session_id } = &caller.via {
         storage::set_session_acting(&state.db, session_id, Some(&body.customer_id)).await?;
     }

@@ -46,7 +46,9 @@ impl UserRow {
         customer: &str,
         via: AuthVia,
     ) -> sqlx::Result<SessionLookup> {
-        let Some(role) = crate::partner::acting_role(db, self, customer).await? else {
+        let partner = TenantId(self.tenant_id.clone());
+        let user = (&partner, self.id.as_str(), self.role());
+        let Some(role) = crate::partner::acting_role(db, user, customer).await? else {
             return Ok(SessionLookup::ActingEnded);
         };
         let mut caller = self.caller(via);

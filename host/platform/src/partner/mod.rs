@@ -23,7 +23,6 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use crate::app::AppState;
-use crate::auth::storage::UserRow;
 use crate::auth::{Caller, Role};
 use cairn_core::db::Db;
 use cairn_core::http::error::{ApiError, ApiResult};
@@ -84,26 +83,30 @@ pub async fn scope_of(
     }
 }
 
-/// The role `user` holds acting in `customer`: `None` unless the customer
-/// is the user's partner tenant's and the user's role reaches it.
-pub async fn acting_role(db: &Db, user: &UserRow, customer: &str) -> sqlx::Result<Option<Role>> {
-    let Some(role) = role_in_customer(user.role()) else {
+/// The role user `user_id`, holding `role` in tenant `partner`, holds
+/// acting in `customer`: `None` unless the customer is that partner's and
+/// the role reaches it.
+pub async fn acting_role(
+    db: &Db,
+    (partner, user_id, role): (&TenantId, &str, Role),
+    customer: &str,
+) -> sqlx::Result<Option<Role>> {
+    let Some(acting) = role_in_customer(role) else {
         return Ok(None);
     };
-    let partner = TenantId(user.tenant_id.clone());
-    if storage::partner_of(db, customer).await?.as_ref() != Some(&partner) {
+    if storage::partner_of(db, customer).await?.as_ref() != Some(partner) {
         return Ok(None);
     }
-    if user.role() == Role::PartnerAnalyst {
-        let access = storage::analyst_access(db, &partner, &user.id).await?;
+    if role == Role::PartnerAnalyst {
+        let access = storage::analyst_access(db, partner, user_id).await?;
         let reached = access.all_customers
             || access.customer_ids.iter().any(|c| c == customer)
-            || storage::in_groups(db, &partner, customer, &access.group_ids).await?;
+            || storage::in_groups(db, partner, customer, &access.group_ids).await?;
         if !reached {
             return Ok(None);
         }
     }
-    Ok(Some(role))
+    Ok(Some(acting))
 }
 
 /// The partner of `customer`, if it is one's customer (for areas that let
