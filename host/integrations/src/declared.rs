@@ -21,7 +21,7 @@ use utoipa::openapi::RefOr;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::descriptor_docs::{self, Declared};
-use super::{areas, config::check_schema, routes::call_error, storage, views};
+use super::{area_routes::call_error, areas, config::check_schema, storage, views};
 use cairn_core::http::error::{ApiError, ApiResult};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_platform::app::AppState;

@@ -55,6 +55,7 @@
 //! prefixed with `'`). `areas::invoke` runs an action of the tenant's
 //! connector for a host feature.
 
+mod area_routes;
 pub mod areas;
 mod collections;
 mod config;
@@ -72,8 +73,9 @@ pub mod storage;
 pub mod sync;
 mod user_links;
 
+pub use area_routes::call_error;
 pub use config::{redacted_view, store_config, ConfigView, Merge};
-pub use routes::{call_error, router};
+pub use routes::router;
 
 mod views;
 pub use collections::{

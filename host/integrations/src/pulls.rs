@@ -11,9 +11,9 @@ use utoipa::openapi::path::Paths;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::area_routes::{configured, for_area, jobs_of_kind, Area, SyncStarted, SyncStatus};
 use super::config::check_schema;
 use super::pull_kind;
-use super::routes::{configured, for_area, jobs_of_kind, Area, SyncStarted, SyncStatus};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::Json;
 use cairn_platform::app::AppState;

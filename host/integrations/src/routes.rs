@@ -3,33 +3,27 @@
 //! mounted concretely per area, plus the connectors' declared routes
 //! (`declared`). No vendor is named here.
 
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Extension;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::openapi::path::{Operation, Paths};
+use utoipa::openapi::path::Paths;
 use utoipa::ToSchema;
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::area_routes::{
+    call_error, configured, for_area, jobs_of_kind, Area, SyncStarted, SyncStatus,
+};
 use super::config::{redacted_view, store_config, ConfigView, Merge};
-use super::storage::{self, NewConfig, SourceStats, StoredConfig};
+use super::storage::{self, NewConfig, SourceStats};
 use super::{areas, seed, sync_kind};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path};
-use cairn_jobs::storage::{self as jobs, JobFilter};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
-use cairn_platform::jobs_routes::JobView;
-use cairn_plugins::{CallError, CallScope, LoadedConnector, Plugins};
-
-/// The area a concrete lifecycle route serves (set on the route, so one
-/// handler serves every area).
-#[derive(Clone)]
-pub(super) struct Area(pub String);
+use cairn_plugins::{CallScope, Plugins};
 
 pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
     let mut router = OpenApiRouter::new()
@@ -49,37 +43,6 @@ pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
         router = super::declared::mount(router, plugins, area);
     }
     router
-}
-
-/// A lifecycle route declared at `/api/v1/{area}/...` made concrete for
-/// `area`: its path and OpenAPI operations name the area, and the handler
-/// learns it from the route.
-pub(super) fn for_area(
-    route: UtoipaMethodRouter<AppState>,
-    area: &str,
-) -> UtoipaMethodRouter<AppState> {
-    let (schemas, paths, method_router) = route;
-    let mut concrete = Paths::new();
-    for (path, mut item) in paths.paths {
-        for operation in [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.patch,
-            &mut item.delete,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            name_area(operation, area);
-        }
-        concrete.paths.insert(path.replace("{area}", area), item);
-    }
-    (
-        schemas,
-        concrete,
-        method_router.layer(Extension(Area(area.to_string()))),
-    )
 }
 
 /// The concrete `POST /<area>/config` takes the config schema of the
@@ -125,16 +88,6 @@ fn document_config_body(paths: &mut Paths, plugins: &Plugins, area: &str) {
             post.request_body = Some(body);
             return;
         }
-    }
-}
-
-fn name_area(operation: &mut Operation, area: &str) {
-    if let Some(parameters) = &mut operation.parameters {
-        parameters.retain(|p| p.name != "area");
-    }
-    operation.tags = Some(vec![area.to_string()]);
-    if let Some(id) = &mut operation.operation_id {
-        *id = format!("{area}_{id}");
     }
 }
 
@@ -266,42 +219,6 @@ async fn auto_config(
     Ok(Json(AutoConfigured { seeded, config }))
 }
 
-/// The tenant's config for `area` and its connector, or a 409.
-pub(super) async fn configured(
-    state: &AppState,
-    caller: &Caller,
-    area: &str,
-) -> ApiResult<(Arc<LoadedConnector>, StoredConfig)> {
-    areas::tenant_connector(
-        &state.db,
-        &state.secrets,
-        &state.plugins,
-        &caller.tenant_id,
-        area,
-    )
-    .await?
-    .ok_or_else(|| ApiError::Conflict(format!("{area} is not configured for this tenant")))
-}
-
-/// A plugin call's failure as an HTTP error.
-pub fn call_error(err: CallError) -> ApiError {
-    match err {
-        CallError::Auth {
-            status,
-            message,
-            permission_hint,
-        } => ApiError::UpstreamAuth {
-            status,
-            message,
-            permission_hint,
-        },
-        CallError::Config(message) => ApiError::validation("config", message),
-        CallError::InvalidInput { field, message } => ApiError::validation(&field, message),
-        CallError::NotFound(message) => ApiError::Missing(message),
-        other => ApiError::Upstream(other.to_string()),
-    }
-}
-
 #[derive(Serialize, ToSchema)]
 pub struct ConnectionOk {
     ok: bool,
@@ -335,23 +252,6 @@ async fn test_connection(
     Ok(Json(ConnectionOk { ok: true }))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct SyncStarted {
-    job_id: String,
-    /// False when one was already queued and not yet started; `job_id` is
-    /// that one. Asked for while a sync runs, a new one is queued after it.
-    created: bool,
-}
-
-impl From<jobs::Enqueued> for SyncStarted {
-    fn from(enqueued: jobs::Enqueued) -> SyncStarted {
-        SyncStarted {
-            job_id: enqueued.job_id,
-            created: enqueued.created,
-        }
-    }
-}
-
 /// Start a background sync (deduplicated: at most one waits per tenant; one
 /// asked for while a sync runs starts when that one ends).
 #[utoipa::path(post, path = "/api/v1/{area}/sync", tag = "integrations",
@@ -370,14 +270,6 @@ async fn start_sync(
     Ok((StatusCode::ACCEPTED, Json(SyncStarted::from(enqueued))))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct SyncStatus {
-    /// The queued or running job, else the latest one; null if none ran.
-    current: Option<JobView>,
-    /// Recent ones, newest first.
-    history: Vec<JobView>,
-}
-
 /// The current sync job and recent history, from the jobs table.
 #[utoipa::path(get, path = "/api/v1/{area}/sync-status", tag = "integrations",
     params(("area" = String, Path)),
@@ -390,28 +282,6 @@ async fn sync_status(
     Ok(Json(
         jobs_of_kind(&state, &caller, &sync_kind(&area)).await?,
     ))
-}
-
-/// The tenant's current job of `kind` and its 20 latest.
-pub(super) async fn jobs_of_kind(
-    state: &AppState,
-    caller: &Caller,
-    kind: &str,
-) -> ApiResult<SyncStatus> {
-    let filter = JobFilter {
-        kind: Some(kind),
-        status: None,
-        limit: 20,
-        offset: 0,
-    };
-    let (rows, _) = jobs::list(&state.db, &caller.tenant_id, &filter).await?;
-    let history: Vec<JobView> = rows.into_iter().map(JobView::from).collect();
-    let current = history
-        .iter()
-        .position(|j| j.is_active())
-        .or((!history.is_empty()).then_some(0))
-        .map(|i| history[i].clone());
-    Ok(SyncStatus { current, history })
 }
 
 /// Counts of what the area's connector synced for the tenant.
