@@ -4,102 +4,11 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::rollup::build::Application;
+pub use super::application_fields::{default_order, ApplicationFields, FIELDS};
+use super::application_fields::{DEFAULT_SORT, TIEBREAK};
 use super::rollup::VersionCount;
-use super::search::{
-    kept_pages, Catalog, Column, Compiler, Field, FieldType, KeptOrder, KeptPages, SearchDocument,
-    Table,
-};
-use cairn_core::db::{to_rfc3339, Backend};
-
-/// The applications allow-list of the spec.
-pub struct ApplicationFields;
-
-impl Catalog for ApplicationFields {
-    fn field(&self, name: &str) -> Option<Field> {
-        use FieldType::*;
-        let (column, ty) = match name {
-            // Any version installed somewhere, not only the most common;
-            // compared in version order by its release key.
-            "version" => (
-                Column::VersionList {
-                    text: "version",
-                    key: "version_key",
-                },
-                Version,
-            ),
-            "platform" => (Column::DocumentList("platform"), Text),
-            "device_count" => (Column::Required("a.device_count"), Number),
-            "size_bytes" => (Column::Plain("a.size_bytes"), Number),
-            _ => {
-                let key = TEXT_FIELDS.iter().find(|k| **k == name)?;
-                (Column::Document(key), Text)
-            }
-        };
-        Some(Field { column, ty })
-    }
-
-    fn names(&self) -> Vec<String> {
-        FIELDS.iter().map(|f| f.to_string()).collect()
-    }
-
-    fn sort_field(&self, name: &str) -> Option<Field> {
-        match name {
-            // The folded name has a column of its own, indexed for the order.
-            "name" => Some(Field {
-                column: Column::Required("a.sort_key"),
-                ty: FieldType::Text,
-            }),
-            _ => self.field(name),
-        }
-    }
-}
-
-/// Every field of the applications allow-list.
-pub const FIELDS: &[&str] = &[
-    "name",
-    "vendor",
-    "product",
-    "version",
-    "device_count",
-    "site",
-    "publisher",
-    "platform",
-    "size_bytes",
-    "category",
-    "install_status",
-];
-
-/// The scalar text fields, each under its own name in the search document.
-const TEXT_FIELDS: &[&str] = &[
-    "name",
-    "vendor",
-    "product",
-    "site",
-    "publisher",
-    "category",
-    "install_status",
-];
-
-/// What an application is searched by (see [`SearchDocument`]).
-pub fn search_document(app: &Application) -> String {
-    let mut doc = SearchDocument::default();
-    doc.text("name", Some(&app.name))
-        .text("vendor", app.vendor.as_deref())
-        .text("publisher", app.publisher.as_deref())
-        .list(
-            "version",
-            app.version_counts.iter().map(|v| v.version.as_str()),
-        )
-        .keys(
-            "version_key",
-            app.version_counts
-                .iter()
-                .map(|v| crate::version::release_key(&v.version)),
-        )
-        .list("platform", app.platforms.iter().map(String::as_str));
-    doc.to_json()
-}
+use super::search::{kept_pages, KeptOrder, KeptPages, Table};
+use cairn_core::db::to_rfc3339;
 
 pub const COLUMNS: &str = "a.id, a.name, a.vendor, a.device_count, a.most_common_version, \
     a.newest_version, a.oldest_version, a.version_counts, a.platforms, a.sources, a.publisher, \
@@ -128,18 +37,6 @@ pub fn table() -> Table<'static> {
         }),
         kept_matches: None,
     }
-}
-
-/// The list's default order: most installed first.
-const DEFAULT_SORT: &str = "-device_count";
-const TIEBREAK: &str = "a.name";
-
-/// `ORDER BY` of the default order over `applications a`, as a search
-/// sorts: what the rollup numbers each application's `place` by.
-pub fn default_order(backend: Backend) -> String {
-    Compiler::new(backend, &ApplicationFields, "a.search_doc", 1)
-        .order_by(DEFAULT_SORT, TIEBREAK)
-        .expect("the default sort is a sortable field")
 }
 
 /// Read by name from [`COLUMNS`], or from a packed page's array of them

@@ -19,6 +19,7 @@
 //! `Catalog` (its allow-list). `applications.rs` is the applications
 //! allow-list and view; `routes.rs`/`storage.rs` serve `/api/v1/inventory`.
 
+pub mod application_fields;
 pub mod applications;
 pub mod assets;
 pub mod changes;

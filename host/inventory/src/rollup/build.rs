@@ -70,6 +70,28 @@ pub struct Application {
     pub publisher: Option<String>,
 }
 
+/// What an application is searched by (see [`SearchDocument`]).
+///
+/// Its keys are the allow-list's (`crate::application_fields`).
+pub fn search_document(app: &Application) -> String {
+    let mut doc = crate::search::SearchDocument::default();
+    doc.text("name", Some(&app.name))
+        .text("vendor", app.vendor.as_deref())
+        .text("publisher", app.publisher.as_deref())
+        .list(
+            "version",
+            app.version_counts.iter().map(|v| v.version.as_str()),
+        )
+        .keys(
+            "version_key",
+            app.version_counts
+                .iter()
+                .map(|v| crate::version::release_key(&v.version)),
+        )
+        .list("platform", app.platforms.iter().map(String::as_str));
+    doc.to_json()
+}
+
 /// A vendor as the rollup attributes applications to it (dominant vendor).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vendor {

@@ -272,7 +272,7 @@ impl Folded {
             let application = counts.application(&name);
             folded
                 .application_documents
-                .push(crate::applications::search_document(&application));
+                .push(super::build::search_document(&application));
             folded.applications.push(application);
             folded.tallies.push(counts);
         }

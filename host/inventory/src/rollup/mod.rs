@@ -102,10 +102,7 @@ pub async fn derive(db: &Db, tenant: &TenantId) -> sqlx::Result<(u64, store::Der
         let assets = rollup.assets(records);
         let (applications, tallies): (Vec<_>, Vec<_>) = applications.into_iter().unzip();
         store::Derived {
-            application_documents: applications
-                .iter()
-                .map(crate::applications::search_document)
-                .collect(),
+            application_documents: applications.iter().map(build::search_document).collect(),
             asset_search: assets.iter().map(crate::assets::search).collect(),
             assets,
             applications,

@@ -431,14 +431,14 @@ pub async fn save_state(
 }
 
 /// Numbers the tenant's applications 1, 2, ... in the list's default
-/// order (`applications::default_order`), writing only the places that
+/// order (`application_fields::default_order`), writing only the places that
 /// moved: most rebuilds move few applications.
 async fn number_places(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tenant: &TenantId,
 ) -> sqlx::Result<()> {
-    let order = crate::applications::default_order(backend);
+    let order = crate::application_fields::default_order(backend);
     sqlx::query(&format!(
         "UPDATE applications SET place = ranked.place \
          FROM (SELECT a.id, ROW_NUMBER() OVER (ORDER BY {order}) AS place \
