@@ -279,8 +279,15 @@ async fn partner_users_reach_their_customers_only(backend: Backend) {
         (&analyst, &elsewhere, None),
         (&member, &x, None),
     ];
+    // The user as acting_role reads them: their tenant, id and role.
+    let acting = async |user: &UserRow, customer: &str| {
+        let tenant = TenantId(user.tenant_id.clone());
+        partner::acting_role(&db.db, (&tenant, user.id.as_str(), user.role()), customer)
+            .await
+            .unwrap()
+    };
     for (who, customer, expected) in cases {
-        let got = partner::acting_role(&db.db, who, customer).await.unwrap();
+        let got = acting(who, customer).await;
         assert_eq!(got, expected, "{} in {customer}", who.email);
     }
     let scope = partner::scope_of(&db.db, &msp, &analyst.id, Role::PartnerAnalyst)
@@ -293,14 +300,8 @@ async fn partner_users_reach_their_customers_only(backend: Backend) {
     );
     // Removing Y from the partner takes it from the group and the reach.
     assert!(storage::remove_customer(&db.db, &msp, &y).await.unwrap());
-    assert_eq!(
-        partner::acting_role(&db.db, &analyst, &y).await.unwrap(),
-        None
-    );
-    assert_eq!(
-        partner::acting_role(&db.db, &admin, &y).await.unwrap(),
-        None
-    );
+    assert_eq!(acting(&analyst, &y).await, None);
+    assert_eq!(acting(&admin, &y).await, None);
     assert!(!storage::remove_customer(&db.db, &msp, &elsewhere)
         .await
         .unwrap());

@@ -7,7 +7,7 @@ use ipnet::IpNet;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::auth::JwtKeys;
-use crate::http::rate_limit::RateLimits;
+use crate::http::limits::RateLimits;
 use cairn_core::blobs::Blobs;
 use cairn_core::db::Db;
 use cairn_core::mail::Mailer;
@@ -61,7 +61,7 @@ impl AppState {
         register: impl FnOnce(&Boot, &mut Registry) -> anyhow::Result<()>,
     ) -> anyhow::Result<AppState> {
         // First: what the areas record while starting must reach it.
-        let metrics = crate::http::metrics::handle();
+        let metrics = crate::http::recorder::handle();
         // Before the first connection serves a write: who a caller is may
         // then be kept between requests (SQLite).
         crate::auth::kept::watch();
