@@ -12,7 +12,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::triage::counts_open_sql;
-use super::views::ALL_FINDINGS;
+use super::vocabulary::ALL_FINDINGS;
 use cairn_core::db::{json_text_values, Db};
 use cairn_core::ids::TenantId;
 

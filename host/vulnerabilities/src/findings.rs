@@ -10,14 +10,14 @@ use utoipa::ToSchema;
 
 use super::identify::{AppId, Identification, ProductKey};
 use super::matching::Hit;
-use super::scan::{ScanCounts, ScanScope};
+use super::vocabulary::{self, ScanCounts, ScanScope};
 use cairn_core::db::fence::{self, FencedError, WriteFence};
 use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
 use cairn_inventory::software::SoftwareKey;
 
-pub const OPEN: &str = "open";
+pub use super::vocabulary::OPEN;
 
 // ---- scans -------------------------------------------------------------
 
@@ -437,7 +437,7 @@ pub async fn apply_scan(
     written.fixed = fixes.len() as i64;
 
     let cve_ids: Vec<&str> = by_cve.keys().copied().collect();
-    let severity = super::scan::severities(db, &cve_ids).await?;
+    let severity = super::reference::severities(db, &cve_ids).await?;
     for cve in &cve_ids {
         let level = severity
             .get(*cve)
@@ -537,7 +537,7 @@ pub async fn apply_scan(
     .bind(mode.as_str())
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db, tenant).await?;
+    vocabulary::count_write(&mut tx, db, tenant).await?;
     if mode != ScanMode::Scoped {
         sqlx::query(
             "INSERT INTO vuln_tenant_state (tenant_id, matched_generation, matched_at) VALUES ($1, $2, $3) \
@@ -551,7 +551,7 @@ pub async fn apply_scan(
         .await?;
         changes::consume(&mut tx, db.backend, tenant, consumed).await?;
     }
-    super::posture::commit(tx, db, tenant).await?;
+    vocabulary::commit(tx, db, tenant).await?;
     Ok(written)
 }
 

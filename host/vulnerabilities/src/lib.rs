@@ -78,6 +78,7 @@ pub mod triage;
 mod triage_routes;
 pub use triage_routes::{checked_terms, Terms};
 pub mod views;
+pub mod vocabulary;
 pub mod weaknesses;
 
 pub use exposure::exposure;

@@ -14,12 +14,11 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sqlx::{Any, Row, Transaction};
+use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::triage::counts_open_sql;
-use super::views::ALL_FINDINGS;
-use cairn_core::db::{changes, json_text_values, now_ms, Db};
+use super::vocabulary::{counts_open_sql, ALL_FINDINGS};
+use cairn_core::db::{json_text_values, now_ms, Db};
 use cairn_core::ids::TenantId;
 
 /// The EPSS score at or above which a finding counts as likely exploited.
@@ -43,37 +42,7 @@ pub struct Posture {
     pub oldest_open_kev_since: Option<i64>,
 }
 
-/// The change topic of a tenant's findings and triage (see
-/// [`cairn_core::db::changes`]): what answers kept in memory, such as the
-/// open CVEs by application, are stamped with.
-pub const FINDINGS_TOPIC: &str = "findings";
-
-/// Counts a write of the tenant's findings or triage, inside `tx`, and
-/// announces it to the other processes at commit. The transaction ends
-/// with [`commit`].
-pub async fn count_write(
-    tx: &mut Transaction<'_, Any>,
-    db: &Db,
-    tenant: &TenantId,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO vuln_findings_writes (tenant_id, writes) VALUES ($1, 1) \
-         ON CONFLICT (tenant_id) DO UPDATE SET writes = vuln_findings_writes.writes + 1",
-    )
-    .bind(tenant.as_str())
-    .execute(&mut **tx)
-    .await?;
-    changes::announce(tx, db, FINDINGS_TOPIC, tenant.as_str()).await
-}
-
-/// Commits a transaction that called [`count_write`], then counts the
-/// write in this process: an answer read before the commit is not kept
-/// past it.
-pub async fn commit(tx: Transaction<'_, Any>, db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
-    tx.commit().await?;
-    changes::written(db, FINDINGS_TOPIC, tenant.as_str());
-    Ok(())
-}
+pub use super::vocabulary::{commit, count_write, FINDINGS_TOPIC};
 
 struct Kept {
     stamp: (i64, i64),

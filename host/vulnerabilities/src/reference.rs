@@ -1036,3 +1036,22 @@ pub async fn epss_at_least(db: &Db, threshold: f64, limit: i64) -> sqlx::Result<
         })
         .collect())
 }
+
+/// Severities of the given CVEs.
+pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    let ids_in = cairn_core::db::json_text_values(db.backend, 1);
+    for chunk in ids.chunks(5_000) {
+        let rows = sqlx::query(&format!(
+            "SELECT id, COALESCE(severity, 'unknown') AS severity FROM vuln_cves WHERE id IN ({ids_in})"
+        ))
+        .bind(serde_json::to_string(chunk).unwrap_or_default())
+        .fetch_all(&db.pool)
+        .await?;
+        out.extend(
+            rows.into_iter()
+                .map(|r| (r.get::<String, _>("id"), r.get::<String, _>("severity"))),
+        );
+    }
+    Ok(out)
+}

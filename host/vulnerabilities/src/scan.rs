@@ -13,70 +13,23 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use utoipa::ToSchema;
 
 use super::identify::{
     self, AppId, Application, CnaAlias, Dictionary, Identification, ProductKey, Translations,
 };
 use super::matching::{self, CandidateRow, Hit};
 use super::osv;
+pub use super::reference::severities;
+pub use super::vocabulary::{ScanCounts, ScanScope};
 use super::{findings, reference};
 use cairn_core::db::fence::{FencedError, WriteFence};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
-use cairn_inventory::software::{self, InstalledSoftware, SoftwareKey, SoftwareScope};
+use cairn_inventory::software::{self, InstalledSoftware, SoftwareKey};
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
 
 pub const SCAN_KIND: &str = "vuln_scan";
-
-/// What a scan covers; stored on the scan as JSON.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct ScanScope {
-    /// Only this application (its rolled-up name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub application: Option<String>,
-    /// Only software of this vendor or publisher.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vendor: Option<String>,
-    /// Only this device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_name: Option<String>,
-    /// Re-read the whole inventory even when the tenant was matched before
-    /// (a whole-inventory scan otherwise re-matches only what changed since).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub full: bool,
-}
-
-impl ScanScope {
-    pub fn covers_everything(&self) -> bool {
-        self.application.is_none() && self.vendor.is_none() && self.device_name.is_none()
-    }
-
-    fn software(&self) -> SoftwareScope {
-        SoftwareScope {
-            application: self.application.clone(),
-            vendor: self.vendor.clone(),
-            device_name: self.device_name.clone(),
-            platform: None,
-        }
-    }
-}
-
-/// Counts a scan reports.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-pub struct ScanCounts {
-    pub applications: i64,
-    pub devices: i64,
-    pub findings: i64,
-    pub new_findings: i64,
-    pub fixed_findings: i64,
-    /// Open findings by CVE severity (`critical`, `high`, `medium`, `low`,
-    /// `none`, `unknown`).
-    pub by_severity: HashMap<String, i64>,
-}
 
 /// The `vuln_scan` job: runs the tenant's queued scans, oldest first.
 pub struct ScanHandler {
@@ -485,23 +438,4 @@ pub async fn run_scan(
         "scan finished"
     );
     Ok(counts)
-}
-
-/// Severities of the given CVEs.
-pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, String>> {
-    let mut out = HashMap::new();
-    let ids_in = cairn_core::db::json_text_values(db.backend, 1);
-    for chunk in ids.chunks(5_000) {
-        let rows = sqlx::query(&format!(
-            "SELECT id, COALESCE(severity, 'unknown') AS severity FROM vuln_cves WHERE id IN ({ids_in})"
-        ))
-        .bind(serde_json::to_string(chunk).unwrap_or_default())
-        .fetch_all(&db.pool)
-        .await?;
-        out.extend(
-            rows.into_iter()
-                .map(|r| (r.get::<String, _>("id"), r.get::<String, _>("severity"))),
-        );
-    }
-    Ok(out)
 }

@@ -140,8 +140,8 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db, tenant).await?;
-    super::posture::commit(tx, db, tenant).await?;
+    super::vocabulary::count_write(&mut tx, db, tenant).await?;
+    super::vocabulary::commit(tx, db, tenant).await?;
     Ok(true)
 }
 

@@ -12,7 +12,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use cairn_core::db::{now_ms, to_rfc3339, Backend, Db};
+use cairn_core::db::{now_ms, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 /// The status of a CVE no one has triaged.
@@ -40,40 +40,7 @@ fn suppress_until(status: &str, expires_at: Option<i64>) -> Option<i64> {
     }
 }
 
-/// The database's clock in Unix ms.
-fn now_sql(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sqlite => "CAST(strftime('%s', 'now') AS BIGINT) * 1000",
-        Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-    }
-}
-
-/// SQL true when the finding aliased `f` (with `vendor` and `product` as
-/// SQL expressions over it) is taken out of the open counts by its
-/// tenant's triage now.
-pub fn suppressed_sql(backend: Backend, vendor: &str, product: &str) -> String {
-    format!(
-        "EXISTS (SELECT 1 FROM vuln_triage t WHERE t.tenant_id = f.tenant_id \
-         AND t.cve_id = f.cve_id AND t.vendor = {vendor} AND t.product = {product} \
-         AND t.suppress_until > {})",
-        now_sql(backend)
-    )
-}
-
-/// SQL true when the finding aliased `f` counts as open: open, and not
-/// taken out by triage. `scanner` for rows of the scanner findings table,
-/// which name no product.
-pub fn counts_open_sql(backend: Backend, scanner: bool) -> String {
-    let (vendor, product) = if scanner {
-        ("''", "''")
-    } else {
-        ("f.vendor", "f.product")
-    };
-    format!(
-        "f.status = 'open' AND NOT {}",
-        suppressed_sql(backend, vendor, product)
-    )
-}
+pub use super::vocabulary::{counts_open_sql, suppressed_sql};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TriageView {
@@ -234,7 +201,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::posture::count_write(&mut tx, db, tenant).await?;
+    super::vocabulary::count_write(&mut tx, db, tenant).await?;
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM vuln_triage WHERE tenant_id = $1 AND cve_id = $2 \
          AND vendor = $3 AND product = $4"
@@ -245,7 +212,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(change.product)
     .fetch_one(&mut *tx)
     .await?;
-    super::posture::commit(tx, db, tenant).await?;
+    super::vocabulary::commit(tx, db, tenant).await?;
     Ok(view(&row))
 }
 
@@ -306,7 +273,7 @@ pub async fn products_of_cve(
     sqlx::query_as(&format!(
         "SELECT DISTINCT vendor, product FROM {} f WHERE tenant_id = $1 AND cve_id = $2 \
          ORDER BY vendor, product",
-        super::views::ALL_FINDINGS
+        super::vocabulary::ALL_FINDINGS
     ))
     .bind(tenant.as_str())
     .bind(cve_id)

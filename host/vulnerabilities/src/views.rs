@@ -12,26 +12,15 @@ use serde_json::Value;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::findings::OPEN;
 use super::identify::clean_name;
-use super::scan::ScanScope;
-use super::triage::{counts_open_sql, suppressed_sql};
+use super::vocabulary::ScanScope;
+use super::vocabulary::OPEN;
+use super::vocabulary::{counts_open_sql, suppressed_sql};
 use cairn_core::db::{changes, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
 
-/// Matched findings and those a scanner reported, in one shape. A
-/// scanner's finding has its area as `source`, its check as `criteria`,
-/// its title as the application, and no version, product, range or fix;
-/// it counts once the CVE store knows its CVE (as matched ones always do).
-pub(super) const ALL_FINDINGS: &str =
-    "(SELECT tenant_id, device_name, application_name, version, cve_id, \
-     vendor, product, source, criteria, match_id, version_range, fix_version, status, \
-     first_seen, last_seen, fixed_at FROM vuln_findings \
-     UNION ALL SELECT tenant_id, device_name, title, '', cve_id, '', '', area, \
-     area || ' check ' || check_id, NULL, '', NULL, status, first_seen, last_seen, \
-     CASE WHEN status = 'fixed' THEN last_seen END FROM vuln_scanner_findings s \
-     WHERE EXISTS (SELECT 1 FROM vuln_cves k WHERE k.id = s.cve_id))";
+use super::vocabulary::ALL_FINDINGS;
 
 /// A list's finding status (`open`, `accepted`, `fixed` or `all`) as the
 /// status to bind and a triage condition over `f`: `open` leaves out the
@@ -963,7 +952,7 @@ pub async fn open_cves_by_application(
     // open findings: kept until they are written again (or a minute has
     // passed, for a risk acceptance that expires).
     static KEPT: changes::Kept<Arc<HashMap<String, Vec<String>>>> = changes::Kept::new(
-        super::posture::FINDINGS_TOPIC,
+        super::vocabulary::FINDINGS_TOPIC,
         Duration::from_secs(60),
         2_000_000,
     );

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::reference::{cve_hit, CveHit};
 use super::triage::counts_open_sql;
-use super::views::ALL_FINDINGS;
+use super::vocabulary::ALL_FINDINGS;
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
