@@ -11,7 +11,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::triage::counts_open_sql;
+use super::vocabulary::counts_open_sql;
 use super::vocabulary::ALL_FINDINGS;
 use cairn_core::db::{json_text_values, Db};
 use cairn_core::ids::TenantId;

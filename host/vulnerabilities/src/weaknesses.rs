@@ -7,7 +7,7 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::reference::{cve_hit, CveHit};
-use super::triage::counts_open_sql;
+use super::vocabulary::counts_open_sql;
 use super::vocabulary::ALL_FINDINGS;
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
