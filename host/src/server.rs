@@ -151,11 +151,7 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
         cairn_integrations::seed::seed_configs(&settings.seed_configs)?,
     );
     let tenant = cairn_core::ids::TenantId(settings.default_tenant_id.clone());
-    let exists: Option<String> = sqlx::query_scalar("SELECT id FROM tenants WHERE id = $1")
-        .bind(tenant.as_str())
-        .fetch_optional(&state.db.pool)
-        .await?;
-    if exists.is_none() {
+    if !cairn_platform::tenancy::exists(&state.db, &tenant).await? {
         tracing::warn!(
             tenant_id = tenant.as_str(),
             "default_tenant_id names no tenant; seeding skipped"

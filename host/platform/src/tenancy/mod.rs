@@ -18,6 +18,14 @@ pub async fn is_member(
     Ok(storage::member(db, tenant, user_id).await?.is_some())
 }
 
+/// Whether `tenant` exists (for settings that name a tenant).
+pub async fn exists(
+    db: &cairn_core::db::Db,
+    tenant: &cairn_core::ids::TenantId,
+) -> sqlx::Result<bool> {
+    Ok(storage::tenant(db, tenant).await?.is_some())
+}
+
 /// The organization's name (for documents made for it).
 pub async fn name_of(
     db: &cairn_core::db::Db,
