@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use cairn_tests::sources::{host_crate_dirs, rust_files};
 use syn::visit::Visit;
 
 /// The circles the host still has, each as its files' module paths,
@@ -45,37 +46,16 @@ fn module_path(src: &Path, file: &Path) -> String {
     parts.join("::")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable folder") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 fn host_crates(root: &Path) -> Vec<Crate> {
-    let host = root.join("host");
-    let mut dirs = vec![host.clone()];
-    for entry in std::fs::read_dir(&host).expect("host/ readable") {
-        let path = entry.expect("an entry").path();
-        if path.join("Cargo.toml").exists() {
-            dirs.push(path);
-        }
-    }
-    dirs.sort();
-    dirs.iter()
+    host_crate_dirs(root)
+        .iter()
         .map(|dir| {
             let src = dir.join("src");
-            let mut files = vec![];
-            rust_files(&src, &mut files);
             // The binary's own files form a second root beside the library.
-            let modules = files
-                .iter()
+            let modules = rust_files(&src)
+                .into_iter()
                 .filter(|f| !f.ends_with("main.rs") && !f.starts_with(src.join("bin")))
-                .map(|f| (module_path(&src, f), f.clone()))
+                .map(|f| (module_path(&src, &f), f))
                 .collect();
             Crate {
                 name: dir.file_name().unwrap().to_string_lossy().into_owned(),

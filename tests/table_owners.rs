@@ -6,10 +6,14 @@
 //! SQL writes it, and fails on a table written by several crates or named
 //! by a crate that does not own it, unless `CROSSINGS_LEFT` lists that
 //! crossing, and on a listed crossing that is gone (the list may only
-//! shrink).
+//! shrink). It reads SQL as written in this code base (keywords in
+//! capitals, the table's name after them); a table name put into SQL
+//! through `format!` escapes it, so write table names in the SQL text.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use cairn_tests::sources::{host_crate_dirs, rust_files};
 
 /// Crossings the host still has: `table: crate writes` for a second
 /// writer, `table: crate reads` for a reader that is not the owner.
@@ -48,17 +52,6 @@ fn tables(root: &Path) -> BTreeSet<String> {
         }
     }
     tables
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable folder") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// A source file's text without comments and its test module.
@@ -112,17 +105,9 @@ fn accesses(
     tables: &BTreeSet<String>,
 ) -> BTreeMap<String, BTreeSet<(String, Access)>> {
     let host = root.join("host");
-    let mut dirs = vec![host.clone()];
-    for entry in std::fs::read_dir(&host).expect("host/ readable") {
-        let path = entry.expect("an entry").path();
-        if path.join("Cargo.toml").exists() {
-            dirs.push(path);
-        }
-    }
     let mut out = BTreeMap::new();
-    for dir in dirs {
-        let mut files = vec![];
-        rust_files(&dir.join("src"), &mut files);
+    for dir in host_crate_dirs(root) {
+        let files = rust_files(&dir.join("src"));
         let name = if dir == host {
             "cairn".to_string()
         } else {

@@ -22,6 +22,7 @@ pub mod inventory;
 pub mod jobs;
 pub mod query_eval;
 pub mod smtp;
+pub mod sources;
 pub mod spreadsheets;
 mod templates;
 
