@@ -14,6 +14,9 @@
 //!   `scanner_findings`: the findings a scanner integration reported,
 //!   copied for the views;
 //!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
+//! - `vocabulary`: what those findings modules share (the open predicate,
+//!   triage's SQL, `ALL_FINDINGS`, a scan's scope and counts, the
+//!   announcement of a findings write); a leaf, so none needs another.
 //!
 //! The CVE knowledge base and matching. `records.rs` reads NVD API 2.0
 //! objects and CVE JSON 5 records into one model (NVD configurations
