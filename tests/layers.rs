@@ -20,7 +20,8 @@ const LAYERS: &[&[&str]] = &[
     &["cairn-inventory"],
     &["cairn-integrations"],
     &["cairn-vulnerabilities"],
-    &["cairn-features"],
+    // Siblings: neither uses the other.
+    &["cairn-features", "cairn-portal"],
     // The composition root: the binary, the router, the server.
     &["cairn"],
 ];

@@ -448,7 +448,7 @@ async fn load_source(
 }
 
 async fn portal(settings: &Settings, command: PortalCommand) -> anyhow::Result<()> {
-    use cairn_features::portal::clients;
+    use cairn_portal::clients;
     let db = cairn_core::db::Db::connect(&settings.database_url, 2).await?;
     db.migrate().await?;
     let tenant_of = async |id: String| -> anyhow::Result<TenantId> {

@@ -569,8 +569,7 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
     app.get(&location.replace(id, other_file), &Auth::None)
         .await
         .assert_error(403);
-    let signer =
-        cairn_features::portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
+    let signer = cairn_portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
     let expired = signer.link(id, chrono::Utc::now().timestamp() - 1);
     app.get(&expired, &Auth::None).await.assert_error(410);
 
@@ -716,8 +715,7 @@ async fn documents_go_to_s3_and_downloads_are_presigned(backend: Backend) {
     app.get(&format!("/api/files/{id}/download"), &other_key)
         .await
         .assert_error(404);
-    let signer =
-        cairn_features::portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
+    let signer = cairn_portal::files::LinkSigner::new(&app.server.state.settings.jwt_secret);
     let local_link = signer.link(&id, chrono::Utc::now().timestamp() + 60);
     app.get(&local_link, &Auth::None).await.assert_error(404);
 

@@ -7,7 +7,6 @@ pub mod devices;
 pub mod language_model;
 pub mod news;
 pub mod partner;
-pub mod portal;
 pub mod projects;
 pub mod reports;
 pub mod research;

@@ -61,16 +61,16 @@ pub fn router(state: &AppState) -> (Router, Documents) {
         .merge(cairn_features::research::router())
         .merge(cairn_features::subscriptions::router())
         .merge(cairn_features::threat_intel::router())
-        .merge(cairn_features::portal::admin_router())
+        .merge(cairn_portal::admin_router())
         .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(api)
         .split_for_parts();
-    let documents = Documents::finish(doc, cairn_features::portal::api().1);
+    let documents = Documents::finish(doc, cairn_portal::api().1);
     let doc_json = pretty(&documents.api);
     let portal_json = pretty(&documents.portal);
-    let (portal, _) = cairn_features::portal::api();
+    let (portal, _) = cairn_portal::api();
     let portal = portal
         .route(
             "/api/openapi.json",

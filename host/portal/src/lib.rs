@@ -1,22 +1,22 @@
-//! The client portal: a tenant's customers read their invoices, pay them
-//! through a payments connector and exchange documents, with a `chp_live_`
-//! key. `api.rs` is the portal API under `/api` (its own OpenAPI document,
-//! interface version 0.1.2, see CHANGELOG.md); `admin.rs` is how tenant admins run it under
-//! `/api/v1/portal`. Documents are kept by `store.rs` (a local directory or
-//! an S3-compatible bucket).
+//! The client portal: a tenant's customers (portal clients) read their
+//! invoices, pay them through a payments connector and exchange documents,
+//! with a `chp_live_` key.
 //!
-//! The client portal. `keys.rs` mints and hashes `chp_live_` keys and is the
-//! `PortalClient` extractor (tenant and client of the presented key);
-//! `api.rs` the `/api` routes with their own OpenAPI document
-//! (`portal::api()`); `admin.rs` the `/api/v1/portal` routes for tenant
-//! admins and the payment webhook; `invoices.rs` the status machine and
-//! storage; `payments.rs` payment links through the `payments` connector's
-//! `invoke` and host-side webhook signature checks; `files.rs` the document
-//! rows and the local store's signed download links; `store.rs` the blob
-//! store (`BlobStore::Local`, a directory, or `BlobStore::S3`, an
-//! S3-compatible bucket through `object_store`, path style, multipart above
-//! 8 MiB, downloads by presigned URL). Each row records its store, so
-//! switching `portal_store` strands nothing.
+//! - Owns `portal_clients`, `portal_keys`, `invoices`, `payment_events`
+//!   and `portal_files`.
+//! - Faces: `api()`, the portal API under `/api` with its own OpenAPI
+//!   document (interface version in CHANGELOG.md), and `admin_router()`,
+//!   how tenant admins run it under `/api/v1/portal` (and the payment
+//!   webhook).
+//! - Calls: the platform (state, callers), the plugin host (the payments
+//!   connector's actions, through `cairn-integrations`' configured
+//!   connector), and the blob store for documents. No other area.
+//!
+//! `keys.rs` mints and hashes keys and is the `PortalClient` extractor
+//! (tenant and client of the presented key); `invoices.rs` the status
+//! machine and storage; `payments.rs` payment links and the host-side
+//! webhook signature check; `files.rs` the document rows and the signed
+//! download links.
 
 mod admin;
 mod api;
