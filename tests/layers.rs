@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use cairn_tests::sources::host_crate_dirs;
+
 /// The layers, lowest first. A crate may use the crates of the layers below
 /// its own and nothing else of the host; crates of one layer are siblings
 /// and may not use each other.
@@ -74,16 +76,10 @@ fn read_manifest(path: &Path) -> Manifest {
 }
 
 fn host_manifests(root: &Path) -> Vec<Manifest> {
-    let host = root.join("host");
-    let mut paths = vec![host.join("Cargo.toml")];
-    for entry in std::fs::read_dir(&host).expect("host/ readable") {
-        let manifest = entry.expect("entry").path().join("Cargo.toml");
-        if manifest.exists() {
-            paths.push(manifest);
-        }
-    }
-    paths.sort();
-    paths.iter().map(|p| read_manifest(p)).collect()
+    host_crate_dirs(root)
+        .iter()
+        .map(|dir| read_manifest(&dir.join("Cargo.toml")))
+        .collect()
 }
 
 /// Every way a set of manifests breaks the layering, as sentences.

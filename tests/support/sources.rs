@@ -1,5 +1,5 @@
 //! The host's sources as files, for the tests that read its structure
-//! (`module_circles`, `table_owners`).
+//! (`layers`, `module_circles`, `table_owners`).
 
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@ use sqlx::{Any, Transaction};
 use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
 use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
-use cairn_inventory::normalize::{os_name_of, os_version_of, platform_label};
+use cairn_inventory::normalize::DeviceOs;
 use cairn_inventory::seen::{self, KeyOf};
 use cairn_plugins::{InventoryRow, MappedRow};
 
@@ -446,19 +446,17 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
             json_array(chunk.iter().map(|(key, item)| {
+                let os = DeviceOs::of(
+                    item.os_platform.as_deref(),
+                    item.os_version.as_deref(),
+                    item.os_name.as_deref(),
+                );
                 serde_json::to_string(&(
                     key,
                     text(item.device_name.as_deref()),
                     text(item.device_id.as_deref()),
-                    text(
-                        item.os_platform
-                            .as_deref()
-                            .map(|raw| platform_label(raw).unwrap_or(raw)),
-                    ),
-                    text(
-                        os_version_of(item.os_platform.as_deref(), item.os_version.as_deref())
-                            .as_deref(),
-                    ),
+                    text(os.platform),
+                    text(os.version.as_deref()),
                     text(item.user_email.as_deref()),
                     text(item.user_name.as_deref()),
                     text(item.application_name.as_deref()),
@@ -467,9 +465,7 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
                     text(item.publisher.as_deref()),
                     text(item.client_id.as_deref()),
                     serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
-                    text(
-                        os_name_of(item.os_platform.as_deref(), item.os_name.as_deref()).as_deref(),
-                    ),
+                    text(os.name.as_deref()),
                     text(item.os_build.as_deref()),
                 ))
             }))

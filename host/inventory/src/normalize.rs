@@ -169,6 +169,27 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
     }
 }
 
+/// A row's operating system as stored, for connector and CSV rows alike:
+/// the platform as [`platform_label`] reads it (a label it does not know
+/// stays as given), the one-line version ([`os_version_of`]) and the name
+/// ([`os_name_of`]). The one place both writers of inventory rows take it
+/// from, so a distribution's release is read the same way from each.
+pub struct DeviceOs<'a> {
+    pub platform: Option<&'a str>,
+    pub version: Option<String>,
+    pub name: Option<String>,
+}
+
+impl<'a> DeviceOs<'a> {
+    pub fn of(platform: Option<&'a str>, version: Option<&str>, name: Option<&str>) -> Self {
+        DeviceOs {
+            platform: platform.map(|raw| platform_label(raw).unwrap_or(raw)),
+            version: os_version_of(platform, version),
+            name: os_name_of(platform, name),
+        }
+    }
+}
+
 /// The OS version as stored, for connector and CSV rows alike. A platform
 /// label that says more than the platform (`Ubuntu`, `Windows 10
 /// Enterprise 22H2`, `macOS 14 Sonoma`) is stored as `linux`, `windows` or
@@ -176,7 +197,7 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
 /// (`Ubuntu 22.04`, `Windows 10 Enterprise 22H2`), so the release and
 /// edition a source gave stay known: a distribution's advisories apply by
 /// the release read from it.
-pub fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
+fn os_version_of(platform: Option<&str>, version: Option<&str>) -> Option<String> {
     match (named_platform(platform), version) {
         (Some(name), Some(version)) if !version.to_lowercase().contains(&name.to_lowercase()) => {
             Some(format!("{name} {version}"))
@@ -211,7 +232,7 @@ fn named_platform(platform: Option<&str>) -> Option<&str> {
 /// The OS name as stored, for connector and CSV rows alike: the name the
 /// source gave apart, else a platform label that names more than the
 /// platform (`Ubuntu`), which [`platform_label`] reduces to `linux`.
-pub fn os_name_of(platform: Option<&str>, name: Option<&str>) -> Option<String> {
+fn os_name_of(platform: Option<&str>, name: Option<&str>) -> Option<String> {
     name.map(str::trim)
         .filter(|name| !name.is_empty())
         .or_else(|| named_platform(platform))

@@ -26,7 +26,7 @@ use super::matching::Hit;
 use super::package_versions::Family;
 use super::records::parse_time;
 use super::reference;
-use cairn_core::db::Db;
+use cairn_core::db::{stored_json, Db};
 use cairn_inventory::software::InstalledSoftware;
 
 pub use super::records::SOURCE_OSV;
@@ -740,13 +740,7 @@ pub async fn ranges_for(db: &Db, wanted: &[(String, String)]) -> sqlx::Result<Ra
         .fetch_all(&db.pool)
         .await?;
         for row in rows {
-            let stored_json = |field: &str, text: &str| {
-                serde_json::from_str::<Vec<String>>(text).map_err(|e| sqlx::Error::ColumnDecode {
-                    index: field.to_string(),
-                    source: Box::new(e),
-                })
-            };
-            let advisory_cves = stored_json("cve_ids", &row.cve_ids)?;
+            let advisory_cves: Vec<String> = stored_json("cve_ids", &row.cve_ids)?;
             let range = PackageRange {
                 cve_ids: row
                     .range_cve_ids

@@ -17,7 +17,7 @@ use super::parse::{self, header, Format, ParseError};
 use super::staging::{Destination, ReplaceCheckpoint, Staging};
 use super::storage::{self, ParseReport, Rejection, UploadRow, ERROR};
 use cairn_core::ids::TenantId;
-use cairn_inventory::normalize::{os_name_of, os_version_of, platform_label};
+use cairn_inventory::normalize::DeviceOs;
 use cairn_jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
 use cairn_plugins::rows::{InventoryRow, MappedRow, RowText};
 use cairn_plugins::{CallScope, LoadedCsvProvider, Plugins};
@@ -543,17 +543,19 @@ fn stage(
     Ok(())
 }
 
-/// Platform labels mapped onto windows, macos, linux, by the connectors'
-/// rule: what a label says beyond the platform (`Ubuntu`, `Windows 11 Pro
-/// 23H2`) moves into the OS version, so the distribution and edition stay.
+/// The row's operating system as connectors' rows store it
+/// ([`DeviceOs`]): `Ubuntu` beside `22.04` is `linux` / `Ubuntu 22.04`,
+/// so the distribution and edition stay.
 fn normalized(mut item: InventoryRow) -> InventoryRow {
-    if let Some(label) = item.os_platform.as_deref().and_then(platform_label) {
-        item.os_version =
-            os_version_of(item.os_platform.as_deref(), item.os_version.as_deref()).map(Into::into);
-        item.os_name =
-            os_name_of(item.os_platform.as_deref(), item.os_name.as_deref()).map(Into::into);
-        item.os_platform = Some(label.into());
-    }
+    let os = DeviceOs::of(
+        item.os_platform.as_deref(),
+        item.os_version.as_deref(),
+        item.os_name.as_deref(),
+    );
+    let (platform, version, name) = (os.platform.map(RowText::from), os.version, os.name);
+    item.os_platform = platform;
+    item.os_version = version.map(Into::into);
+    item.os_name = name.map(Into::into);
     item
 }
 

@@ -301,7 +301,8 @@ fn upsert_statement(backend: Backend, destination: Destination) -> String {
              os_version = excluded.os_version, user_email = excluded.user_email, \
              user_name = excluded.user_name, application_name = excluded.application_name, \
              vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
-             os_name = excluded.os_name, os_build = excluded.os_build, client_id = NULL, group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
+             os_name = excluded.os_name, os_build = excluded.os_build, client_id = NULL, \
+             group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
              updated_at = excluded.updated_at WHERE inventory_items.seen_run <> excluded.seen_run",
         ),
         Destination::Records => (
