@@ -22,8 +22,10 @@ const LAYERS: &[&[&str]] = &[
     &["cairn-inventory"],
     &["cairn-integrations"],
     &["cairn-vulnerabilities"],
-    // Siblings: neither uses the other.
-    &["cairn-features", "cairn-portal"],
+    // Work on findings: tags, projects, tickets.
+    &["cairn-workflow"],
+    // Siblings on top: none uses another.
+    &["cairn-intelligence", "cairn-reporting", "cairn-portal"],
     // The composition root: the binary, the router, the server.
     &["cairn"],
 ];
@@ -156,7 +158,9 @@ fn an_upward_or_sideways_dependency_is_caught() {
         ("cairn-inventory", &["cairn-vulnerabilities"], false),
         ("cairn-jobs", &["cairn-plugins"], false),
         ("cairn-core", &["cairn"], false),
-        ("cairn-features", &["cairn-features"], false),
+        ("cairn-reporting", &["cairn-intelligence"], false),
+        ("cairn-intelligence", &["cairn-workflow"], true),
+        ("cairn-workflow", &["cairn-reporting"], false),
         ("cairn-unplaced", &["cairn-core"], false),
         ("cairn-core", &["cairn-sdk"], false),
     ];

@@ -37,10 +37,10 @@ pub fn register_area_jobs(boot: &Boot, jobs: &mut Registry) -> anyhow::Result<()
         cairn_integrations::register,
         cairn_integrations::csv_sources::register,
         cairn_vulnerabilities::register,
-        cairn_features::news::register,
-        cairn_features::subscriptions::register,
-        cairn_features::advisories::register,
-        cairn_features::reports::register,
+        cairn_intelligence::news::register,
+        cairn_intelligence::subscriptions::register,
+        cairn_intelligence::advisories::register,
+        cairn_reporting::reports::register,
     ];
     for register in areas {
         register(boot, jobs)?;
@@ -83,12 +83,12 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         cairn_jobs::reaper::schedule(state.jobs.clone()),
         cairn_inventory::rollup::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
         cairn_integrations::csv_sources::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
-        cairn_features::reports::retention(
+        cairn_reporting::reports::retention(
             state.db.clone(),
             state.blobs.reports.clone(),
             state.settings.report_retention_days,
         ),
-        cairn_features::dashboards::schedule(state.db.clone()),
+        cairn_reporting::dashboards::schedule(state.db.clone()),
         cairn_vulnerabilities::scan_sweep(state.db.clone()),
     ];
     if state.settings.vuln_schedule {
@@ -98,13 +98,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         ));
     }
     if state.settings.news_refresh_minutes > 0 {
-        schedules.push(cairn_features::news::schedule(
+        schedules.push(cairn_intelligence::news::schedule(
             state.db.clone(),
             state.settings.news_refresh_minutes,
         ));
     }
     if state.settings.subscription_sync_hours > 0 {
-        schedules.extend(cairn_features::subscriptions::schedules(
+        schedules.extend(cairn_intelligence::subscriptions::schedules(
             state.db.clone(),
             state.settings.subscription_sync_hours,
         ));

@@ -6,8 +6,8 @@
 
 use cairn_core::db::fence::{FencedError, NoFence, WriteFence};
 use cairn_core::ids::TenantId;
-use cairn_features::devices::assets::AssetView;
 use cairn_inventory::assets::{self, AssetRow};
+use cairn_inventory::devices::assets::AssetView;
 use cairn_inventory::rollup::{self, build::Application, Mode};
 use cairn_inventory::search::{self, Page, SearchRequest};
 use cairn_inventory::seen;

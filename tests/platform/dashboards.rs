@@ -437,7 +437,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
 
     // The hourly snapshot records today's figures of tenants with a
     // dashboard (the owner has one now; the other tenant none).
-    cairn_features::dashboards::record_all(app.db())
+    cairn_reporting::dashboards::record_all(app.db())
         .await
         .unwrap();
     let today = chrono::DateTime::from_timestamp_millis(cairn_core::db::now_ms())

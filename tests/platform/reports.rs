@@ -372,12 +372,12 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
     // every finished report goes with its file.
     let store = &app.server.state.blobs.reports;
     assert_eq!(
-        cairn_features::reports::prune(app.db(), store, 30)
+        cairn_reporting::reports::prune(app.db(), store, 30)
             .await
             .unwrap(),
         0
     );
-    let pruned = cairn_features::reports::prune(app.db(), store, 0)
+    let pruned = cairn_reporting::reports::prune(app.db(), store, 0)
         .await
         .unwrap();
     assert_eq!(pruned, 16, "a report without its file is pruned too");

@@ -84,7 +84,7 @@ pub use collections::{
 };
 pub use export::neutralized as neutralized_csv_cell;
 pub use health::{sync_health, SyncHealth};
-pub use user_links::{directory_users_named, DirectoryUser};
+pub use user_links::{directory, directory_users_named, DirectoryUser};
 
 /// Shown instead of a stored secret; sending it back keeps the secret.
 pub const REDACTED: &str = "********";

@@ -104,14 +104,29 @@ pub async fn attach(
     Ok(())
 }
 
-/// A device's user as a directory knows them.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct DirectoryUser {
-    /// The user's key in the directory (the lowercased UPN).
-    pub upn: String,
-    pub display_name: Option<String>,
-    /// The area that synced the user.
-    pub source: String,
+pub use cairn_inventory::devices::DirectoryUser;
+
+/// The integrations' user collections as the devices' directory
+/// ([`cairn_inventory::devices::UserDirectory`]).
+pub struct Directories(pub std::sync::Arc<cairn_plugins::Plugins>);
+
+#[async_trait::async_trait]
+impl cairn_inventory::devices::UserDirectory for Directories {
+    async fn users_named(
+        &self,
+        db: &Db,
+        tenant: &TenantId,
+        addresses: &[String],
+    ) -> sqlx::Result<HashMap<String, DirectoryUser>> {
+        directory_users_named(db, &self.0, tenant, addresses).await
+    }
+}
+
+/// The handle the composition root gives the device routes.
+pub fn directory(
+    plugins: std::sync::Arc<cairn_plugins::Plugins>,
+) -> cairn_inventory::devices::Directory {
+    cairn_inventory::devices::Directory(std::sync::Arc::new(Directories(plugins)))
 }
 
 /// The directory users (user records of the areas whose connectors declare

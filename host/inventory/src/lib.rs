@@ -23,6 +23,7 @@ pub mod application_fields;
 pub mod applications;
 pub mod assets;
 pub mod changes;
+pub mod devices;
 pub mod exposure;
 pub mod normalize;
 pub mod rollup;

@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::search::{self, QueryGroup, SearchError};
 use cairn_core::db::{json_text_values, Db};
 use cairn_core::http::error::ApiError;
 use cairn_core::ids::TenantId;
-use cairn_inventory::search::{self, QueryGroup, SearchError};
 
 /// A device search query held in a widget or a report, read and checked
 /// as the device search would check it: the same grammar, and the same 422 naming an
 /// unknown field, operator or value (under `path`).
 pub fn query(value: &Value, path: &str) -> Result<QueryGroup, ApiError> {
     let query: QueryGroup = cairn_core::http::json::from_value_at(value.clone(), path)?;
-    cairn_inventory::search::check(&cairn_inventory::assets::AssetFields, &query, path)?;
+    crate::search::check(&crate::assets::AssetFields, &query, path)?;
     Ok(query)
 }
 
@@ -39,7 +39,7 @@ pub async fn scope(
     let rows: Vec<(String, String)> = search::all_matching(
         db,
         tenant,
-        &cairn_inventory::assets::table(),
+        &crate::assets::table(),
         query,
         "a.asset_key, a.names",
         MAX_SCOPED_ASSETS,

@@ -1,11 +1,45 @@
 //! A device's user shown as a directory user when a directory area knows
-//! the address (by UPN, mail or alias, ignoring case).
+//! the address (by UPN, mail or alias, ignoring case). The directories are
+//! the integrations' user collections, an area above this one: the devices
+//! name no integration table and see them through [`UserDirectory`], which
+//! the composition root fills (to the routes as an axum `Extension`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
 
 use super::assets::AssetView;
 use super::storage::DeviceView;
+use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
-use cairn_integrations::{directory_users_named, DirectoryUser};
-use cairn_platform::app::AppState;
+
+/// A device's user as a directory knows them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct DirectoryUser {
+    /// The user's key in the directory (the lowercased UPN).
+    pub upn: String,
+    pub display_name: Option<String>,
+    /// The area that synced the user.
+    pub source: String,
+}
+
+/// The directory areas as the devices see them.
+#[async_trait]
+pub trait UserDirectory: Send + Sync + 'static {
+    /// The directory users named by `addresses`, by lowercased address (a
+    /// user is named by their key, mail and aliases).
+    async fn users_named(
+        &self,
+        db: &Db,
+        tenant: &TenantId,
+        addresses: &[String],
+    ) -> sqlx::Result<HashMap<String, DirectoryUser>>;
+}
+
+/// The handle routes extract (`Extension<Directory>`).
+#[derive(Clone)]
+pub struct Directory(pub Arc<dyn UserDirectory>);
 
 /// A view whose user can be looked up in the directory.
 pub trait HasUser {
@@ -47,14 +81,15 @@ impl HasUser for AssetView {
 
 /// Sets each view's directory user, with one lookup for the whole page.
 pub async fn attach<T: HasUser>(
-    state: &AppState,
+    db: &Db,
+    directory: &Directory,
     tenant: &TenantId,
     views: &mut [T],
 ) -> sqlx::Result<()> {
     let mut addresses: Vec<String> = views.iter().flat_map(HasUser::user_addresses).collect();
     addresses.sort();
     addresses.dedup();
-    let named = directory_users_named(&state.db, &state.plugins, tenant, &addresses).await?;
+    let named = directory.0.users_named(db, tenant, &addresses).await?;
     if named.is_empty() {
         return Ok(());
     }

@@ -7,17 +7,18 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::assets::AssetView;
-use super::directory_users;
+use super::directory_users::{self, Directory};
 use super::storage::{self, DeviceStats, DeviceView};
-use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
-use cairn_core::http::json::{Json, Path, Query};
-use cairn_inventory::assets::{self, AssetRow};
-use cairn_inventory::normalize;
-use cairn_inventory::search::{
+use crate::assets::{self, AssetRow};
+use crate::normalize;
+use crate::search::{
     self, page_bounds, Combinator, ListParams, Operator, Page, QueryGroup, QueryNode, QueryRule,
     SearchRequest,
 };
-use cairn_inventory::storage::ItemView;
+use crate::storage::ItemView;
+use axum::Extension;
+use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
+use cairn_core::http::json::{Json, Path, Query};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
 
@@ -43,7 +44,7 @@ async fn device_items(
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<Page<ItemView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
-    let (items, total) = cairn_inventory::storage::items(
+    let (items, total) = crate::storage::items(
         &state.db,
         &caller.tenant_id,
         params.search.as_deref(),
@@ -63,6 +64,7 @@ async fn device_items(
     responses((status = 200, body = Page<DeviceView>), (status = 422, body = ErrorBody)))]
 async fn unique_devices(
     State(state): State<AppState>,
+    Extension(directory): Extension<Directory>,
     caller: Caller,
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<Page<DeviceView>>> {
@@ -83,7 +85,7 @@ async fn unique_devices(
         limit,
     )
     .await?;
-    directory_users::attach(&state, &caller.tenant_id, &mut items).await?;
+    directory_users::attach(&state.db, &directory, &caller.tenant_id, &mut items).await?;
     Ok(Json(Page::new(items, total, (skip, limit))))
 }
 
@@ -108,12 +110,13 @@ async fn unique_devices(
     responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn search_assets(
     State(state): State<AppState>,
+    Extension(directory): Extension<Directory>,
     caller: Caller,
     Json(request): Json<SearchRequest>,
 ) -> ApiResult<Json<Page<AssetView>>> {
     let page: Page<AssetRow> =
         search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    asset_page(&state, &caller, page).await
+    asset_page(&state, &directory, &caller, page).await
 }
 
 /// One asset by its managed-device UUID (or the device id a source
@@ -123,30 +126,37 @@ async fn search_assets(
     responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
 async fn by_device_id(
     State(state): State<AppState>,
+    Extension(directory): Extension<Directory>,
     caller: Caller,
     Path(device_id): Path<String>,
 ) -> ApiResult<Json<AssetView>> {
     let row = storage::asset_where(&state.db, &caller.tenant_id, "a.device_id = $2", &device_id)
         .await?
         .ok_or(ApiError::NotFound("device"))?;
-    one_asset(&state, &caller, row).await
+    one_asset(&state, &directory, &caller, row).await
 }
 
 /// A page of assets' views with their directory users.
 async fn asset_page(
     state: &AppState,
+    directory: &Directory,
     caller: &Caller,
     page: Page<AssetRow>,
 ) -> ApiResult<Json<Page<AssetView>>> {
     let mut page = page.map(|r| AssetView::from_row(r, false));
-    directory_users::attach(state, &caller.tenant_id, &mut page.items).await?;
+    directory_users::attach(&state.db, directory, &caller.tenant_id, &mut page.items).await?;
     Ok(Json(page))
 }
 
 /// One asset's view with its applications and its directory user.
-async fn one_asset(state: &AppState, caller: &Caller, row: AssetRow) -> ApiResult<Json<AssetView>> {
+async fn one_asset(
+    state: &AppState,
+    directory: &Directory,
+    caller: &Caller,
+    row: AssetRow,
+) -> ApiResult<Json<AssetView>> {
     let mut views = [AssetView::from_row(row, true)];
-    directory_users::attach(state, &caller.tenant_id, &mut views).await?;
+    directory_users::attach(&state.db, directory, &caller.tenant_id, &mut views).await?;
     let [view] = views;
     Ok(Json(view))
 }
@@ -158,6 +168,7 @@ async fn one_asset(state: &AppState, caller: &Caller, row: AssetRow) -> ApiResul
     responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
 async fn by_name(
     State(state): State<AppState>,
+    Extension(directory): Extension<Directory>,
     caller: Caller,
     Path(device_name): Path<String>,
 ) -> ApiResult<Json<AssetView>> {
@@ -168,7 +179,7 @@ async fn by_name(
     let row = storage::asset_where(&state.db, &caller.tenant_id, "a.asset_key = $2", &key)
         .await?
         .ok_or(ApiError::NotFound("device"))?;
-    one_asset(&state, &caller, row).await
+    one_asset(&state, &directory, &caller, row).await
 }
 
 /// Devices and inventory items per reporting integration.
@@ -187,6 +198,7 @@ async fn device_stats(
     responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn by_application(
     State(state): State<AppState>,
+    Extension(directory): Extension<Directory>,
     caller: Caller,
     Path(application_name): Path<String>,
     Query(params): Query<ListParams>,
@@ -209,5 +221,5 @@ async fn by_application(
     };
     let page: Page<AssetRow> =
         search::run(&state.db, &caller.tenant_id, &assets::table(), &request).await?;
-    asset_page(&state, &caller, page).await
+    asset_page(&state, &directory, &caller, page).await
 }

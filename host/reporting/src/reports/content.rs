@@ -8,10 +8,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::devices::figures::{self as device_figures, Assets};
 use cairn_core::db::{to_rfc3339, Db};
 use cairn_core::http::error::ApiError;
 use cairn_core::ids::TenantId;
+use cairn_inventory::devices::figures::{self as device_figures, Assets};
 use cairn_inventory::search::QueryGroup;
 use cairn_inventory::storage::{application_summaries, items_of_device};
 use cairn_vulnerabilities::figures::{self as finding_figures, Devices, OpenFinding};
@@ -103,7 +103,7 @@ impl Scope {
             }
         }
         if let Some(filter) = &self.filter {
-            crate::devices::figures::query(filter, "scope.filter")?;
+            cairn_inventory::devices::figures::query(filter, "scope.filter")?;
         }
         match (report_type, self.period_days) {
             (ReportType::CustomerReview, Some(days)) if !(7..=730).contains(&days) => {
@@ -266,7 +266,7 @@ pub async fn gather(
 ) -> Result<Content, ApiError> {
     let scoped = match &scope.filter {
         Some(filter) => {
-            let query = crate::devices::figures::query(filter, "scope.filter")?;
+            let query = cairn_inventory::devices::figures::query(filter, "scope.filter")?;
             Some(
                 device_figures::scope(db, tenant, &query)
                     .await

@@ -4,12 +4,12 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::tags::{self, EntityType, TagView};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_vulnerabilities::research::{self, ResearchError, Researched};
 use cairn_vulnerabilities::sources::SourceConfig;
 use cairn_vulnerabilities::views::{self, AffectedVersion, FindingView};
+use cairn_workflow::tags::{self, EntityType, TagView};
 
 /// Findings listed with a researched CVE at most; the counts cover all.
 const LISTED_FINDINGS: i64 = 100;

@@ -6,13 +6,14 @@
 //! `mdm.`/`edr.`/`scan.` fields, the shared device record's fields each area
 //! fills, row and view), unique device names with CSV enrichment and
 //! per-source stats (`storage.rs`); `directory_users.rs` sets each view's
-//! `directory_user` with one lookup per page
-//! (`integrations::directory_users_named`).
+//! `directory_user` with one lookup per page through the `UserDirectory`
+//! the composition root hands in.
 
 pub mod assets;
-mod directory_users;
+pub mod directory_users;
 pub mod figures;
 mod routes;
 mod storage;
 
+pub use directory_users::{Directory, DirectoryUser, UserDirectory};
 pub use routes::router;

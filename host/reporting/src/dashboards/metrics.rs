@@ -8,10 +8,10 @@ use utoipa::ToSchema;
 
 use super::catalog::{self, number, Metric, Resolved, Shape};
 use super::snapshots;
-use crate::devices::figures::{self as device_figures, AssetScope, Assets};
 use cairn_core::db::{now_ms, Db};
 use cairn_core::http::error::ApiError;
 use cairn_core::ids::TenantId;
+use cairn_inventory::devices::figures::{self as device_figures, AssetScope, Assets};
 use cairn_inventory::search::{QueryGroup, SearchError};
 use cairn_vulnerabilities::figures::{self as finding_figures, Devices};
 
@@ -55,7 +55,7 @@ pub fn check(source: &DataSource, field: &str) -> Result<Checked, ApiError> {
                 format!("{} cannot be narrowed by a device query", metric.name),
             ))
         }
-        Some(value) => Some(crate::devices::figures::query(
+        Some(value) => Some(cairn_inventory::devices::figures::query(
             value,
             &format!("{field}.filter"),
         )?),

@@ -7,12 +7,12 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::normalize::NETBIOS_LEN;
+use crate::search::escape_like;
 use cairn_core::db::{to_rfc3339, Backend, Db};
 use cairn_core::ids::TenantId;
-use cairn_inventory::normalize::NETBIOS_LEN;
-use cairn_inventory::search::escape_like;
 
-use cairn_inventory::assets::{AssetRow, COLUMNS};
+use crate::assets::{AssetRow, COLUMNS};
 
 pub async fn asset_where(
     db: &Db,
@@ -64,7 +64,7 @@ pub struct DeviceView {
     #[schema(value_type = Object)]
     pub enrichment: BTreeMap<String, Value>,
     /// The user as a directory area knows them, when one does.
-    pub directory_user: Option<cairn_integrations::DirectoryUser>,
+    pub directory_user: Option<super::DirectoryUser>,
 }
 
 /// Unique device names across every source, with the enrichment of CSV
@@ -106,7 +106,7 @@ pub async fn devices(
     .fetch_one(&db.pool)
     .await?;
     let enrichment = enrichment_for(db, tenant, &groups, enrichment_sources).await?;
-    let completed_runs = cairn_inventory::seen::completed_runs(db, tenant).await?;
+    let completed_runs = crate::seen::completed_runs(db, tenant).await?;
     let devices = groups
         .into_iter()
         .map(|g| {
@@ -234,7 +234,7 @@ pub async fn stats(db: &Db, tenant: &TenantId) -> sqlx::Result<DeviceStats> {
     .await?;
     // A sync leaves rows it finds unchanged as they are: a source's rows
     // were last reported when its last run completed, if that is later.
-    let completed_runs = cairn_inventory::seen::completed_runs(db, tenant).await?;
+    let completed_runs = crate::seen::completed_runs(db, tenant).await?;
     for source in &mut by_source {
         if let Some(&completed) = completed_runs.get(&source.source) {
             source.last_seen_ms = source.last_seen_ms.max(completed);

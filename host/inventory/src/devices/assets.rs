@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::assets::AssetRow;
 use cairn_core::db::to_rfc3339;
-use cairn_inventory::assets::AssetRow;
 
 /// One asset: every inventory row whose device name shares its NetBIOS key
 /// (first 15 characters, uppercased), with the mdm, edr and scanner records
@@ -48,7 +48,7 @@ pub struct AssetView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applications: Option<Vec<String>>,
     /// The user as a directory area knows them, when one does.
-    pub directory_user: Option<cairn_integrations::DirectoryUser>,
+    pub directory_user: Option<super::DirectoryUser>,
 }
 
 fn json(raw: Option<&str>) -> Option<Value> {
