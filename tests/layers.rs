@@ -169,3 +169,58 @@ fn an_upward_or_sideways_dependency_is_caught() {
         assert_eq!(found.is_empty(), *ok, "{name} -> {deps:?}: {found:?}");
     }
 }
+
+/// The `cairn_x::path::area` of every area function in the host's
+/// sources: a `pub fn area(` in a crate's `lib.rs` or a module's
+/// `mod.rs`/file.
+fn area_functions(root: &Path) -> Vec<String> {
+    let mut found = vec![];
+    for dir in host_crate_dirs(root) {
+        let crate_name = read_manifest(&dir.join("Cargo.toml"))
+            .name
+            .replace('-', "_");
+        let src = dir.join("src");
+        for file in cairn_tests::sources::rust_files(&src) {
+            let text = std::fs::read_to_string(&file).expect("readable");
+            if !text.contains("\npub fn area(") {
+                continue;
+            }
+            let relative = file.strip_prefix(&src).expect("under src");
+            let mut path: Vec<String> = relative
+                .with_extension("")
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+                path.pop();
+            }
+            let mut name = vec![crate_name.clone()];
+            name.extend(path);
+            name.push("area".into());
+            found.push(name.join("::"));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn every_area_is_listed_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let listing: String = std::fs::read_to_string(root.join("host/src/areas.rs"))
+        .expect("areas.rs")
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let areas = area_functions(&root);
+    assert!(areas.len() >= 10, "the host's areas: {areas:?}");
+    for area in &areas {
+        let named = listing.matches(&format!("{area}(")).count()
+            + listing.matches(&format!("{area},")).count();
+        assert_eq!(
+            named, 1,
+            "{area} must be listed exactly once in host/src/areas.rs (found {named})"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! at the repository root for the map.
 
 pub mod allocator;
+pub mod areas;
 pub mod http;
 pub mod logging;
 pub mod server;

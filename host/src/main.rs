@@ -338,13 +338,13 @@ async fn openapi(mut settings: Settings, portal: bool) -> anyhow::Result<()> {
     let settings = settings.prepare()?;
     cairn::logging::init(&settings.log_format);
     let printed = async {
-        let state = cairn_platform::app::AppState::new(
-            settings,
+        let state = cairn_platform::app::AppState::new(settings).await?;
+        let areas = cairn_platform::area::assemble(
+            &state,
+            cairn::areas::AREAS,
             cairn_jobs::Registry::default(),
-            cairn::server::register_area_jobs,
-        )
-        .await?;
-        let documents = cairn::http::router(&state).1;
+        )?;
+        let documents = cairn::http::router(&state, areas.routes).1;
         state.db.close().await;
         let doc = if portal {
             documents.portal

@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use cairn_core::db::Backend;
 use cairn_core::settings::Settings;
-use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_platform::app::{AppState, Boot};
+use cairn_platform::app::AppState;
+use cairn_platform::area::assemble;
 
 pub struct RunningServer {
     pub addr: SocketAddr,
@@ -23,45 +23,22 @@ pub struct RunningServer {
     background: Vec<JoinHandle<()>>,
 }
 
-/// The handlers of every job kind the service itself defines.
-pub fn builtin_jobs() -> Registry {
-    let mut registry = Registry::default();
-    cairn_inventory::rollup::register(&mut registry, cairn_vulnerabilities::exposure());
-    registry
-}
-
-/// Registers the job handlers of every area, each through the same
-/// signature.
-pub fn register_area_jobs(boot: &Boot, jobs: &mut Registry) -> anyhow::Result<()> {
-    let areas: [fn(&Boot, &mut Registry) -> anyhow::Result<()>; 7] = [
-        cairn_integrations::register,
-        cairn_integrations::csv_sources::register,
-        cairn_vulnerabilities::register,
-        cairn_intelligence::news::register,
-        cairn_intelligence::subscriptions::register,
-        cairn_intelligence::advisories::register,
-        cairn_reporting::reports::register,
-    ];
-    for register in areas {
-        register(boot, jobs)?;
-    }
-    Ok(())
-}
-
 /// Binds, prepares state, starts the job workers and serves until
 /// [`RunningServer::stop`]. `settings` must have been prepared.
 pub async fn start(settings: Settings) -> anyhow::Result<RunningServer> {
-    start_with_jobs(settings, builtin_jobs()).await
+    start_with_jobs(settings, Registry::default()).await
 }
 
-/// As [`start`], with the given job handlers (tests add their own kinds).
+/// As [`start`], with job handlers beside the areas' (tests add their own
+/// kinds).
 pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Result<RunningServer> {
     crate::allocator::release_freed_memory_at_once();
     let listen = settings.listen_addr()?;
     let workers = settings.job_workers;
-    let state = AppState::new(settings, jobs, register_area_jobs).await?;
+    let state = AppState::new(settings).await?;
+    let areas = assemble(&state, crate::areas::AREAS, jobs)?;
     seed_default_tenant(&state).await?;
-    let (router, _) = crate::http::router(&state);
+    let (router, _) = crate::http::router(&state, areas.routes);
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
@@ -78,42 +55,11 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             .with_graceful_shutdown(async move { http_shutdown.cancelled().await })
             .await
     });
-    let mut schedules = vec![
-        rate_limit_shrinker(state.clone()),
-        cairn_jobs::reaper::schedule(state.jobs.clone()),
-        cairn_inventory::rollup::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
-        cairn_integrations::csv_sources::sweep(state.db.clone(), state.jobs.timing.reaper_interval),
-        cairn_reporting::reports::retention(
-            state.db.clone(),
-            state.blobs.reports.clone(),
-            state.settings.report_retention_days,
-        ),
-        cairn_reporting::dashboards::schedule(state.db.clone()),
-        cairn_vulnerabilities::scan_sweep(state.db.clone()),
-    ];
-    if state.settings.vuln_schedule {
-        schedules.push(cairn_vulnerabilities::sources::schedule(
-            state.db.clone(),
-            state.settings.clone(),
-        ));
-    }
-    if state.settings.news_refresh_minutes > 0 {
-        schedules.push(cairn_intelligence::news::schedule(
-            state.db.clone(),
-            state.settings.news_refresh_minutes,
-        ));
-    }
-    if state.settings.subscription_sync_hours > 0 {
-        schedules.extend(cairn_intelligence::subscriptions::schedules(
-            state.db.clone(),
-            state.settings.subscription_sync_hours,
-        ));
-    }
     let leases = cairn_jobs::schedule::Leases {
         db: state.db.clone(),
         holder: state.jobs.worker_id.clone(),
     };
-    let mut background = cairn_jobs::schedule::run(schedules, Some(leases), shutdown.clone());
+    let mut background = cairn_jobs::schedule::run(areas.schedules, Some(leases), shutdown.clone());
     if state.db.backend == Backend::Postgres {
         background.push(cairn_jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),
@@ -167,16 +113,6 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     )
     .await?;
     Ok(())
-}
-
-/// Every minute, the rate limiter forgets callers idle long enough (this
-/// process's memory: in every process).
-fn rate_limit_shrinker(state: AppState) -> Schedule {
-    Schedule::every("rate limit shrink", Duration::from_secs(60), move || {
-        let state = state.clone();
-        async move { state.limits.shrink().await }
-    })
-    .per_process()
 }
 
 impl RunningServer {

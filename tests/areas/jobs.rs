@@ -29,7 +29,46 @@ backend_tests!(
     a_run_sent_back_gives_way_to_the_job_queued_behind_it,
     a_shared_schedule_runs_in_one_process_per_period,
     a_sweep_queues_no_job_behind_a_live_one,
+    a_queue_runs_nothing_until_its_handlers_are_installed,
 );
+
+/// The areas' handlers reach the queue once (`Queue::install`, from
+/// `cairn_platform::area::assemble`), after the state that holds it is
+/// built: before that it claims nothing, a kind two areas define is
+/// refused by name, and a second install is refused.
+async fn a_queue_runs_nothing_until_its_handlers_are_installed(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = test_db.tenant("t").await;
+    let id = storage::enqueue(&test_db.db, &tenant, "area_job", &json!({}))
+        .await
+        .unwrap()
+        .job_id;
+    let queue = Arc::new(Queue::without_handlers(test_db.db.clone(), fast()));
+    assert!(queue.run_one().await.unwrap().is_none(), "no handlers yet");
+    assert_eq!(
+        job(&test_db, &tenant, &id).await.status(),
+        JobStatus::Queued
+    );
+
+    let ok = |_ctx: cairn_jobs::JobContext| async { Ok::<(), JobFailure>(()) };
+    let mut handlers = registry_with(&["area_job"], Duration::from_secs(60), ok);
+    let twice = handlers.merge(registry_with(&["area_job"], Duration::from_secs(60), ok));
+    assert_eq!(
+        twice.unwrap_err().to_string(),
+        "two areas define the job kind area_job"
+    );
+    queue.install(handlers).unwrap();
+    assert!(
+        queue.install(Registry::default()).is_err(),
+        "installed once"
+    );
+    let (ran, outcome) = queue.run_one().await.unwrap().expect("the job runs now");
+    assert_eq!(ran, id);
+    assert_eq!(outcome, RunOutcome::Recorded(JobStatus::Success));
+    test_db.finish().await;
+}
 
 /// A sweep's enqueue (`enqueue_unless_live`) adds a job only when none of
 /// its kind is queued or running for the tenant: a job queued behind a

@@ -356,7 +356,7 @@ impl TestApp {
         backend: Backend,
         configure: impl FnOnce(&mut Settings),
     ) -> Option<TestApp> {
-        Self::start_with_jobs(backend, configure, cairn::server::builtin_jobs()).await
+        Self::start_with_jobs(backend, configure, cairn_jobs::Registry::default()).await
     }
 
     /// Starts the service with extra job handlers registered.

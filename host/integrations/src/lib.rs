@@ -73,6 +73,9 @@ pub mod storage;
 pub mod sync;
 mod user_links;
 
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
+
 pub use area_routes::call_error;
 pub use config::{redacted_view, store_config, ConfigView, Merge};
 pub use routes::router;
@@ -113,23 +116,31 @@ async fn cancel_area_jobs(
     Ok(())
 }
 
-/// Registers one sync and one bulk-pull job kind per connector area, all
-/// run by the same pipeline with the connector each tenant chose.
-pub fn register(
-    boot: &cairn_platform::app::Boot,
-    jobs: &mut cairn_jobs::Registry,
-) -> anyhow::Result<()> {
-    let settings = boot.settings;
+/// The connector areas: their configs, syncs and bulk pulls, views and
+/// actions, shared configs and the `/plugins` listing.
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    Ok(Area::new("integrations")
+        .routes(plugin_routes::router())
+        .routes(router(&state.plugins))
+        .routes(shared::router())
+        .jobs(jobs(state)))
+}
+
+/// One sync and one bulk-pull job kind per connector area, all run by the
+/// same pipeline with the connector each tenant chose.
+fn jobs(state: &AppState) -> cairn_jobs::Registry {
+    let mut jobs = cairn_jobs::Registry::default();
+    let settings = &state.settings;
     // The spec's stale-sync guard.
     let stall = std::time::Duration::from_secs(settings.sync_stall_secs.max(1));
-    for area in boot.plugins.areas() {
+    for area in state.plugins.areas() {
         for (kind, mode) in [
             (sync_kind(area), sync::RunMode::Sync),
             (pull_kind(area), sync::RunMode::Pull),
         ] {
             let handler = sync::SyncHandler {
-                plugins: boot.plugins.clone(),
-                secrets: boot.secrets.clone(),
+                plugins: state.plugins.clone(),
+                secrets: state.secrets.clone(),
                 area: area.to_string(),
                 caps: sync::SyncCaps::from_settings(settings),
                 mode,
@@ -137,5 +148,5 @@ pub fn register(
             jobs.register(&kind, handler, stall);
         }
     }
-    Ok(())
+    jobs
 }

@@ -34,5 +34,23 @@ pub mod software;
 pub mod tenants;
 pub mod version;
 
-pub use routes::router;
 pub mod storage;
+
+pub use routes::router;
+
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
+
+/// The inventory and the devices: their routes, the rollup job and its
+/// sweep. `exposure` is the vulnerabilities area as the rollup sees it
+/// (the composition root's).
+pub fn area(state: &AppState, exposure: exposure::Exposure) -> anyhow::Result<Area> {
+    Ok(Area::new("inventory")
+        .routes(routes::router())
+        .routes(devices::router())
+        .jobs(rollup::jobs(exposure))
+        .schedule(rollup::sweep(
+            state.db.clone(),
+            state.jobs.timing.reaper_interval,
+        )))
+}

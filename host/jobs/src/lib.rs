@@ -19,8 +19,8 @@
 //! written); `context.rs` what a handler sees; `reaper.rs`, `wake.rs`
 //! (in-process notify plus PostgreSQL LISTEN/NOTIFY); the `/api/v1/jobs`
 //! routes are the platform's (`cairn_platform::jobs_routes`). Handlers are
-//! registered by kind in a `Registry` before
-//! the server starts. The heartbeat runs as a task of its own beside the
+//! registered by kind in a `Registry` and installed in the queue before
+//! its workers start. The heartbeat runs as a task of its own beside the
 //! handler, so a handler computing between awaits never lets its lease
 //! lapse. A handler fails with `JobFailure::Failed` (retried with backoff
 //! while attempts remain) or `JobFailure::Permanent` (a failure another
@@ -43,7 +43,7 @@ use async_trait::async_trait;
 pub use context::{JobContext, LeaseLost, StopReason};
 pub use storage::{enqueue, enqueue_unless_live, Enqueued, JobRow, JobStatus};
 pub use wake::Wakeup;
-pub use worker::{Queue, RunOutcome};
+pub use worker::{AlreadyInstalled, Queue, RunOutcome};
 
 /// Why a handler stopped without success. The message is kept on the job.
 #[derive(Debug, thiserror::Error)]
@@ -123,12 +123,29 @@ impl Registry {
         self.by_kind.get(kind)
     }
 
+    /// Adds `other`'s handlers; a kind both define is an error naming it,
+    /// since one would silently replace the other.
+    pub fn merge(&mut self, other: Registry) -> Result<(), DuplicateKind> {
+        for (kind, registration) in other.by_kind {
+            if self.by_kind.contains_key(&kind) {
+                return Err(DuplicateKind(kind));
+            }
+            self.by_kind.insert(kind, registration);
+        }
+        Ok(())
+    }
+
     pub fn kinds(&self) -> Vec<String> {
         let mut kinds: Vec<String> = self.by_kind.keys().cloned().collect();
         kinds.sort();
         kinds
     }
 }
+
+/// Two areas define the same job kind.
+#[derive(Debug, thiserror::Error)]
+#[error("two areas define the job kind {0}")]
+pub struct DuplicateKind(pub String);
 
 /// Timing of the queue; defaults are the spec's (60 s lease, ~15 s heartbeat,
 /// reaper about every minute, 3 attempts).

@@ -1,7 +1,7 @@
 //! The worker pool: claims jobs, runs their handlers, keeps their leases
 //! alive and records how they ended.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -20,15 +20,26 @@ use cairn_core::ids::TenantId;
 /// The queue as one process sees it: its handlers, its worker id, its timing.
 pub struct Queue {
     pub db: Db,
-    pub registry: Registry,
     pub timing: QueueTiming,
     /// Unique to this process start; every claim carries it.
     pub worker_id: String,
     pub wakeup: Wakeup,
     pub running: RunningJobs,
+    /// The handlers, fixed once: at `new`, or by `install` when the areas
+    /// that define them are built from the state that holds this queue.
+    handlers: OnceLock<Handlers>,
+}
+
+struct Handlers {
+    registry: Registry,
     /// The registry's kinds, the only ones this process claims.
     kinds: Vec<String>,
 }
+
+/// `Queue::install` was called a second time.
+#[derive(Debug, thiserror::Error)]
+#[error("the job handlers were already installed")]
+pub struct AlreadyInstalled;
 
 /// How one run of a job ended, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +51,16 @@ pub enum RunOutcome {
 
 impl Queue {
     pub fn new(db: Db, registry: Registry, timing: QueueTiming) -> Queue {
+        let queue = Queue::without_handlers(db, timing);
+        queue
+            .install(registry)
+            .unwrap_or_else(|_| unreachable!("a new queue has no handlers"));
+        queue
+    }
+
+    /// A queue whose handlers come later, through [`Queue::install`]; until
+    /// then it claims nothing.
+    pub fn without_handlers(db: Db, timing: QueueTiming) -> Queue {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
         let worker_id = format!(
             "{host}-{}-{}",
@@ -48,13 +69,33 @@ impl Queue {
         );
         Queue {
             db,
-            kinds: registry.kinds(),
-            registry,
+            handlers: OnceLock::new(),
             timing,
             worker_id,
             wakeup: Wakeup::default(),
             running: RunningJobs::default(),
         }
+    }
+
+    /// Fixes the handlers; once only, before the workers start.
+    pub fn install(&self, registry: Registry) -> Result<(), AlreadyInstalled> {
+        let kinds = registry.kinds();
+        self.handlers
+            .set(Handlers { registry, kinds })
+            .map_err(|_| AlreadyInstalled)
+    }
+
+    /// The handlers by kind (none before [`Queue::install`]).
+    pub fn registry(&self) -> &Registry {
+        static NONE: OnceLock<Registry> = OnceLock::new();
+        match self.handlers.get() {
+            Some(handlers) => &handlers.registry,
+            None => NONE.get_or_init(Registry::default),
+        }
+    }
+
+    fn kinds(&self) -> &[String] {
+        self.handlers.get().map_or(&[], |h| h.kinds.as_slice())
     }
 
     fn lease_ms(&self) -> i64 {
@@ -98,7 +139,7 @@ impl Queue {
     /// Claims one job and runs it to its end. For tests and tools; the pool
     /// does the same continuously.
     pub async fn run_one(self: &Arc<Self>) -> sqlx::Result<Option<(String, RunOutcome)>> {
-        let Some(job) = storage::claim(&self.db, &self.worker_id, &self.kinds, 1, self.lease_ms())
+        let Some(job) = storage::claim(&self.db, &self.worker_id, self.kinds(), 1, self.lease_ms())
             .await?
             .pop()
         else {
@@ -125,7 +166,7 @@ impl Queue {
 
     async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
         // Alert rules read these as 0 before the first retry or loss.
-        for kind in &self.kinds {
+        for kind in self.kinds() {
             use cairn_core::telemetry;
             metrics::counter!(telemetry::JOB_RETRIES, "kind" => kind.clone()).increment(0);
             metrics::counter!(telemetry::JOB_LEASE_LOSSES, "kind" => kind.clone()).increment(0);
@@ -148,7 +189,7 @@ impl Queue {
             let claimed = storage::claim(
                 &self.db,
                 &self.worker_id,
-                &self.kinds,
+                self.kinds(),
                 permits.len() as i64,
                 self.lease_ms(),
             )
@@ -201,7 +242,7 @@ impl Queue {
         shutdown: &CancellationToken,
         slot: Option<Slot<'_>>,
     ) -> RunOutcome {
-        let Some(registration) = self.registry.get(ctx.kind()).cloned() else {
+        let Some(registration) = self.registry().get(ctx.kind()).cloned() else {
             let message = format!("no handler for job kind {}", ctx.kind());
             return self.record_failure(&ctx, &message).await;
         };

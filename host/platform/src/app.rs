@@ -13,16 +13,8 @@ use cairn_core::db::Db;
 use cairn_core::mail::Mailer;
 use cairn_core::secrets::SecretBox;
 use cairn_core::settings::Settings;
-use cairn_jobs::{Queue, QueueTiming, Registry};
+use cairn_jobs::{Queue, QueueTiming};
 use cairn_plugins::Plugins;
-
-/// What the areas' job handlers are built from, before the state exists.
-pub struct Boot<'a> {
-    pub settings: &'a Settings,
-    pub plugins: &'a Arc<Plugins>,
-    pub secrets: &'a SecretBox,
-    pub blobs: &'a Blobs,
-}
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -51,15 +43,11 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    /// Connects to the database, applies migrations and builds the shared parts.
-    /// `settings` must have been through [`Settings::prepare`]; `jobs` holds
-    /// handlers registered up front (tests add kinds of their own) and
-    /// `register` adds the areas' handlers, which need the loaded plugins.
-    pub async fn new(
-        settings: Settings,
-        mut jobs: Registry,
-        register: impl FnOnce(&Boot, &mut Registry) -> anyhow::Result<()>,
-    ) -> anyhow::Result<AppState> {
+    /// Connects to the database, applies migrations and builds the shared
+    /// parts. `settings` must have been through [`Settings::prepare`]. The
+    /// job queue runs nothing until the areas' handlers are installed
+    /// ([`crate::area::assemble`]).
+    pub async fn new(settings: Settings) -> anyhow::Result<AppState> {
         // First: what the areas record while starting must reach it.
         let metrics = crate::http::recorder::handle();
         // Before the first connection serves a write: who a caller is may
@@ -70,21 +58,11 @@ impl AppState {
         let plugins = Arc::new(Plugins::load(&settings).await?);
         let secrets = SecretBox::new(&settings.encryption_key)?;
         let blobs = Blobs::from_settings(&settings)?;
-        register(
-            &Boot {
-                settings: &settings,
-                plugins: &plugins,
-                secrets: &secrets,
-                blobs: &blobs,
-            },
-            &mut jobs,
-        )?;
         let inner = Inner {
             plugins,
             secrets,
-            jobs: Arc::new(Queue::new(
+            jobs: Arc::new(Queue::without_handlers(
                 db.clone(),
-                jobs,
                 QueueTiming::from_settings(&settings),
             )),
             jwt: JwtKeys::new(&settings.jwt_secret),

@@ -3,9 +3,43 @@
 //! tenancy, partner accounts, invites, rate limits, request metrics and the job routes.
 
 pub mod app;
+pub mod area;
 pub mod auth;
 pub mod http;
 pub mod invites;
 pub mod jobs_routes;
 pub mod partner;
 pub mod tenancy;
+
+use std::time::Duration;
+
+use cairn_jobs::schedule::Schedule;
+use utoipa_axum::router::OpenApiRouter;
+
+use app::AppState;
+
+/// The platform's own routes (accounts, the tenant, invites, jobs,
+/// partner customers) and schedules (the job reaper, the rate limits'
+/// shrinking).
+pub fn area(state: &AppState) -> anyhow::Result<area::Area> {
+    let limits = state.clone();
+    Ok(area::Area::new("platform")
+        .routes(
+            OpenApiRouter::new()
+                .nest("/api/v1/auth", auth::router(state))
+                .nest("/api/v1/tenant", tenancy::router())
+                .nest("/api/v1/invites", invites::router(state))
+                .nest("/api/v1/jobs", jobs_routes::router())
+                .merge(partner::router()),
+        )
+        .schedule(cairn_jobs::reaper::schedule(state.jobs.clone()))
+        // The rate limiter forgets callers idle long enough (this
+        // process's memory: in every process).
+        .schedule(
+            Schedule::every("rate limit shrink", Duration::from_secs(60), move || {
+                let state = limits.clone();
+                async move { state.limits.shrink().await }
+            })
+            .per_process(),
+        ))
+}

@@ -34,6 +34,12 @@ use cairn_platform::app::AppState;
 
 pub use admin::router as admin_router;
 
+/// The portal in the `/api/v1` service: how tenant admins run it, and the
+/// payment webhook. (Its own API, [`api`], is served beside it.)
+pub fn area(_state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("portal").routes(admin_router()))
+}
+
 /// The portal API's routes, and its OpenAPI document.
 pub fn api() -> (axum::Router<AppState>, OpenApi) {
     let base = OpenApiBuilder::new()

@@ -34,35 +34,12 @@ use cairn_platform::http::{metrics, rate_limit};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Every route of the service, and the OpenAPI document describing them.
-pub fn router(state: &AppState) -> (Router, Documents) {
-    let api = OpenApiRouter::new()
-        .nest("/api/v1/auth", cairn_platform::auth::router(state))
-        .nest("/api/v1/tenant", cairn_platform::tenancy::router())
-        .nest("/api/v1/invites", cairn_platform::invites::router(state))
-        .nest("/api/v1/jobs", cairn_platform::jobs_routes::router())
-        .merge(cairn_platform::partner::router())
-        .merge(cairn_integrations::plugin_routes::router())
-        .merge(cairn_integrations::router(&state.plugins))
-        .merge(cairn_integrations::shared::router())
-        .merge(cairn_inventory::router())
-        .merge(cairn_inventory::devices::router())
-        .merge(cairn_integrations::csv_sources::router())
-        .merge(cairn_vulnerabilities::router(&state.plugins))
-        .merge(cairn_workflow::ticketing::router(&state.plugins))
-        .merge(cairn_intelligence::news::router())
-        .merge(cairn_intelligence::advisories::router())
-        .merge(cairn_reporting::dashboards::router())
-        .merge(cairn_reporting::partner::router())
-        .merge(cairn_reporting::reports::router())
-        .merge(cairn_reporting::reports::partner_router())
-        .merge(cairn_workflow::tags::router())
-        .merge(cairn_workflow::projects::router())
-        .merge(cairn_intelligence::research::router())
-        .merge(cairn_intelligence::subscriptions::router())
-        .merge(cairn_intelligence::threat_intel::router())
-        .merge(cairn_portal::admin_router())
-        .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
+/// Every route of the service, and the OpenAPI documents describing them:
+/// `areas` (the areas' routes, `cairn_platform::area::assemble`) under
+/// the default rate limit, the service's own, the portal API and the
+/// console.
+pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Documents) {
+    let api = areas.layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(api)

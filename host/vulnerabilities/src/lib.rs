@@ -95,12 +95,25 @@ use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_core::settings::Settings;
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
+
+/// The vulnerabilities: their routes, the scan and source jobs, the scan
+/// sweep and (when the operator turned it on) the sources' schedule.
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    Ok(Area::new("vulnerabilities")
+        .routes(router(&state.plugins))
+        .jobs(jobs(&state.settings)?)
+        .schedule(scan_sweep(state.db.clone()))
+        .schedule_if(state.settings.vuln_schedule, || {
+            sources::schedule(state.db.clone(), state.settings.clone())
+        }))
+}
 
 /// The area's routes: `/api/v1/vulnerabilities`, and the research of a
 /// scanner's finding under `/api/v1/scanner` when a loaded connector
 /// serves that area (the path is the area's, never the host's own).
-pub fn router(
+fn router(
     plugins: &cairn_plugins::Plugins,
 ) -> utoipa_axum::router::OpenApiRouter<cairn_platform::app::AppState> {
     let router = routes::router();
@@ -122,9 +135,9 @@ pub fn load_translations(settings: &Settings) -> anyhow::Result<identify::Transl
         .map_err(|e| anyhow::anyhow!("vuln_translations_path {}: {e}", path.display()))
 }
 
-/// Registers the scan job and the three source jobs.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    let settings = boot.settings;
+/// The scan job and the three source jobs.
+fn jobs(settings: &Settings) -> anyhow::Result<Registry> {
+    let mut registry = Registry::default();
     let translations = Arc::new(load_translations(settings)?);
     registry.register(
         scan::SCAN_KIND,
@@ -144,7 +157,7 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
             Duration::from_secs(30 * 60),
         );
     }
-    Ok(())
+    Ok(registry)
 }
 
 /// Queues a full scan of `tenant` unless one is already waiting.
@@ -193,7 +206,7 @@ pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
 /// 10 s: a scan asked for while the tenant's job was finishing joins that
 /// run in the queue's one-job-per-tenant rule, after its last look for
 /// queued scans.
-pub fn scan_sweep(db: Db) -> cairn_jobs::schedule::Schedule {
+fn scan_sweep(db: Db) -> cairn_jobs::schedule::Schedule {
     let period = Duration::from_secs(15);
     cairn_jobs::schedule::Schedule::every("scan sweep", period, move || {
         let db = db.clone();

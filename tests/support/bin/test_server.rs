@@ -8,7 +8,7 @@ use cairn_core::settings::Settings;
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::load()?.prepare()?;
     cairn::logging::init(&settings.log_format);
-    let mut jobs = cairn::server::builtin_jobs();
+    let mut jobs = cairn_jobs::Registry::default();
     jobs.register(
         cairn_tests::batches::KIND,
         cairn_tests::batches::Batches,

@@ -38,24 +38,30 @@ use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
 
 /// Key of the generic software inventory provider, the one behind
 /// `POST /api/v1/inventory/upload`.
 pub const GENERIC_SOFTWARE: &str = "software-inventory";
 
-/// Registers the `csv_parse` job kind.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    registry.register(
+/// CSV sources: the uploads' routes, the `csv_parse` job kind and the
+/// sweep that gives a waiting upload its job.
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    let mut jobs = Registry::default();
+    jobs.register(
         CSV_PARSE_KIND,
         CsvParseHandler {
-            plugins: boot.plugins.clone(),
-            uploads: boot.blobs.uploads.clone(),
-            staging_dir: boot.settings.csv_uploads_dir.join("staging"),
+            plugins: state.plugins.clone(),
+            uploads: state.blobs.uploads.clone(),
+            staging_dir: state.settings.csv_uploads_dir.join("staging"),
         },
         ingest::STALL_TIMEOUT,
     );
-    Ok(())
+    Ok(Area::new("csv sources")
+        .routes(router())
+        .jobs(jobs)
+        .schedule(sweep(state.db.clone(), state.jobs.timing.reaper_interval)))
 }
 
 /// Makes sure every tenant with a waiting upload has a parse job. An upload

@@ -28,17 +28,19 @@ mod storage;
 use std::time::Duration;
 
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
 
 pub use routes::router;
 
 /// Registers the sending job.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    registry.register(
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    let mut jobs = Registry::default();
+    jobs.register(
         send::SEND_KIND,
-        send::SendHandler::new(boot.settings)?,
+        send::SendHandler::new(&state.settings)?,
         // A message waits for the rate limit and the mail server.
         Duration::from_secs(300),
     );
-    Ok(())
+    Ok(Area::new("advisories").routes(router()).jobs(jobs))
 }

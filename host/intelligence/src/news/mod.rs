@@ -33,13 +33,22 @@ use std::time::Duration;
 use cairn_core::db::Db;
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
 
 pub use routes::router;
 
 /// Registers the refresh and classification jobs.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    let settings = boot.settings;
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    let minutes = state.settings.news_refresh_minutes;
+    Ok(Area::new("news")
+        .routes(router())
+        .jobs(jobs(&state.settings))
+        .schedule_if(minutes > 0, || schedule(state.db.clone(), minutes)))
+}
+
+fn jobs(settings: &cairn_core::settings::Settings) -> Registry {
+    let mut registry = Registry::default();
     // A model request may take `model_timeout_secs`; a feed 30 s.
     let stall = Duration::from_secs(settings.model_timeout_secs.max(30) * 3);
     registry.register(
@@ -56,7 +65,7 @@ pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
         },
         stall,
     );
-    Ok(())
+    registry
 }
 
 /// The schedule: every `news_refresh_minutes`, a refresh of each tenant

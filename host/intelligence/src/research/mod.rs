@@ -28,3 +28,8 @@ mod weaknesses;
 
 pub use cve::{research_cve, CveResearch};
 pub use routes::router;
+
+/// The area's routes; it has no jobs or schedules.
+pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("research").routes(router()))
+}

@@ -25,21 +25,30 @@ use std::time::Duration;
 use cairn_core::db::Db;
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
 
 pub use routes::router;
 
 /// Registers the sync job.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    registry.register(
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    let mut jobs = Registry::default();
+    jobs.register(
         sync::SYNC_KIND,
         sync::SyncHandler {
-            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(boot.settings),
+            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(&state.settings),
         },
         // NVD's pacing is 6 s a request without a key.
         Duration::from_secs(10 * 60),
     );
-    Ok(())
+    let hours = state.settings.subscription_sync_hours;
+    let mut area = Area::new("subscriptions").routes(router()).jobs(jobs);
+    if hours > 0 {
+        for schedule in schedules(state.db.clone(), hours) {
+            area = area.schedule(schedule);
+        }
+    }
+    Ok(area)
 }
 
 /// The schedule: every `subscription_sync_hours`, a sync of every

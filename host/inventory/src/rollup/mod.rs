@@ -33,8 +33,11 @@ pub const ROLLUP_KIND: &str = "rollup";
 /// A rebuild reports progress at each phase; none takes this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub fn register(registry: &mut Registry, exposure: Exposure) {
+/// The rebuild's job handler, which tells `exposure` what changed.
+pub fn jobs(exposure: Exposure) -> Registry {
+    let mut registry = Registry::default();
     registry.register(ROLLUP_KIND, RollupHandler { exposure }, STALL_TIMEOUT);
+    registry
 }
 
 /// Asks for a rebuild of the tenant's rollup; `reason` is kept on the job.

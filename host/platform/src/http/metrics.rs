@@ -88,7 +88,7 @@ async fn refresh_gauges(state: &AppState) {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     // Every kind this process runs reads 0 when it has nothing waiting.
-    for kind in state.jobs.registry.kinds() {
+    for kind in state.jobs.registry().kinds() {
         for status in ["queued", "running"] {
             seen.insert((kind.clone(), status.to_string()));
         }

@@ -30,3 +30,10 @@ mod storage;
 
 pub use routes::router;
 pub use snapshots::{record_all, schedule};
+
+/// Dashboards: their routes and the daily snapshot of key figures.
+pub fn area(state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("dashboards")
+        .routes(router())
+        .schedule(schedule(state.db.clone())))
+}

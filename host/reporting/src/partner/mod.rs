@@ -12,3 +12,8 @@
 mod routes;
 
 pub use routes::router;
+
+/// The area's routes; it has no jobs or schedules.
+pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("partner views").routes(router()))
+}

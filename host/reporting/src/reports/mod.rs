@@ -31,21 +31,31 @@ use cairn_core::blobs::BlobStore;
 use cairn_core::db::Db;
 use cairn_jobs::schedule::Schedule;
 use cairn_jobs::Registry;
-use cairn_platform::app::Boot;
+use cairn_platform::app::AppState;
+use cairn_platform::area::Area;
 
 pub use partner_routes::router as partner_router;
 pub use routes::router;
 
 /// Registers the writing job.
-pub fn register(boot: &Boot, registry: &mut Registry) -> anyhow::Result<()> {
-    registry.register(
+pub fn area(state: &AppState) -> anyhow::Result<Area> {
+    let mut jobs = Registry::default();
+    jobs.register(
         generate::GENERATE_KIND,
         generate::GenerateHandler {
-            store: boot.blobs.reports.clone(),
+            store: state.blobs.reports.clone(),
         },
         Duration::from_secs(600),
     );
-    Ok(())
+    Ok(Area::new("reports")
+        .routes(router())
+        .routes(partner_router())
+        .jobs(jobs)
+        .schedule(retention(
+            state.db.clone(),
+            state.blobs.reports.clone(),
+            state.settings.report_retention_days,
+        )))
 }
 
 /// Every hour, deletes the reports (and files) finished more than

@@ -8,3 +8,8 @@ mod routes;
 mod storage;
 
 pub use routes::router;
+
+/// The area's routes; it has no jobs or schedules.
+pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("projects").routes(router()))
+}

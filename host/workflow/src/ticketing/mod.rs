@@ -39,9 +39,13 @@ pub const PSA_AREA: &str = "psa";
 /// The area whose device records are endpoint agents.
 const EDR_AREA: &str = "edr";
 
-/// The routes, mounted under `/api/v1/psa` when a loaded connector serves
-/// that area.
-pub fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
+/// Ticketing: its routes, mounted under `/api/v1/psa` when a loaded
+/// connector serves that area.
+pub fn area(state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("ticketing").routes(router(&state.plugins)))
+}
+
+fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
     if !plugins.areas().contains(&PSA_AREA) {
         return OpenApiRouter::new();
     }
