@@ -13,3 +13,4 @@ mod kept_pages;
 mod partner;
 mod rollup_incremental;
 mod search;
+mod stored_json;

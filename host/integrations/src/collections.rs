@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use cairn_core::db::{Backend, Db};
+use cairn_core::db::{Backend, Db, StoredJson};
 use cairn_core::ids::TenantId;
 use cairn_plugins::FieldType;
 
@@ -34,9 +34,12 @@ pub struct StoredRecord {
     pub record_key: String,
     pub device_name: Option<String>,
     pub client_id: Option<String>,
-    pub group_ids: String,
-    pub fields: String,
-    pub body: String,
+    #[sqlx(try_from = "String")]
+    pub group_ids: StoredJson,
+    #[sqlx(try_from = "String")]
+    pub fields: StoredJson,
+    #[sqlx(try_from = "String")]
+    pub body: StoredJson,
     pub updated_at: i64,
 }
 
@@ -359,7 +362,8 @@ pub struct SourcedRecord {
     pub source: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    pub body: String,
+    #[sqlx(try_from = "String")]
+    pub body: StoredJson,
 }
 
 /// The tenant's records typed `record_type` of every source but
@@ -493,7 +497,8 @@ pub struct TypedRecord {
     pub kind: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    pub fields: String,
+    #[sqlx(try_from = "String")]
+    pub fields: StoredJson,
 }
 
 /// Every record of the tenant typed `record_type`, streamed in no
@@ -531,7 +536,8 @@ pub async fn typed_version(db: &Db, tenant: &TenantId, record_type: &str) -> sql
 pub struct UserRecord {
     pub source: String,
     pub record_key: String,
-    pub fields: String,
+    #[sqlx(try_from = "String")]
+    pub fields: StoredJson,
 }
 
 /// The tenant's records typed `user` of `sources` whose key, `mail` or one
@@ -630,9 +636,9 @@ pub fn record_json(row: StoredRecord) -> Value {
         "key": row.record_key,
         "device_name": row.device_name,
         "client_id": row.client_id,
-        "group_ids": serde_json::from_str::<Value>(&row.group_ids).unwrap_or(Value::Array(vec![])),
-        "fields": serde_json::from_str::<Value>(&row.fields).unwrap_or(Value::Object(Default::default())),
-        "record": serde_json::from_str::<Value>(&row.body).unwrap_or(Value::Null),
+        "group_ids": row.group_ids.0,
+        "fields": row.fields.0,
+        "record": row.body.0,
         "changed_at": cairn_core::db::to_rfc3339(row.updated_at),
     })
 }

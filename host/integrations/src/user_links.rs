@@ -16,10 +16,8 @@ use cairn_core::ids::TenantId;
 /// The record type whose views get the joins.
 pub const USER: &str = "user";
 
-/// The lowercased addresses that name the user keyed `key` with `fields`
-/// (JSON text).
-fn match_set(key: &str, fields: &str) -> Vec<String> {
-    let fields: Value = serde_json::from_str(fields).unwrap_or(Value::Null);
+/// The lowercased addresses that name the user keyed `key` with `fields`.
+fn match_set(key: &str, fields: &Value) -> Vec<String> {
     let mut set: Vec<String> = std::iter::once(key)
         .chain(fields["upn"].as_str())
         .chain(fields["mail"].as_str())
@@ -67,14 +65,13 @@ pub async fn attach(
     let mut flags = Map::new();
     let mut enrichment = Vec::with_capacity(rows.len());
     for row in rows {
-        let body: Value = serde_json::from_str(&row.body).unwrap_or(Value::Null);
-        for (name, value) in body["flags"].as_object().into_iter().flatten() {
+        for (name, value) in row.body["flags"].as_object().into_iter().flatten() {
             // A flag one roster sets stays set whatever another says.
             if flags.get(name) != Some(&Value::Bool(true)) {
                 flags.insert(name.clone(), value.clone());
             }
         }
-        enrichment.push(json!({"source": row.source, "key": row.record_key, "record": body}));
+        enrichment.push(json!({"source": row.source, "key": row.record_key, "record": row.body.0}));
     }
     // Device name (as first seen) -> the sources that link it.
     let mut devices: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
@@ -155,10 +152,9 @@ pub async fn directory_users_named(
         return Ok(named);
     }
     for user in collections::users_named(db, tenant, &areas, addresses).await? {
-        let fields: Value = serde_json::from_str(&user.fields).unwrap_or(Value::Null);
         let directory_user = DirectoryUser {
             upn: user.record_key.clone(),
-            display_name: fields["display_name"].as_str().map(String::from),
+            display_name: user.fields["display_name"].as_str().map(String::from),
             source: user.source.clone(),
         };
         for address in match_set(&user.record_key, &user.fields) {

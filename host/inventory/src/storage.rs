@@ -64,8 +64,10 @@ pub async fn asset_names(
             .bind(normalize::netbios_key(Some(device_name)))
             .fetch_optional(&db.pool)
             .await?;
+    // No asset yet (no rebuild since the first sync): no names but the one asked for.
     let mut names: Vec<String> = names
-        .and_then(|n| serde_json::from_str(&n).ok())
+        .map(|n| cairn_core::db::stored_json("names", &n))
+        .transpose()?
         .unwrap_or_default();
     // Rows synced since the last rebuild are found by the name asked for.
     if !names.iter().any(|n| n == device_name) {

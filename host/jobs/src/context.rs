@@ -78,6 +78,9 @@ struct LastProgress {
 
 impl JobContext {
     pub(super) fn new(db: Db, job: &JobRow, lease_ms: i64) -> JobContext {
+        // Written only by this crate's `serde_json::to_string`. Text that
+        // did not parse (a hand-edited row) reads as null, which every
+        // handler refuses with its own error: the claim itself goes on.
         let parse = |raw: &str| serde_json::from_str(raw).unwrap_or(Value::Null);
         JobContext {
             inner: Arc::new(Inner {

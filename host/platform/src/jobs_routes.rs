@@ -75,6 +75,8 @@ impl JobView {
 
 impl From<JobRow> for JobView {
     fn from(row: JobRow) -> Self {
+        // Written only by the queue's `serde_json::to_string`; a hand-edited
+        // row shows null there rather than hiding the job from its list.
         let parse = |raw: &str| serde_json::from_str(raw).unwrap_or(Value::Null);
         let progress = parse(&row.progress);
         let (percent, estimated_end) = match row.status() {

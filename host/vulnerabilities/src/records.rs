@@ -250,6 +250,8 @@ pub fn from_cve5(record: &Value) -> Result<CveRecord, RecordError> {
         .or(meta["dateReserved"].as_str())
         .and_then(parse_time)
         .ok_or_else(|| RecordError::Shape(format!("{id}: no readable dateUpdated")))?;
+    // Upstream input, not stored JSON: a record without readable
+    // descriptions is imported without a summary, as NVD shows it.
     let descriptions: Vec<LangValue> =
         serde_json::from_value(cna["descriptions"].clone()).unwrap_or_default();
     let cwe_ids = cwe_list(

@@ -83,7 +83,7 @@ async fn research_finding(
             )
             .await?
             .ok_or(ApiError::NotFound("finding"))?;
-            let fields: Value = serde_json::from_str(&record.fields).unwrap_or(Value::Null);
+            let fields = &record.fields;
             let mut ids: Vec<String> = fields["cve_ids"]
                 .as_array()
                 .into_iter()

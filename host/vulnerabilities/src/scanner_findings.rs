@@ -32,7 +32,7 @@ fn device_of(hostname: &str) -> String {
 
 /// The rows of one finding record: one per CVE it names, none without.
 fn rows_of(record: &integrations::TypedRecord, now: i64) -> Vec<Value> {
-    let fields: Value = serde_json::from_str(&record.fields).unwrap_or(Value::Null);
+    let fields = &record.fields;
     let text = |name: &str| {
         fields[name]
             .as_str()
@@ -155,7 +155,7 @@ mod tests {
             kind: "findings".into(),
             record_key: "a-1|1001|443|tcp".into(),
             device_name: Some("web01.corp.example".into()),
-            fields: fields.to_string(),
+            fields: cairn_core::db::StoredJson(fields),
         }
     }
 

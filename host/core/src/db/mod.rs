@@ -241,6 +241,33 @@ pub fn stored_json<T: serde::de::DeserializeOwned>(column: &str, raw: &str) -> s
     })
 }
 
+/// A column of stored JSON read into a row struct: with
+/// `#[sqlx(try_from = "String")]` on the field, text that does not decode
+/// fails the row's read with an error naming the column, as
+/// [`stored_json`] does. Reads as the value it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredJson<T = serde_json::Value>(pub T);
+
+impl<T: serde::de::DeserializeOwned> TryFrom<String> for StoredJson<T> {
+    type Error = serde_json::Error;
+    fn try_from(raw: String) -> Result<Self, Self::Error> {
+        serde_json::from_str(&raw).map(StoredJson)
+    }
+}
+
+impl<T: serde::Serialize> serde::Serialize for StoredJson<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<T> std::ops::Deref for StoredJson<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// True when `err` is a unique-constraint violation on either backend.
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     match err {
@@ -434,6 +461,19 @@ mod tests {
         );
         assert!(!message.contains('\n'), "one line: {message}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_stored_json_field_decodes_or_refuses_the_text() {
+        let ok = StoredJson::<Vec<String>>::try_from(r#"["a"]"#.to_string()).unwrap();
+        assert_eq!(*ok, ["a"]);
+        assert_eq!(serde_json::to_string(&ok).unwrap(), r#"["a"]"#);
+        for broken in ["", "{", "[1", "{\"a\": 1}"] {
+            assert!(
+                StoredJson::<Vec<String>>::try_from(broken.to_string()).is_err(),
+                "{broken:?}"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use cairn_core::db::{now_ms, to_rfc3339, Db};
+use cairn_core::db::{now_ms, to_rfc3339, Db, StoredJson};
 use cairn_core::ids::TenantId;
 use cairn_core::uploads::Received;
 use cairn_jobs::{JobContext, JobFailure};
@@ -31,14 +31,18 @@ pub struct UploadRow {
     pub job_id: Option<String>,
     pub format: Option<String>,
     pub header_row: Option<i64>,
-    pub columns: String,
+    #[sqlx(try_from = "String")]
+    pub columns: StoredJson<Vec<String>>,
     pub rows_read: i64,
     pub rows_imported: i64,
     pub rows_rejected: i64,
     pub duplicates: i64,
-    pub rejections: String,
-    pub sample_rows: String,
-    pub fill_rate: String,
+    #[sqlx(try_from = "String")]
+    pub rejections: StoredJson<Vec<Rejection>>,
+    #[sqlx(try_from = "String")]
+    pub sample_rows: StoredJson<Vec<Value>>,
+    #[sqlx(try_from = "String")]
+    pub fill_rate: StoredJson,
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
@@ -101,12 +105,11 @@ pub struct UploadView {
 
 impl From<UploadRow> for UploadView {
     fn from(row: UploadRow) -> Self {
-        let json = |raw: &str, empty: Value| serde_json::from_str(raw).unwrap_or(empty);
         UploadView {
-            columns: serde_json::from_str(&row.columns).unwrap_or_default(),
-            rejections: serde_json::from_str(&row.rejections).unwrap_or_default(),
-            sample_rows: serde_json::from_str(&row.sample_rows).unwrap_or_default(),
-            fill_rate: json(&row.fill_rate, Value::Object(Default::default())),
+            columns: row.columns.0,
+            rejections: row.rejections.0,
+            sample_rows: row.sample_rows.0,
+            fill_rate: row.fill_rate.0,
             id: row.id,
             source_key: row.source_key,
             filename: row.filename,
@@ -391,19 +394,9 @@ pub struct SourceRecordView {
     pub kind: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    #[sqlx(rename = "body")]
-    #[serde(skip)]
-    pub raw_body: String,
-    #[sqlx(skip)]
+    #[sqlx(try_from = "String")]
     #[schema(value_type = Object)]
-    pub body: Value,
-}
-
-impl SourceRecordView {
-    fn parsed(mut self) -> Self {
-        self.body = serde_json::from_str(&self.raw_body).unwrap_or(Value::Null);
-        self
-    }
+    pub body: StoredJson,
 }
 
 pub async fn records(
@@ -430,10 +423,7 @@ pub async fn records(
     .bind(source_key)
     .fetch_one(&db.pool)
     .await?;
-    Ok((
-        rows.into_iter().map(SourceRecordView::parsed).collect(),
-        total,
-    ))
+    Ok((rows, total))
 }
 
 /// The source's device record for `name`: the exact name first (case
@@ -463,5 +453,5 @@ pub async fn device_record(
     .bind(&short)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(SourceRecordView::parsed))
+    Ok(row)
 }

@@ -91,7 +91,7 @@ impl JobHandler for SendHandler {
 
 /// The advisory's text with the recipient's own affected devices.
 fn personal_body(message: &PendingMessage) -> String {
-    let devices: Vec<String> = serde_json::from_str(&message.devices).unwrap_or_default();
+    let devices = &message.devices;
     let mut body = message.body.clone();
     if !devices.is_empty() {
         body.push_str(&format!(

@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
+use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db, StoredJson};
 use cairn_core::ids::TenantId;
 
 /// Times a recipient's message is tried before it is `failed`.
@@ -232,7 +232,8 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
 pub struct PendingMessage {
     pub advisory_id: String,
     pub email: String,
-    pub devices: String,
+    #[sqlx(try_from = "String")]
+    pub devices: StoredJson<Vec<String>>,
     pub subject: String,
     pub body: String,
 }

@@ -508,14 +508,16 @@ async fn with_cves(
             cves.entry(item).or_default().push(cve);
         }
     }
-    fn list<T: serde::de::DeserializeOwned>(text: String) -> Vec<T> {
-        serde_json::from_str(&text).unwrap_or_default()
+    fn list<T: serde::de::DeserializeOwned>(
+        r: &sqlx::any::AnyRow,
+        column: &str,
+    ) -> sqlx::Result<Vec<T>> {
+        cairn_core::db::stored_json(column, &r.try_get::<String, _>(column)?)
     }
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
             let id: String = r.get("id");
-            ItemView {
+            Ok(ItemView {
                 cve_ids: cves.remove(&id).unwrap_or_default(),
                 id,
                 feed_id: r.get("feed_id"),
@@ -527,9 +529,9 @@ async fn with_cves(
                 fetched_at: to_rfc3339(r.get("fetched_at")),
                 category: r.get("category"),
                 severity: r.get("severity"),
-                vendors: list(r.get("vendors")),
-                products: list(r.get("products")),
-                relevance: list(r.get("relevance")),
+                vendors: list(&r, "vendors")?,
+                products: list(&r, "products")?,
+                relevance: list(&r, "relevance")?,
                 relevant: r.get::<i64, _>("relevant") != 0,
                 classified_by: r.get("classified_by"),
                 classifier_note: r.get("classifier_note"),
@@ -537,9 +539,9 @@ async fn with_cves(
                 read: r.get::<i64, _>("is_read") != 0,
                 assigned_to: r.get("assigned_to"),
                 assigned_at: r.get::<Option<i64>, _>("assigned_at").map(to_rfc3339),
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Marks an item read (or unread) for `user_id`; false when the tenant

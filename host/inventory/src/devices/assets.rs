@@ -51,6 +51,10 @@ pub struct AssetView {
     pub directory_user: Option<super::DirectoryUser>,
 }
 
+/// An area's detail the rollup wrote with the asset. As for the lists in
+/// [`AssetView::from_row`], the view is built without a fallible step and
+/// the rollup's tests read every value back; text that does not decode
+/// shows as no detail.
 fn json(raw: Option<&str>) -> Option<Value> {
     raw.and_then(|r| serde_json::from_str(r).ok())
 }

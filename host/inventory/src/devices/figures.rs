@@ -50,7 +50,7 @@ pub async fn scope(
         scope.keys.push(key);
         scope
             .names
-            .extend(serde_json::from_str::<Vec<String>>(&names).unwrap_or_default());
+            .extend(cairn_core::db::stored_json::<Vec<String>>("names", &names)?);
     }
     Ok(scope)
 }
@@ -121,7 +121,7 @@ pub async fn by_source(
     .await?;
     let mut counts: BTreeMap<String, i64> = BTreeMap::new();
     for list in lists {
-        for source in serde_json::from_str::<Vec<String>>(&list).unwrap_or_default() {
+        for source in cairn_core::db::stored_json::<Vec<String>>("sources", &list)? {
             *counts.entry(source).or_default() += 1;
         }
     }

@@ -188,7 +188,7 @@ async fn enrichment_for(
     // A record is found by its own name and by its NetBIOS form, so a
     // register listing full DNS names enriches the short names too.
     for (name, source, body) in rows {
-        let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let body: Value = cairn_core::db::stored_json("body", &body)?;
         let short = truncated(&name);
         if short != name {
             out.entry(short)

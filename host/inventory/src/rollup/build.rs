@@ -534,6 +534,8 @@ impl DetailIndex {
             // product of an area attaches the same shape; else the record.
             let detail = match serde_json::from_str::<Value>(&record.fields) {
                 Ok(Value::Object(fields)) if !fields.is_empty() => Value::Object(fields),
+                // `fields` and `body` are NOT NULL JSON the sync wrote; a
+                // body that does not decode gives the asset no detail.
                 _ => serde_json::from_str(&record.body).unwrap_or(Value::Null),
             };
             let body = normalize::strip_control_json(detail);

@@ -305,7 +305,7 @@ pub async fn asset_names(
             .await?;
         for (cleaned, raw) in rows {
             for list in [cleaned, raw] {
-                let list: Vec<String> = serde_json::from_str(&list).unwrap_or_default();
+                let list: Vec<String> = cairn_core::db::stored_json("names", &list)?;
                 names.extend(list);
             }
         }
@@ -338,6 +338,9 @@ pub async fn read_tallies(
             .fetch_all(&mut **tx)
             .await?;
         for (name, tally, vendor) in rows {
+            // A tally is a kept shortcut: one that does not decode (an
+            // older version's shape) is no tally, and the application is
+            // counted again from its items, as one without a tally is.
             let tally = tally.and_then(|t| serde_json::from_str(&t).ok());
             stored.insert(name, StoredApplication { tally, vendor });
         }
@@ -392,8 +395,8 @@ pub async fn read_state(db: &Db, tenant: &TenantId) -> sqlx::Result<State> {
     Ok(match row {
         Some((tallied, blank_names, completions)) => State {
             tallied: tallied == 1,
-            blank_names: serde_json::from_str(&blank_names).unwrap_or_default(),
-            completions: serde_json::from_str(&completions).unwrap_or_default(),
+            blank_names: cairn_core::db::stored_json("blank_names", &blank_names)?,
+            completions: cairn_core::db::stored_json("completions", &completions)?,
         },
         None => State::default(),
     })

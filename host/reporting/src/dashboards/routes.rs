@@ -201,6 +201,8 @@ fn default_widgets() -> Vec<NewWidget> {
                 widget_type: widget_type.to_string(),
                 data_source: DataSource {
                     metric: metric.to_string(),
+                    // This file's literals, each JSON: the default
+                    // dashboard's test reads every widget's params back.
                     params: serde_json::from_str(params).unwrap_or_default(),
                     filter: None,
                 },

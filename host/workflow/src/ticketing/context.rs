@@ -185,13 +185,13 @@ pub async fn full_ticket(
     .await?
     .into_iter()
     .filter(|note| note.source == PSA_AREA)
-    .map(|note| serde_json::from_str(&note.body).unwrap_or(Value::Null))
+    .map(|note| note.body.0)
     .collect();
     let mut kept = serde_json::Map::new();
     for (source, record) in &kept_records {
         kept.insert(
             source.to_string(),
-            json!({"record": serde_json::from_str::<Value>(&record.body).unwrap_or(Value::Null),
+            json!({"record": &record.body,
                    "changed_at": cairn_core::db::to_rfc3339(record.updated_at)}),
         );
     }
@@ -203,7 +203,7 @@ pub async fn full_ticket(
             let freshest = kept_records.iter().max_by_key(|(_, r)| r.updated_at);
             match freshest {
                 Some((source, record)) => (
-                    serde_json::from_str(&record.body).unwrap_or(Value::Null),
+                    record.body.0.clone(),
                     source.to_string(),
                     Some(err.to_string()),
                 ),

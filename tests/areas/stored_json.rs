@@ -1,0 +1,53 @@
+//! Rows that fail loudly: a connector record whose stored JSON does not
+//! decode is an error naming its column when an area reads it, never a
+//! record with empty fields. Read through the integrations area's public
+//! functions on a real database.
+
+use cairn_tests::{backend_tests, Backend, TestDb};
+
+backend_tests!(a_record_whose_stored_json_is_broken_names_the_column);
+
+async fn a_record_whose_stored_json_is_broken_names_the_column(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = test_db.tenant("t").await;
+    // (key, fields, body, the column the read must name, or none).
+    let cases = [
+        ("whole", r#"{"cve_ids":["CVE-2024-3094"]}"#, "{}", None),
+        ("broken-fields", r#"{"cve_ids":"#, "{}", Some("fields")),
+        ("broken-body", "{}", "not json", Some("body")),
+    ];
+    for (key, fields, body, _) in &cases {
+        sqlx::query(
+            "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, \
+             fields, body, seen_run, updated_at) VALUES ($1, 'scanner', 'findings', 'finding', \
+             $2, $3, $4, 'r', 0)",
+        )
+        .bind(tenant.as_str())
+        .bind(key)
+        .bind(fields)
+        .bind(body)
+        .execute(&test_db.db.pool)
+        .await
+        .unwrap();
+    }
+    for (key, _, _, broken) in cases {
+        let read =
+            cairn_integrations::typed_by_key(&test_db.db, &tenant, "scanner", "finding", key).await;
+        match broken {
+            None => {
+                let record = read.unwrap().expect("the record");
+                assert_eq!(record.fields["cve_ids"][0], "CVE-2024-3094");
+            }
+            Some(column) => {
+                let err = read.expect_err(key);
+                assert!(
+                    matches!(&err, sqlx::Error::ColumnDecode { index, .. } if index.contains(column)),
+                    "{key}: {err}"
+                );
+            }
+        }
+    }
+    test_db.finish().await;
+}
