@@ -4,6 +4,14 @@
 //! and those connectors declare, mounted concretely); and the sync pipeline
 //! that turns a connector's pages into inventory items and source records.
 //!
+//! - Owns `integration_configs`, `csv_uploads` and `source_records` (with
+//!   the inventory's prune), and writes `inventory_items` rows for the
+//!   inventory (the crossing `tests/table_owners.rs` lists).
+//! - Faces: [`area`] and `csv_sources::area`; collections' typed reads
+//!   (`typed_records`, `typed_by_key`, ...), `directory` for the devices.
+//! - Calls: the platform, the plugin host (every connector call) and the
+//!   inventory.
+//!
 //! Areas and their connectors. `areas.rs` resolves the connector a tenant's
 //! config for an area uses (the one it names, else the area's only one);
 //! per-tenant configs are per area (`config.rs`: the connector a save uses,

@@ -2,6 +2,16 @@
 //! from inventory items, structured search over both, and the
 //! `/api/v1/inventory` routes.
 //!
+//! - Owns `inventory_items` (with the integrations, which upsert it: the
+//!   one crossing `tests/table_owners.rs` still lists), `applications`,
+//!   `vendors`, `assets`, `asset_terms`, `rollup_state`, `sync_seen` and
+//!   `sync_completions`.
+//! - Faces: [`area`], `storage` and `devices` reads, `search`,
+//!   `rollup::request`, `seen` (what a sync run saw, and its prune).
+//! - Calls: the platform; what it needs of the areas above is a trait the
+//!   composition root fills (`exposure::CveExposure`,
+//!   `devices::UserDirectory`).
+//!
 //! The inventory area. `normalize.rs` holds the pure rules (installer-id
 //! suffixes, NetBIOS key, control characters, platform labels); `version.rs`
 //! the one version ordering (a total order, property-tested); `rollup/` the

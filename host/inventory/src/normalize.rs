@@ -171,8 +171,8 @@ pub fn platform_label(raw: &str) -> Option<&'static str> {
 
 /// A row's operating system as stored, for connector and CSV rows alike:
 /// the platform as [`platform_label`] reads it (a label it does not know
-/// stays as given), the one-line version ([`os_version_of`]) and the name
-/// ([`os_name_of`]). The one place both writers of inventory rows take it
+/// stays as given), the one-line version (`os_version_of`) and the name
+/// (`os_name_of`). The one place both writers of inventory rows take it
 /// from, so a distribution's release is read the same way from each.
 pub struct DeviceOs<'a> {
     pub platform: Option<&'a str>,

@@ -1,6 +1,15 @@
 //! The platform every area stands on: the state handlers share
-//! ([`app::AppState`]), accounts, sessions and the caller extractors,
-//! tenancy, partner accounts, invites, rate limits, request metrics and the job routes.
+//! ([`app::AppState`]), what an area adds ([`area::Area`]), accounts,
+//! sessions and the caller extractors, tenancy, partner accounts,
+//! invites, rate limits, request metrics and the job routes.
+//!
+//! - Owns `tenants`, `users`, `sessions`, `refresh_tokens`, `invites`,
+//!   `rate_limit_windows` and the partner tables (`partner_groups`,
+//!   `partner_group_members`, `partner_analyst_scopes`, `partner_audit`,
+//!   `partner_branding`).
+//! - Faces: [`area()`] (its routes and schedules), the `Caller` and
+//!   `PartnerCaller` extractors, `tenancy::exists`, `partner::acting_role`.
+//! - Calls: the vocabulary, the job queue and the plugin host only.
 
 pub mod app;
 pub mod area;

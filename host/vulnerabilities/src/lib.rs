@@ -3,6 +3,13 @@
 //! CWE), the matching of each tenant's installed software against it, and
 //! the tenant's findings and scans.
 //!
+//! - Owns every `vuln_` table: the global reference data and each
+//!   tenant's findings, scans and triage.
+//! - Faces: [`area`], `figures`, `views`, `research`, `exposure()` (the
+//!   inventory's `CveExposure`).
+//! - Calls: the platform, the inventory and the integrations (scanner
+//!   records) through their public functions.
+//!
 //! - `records`, `feeds`, `cpe`: parsing (pure).
 //! - `reference`: the global tables; `import`: offline loads;
 //!   `sources`: the online loads as jobs and their schedule.
