@@ -7,6 +7,7 @@
 mod advisories;
 mod identity;
 mod inventory;
+mod items;
 mod jobs;
 mod kept_cves;
 mod kept_pages;

@@ -4,7 +4,7 @@
 //! HTTP error and JSON body every route answers with, and the few services
 //! every layer may hold (mail, blob store, secret box, upload checks). No
 //! module here knows any area; the layering test (`tests/layers.rs`) keeps
-//! it that way.
+//! it that way. It owns no table: it runs the migrations that create them.
 
 pub mod blobs;
 pub mod db;

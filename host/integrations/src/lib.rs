@@ -5,8 +5,8 @@
 //! that turns a connector's pages into inventory items and source records.
 //!
 //! - Owns `integration_configs`, `csv_uploads` and `source_records` (with
-//!   the inventory's prune), and writes `inventory_items` rows for the
-//!   inventory (the crossing `tests/table_owners.rs` lists).
+//!   the inventory's prune: the crossing `tests/table_owners.rs` lists);
+//!   hands inventory rows to `cairn_inventory::items`.
 //! - Faces: [`area`] and `csv_sources::area`; collections' typed reads
 //!   (`typed_records`, `typed_by_key`, ...), `directory` for the devices.
 //! - Calls: the platform, the plugin host (every connector call) and the

@@ -9,6 +9,7 @@ use sqlx::{Any, Transaction};
 use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
 use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
+use cairn_inventory::items::{self, ReplaceRule};
 use cairn_inventory::normalize::DeviceOs;
 use cairn_inventory::seen::{self, KeyOf};
 use cairn_plugins::{InventoryRow, MappedRow};
@@ -258,10 +259,8 @@ async fn delete_synced(
     tenant: &TenantId,
     source: &str,
 ) -> sqlx::Result<()> {
-    for table in ["inventory_items", "source_records"]
-        .into_iter()
-        .chain(seen::TABLES)
-    {
+    items::delete_source(tx, tenant, source).await?;
+    for table in std::iter::once("source_records").chain(seen::TABLES) {
         sqlx::query(&format!(
             "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
         ))
@@ -441,7 +440,8 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
         ));
     }
     // Each staged row is written as JSON text straight from a tuple, with
-    // no JSON tree in between.
+    // no JSON tree in between; an item's tuple is the layout of
+    // `cairn_inventory::items`.
     let items = items
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
@@ -543,19 +543,11 @@ pub async fn write_prepared(
         run,
         now,
     };
-    let statement = format!(
-        "INSERT INTO inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
-         os_version, user_email, user_name, application_name, vendor, version, publisher, client_id, \
-         group_ids, os_name, os_build, seen_run, updated_at) \
-         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-         value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
-         value->>13, value->>14, $3, $5 FROM {rows} WHERE true \
-         ON CONFLICT (tenant_id, source, item_key) DO UPDATE SET {} WHERE {}",
-        assignments(ITEM_CONTENT),
-        changed("inventory_items", ITEM_CONTENT)
-    );
+    // The inventory's rows go through its one writer; a page's rows are
+    // one per key already (`prepare_rows` keeps the last).
+    let statement = items::upsert_sql(backend, ReplaceRule::ChangedContent);
     for chunk in prepared.items {
-        staged.insert(tx, &statement, chunk).await?;
+        items::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
     }
     let statement = format!(
         "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
@@ -572,26 +564,8 @@ pub async fn write_prepared(
     Ok(())
 }
 
-/// The columns of an inventory item a sync compares: a row whose columns
+/// The columns of a source record a sync compares: a record whose columns
 /// all equal the page's is not rewritten.
-const ITEM_CONTENT: &[&str] = &[
-    "device_name",
-    "device_id",
-    "os_platform",
-    "os_version",
-    "user_email",
-    "user_name",
-    "application_name",
-    "vendor",
-    "version",
-    "publisher",
-    "client_id",
-    "group_ids",
-    "os_name",
-    "os_build",
-];
-
-/// The same for a source record.
 const RECORD_CONTENT: &[&str] = &[
     "record_type",
     "device_name",
@@ -651,72 +625,63 @@ impl Staged<'_> {
 
 /// After a CSV swap: deletes the source's rows the upload did not stamp
 /// (every row of an upload is written with its stamp), in transactions of
-/// at most [`PRUNE_BATCH`](cairn_inventory::seen::PRUNE_BATCH) rows. Returns (items, records) deleted. A sync,
-/// which leaves unchanged rows unstamped, prunes with
-/// [`super::seen::prune_unseen`].
+/// at most [`PRUNE_BATCH`](cairn_inventory::seen::PRUNE_BATCH) rows.
+/// Returns (items, records) deleted. A sync, which leaves unchanged rows
+/// unstamped, prunes with `cairn_inventory::seen::prune_unseen`.
 pub async fn prune_unstamped(
     db: &Db,
     tenant: &TenantId,
     source: &str,
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
-    // SQLite runs the `IN` subquery once. PostgreSQL, its statistics stale
-    // right after a large write, may rescan a LIMITed subquery for every
-    // row; an `ARRAY(...)` of row ids is computed once, then fetched by id.
-    let statements = match db.backend {
-        Backend::Sqlite => [
-            "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2 AND item_key IN \
-             (SELECT item_key FROM inventory_items \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+    let items = items::prune_unstamped(db, tenant, source, run).await?;
+    // As `items::prune_unstamped` does: an `ARRAY(...)` of row ids on
+    // PostgreSQL, computed once.
+    let statement = match db.backend {
+        Backend::Sqlite => {
             "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
              AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
-        ],
-        Backend::Postgres => [
-            "DELETE FROM inventory_items WHERE ctid = ANY(ARRAY(SELECT ctid FROM inventory_items \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
-             AND seen_run <> $3",
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)"
+        }
+        Backend::Postgres => {
             "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
               WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
-             AND seen_run <> $3",
-        ],
+             AND seen_run <> $3"
+        }
     };
-    let mut deleted = [0u64; 2];
+    let mut records = 0;
     let mut sizes = WriteBatches::new(db.backend, 200, cairn_inventory::seen::PRUNE_BATCH);
-    for (i, statement) in statements.iter().enumerate() {
-        loop {
-            let _turn = db.write_turn().await;
-            let started = Instant::now();
-            let rows = sizes.rows();
-            let batch = sqlx::query(statement)
-                .bind(tenant.as_str())
-                .bind(source)
-                .bind(run)
-                .bind(rows as i64)
-                .execute(&db.pool)
-                .await?
-                .rows_affected();
-            sizes.record(batch as usize, started.elapsed());
-            deleted[i] += batch;
-            if batch < rows as u64 {
-                break;
-            }
+    loop {
+        let _turn = db.write_turn().await;
+        let started = Instant::now();
+        let rows = sizes.rows();
+        let batch = sqlx::query(statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(run)
+            .bind(rows as i64)
+            .execute(&db.pool)
+            .await?
+            .rows_affected();
+        sizes.record(batch as usize, started.elapsed());
+        records += batch;
+        if batch < rows as u64 {
+            return Ok((items, records));
         }
     }
-    Ok((deleted[0], deleted[1]))
 }
 
 /// How many (inventory items, source records) the source holds for the
 /// tenant.
 pub async fn row_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<(i64, i64)> {
-    sqlx::query_as(
-        "SELECT (SELECT COUNT(*) FROM inventory_items WHERE tenant_id = $1 AND source = $2), \
-                (SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2)",
+    let records = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2",
     )
     .bind(tenant.as_str())
     .bind(source)
     .fetch_one(&db.pool)
-    .await
+    .await?;
+    Ok((items::count(db, tenant, source).await?, records))
 }
 
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -729,14 +694,7 @@ pub struct SourceStats {
 }
 
 pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<SourceStats> {
-    let (items, devices, applications): (i64, i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), COUNT(DISTINCT device_name), COUNT(DISTINCT application_name) \
-         FROM inventory_items WHERE tenant_id = $1 AND source = $2",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .fetch_one(&db.pool)
-    .await?;
+    let held = items::source_counts(db, tenant, source).await?;
     let kinds: Vec<(String, i64)> = sqlx::query_as(
         "SELECT kind, COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2 GROUP BY kind",
     )
@@ -745,9 +703,9 @@ pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<Sou
     .fetch_all(&db.pool)
     .await?;
     Ok(SourceStats {
-        inventory_items: items,
-        devices,
-        applications,
+        inventory_items: held.items,
+        devices: held.devices,
+        applications: held.applications,
         records: kinds.into_iter().collect(),
     })
 }

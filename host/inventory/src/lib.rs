@@ -2,11 +2,12 @@
 //! from inventory items, structured search over both, and the
 //! `/api/v1/inventory` routes.
 //!
-//! - Owns `inventory_items` (with the integrations, which upsert it: the
-//!   one crossing `tests/table_owners.rs` still lists), `applications`,
-//!   `vendors`, `assets`, `asset_terms`, `rollup_state`, `sync_seen` and
-//!   `sync_completions`.
-//! - Faces: [`area`], `storage` and `devices` reads, `search`,
+//! - Owns `inventory_items` (written only through `items`, under an
+//!   explicit `ReplaceRule`), `applications`, `vendors`, `assets`,
+//!   `asset_terms`, `rollup_state`, `sync_seen` and `sync_completions`;
+//!   `seen`'s prune also deletes the integrations' `source_records` (the
+//!   crossing `tests/table_owners.rs` still lists).
+//! - Faces: [`area`], `items`, `storage` and `devices` reads, `search`,
 //!   `rollup::request`, `seen` (what a sync run saw, and its prune).
 //! - Calls: the platform; what it needs of the areas above is a trait the
 //!   composition root fills (`exposure::CveExposure`,
@@ -35,6 +36,7 @@ pub mod assets;
 pub mod changes;
 pub mod devices;
 pub mod exposure;
+pub mod items;
 pub mod normalize;
 pub mod rollup;
 pub mod routes;

@@ -9,6 +9,11 @@
 //!
 //! State lives in the `jobs` table only; progress and history are read from it.
 //!
+//! - Owns `jobs` and `schedule_leases`.
+//! - Faces: `enqueue`, `Queue` (handlers installed once), `JobHandler`,
+//!   `schedule::Schedule`; no HTTP (the routes are the platform's).
+//! - Calls: the vocabulary only.
+//!
 //! The durable job queue. `storage.rs` holds every statement (enqueue with
 //! dedupe, claim, fenced heartbeat/progress/checkpoint/finish, reaper,
 //! prune, cancel); `worker.rs` the dispatcher (one loop claiming for every

@@ -14,6 +14,7 @@
 //!   response caps and 429 retries.
 //!
 //! Nothing here names a vendor: what a connector is comes from its descriptor.
+//! It owns no table and calls only the vocabulary; the areas call it.
 //!
 //! The WebAssembly plugin host. `loader.rs` scans the connectors directory,
 //! compiles through an on-disk artifact cache (`engine.rs`, keyed by the

@@ -12,6 +12,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::storage::{self, ParseReport, SUCCESS};
 use cairn_core::db::{now_ms, Backend, WriteBatches};
+use cairn_inventory::items::{self, ReplaceRule};
 use cairn_jobs::{JobContext, JobFailure, LeaseLost};
 use cairn_plugins::rows::{InventoryRow, RecordRow};
 
@@ -45,6 +46,13 @@ pub struct Staging {
     pub rows: u64,
 }
 
+/// The staging file of an upload. The name carries the line layout's
+/// version: a file an older build staged (items without `client_id` and
+/// `group_ids`) is never read as this one; its upload is parsed again.
+fn path_of(dir: &Path, upload_id: &str) -> PathBuf {
+    dir.join(format!("{upload_id}.v2.staging"))
+}
+
 impl Staging {
     pub fn create(
         dir: &Path,
@@ -52,7 +60,7 @@ impl Staging {
         destination: Destination,
     ) -> std::io::Result<Staging> {
         std::fs::create_dir_all(dir)?;
-        let path = dir.join(format!("{upload_id}.staging"));
+        let path = path_of(dir, upload_id);
         let out = BufWriter::with_capacity(1024 * 1024, File::create(&path)?);
         Ok(Staging {
             path,
@@ -69,7 +77,7 @@ impl Staging {
         destination: Destination,
     ) -> std::io::Result<Staging> {
         use std::io::BufRead;
-        let path = dir.join(format!("{upload_id}.staging"));
+        let path = path_of(dir, upload_id);
         let reader = std::io::BufReader::with_capacity(1024 * 1024, File::open(&path)?);
         let mut rows = 0;
         for line in reader.split(b'\n') {
@@ -95,6 +103,8 @@ impl Staging {
 
     pub fn push_item(&mut self, key: &str, item: &InventoryRow) -> std::io::Result<()> {
         debug_assert_eq!(self.destination, Destination::Items);
+        // The layout of `cairn_inventory::items`; an upload names no
+        // client or groups.
         let line = json!([
             key,
             item.device_name,
@@ -107,6 +117,8 @@ impl Staging {
             item.vendor,
             item.version,
             item.publisher,
+            None::<String>,
+            "[]",
             item.os_name,
             item.os_build,
         ]);
@@ -137,6 +149,8 @@ impl Staging {
 
     /// Removes what an upload staged, if anything (a canceled parse).
     pub fn remove(dir: &Path, upload_id: &str) {
+        let _ = std::fs::remove_file(path_of(dir, upload_id));
+        // What an older build staged.
         let _ = std::fs::remove_file(dir.join(format!("{upload_id}.staging")));
     }
 
@@ -221,8 +235,8 @@ impl Staging {
                     .bind(tenant.as_str())
                     .bind(source)
                     .bind(upload_id)
-                    .bind(now)
                     .bind(&batch)
+                    .bind(now)
                     .execute(&mut *tx)
                     .await?;
                 ctx.save_checkpoint_in(&mut tx, &checkpoint.to_value())
@@ -281,51 +295,35 @@ fn io_failure(err: std::io::Error) -> JobFailure {
     JobFailure::Failed(format!("the staged rows could not be read: {err}"))
 }
 
-/// The destination's upsert from one bound JSON array of rows ($5); $1
-/// tenant, $2 source, $3 upload id (the rows' `seen_run`), $4 now. A row
+/// The destination's upsert from one bound JSON array of rows ($4); $1
+/// tenant, $2 source, $3 upload id (the rows' `seen_run`), $5 now. A row
 /// this upload already stamped is left alone, so a repeated key keeps its
-/// first row; PostgreSQL also drops the repeats within one array, since one
-/// statement may not update a row twice there.
+/// first row (`ReplaceRule::FirstOfStamp`); items go through the
+/// inventory's one writer.
 fn upsert_statement(backend: Backend, destination: Destination) -> String {
-    let (key, columns, values, conflict) = match destination {
-        Destination::Items => (
-            "value->>0",
-            "inventory_items (tenant_id, source, item_key, device_name, device_id, os_platform, \
-             os_version, user_email, user_name, application_name, vendor, version, publisher, \
-             os_name, os_build, group_ids, seen_run, updated_at)",
-            "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-             value->>6, value->>7, value->>8, value->>9, value->>10, value->>11, value->>12, \
-             '[]', $3, $4",
-            "(tenant_id, source, item_key) DO UPDATE SET device_name = excluded.device_name, \
-             device_id = excluded.device_id, os_platform = excluded.os_platform, \
-             os_version = excluded.os_version, user_email = excluded.user_email, \
-             user_name = excluded.user_name, application_name = excluded.application_name, \
-             vendor = excluded.vendor, version = excluded.version, publisher = excluded.publisher, \
-             os_name = excluded.os_name, os_build = excluded.os_build, client_id = NULL, \
-             group_ids = excluded.group_ids, seen_run = excluded.seen_run, \
-             updated_at = excluded.updated_at WHERE inventory_items.seen_run <> excluded.seen_run",
-        ),
-        Destination::Records => (
-            "value->>0, value->>1",
-            "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-             client_id, group_ids, body, seen_run, updated_at)",
-            "$1, $2, value->>0, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $4",
-            "(tenant_id, source, kind, record_key) DO UPDATE SET \
-             device_name = excluded.device_name, client_id = excluded.client_id, \
-             group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
-             updated_at = excluded.updated_at WHERE source_records.seen_run <> excluded.seen_run",
-        ),
-    };
-    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
+    if destination == Destination::Items {
+        return items::upsert_sql(backend, ReplaceRule::FirstOfStamp);
+    }
+    let values =
+        "$1, $2, value->>0, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $5";
+    let conflict = "(tenant_id, source, kind, record_key) DO UPDATE SET \
+         device_name = excluded.device_name, client_id = excluded.client_id, \
+         group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
+         updated_at = excluded.updated_at WHERE source_records.seen_run <> excluded.seen_run";
+    let columns = "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+         client_id, group_ids, body, seen_run, updated_at)";
+    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause;
+    // PostgreSQL keeps the first of a key repeated in one array, since one
+    // statement may not update a row twice there.
     match backend {
         Backend::Sqlite => format!(
-            "INSERT INTO {columns} SELECT {values} FROM json_each($5) WHERE true \
+            "INSERT INTO {columns} SELECT {values} FROM json_each($4) WHERE true \
              ON CONFLICT {conflict}"
         ),
         Backend::Postgres => format!(
-            "INSERT INTO {columns} SELECT DISTINCT ON ({key}) {values} \
-             FROM jsonb_array_elements(CAST($5 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
-             ORDER BY {key}, n ON CONFLICT {conflict}"
+            "INSERT INTO {columns} SELECT DISTINCT ON (value->>0, value->>1) {values} \
+             FROM jsonb_array_elements(CAST($4 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
+             ORDER BY value->>0, value->>1, n ON CONFLICT {conflict}"
         ),
     }
 }

@@ -345,19 +345,19 @@ pub async fn stats(
     source_key: &str,
     writes_items: bool,
 ) -> sqlx::Result<CsvSourceStats> {
-    let table = if writes_items {
-        "inventory_items"
+    let (rows, devices): (i64, i64) = if writes_items {
+        let held = cairn_inventory::items::source_counts(db, tenant, source_key).await?;
+        (held.items, held.devices)
     } else {
-        "source_records"
+        sqlx::query_as(
+            "SELECT COUNT(*), COUNT(DISTINCT device_name) FROM source_records \
+             WHERE tenant_id = $1 AND source = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(source_key)
+        .fetch_one(&db.pool)
+        .await?
     };
-    let (rows, devices): (i64, i64) = sqlx::query_as(&format!(
-        "SELECT COUNT(*), COUNT(DISTINCT device_name) FROM {table} \
-         WHERE tenant_id = $1 AND source = $2"
-    ))
-    .bind(tenant.as_str())
-    .bind(source_key)
-    .fetch_one(&db.pool)
-    .await?;
     let (last, uploads) = list(db, tenant, source_key, 0, 1).await?;
     Ok(CsvSourceStats {
         rows,
@@ -372,17 +372,13 @@ pub async fn stats(
 pub async fn purge(db: &Db, tenant: &TenantId, source_key: &str) -> sqlx::Result<u64> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
-    let mut deleted = 0;
-    for table in ["inventory_items", "source_records"] {
-        deleted += sqlx::query(&format!(
-            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
-        ))
+    let mut deleted = cairn_inventory::items::delete_source(&mut tx, tenant, source_key).await?;
+    deleted += sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
         .bind(tenant.as_str())
         .bind(source_key)
         .execute(&mut *tx)
         .await?
         .rows_affected();
-    }
     tx.commit().await?;
     Ok(deleted)
 }
