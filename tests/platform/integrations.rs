@@ -798,6 +798,10 @@ async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
     for (cap, reason) in capped {
         let Some(app) = app_with(backend, move |s| {
             s.plugin_max_field_chars = 256;
+            // Every run here ends at a cap; the file's 2 s call deadline
+            // (for the endless loop above) only makes a loaded machine's
+            // slow call a retried timeout, and this test counts attempts.
+            s.plugin_call_timeout_secs = 30;
             cap(s);
         })
         .await
