@@ -1,12 +1,11 @@
 //! Integration configs and the rows syncs write, scoped by tenant.
 
 use std::borrow::Cow;
-use std::time::Instant;
 
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
-use cairn_core::db::{now_ms, Backend, Db, WriteBatches};
+use cairn_core::db::{now_ms, Backend, Db};
 use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
 use cairn_inventory::items::{self, ReplaceRule};
@@ -649,26 +648,14 @@ pub async fn prune_unstamped(
              AND seen_run <> $3"
         }
     };
-    let mut records = 0;
-    let mut sizes = WriteBatches::new(db.backend, 200, cairn_inventory::seen::PRUNE_BATCH);
-    loop {
-        let _turn = db.write_turn().await;
-        let started = Instant::now();
-        let rows = sizes.rows();
-        let batch = sqlx::query(statement)
-            .bind(tenant.as_str())
-            .bind(source)
-            .bind(run)
-            .bind(rows as i64)
-            .execute(&db.pool)
-            .await?
-            .rows_affected();
-        sizes.record(batch as usize, started.elapsed());
-        records += batch;
-        if batch < rows as u64 {
-            return Ok((items, records));
-        }
-    }
+    let records = cairn_core::db::delete_unstamped_in_batches(
+        db,
+        statement,
+        (tenant.as_str(), source, run),
+        cairn_inventory::seen::PRUNE_BATCH,
+    )
+    .await?;
+    Ok((items, records))
 }
 
 /// How many (inventory items, source records) the source holds for the

@@ -10,11 +10,9 @@
 //! text). Triggers on the table queue every change for the rollup and the
 //! matcher, whichever rule wrote it.
 
-use std::time::Instant;
-
 use sqlx::{Any, Transaction};
 
-use cairn_core::db::{json_array_rows, Backend, Db, WriteBatches};
+use cairn_core::db::{delete_unstamped_in_batches, json_array_rows, Backend, Db};
 use cairn_core::ids::TenantId;
 
 /// Which row wins when a key comes again, and when a stored row is
@@ -142,26 +140,13 @@ pub async fn prune_unstamped(
              AND seen_run <> $3"
         }
     };
-    let mut deleted = 0;
-    let mut sizes = WriteBatches::new(db.backend, 200, crate::seen::PRUNE_BATCH);
-    loop {
-        let _turn = db.write_turn().await;
-        let started = Instant::now();
-        let rows = sizes.rows();
-        let batch = sqlx::query(statement)
-            .bind(tenant.as_str())
-            .bind(source)
-            .bind(stamp)
-            .bind(rows as i64)
-            .execute(&db.pool)
-            .await?
-            .rows_affected();
-        sizes.record(batch as usize, started.elapsed());
-        deleted += batch;
-        if batch < rows as u64 {
-            return Ok(deleted);
-        }
-    }
+    delete_unstamped_in_batches(
+        db,
+        statement,
+        (tenant.as_str(), source, stamp),
+        crate::seen::PRUNE_BATCH,
+    )
+    .await
 }
 
 /// Deletes every item of `source` for the tenant, inside `tx` (its config

@@ -53,6 +53,38 @@ impl WriteBatches {
     }
 }
 
+/// Runs `statement`, a DELETE of at most `$4` rows of source `$2` of
+/// tenant `$1` not stamped `$3`, in transactions sized by
+/// [`WriteBatches`] (from 200 rows up to `max`), each in its own write
+/// turn, until a batch deletes fewer than it may. Returns the rows deleted.
+pub async fn delete_unstamped_in_batches(
+    db: &super::Db,
+    statement: &str,
+    (tenant, source, stamp): (&str, &str, &str),
+    max: usize,
+) -> sqlx::Result<u64> {
+    let mut deleted = 0;
+    let mut sizes = WriteBatches::new(db.backend, 200, max);
+    loop {
+        let _turn = db.write_turn().await;
+        let started = std::time::Instant::now();
+        let rows = sizes.rows();
+        let batch = sqlx::query(statement)
+            .bind(tenant)
+            .bind(source)
+            .bind(stamp)
+            .bind(rows as i64)
+            .execute(&db.pool)
+            .await?
+            .rows_affected();
+        sizes.record(batch as usize, started.elapsed());
+        deleted += batch;
+        if batch < rows as u64 {
+            return Ok(deleted);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ mod sqlite_extensions;
 mod sqlite_lower;
 pub mod sqlite_writes;
 
-pub use batches::WriteBatches;
+pub use batches::{delete_unstamped_in_batches, WriteBatches};
 pub use sqlite_lower::lower;
 
 use std::ffi::c_int;
