@@ -44,7 +44,8 @@ impl Area {
         self
     }
 
-    /// Adds job handlers; a kind defined twice fails at [`assemble`].
+    /// Sets the area's job handlers; a kind another area also defines
+    /// fails at [`assemble`].
     pub fn jobs(mut self, jobs: Registry) -> Area {
         self.jobs = jobs;
         self
