@@ -259,15 +259,12 @@ async fn delete_synced(
     source: &str,
 ) -> sqlx::Result<()> {
     items::delete_source(tx, tenant, source).await?;
-    for table in std::iter::once("source_records").chain(seen::TABLES) {
-        sqlx::query(&format!(
-            "DELETE FROM {table} WHERE tenant_id = $1 AND source = $2"
-        ))
+    seen::delete_source(tx, tenant, source).await?;
+    sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
         .bind(tenant.as_str())
         .bind(source)
         .execute(&mut **tx)
         .await?;
-    }
     Ok(())
 }
 

@@ -261,9 +261,25 @@ async fn complete(
     Ok(())
 }
 
-/// The tables that hold what the sync of a source saw and when it last
-/// completed: emptied for the source with its rows.
-pub const TABLES: [&str; 2] = ["sync_seen", "sync_completions"];
+/// Forgets what the syncs of `source` saw and when they last completed,
+/// inside `tx` (the source's rows are being removed with it).
+pub async fn delete_source(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+) -> sqlx::Result<()> {
+    for statement in [
+        "DELETE FROM sync_seen WHERE tenant_id = $1 AND source = $2",
+        "DELETE FROM sync_completions WHERE tenant_id = $1 AND source = $2",
+    ] {
+        sqlx::query(statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
 
 /// When each of the tenant's synced sources last completed a run (epoch
 /// ms): every row such a source holds was reported then at the latest.
