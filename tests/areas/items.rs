@@ -1,13 +1,18 @@
-//! The inventory's one writer of `inventory_items` and its replace rules:
-//! which row wins when a key comes again, and when a stored row is
-//! rewritten, through `cairn_inventory::items` on a real database.
+//! The inventory's writers of `inventory_items` and `source_records` and
+//! their replace rules: which row wins when a key comes again, and when a
+//! stored row is rewritten, through `cairn_inventory::items` and
+//! `cairn_inventory::records` on a real database.
 
 use cairn_core::ids::TenantId;
 use cairn_inventory::items::{self, ReplaceRule};
+use cairn_inventory::records;
 use cairn_tests::{backend_tests, Backend, TestDb};
 use serde_json::json;
 
-backend_tests!(each_replace_rule_keeps_the_row_it_documents);
+backend_tests!(
+    each_replace_rule_keeps_the_row_it_documents,
+    each_replace_rule_keeps_the_record_it_documents
+);
 
 /// One row in the module's layout: a key, a device and a version.
 fn row(key: &str, version: &str) -> serde_json::Value {
@@ -32,7 +37,7 @@ async fn write(
         &statement,
         (tenant, "src"),
         stamp,
-        json!(rows).to_string(),
+        &json!(rows).to_string(),
         now,
     )
     .await
@@ -52,47 +57,52 @@ async fn stored(test_db: &TestDb, tenant: &TenantId) -> (String, String, i64) {
     .unwrap()
 }
 
+/// A write: (stamp, versions in one array, now).
+type Write = (&'static str, &'static [&'static str], i64);
+/// The row kept: (version, stamp, updated_at).
+type Kept = (&'static str, &'static str, i64);
+
+use ReplaceRule::{ChangedContent, FirstOfStamp};
+
+/// The rules' cases, the same for both tables.
+const CASES: &[(&str, ReplaceRule, &[Write], Kept)] = &[
+    (
+        "a sync page: unchanged content keeps the run that changed it",
+        ChangedContent,
+        &[("run-1", &["1.0"], 10), ("run-2", &["1.0"], 20)],
+        ("1.0", "run-1", 10),
+    ),
+    (
+        "a sync page: changed content is rewritten and stamped",
+        ChangedContent,
+        &[("run-1", &["1.0"], 10), ("run-2", &["2.0"], 20)],
+        ("2.0", "run-2", 20),
+    ),
+    (
+        "an upload: a key repeated in one array keeps its first row",
+        FirstOfStamp,
+        &[("upload-1", &["1.0", "2.0"], 10)],
+        ("1.0", "upload-1", 10),
+    ),
+    (
+        "an upload: a later array of the same upload leaves the row alone",
+        FirstOfStamp,
+        &[("upload-1", &["1.0"], 10), ("upload-1", &["2.0"], 20)],
+        ("1.0", "upload-1", 10),
+    ),
+    (
+        "an upload: the next upload stamps every row, changed or not",
+        FirstOfStamp,
+        &[("upload-1", &["1.0"], 10), ("upload-2", &["1.0"], 20)],
+        ("1.0", "upload-2", 20),
+    ),
+];
+
 async fn each_replace_rule_keeps_the_row_it_documents(backend: Backend) {
     let Some(test_db) = TestDb::create(backend).await else {
         return;
     };
-    use ReplaceRule::{ChangedContent, FirstOfStamp};
-    // (rule, writes as (stamp, versions in one array, now), the row kept).
-    type Write = (&'static str, &'static [&'static str], i64);
-    type Kept = (&'static str, &'static str, i64);
-    let cases: &[(&str, ReplaceRule, &[Write], Kept)] = &[
-        (
-            "a sync page: unchanged content keeps the run that changed it",
-            ChangedContent,
-            &[("run-1", &["1.0"], 10), ("run-2", &["1.0"], 20)],
-            ("1.0", "run-1", 10),
-        ),
-        (
-            "a sync page: changed content is rewritten and stamped",
-            ChangedContent,
-            &[("run-1", &["1.0"], 10), ("run-2", &["2.0"], 20)],
-            ("2.0", "run-2", 20),
-        ),
-        (
-            "an upload: a key repeated in one array keeps its first row",
-            FirstOfStamp,
-            &[("upload-1", &["1.0", "2.0"], 10)],
-            ("1.0", "upload-1", 10),
-        ),
-        (
-            "an upload: a later array of the same upload leaves the row alone",
-            FirstOfStamp,
-            &[("upload-1", &["1.0"], 10), ("upload-1", &["2.0"], 20)],
-            ("1.0", "upload-1", 10),
-        ),
-        (
-            "an upload: the next upload stamps every row, changed or not",
-            FirstOfStamp,
-            &[("upload-1", &["1.0"], 10), ("upload-2", &["1.0"], 20)],
-            ("1.0", "upload-2", 20),
-        ),
-    ];
-    for (i, (case, rule, writes, kept)) in cases.iter().enumerate() {
+    for (i, (case, rule, writes, kept)) in CASES.iter().enumerate() {
         let tenant = test_db.tenant(&format!("t{i}")).await;
         for (stamp, versions, now) in writes.iter() {
             let rows: Vec<_> = versions.iter().map(|v| row("k", v)).collect();
@@ -129,5 +139,109 @@ async fn each_replace_rule_keeps_the_row_it_documents(backend: Backend) {
         (counts.items, counts.devices, counts.applications),
         (1, 1, 1)
     );
+    test_db.finish().await;
+}
+
+/// One record in `records`' layout: a device keyed `key` whose body holds
+/// `version`.
+fn record(key: &str, version: &str) -> serde_json::Value {
+    json!([
+        "device", "device", key, "HOST-1", null, "[]", "{}", {"version": version}
+    ])
+}
+
+async fn write_records(
+    test_db: &TestDb,
+    tenant: &TenantId,
+    rule: ReplaceRule,
+    stamp: &str,
+    rows: &[serde_json::Value],
+    now: i64,
+) {
+    let statement = records::upsert_sql(test_db.db.backend, rule);
+    let mut tx = test_db.db.pool.begin().await.unwrap();
+    let rows = json!(rows).to_string();
+    records::upsert(&mut tx, &statement, (tenant, "src"), stamp, &rows, now)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// (version in the body, seen_run, updated_at) of the tenant's device
+/// record keyed `k`.
+async fn stored_record(test_db: &TestDb, tenant: &TenantId) -> (String, String, i64) {
+    let (body, stamp, at): (String, String, i64) = sqlx::query_as(
+        "SELECT body, seen_run, updated_at FROM source_records \
+         WHERE tenant_id = $1 AND source = 'src' AND kind = 'device' AND record_key = 'k'",
+    )
+    .bind(tenant.as_str())
+    .fetch_one(&test_db.db.pool)
+    .await
+    .unwrap();
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    (body["version"].as_str().unwrap().to_string(), stamp, at)
+}
+
+async fn each_replace_rule_keeps_the_record_it_documents(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    for (i, (case, rule, writes, kept)) in CASES.iter().enumerate() {
+        let tenant = test_db.tenant(&format!("t{i}")).await;
+        for (stamp, versions, now) in writes.iter() {
+            let rows: Vec<_> = versions.iter().map(|v| record("k", v)).collect();
+            write_records(&test_db, &tenant, *rule, stamp, &rows, *now).await;
+        }
+        let (version, stamp, at) = stored_record(&test_db, &tenant).await;
+        assert_eq!((version.as_str(), stamp.as_str(), at), *kept, "{case}");
+        let counts = records::source_counts(&test_db.db, &tenant, "src")
+            .await
+            .unwrap();
+        assert_eq!((counts.records, counts.devices), (1, 1), "{case}");
+    }
+    // A key is (kind, key): a user keyed like a device is another record.
+    // The prune after an upload deletes exactly what it did not stamp, and
+    // removing the source removes the rest.
+    let tenant = test_db.tenant("prune").await;
+    let mut user = record("k", "1");
+    user[0] = json!("user");
+    user[1] = json!("user");
+    let old = [record("gone", "1"), record("k", "1"), user];
+    write_records(&test_db, &tenant, FirstOfStamp, "old", &old, 1).await;
+    let new = [record("k", "2")];
+    write_records(&test_db, &tenant, FirstOfStamp, "new", &new, 2).await;
+    let by_kind = records::counts_by_kind(&test_db.db, &tenant, "src")
+        .await
+        .unwrap();
+    assert_eq!(
+        by_kind,
+        [("device".to_string(), 2), ("user".to_string(), 1)]
+    );
+    let deleted = records::prune_unstamped(&test_db.db, &tenant, "src", "new")
+        .await
+        .unwrap();
+    assert_eq!(
+        deleted, 2,
+        "the device and the user the new upload left out"
+    );
+    let (page, total) = records::of_source(&test_db.db, &tenant, "src", 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(total, 1);
+    assert_eq!(page[0].body["version"], "2");
+    let found = records::device_record(&test_db.db, &tenant, "src", "host-1")
+        .await
+        .unwrap()
+        .expect("the device by its name, case ignored");
+    assert_eq!(found.record_key, "k");
+    let mut tx = test_db.db.pool.begin().await.unwrap();
+    records::delete_source(&mut tx, &tenant, "src")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let counts = records::source_counts(&test_db.db, &tenant, "src")
+        .await
+        .unwrap();
+    assert_eq!(counts.records, 0);
     test_db.finish().await;
 }

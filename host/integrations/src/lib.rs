@@ -65,7 +65,7 @@
 
 mod area_routes;
 pub mod areas;
-mod collections;
+use cairn_inventory::records::collections;
 mod config;
 pub mod csv_sources;
 mod declared;

@@ -10,6 +10,7 @@ use cairn_core::ids::TenantId;
 use cairn_core::secrets::SecretBox;
 use cairn_inventory::items::{self, ReplaceRule};
 use cairn_inventory::normalize::DeviceOs;
+use cairn_inventory::records;
 use cairn_inventory::seen::{self, KeyOf};
 use cairn_plugins::{InventoryRow, MappedRow};
 
@@ -260,11 +261,7 @@ async fn delete_synced(
 ) -> sqlx::Result<()> {
     items::delete_source(tx, tenant, source).await?;
     seen::delete_source(tx, tenant, source).await?;
-    sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
-        .bind(tenant.as_str())
-        .bind(source)
-        .execute(&mut **tx)
-        .await?;
+    records::delete_source(tx, tenant, source).await?;
     Ok(())
 }
 
@@ -532,91 +529,17 @@ pub async fn write_prepared(
     let now = now_ms();
     seen::record_page(tx, tenant, source, run, page, prepared.hashes).await?;
     let backend = cairn_core::db::backend_of(tx);
-    let rows = cairn_core::db::json_array_rows(backend, 4);
-    let staged = Staged {
-        tenant,
-        source,
-        run,
-        now,
-    };
-    // The inventory's rows go through its one writer; a page's rows are
-    // one per key already (`prepare_rows` keeps the last).
+    // Items and records go through the inventory's writers; a page's rows
+    // are one per key already (`prepare_rows` keeps the last).
     let statement = items::upsert_sql(backend, ReplaceRule::ChangedContent);
     for chunk in prepared.items {
-        items::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
+        items::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
     }
-    let statement = format!(
-        "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-         client_id, group_ids, fields, body, seen_run, updated_at) \
-         SELECT $1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-         value->>6, value->>7, $3, $5 FROM {rows} WHERE true \
-         ON CONFLICT (tenant_id, source, kind, record_key) DO UPDATE SET {} WHERE {}",
-        assignments(RECORD_CONTENT),
-        changed("source_records", RECORD_CONTENT)
-    );
+    let statement = records::upsert_sql(backend, ReplaceRule::ChangedContent);
     for chunk in prepared.records {
-        staged.insert(tx, &statement, chunk).await?;
+        records::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
     }
     Ok(())
-}
-
-/// The columns of a source record a sync compares: a record whose columns
-/// all equal the page's is not rewritten.
-const RECORD_CONTENT: &[&str] = &[
-    "record_type",
-    "device_name",
-    "client_id",
-    "group_ids",
-    "fields",
-    "body",
-];
-
-/// `SET` of an upsert: the content, the run's stamp and the time.
-fn assignments(content: &[&str]) -> String {
-    content
-        .iter()
-        .chain(&["seen_run", "updated_at"])
-        .map(|column| format!("{column} = excluded.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The condition under which an upsert rewrites an existing row: a content
-/// column differs (NULL-safe, on both engines).
-fn changed(table: &str, content: &[&str]) -> String {
-    content
-        .iter()
-        .map(|column| format!("{table}.{column} IS DISTINCT FROM excluded.{column}"))
-        .collect::<Vec<_>>()
-        .join(" OR ")
-}
-
-/// What every row of one upsert statement shares: `$1` to `$3` and `$5`
-/// of the staged statements (`$4` is the rows' JSON array).
-struct Staged<'a> {
-    tenant: &'a TenantId,
-    source: &'a str,
-    run: &'a str,
-    now: i64,
-}
-
-impl Staged<'_> {
-    async fn insert(
-        &self,
-        tx: &mut Transaction<'_, Any>,
-        statement: &str,
-        rows: String,
-    ) -> sqlx::Result<()> {
-        sqlx::query(statement)
-            .bind(self.tenant.as_str())
-            .bind(self.source)
-            .bind(self.run)
-            .bind(rows)
-            .bind(self.now)
-            .execute(&mut **tx)
-            .await?;
-        Ok(())
-    }
 }
 
 /// After a CSV swap: deletes the source's rows the upload did not stamp
@@ -631,40 +554,14 @@ pub async fn prune_unstamped(
     run: &str,
 ) -> sqlx::Result<(u64, u64)> {
     let items = items::prune_unstamped(db, tenant, source, run).await?;
-    // As `items::prune_unstamped` does: an `ARRAY(...)` of row ids on
-    // PostgreSQL, computed once.
-    let statement = match db.backend {
-        Backend::Sqlite => {
-            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
-             AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)"
-        }
-        Backend::Postgres => {
-            "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
-             AND seen_run <> $3"
-        }
-    };
-    let records = cairn_core::db::delete_unstamped_in_batches(
-        db,
-        statement,
-        (tenant.as_str(), source, run),
-        cairn_inventory::seen::PRUNE_BATCH,
-    )
-    .await?;
+    let records = records::prune_unstamped(db, tenant, source, run).await?;
     Ok((items, records))
 }
 
 /// How many (inventory items, source records) the source holds for the
 /// tenant.
 pub async fn row_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<(i64, i64)> {
-    let records = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .fetch_one(&db.pool)
-    .await?;
+    let records = records::source_counts(db, tenant, source).await?.records;
     Ok((items::count(db, tenant, source).await?, records))
 }
 
@@ -679,13 +576,7 @@ pub struct SourceStats {
 
 pub async fn stats(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<SourceStats> {
     let held = items::source_counts(db, tenant, source).await?;
-    let kinds: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT kind, COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2 GROUP BY kind",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .fetch_all(&db.pool)
-    .await?;
+    let kinds = records::counts_by_kind(db, tenant, source).await?;
     Ok(SourceStats {
         inventory_items: held.items,
         devices: held.devices,

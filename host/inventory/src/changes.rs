@@ -43,11 +43,11 @@ pub async fn pending(db: &Db, tenant: &TenantId) -> sqlx::Result<(Vec<i64>, Vec<
     let mut ids = Vec::with_capacity(rows.len());
     let mut keys = Vec::with_capacity(rows.len());
     for r in rows {
-        ids.push(r.get::<i64, _>("id"));
+        ids.push(r.try_get::<i64, _>("id")?);
         keys.push(SoftwareKey {
-            device_name: r.get("device_name"),
-            application_name: r.get("application_name"),
-            version: r.get("version"),
+            device_name: r.try_get("device_name")?,
+            application_name: r.try_get("application_name")?,
+            version: r.try_get("version")?,
         });
     }
     keys.sort();

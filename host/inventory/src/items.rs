@@ -102,7 +102,7 @@ pub async fn upsert(
     statement: &str,
     (tenant, source): (&TenantId, &str),
     stamp: &str,
-    rows: String,
+    rows: &str,
     now: i64,
 ) -> sqlx::Result<u64> {
     Ok(sqlx::query(statement)

@@ -2,12 +2,12 @@
 //! from inventory items, structured search over both, and the
 //! `/api/v1/inventory` routes.
 //!
-//! - Owns `inventory_items` (written only through `items`, under an
-//!   explicit `ReplaceRule`), `applications`, `vendors`, `assets`,
-//!   `asset_terms`, `rollup_state`, `sync_seen` and `sync_completions`;
-//!   `seen`'s prune also deletes the integrations' `source_records` (the
-//!   crossing `tests/table_owners.rs` still lists).
-//! - Faces: [`area`], `items`, `storage` and `devices` reads, `search`,
+//! - Owns `inventory_items` and `source_records` (written only through
+//!   `items` and `records`, under an explicit `ReplaceRule`),
+//!   `applications`, `vendors`, `assets`, `asset_terms`, `rollup_state`,
+//!   `sync_seen` and `sync_completions`.
+//! - Faces: [`area`], `items`, `records` (with the declared views' reads,
+//!   `records::collections`), `storage` and `devices` reads, `search`,
 //!   `rollup::request`, `seen` (what a sync run saw, and its prune).
 //! - Calls: the platform; what it needs of the areas above is a trait the
 //!   composition root fills (`exposure::CveExposure`,
@@ -38,6 +38,7 @@ pub mod devices;
 pub mod exposure;
 pub mod items;
 pub mod normalize;
+pub mod records;
 pub mod rollup;
 pub mod routes;
 pub mod search;

@@ -85,12 +85,12 @@ impl Reader {
         let mut rows = query.fetch(&db.pool);
         while let Some(r) = rows.try_next().await? {
             out.push(InstalledSoftware {
-                device_name: self.text(r.get::<&str, _>("device_name")),
-                application_name: self.text(r.get::<&str, _>("application_name")),
-                publisher: self.optional(r.get::<Option<&str>, _>("publisher")),
-                version: self.optional(r.get::<Option<&str>, _>("version")),
-                os_platform: self.optional(r.get::<Option<&str>, _>("os_platform")),
-                os_version: self.optional(r.get::<Option<&str>, _>("os_version")),
+                device_name: self.text(r.try_get::<&str, _>("device_name")?),
+                application_name: self.text(r.try_get::<&str, _>("application_name")?),
+                publisher: self.optional(r.try_get::<Option<&str>, _>("publisher")?),
+                version: self.optional(r.try_get::<Option<&str>, _>("version")?),
+                os_platform: self.optional(r.try_get::<Option<&str>, _>("os_platform")?),
+                os_version: self.optional(r.try_get::<Option<&str>, _>("os_version")?),
             });
         }
         Ok(())
@@ -222,12 +222,16 @@ pub async fn devices_per_application(
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .fetch_all(&db.pool)
         .await?;
-        out.extend(rows.into_iter().map(|r| {
-            (
-                r.get::<String, _>("application_name"),
-                r.get::<i64, _>("devices"),
-            )
-        }));
+        out.extend(
+            rows.into_iter()
+                .map(|r| {
+                    Ok((
+                        r.try_get::<String, _>("application_name")?,
+                        r.try_get::<i64, _>("devices")?,
+                    ))
+                })
+                .collect::<sqlx::Result<Vec<_>>>()?,
+        );
     }
     Ok(out)
 }

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::exposure::Exposure;
 use super::normalize;
 use super::search::{escape_like, fold};
-use cairn_core::db::{to_rfc3339, Db};
+use cairn_core::db::{stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 /// One inventory row as clients read it.
@@ -509,23 +509,21 @@ pub async fn application_summaries(
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
             let mut versions: Vec<(String, i64)> =
-                serde_json::from_str::<Vec<VersionCount>>(r.get::<&str, _>("version_counts"))
-                    .unwrap_or_default()
+                stored_json::<Vec<VersionCount>>("version_counts", r.try_get("version_counts")?)?
                     .into_iter()
                     .map(|v| (v.version, v.count))
                     .collect();
             versions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            ApplicationSummary {
-                name: r.get("name"),
-                vendor: r.get("vendor"),
-                device_count: r.get("device_count"),
-                newest_version: r.get("newest_version"),
+            Ok(ApplicationSummary {
+                name: r.try_get("name")?,
+                vendor: r.try_get("vendor")?,
+                device_count: r.try_get("device_count")?,
+                newest_version: r.try_get("newest_version")?,
                 versions,
-            }
+            })
         })
-        .collect())
+        .collect()
 }

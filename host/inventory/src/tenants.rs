@@ -41,18 +41,17 @@ pub async fn briefs(
     .bind(ids_json(tenants))
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|r| {
-            (
-                r.get("tenant_id"),
+            Ok((
+                r.try_get("tenant_id")?,
                 InventoryBrief {
-                    devices: r.get("devices"),
-                    rebuilt_at: r.get("rollup_at"),
+                    devices: r.try_get("devices")?,
+                    rebuilt_at: r.try_get("rollup_at")?,
                 },
-            )
+            ))
         })
-        .collect())
+        .collect()
 }
 
 /// An application of one tenant with its installed versions.
@@ -90,12 +89,12 @@ pub async fn applications_named(
     rows.iter()
         .map(|r| {
             Ok(TenantApplication {
-                tenant_id: r.get("tenant_id"),
-                name: r.get("name"),
-                vendor: r.get("vendor"),
-                device_count: r.get("device_count"),
-                newest_version: r.get("newest_version"),
-                versions: stored_json("version_counts", r.get("version_counts"))?,
+                tenant_id: r.try_get("tenant_id")?,
+                name: r.try_get("name")?,
+                vendor: r.try_get("vendor")?,
+                device_count: r.try_get("device_count")?,
+                newest_version: r.try_get("newest_version")?,
+                versions: stored_json("version_counts", r.try_get("version_counts")?)?,
             })
         })
         .collect()

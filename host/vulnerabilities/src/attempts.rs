@@ -32,13 +32,16 @@ pub async fn of(db: &Db, source: &str) -> sqlx::Result<Option<Attempts>> {
     .bind(source)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| Attempts {
-        last_attempt_at: r.get("last_attempt_at"),
-        last_success_at: r.get("last_success_at"),
-        last_error: r.get("last_error"),
-        failures: r.get("failures"),
-        next_attempt_at: r.get("next_attempt_at"),
-    }))
+    row.map(|r| -> sqlx::Result<Attempts> {
+        Ok(Attempts {
+            last_attempt_at: r.try_get("last_attempt_at")?,
+            last_success_at: r.try_get("last_success_at")?,
+            last_error: r.try_get("last_error")?,
+            failures: r.try_get("failures")?,
+            next_attempt_at: r.try_get("next_attempt_at")?,
+        })
+    })
+    .transpose()
 }
 
 /// The pause before the attempt after `failures` failures in a row: one

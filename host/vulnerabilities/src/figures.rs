@@ -90,7 +90,7 @@ pub async fn open_findings_by_severity(
         .fetch_all(&db.pool)
         .await?;
         for r in rows {
-            let (severity, n): (String, i64) = (r.get("severity"), r.get("n"));
+            let (severity, n): (String, i64) = (r.try_get("severity")?, r.try_get("n")?);
             match totals.iter_mut().find(|(s, _)| *s == severity) {
                 Some(total) => total.1 += n,
                 None => totals.push((severity, n)),
@@ -157,8 +157,8 @@ pub async fn epss_high_risk(
         .await?;
         for r in rows {
             scored.insert(
-                r.get("cve_id"),
-                (r.get("epss_score"), r.get("epss_percentile")),
+                r.try_get("cve_id")?,
+                (r.try_get("epss_score")?, r.try_get("epss_percentile")?),
             );
         }
     }
@@ -308,8 +308,8 @@ pub async fn mean_days_to_fix(
     .bind(since_ms)
     .fetch_one(&db.pool)
     .await?;
-    let count: i64 = row.get("fixed");
-    let mean_ms: Option<f64> = row.get("mean_ms");
+    let count: i64 = row.try_get("fixed")?;
+    let mean_ms: Option<f64> = row.try_get("mean_ms")?;
     Ok((mean_ms.map(|ms| ms / 86_400_000.0), count))
 }
 
@@ -410,16 +410,18 @@ pub async fn open_findings(
     let mut findings = vec![];
     while let Some(r) = rows.try_next().await? {
         findings.push(OpenFinding {
-            device_name: shared(r.get::<&str, _>("device_name")),
-            application_name: shared(r.get::<&str, _>("application_name")),
-            version: shared(r.get::<&str, _>("version")),
-            cve_id: shared(r.get::<&str, _>("cve_id")),
-            severity: r.get::<Option<&str>, _>("severity").map(&mut shared),
-            cvss_score: r.get("cvss_score"),
-            kev: r.get::<Option<&str>, _>("kev_cve_id").is_some(),
-            epss_score: r.get("epss_score"),
-            fix_version: r.get::<Option<&str>, _>("fix_version").map(&mut shared),
-            first_seen: r.get("first_seen"),
+            device_name: shared(r.try_get::<&str, _>("device_name")?),
+            application_name: shared(r.try_get::<&str, _>("application_name")?),
+            version: shared(r.try_get::<&str, _>("version")?),
+            cve_id: shared(r.try_get::<&str, _>("cve_id")?),
+            severity: r.try_get::<Option<&str>, _>("severity")?.map(&mut shared),
+            cvss_score: r.try_get("cvss_score")?,
+            kev: r.try_get::<Option<&str>, _>("kev_cve_id")?.is_some(),
+            epss_score: r.try_get("epss_score")?,
+            fix_version: r
+                .try_get::<Option<&str>, _>("fix_version")?
+                .map(&mut shared),
+            first_seen: r.try_get("first_seen")?,
         });
     }
     Ok(findings)

@@ -50,7 +50,7 @@ pub async fn next_queued_scan(
     .bind(tenant.as_str())
     .fetch_optional(&db.pool)
     .await?;
-    row.map(|r| Ok((r.get("id"), stored_json("scope", r.get("scope"))?)))
+    row.map(|r| Ok((r.try_get("id")?, stored_json("scope", r.try_get("scope")?)?)))
         .transpose()
 }
 
@@ -112,15 +112,14 @@ pub async fn tenant_overrides(
             .bind(tenant.as_str())
             .fetch_all(&db.pool)
             .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            (
-                r.get("app_key"),
-                ProductKey::from_columns(r.get("vendor"), r.get("product")),
-            )
+            Ok((
+                r.try_get("app_key")?,
+                ProductKey::from_columns(r.try_get("vendor")?, r.try_get("product")?),
+            ))
         })
-        .collect())
+        .collect()
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -140,18 +139,17 @@ pub async fn mappings(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<MappingVie
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let vendor: Option<String> = r.get("vendor");
-            let product: Option<String> = r.get("product");
-            MappingView {
-                application: r.get("app_key"),
+            let vendor: Option<String> = r.try_get("vendor")?;
+            let product: Option<String> = r.try_get("product")?;
+            Ok(MappingView {
+                application: r.try_get("app_key")?,
                 cpe: vendor.zip(product).map(|(v, p)| format!("{v}:{p}")),
-                created_at: to_rfc3339(r.get("created_at")),
-            }
+                created_at: to_rfc3339(r.try_get("created_at")?),
+            })
         })
-        .collect())
+        .collect()
 }
 
 pub async fn set_mapping(
@@ -304,22 +302,22 @@ async fn covered_open_findings(
     tenant: &TenantId,
     covered: &Covered<'_>,
 ) -> sqlx::Result<HashMap<FindingKey, u64>> {
-    let keyed = |r: &sqlx::any::AnyRow| -> (FindingKey, u64) {
+    let keyed = |r: &sqlx::any::AnyRow| -> sqlx::Result<(FindingKey, u64)> {
         let hash = provenance(
-            r.get::<&str, _>("source"),
-            r.get::<&str, _>("criteria"),
-            r.get::<&str, _>("version_range"),
-            r.get::<Option<&str>, _>("fix_version"),
+            r.try_get::<&str, _>("source")?,
+            r.try_get::<&str, _>("criteria")?,
+            r.try_get::<&str, _>("version_range")?,
+            r.try_get::<Option<&str>, _>("fix_version")?,
         );
-        (
+        Ok((
             (
-                r.get("device_name"),
-                r.get("application_name"),
-                r.get("version"),
-                r.get("cve_id"),
+                r.try_get("device_name")?,
+                r.try_get("application_name")?,
+                r.try_get("version")?,
+                r.try_get("cve_id")?,
             ),
             hash,
-        )
+        ))
     };
     let mut rows: Vec<sqlx::any::AnyRow> = Vec::new();
     match covered {
@@ -335,7 +333,7 @@ async fn covered_open_findings(
                 .fetch(&db.pool);
             let mut open = HashMap::new();
             while let Some(r) = stream.try_next().await? {
-                let (key, hash) = keyed(&r);
+                let (key, hash) = keyed(&r)?;
                 open.insert(key, hash);
             }
             return Ok(open);
@@ -371,7 +369,7 @@ async fn covered_open_findings(
             open_findings_of(db, tenant, "application_name", &names, &mut rows).await?;
         }
     }
-    Ok(rows.iter().map(keyed).collect())
+    rows.iter().map(keyed).collect()
 }
 
 /// Brings the tenant's covered findings to `wanted` and records the scan,
@@ -697,29 +695,27 @@ pub async fn identified_applications(
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let publisher: String = r.get("publisher");
+            let publisher: String = r.try_get("publisher")?;
             let app = AppId {
-                name: r.get("application_name"),
+                name: r.try_get("application_name")?,
                 publisher: (!publisher.is_empty()).then_some(publisher),
             };
-            let outcome = match r.get::<&str, _>("outcome") {
+            let outcome = match r.try_get::<&str, _>("outcome")? {
                 "product" => "product",
                 "skipped" => "skipped",
                 _ => "unmatched",
             };
             let stored = StoredIdentification {
                 outcome,
-                product: ProductKey::from_columns(r.get("vendor"), r.get("product")),
-                reason: r.get("reason"),
-                candidates: serde_json::from_str(r.get::<&str, _>("candidates"))
-                    .unwrap_or_default(),
+                product: ProductKey::from_columns(r.try_get("vendor")?, r.try_get("product")?),
+                reason: r.try_get("reason")?,
+                candidates: stored_json("candidates", r.try_get("candidates")?)?,
             };
-            (app, stored)
+            Ok((app, stored))
         })
-        .collect())
+        .collect()
 }
 
 /// The reference generation of the tenant's last full or change match;

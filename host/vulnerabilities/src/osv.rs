@@ -609,7 +609,7 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
     .fetch_all(&db.pool)
     .await?
     {
-        stored.insert(row.get("id"), row.get("modified"));
+        stored.insert(row.try_get("id")?, row.try_get("modified")?);
     }
     let mut newest: HashMap<&str, &Advisory> = HashMap::new();
     for advisory in advisories {
@@ -927,7 +927,7 @@ pub async fn counts(db: &Db) -> sqlx::Result<(i64, i64)> {
     )
     .fetch_one(&db.pool)
     .await?;
-    Ok((row.get("advisories"), row.get("ranges")))
+    Ok((row.try_get("advisories")?, row.try_get("ranges")?))
 }
 
 #[cfg(test)]

@@ -131,10 +131,10 @@ pub async fn count(db: &Db, tenant: &TenantId) -> sqlx::Result<Posture> {
     .await?;
     let mut posture = Posture::default();
     for row in rows {
-        let n: i64 = row.get("n");
-        let severity: String = row.get("severity");
-        let kev: i64 = row.get("kev");
-        let epss: Option<f64> = row.get("epss");
+        let n: i64 = row.try_get("n")?;
+        let severity: String = row.try_get("severity")?;
+        let kev: i64 = row.try_get("kev")?;
+        let epss: Option<f64> = row.try_get("epss")?;
         posture.open_findings += n;
         match severity.as_str() {
             "critical" => posture.critical += n,
@@ -143,7 +143,7 @@ pub async fn count(db: &Db, tenant: &TenantId) -> sqlx::Result<Posture> {
         }
         if kev == 1 {
             posture.kev_findings += n;
-            let oldest: i64 = row.get("oldest");
+            let oldest: i64 = row.try_get("oldest")?;
             posture.oldest_open_kev_since = Some(
                 posture
                     .oldest_open_kev_since
@@ -184,17 +184,18 @@ pub async fn exposures(db: &Db, tenants: &[TenantId], cve_id: &str) -> sqlx::Res
     .bind(&ids)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Exposure {
-            tenant_id: r.get("tenant_id"),
-            device_name: r.get("device_name"),
-            application_name: r.get("application_name"),
-            version: r.get("version"),
-            fix_version: r.get("fix_version"),
-            first_seen: cairn_core::db::to_rfc3339(r.get("first_seen")),
+    rows.iter()
+        .map(|r| {
+            Ok(Exposure {
+                tenant_id: r.try_get("tenant_id")?,
+                device_name: r.try_get("device_name")?,
+                application_name: r.try_get("application_name")?,
+                version: r.try_get("version")?,
+                fix_version: r.try_get("fix_version")?,
+                first_seen: cairn_core::db::to_rfc3339(r.try_get("first_seen")?),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Days since `since_ms`, whole.
@@ -252,16 +253,16 @@ pub async fn remediation(
     let findings: Vec<Span> = rows
         .iter()
         .map(|r| {
-            let kev: i64 = r.get("kev");
-            let severity: String = r.get("severity");
-            Span {
-                first_seen: r.get("first_seen"),
-                fixed_at: r.get("fixed_at"),
+            let kev: i64 = r.try_get("kev")?;
+            let severity: String = r.try_get("severity")?;
+            Ok(Span {
+                first_seen: r.try_get("first_seen")?,
+                fixed_at: r.try_get("fixed_at")?,
                 critical: severity == "critical",
                 kev: kev == 1,
-            }
+            })
         })
-        .collect();
+        .collect::<sqlx::Result<_>>()?;
     Ok(remediation_of(&findings, since, until))
 }
 

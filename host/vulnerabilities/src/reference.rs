@@ -88,16 +88,16 @@ pub async fn write_cves(db: &Db, records: &[CveRecord]) -> sqlx::Result<CveWrite
     .await?
     .into_iter()
     .map(|row| {
-        (
-            row.get::<String, _>("id"),
+        Ok((
+            row.try_get::<String, _>("id")?,
             Stored {
-                source: row.get("source"),
-                last_modified: row.get("last_modified"),
-                cna_modified: row.get("cna_modified"),
+                source: row.try_get("source")?,
+                last_modified: row.try_get("last_modified")?,
+                cna_modified: row.try_get("cna_modified")?,
             },
-        )
+        ))
     })
-    .collect();
+    .collect::<sqlx::Result<_>>()?;
 
     let mut cve_rows = Vec::new();
     let mut replace_nvd = Vec::new();
@@ -505,10 +505,16 @@ pub async fn known_products(db: &Db, keys: &[&ProductKey]) -> sqlx::Result<HashS
         .bind(keys_json(chunk))
         .fetch_all(&db.pool)
         .await?;
-        known.extend(rows.into_iter().map(|r| ProductKey {
-            vendor: r.get("vendor"),
-            product: r.get("product"),
-        }));
+        known.extend(
+            rows.into_iter()
+                .map(|r| {
+                    Ok(ProductKey {
+                        vendor: r.try_get("vendor")?,
+                        product: r.try_get("product")?,
+                    })
+                })
+                .collect::<sqlx::Result<Vec<_>>>()?,
+        );
     }
     Ok(known)
 }
@@ -538,33 +544,33 @@ pub async fn rows_for_products(
         .await?;
         for r in rows {
             let key = ProductKey {
-                vendor: r.get("vendor"),
-                product: r.get("product"),
+                vendor: r.try_get("vendor")?,
+                product: r.try_get("product")?,
             };
-            let platforms: String = r.get("platforms");
-            let status: String = r.get("status");
+            let platforms: String = r.try_get("platforms")?;
+            let status: String = r.try_get("status")?;
             let candidate = CandidateRow {
-                cve_id: r.get("cve_id"),
-                source: r.get("source"),
+                cve_id: r.try_get("cve_id")?,
+                source: r.try_get("source")?,
                 row: MatchRow {
                     vendor: key.vendor.clone(),
                     product: key.product.clone(),
-                    part: r.get("part"),
-                    cpe_version: r.get("cpe_version"),
-                    cpe_update: r.get("cpe_update"),
-                    target_sw: r.get("target_sw"),
-                    criteria: r.get("criteria"),
-                    match_id: r.get("match_id"),
-                    version_start: r.get("version_start"),
-                    start_including: r.get::<i64, _>("start_including") != 0,
-                    version_end: r.get("version_end"),
-                    end_including: r.get::<i64, _>("end_including") != 0,
-                    vulnerable: r.get::<i64, _>("vulnerable") != 0,
-                    negate: r.get::<i64, _>("negate") != 0,
+                    part: r.try_get("part")?,
+                    cpe_version: r.try_get("cpe_version")?,
+                    cpe_update: r.try_get("cpe_update")?,
+                    target_sw: r.try_get("target_sw")?,
+                    criteria: r.try_get("criteria")?,
+                    match_id: r.try_get("match_id")?,
+                    version_start: r.try_get("version_start")?,
+                    start_including: r.try_get::<i64, _>("start_including")? != 0,
+                    version_end: r.try_get("version_end")?,
+                    end_including: r.try_get::<i64, _>("end_including")? != 0,
+                    vulnerable: r.try_get::<i64, _>("vulnerable")? != 0,
+                    negate: r.try_get::<i64, _>("negate")? != 0,
                     platforms: stored_json("platforms", &platforms)?,
                 },
                 rejected: status.eq_ignore_ascii_case("rejected"),
-                has_nvd_config: r.get::<i64, _>("has_nvd_config") != 0,
+                has_nvd_config: r.try_get::<i64, _>("has_nvd_config")? != 0,
             };
             out.entry(key).or_default().push(candidate);
         }
@@ -579,13 +585,14 @@ pub async fn products_changed_since(db: &Db, generation: i64) -> sqlx::Result<Ha
             .bind(generation)
             .fetch_all(&db.pool)
             .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ProductKey {
-            vendor: r.get("vendor"),
-            product: r.get("product"),
+    rows.into_iter()
+        .map(|r| {
+            Ok(ProductKey {
+                vendor: r.try_get("vendor")?,
+                product: r.try_get("product")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The newest generation of reference match data (0 when none).
@@ -610,11 +617,11 @@ pub async fn source_state(db: &Db, source: &str) -> sqlx::Result<Option<SourceSt
             .bind(source)
             .fetch_optional(&db.pool)
             .await?;
-    row.map(|r| {
+    row.map(|r| -> sqlx::Result<SourceState> {
         Ok(SourceState {
-            position: r.get("position"),
-            updated_at: r.get("updated_at"),
-            detail: stored_json("detail", r.get("detail"))?,
+            position: r.try_get("position")?,
+            updated_at: r.try_get("updated_at")?,
+            detail: stored_json("detail", r.try_get("detail")?)?,
         })
     })
     .transpose()
@@ -696,7 +703,7 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
     else {
         return Ok(None);
     };
-    let cwe_ids: Vec<String> = stored_json("cwe_ids", r.get("cwe_ids"))?;
+    let cwe_ids: Vec<String> = stored_json("cwe_ids", r.try_get("cwe_ids")?)?;
     let names: HashMap<String, String> = if cwe_ids.is_empty() {
         HashMap::new()
     } else {
@@ -708,21 +715,21 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
         .fetch_all(&db.pool)
         .await?
         .into_iter()
-        .map(|row| (row.get("id"), row.get("name")))
-        .collect()
+        .map(|row| Ok((row.try_get("id")?, row.try_get("name")?)))
+        .collect::<sqlx::Result<_>>()?
     };
     Ok(Some(CveDetail {
-        cve_id: r.get("id"),
-        description: r.get("description"),
-        status: r.get("status"),
+        cve_id: r.try_get("id")?,
+        description: r.try_get("description")?,
+        status: r.try_get("status")?,
         published: r
-            .get::<Option<i64>, _>("published")
+            .try_get::<Option<i64>, _>("published")?
             .map(cairn_core::db::to_rfc3339),
-        last_modified: cairn_core::db::to_rfc3339(r.get("last_modified")),
-        severity: r.get("severity"),
-        cvss_score: r.get("cvss_score"),
-        cvss_version: r.get("cvss_version"),
-        cvss_vector: r.get("cvss_vector"),
+        last_modified: cairn_core::db::to_rfc3339(r.try_get("last_modified")?),
+        severity: r.try_get("severity")?,
+        cvss_score: r.try_get("cvss_score")?,
+        cvss_version: r.try_get("cvss_version")?,
+        cvss_vector: r.try_get("cvss_vector")?,
         weaknesses: cwe_ids
             .into_iter()
             .map(|id| Weakness {
@@ -730,15 +737,15 @@ pub async fn cve_detail(db: &Db, cve_id: &str) -> sqlx::Result<Option<CveDetail>
                 cwe_id: id,
             })
             .collect(),
-        references: stored_json("refs", r.get("refs"))?,
-        record_source: r.get("source"),
-        epss_score: r.get("epss_score"),
-        epss_percentile: r.get("epss_percentile"),
-        kev: r.get::<Option<String>, _>("kev_cve_id").is_some(),
-        kev_date_added: r.get("date_added"),
-        kev_due_date: r.get("due_date"),
-        kev_required_action: r.get("required_action"),
-        kev_ransomware_use: r.get("ransomware_use"),
+        references: stored_json("refs", r.try_get("refs")?)?,
+        record_source: r.try_get("source")?,
+        epss_score: r.try_get("epss_score")?,
+        epss_percentile: r.try_get("epss_percentile")?,
+        kev: r.try_get::<Option<String>, _>("kev_cve_id")?.is_some(),
+        kev_date_added: r.try_get("date_added")?,
+        kev_due_date: r.try_get("due_date")?,
+        kev_required_action: r.try_get("required_action")?,
+        kev_ransomware_use: r.try_get("ransomware_use")?,
     }))
 }
 
@@ -799,7 +806,7 @@ pub async fn search_cves(db: &Db, text: &str, limit: i64) -> sqlx::Result<Vec<Cv
     .bind(limit)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(cve_hit).collect())
+    rows.into_iter().map(cve_hit).collect()
 }
 
 /// CVEs whose match rows name one of `vendors` or one of `products`
@@ -838,26 +845,29 @@ pub async fn cves_of_products(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    Ok((rows.into_iter().map(cve_hit).collect(), total))
+    Ok((
+        rows.into_iter().map(cve_hit).collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 /// A `CveHit` from a row's first six columns: id, description, severity,
 /// score, published, and the KEV entry's id or NULL.
-pub fn cve_hit(r: sqlx::any::AnyRow) -> CveHit {
-    CveHit {
-        cve_id: r.get("id"),
+pub fn cve_hit(r: sqlx::any::AnyRow) -> sqlx::Result<CveHit> {
+    Ok(CveHit {
+        cve_id: r.try_get("id")?,
         description: r
-            .get::<String, _>("description")
+            .try_get::<String, _>("description")?
             .chars()
             .take(300)
             .collect(),
-        severity: r.get("severity"),
-        cvss_score: r.get("cvss_score"),
+        severity: r.try_get("severity")?,
+        cvss_score: r.try_get("cvss_score")?,
         published: r
-            .get::<Option<i64>, _>("published")
+            .try_get::<Option<i64>, _>("published")?
             .map(cairn_core::db::to_rfc3339),
-        kev: r.get::<Option<String>, _>("kev_cve_id").is_some(),
-    }
+        kev: r.try_get::<Option<String>, _>("kev_cve_id")?.is_some(),
+    })
 }
 
 /// CVEs whose match rows name one of the (vendor, product) `keys`, newest
@@ -893,7 +903,10 @@ pub async fn cves_of_product_keys(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    Ok((rows.into_iter().map(cve_hit).collect(), total))
+    Ok((
+        rows.into_iter().map(cve_hit).collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 /// The CPE vendors the dictionary (or an NVD configuration) knows with
@@ -967,15 +980,16 @@ pub async fn search_cpe_products(
     Ok((
         rows.into_iter()
             .map(|r| {
-                let (vendor, product): (String, String) = (r.get("vendor"), r.get("product"));
-                CpeProduct {
+                let (vendor, product): (String, String) =
+                    (r.try_get("vendor")?, r.try_get("product")?);
+                Ok(CpeProduct {
                     cpe: format!("cpe:2.3:*:{vendor}:{product}"),
-                    title: r.get("title"),
+                    title: r.try_get("title")?,
                     vendor,
                     product,
-                }
+                })
             })
-            .collect(),
+            .collect::<sqlx::Result<_>>()?,
         total,
     ))
 }
@@ -993,13 +1007,12 @@ pub async fn cve_hits(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, C
     .bind(serde_json::to_string(ids).unwrap_or_default())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let hit = cve_hit(r);
-            (hit.cve_id.clone(), hit)
+            let hit = cve_hit(r)?;
+            Ok((hit.cve_id.clone(), hit))
         })
-        .collect())
+        .collect()
 }
 
 /// A CVE with its EPSS score.
@@ -1024,17 +1037,17 @@ pub async fn epss_at_least(db: &Db, threshold: f64, limit: i64) -> sqlx::Result<
     .bind(limit)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let (epss_score, epss_percentile) = (r.get("epss_score"), r.get("epss_percentile"));
-            ScoredCve {
-                cve: cve_hit(r),
+            let (epss_score, epss_percentile) =
+                (r.try_get("epss_score")?, r.try_get("epss_percentile")?);
+            Ok(ScoredCve {
+                cve: cve_hit(r)?,
                 epss_score,
                 epss_percentile,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Severities of the given CVEs.
@@ -1050,7 +1063,13 @@ pub async fn severities(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, S
         .await?;
         out.extend(
             rows.into_iter()
-                .map(|r| (r.get::<String, _>("id"), r.get::<String, _>("severity"))),
+                .map(|r| {
+                    Ok((
+                        r.try_get::<String, _>("id")?,
+                        r.try_get::<String, _>("severity")?,
+                    ))
+                })
+                .collect::<sqlx::Result<Vec<_>>>()?,
         );
     }
     Ok(out)

@@ -68,21 +68,21 @@ pub struct TriageView {
 const COLUMNS: &str = "cve_id, vendor, product, status, justification, expires_at, assignee_id, \
                        suppress_until, updated_by, updated_at";
 
-fn view(r: &sqlx::any::AnyRow) -> TriageView {
-    TriageView {
-        cve_id: r.get("cve_id"),
-        vendor: r.get("vendor"),
-        product: r.get("product"),
-        status: r.get("status"),
-        justification: r.get("justification"),
-        expires_at: r.get::<Option<i64>, _>("expires_at").map(to_rfc3339),
-        assignee_id: r.get("assignee_id"),
+fn view(r: &sqlx::any::AnyRow) -> sqlx::Result<TriageView> {
+    Ok(TriageView {
+        cve_id: r.try_get("cve_id")?,
+        vendor: r.try_get("vendor")?,
+        product: r.try_get("product")?,
+        status: r.try_get("status")?,
+        justification: r.try_get("justification")?,
+        expires_at: r.try_get::<Option<i64>, _>("expires_at")?.map(to_rfc3339),
+        assignee_id: r.try_get("assignee_id")?,
         suppressed: r
-            .get::<Option<i64>, _>("suppress_until")
+            .try_get::<Option<i64>, _>("suppress_until")?
             .is_some_and(|until| until > now_ms()),
-        updated_by: Some(r.get("updated_by")),
-        updated_at: Some(to_rfc3339(r.get("updated_at"))),
-    }
+        updated_by: Some(r.try_get("updated_by")?),
+        updated_at: Some(to_rfc3339(r.try_get("updated_at")?)),
+    })
 }
 
 /// The tenant's triage of one CVE, per product.
@@ -95,7 +95,7 @@ pub async fn of_cve(db: &Db, tenant: &TenantId, cve_id: &str) -> sqlx::Result<Ve
     .bind(cve_id)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.iter().map(view).collect())
+    rows.iter().map(view).collect()
 }
 
 /// The tenant's triaged CVEs, most recently changed first, optionally of
@@ -127,7 +127,7 @@ pub async fn triaged(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    Ok((rows.iter().map(view).collect(), total))
+    Ok((rows.iter().map(view).collect::<sqlx::Result<_>>()?, total))
 }
 
 /// A change of one triage status.
@@ -213,7 +213,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .fetch_one(&mut *tx)
     .await?;
     super::vocabulary::commit(tx, db, tenant).await?;
-    Ok(view(&row))
+    view(&row)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -243,24 +243,23 @@ pub async fn history(db: &Db, tenant: &TenantId, cve_id: &str) -> sqlx::Result<V
     .fetch_all(&db.pool)
     .await?;
     let emails = cairn_platform::tenancy::member_emails(db, tenant).await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let by: String = r.get("changed_by");
-            TriageChange {
-                vendor: r.get("vendor"),
-                product: r.get("product"),
-                from_status: r.get("from_status"),
-                to_status: r.get("to_status"),
-                justification: r.get("justification"),
-                expires_at: r.get::<Option<i64>, _>("expires_at").map(to_rfc3339),
-                assignee_id: r.get("assignee_id"),
-                comment: r.get("comment"),
+            let by: String = r.try_get("changed_by")?;
+            Ok(TriageChange {
+                vendor: r.try_get("vendor")?,
+                product: r.try_get("product")?,
+                from_status: r.try_get("from_status")?,
+                to_status: r.try_get("to_status")?,
+                justification: r.try_get("justification")?,
+                expires_at: r.try_get::<Option<i64>, _>("expires_at")?.map(to_rfc3339),
+                assignee_id: r.try_get("assignee_id")?,
+                comment: r.try_get("comment")?,
                 changed_by: emails.get(&by).cloned().unwrap_or(by),
-                changed_at: to_rfc3339(r.get("changed_at")),
-            }
+                changed_at: to_rfc3339(r.try_get("changed_at")?),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The (vendor, product) pairs of the tenant's findings of a CVE (any

@@ -224,36 +224,36 @@ pub async fn vulnerabilities(
     )
     .fetch_one(&db.pool)
     .await?
-    .get("total");
+    .try_get("total")?;
     let matched_at = matched_at(db, tenant).await?;
     let mut items: Vec<VulnerabilityView> = rows
         .into_iter()
-        .map(|r| VulnerabilityView {
-            cve_id: r.get("cve_id"),
-            description: r.get("description"),
-            severity: r.get("severity"),
-            cvss_score: r.get("cvss_score"),
-            cvss_version: r.get("cvss_version"),
-            epss_score: r.get("epss_score"),
-            epss_percentile: r.get("epss_percentile"),
-            kev: r
-                .try_get::<bool, _>("kev")
-                .unwrap_or_else(|_| r.get::<i64, _>("kev") != 0),
-            kev_due_date: r.get("due_date"),
-            published: r.get::<Option<i64>, _>("published").map(to_rfc3339),
-            device_count: r.get("device_count"),
-            first_seen: to_rfc3339(r.get("first_seen")),
-            last_seen: last_seen(
-                r.get("last_seen"),
-                r.get::<i64, _>("any_open") != 0,
-                matched_at,
-            ),
-            applications: vec![],
-            fix_versions: vec![],
-            sources: vec![],
-            triage_statuses: vec![],
+        .map(|r| {
+            Ok(VulnerabilityView {
+                cve_id: r.try_get("cve_id")?,
+                description: r.try_get("description")?,
+                severity: r.try_get("severity")?,
+                cvss_score: r.try_get("cvss_score")?,
+                cvss_version: r.try_get("cvss_version")?,
+                epss_score: r.try_get("epss_score")?,
+                epss_percentile: r.try_get("epss_percentile")?,
+                kev: cairn_core::db::flag(&r, "kev")?,
+                kev_due_date: r.try_get("due_date")?,
+                published: r.try_get::<Option<i64>, _>("published")?.map(to_rfc3339),
+                device_count: r.try_get("device_count")?,
+                first_seen: to_rfc3339(r.try_get("first_seen")?),
+                last_seen: last_seen(
+                    r.try_get("last_seen")?,
+                    r.try_get::<i64, _>("any_open")? != 0,
+                    matched_at,
+                ),
+                applications: vec![],
+                fix_versions: vec![],
+                sources: vec![],
+                triage_statuses: vec![],
+            })
         })
-        .collect();
+        .collect::<sqlx::Result<_>>()?;
     // Applications, fixes and who found them, for the page's CVEs, in one
     // query, under the list's application and device filters: a device's
     // list names that device's applications, not the tenant's.
@@ -295,22 +295,22 @@ pub async fn vulnerabilities(
                 fixes,
                 sources,
                 triage,
-            } = found.entry(r.get("cve_id")).or_default();
-            let status: String = r.get("triage_status");
+            } = found.entry(r.try_get("cve_id")?).or_default();
+            let status: String = r.try_get("triage_status")?;
             if !triage.contains(&status) {
                 triage.push(status);
             }
-            let source: String = r.get("origin");
+            let source: String = r.try_get("origin")?;
             // A scanner's "application" is its check's title: not listed.
             // Matched findings (CPE and distribution advisories) name the
             // installed application.
             if source == MATCHED || source == super::osv::SOURCE_OSV {
-                let app: String = r.get("application_name");
+                let app: String = r.try_get("application_name")?;
                 if !apps.contains(&app) {
                     apps.push(app);
                 }
             }
-            if let Some(fix) = r.get::<Option<String>, _>("fix_version") {
+            if let Some(fix) = r.try_get::<Option<String>, _>("fix_version")? {
                 if !fixes.contains(&fix) {
                     fixes.push(fix);
                 }
@@ -412,31 +412,37 @@ pub async fn cve_findings(
     let matched_at = matched_at(db, tenant).await?;
     let items = rows
         .into_iter()
-        .map(|r| FindingView {
-            device_name: r.get("device_name"),
-            application_name: r.get("application_name"),
-            version: r.get("version"),
-            cve_id: r.get("cve_id"),
-            // A scanner's finding names no product.
-            cpe: Some(r.get::<String, _>("vendor"))
-                .filter(|vendor| !vendor.is_empty())
-                .map(|vendor| format!("{vendor}:{}", r.get::<String, _>("product"))),
-            status: r.get("status"),
-            fix_version: r.get("fix_version"),
-            source: r.get("source"),
-            criteria: r.get("criteria"),
-            match_id: r.get("match_id"),
-            version_range: r.get("version_range"),
-            first_seen: to_rfc3339(r.get("first_seen")),
-            last_seen: last_seen(
-                r.get("last_seen"),
-                r.get::<&str, _>("status") == OPEN,
-                matched_at,
-            ),
-            fixed_at: r.get::<Option<i64>, _>("fixed_at").map(to_rfc3339),
-            triage_status: r.get("triage_status"),
+        .map(|r| {
+            Ok(FindingView {
+                device_name: r.try_get("device_name")?,
+                application_name: r.try_get("application_name")?,
+                version: r.try_get("version")?,
+                cve_id: r.try_get("cve_id")?,
+                // A scanner's finding names no product.
+                cpe: Some(r.try_get::<String, _>("vendor")?)
+                    .filter(|vendor| !vendor.is_empty())
+                    .map(|vendor| {
+                        r.try_get::<String, _>("product")
+                            .map(|p| format!("{vendor}:{p}"))
+                    })
+                    .transpose()?,
+                status: r.try_get("status")?,
+                fix_version: r.try_get("fix_version")?,
+                source: r.try_get("source")?,
+                criteria: r.try_get("criteria")?,
+                match_id: r.try_get("match_id")?,
+                version_range: r.try_get("version_range")?,
+                first_seen: to_rfc3339(r.try_get("first_seen")?),
+                last_seen: last_seen(
+                    r.try_get("last_seen")?,
+                    r.try_get::<&str, _>("status")? == OPEN,
+                    matched_at,
+                ),
+                fixed_at: r.try_get::<Option<i64>, _>("fixed_at")?.map(to_rfc3339),
+                triage_status: r.try_get("triage_status")?,
+            })
         })
-        .collect();
+        .collect::<sqlx::Result<_>>()?;
     Ok((items, total))
 }
 
@@ -491,20 +497,20 @@ const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finish
 
 fn scan_view(r: sqlx::any::AnyRow) -> sqlx::Result<ScanView> {
     Ok(ScanView {
-        id: r.get("id"),
-        status: r.get("status"),
-        scope: stored_json("scope", r.get("scope"))?,
-        job_id: r.get("job_id"),
-        error: r.get("error"),
-        created_at: to_rfc3339(r.get("created_at")),
-        finished_at: r.get::<Option<i64>, _>("finished_at").map(to_rfc3339),
-        applications: r.get("applications"),
-        devices: r.get("devices"),
-        findings: r.get("findings"),
-        new_findings: r.get("new_findings"),
-        fixed_findings: r.get("fixed_findings"),
-        by_severity: stored_json("by_severity", r.get("by_severity"))?,
-        mode: r.get("mode"),
+        id: r.try_get("id")?,
+        status: r.try_get("status")?,
+        scope: stored_json("scope", r.try_get("scope")?)?,
+        job_id: r.try_get("job_id")?,
+        error: r.try_get("error")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(to_rfc3339),
+        applications: r.try_get("applications")?,
+        devices: r.try_get("devices")?,
+        findings: r.try_get("findings")?,
+        new_findings: r.try_get("new_findings")?,
+        fixed_findings: r.try_get("fixed_findings")?,
+        by_severity: stored_json("by_severity", r.try_get("by_severity")?)?,
+        mode: r.try_get("mode")?,
         data_state: None,
     })
 }
@@ -589,18 +595,18 @@ pub async fn scan_vulnerabilities(
     .await?;
     Ok((
         rows.into_iter()
-            .map(|r| ScanVulnerability {
-                cve_id: r.get("cve_id"),
-                description: r.get("description"),
-                severity: r.get("severity"),
-                cvss_score: r.get("cvss_score"),
-                epss_score: r.get("epss_score"),
-                kev: r
-                    .try_get::<bool, _>("kev")
-                    .unwrap_or_else(|_| r.get::<i64, _>("kev") != 0),
-                device_count: r.get("device_count"),
+            .map(|r| {
+                Ok(ScanVulnerability {
+                    cve_id: r.try_get("cve_id")?,
+                    description: r.try_get("description")?,
+                    severity: r.try_get("severity")?,
+                    cvss_score: r.try_get("cvss_score")?,
+                    epss_score: r.try_get("epss_score")?,
+                    kev: cairn_core::db::flag(&r, "kev")?,
+                    device_count: r.try_get("device_count")?,
+                })
             })
-            .collect(),
+            .collect::<sqlx::Result<_>>()?,
         total,
     ))
 }
@@ -715,8 +721,8 @@ pub async fn stats(
     .fetch_all(&db.pool)
     .await?
     .into_iter()
-    .map(|r| (r.get("severity"), r.get("cves")))
-    .collect();
+    .map(|r| Ok((r.try_get("severity")?, r.try_get("cves")?)))
+    .collect::<sqlx::Result<_>>()?;
     let kev_cves = sqlx::query_scalar(&format!(
         "SELECT COUNT(DISTINCT f.cve_id) FROM {ALL_FINDINGS} f JOIN vuln_kev k ON k.cve_id = f.cve_id \
          WHERE f.tenant_id = $1 AND {open}"
@@ -732,11 +738,13 @@ pub async fn stats(
     .fetch_all(&db.pool)
     .await?)
         .into_iter()
-        .map(|r| CveOnDevices {
-            name: r.get("name"),
-            devices: r.get("n"),
+        .map(|r| {
+            Ok(CveOnDevices {
+                name: r.try_get("name")?,
+                devices: r.try_get("n")?,
+            })
         })
-        .collect();
+        .collect::<sqlx::Result<_>>()?;
     let top_applications = (sqlx::query(&format!(
         "SELECT application_name AS name, COUNT(DISTINCT cve_id) AS n FROM vuln_findings f \
              WHERE f.tenant_id = $1 AND {open} GROUP BY application_name \
@@ -746,11 +754,13 @@ pub async fn stats(
     .fetch_all(&db.pool)
     .await?)
         .into_iter()
-        .map(|r| ApplicationCves {
-            name: r.get("name"),
-            cves: r.get("n"),
+        .map(|r| {
+            Ok(ApplicationCves {
+                name: r.try_get("name")?,
+                cves: r.try_get("n")?,
+            })
         })
-        .collect();
+        .collect::<sqlx::Result<_>>()?;
     const DAY: i64 = 86_400_000;
     let today = cairn_core::db::now_ms() / DAY;
     let since = (today - 29) * DAY;
@@ -774,20 +784,20 @@ pub async fn stats(
         .fetch_all(&db.pool)
         .await?;
         for r in rows {
-            let index = r.get::<i64, _>("day") - (today - 29);
+            let index = r.try_get::<i64, _>("day")? - (today - 29);
             if let Some(point) = usize::try_from(index).ok().and_then(|i| trend.get_mut(i)) {
                 if opened {
-                    point.opened = r.get("n");
+                    point.opened = r.try_get("n")?;
                 } else {
-                    point.fixed = r.get("n");
+                    point.fixed = r.try_get("n")?;
                 }
             }
         }
     }
     Ok(VulnerabilityStats {
-        open_cves: row.get("open_cves"),
-        open_findings: row.get("open_findings"),
-        affected_devices: row.get("affected_devices"),
+        open_cves: row.try_get("open_cves")?,
+        open_findings: row.try_get("open_findings")?,
+        affected_devices: row.try_get("affected_devices")?,
         by_severity,
         kev_cves,
         top_cves,
@@ -896,27 +906,28 @@ pub async fn unmatched(
     let mapped = super::findings::tenant_overrides(db, tenant).await?;
     let names: Vec<&str> = rows
         .iter()
-        .map(|r| r.get::<&str, _>("application_name"))
-        .collect();
+        .map(|r| r.try_get::<&str, _>("application_name"))
+        .collect::<sqlx::Result<_>>()?;
     let devices = cairn_inventory::software::devices_per_application(db, tenant, &names).await?;
     let mut by_key: HashMap<String, UnmatchedApplication> = HashMap::new();
     for r in &rows {
-        let name: String = r.get("application_name");
+        let name: String = r.try_get("application_name")?;
         let key = clean_name(&name);
         let Some(&count) = devices.get(&name).filter(|_| !mapped.contains_key(&key)) else {
             continue;
         };
-        let publisher: String = r.get("publisher");
-        let seen_at: i64 = r.get("seen_at");
+        let publisher: String = r.try_get("publisher")?;
+        let seen_at: i64 = r.try_get("seen_at")?;
+        let reason = r.try_get("reason")?;
+        let candidates = stored_json("candidates", r.try_get("candidates")?)?;
         let entry = by_key
             .entry(key)
             .or_insert_with_key(|key| UnmatchedApplication {
                 application: key.clone(),
                 name: name.clone(),
                 publisher: (!publisher.is_empty()).then(|| publisher.clone()),
-                reason: r.get("reason"),
-                candidates: serde_json::from_str(r.get::<&str, _>("candidates"))
-                    .unwrap_or_default(),
+                reason,
+                candidates,
                 device_count: 0,
                 seen_at: to_rfc3339(seen_at),
             });
@@ -971,9 +982,9 @@ pub async fn open_cves_by_application(
     let pairs = rows.len();
     let mut out: HashMap<String, Vec<String>> = HashMap::new();
     for r in rows {
-        out.entry(r.get("application_name"))
+        out.entry(r.try_get("application_name")?)
             .or_default()
-            .push(r.get("cve_id"));
+            .push(r.try_get("cve_id")?);
     }
     let out = Arc::new(out);
     if let Some(stamp) = stamp {
@@ -1002,10 +1013,9 @@ pub async fn open_device_counts(
     .bind(serde_json::to_string(cve_ids).unwrap_or_default())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.get("cve_id"), r.get("devices")))
-        .collect())
+    rows.into_iter()
+        .map(|r| Ok((r.try_get("cve_id")?, r.try_get("devices")?)))
+        .collect()
 }
 
 /// One application version with an open finding of a CVE.
@@ -1038,15 +1048,16 @@ pub async fn cve_affected_versions(
     .bind(cve_id)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| AffectedVersion {
-            application_name: r.get("application_name"),
-            version: r.get("version"),
-            fix_version: r.get("fix_version"),
-            device_count: r.get("devices"),
+    rows.into_iter()
+        .map(|r| {
+            Ok(AffectedVersion {
+                application_name: r.try_get("application_name")?,
+                version: r.try_get("version")?,
+                fix_version: r.try_get("fix_version")?,
+                device_count: r.try_get("devices")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// An open CVE of one installed application version.
@@ -1080,13 +1091,14 @@ pub async fn open_cves_of_applications(
     .bind(serde_json::to_string(names).unwrap_or_default())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| OpenVersionCve {
-            application_name: r.get("application_name"),
-            version: r.get("version"),
-            cve_id: r.get("cve_id"),
-            fix_version: r.get("fix_version"),
+    rows.into_iter()
+        .map(|r| {
+            Ok(OpenVersionCve {
+                application_name: r.try_get("application_name")?,
+                version: r.try_get("version")?,
+                cve_id: r.try_get("cve_id")?,
+                fix_version: r.try_get("fix_version")?,
+            })
         })
-        .collect())
+        .collect()
 }

@@ -55,13 +55,13 @@ fn counted(backend: Backend) -> String {
     )
 }
 
-fn summary(r: &sqlx::any::AnyRow) -> WeaknessSummary {
-    WeaknessSummary {
-        cwe_id: r.get("cwe_id"),
-        name: r.get("name"),
-        cve_count: r.get("cve_count"),
-        tenant_cve_count: r.get("tenant_cve_count"),
-    }
+fn summary(r: &sqlx::any::AnyRow) -> sqlx::Result<WeaknessSummary> {
+    Ok(WeaknessSummary {
+        cwe_id: r.try_get("cwe_id")?,
+        name: r.try_get("name")?,
+        cve_count: r.try_get("cve_count")?,
+        tenant_cve_count: r.try_get("tenant_cve_count")?,
+    })
 }
 
 /// Weaknesses whose id or name contains `search` (ignoring case), those
@@ -100,7 +100,10 @@ pub async fn weaknesses(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    Ok((rows.iter().map(summary).collect(), total))
+    Ok((
+        rows.iter().map(summary).collect::<sqlx::Result<_>>()?,
+        total,
+    ))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -125,10 +128,13 @@ pub async fn weakness(
     .bind(cwe_id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| WeaknessDetail {
-        summary: summary(&r),
-        description: r.get("description"),
-    }))
+    row.map(|r| -> sqlx::Result<WeaknessDetail> {
+        Ok(WeaknessDetail {
+            summary: summary(&r)?,
+            description: r.try_get("description")?,
+        })
+    })
+    .transpose()
 }
 
 /// A CVE naming a weakness, with the tenant's exposure to it.
@@ -177,11 +183,13 @@ pub async fn cves_of_weakness(
     .await?;
     Ok((
         rows.into_iter()
-            .map(|r| WeaknessCve {
-                device_count: r.get("device_count"),
-                cve: cve_hit(r),
+            .map(|r| {
+                Ok(WeaknessCve {
+                    device_count: r.try_get("device_count")?,
+                    cve: cve_hit(r)?,
+                })
             })
-            .collect(),
+            .collect::<sqlx::Result<_>>()?,
         total,
     ))
 }

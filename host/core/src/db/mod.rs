@@ -268,6 +268,17 @@ impl<T> std::ops::Deref for StoredJson<T> {
     }
 }
 
+/// A flag column: a boolean on PostgreSQL, an integer on SQLite (or a
+/// computed `0`/`1` on either). An error names the column when it is
+/// neither.
+pub fn flag(row: &sqlx::any::AnyRow, column: &str) -> sqlx::Result<bool> {
+    use sqlx::Row;
+    match row.try_get::<bool, _>(column) {
+        Ok(value) => Ok(value),
+        Err(_) => Ok(row.try_get::<i64, _>(column)? != 0),
+    }
+}
+
 /// True when `err` is a unique-constraint violation on either backend.
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     match err {

@@ -10,12 +10,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::ingest::{upload_key, CSV_PARSE_KIND};
-use super::storage::{self, CsvSourceStats, NewUpload, SourceRecordView, UploadView};
+use super::storage::{self, CsvSourceStats, NewUpload, UploadView};
 use super::GENERIC_SOFTWARE;
 use cairn_core::blobs::Outgoing;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Multipart, Path, Query};
 use cairn_core::uploads::{self, SPREADSHEETS};
+use cairn_inventory::records::{self, SourceRecordView};
 use cairn_inventory::search::{page_bounds, Page};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
@@ -288,7 +289,7 @@ async fn source_device_by_name(
     Path((key, device_name)): Path<(String, String)>,
 ) -> ApiResult<Json<SourceRecordView>> {
     let provider = provider(&state, &key)?;
-    storage::device_record(
+    records::device_record(
         &state.db,
         &caller.tenant_id,
         &provider.descriptor.key,
@@ -312,7 +313,7 @@ async fn source_records(
 ) -> ApiResult<Json<Page<SourceRecordView>>> {
     let provider = provider(&state, &key)?;
     let (skip, limit) = page_bounds(page.skip, page.limit)?;
-    let (items, total) = storage::records(
+    let (items, total) = records::of_source(
         &state.db,
         &caller.tenant_id,
         &provider.descriptor.key,

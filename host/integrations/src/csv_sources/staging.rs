@@ -13,6 +13,7 @@ use tokio::io::AsyncBufReadExt;
 use super::storage::{self, ParseReport, SUCCESS};
 use cairn_core::db::{now_ms, Backend, WriteBatches};
 use cairn_inventory::items::{self, ReplaceRule};
+use cairn_inventory::records;
 use cairn_jobs::{JobContext, JobFailure, LeaseLost};
 use cairn_plugins::rows::{InventoryRow, RecordRow};
 
@@ -48,9 +49,10 @@ pub struct Staging {
 
 /// The staging file of an upload. The name carries the line layout's
 /// version: a file an older build staged (items without `client_id` and
-/// `group_ids`) is never read as this one; its upload is parsed again.
+/// `group_ids`, records of 4 values) is never read as this one; its upload
+/// is parsed again.
 fn path_of(dir: &Path, upload_id: &str) -> PathBuf {
-    dir.join(format!("{upload_id}.v2.staging"))
+    dir.join(format!("{upload_id}.v3.staging"))
 }
 
 impl Staging {
@@ -127,10 +129,16 @@ impl Staging {
 
     pub fn push_record(&mut self, record: &RecordRow) -> std::io::Result<()> {
         debug_assert_eq!(self.destination, Destination::Records);
+        // The layout of `cairn_inventory::records`; an upload's record is
+        // of its collection's type and names no client, groups or fields.
         let line = json!([
+            record.collection,
             record.collection,
             record.key,
             record.device_name,
+            None::<String>,
+            "[]",
+            "{}",
             record.body,
         ]);
         self.write(&line)
@@ -150,8 +158,10 @@ impl Staging {
     /// Removes what an upload staged, if anything (a canceled parse).
     pub fn remove(dir: &Path, upload_id: &str) {
         let _ = std::fs::remove_file(path_of(dir, upload_id));
-        // What an older build staged.
-        let _ = std::fs::remove_file(dir.join(format!("{upload_id}.staging")));
+        // What older builds staged.
+        for old in ["staging", "v2.staging"] {
+            let _ = std::fs::remove_file(dir.join(format!("{upload_id}.{old}")));
+        }
     }
 
     /// Removes the staging file (after a failed parse).
@@ -231,14 +241,15 @@ impl Staging {
                 let _turn = db.write_turn().await;
                 let started = Instant::now();
                 let mut tx = db.pool.begin().await?;
-                sqlx::query(&upsert)
-                    .bind(tenant.as_str())
-                    .bind(source)
-                    .bind(upload_id)
-                    .bind(&batch)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
+                let rows = (tenant, source);
+                match self.destination {
+                    Destination::Items => {
+                        items::upsert(&mut tx, &upsert, rows, upload_id, &batch, now).await?
+                    }
+                    Destination::Records => {
+                        records::upsert(&mut tx, &upsert, rows, upload_id, &batch, now).await?
+                    }
+                };
                 ctx.save_checkpoint_in(&mut tx, &checkpoint.to_value())
                     .await?;
                 tx.commit().await?;
@@ -295,35 +306,12 @@ fn io_failure(err: std::io::Error) -> JobFailure {
     JobFailure::Failed(format!("the staged rows could not be read: {err}"))
 }
 
-/// The destination's upsert from one bound JSON array of rows ($4); $1
-/// tenant, $2 source, $3 upload id (the rows' `seen_run`), $5 now. A row
-/// this upload already stamped is left alone, so a repeated key keeps its
-/// first row (`ReplaceRule::FirstOfStamp`); items go through the
-/// inventory's one writer.
+/// The destination's upsert: each table's one writer, under
+/// `ReplaceRule::FirstOfStamp` (a row this upload already stamped is left
+/// alone, so a repeated key keeps its first row).
 fn upsert_statement(backend: Backend, destination: Destination) -> String {
-    if destination == Destination::Items {
-        return items::upsert_sql(backend, ReplaceRule::FirstOfStamp);
-    }
-    let values =
-        "$1, $2, value->>0, value->>0, value->>1, value->>2, NULL, '[]', value->>3, $3, $5";
-    let conflict = "(tenant_id, source, kind, record_key) DO UPDATE SET \
-         device_name = excluded.device_name, client_id = excluded.client_id, \
-         group_ids = excluded.group_ids, body = excluded.body, seen_run = excluded.seen_run, \
-         updated_at = excluded.updated_at WHERE source_records.seen_run <> excluded.seen_run";
-    let columns = "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-         client_id, group_ids, body, seen_run, updated_at)";
-    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause;
-    // PostgreSQL keeps the first of a key repeated in one array, since one
-    // statement may not update a row twice there.
-    match backend {
-        Backend::Sqlite => format!(
-            "INSERT INTO {columns} SELECT {values} FROM json_each($4) WHERE true \
-             ON CONFLICT {conflict}"
-        ),
-        Backend::Postgres => format!(
-            "INSERT INTO {columns} SELECT DISTINCT ON (value->>0, value->>1) {values} \
-             FROM jsonb_array_elements(CAST($4 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
-             ORDER BY value->>0, value->>1, n ON CONFLICT {conflict}"
-        ),
+    match destination {
+        Destination::Items => items::upsert_sql(backend, ReplaceRule::FirstOfStamp),
+        Destination::Records => records::upsert_sql(backend, ReplaceRule::FirstOfStamp),
     }
 }

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use cairn_core::db::{now_ms, to_rfc3339, Db, StoredJson};
 use cairn_core::ids::TenantId;
 use cairn_core::uploads::Received;
+use cairn_inventory::records;
 use cairn_jobs::{JobContext, JobFailure};
 
 /// Upload states: waiting for the parse job, being parsed, and the two
@@ -349,14 +350,8 @@ pub async fn stats(
         let held = cairn_inventory::items::source_counts(db, tenant, source_key).await?;
         (held.items, held.devices)
     } else {
-        sqlx::query_as(
-            "SELECT COUNT(*), COUNT(DISTINCT device_name) FROM source_records \
-             WHERE tenant_id = $1 AND source = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(source_key)
-        .fetch_one(&db.pool)
-        .await?
+        let held = records::source_counts(db, tenant, source_key).await?;
+        (held.records, held.devices)
     };
     let (last, uploads) = list(db, tenant, source_key, 0, 1).await?;
     Ok(CsvSourceStats {
@@ -373,81 +368,7 @@ pub async fn purge(db: &Db, tenant: &TenantId, source_key: &str) -> sqlx::Result
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     let mut deleted = cairn_inventory::items::delete_source(&mut tx, tenant, source_key).await?;
-    deleted += sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
-        .bind(tenant.as_str())
-        .bind(source_key)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    deleted += records::delete_source(&mut tx, tenant, source_key).await?;
     tx.commit().await?;
     Ok(deleted)
-}
-
-/// A record a CSV source wrote.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
-pub struct SourceRecordView {
-    /// `device`, `user`, `finding`, ...
-    pub kind: String,
-    pub record_key: String,
-    pub device_name: Option<String>,
-    #[sqlx(try_from = "String")]
-    #[schema(value_type = Object)]
-    pub body: StoredJson,
-}
-
-pub async fn records(
-    db: &Db,
-    tenant: &TenantId,
-    source_key: &str,
-    skip: i64,
-    limit: i64,
-) -> sqlx::Result<(Vec<SourceRecordView>, i64)> {
-    let rows: Vec<SourceRecordView> = sqlx::query_as(
-        "SELECT kind, record_key, device_name, body FROM source_records \
-         WHERE tenant_id = $1 AND source = $2 ORDER BY kind, record_key LIMIT $3 OFFSET $4",
-    )
-    .bind(tenant.as_str())
-    .bind(source_key)
-    .bind(limit)
-    .bind(skip)
-    .fetch_all(&db.pool)
-    .await?;
-    let total = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2",
-    )
-    .bind(tenant.as_str())
-    .bind(source_key)
-    .fetch_one(&db.pool)
-    .await?;
-    Ok((rows, total))
-}
-
-/// The source's device record for `name`: the exact name first (case
-/// ignored), else a record whose name is the name's first 15 characters or
-/// whose first 15 characters are the name.
-pub async fn device_record(
-    db: &Db,
-    tenant: &TenantId,
-    source_key: &str,
-    name: &str,
-) -> sqlx::Result<Option<SourceRecordView>> {
-    let lower = name.to_lowercase();
-    let short: String = lower
-        .chars()
-        .take(cairn_inventory::normalize::NETBIOS_LEN)
-        .collect();
-    let row: Option<SourceRecordView> = sqlx::query_as(
-        "SELECT kind, record_key, device_name, body FROM source_records \
-         WHERE tenant_id = $1 AND source = $2 AND kind = 'device' \
-         AND (LOWER(device_name) = $3 OR LOWER(device_name) = $4 \
-              OR SUBSTR(LOWER(device_name), 1, 15) = $3) \
-         ORDER BY CASE WHEN LOWER(device_name) = $3 THEN 0 ELSE 1 END, record_key LIMIT 1",
-    )
-    .bind(tenant.as_str())
-    .bind(source_key)
-    .bind(&lower)
-    .bind(&short)
-    .fetch_optional(&db.pool)
-    .await?;
-    Ok(row)
 }

@@ -133,8 +133,11 @@ const ADVISORY_COLUMNS: &str = "a.id, a.subject, a.body, a.cve_id, a.application
      WHERE r.advisory_id = a.id AND r.status = 'failed') AS failed";
 
 fn advisory_view(r: sqlx::any::AnyRow) -> sqlx::Result<AdvisoryView> {
-    let (count, sent, failed): (i64, i64, i64) =
-        (r.get("recipients"), r.get("sent"), r.get("failed"));
+    let (count, sent, failed): (i64, i64, i64) = (
+        r.try_get("recipients")?,
+        r.try_get("sent")?,
+        r.try_get("failed")?,
+    );
     let status = if sent + failed < count {
         "sending"
     } else if failed == 0 {
@@ -145,14 +148,14 @@ fn advisory_view(r: sqlx::any::AnyRow) -> sqlx::Result<AdvisoryView> {
         "partial"
     };
     Ok(AdvisoryView {
-        id: r.get("id"),
-        subject: r.get("subject"),
-        body: r.get("body"),
-        cve_id: r.get("cve_id"),
-        application: r.get("application"),
-        versions: stored_json("versions", r.get("versions"))?,
-        created_by: r.get("created_by"),
-        created_at: to_rfc3339(r.get("created_at")),
+        id: r.try_get("id")?,
+        subject: r.try_get("subject")?,
+        body: r.try_get("body")?,
+        cve_id: r.try_get("cve_id")?,
+        application: r.try_get("application")?,
+        versions: stored_json("versions", r.try_get("versions")?)?,
+        created_by: r.try_get("created_by")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
         status: status.into(),
         recipient_count: count,
         sent_count: sent,
@@ -212,14 +215,14 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
     .into_iter()
     .map(|r| {
         Ok(RecipientView {
-            email: r.get("email"),
-            name: r.get("name"),
-            devices: stored_json("devices", r.get("devices"))?,
-            explicit: r.get::<i64, _>("explicit") != 0,
-            status: r.get("status"),
-            error: r.get("error"),
-            attempts: r.get("attempts"),
-            sent_at: r.get::<Option<i64>, _>("sent_at").map(to_rfc3339),
+            email: r.try_get("email")?,
+            name: r.try_get("name")?,
+            devices: stored_json("devices", r.try_get("devices")?)?,
+            explicit: r.try_get::<i64, _>("explicit")? != 0,
+            status: r.try_get("status")?,
+            error: r.try_get("error")?,
+            attempts: r.try_get("attempts")?,
+            sent_at: r.try_get::<Option<i64>, _>("sent_at")?.map(to_rfc3339),
         })
     })
     .collect::<sqlx::Result<_>>()?;

@@ -33,19 +33,21 @@ const FEED_COLUMNS: &str = "f.id, f.url, f.title, f.format, f.seeded, \
     (SELECT COUNT(*) FROM news_items i WHERE i.feed_id = f.id) AS item_count, \
     f.last_fetched_at, f.last_status, f.last_error, f.created_at";
 
-fn feed_view(r: sqlx::any::AnyRow) -> FeedView {
-    FeedView {
-        id: r.get("id"),
-        url: r.get("url"),
-        title: r.get("title"),
-        format: r.get("format"),
-        seeded: r.get::<i64, _>("seeded") != 0,
-        item_count: r.get("item_count"),
-        last_fetched_at: r.get::<Option<i64>, _>("last_fetched_at").map(to_rfc3339),
-        last_status: r.get("last_status"),
-        last_error: r.get("last_error"),
-        created_at: to_rfc3339(r.get("created_at")),
-    }
+fn feed_view(r: sqlx::any::AnyRow) -> sqlx::Result<FeedView> {
+    Ok(FeedView {
+        id: r.try_get("id")?,
+        url: r.try_get("url")?,
+        title: r.try_get("title")?,
+        format: r.try_get("format")?,
+        seeded: r.try_get::<i64, _>("seeded")? != 0,
+        item_count: r.try_get("item_count")?,
+        last_fetched_at: r
+            .try_get::<Option<i64>, _>("last_fetched_at")?
+            .map(to_rfc3339),
+        last_status: r.try_get("last_status")?,
+        last_error: r.try_get("last_error")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+    })
 }
 
 pub async fn feeds(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<FeedView>> {
@@ -55,7 +57,7 @@ pub async fn feeds(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<FeedView>> {
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(feed_view).collect())
+    rows.into_iter().map(feed_view).collect()
 }
 
 pub async fn feed(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<FeedView>> {
@@ -66,7 +68,7 @@ pub async fn feed(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<F
     .bind(id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(feed_view))
+    row.map(feed_view).transpose()
 }
 
 /// A feed to fetch: its id, URL and validators.
@@ -465,7 +467,7 @@ pub async fn items(
     )
     .fetch_one(&db.pool)
     .await?
-    .get("total");
+    .try_get("total")?;
     Ok((with_cves(db, tenant, rows).await?, total))
 }
 
@@ -492,7 +494,10 @@ async fn with_cves(
     tenant: &TenantId,
     rows: Vec<sqlx::any::AnyRow>,
 ) -> sqlx::Result<Vec<ItemView>> {
-    let ids: Vec<String> = rows.iter().map(|r| r.get::<String, _>("id")).collect();
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get::<String, _>("id"))
+        .collect::<sqlx::Result<_>>()?;
     let mut cves: std::collections::HashMap<String, Vec<String>> = Default::default();
     if !ids.is_empty() {
         let pairs: Vec<(String, String)> = sqlx::query_as(&format!(
@@ -516,29 +521,31 @@ async fn with_cves(
     }
     rows.into_iter()
         .map(|r| {
-            let id: String = r.get("id");
+            let id: String = r.try_get("id")?;
             Ok(ItemView {
                 cve_ids: cves.remove(&id).unwrap_or_default(),
                 id,
-                feed_id: r.get("feed_id"),
-                feed_title: r.get("feed_title"),
-                title: r.get("title"),
-                link: r.get("link"),
-                summary: r.get("summary"),
-                published_at: r.get::<Option<i64>, _>("published_at").map(to_rfc3339),
-                fetched_at: to_rfc3339(r.get("fetched_at")),
-                category: r.get("category"),
-                severity: r.get("severity"),
+                feed_id: r.try_get("feed_id")?,
+                feed_title: r.try_get("feed_title")?,
+                title: r.try_get("title")?,
+                link: r.try_get("link")?,
+                summary: r.try_get("summary")?,
+                published_at: r.try_get::<Option<i64>, _>("published_at")?.map(to_rfc3339),
+                fetched_at: to_rfc3339(r.try_get("fetched_at")?),
+                category: r.try_get("category")?,
+                severity: r.try_get("severity")?,
                 vendors: list(&r, "vendors")?,
                 products: list(&r, "products")?,
                 relevance: list(&r, "relevance")?,
-                relevant: r.get::<i64, _>("relevant") != 0,
-                classified_by: r.get("classified_by"),
-                classifier_note: r.get("classifier_note"),
-                classified_at: r.get::<Option<i64>, _>("classified_at").map(to_rfc3339),
-                read: r.get::<i64, _>("is_read") != 0,
-                assigned_to: r.get("assigned_to"),
-                assigned_at: r.get::<Option<i64>, _>("assigned_at").map(to_rfc3339),
+                relevant: r.try_get::<i64, _>("relevant")? != 0,
+                classified_by: r.try_get("classified_by")?,
+                classifier_note: r.try_get("classifier_note")?,
+                classified_at: r
+                    .try_get::<Option<i64>, _>("classified_at")?
+                    .map(to_rfc3339),
+                read: r.try_get::<i64, _>("is_read")? != 0,
+                assigned_to: r.try_get("assigned_to")?,
+                assigned_at: r.try_get::<Option<i64>, _>("assigned_at")?.map(to_rfc3339),
             })
         })
         .collect()
@@ -654,11 +661,11 @@ pub async fn stats(db: &Db, tenant: &TenantId, user_id: &str) -> sqlx::Result<It
         )
     };
     Ok(ItemStats {
-        total: totals.get("total"),
-        unread: totals.get("unread"),
-        relevant: totals.get("relevant"),
-        unclassified: totals.get("unclassified"),
-        assigned_to_me: totals.get("assigned_to_me"),
+        total: totals.try_get("total")?,
+        unread: totals.try_get("unread")?,
+        relevant: totals.try_get("relevant")?,
+        unclassified: totals.try_get("unclassified")?,
+        assigned_to_me: totals.try_get("assigned_to_me")?,
         by_category: grouped("category").await?,
         by_severity: grouped("severity").await?,
     })

@@ -85,15 +85,17 @@ pub async fn entries(
     let emails = cairn_platform::tenancy::member_emails(db, tenant).await?;
     Ok((
         rows.into_iter()
-            .map(|r| HistoryEntry {
-                id: r.get("id"),
-                kind: r.get("kind"),
-                query: r.get("query"),
-                result_count: r.get("result_count"),
-                user_email: emails.get(r.get::<&str, _>("user_id")).cloned(),
-                created_at: to_rfc3339(r.get("created_at")),
+            .map(|r| {
+                Ok(HistoryEntry {
+                    id: r.try_get("id")?,
+                    kind: r.try_get("kind")?,
+                    query: r.try_get("query")?,
+                    result_count: r.try_get("result_count")?,
+                    user_email: emails.get(r.try_get::<&str, _>("user_id")?).cloned(),
+                    created_at: to_rfc3339(r.try_get("created_at")?),
+                })
             })
-            .collect(),
+            .collect::<sqlx::Result<_>>()?,
         total,
     ))
 }

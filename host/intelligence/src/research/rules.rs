@@ -28,16 +28,17 @@ pub async fn rules(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<VersionRule>>
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| VersionRule {
-            id: r.get("id"),
-            application: r.get("application"),
-            minimum_version: r.get("minimum_version"),
-            note: r.get("note"),
-            created_at: to_rfc3339(r.get("created_at")),
+    rows.into_iter()
+        .map(|r| {
+            Ok(VersionRule {
+                id: r.try_get("id")?,
+                application: r.try_get("application")?,
+                minimum_version: r.try_get("minimum_version")?,
+                note: r.try_get("note")?,
+                created_at: to_rfc3339(r.try_get("created_at")?),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Stores a rule, replacing the application's previous one; its id.

@@ -43,21 +43,23 @@ const COLUMNS: &str = "s.id, s.sub_type, s.name, s.name_key, s.vendor, \
     (SELECT COUNT(*) FROM subscription_cves c WHERE c.subscription_id = s.id) AS cve_count, \
     s.created_at, s.last_synced_at, s.last_status, s.last_error, s.last_query, s.sync_requested_at";
 
-fn view(r: sqlx::any::AnyRow) -> SubscriptionView {
-    SubscriptionView {
-        id: r.get("id"),
-        sub_type: r.get("sub_type"),
-        name: r.get("name"),
-        cpe_name: r.get("name_key"),
-        vendor: r.get("vendor"),
-        cve_count: r.get("cve_count"),
-        created_at: to_rfc3339(r.get("created_at")),
-        last_synced_at: r.get::<Option<i64>, _>("last_synced_at").map(to_rfc3339),
-        last_status: r.get("last_status"),
-        last_error: r.get("last_error"),
-        last_query: r.get("last_query"),
-        sync_pending: r.get::<Option<i64>, _>("sync_requested_at").is_some(),
-    }
+fn view(r: sqlx::any::AnyRow) -> sqlx::Result<SubscriptionView> {
+    Ok(SubscriptionView {
+        id: r.try_get("id")?,
+        sub_type: r.try_get("sub_type")?,
+        name: r.try_get("name")?,
+        cpe_name: r.try_get("name_key")?,
+        vendor: r.try_get("vendor")?,
+        cve_count: r.try_get("cve_count")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        last_synced_at: r
+            .try_get::<Option<i64>, _>("last_synced_at")?
+            .map(to_rfc3339),
+        last_status: r.try_get("last_status")?,
+        last_error: r.try_get("last_error")?,
+        last_query: r.try_get("last_query")?,
+        sync_pending: r.try_get::<Option<i64>, _>("sync_requested_at")?.is_some(),
+    })
 }
 
 pub async fn subscriptions(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<SubscriptionView>> {
@@ -68,7 +70,7 @@ pub async fn subscriptions(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<Subsc
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(view).collect())
+    rows.into_iter().map(view).collect()
 }
 
 pub async fn subscription(
@@ -83,7 +85,7 @@ pub async fn subscription(
     .bind(id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(view))
+    row.map(view).transpose()
 }
 
 /// The subscription of that type and CPE name, if any.
@@ -102,7 +104,7 @@ pub async fn by_name(
     .bind(name_key)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(view))
+    row.map(view).transpose()
 }
 
 /// A new subscription, its sync asked for.
@@ -199,14 +201,17 @@ pub async fn next_pending(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<Pen
     .bind(tenant.as_str())
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(|r| Pending {
-        id: r.get("id"),
-        sub_type: r.get("sub_type"),
-        name: r.get("name"),
-        name_key: r.get("name_key"),
-        vendor: r.get("vendor"),
-        synced_before: r.get::<Option<i64>, _>("last_synced_at").is_some(),
-    }))
+    row.map(|r| -> sqlx::Result<Pending> {
+        Ok(Pending {
+            id: r.try_get("id")?,
+            sub_type: r.try_get("sub_type")?,
+            name: r.try_get("name")?,
+            name_key: r.try_get("name_key")?,
+            vendor: r.try_get("vendor")?,
+            synced_before: r.try_get::<Option<i64>, _>("last_synced_at")?.is_some(),
+        })
+    })
+    .transpose()
 }
 
 /// How a sync of one subscription ended.
@@ -252,8 +257,8 @@ pub async fn record_sync(
             .fetch_all(&mut *tx)
             .await?
             .into_iter()
-            .map(|r| (r.get("cve_id"), r.get("last_modified")))
-            .collect();
+            .map(|r| Ok((r.try_get("cve_id")?, r.try_get("last_modified")?)))
+            .collect::<sqlx::Result<_>>()?;
             let baseline = i64::from(!pending.synced_before);
             let mut added = vec![];
             let mut changed = vec![];
@@ -353,19 +358,21 @@ pub async fn activity(
     .await?;
     Ok((
         rows.into_iter()
-            .map(|r| Activity {
-                cve_id: r.get("cve_id"),
-                event: if r.get::<Option<i64>, _>("changed_at").is_some() {
-                    "changed"
-                } else {
-                    "new"
-                },
-                at: r.get("at"),
-                subscription_id: r.get("subscription_id"),
-                sub_type: r.get("sub_type"),
-                subscription_name: r.get("name"),
+            .map(|r| {
+                Ok(Activity {
+                    cve_id: r.try_get("cve_id")?,
+                    event: if r.try_get::<Option<i64>, _>("changed_at")?.is_some() {
+                        "changed"
+                    } else {
+                        "new"
+                    },
+                    at: r.try_get("at")?,
+                    subscription_id: r.try_get("subscription_id")?,
+                    sub_type: r.try_get("sub_type")?,
+                    subscription_name: r.try_get("name")?,
+                })
             })
-            .collect(),
+            .collect::<sqlx::Result<_>>()?,
         total,
     ))
 }

@@ -73,9 +73,9 @@ async fn kept(
     .await?;
     row.map(|r| {
         Ok((
-            r.get("connector"),
-            cairn_core::db::stored_json("answer", r.get::<&str, _>("answer"))?,
-            r.get("fetched_at"),
+            r.try_get("connector")?,
+            cairn_core::db::stored_json("answer", r.try_get::<&str, _>("answer")?)?,
+            r.try_get("fetched_at")?,
         ))
     })
     .transpose()

@@ -29,10 +29,11 @@ pub async fn standing(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<(Option
         .bind(tenant.as_str())
         .fetch_optional(&db.pool)
         .await?;
-    Ok(row.map(|r| {
-        let is_partner: i64 = r.get("is_partner");
-        (r.get("partner_id"), is_partner != 0)
-    }))
+    row.map(|r| {
+        let is_partner: i64 = r.try_get("is_partner")?;
+        Ok((r.try_get("partner_id")?, is_partner != 0))
+    })
+    .transpose()
 }
 
 /// The partner of `customer`, if it has one.
@@ -323,11 +324,11 @@ pub async fn analyst_access(
     let Some(row) = row else {
         return Ok(AnalystAccess::default());
     };
-    let all: i64 = row.get("all_customers");
+    let all: i64 = row.try_get("all_customers")?;
     Ok(AnalystAccess {
         all_customers: all != 0,
-        customer_ids: stored_json("customer_ids", row.get("customer_ids"))?,
-        group_ids: stored_json("group_ids", row.get("group_ids"))?,
+        customer_ids: stored_json("customer_ids", row.try_get("customer_ids")?)?,
+        group_ids: stored_json("group_ids", row.try_get("group_ids")?)?,
     })
 }
 

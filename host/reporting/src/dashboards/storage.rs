@@ -78,19 +78,19 @@ const COLUMNS: &str = "d.id, d.name, d.owner_id, d.shared, d.is_default, d.layou
 const VISIBLE: &str = "d.tenant_id = $1 AND (d.owner_id = $2 OR d.shared = 1)";
 
 fn view(r: sqlx::any::AnyRow, user_id: &str) -> sqlx::Result<DashboardView> {
-    let owner_id: String = r.get("owner_id");
+    let owner_id: String = r.try_get("owner_id")?;
     Ok(DashboardView {
-        id: r.get("id"),
-        name: r.get("name"),
+        id: r.try_get("id")?,
+        name: r.try_get("name")?,
         editable: owner_id == user_id,
         owner_id,
-        shared: r.get::<i64, _>("shared") != 0,
-        is_default: r.get::<i64, _>("is_default") != 0,
-        layout: stored_json("layout", r.get("layout"))?,
-        widget_count: r.get("widget_count"),
+        shared: r.try_get::<i64, _>("shared")? != 0,
+        is_default: r.try_get::<i64, _>("is_default")? != 0,
+        layout: stored_json("layout", r.try_get("layout")?)?,
+        widget_count: r.try_get("widget_count")?,
         widgets: None,
-        created_at: to_rfc3339(r.get("created_at")),
-        updated_at: to_rfc3339(r.get("updated_at")),
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        updated_at: to_rfc3339(r.try_get("updated_at")?),
     })
 }
 
@@ -135,14 +135,14 @@ const WIDGET_COLUMNS: &str =
 
 fn widget_view(r: sqlx::any::AnyRow) -> sqlx::Result<WidgetView> {
     Ok(WidgetView {
-        id: r.get("id"),
-        dashboard_id: r.get("dashboard_id"),
-        title: r.get("title"),
-        widget_type: r.get("widget_type"),
-        data_source: stored_json("data_source", r.get("data_source"))?,
-        position: stored_json("position", r.get("position"))?,
-        created_at: to_rfc3339(r.get("created_at")),
-        updated_at: to_rfc3339(r.get("updated_at")),
+        id: r.try_get("id")?,
+        dashboard_id: r.try_get("dashboard_id")?,
+        title: r.try_get("title")?,
+        widget_type: r.try_get("widget_type")?,
+        data_source: stored_json("data_source", r.try_get("data_source")?)?,
+        position: stored_json("position", r.try_get("position")?)?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        updated_at: to_rfc3339(r.try_get("updated_at")?),
     })
 }
 

@@ -38,19 +38,19 @@ const COLUMNS: &str = "id, report_type, format, scope, title, status, error, fil
 
 fn view(r: sqlx::any::AnyRow) -> sqlx::Result<ReportView> {
     Ok(ReportView {
-        id: r.get("id"),
-        report_type: r.get("report_type"),
-        format: r.get("format"),
-        scope: stored_json("scope", r.get("scope"))?,
-        title: r.get("title"),
-        status: r.get("status"),
-        error: r.get("error"),
-        file_name: r.get("file_name"),
-        size_bytes: r.get("size_bytes"),
-        row_count: r.get("row_count"),
-        created_by: r.get("created_by"),
-        created_at: to_rfc3339(r.get("created_at")),
-        finished_at: r.get::<Option<i64>, _>("finished_at").map(to_rfc3339),
+        id: r.try_get("id")?,
+        report_type: r.try_get("report_type")?,
+        format: r.try_get("format")?,
+        scope: stored_json("scope", r.try_get("scope")?)?,
+        title: r.try_get("title")?,
+        status: r.try_get("status")?,
+        error: r.try_get("error")?,
+        file_name: r.try_get("file_name")?,
+        size_bytes: r.try_get("size_bytes")?,
+        row_count: r.try_get("row_count")?,
+        created_by: r.try_get("created_by")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(to_rfc3339),
     })
 }
 

@@ -38,10 +38,9 @@ pub async fn projects(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<ProjectVie
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
-            let id: String = r.get("id");
+            let id: String = r.try_get("id")?;
             let of = |kind: &str| -> Vec<String> {
                 entries
                     .iter()
@@ -49,17 +48,17 @@ pub async fn projects(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<ProjectVie
                     .map(|(_, _, name)| name.clone())
                     .collect()
             };
-            ProjectView {
+            Ok(ProjectView {
                 vendors: of(VENDOR),
                 products: of(PRODUCT),
-                name: r.get("name"),
-                description: r.get("description"),
-                created_at: to_rfc3339(r.get("created_at")),
-                updated_at: to_rfc3339(r.get("updated_at")),
+                name: r.try_get("name")?,
+                description: r.try_get("description")?,
+                created_at: to_rfc3339(r.try_get("created_at")?),
+                updated_at: to_rfc3339(r.try_get("updated_at")?),
                 id,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 pub async fn project(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<ProjectView>> {

@@ -64,16 +64,16 @@ const TAG_COLUMNS: &str = "t.id, t.name, t.color, t.description, \
     (SELECT COUNT(*) FROM tag_assignments a WHERE a.tag_id = t.id) AS assignment_count, \
     t.created_at, t.updated_at";
 
-fn tag_view(r: sqlx::any::AnyRow) -> TagView {
-    TagView {
-        id: r.get("id"),
-        name: r.get("name"),
-        color: r.get("color"),
-        description: r.get("description"),
-        assignment_count: r.get("assignment_count"),
-        created_at: to_rfc3339(r.get("created_at")),
-        updated_at: to_rfc3339(r.get("updated_at")),
-    }
+fn tag_view(r: sqlx::any::AnyRow) -> sqlx::Result<TagView> {
+    Ok(TagView {
+        id: r.try_get("id")?,
+        name: r.try_get("name")?,
+        color: r.try_get("color")?,
+        description: r.try_get("description")?,
+        assignment_count: r.try_get("assignment_count")?,
+        created_at: to_rfc3339(r.try_get("created_at")?),
+        updated_at: to_rfc3339(r.try_get("updated_at")?),
+    })
 }
 
 pub async fn tags(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<TagView>> {
@@ -83,7 +83,7 @@ pub async fn tags(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<TagView>> {
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(tag_view).collect())
+    rows.into_iter().map(tag_view).collect()
 }
 
 pub async fn tag(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<TagView>> {
@@ -94,7 +94,7 @@ pub async fn tag(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ta
     .bind(id)
     .fetch_optional(&db.pool)
     .await?;
-    Ok(row.map(tag_view))
+    row.map(tag_view).transpose()
 }
 
 /// A tag's fields as stored.
@@ -235,7 +235,7 @@ pub async fn tags_of(
     .bind(key)
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows.into_iter().map(tag_view).collect())
+    rows.into_iter().map(tag_view).collect()
 }
 
 /// One tagged entity and the ids and names of its tags.
@@ -270,16 +270,17 @@ pub async fn assignments_of_type(
     .await?;
     let mut by_key: BTreeMap<String, TaggedEntity> = BTreeMap::new();
     for r in rows {
+        let entity_name = r.try_get("entity_name")?;
         let entity = by_key
-            .entry(r.get("entity_key"))
+            .entry(r.try_get("entity_key")?)
             .or_insert_with(|| TaggedEntity {
-                entity_name: r.get("entity_name"),
+                entity_name,
                 tags: vec![],
             });
         entity.tags.push(TagRef {
-            id: r.get("tag_id"),
-            name: r.get("name"),
-            color: r.get("color"),
+            id: r.try_get("tag_id")?,
+            name: r.try_get("name")?,
+            color: r.try_get("color")?,
         });
     }
     Ok(by_key.into_values().collect())

@@ -1,0 +1,247 @@
+//! The one owner of `source_records`: what connectors and CSV sources
+//! report beside inventory items (devices, users, threats, findings, ...),
+//! upserted under an explicit [`ReplaceRule`], pruned, counted, removed
+//! with their source, and read by the declared views (`collections`).
+//! Other areas hand rows in as a bound JSON array and never name the
+//! table.
+//!
+//! A row of the array is a JSON array in this order: `kind, record_type,
+//! record_key, device_name, client_id, group_ids, fields, body` (8
+//! values; `group_ids` a JSON array as text, `fields` a JSON object as
+//! text, `body` a JSON object). Triggers on the table queue every change
+//! for the rollup, whichever rule wrote it.
+
+pub mod collections;
+
+use serde::Serialize;
+use sqlx::{Any, Transaction};
+use utoipa::ToSchema;
+
+use cairn_core::db::{delete_unstamped_in_batches, json_array_rows, Backend, Db, StoredJson};
+use cairn_core::ids::TenantId;
+
+pub use crate::items::ReplaceRule;
+
+/// The columns of a record an upsert compares: under
+/// [`ReplaceRule::ChangedContent`] a record whose columns all equal the
+/// row's is not rewritten.
+const CONTENT: &[&str] = &[
+    "record_type",
+    "device_name",
+    "client_id",
+    "group_ids",
+    "fields",
+    "body",
+];
+
+/// The upsert of one bound JSON array of rows (the module's layout): `$1`
+/// tenant, `$2` source, `$3` the stamp (`seen_run`: a run or an upload),
+/// `$4` the rows, `$5` now. The rules are [`ReplaceRule`]'s, as for
+/// inventory items; a record's key is (`kind`, `record_key`).
+pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> String {
+    let columns = "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
+         client_id, group_ids, fields, body, seen_run, updated_at)";
+    let values = "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, $3, $5";
+    let set = CONTENT
+        .iter()
+        .chain(&["seen_run", "updated_at"])
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let when = match rule {
+        ReplaceRule::ChangedContent => CONTENT
+            .iter()
+            .map(|column| format!("source_records.{column} IS DISTINCT FROM excluded.{column}"))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+        ReplaceRule::FirstOfStamp => "source_records.seen_run <> excluded.seen_run".to_string(),
+    };
+    let conflict =
+        format!("(tenant_id, source, kind, record_key) DO UPDATE SET {set} WHERE {when}");
+    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
+    match (backend, rule) {
+        // One array may repeat a key: PostgreSQL keeps its first row, since
+        // one statement may not update a row twice there (SQLite applies
+        // them in turn, and the stamp leaves the later ones alone).
+        (Backend::Postgres, ReplaceRule::FirstOfStamp) => format!(
+            "INSERT INTO {columns} SELECT DISTINCT ON (value->>0, value->>2) {values} \
+             FROM jsonb_array_elements(CAST($4 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
+             ORDER BY value->>0, value->>2, n ON CONFLICT {conflict}"
+        ),
+        _ => format!(
+            "INSERT INTO {columns} SELECT {values} FROM {} WHERE true ON CONFLICT {conflict}",
+            json_array_rows(backend, 4)
+        ),
+    }
+}
+
+/// Upserts `rows` (a JSON array in the module's layout) for `source`,
+/// stamped `stamp`, inside `tx`. `statement` is [`upsert_sql`] for the
+/// transaction's backend and the caller's rule, built once by a caller
+/// that writes many arrays.
+pub async fn upsert(
+    tx: &mut Transaction<'_, Any>,
+    statement: &str,
+    (tenant, source): (&TenantId, &str),
+    stamp: &str,
+    rows: &str,
+    now: i64,
+) -> sqlx::Result<u64> {
+    Ok(sqlx::query(statement)
+        .bind(tenant.as_str())
+        .bind(source)
+        .bind(stamp)
+        .bind(rows)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
+/// After an upload swapped in: deletes the source's records it did not
+/// stamp, in transactions of at most [`crate::seen::PRUNE_BATCH`] rows.
+/// Returns the records deleted.
+pub async fn prune_unstamped(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    stamp: &str,
+) -> sqlx::Result<u64> {
+    // As `items::prune_unstamped`: an `ARRAY(...)` of row ids on
+    // PostgreSQL, computed once.
+    let statement = match db.backend {
+        Backend::Sqlite => {
+            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+             AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)"
+        }
+        Backend::Postgres => {
+            "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
+              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+             AND seen_run <> $3"
+        }
+    };
+    delete_unstamped_in_batches(
+        db,
+        statement,
+        (tenant.as_str(), source, stamp),
+        crate::seen::PRUNE_BATCH,
+    )
+    .await
+}
+
+/// Deletes every record of `source` for the tenant, inside `tx` (its
+/// config or its uploads were removed). Returns the records deleted.
+pub async fn delete_source(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &TenantId,
+    source: &str,
+) -> sqlx::Result<u64> {
+    Ok(
+        sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
+            .bind(tenant.as_str())
+            .bind(source)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected(),
+    )
+}
+
+/// How many records `source` holds for the tenant, and for how many
+/// distinct device names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct RecordCounts {
+    pub records: i64,
+    pub devices: i64,
+}
+
+/// How many records, and distinct device names among them, `source` holds
+/// for the tenant.
+pub async fn source_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<RecordCounts> {
+    sqlx::query_as(
+        "SELECT COUNT(*) AS records, COUNT(DISTINCT device_name) AS devices \
+         FROM source_records WHERE tenant_id = $1 AND source = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_one(&db.pool)
+    .await
+}
+
+/// How many records `source` holds for the tenant, by kind.
+pub async fn counts_by_kind(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT kind, COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2 \
+         GROUP BY kind ORDER BY kind",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// A record a CSV source wrote.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct SourceRecordView {
+    /// `device`, `user`, `finding`, ...
+    pub kind: String,
+    pub record_key: String,
+    pub device_name: Option<String>,
+    #[sqlx(try_from = "String")]
+    #[schema(value_type = Object)]
+    pub body: StoredJson,
+}
+
+/// A page of the records `source` holds for the tenant, by kind and key,
+/// and how many it holds in all.
+pub async fn of_source(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<SourceRecordView>, i64)> {
+    let rows: Vec<SourceRecordView> = sqlx::query_as(
+        "SELECT kind, record_key, device_name, body FROM source_records \
+         WHERE tenant_id = $1 AND source = $2 ORDER BY kind, record_key LIMIT $3 OFFSET $4",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = source_counts(db, tenant, source).await?.records;
+    Ok((rows, total))
+}
+
+/// The source's device record for `name`: the exact name first (case
+/// ignored), else a record whose name is the name's first 15 characters or
+/// whose first 15 characters are the name.
+pub async fn device_record(
+    db: &Db,
+    tenant: &TenantId,
+    source: &str,
+    name: &str,
+) -> sqlx::Result<Option<SourceRecordView>> {
+    let lower = name.to_lowercase();
+    let short: String = lower.chars().take(crate::normalize::NETBIOS_LEN).collect();
+    sqlx::query_as(
+        "SELECT kind, record_key, device_name, body FROM source_records \
+         WHERE tenant_id = $1 AND source = $2 AND kind = 'device' \
+         AND (LOWER(device_name) = $3 OR LOWER(device_name) = $4 \
+              OR SUBSTR(LOWER(device_name), 1, 15) = $3) \
+         ORDER BY CASE WHEN LOWER(device_name) = $3 THEN 0 ELSE 1 END, record_key LIMIT 1",
+    )
+    .bind(tenant.as_str())
+    .bind(source)
+    .bind(&lower)
+    .bind(&short)
+    .fetch_optional(&db.pool)
+    .await
+}
