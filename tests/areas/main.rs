@@ -15,3 +15,4 @@ mod partner;
 mod rollup_incremental;
 mod search;
 mod stored_json;
+mod vulnerabilities;

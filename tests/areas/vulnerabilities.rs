@@ -1,0 +1,319 @@
+//! The vulnerabilities area's logic on a real database, through its
+//! public functions: real NVD records imported as an operator imports
+//! them, installed software written through the sync's upsert, a scan run
+//! as the job runs it; then which CVEs each installation has (matching),
+//! what a later scan does to them (findings), and what triage takes out of
+//! the open counts. The HTTP contract of the same routes stays in
+//! `tests/platform/vulnerabilities.rs`.
+
+use std::collections::BTreeSet;
+
+use cairn_core::db::fence::NoFence;
+use cairn_core::db::now_ms;
+use cairn_core::ids::TenantId;
+use cairn_plugins::{InventoryRow, MappedRow};
+use cairn_tests::{backend_tests, Backend, TestDb};
+use cairn_vulnerabilities::identify::Translations;
+use cairn_vulnerabilities::vocabulary::ScanScope;
+use cairn_vulnerabilities::{findings, import, scan, triage, views};
+
+backend_tests!(
+    installed_versions_match_the_cves_their_ranges_name,
+    a_later_scan_fixes_and_reopens_findings,
+    triage_takes_findings_out_of_the_open_counts_until_it_expires,
+);
+
+/// One installed program as a connector reports it.
+fn software(device: &str, name: &str, publisher: &str, version: &str) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some("windows".into()),
+        os_version: None,
+        os_name: None,
+        os_build: None,
+        user_email: None,
+        user_name: None,
+        application_name: Some(name.into()),
+        vendor: None,
+        version: Some(version.into()),
+        publisher: Some(publisher.into()),
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
+/// Imports the NVD records of `tests/fixtures/nvd` (real records, as NVD's
+/// API 2.0 serves them) as one API page, the way `cairn vuln import` does.
+async fn load_nvd(test_db: &TestDb) {
+    let records: Vec<_> = cairn_tests::fake_nvd::fixture_records()
+        .into_iter()
+        .map(|cve| serde_json::json!({ "cve": cve }))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("cairn-nvd-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = serde_json::json!({
+        "resultsPerPage": records.len(),
+        "startIndex": 0,
+        "totalResults": records.len(),
+        "format": "NVD_CVE",
+        "version": "2.0",
+        "timestamp": "2026-11-01T00:00:00.000",
+        "vulnerabilities": records,
+    });
+    std::fs::write(dir.join("page.json"), page.to_string()).unwrap();
+    let reports = import::import_paths(&test_db.db, std::slice::from_ref(&dir))
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(reports[0].kind, "nvd", "{reports:?}");
+    assert_eq!(reports[0].written, 7, "{reports:?}");
+}
+
+/// Writes `rows` as the tenant's RMM reported them (replacing what the RMM
+/// reported before), rebuilds the rollup and runs a whole scan.
+async fn sync_and_scan(test_db: &TestDb, tenant: &TenantId, run: &str, rows: &[MappedRow]) {
+    let mut tx = test_db.db.pool.begin().await.unwrap();
+    cairn_integrations::storage::upsert_rows(&mut tx, tenant, "rmm", (run, 0), rows)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    cairn_inventory::seen::prune_unseen(&test_db.db, &NoFence, tenant, "rmm", run)
+        .await
+        .unwrap();
+    test_db.rebuild(tenant).await;
+    let scope = ScanScope {
+        full: true,
+        ..ScanScope::default()
+    };
+    let scan_id = findings::create_scan(&test_db.db, tenant, &scope)
+        .await
+        .unwrap();
+    scan::run_scan(
+        &test_db.db,
+        &NoFence,
+        &Translations::shipped(),
+        tenant,
+        &scan_id,
+        &scope,
+    )
+    .await
+    .unwrap();
+}
+
+/// (device, application, CVE) of the tenant's findings of `cve` in
+/// `status` (`open`, `fixed` or `all`).
+async fn findings_of(
+    test_db: &TestDb,
+    tenant: &TenantId,
+    cve: &str,
+    status: &str,
+) -> BTreeSet<(String, String)> {
+    let (rows, _) = views::cve_findings(&test_db.db, tenant, cve, status, 0, 100)
+        .await
+        .unwrap();
+    rows.into_iter()
+        .map(|f| (f.device_name, f.version))
+        .collect()
+}
+
+async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    load_nvd(&test_db).await;
+    // (case, installed program, the CVEs it has; every other fixture CVE
+    // must not be found). Each case is a tenant of its own.
+    let cases: &[(&str, MappedRow, &[&str])] = &[
+        (
+            "7-Zip below the fix (end excluding 24.09)",
+            software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08"),
+            &["CVE-2025-0411"],
+        ),
+        (
+            "7-Zip at the fix",
+            software("WS-01", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09"),
+            &[],
+        ),
+        (
+            "7-Zip with no version matches nothing",
+            software("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", ""),
+            &[],
+        ),
+        (
+            "Chrome one build below the fix",
+            software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.49"),
+            &["CVE-2023-2033"],
+        ),
+        (
+            "Chrome at the fix",
+            software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.121"),
+            &[],
+        ),
+        (
+            "a Google program named like Chrome is not Chrome",
+            software(
+                "WS-01",
+                "Chrome Remote Desktop Host",
+                "Google LLC",
+                "112.0.5615.49",
+            ),
+            &[],
+        ),
+        (
+            "Firefox inside the range; its Android row never applies",
+            software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.1"),
+            &["CVE-2022-26485"],
+        ),
+        (
+            "Firefox at the fix",
+            software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.2"),
+            &[],
+        ),
+        (
+            "Edge one build below the fix",
+            software(
+                "WS-01",
+                "Microsoft Edge",
+                "Microsoft Corporation",
+                "121.0.2277.82",
+            ),
+            &["CVE-2024-21388"],
+        ),
+    ];
+    let all_cves: Vec<String> = cairn_tests::fake_nvd::fixture_records()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    for (i, (case, row, expected)) in cases.iter().enumerate() {
+        let tenant = test_db.tenant(&format!("t{i}")).await;
+        sync_and_scan(&test_db, &tenant, "run-1", std::slice::from_ref(row)).await;
+        let mut found = vec![];
+        for cve in &all_cves {
+            if !findings_of(&test_db, &tenant, cve, "open").await.is_empty() {
+                found.push(cve.as_str());
+            }
+        }
+        assert_eq!(found, *expected, "{case}");
+    }
+    test_db.finish().await;
+}
+
+async fn a_later_scan_fixes_and_reopens_findings(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    load_nvd(&test_db).await;
+    let tenant = test_db.tenant("t").await;
+    let cve = "CVE-2025-0411";
+    let zip = |device: &str, version: &str| software(device, "7-Zip (x64)", "Igor Pavlov", version);
+    // (step, what the RMM reports, open findings, fixed findings), each
+    // as (device, version).
+    type Step<'a> = (
+        &'a str,
+        Vec<MappedRow>,
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+    );
+    let steps: Vec<Step> = vec![
+        (
+            "two vulnerable devices",
+            vec![zip("WS-01", "24.08"), zip("WS-02", "24.07")],
+            &[("WS-01", "24.08"), ("WS-02", "24.07")],
+            &[],
+        ),
+        (
+            "WS-01 upgraded: its finding is fixed, WS-02's stays open",
+            vec![zip("WS-01", "24.09"), zip("WS-02", "24.07")],
+            &[("WS-02", "24.07")],
+            &[("WS-01", "24.08")],
+        ),
+        (
+            "WS-02 gone from the inventory: fixed too",
+            vec![zip("WS-01", "24.09")],
+            &[],
+            &[("WS-01", "24.08"), ("WS-02", "24.07")],
+        ),
+        (
+            "WS-01 rolled back: the same finding is open again",
+            vec![zip("WS-01", "24.08")],
+            &[("WS-01", "24.08")],
+            &[("WS-02", "24.07")],
+        ),
+    ];
+    let pairs = |list: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        list.iter()
+            .map(|(d, v)| (d.to_string(), v.to_string()))
+            .collect()
+    };
+    for (i, (step, rows, open, fixed)) in steps.into_iter().enumerate() {
+        sync_and_scan(&test_db, &tenant, &format!("run-{i}"), &rows).await;
+        assert_eq!(
+            findings_of(&test_db, &tenant, cve, "open").await,
+            pairs(open),
+            "{step}: open"
+        );
+        assert_eq!(
+            findings_of(&test_db, &tenant, cve, "fixed").await,
+            pairs(fixed),
+            "{step}: fixed"
+        );
+    }
+    test_db.finish().await;
+}
+
+async fn triage_takes_findings_out_of_the_open_counts_until_it_expires(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    load_nvd(&test_db).await;
+    let now = now_ms();
+    let day = 86_400_000;
+    // (status, expiry relative to now, whether the CVE still counts open).
+    let cases: &[(&str, Option<i64>, bool)] = &[
+        ("in_analysis", None, true),
+        ("remediation_in_progress", None, true),
+        ("not_affected", None, false),
+        ("false_positive", None, false),
+        ("risk_accepted", Some(30 * day), false),
+        // An acceptance that ran out counts again, with no job needed.
+        ("risk_accepted", Some(-day), true),
+    ];
+    for (i, (status, expires_in, counts)) in cases.iter().enumerate() {
+        let tenant = test_db.tenant(&format!("t{i}")).await;
+        let row = software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08");
+        sync_and_scan(&test_db, &tenant, "run-1", &[row]).await;
+        assert_eq!(
+            views::open_cve_count(&test_db.db, &tenant).await.unwrap(),
+            1
+        );
+        let products = triage::products_of_cve(&test_db.db, &tenant, "CVE-2025-0411")
+            .await
+            .unwrap();
+        let (vendor, product) = products.first().cloned().expect("the finding's product");
+        triage::set(
+            &test_db.db,
+            &tenant,
+            &triage::Change {
+                cve_id: "CVE-2025-0411",
+                vendor: &vendor,
+                product: &product,
+                status,
+                justification: None,
+                expires_at: expires_in.map(|d| now + d),
+                assignee_id: None,
+                comment: "checked",
+                by: "analyst@msp.example",
+            },
+        )
+        .await
+        .unwrap();
+        let open = views::open_cve_count(&test_db.db, &tenant).await.unwrap();
+        assert_eq!(open == 1, *counts, "{status} {expires_in:?}");
+        let history = triage::history(&test_db.db, &tenant, "CVE-2025-0411")
+            .await
+            .unwrap();
+        assert_eq!(history.len(), 1, "{status}: one change recorded");
+    }
+    test_db.finish().await;
+}
