@@ -9,6 +9,7 @@ backend_tests!(
     internal_failures_are_json_500_with_path,
     metrics_by_route_and_address,
     cors_allows_only_configured_origins,
+    every_route_answers_callers_as_its_document_says,
 );
 
 async fn health_and_root(backend: Backend) {
@@ -365,5 +366,69 @@ async fn cors_allows_only_configured_origins(backend: Backend) {
         .headers()
         .get("access-control-allow-origin")
         .is_none());
+    app.finish().await;
+}
+
+/// Every operation of `/openapi.json`, called as nobody and as a member of
+/// a tenant, with unknown ids in its path: one the document marks public
+/// (`security: []`) never answers 401, every other answers 401 to nobody;
+/// a signed-in member is never refused as unauthenticated, and no call
+/// ends in a server error. A route added without its extractor, or
+/// documented public by mistake, fails here.
+async fn every_route_answers_callers_as_its_document_says(backend: Backend) {
+    let dir =
+        cairn_tests::components::connectors_dir(&["connectors/rmm", "connectors/payments"], &[]);
+    let Some(app) = TestApp::start_with(backend, move |s| s.connectors_dir = dir).await else {
+        return;
+    };
+    let owner = app.register("owner@sweep.example").await;
+    let member = app
+        .add_member(&owner, "member@sweep.example", "member")
+        .await;
+    let doc = app.get("/openapi.json", &Auth::None).await.body;
+    let unknown = "00000000-0000-7000-8000-000000000000";
+    let mut operations = vec![];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let public = operation["security"] == json!([]);
+            let concrete = path
+                .split('/')
+                .map(|part| if part.starts_with('{') { unknown } else { part })
+                .collect::<Vec<_>>()
+                .join("/");
+            operations.push((method.to_uppercase(), concrete, public));
+        }
+    }
+    assert!(operations.len() > 150, "{} operations", operations.len());
+    let mut wrong = vec![];
+    for (method, path, public) in &operations {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let body = (method != reqwest::Method::GET && method != reqwest::Method::DELETE)
+            .then(|| json!({}));
+        let anonymous = app
+            .call(method.clone(), path, &Auth::None, body.clone())
+            .await;
+        if (anonymous.status == 401) == *public || anonymous.status >= 500 {
+            wrong.push(format!("{method} {path} as nobody: {}", anonymous.status));
+        }
+        // Signing out would end the member's session for the rest.
+        if path == "/api/v1/auth/logout" {
+            continue;
+        }
+        // The bridge token is minted from a session cookie only.
+        let auth = if path == "/api/v1/auth/bridge-token" {
+            member.cookie()
+        } else {
+            member.bearer()
+        };
+        let signed_in = app.call(method.clone(), path, &auth, body).await;
+        if signed_in.status == 401 || signed_in.status >= 500 {
+            wrong.push(format!(
+                "{method} {path} as a member: {} {}",
+                signed_in.status, signed_in.text
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     app.finish().await;
 }

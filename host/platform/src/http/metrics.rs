@@ -37,7 +37,9 @@ pub async fn track(request: Request, next: Next) -> Response {
 }
 
 /// Prometheus text exposition, for the addresses `metrics_allow` names.
-#[utoipa::path(get, path = "/metrics", tag = "service",
+// Public in the document (`security(())`): the caller's address gates it,
+// not a credential, so it never answers 401.
+#[utoipa::path(get, path = "/metrics", tag = "service", security(()),
     responses(
         (status = 200, content_type = "text/plain", body = String, description = "Prometheus text format"),
         (status = 403, body = ErrorBody, description = "Address not in `metrics_allow`"),
