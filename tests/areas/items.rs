@@ -14,47 +14,115 @@ backend_tests!(
     each_replace_rule_keeps_the_record_it_documents
 );
 
-/// One row in the module's layout: a key, a device and a version.
-fn row(key: &str, version: &str) -> serde_json::Value {
-    json!([
-        key, "HOST-1", null, "windows", null, null, null, "7-Zip", null, version, null, null, "[]",
-        null, null
-    ])
+/// The two stamped tables, through their owners' functions.
+#[derive(Clone, Copy)]
+enum Table {
+    Items,
+    Records,
 }
 
-async fn write(
-    test_db: &TestDb,
-    tenant: &TenantId,
-    rule: ReplaceRule,
-    stamp: &str,
-    rows: &[serde_json::Value],
-    now: i64,
-) {
-    let statement = items::upsert_sql(test_db.db.backend, rule);
-    let mut tx = test_db.db.pool.begin().await.unwrap();
-    items::upsert(
-        &mut tx,
-        &statement,
-        (tenant, "src"),
-        stamp,
-        &json!(rows).to_string(),
-        now,
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-}
+impl Table {
+    /// One row in the owner's layout, keyed `key`, holding `version`: an
+    /// item of a device, or a device record whose body holds it.
+    fn row(self, key: &str, version: &str) -> serde_json::Value {
+        match self {
+            Table::Items => json!([
+                key, "HOST-1", null, "windows", null, null, null, "7-Zip", null, version, null,
+                null, "[]", null, null
+            ]),
+            Table::Records => json!([
+                "device", "device", key, "HOST-1", null, "[]", "{}", {"version": version}
+            ]),
+        }
+    }
 
-/// (version, seen_run, updated_at) of the tenant's row keyed `k`.
-async fn stored(test_db: &TestDb, tenant: &TenantId) -> (String, String, i64) {
-    sqlx::query_as(
-        "SELECT version, seen_run, updated_at FROM inventory_items \
-         WHERE tenant_id = $1 AND source = 'src' AND item_key = 'k'",
-    )
-    .bind(tenant.as_str())
-    .fetch_one(&test_db.db.pool)
-    .await
-    .unwrap()
+    async fn write(
+        self,
+        test_db: &TestDb,
+        tenant: &TenantId,
+        (rule, stamp): (ReplaceRule, &str),
+        rows: &[serde_json::Value],
+        now: i64,
+    ) {
+        let backend = test_db.db.backend;
+        let rows = json!(rows).to_string();
+        let scope = (tenant, "src");
+        let mut tx = test_db.db.pool.begin().await.unwrap();
+        match self {
+            Table::Items => {
+                let statement = items::upsert_sql(backend, rule);
+                items::upsert(&mut tx, &statement, scope, stamp, &rows, now).await
+            }
+            Table::Records => {
+                let statement = records::upsert_sql(backend, rule);
+                records::upsert(&mut tx, &statement, scope, stamp, &rows, now).await
+            }
+        }
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    /// (version, seen_run, updated_at) of the tenant's row keyed `k`.
+    async fn stored(self, test_db: &TestDb, tenant: &TenantId) -> (String, String, i64) {
+        let sql = match self {
+            Table::Items => {
+                "SELECT version, seen_run, updated_at FROM inventory_items \
+                 WHERE tenant_id = $1 AND source = 'src' AND item_key = 'k'"
+            }
+            Table::Records => {
+                "SELECT body AS version, seen_run, updated_at FROM source_records \
+                 WHERE tenant_id = $1 AND source = 'src' AND kind = 'device' AND record_key = 'k'"
+            }
+        };
+        let (version, stamp, at): (String, String, i64) = sqlx::query_as(sql)
+            .bind(tenant.as_str())
+            .fetch_one(&test_db.db.pool)
+            .await
+            .unwrap();
+        let version = match self {
+            Table::Items => version,
+            Table::Records => {
+                let body: serde_json::Value = serde_json::from_str(&version).unwrap();
+                body["version"].as_str().unwrap().to_string()
+            }
+        };
+        (version, stamp, at)
+    }
+
+    /// (rows, distinct devices) the source holds for the tenant.
+    async fn counts(self, test_db: &TestDb, tenant: &TenantId) -> (i64, i64) {
+        match self {
+            Table::Items => {
+                let counts = items::source_counts(&test_db.db, tenant, "src")
+                    .await
+                    .unwrap();
+                let count = items::count(&test_db.db, tenant, "src").await.unwrap();
+                assert_eq!(count, counts.items);
+                (count, counts.devices)
+            }
+            Table::Records => {
+                let counts = records::source_counts(&test_db.db, tenant, "src")
+                    .await
+                    .unwrap();
+                (counts.records, counts.devices)
+            }
+        }
+    }
+
+    /// Runs [`CASES`] against the table, each in a tenant of its own.
+    async fn check_rules(self, test_db: &TestDb) {
+        for (i, (case, rule, writes, kept)) in CASES.iter().enumerate() {
+            let tenant = test_db.tenant(&format!("t{i}")).await;
+            for (stamp, versions, now) in writes.iter() {
+                let rows: Vec<_> = versions.iter().map(|v| self.row("k", v)).collect();
+                self.write(test_db, &tenant, (*rule, stamp), &rows, *now)
+                    .await;
+            }
+            let (version, stamp, at) = self.stored(test_db, &tenant).await;
+            assert_eq!((version.as_str(), stamp.as_str(), at), *kept, "{case}");
+            assert_eq!(self.counts(test_db, &tenant).await, (1, 1), "{case}");
+        }
+    }
 }
 
 /// A write: (stamp, versions in one array, now).
@@ -102,32 +170,18 @@ async fn each_replace_rule_keeps_the_row_it_documents(backend: Backend) {
     let Some(test_db) = TestDb::create(backend).await else {
         return;
     };
-    for (i, (case, rule, writes, kept)) in CASES.iter().enumerate() {
-        let tenant = test_db.tenant(&format!("t{i}")).await;
-        for (stamp, versions, now) in writes.iter() {
-            let rows: Vec<_> = versions.iter().map(|v| row("k", v)).collect();
-            write(&test_db, &tenant, *rule, stamp, &rows, *now).await;
-        }
-        let (version, stamp, at) = stored(&test_db, &tenant).await;
-        assert_eq!((version.as_str(), stamp.as_str(), at), *kept, "{case}");
-        assert_eq!(
-            items::count(&test_db.db, &tenant, "src").await.unwrap(),
-            1,
-            "{case}"
-        );
-    }
+    let table = Table::Items;
+    table.check_rules(&test_db).await;
     // The prune after an upload deletes exactly what it did not stamp.
     let tenant = test_db.tenant("prune").await;
-    write(
-        &test_db,
-        &tenant,
-        FirstOfStamp,
-        "old",
-        &[row("gone", "1"), row("k", "1")],
-        1,
-    )
-    .await;
-    write(&test_db, &tenant, FirstOfStamp, "new", &[row("k", "2")], 2).await;
+    let old = [table.row("gone", "1"), table.row("k", "1")];
+    table
+        .write(&test_db, &tenant, (FirstOfStamp, "old"), &old, 1)
+        .await;
+    let new = [table.row("k", "2")];
+    table
+        .write(&test_db, &tenant, (FirstOfStamp, "new"), &new, 2)
+        .await;
     let deleted = items::prune_unstamped(&test_db.db, &tenant, "src", "new")
         .await
         .unwrap();
@@ -142,74 +196,27 @@ async fn each_replace_rule_keeps_the_row_it_documents(backend: Backend) {
     test_db.finish().await;
 }
 
-/// One record in `records`' layout: a device keyed `key` whose body holds
-/// `version`.
-fn record(key: &str, version: &str) -> serde_json::Value {
-    json!([
-        "device", "device", key, "HOST-1", null, "[]", "{}", {"version": version}
-    ])
-}
-
-async fn write_records(
-    test_db: &TestDb,
-    tenant: &TenantId,
-    rule: ReplaceRule,
-    stamp: &str,
-    rows: &[serde_json::Value],
-    now: i64,
-) {
-    let statement = records::upsert_sql(test_db.db.backend, rule);
-    let mut tx = test_db.db.pool.begin().await.unwrap();
-    let rows = json!(rows).to_string();
-    records::upsert(&mut tx, &statement, (tenant, "src"), stamp, &rows, now)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-}
-
-/// (version in the body, seen_run, updated_at) of the tenant's device
-/// record keyed `k`.
-async fn stored_record(test_db: &TestDb, tenant: &TenantId) -> (String, String, i64) {
-    let (body, stamp, at): (String, String, i64) = sqlx::query_as(
-        "SELECT body, seen_run, updated_at FROM source_records \
-         WHERE tenant_id = $1 AND source = 'src' AND kind = 'device' AND record_key = 'k'",
-    )
-    .bind(tenant.as_str())
-    .fetch_one(&test_db.db.pool)
-    .await
-    .unwrap();
-    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
-    (body["version"].as_str().unwrap().to_string(), stamp, at)
-}
-
 async fn each_replace_rule_keeps_the_record_it_documents(backend: Backend) {
     let Some(test_db) = TestDb::create(backend).await else {
         return;
     };
-    for (i, (case, rule, writes, kept)) in CASES.iter().enumerate() {
-        let tenant = test_db.tenant(&format!("t{i}")).await;
-        for (stamp, versions, now) in writes.iter() {
-            let rows: Vec<_> = versions.iter().map(|v| record("k", v)).collect();
-            write_records(&test_db, &tenant, *rule, stamp, &rows, *now).await;
-        }
-        let (version, stamp, at) = stored_record(&test_db, &tenant).await;
-        assert_eq!((version.as_str(), stamp.as_str(), at), *kept, "{case}");
-        let counts = records::source_counts(&test_db.db, &tenant, "src")
-            .await
-            .unwrap();
-        assert_eq!((counts.records, counts.devices), (1, 1), "{case}");
-    }
+    let table = Table::Records;
+    table.check_rules(&test_db).await;
     // A key is (kind, key): a user keyed like a device is another record.
     // The prune after an upload deletes exactly what it did not stamp, and
     // removing the source removes the rest.
     let tenant = test_db.tenant("prune").await;
-    let mut user = record("k", "1");
+    let mut user = table.row("k", "1");
     user[0] = json!("user");
     user[1] = json!("user");
-    let old = [record("gone", "1"), record("k", "1"), user];
-    write_records(&test_db, &tenant, FirstOfStamp, "old", &old, 1).await;
-    let new = [record("k", "2")];
-    write_records(&test_db, &tenant, FirstOfStamp, "new", &new, 2).await;
+    let old = [table.row("gone", "1"), table.row("k", "1"), user];
+    table
+        .write(&test_db, &tenant, (FirstOfStamp, "old"), &old, 1)
+        .await;
+    let new = [table.row("k", "2")];
+    table
+        .write(&test_db, &tenant, (FirstOfStamp, "new"), &new, 2)
+        .await;
     let by_kind = records::counts_by_kind(&test_db.db, &tenant, "src")
         .await
         .unwrap();

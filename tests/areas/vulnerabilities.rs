@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use cairn_core::db::fence::NoFence;
 use cairn_core::db::now_ms;
 use cairn_core::ids::TenantId;
-use cairn_plugins::{InventoryRow, MappedRow};
+use cairn_plugins::MappedRow;
+use cairn_tests::inventory::software;
 use cairn_tests::{backend_tests, Backend, TestDb};
 use cairn_vulnerabilities::identify::Translations;
 use cairn_vulnerabilities::vocabulary::ScanScope;
@@ -22,26 +23,6 @@ backend_tests!(
     a_later_scan_fixes_and_reopens_findings,
     triage_takes_findings_out_of_the_open_counts_until_it_expires,
 );
-
-/// One installed program as a connector reports it.
-fn software(device: &str, name: &str, publisher: &str, version: &str) -> MappedRow {
-    MappedRow::Inventory(InventoryRow {
-        device_name: Some(device.into()),
-        device_id: None,
-        os_platform: Some("windows".into()),
-        os_version: None,
-        os_name: None,
-        os_build: None,
-        user_email: None,
-        user_name: None,
-        application_name: Some(name.into()),
-        vendor: None,
-        version: Some(version.into()),
-        publisher: Some(publisher.into()),
-        client_id: None,
-        group_ids: vec![],
-    })
-}
 
 /// Imports the NVD records of `tests/fixtures/nvd` (real records, as NVD's
 /// API 2.0 serves them) as one API page, the way `cairn vuln import` does.
@@ -127,27 +108,51 @@ async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
     let cases: &[(&str, MappedRow, &[&str])] = &[
         (
             "7-Zip below the fix (end excluding 24.09)",
-            software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08"),
+            software(
+                "WS-01",
+                "7-Zip 24.08 (x64)",
+                "Igor Pavlov",
+                "24.08",
+                "windows",
+            ),
             &["CVE-2025-0411"],
         ),
         (
             "7-Zip at the fix",
-            software("WS-01", "7-Zip 24.09 (x64)", "Igor Pavlov", "24.09"),
+            software(
+                "WS-01",
+                "7-Zip 24.09 (x64)",
+                "Igor Pavlov",
+                "24.09",
+                "windows",
+            ),
             &[],
         ),
         (
             "7-Zip with no version matches nothing",
-            software("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", ""),
+            software("WS-01", "7-Zip 23.01 (x64)", "Igor Pavlov", "", "windows"),
             &[],
         ),
         (
             "Chrome one build below the fix",
-            software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.49"),
+            software(
+                "WS-01",
+                "Google Chrome",
+                "Google LLC",
+                "112.0.5615.49",
+                "windows",
+            ),
             &["CVE-2023-2033"],
         ),
         (
             "Chrome at the fix",
-            software("WS-01", "Google Chrome", "Google LLC", "112.0.5615.121"),
+            software(
+                "WS-01",
+                "Google Chrome",
+                "Google LLC",
+                "112.0.5615.121",
+                "windows",
+            ),
             &[],
         ),
         (
@@ -157,17 +162,30 @@ async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
                 "Chrome Remote Desktop Host",
                 "Google LLC",
                 "112.0.5615.49",
+                "windows",
             ),
             &[],
         ),
         (
             "Firefox inside the range; its Android row never applies",
-            software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.1"),
+            software(
+                "WS-01",
+                "Mozilla Firefox (x64 en-US)",
+                "Mozilla",
+                "97.0.1",
+                "windows",
+            ),
             &["CVE-2022-26485"],
         ),
         (
             "Firefox at the fix",
-            software("WS-01", "Mozilla Firefox (x64 en-US)", "Mozilla", "97.0.2"),
+            software(
+                "WS-01",
+                "Mozilla Firefox (x64 en-US)",
+                "Mozilla",
+                "97.0.2",
+                "windows",
+            ),
             &[],
         ),
         (
@@ -177,6 +195,7 @@ async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
                 "Microsoft Edge",
                 "Microsoft Corporation",
                 "121.0.2277.82",
+                "windows",
             ),
             &["CVE-2024-21388"],
         ),
@@ -206,7 +225,9 @@ async fn a_later_scan_fixes_and_reopens_findings(backend: Backend) {
     load_nvd(&test_db).await;
     let tenant = test_db.tenant("t").await;
     let cve = "CVE-2025-0411";
-    let zip = |device: &str, version: &str| software(device, "7-Zip (x64)", "Igor Pavlov", version);
+    let zip = |device: &str, version: &str| {
+        software(device, "7-Zip (x64)", "Igor Pavlov", version, "windows")
+    };
     // (step, what the RMM reports, open findings, fixed findings), each
     // as (device, version).
     type Step<'a> = (
@@ -281,7 +302,13 @@ async fn triage_takes_findings_out_of_the_open_counts_until_it_expires(backend: 
     ];
     for (i, (status, expires_in, counts)) in cases.iter().enumerate() {
         let tenant = test_db.tenant(&format!("t{i}")).await;
-        let row = software("WS-01", "7-Zip 24.08 (x64)", "Igor Pavlov", "24.08");
+        let row = software(
+            "WS-01",
+            "7-Zip 24.08 (x64)",
+            "Igor Pavlov",
+            "24.08",
+            "windows",
+        );
         sync_and_scan(&test_db, &tenant, "run-1", &[row]).await;
         assert_eq!(
             views::open_cve_count(&test_db.db, &tenant).await.unwrap(),

@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 
 use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
-use cairn_plugins::{InventoryRow, MappedRow};
+use cairn_plugins::MappedRow;
 use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
+pub(crate) use cairn_tests::inventory::software;
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
@@ -259,31 +260,6 @@ async fn run_source(app: &TestApp, source: &str) {
         }
     })
     .await
-}
-
-pub(crate) fn software(
-    device: &str,
-    name: &str,
-    publisher: &str,
-    version: &str,
-    platform: &str,
-) -> MappedRow {
-    MappedRow::Inventory(InventoryRow {
-        device_name: Some(device.into()),
-        device_id: None,
-        os_platform: Some(platform.into()),
-        os_version: None,
-        os_name: None,
-        os_build: None,
-        user_email: None,
-        user_name: None,
-        application_name: Some(name.into()),
-        vendor: None,
-        version: Some(version.into()),
-        publisher: Some(publisher.into()),
-        client_id: None,
-        group_ids: vec![],
-    })
 }
 
 /// Starts a full scan and waits until it has finished; returns it.

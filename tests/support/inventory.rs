@@ -34,6 +34,33 @@ pub fn item(
     })
 }
 
+/// An installed program as an RMM reports it: its display name and
+/// publisher (no vendor), as matching reads them.
+pub fn software(
+    device: &str,
+    name: &str,
+    publisher: &str,
+    version: &str,
+    platform: &str,
+) -> MappedRow {
+    MappedRow::Inventory(InventoryRow {
+        device_name: Some(device.into()),
+        device_id: None,
+        os_platform: Some(platform.into()),
+        os_version: None,
+        os_name: None,
+        os_build: None,
+        user_email: None,
+        user_name: None,
+        application_name: Some(name.into()),
+        vendor: None,
+        version: Some(version.into()),
+        publisher: Some(publisher.into()),
+        client_id: None,
+        group_ids: vec![],
+    })
+}
+
 /// [`item`] on Windows as the row itself, for tests that change a field.
 pub fn full_item(device: &str, application: &str, vendor: &str, version: &str) -> InventoryRow {
     match item(device, application, vendor, version, "windows") {

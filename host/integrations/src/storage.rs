@@ -561,7 +561,7 @@ pub async fn prune_unstamped(
 /// How many (inventory items, source records) the source holds for the
 /// tenant.
 pub async fn row_counts(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<(i64, i64)> {
-    let records = records::source_counts(db, tenant, source).await?.records;
+    let records = records::count(db, tenant, source).await?;
     Ok((items::count(db, tenant, source).await?, records))
 }
 

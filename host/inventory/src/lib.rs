@@ -44,6 +44,7 @@ pub mod routes;
 pub mod search;
 pub mod seen;
 pub mod software;
+mod stamped;
 pub mod tenants;
 pub mod version;
 

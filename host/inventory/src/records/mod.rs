@@ -17,63 +17,45 @@ use serde::Serialize;
 use sqlx::{Any, Transaction};
 use utoipa::ToSchema;
 
-use cairn_core::db::{delete_unstamped_in_batches, json_array_rows, Backend, Db, StoredJson};
+use cairn_core::db::{Backend, Db, StoredJson};
 use cairn_core::ids::TenantId;
 
-pub use crate::items::ReplaceRule;
+pub use crate::stamped::ReplaceRule;
+use crate::stamped::{self, StampedTable};
 
-/// The columns of a record an upsert compares: under
-/// [`ReplaceRule::ChangedContent`] a record whose columns all equal the
-/// row's is not rewritten.
-const CONTENT: &[&str] = &[
-    "record_type",
-    "device_name",
-    "client_id",
-    "group_ids",
-    "fields",
-    "body",
-];
+const RECORDS: StampedTable = StampedTable {
+    name: "source_records",
+    insert: "INSERT INTO source_records (tenant_id, source, kind, record_type, record_key, \
+         device_name, client_id, group_ids, fields, body, seen_run, updated_at)",
+    values: "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
+         value->>6, value->>7, $3, $5",
+    key: "kind, record_key",
+    staged_key: "value->>0, value->>2",
+    // A record whose columns all equal the row's is not rewritten.
+    content: &[
+        "record_type",
+        "device_name",
+        "client_id",
+        "group_ids",
+        "fields",
+        "body",
+    ],
+    prune: (
+        "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
+         AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
+          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)",
+        "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
+          WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
+         AND seen_run <> $3",
+    ),
+    delete_source: "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2",
+};
 
 /// The upsert of one bound JSON array of rows (the module's layout): `$1`
 /// tenant, `$2` source, `$3` the stamp (`seen_run`: a run or an upload),
-/// `$4` the rows, `$5` now. The rules are [`ReplaceRule`]'s, as for
-/// inventory items; a record's key is (`kind`, `record_key`).
+/// `$4` the rows, `$5` now. A record's key is (`kind`, `record_key`).
 pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> String {
-    let columns = "source_records (tenant_id, source, kind, record_type, record_key, device_name, \
-         client_id, group_ids, fields, body, seen_run, updated_at)";
-    let values = "$1, $2, value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, \
-         value->>6, value->>7, $3, $5";
-    let set = CONTENT
-        .iter()
-        .chain(&["seen_run", "updated_at"])
-        .map(|column| format!("{column} = excluded.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let when = match rule {
-        ReplaceRule::ChangedContent => CONTENT
-            .iter()
-            .map(|column| format!("source_records.{column} IS DISTINCT FROM excluded.{column}"))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-        ReplaceRule::FirstOfStamp => "source_records.seen_run <> excluded.seen_run".to_string(),
-    };
-    let conflict =
-        format!("(tenant_id, source, kind, record_key) DO UPDATE SET {set} WHERE {when}");
-    // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
-    match (backend, rule) {
-        // One array may repeat a key: PostgreSQL keeps its first row, since
-        // one statement may not update a row twice there (SQLite applies
-        // them in turn, and the stamp leaves the later ones alone).
-        (Backend::Postgres, ReplaceRule::FirstOfStamp) => format!(
-            "INSERT INTO {columns} SELECT DISTINCT ON (value->>0, value->>2) {values} \
-             FROM jsonb_array_elements(CAST($4 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
-             ORDER BY value->>0, value->>2, n ON CONFLICT {conflict}"
-        ),
-        _ => format!(
-            "INSERT INTO {columns} SELECT {values} FROM {} WHERE true ON CONFLICT {conflict}",
-            json_array_rows(backend, 4)
-        ),
-    }
+    stamped::upsert_sql(&RECORDS, backend, rule)
 }
 
 /// Upserts `rows` (a JSON array in the module's layout) for `source`,
@@ -83,52 +65,23 @@ pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> String {
 pub async fn upsert(
     tx: &mut Transaction<'_, Any>,
     statement: &str,
-    (tenant, source): (&TenantId, &str),
+    scope: (&TenantId, &str),
     stamp: &str,
     rows: &str,
     now: i64,
 ) -> sqlx::Result<u64> {
-    Ok(sqlx::query(statement)
-        .bind(tenant.as_str())
-        .bind(source)
-        .bind(stamp)
-        .bind(rows)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected())
+    stamped::upsert(tx, statement, scope, stamp, rows, now).await
 }
 
 /// After an upload swapped in: deletes the source's records it did not
-/// stamp, in transactions of at most [`crate::seen::PRUNE_BATCH`] rows.
-/// Returns the records deleted.
+/// stamp, in batches. Returns the records deleted.
 pub async fn prune_unstamped(
     db: &Db,
     tenant: &TenantId,
     source: &str,
     stamp: &str,
 ) -> sqlx::Result<u64> {
-    // As `items::prune_unstamped`: an `ARRAY(...)` of row ids on
-    // PostgreSQL, computed once.
-    let statement = match db.backend {
-        Backend::Sqlite => {
-            "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2 \
-             AND (kind, record_key) IN (SELECT kind, record_key FROM source_records \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)"
-        }
-        Backend::Postgres => {
-            "DELETE FROM source_records WHERE ctid = ANY(ARRAY(SELECT ctid FROM source_records \
-              WHERE tenant_id = $1 AND source = $2 AND seen_run <> $3 LIMIT $4)) \
-             AND seen_run <> $3"
-        }
-    };
-    delete_unstamped_in_batches(
-        db,
-        statement,
-        (tenant.as_str(), source, stamp),
-        crate::seen::PRUNE_BATCH,
-    )
-    .await
+    stamped::prune_unstamped(&RECORDS, db, tenant, source, stamp).await
 }
 
 /// Deletes every record of `source` for the tenant, inside `tx` (its
@@ -138,14 +91,16 @@ pub async fn delete_source(
     tenant: &TenantId,
     source: &str,
 ) -> sqlx::Result<u64> {
-    Ok(
-        sqlx::query("DELETE FROM source_records WHERE tenant_id = $1 AND source = $2")
-            .bind(tenant.as_str())
-            .bind(source)
-            .execute(&mut **tx)
-            .await?
-            .rows_affected(),
-    )
+    stamped::delete_source(&RECORDS, tx, tenant, source).await
+}
+
+/// How many records `source` holds for the tenant.
+pub async fn count(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM source_records WHERE tenant_id = $1 AND source = $2")
+        .bind(tenant.as_str())
+        .bind(source)
+        .fetch_one(&db.pool)
+        .await
 }
 
 /// How many records `source` holds for the tenant, and for how many
@@ -216,7 +171,7 @@ pub async fn of_source(
     .bind(skip)
     .fetch_all(&db.pool)
     .await?;
-    let total = source_counts(db, tenant, source).await?.records;
+    let total = count(db, tenant, source).await?;
     Ok((rows, total))
 }
 
