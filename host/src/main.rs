@@ -360,7 +360,7 @@ async fn openapi(mut settings: Settings, portal: bool) -> anyhow::Result<()> {
 }
 
 async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
-    use cairn_vulnerabilities::{import, sources};
+    use cairn_vulnerabilities::reference::{import, sources};
     let db = cairn_core::db::Db::connect(&settings.database_url, 2).await?;
     db.migrate().await?;
     let config = sources::SourceConfig::from_settings(settings);
@@ -410,10 +410,10 @@ async fn vuln(settings: &Settings, command: VulnCommand) -> anyhow::Result<()> {
 /// rescans when CVE records changed.
 async fn load_source(
     db: &cairn_core::db::Db,
-    config: &cairn_vulnerabilities::sources::SourceConfig,
+    config: &cairn_vulnerabilities::reference::sources::SourceConfig,
     source: Source,
 ) -> anyhow::Result<()> {
-    use cairn_vulnerabilities::sources;
+    use cairn_vulnerabilities::reference::sources;
     let (name, run) = match source {
         Source::Nvd => {
             let bar = progress::Bar::new("nvd: CVE records");

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use cairn_vulnerabilities::sources::{Progress, SourceError};
+use cairn_vulnerabilities::reference::sources::{Progress, SourceError};
 
 pub struct Bar {
     bar: Option<ProgressBar>,

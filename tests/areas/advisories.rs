@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use cairn_inventory::software::InstalledSoftware;
 use cairn_tests::{backend_tests, Backend, TestDb};
-use cairn_vulnerabilities::identify::Translations;
-use cairn_vulnerabilities::{import, osv};
+use cairn_vulnerabilities::matching::identify::Translations;
+use cairn_vulnerabilities::matching::packages;
+use cairn_vulnerabilities::reference::{import, osv};
 
 backend_tests!(
     a_whole_almalinux_release_is_imported_with_every_record_counted,
@@ -39,7 +40,7 @@ fn package(os: &str, name: &str, version: &str) -> InstalledSoftware {
 
 /// The CVEs each package is found exposed to, in the order given.
 async fn exposed(db: &TestDb, software: &[InstalledSoftware]) -> Vec<BTreeSet<String>> {
-    let matches = osv::match_packages(&db.db, &Translations::shipped(), software)
+    let matches = packages::match_packages(&db.db, &Translations::shipped(), software)
         .await
         .unwrap();
     matches

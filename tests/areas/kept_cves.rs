@@ -10,8 +10,8 @@ use std::time::Duration;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 use cairn_tests::{backend_tests, wait_for, Backend, TestDb};
-use cairn_vulnerabilities::posture;
-use cairn_vulnerabilities::views::open_cves_by_application;
+use cairn_vulnerabilities::findings::posture;
+use cairn_vulnerabilities::findings::views::open_cves_by_application;
 use tokio_util::sync::CancellationToken;
 
 backend_tests!(kept_open_cves_move_with_every_counted_write);

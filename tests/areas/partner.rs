@@ -9,7 +9,7 @@ use cairn_platform::auth::storage::UserRow;
 use cairn_platform::auth::Role;
 use cairn_platform::partner::{self, storage, CustomerScope};
 use cairn_tests::{backend_tests, Backend, TestDb};
-use cairn_vulnerabilities::posture::{self, Posture};
+use cairn_vulnerabilities::findings::posture::{self, Posture};
 
 backend_tests!(
     a_tenants_posture_counts_its_open_findings,

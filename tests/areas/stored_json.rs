@@ -78,7 +78,7 @@ async fn a_finding_column_of_the_wrong_type_is_an_error_naming_it(backend: Backe
     .execute(&test_db.db.pool)
     .await
     .unwrap();
-    let read = cairn_vulnerabilities::views::cve_findings(
+    let read = cairn_vulnerabilities::findings::views::cve_findings(
         &test_db.db,
         &tenant,
         "CVE-2024-3094",

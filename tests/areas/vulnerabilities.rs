@@ -14,9 +14,11 @@ use cairn_core::ids::TenantId;
 use cairn_plugins::MappedRow;
 use cairn_tests::inventory::software;
 use cairn_tests::{backend_tests, Backend, TestDb};
-use cairn_vulnerabilities::identify::Translations;
-use cairn_vulnerabilities::vocabulary::ScanScope;
-use cairn_vulnerabilities::{findings, import, scan, triage, views};
+use cairn_vulnerabilities::findings::vocabulary::ScanScope;
+use cairn_vulnerabilities::findings::{triage, views, writes};
+use cairn_vulnerabilities::matching::identify::Translations;
+use cairn_vulnerabilities::reference::import;
+use cairn_vulnerabilities::scan;
 
 backend_tests!(
     installed_versions_match_the_cves_their_ranges_name,
@@ -67,7 +69,7 @@ async fn sync_and_scan(test_db: &TestDb, tenant: &TenantId, run: &str, rows: &[M
         full: true,
         ..ScanScope::default()
     };
-    let scan_id = findings::create_scan(&test_db.db, tenant, &scope)
+    let scan_id = writes::create_scan(&test_db.db, tenant, &scope)
         .await
         .unwrap();
     scan::run_scan(

@@ -436,7 +436,7 @@ async fn csv_os_columns_keep_the_distribution_and_edition(backend: Backend) {
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/osv/ubuntu/CVE-2023-22809.json"
     );
-    cairn_vulnerabilities::import::import_paths(app.db(), &[record.into()])
+    cairn_vulnerabilities::reference::import::import_paths(app.db(), &[record.into()])
         .await
         .unwrap();
     crate::vulnerabilities::scan(&app, &admin, serde_json::json!({})).await;

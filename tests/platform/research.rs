@@ -704,9 +704,9 @@ async fn versions_and_weaknesses_follow_the_tenants_findings(backend: Backend) {
     assert_eq!(rules.body.as_array().unwrap().len(), 1, "{}", rules.text);
 
     // Weaknesses: the catalog's names, counts in the store and the tenant.
-    cairn_vulnerabilities::reference::write_cwes(
+    cairn_vulnerabilities::reference::store::write_cwes(
         app.db(),
-        &[cairn_vulnerabilities::feeds::Cwe {
+        &[cairn_vulnerabilities::reference::feeds::Cwe {
             id: "CWE-843".into(),
             name: "Access of Resource Using Incompatible Type ('Type Confusion')".into(),
             description: "The product allocates a resource using one type.".into(),

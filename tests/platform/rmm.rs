@@ -164,7 +164,7 @@ async fn metrics_an_operator_alerts_on_move_with_a_sync_and_an_upload(backend: B
     // (here KEV, imported from a file as an operator offline would).
     let kev = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/kev/known_exploited_vulnerabilities_first50.json");
-    cairn_vulnerabilities::import::import_paths(app.db(), &[kev])
+    cairn_vulnerabilities::reference::import::import_paths(app.db(), &[kev])
         .await
         .unwrap();
     let served = app.get("/metrics", &cairn_tests::Auth::None).await.text;

@@ -79,8 +79,8 @@ async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
         );
     }
 
-    let tenant = cairn_vulnerabilities::sources::reference_tenant();
-    let kev_kind = cairn_vulnerabilities::sources::job_kind("kev");
+    let tenant = cairn_vulnerabilities::reference::sources::reference_tenant();
+    let kev_kind = cairn_vulnerabilities::reference::sources::job_kind("kev");
     let job = cairn_jobs::enqueue(app.db(), &tenant, &kev_kind, &json!({}))
         .await
         .unwrap();
@@ -132,7 +132,7 @@ async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
         kev_interval_secs: 3600,
         ..Default::default()
     };
-    cairn_vulnerabilities::sources::enqueue_due(app.db(), &settings)
+    cairn_vulnerabilities::reference::sources::enqueue_due(app.db(), &settings)
         .await
         .unwrap();
     let asked: Vec<String> =
@@ -141,7 +141,7 @@ async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
             .fetch_all(&app.db().pool)
             .await
             .unwrap();
-    let epss_kind = cairn_vulnerabilities::sources::job_kind("epss");
+    let epss_kind = cairn_vulnerabilities::reference::sources::job_kind("epss");
     assert_eq!(
         asked.iter().filter(|k| **k == kev_kind).count(),
         1,
@@ -236,11 +236,11 @@ async fn app_with_sources(
 
 /// Runs a reference source's job and waits for it to succeed.
 async fn run_source(app: &TestApp, source: &str) {
-    let tenant = cairn_vulnerabilities::sources::reference_tenant();
+    let tenant = cairn_vulnerabilities::reference::sources::reference_tenant();
     let job = cairn_jobs::enqueue(
         app.db(),
         &tenant,
-        &cairn_vulnerabilities::sources::job_kind(source),
+        &cairn_vulnerabilities::reference::sources::job_kind(source),
         &json!({}),
     )
     .await
@@ -348,9 +348,12 @@ pub(crate) async fn loaded_with(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("CVE-2024-24691.json");
     std::fs::write(&file, zoom_cve5_record().to_string()).unwrap();
-    let reports = cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
-        .await
-        .unwrap();
+    let reports = cairn_vulnerabilities::reference::import::import_paths(
+        app.db(),
+        std::slice::from_ref(&dir),
+    )
+    .await
+    .unwrap();
     assert_eq!(reports[0].kind, "cve5");
     assert_eq!(reports[0].written, 1, "{reports:?}");
     let _ = std::fs::remove_dir_all(dir);
@@ -874,7 +877,7 @@ async fn fixtures_match_exactly_the_expected_cves(backend: Backend) {
         json!({"vulnerabilities": [{"cve": revised}]}).to_string(),
     )
     .unwrap();
-    cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&file))
+    cairn_vulnerabilities::reference::import::import_paths(app.db(), std::slice::from_ref(&file))
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(dir);
@@ -1175,9 +1178,12 @@ async fn linux_packages_match_their_distribution_advisories(backend: Backend) {
         b"{\"id\": \"DSA-1\", \"affected\": [",
     )
     .unwrap();
-    let reports = cairn_vulnerabilities::import::import_paths(app.db(), std::slice::from_ref(&dir))
-        .await
-        .unwrap();
+    let reports = cairn_vulnerabilities::reference::import::import_paths(
+        app.db(),
+        std::slice::from_ref(&dir),
+    )
+    .await
+    .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let summary: Vec<(&str, u64, u64)> = reports
         .iter()

@@ -251,7 +251,7 @@ pub async fn accept_risk(
     cve_id: &str,
     days: i64,
 ) {
-    let change = cairn_vulnerabilities::triage::Change {
+    let change = cairn_vulnerabilities::findings::triage::Change {
         cve_id,
         vendor: "acme",
         product: "app",
@@ -262,7 +262,7 @@ pub async fn accept_risk(
         comment: "",
         by: "someone",
     };
-    cairn_vulnerabilities::triage::set(db, tenant, &change)
+    cairn_vulnerabilities::findings::triage::set(db, tenant, &change)
         .await
         .expect("accept the risk");
 }

@@ -82,7 +82,7 @@ pub async fn main() -> anyhow::Result<()> {
         } else {
             "to_evaluate"
         };
-        let triage = cairn_vulnerabilities::triage::Change {
+        let triage = cairn_vulnerabilities::findings::triage::Change {
             cve_id: &cve(i % CVES),
             vendor: "bench",
             product: "app",
@@ -93,7 +93,7 @@ pub async fn main() -> anyhow::Result<()> {
             comment: "bench",
             by: &owner.user_id,
         };
-        cairn_vulnerabilities::triage::set(app.db(), customer, &triage).await?;
+        cairn_vulnerabilities::findings::triage::set(app.db(), customer, &triage).await?;
         let started = Instant::now();
         let resp = app.get("/api/v1/partner/overview", &owner.bearer()).await;
         times.push(started.elapsed());
@@ -236,8 +236,8 @@ async fn seed(
         .bind(now - 20 * 86_400_000)
         .execute(&mut *tx)
         .await?;
-        cairn_vulnerabilities::posture::count_write(&mut tx, db, &tenant).await?;
-        cairn_vulnerabilities::posture::commit(tx, db, &tenant).await?;
+        cairn_vulnerabilities::findings::posture::count_write(&mut tx, db, &tenant).await?;
+        cairn_vulnerabilities::findings::posture::commit(tx, db, &tenant).await?;
         ids.push(tenant);
         if (n + 1) % 50 == 0 {
             println!("  {} customers seeded", n + 1);

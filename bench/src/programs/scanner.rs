@@ -42,7 +42,7 @@ pub async fn main() -> anyhow::Result<()> {
     let records = bench.count("source_records").await?;
     let peak = cairn_bench::peak_rss_mib();
     let started = std::time::Instant::now();
-    cairn_vulnerabilities::scanner_findings::refresh(&bench.db, &bench.tenant).await?;
+    cairn_vulnerabilities::findings::scanner::refresh(&bench.db, &bench.tenant).await?;
     let copy_secs = started.elapsed().as_secs_f64();
     let copied = bench.count("vuln_scanner_findings").await?;
     let polls = fake.stop().await?.unwrap_or_default();

@@ -24,7 +24,8 @@ use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_integrations::storage::upsert_rows;
 use cairn_plugins::{InventoryRow, MappedRow};
-use cairn_vulnerabilities::{identify::Translations, scan};
+use cairn_vulnerabilities::matching::identify::Translations;
+use cairn_vulnerabilities::scan;
 use serde_json::json;
 
 const DEVICES: usize = 10_000;
@@ -247,9 +248,10 @@ pub async fn main() -> anyhow::Result<()> {
         .join("../tests/fixtures/osv/almalinux/almalinux9-all.zip");
     let started = Instant::now();
     let reports =
-        cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&alma)).await?;
+        cairn_vulnerabilities::reference::import::import_paths(&db, std::slice::from_ref(&alma))
+            .await?;
     let seconds = started.elapsed().as_secs_f64();
-    let (alma_stored, alma_ranges) = cairn_vulnerabilities::osv::counts(&db).await?;
+    let (alma_stored, alma_ranges) = cairn_vulnerabilities::reference::osv::counts(&db).await?;
     for report in &reports {
         let refused: Vec<String> = report
             .skipped_by_reason
@@ -283,12 +285,14 @@ pub async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let reports =
-        cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&advisories_zip))
-            .await?;
+    let reports = cairn_vulnerabilities::reference::import::import_paths(
+        &db,
+        std::slice::from_ref(&advisories_zip),
+    )
+    .await?;
     let seconds = started.elapsed().as_secs_f64();
     let written: u64 = reports.iter().map(|r| r.written).sum();
-    let (stored, ranges) = cairn_vulnerabilities::osv::counts(&db).await?;
+    let (stored, ranges) = cairn_vulnerabilities::reference::osv::counts(&db).await?;
     let (stored, ranges) = (stored - alma_stored, ranges - alma_ranges);
     println!(
         "OSV import (a Debian release): {written} advisories ({stored} stored, {ranges} ranges) in {seconds:.1} s = {:.0} advisories/s; peak memory {:.0} MiB",
@@ -307,7 +311,8 @@ pub async fn main() -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let reports =
-        cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&feed)).await?;
+        cairn_vulnerabilities::reference::import::import_paths(&db, std::slice::from_ref(&feed))
+            .await?;
     let seconds = started.elapsed().as_secs_f64();
     let written: u64 = reports.iter().map(|r| r.written).sum();
     println!(
@@ -335,7 +340,8 @@ pub async fn main() -> anyhow::Result<()> {
 
     let translations = Translations::shipped();
     let scope = scan::ScanScope::default();
-    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id =
+        cairn_vulnerabilities::findings::writes::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let full = scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();
@@ -357,7 +363,8 @@ pub async fn main() -> anyhow::Result<()> {
         devices[device][slot].1 = (devices[device][slot].1 + 1 + rng.below(8)) % 10;
     }
     write_fleet(&db, &tenant, "run-2", &devices).await?;
-    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id =
+        cairn_vulnerabilities::findings::writes::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let incremental =
         scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
@@ -379,9 +386,11 @@ pub async fn main() -> anyhow::Result<()> {
         .collect();
     let revised_cves = ids.len();
     write_feed(&revised, &ids, "2030-03-01T00:00:00.000", 11)?;
-    cairn_vulnerabilities::import::import_paths(&db, std::slice::from_ref(&revised)).await?;
+    cairn_vulnerabilities::reference::import::import_paths(&db, std::slice::from_ref(&revised))
+        .await?;
     let _ = std::fs::remove_dir_all(&dir);
-    let scan_id = cairn_vulnerabilities::findings::create_scan(&db, &tenant, &scope).await?;
+    let scan_id =
+        cairn_vulnerabilities::findings::writes::create_scan(&db, &tenant, &scope).await?;
     let started = Instant::now();
     let revised = scan::run_scan(&db, &NoFence, &translations, &tenant, &scan_id, &scope).await?;
     let seconds = started.elapsed().as_secs_f64();

@@ -5,93 +5,29 @@
 //!
 //! - Owns every `vuln_` table: the global reference data and each
 //!   tenant's findings, scans and triage.
-//! - Faces: [`area`], `figures`, `views`, `research`, `exposure()` (the
+//! - Faces: [`area`], `findings::figures`, `findings::views`,
+//!   `reference::research`, `exposure()` (the
 //!   inventory's `CveExposure`).
 //! - Calls: the platform, the inventory and the integrations (scanner
 //!   records) through their public functions.
 //!
-//! - `records`, `feeds`, `cpe`: parsing (pure).
-//! - `reference`: the global tables; `import`: offline loads;
-//!   `sources`: the online loads as jobs and their schedule.
-//! - `identify`: application → CPE product (tenant mapping, the shipped
-//!   translation table, a dictionary lookup where vendor and product must
-//!   agree); `matching`: version ranges → CVEs with provenance and fix.
-//! - `research`: one CVE from the store, else fetched from NVD and stored.
-//! - `scan`: the `vuln_scan` job; `findings`: per-tenant writes;
-//!   `scanner_findings`: the findings a scanner integration reported,
-//!   copied for the views;
-//!   `views`: per-tenant reads; `routes`: `/api/v1/vulnerabilities`.
-//! - `vocabulary`: what those findings modules share (the open predicate,
-//!   triage's SQL, `ALL_FINDINGS`, a scan's scope and counts, the
-//!   announcement of a findings write); a leaf, so none needs another.
-//!
-//! The CVE knowledge base and matching. `records.rs` reads NVD API 2.0
-//! objects and CVE JSON 5 records into one model (NVD configurations
-//! flattened into match rows, AND nodes keeping the other node's criteria as
-//! platform conditions; CNA `affected[]` entries as rows of their own);
-//! `cpe.rs` parses CPE 2.3 names; `feeds.rs` KEV, EPSS and CWE.
-//! `reference.rs` owns the global tables (`vuln_cves`, `vuln_match_rows`,
-//! `vuln_cpe_products`, `vuln_kev`, `vuln_epss`, `vuln_cwes`, source state,
-//! product change stamps) and writes them in batches as bound JSON arrays.
-//! `import.rs` is `cairn vuln import` (content sniffing, gzip and zip, NVD
-//! feeds streamed element by element through a reader thread); `sources.rs`
-//! the NVD/KEV/EPSS loads as jobs of the reserved tenant, their schedule,
-//! and `cairn vuln sync`, every request through the plugin host's
-//! `Outbound`. `identify.rs` maps an application to a CPE product (tenant
-//! mapping, `translations.json`, dictionary) and holds the golden set test
-//! (`testdata/golden_software.tsv`); `matching.rs` evaluates ranges,
-//! platforms and fixes (pure). `scan.rs` is the `vuln_scan` job and plans
-//! each run (full, changes only, or a scope a person asked for;
-//! `scan_sweep` queues a job for a scan the queue's one-job-per-tenant
-//! rule left waiting); `findings.rs` the tenant's writes (scans, mappings,
-//! stored identifications, the diff of one scan applied in one transaction);
-//! `views.rs` the reads; `routes.rs` `/api/v1/vulnerabilities`. `figures.rs`
-//! the figures over findings that dashboards and reports read (each finding
-//! table counted on its own, by index, and merged exactly; a report's open
-//! findings streamed with shared strings). `research.rs` gives one CVE from
-//! the store or, absent, fetched from NVD by `cveId` and stored (the only
-//! write of the reference store a request makes); `research_routes.rs` is
-//! `POST /scanner/research-finding`. `scanner_findings.rs` copies the
-//! tenant's finding records (streamed through the integrations area's
-//! `typed_records`, only when `typed_version` moved) into
-//! `vuln_scanner_findings` at the start of each `vuln_scan` job; the views
-//! read it and `vuln_findings` as one (`ALL_FINDINGS`). The inventory's
-//! side: `inventory/changes.rs` the change queue, `inventory/software.rs`
-//! installed software as matching reads it (whole, scoped, by keys or
-//! application names; distinct strings shared).
+//! Three groups that point one way, then the area's assembly:
+//! - [`reference`]: the global CVE knowledge base (parse, store, load);
+//! - [`matching`]: installed software to CVEs (reads reference data);
+//! - [`findings`]: each tenant's findings, triage and reads over them
+//!   (uses matching's types);
+//! - [`scan`]: the `vuln_scan` job, which matches and writes findings;
+//!   [`routes`]: `/api/v1/vulnerabilities`; this file: the area, its jobs
+//!   and schedules, and the rescans other areas ask for.
 
-pub mod affected;
-pub mod attempts;
-pub mod cpe;
-pub mod data_state;
-mod exposure;
-pub mod feeds;
-pub mod figures;
 pub mod findings;
-#[cfg(test)]
-mod golden;
-pub mod identify;
-pub mod import;
 pub mod matching;
-pub mod osv;
-pub mod package_versions;
-pub mod posture;
-pub mod records;
 pub mod reference;
-pub mod research;
-mod research_routes;
 pub mod routes;
 pub mod scan;
-pub mod scanner_findings;
-pub mod sources;
-pub mod triage;
-mod triage_routes;
-pub use triage_routes::{checked_terms, Terms};
-pub mod views;
-pub mod vocabulary;
-pub mod weaknesses;
 
-pub use exposure::exposure;
+pub use findings::exposure;
+pub use findings::triage_routes::{checked_terms, Terms};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,7 +49,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         .jobs(jobs(&state.settings)?)
         .schedule(scan_sweep(state.db.clone()))
         .schedule_if(state.settings.vuln_schedule, || {
-            sources::schedule(state.db.clone(), state.settings.clone())
+            reference::sources::schedule(state.db.clone(), state.settings.clone())
         }))
 }
 
@@ -124,21 +60,24 @@ fn router(
     plugins: &cairn_plugins::Plugins,
 ) -> utoipa_axum::router::OpenApiRouter<cairn_platform::app::AppState> {
     let router = routes::router();
-    if plugins.areas().contains(&research_routes::SCANNER_AREA) {
-        return router.merge(research_routes::router());
+    if plugins
+        .areas()
+        .contains(&reference::research_routes::SCANNER_AREA)
+    {
+        return router.merge(reference::research_routes::router());
     }
     router
 }
 
 /// The translation table the operator configured, or the shipped one.
-pub fn load_translations(settings: &Settings) -> anyhow::Result<identify::Translations> {
+pub fn load_translations(settings: &Settings) -> anyhow::Result<matching::identify::Translations> {
     if settings.vuln_translations_path.as_os_str().is_empty() {
-        return Ok(identify::Translations::shipped());
+        return Ok(matching::identify::Translations::shipped());
     }
     let path = &settings.vuln_translations_path;
     let text = std::fs::read_to_string(path)
         .map_err(|e| anyhow::anyhow!("vuln_translations_path {}: {e}", path.display()))?;
-    identify::Translations::parse(&text)
+    matching::identify::Translations::parse(&text)
         .map_err(|e| anyhow::anyhow!("vuln_translations_path {}: {e}", path.display()))
 }
 
@@ -151,14 +90,14 @@ fn jobs(settings: &Settings) -> anyhow::Result<Registry> {
         scan::ScanHandler { translations },
         Duration::from_secs(20 * 60),
     );
-    let config = sources::SourceConfig::from_settings(settings);
-    for source in sources::SOURCES {
+    let config = reference::sources::SourceConfig::from_settings(settings);
+    for source in reference::sources::SOURCES {
         registry.register(
-            &sources::job_kind(source),
-            sources::SourceHandler {
+            &reference::sources::job_kind(source),
+            reference::sources::SourceHandler {
                 source,
                 config: config.clone(),
-                interval: sources::interval(settings, source),
+                interval: reference::sources::interval(settings, source),
             },
             // NVD's pacing is 6 s a page; its backoff can wait minutes.
             Duration::from_secs(30 * 60),
@@ -176,7 +115,7 @@ pub async fn request_scan(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
     .fetch_one(&db.pool)
     .await?;
     if waiting == 0 {
-        findings::create_scan(db, tenant, &scan::ScanScope::default()).await?;
+        findings::writes::create_scan(db, tenant, &scan::ScanScope::default()).await?;
     }
     cairn_jobs::enqueue(db, tenant, scan::SCAN_KIND, &json!({"after": "change"})).await?;
     Ok(())
@@ -197,7 +136,7 @@ pub async fn inventory_changed(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
 /// After reference data changed: re-match every tenant whose last full
 /// match is older than the newest change of match data.
 pub async fn request_rescans(db: &Db) -> sqlx::Result<()> {
-    let newest = reference::generation(db).await?;
+    let newest = reference::store::generation(db).await?;
     let tenants: Vec<String> =
         sqlx::query_scalar("SELECT tenant_id FROM vuln_tenant_state WHERE matched_generation < $1")
             .bind(newest)

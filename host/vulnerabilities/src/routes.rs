@@ -8,13 +8,14 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::findings::{self, MappingView};
-use super::identify::{clean_name, ProductKey};
 use super::scan::{ScanScope, SCAN_KIND};
-use super::views::{
+use crate::findings::views::{
     self, AffectedDevice, FindingView, NotAssessed, ScanView, ScanVulnerability,
     UnmatchedApplication, VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
 };
+use crate::findings::writes::{self, MappingView};
+use crate::matching::identify::clean_name;
+use crate::reference::cpe::ProductKey;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, OptionalJson, Path, Query};
 use cairn_core::ids::TenantId;
@@ -38,7 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_mappings, put_mapping))
         .routes(routes!(delete_mapping))
         .routes(routes!(reference_sources))
-        .merge(super::triage_routes::router())
+        .merge(crate::findings::triage_routes::router())
 }
 
 fn bounds(skip: Option<i64>, limit: Option<i64>) -> ApiResult<(i64, i64)> {
@@ -51,7 +52,7 @@ fn page<T>(items: Vec<T>, total: i64, skip: i64, limit: i64) -> Page<T> {
 
 /// Queues the scan and the job that runs it.
 async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> ApiResult<ScanView> {
-    let id = findings::create_scan(&state.db, tenant, &scope).await?;
+    let id = writes::create_scan(&state.db, tenant, &scope).await?;
     cairn_jobs::enqueue(
         &state.db,
         tenant,
@@ -62,7 +63,8 @@ async fn queue_scan(state: &AppState, tenant: &TenantId, scope: ScanScope) -> Ap
     let mut scan = views::scan(&state.db, tenant, &id)
         .await?
         .ok_or(ApiError::NotFound("scan"))?;
-    scan.data_state = Some(super::data_state::data_state(&state.db, &state.settings).await?);
+    scan.data_state =
+        Some(crate::reference::data_state::data_state(&state.db, &state.settings).await?);
     Ok(scan)
 }
 
@@ -269,7 +271,7 @@ pub struct VulnerabilityParams {
 const SEVERITIES: [&str; 6] = ["critical", "high", "medium", "low", "none", "unknown"];
 
 fn status_param(status: Option<String>) -> ApiResult<String> {
-    let status = status.unwrap_or_else(|| findings::OPEN.into());
+    let status = status.unwrap_or_else(|| writes::OPEN.into());
     if !["open", "accepted", "fixed", "all"].contains(&status.as_str()) {
         return Err(ApiError::validation(
             "status",
@@ -323,10 +325,13 @@ async fn list_vulnerabilities(
         application: params.application.filter(|s| !s.is_empty()),
         device: params.device.filter(|s| !s.is_empty()),
         triage: match params.triage.filter(|s| !s.is_empty()) {
-            Some(status) if !super::triage::STATUSES.contains(&status.as_str()) => {
+            Some(status) if !crate::findings::triage::STATUSES.contains(&status.as_str()) => {
                 return Err(ApiError::validation(
                     "triage",
-                    format!("must be one of {}", super::triage::STATUSES.join(", ")),
+                    format!(
+                        "must be one of {}",
+                        crate::findings::triage::STATUSES.join(", ")
+                    ),
                 ))
             }
             other => other,
@@ -339,7 +344,7 @@ async fn list_vulnerabilities(
         total,
         skip,
         limit,
-        data_state: super::data_state::data_state(&state.db, &state.settings).await?,
+        data_state: crate::reference::data_state::data_state(&state.db, &state.settings).await?,
     }))
 }
 
@@ -385,7 +390,7 @@ async fn vulnerability_stats(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<VulnerabilityStats>> {
-    let data_state = super::data_state::data_state(&state.db, &state.settings).await?;
+    let data_state = crate::reference::data_state::data_state(&state.db, &state.settings).await?;
     Ok(Json(
         views::stats(&state.db, &caller.tenant_id, data_state).await?,
     ))
@@ -433,9 +438,7 @@ async fn list_mappings(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<MappingView>>> {
-    Ok(Json(
-        findings::mappings(&state.db, &caller.tenant_id).await?,
-    ))
+    Ok(Json(writes::mappings(&state.db, &caller.tenant_id).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -478,7 +481,7 @@ async fn put_mapping(
         })?),
     };
     let created_at =
-        findings::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;
+        writes::set_mapping(&state.db, &caller.0.tenant_id, &app_key, key.as_ref()).await?;
     Ok(Json(MappingView {
         application: app_key,
         cpe: key.map(|k| k.text()),
@@ -496,7 +499,7 @@ async fn delete_mapping(
     caller: AdminCaller,
     Path(application): Path<String>,
 ) -> ApiResult<StatusCode> {
-    if findings::delete_mapping(&state.db, &caller.0.tenant_id, &clean_name(&application)).await? {
+    if writes::delete_mapping(&state.db, &caller.0.tenant_id, &clean_name(&application)).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound("mapping"))
@@ -560,28 +563,30 @@ async fn reference_sources(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> ApiResult<Json<ReferenceStatus>> {
-    let mut counts: std::collections::BTreeMap<String, i64> = super::reference::counts(&state.db)
-        .await?
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    let (advisories, ranges) = super::osv::counts(&state.db).await?;
+    let mut counts: std::collections::BTreeMap<String, i64> =
+        crate::reference::store::counts(&state.db)
+            .await?
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    let (advisories, ranges) = crate::reference::osv::counts(&state.db).await?;
     counts.insert("osv_advisories".into(), advisories);
     counts.insert("osv_ranges".into(), ranges);
     let mut sources = vec![];
     let now = cairn_core::db::now_ms();
-    for source in super::sources::SOURCES {
-        let stored = super::reference::source_state(&state.db, source).await?;
-        let attempts = super::attempts::of(&state.db, source).await?;
+    for source in crate::reference::sources::SOURCES {
+        let stored = crate::reference::store::source_state(&state.db, source).await?;
+        let attempts = crate::reference::attempts::of(&state.db, source).await?;
         let records = counts
-            .get(super::sources::records_key(source))
+            .get(crate::reference::sources::records_key(source))
             .copied()
             .unwrap_or(0);
         let last_success_at = attempts
             .as_ref()
             .and_then(|a| a.last_success_at)
             .or(stored.as_ref().map(|s| s.updated_at));
-        let interval = super::sources::interval(&state.settings, source).as_millis() as i64;
+        let interval =
+            crate::reference::sources::interval(&state.settings, source).as_millis() as i64;
         let view_state = match (&attempts, last_success_at) {
             (Some(a), _) if a.failures > 0 => SourceState::Failing,
             (_, None) if records == 0 => SourceState::NeverLoaded,
@@ -589,8 +594,8 @@ async fn reference_sources(
             _ => SourceState::Loaded,
         };
         let url = match source {
-            super::sources::NVD => &state.settings.nvd_api_url,
-            super::sources::KEV => &state.settings.kev_url,
+            crate::reference::sources::NVD => &state.settings.nvd_api_url,
+            crate::reference::sources::KEV => &state.settings.kev_url,
             _ => &state.settings.epss_url,
         };
         sources.push(SourceView {

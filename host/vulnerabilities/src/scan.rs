@@ -14,14 +14,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::identify::{
-    self, AppId, Application, CnaAlias, Dictionary, Identification, ProductKey, Translations,
+pub use crate::findings::vocabulary::{ScanCounts, ScanScope};
+use crate::findings::writes;
+use crate::matching::identify::{
+    self, AppId, Application, CnaAlias, Dictionary, Identification, Translations,
 };
-use super::matching::{self, CandidateRow, Hit};
-use super::osv;
-pub use super::reference::severities;
-pub use super::vocabulary::{ScanCounts, ScanScope};
-use super::{findings, reference};
+use crate::matching::packages;
+use crate::matching::ranges::{self, Hit};
+use crate::reference::cpe::ProductKey;
+use crate::reference::osv;
+use crate::reference::records::CandidateRow;
+use crate::reference::store;
+pub use crate::reference::store::severities;
 use cairn_core::db::fence::{FencedError, WriteFence};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
@@ -42,9 +46,9 @@ impl JobHandler for ScanHandler {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
         // What a scanner reported is shown beside what this job matches.
-        super::scanner_findings::refresh(db, tenant).await?;
-        while let Some((scan_id, scope)) = findings::next_queued_scan(db, tenant).await? {
-            findings::mark_scan_running(db, ctx, tenant, &scan_id, ctx.job_id()).await?;
+        crate::findings::scanner::refresh(db, tenant).await?;
+        while let Some((scan_id, scope)) = writes::next_queued_scan(db, tenant).await? {
+            writes::mark_scan_running(db, ctx, tenant, &scan_id, ctx.job_id()).await?;
             ctx.progress("matching", 0, 1, "scans", &scan_id).await?;
             match run_scan(db, ctx, &self.translations, tenant, &scan_id, &scope).await {
                 Ok(counts) => {
@@ -63,7 +67,7 @@ impl JobHandler for ScanHandler {
                 Err(err) => {
                     let message = format!("{err:#}");
                     if ctx.attempt() >= 3 {
-                        findings::fail_scan(db, ctx, tenant, &scan_id, &message).await?;
+                        writes::fail_scan(db, ctx, tenant, &scan_id, &message).await?;
                     }
                     return Err(JobFailure::Failed(message));
                 }
@@ -105,11 +109,11 @@ pub(crate) fn version_for_cpes<'a>(
 ) -> Option<Cow<'a, str>> {
     let reported = item.version.as_deref().unwrap_or("");
     let name = &item.application_name;
-    if osv::not_assessable(item) {
+    if packages::not_assessable(item) {
         return None;
     }
     match platform {
-        Some("linux") => match osv::upstream_version(reported) {
+        Some("linux") => match packages::upstream_version(reported) {
             Cow::Borrowed(upstream) => translations.cpe_version(key, name, upstream),
             Cow::Owned(upstream) => translations
                 .cpe_version(key, name, &upstream)
@@ -142,7 +146,7 @@ async fn identify_applications(
     }
     let asked = asked.0.into_inner();
     let asked_refs: Vec<&ProductKey> = asked.iter().collect();
-    let dictionary = reference::known_products(db, &asked_refs).await?;
+    let dictionary = store::known_products(db, &asked_refs).await?;
     Ok(apps
         .iter()
         .map(|app| {
@@ -154,7 +158,7 @@ async fn identify_applications(
 
 /// What one run reads and covers.
 struct Plan {
-    mode: findings::ScanMode,
+    mode: writes::ScanMode,
     software: Vec<InstalledSoftware>,
     identified: HashMap<AppId, Identification>,
     /// For `Changes`: the keys and application names re-matched.
@@ -175,7 +179,7 @@ async fn plan(
     scope: &ScanScope,
 ) -> anyhow::Result<Plan> {
     let matched = match scope.covers_everything() && !scope.full {
-        true => findings::matched_generation(db, tenant).await?,
+        true => writes::matched_generation(db, tenant).await?,
         false => None,
     };
     let incremental = match matched {
@@ -195,8 +199,8 @@ async fn plan(
         apps.dedup();
         let identified = identify_applications(db, translations, overrides, &apps).await?;
         let mode = match scope.covers_everything() {
-            true => findings::ScanMode::Full,
-            false => findings::ScanMode::Scoped,
+            true => writes::ScanMode::Full,
+            false => writes::ScanMode::Scoped,
         };
         return Ok(Plan {
             mode,
@@ -210,7 +214,7 @@ async fn plan(
 
     let (consumed, keys) = changes::pending(db, tenant).await?;
     let mut software = software::software_of_keys(db, tenant, &keys).await?;
-    let stored = findings::identified_applications(db, tenant).await?;
+    let stored = writes::identified_applications(db, tenant).await?;
     let mut apps: Vec<AppId> = stored
         .keys()
         .cloned()
@@ -219,7 +223,7 @@ async fn plan(
     apps.sort();
     apps.dedup();
     let identified = identify_applications(db, translations, overrides, &apps).await?;
-    let changed = reference::products_changed_since(db, matched.unwrap_or(0)).await?;
+    let changed = store::products_changed_since(db, matched.unwrap_or(0)).await?;
     let product_changed = |key: &ProductKey| {
         changed.contains(key)
             || translations
@@ -231,9 +235,9 @@ async fn plan(
         .iter()
         .filter(|(app, before)| {
             let now = identified.get(*app);
-            now.map(findings::StoredIdentification::from).as_ref() != Some(*before)
+            now.map(writes::StoredIdentification::from).as_ref() != Some(*before)
                 || matches!(now, Some(Identification::Product(key)) if product_changed(key))
-                || osv::package_names(&app.name, translations)
+                || packages::package_names(&app.name, translations)
                     .iter()
                     .any(|name| changed.contains(&osv::changed_key(name)))
         })
@@ -246,7 +250,7 @@ async fn plan(
     software.sort();
     software.dedup();
     Ok(Plan {
-        mode: findings::ScanMode::Changes,
+        mode: writes::ScanMode::Changes,
         software,
         identified,
         keys,
@@ -264,8 +268,8 @@ pub async fn run_scan(
     scan_id: &str,
     scope: &ScanScope,
 ) -> anyhow::Result<ScanCounts> {
-    let generation = reference::generation(db).await?;
-    let overrides = findings::tenant_overrides(db, tenant).await?;
+    let generation = store::generation(db).await?;
+    let overrides = writes::tenant_overrides(db, tenant).await?;
     let plan = plan(db, translations, &overrides, tenant, scope).await?;
     let software = &plan.software;
     let identified = &plan.identified;
@@ -280,8 +284,8 @@ pub async fn run_scan(
     };
 
     // Linux packages of a recognised release: their distribution's
-    // advisories only (osv.rs).
-    let packages = osv::match_packages(db, translations, software).await?;
+    // advisories only (`matching::packages`).
+    let packages = packages::match_packages(db, translations, software).await?;
 
     // The other installations identified as a product, each with its
     // version as the product's CPEs write it (a version no rule can read is
@@ -313,7 +317,7 @@ pub async fn run_scan(
     }
     let lookup_refs: Vec<&ProductKey> = lookup.iter().collect();
     let mut rows: HashMap<ProductKey, Vec<CandidateRow>> = HashMap::new();
-    for (key, candidates) in reference::rows_for_products(db, &lookup_refs).await? {
+    for (key, candidates) in store::rows_for_products(db, &lookup_refs).await? {
         if let Some((owner, alias)) = alias_of.get(&key) {
             let admitted = candidates
                 .iter()
@@ -338,7 +342,7 @@ pub async fn run_scan(
         evaluated
             .entry((key, version, platform))
             .or_insert_with(|| {
-                matching::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
+                ranges::evaluate(rows.get(key).unwrap_or(&no_rows), version, platform)
             });
     }
     let package_findings = software
@@ -346,7 +350,7 @@ pub async fn run_scan(
         .zip(&packages.of_item)
         .filter_map(|(item, key)| Some((item, packages.evaluated.get(key.as_ref()?)?)))
         .flat_map(|(item, (key, hits))| {
-            hits.iter().map(move |hit| findings::WantedFinding {
+            hits.iter().map(move |hit| writes::WantedFinding {
                 device_name: &item.device_name,
                 application_name: &item.application_name,
                 version: item.version.as_deref().unwrap_or(""),
@@ -354,13 +358,13 @@ pub async fn run_scan(
                 hit,
             })
         });
-    let mut wanted: Vec<findings::WantedFinding> = installs
+    let mut wanted: Vec<writes::WantedFinding> = installs
         .iter()
         .flat_map(|(item, key, cpe_version, platform)| {
             let (item, key) = (*item, *key);
             evaluated[&(key, cpe_version.as_ref(), *platform)]
                 .iter()
-                .map(move |hit| findings::WantedFinding {
+                .map(move |hit| writes::WantedFinding {
                     device_name: &item.device_name,
                     application_name: &item.application_name,
                     version: item.version.as_deref().unwrap_or(""),
@@ -395,27 +399,27 @@ pub async fn run_scan(
         ..Default::default()
     };
     let covered = match plan.mode {
-        findings::ScanMode::Full => findings::Covered::All,
-        findings::ScanMode::Changes => findings::Covered::Changes {
+        writes::ScanMode::Full => writes::Covered::All,
+        writes::ScanMode::Changes => writes::Covered::Changes {
             keys: &plan.keys,
             applications: &plan.applications,
         },
-        findings::ScanMode::Scoped => match &scope.device_name {
+        writes::ScanMode::Scoped => match &scope.device_name {
             Some(name) => {
                 let mut names = devices.clone();
                 names.insert(name);
-                findings::Covered::Devices(names)
+                writes::Covered::Devices(names)
             }
-            None => findings::Covered::Applications(application_names),
+            None => writes::Covered::Applications(application_names),
         },
     };
     // Every application identified here: those of the software read, and
     // for a change run every one it re-checked.
     let identifications: Vec<(&AppId, &Identification)> = identified.iter().collect();
-    let written = findings::apply_scan(
+    let written = writes::apply_scan(
         db,
         fence,
-        findings::ScanResult {
+        writes::ScanResult {
             tenant,
             scan_id,
             mode: plan.mode,

@@ -13,7 +13,8 @@ use cairn_core::ids::TenantId;
 use cairn_integrations::{directory_users_named, users_of_device_records, DirectoryUser};
 use cairn_inventory::storage::{items_of_application, users_of_devices};
 use cairn_platform::app::AppState;
-use cairn_vulnerabilities::{reference, views};
+use cairn_vulnerabilities::findings::views;
+use cairn_vulnerabilities::reference::store;
 
 /// Most devices read for one advisory.
 const MAX_DEVICES: i64 = 10_000;
@@ -42,7 +43,7 @@ impl Target {
                         "versions narrow an application, not a CVE",
                     ));
                 }
-                cairn_vulnerabilities::research::cve_id(text)
+                cairn_vulnerabilities::reference::research::cve_id(text)
                     .map(Target::Cve)
                     .ok_or_else(|| ApiError::validation("cve_id", "not a CVE id (CVE-YYYY-NNNN)"))
             }
@@ -135,7 +136,7 @@ pub async fn affected(state: &AppState, tenant: &TenantId, target: &Target) -> A
     let devices: Vec<AffectedDevice> = match target {
         Target::Cve(id) => {
             let (findings, _) = views::cve_findings(db, tenant, id, "open", 0, MAX_DEVICES).await?;
-            if findings.is_empty() && reference::cve_detail(db, id).await?.is_none() {
+            if findings.is_empty() && store::cve_detail(db, id).await?.is_none() {
                 return Err(ApiError::Missing(format!(
                     "{id} is neither in the CVE knowledge base nor among this tenant's findings"
                 )));

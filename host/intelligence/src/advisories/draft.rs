@@ -12,7 +12,7 @@ use crate::language_model::LanguageModel;
 use cairn_core::db::Db;
 use cairn_core::settings::Settings;
 use cairn_inventory::version::{compare_versions, newest};
-use cairn_vulnerabilities::reference::{self, CveDetail};
+use cairn_vulnerabilities::reference::store::{self, CveDetail};
 
 /// What an advisory states, gathered from the store and the tenant.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -61,7 +61,7 @@ pub async fn facts(
     fix_version: Option<&str>,
 ) -> sqlx::Result<AdvisoryFacts> {
     let detail: Option<CveDetail> = match target.cve_id() {
-        Some(id) => reference::cve_detail(db, id).await?,
+        Some(id) => store::cve_detail(db, id).await?,
         None => None,
     };
     let mut applications: Vec<AffectedApplication> = vec![];

@@ -21,8 +21,8 @@ use cairn_inventory::search::{Page, PageParams};
 use cairn_inventory::storage::{app_names, AppName};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::reference::{search_cves, CveHit};
-use cairn_vulnerabilities::views::open_device_counts;
+use cairn_vulnerabilities::findings::views::open_device_counts;
+use cairn_vulnerabilities::reference::store::{search_cves, CveHit};
 
 /// Most recipients of one advisory.
 const MAX_RECIPIENTS: usize = 5_000;

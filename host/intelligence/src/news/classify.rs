@@ -22,9 +22,9 @@ use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::fold;
 use cairn_inventory::storage::{named_software, NamedSoftware, SoftwareNameKind};
-use cairn_vulnerabilities::reference;
-use cairn_vulnerabilities::research::cve_ids_in;
-use cairn_vulnerabilities::views::open_device_counts;
+use cairn_vulnerabilities::findings::views::open_device_counts;
+use cairn_vulnerabilities::reference::research::cve_ids_in;
+use cairn_vulnerabilities::reference::store;
 
 pub const CATEGORIES: &[&str] = &[
     "vulnerability",
@@ -151,7 +151,7 @@ async fn cve_facts(db: &Db, tenant: &TenantId, cve_ids: &[String]) -> sqlx::Resu
         affected: open_device_counts(db, tenant, cve_ids).await?,
     };
     for id in cve_ids.iter().take(MAX_CVES) {
-        if let Some(detail) = reference::cve_detail(db, id).await? {
+        if let Some(detail) = store::cve_detail(db, id).await? {
             facts.kev |= detail.kev;
             facts.highest_cvss = match (facts.highest_cvss, detail.cvss_score) {
                 (Some(a), Some(b)) => Some(a.max(b)),
@@ -183,7 +183,7 @@ pub async fn classify(
     let mut cve_ids = cve_ids_in(&text);
     if let Some(value) = &answer {
         for id in strings(&value["cve_ids"]) {
-            if let Some(id) = cairn_vulnerabilities::research::cve_id(&id) {
+            if let Some(id) = cairn_vulnerabilities::reference::research::cve_id(&id) {
                 if !cve_ids.contains(&id) {
                     cve_ids.push(id);
                 }

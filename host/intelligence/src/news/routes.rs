@@ -21,7 +21,7 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::search::{page_bounds, Page};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
-use cairn_vulnerabilities::research::cve_id;
+use cairn_vulnerabilities::reference::research::cve_id;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -6,9 +6,9 @@ use utoipa::ToSchema;
 
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
-use cairn_vulnerabilities::research::{self, ResearchError, Researched};
-use cairn_vulnerabilities::sources::SourceConfig;
-use cairn_vulnerabilities::views::{self, AffectedVersion, FindingView};
+use cairn_vulnerabilities::findings::views::{self, AffectedVersion, FindingView};
+use cairn_vulnerabilities::reference::research::{self, ResearchError, Researched};
+use cairn_vulnerabilities::reference::sources::SourceConfig;
 use cairn_workflow::tags::{self, EntityType, TagView};
 
 /// Findings listed with a researched CVE at most; the counts cover all.

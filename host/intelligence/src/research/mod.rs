@@ -14,8 +14,8 @@
 //! `history.rs` `research_history`; `versions.rs` the version definitions
 //! (vulnerable, fix version, compliant, outdated) over
 //! `inventory::storage::application_summaries` and
-//! `vulnerabilities::figures::open_findings`; `rules.rs` `version_rules`;
-//! `weaknesses.rs` the routes over `vulnerabilities/weaknesses.rs` (which
+//! `vulnerabilities::findings::figures::open_findings`; `rules.rs` `version_rules`;
+//! `weaknesses.rs` the routes over `vulnerabilities::findings::weaknesses` (which
 //! counts through `vuln_cve_cwes`, the CVE-to-CWE index `write_cves` keeps).
 
 mod cve;

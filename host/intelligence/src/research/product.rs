@@ -12,10 +12,10 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::search::fold;
 use cairn_inventory::storage::application_summaries;
 use cairn_inventory::version::compare_versions;
-use cairn_vulnerabilities::findings::identified_applications;
-use cairn_vulnerabilities::identify::ProductKey;
-use cairn_vulnerabilities::reference::{cves_of_product_keys, CveHit};
-use cairn_vulnerabilities::views::{open_cves_of_applications, open_device_counts};
+use cairn_vulnerabilities::findings::views::{open_cves_of_applications, open_device_counts};
+use cairn_vulnerabilities::findings::writes::identified_applications;
+use cairn_vulnerabilities::reference::cpe::ProductKey;
+use cairn_vulnerabilities::reference::store::{cves_of_product_keys, CveHit};
 
 /// What was asked: a CPE product, or one of the tenant's applications.
 pub enum ProductQuery {

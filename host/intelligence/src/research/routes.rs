@@ -22,10 +22,10 @@ use cairn_inventory::search::{fold, page_bounds, Page};
 use cairn_inventory::storage::items_of_application;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
-use cairn_vulnerabilities::identify::ProductKey;
-use cairn_vulnerabilities::records::cpe_name;
-use cairn_vulnerabilities::research::ResearchError;
-use cairn_vulnerabilities::sources::SourceConfig;
+use cairn_vulnerabilities::reference::cpe::ProductKey;
+use cairn_vulnerabilities::reference::records::cpe_name;
+use cairn_vulnerabilities::reference::research::ResearchError;
+use cairn_vulnerabilities::reference::sources::SourceConfig;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

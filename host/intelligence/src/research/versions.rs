@@ -29,7 +29,7 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::search::fold;
 use cairn_inventory::storage::{application_summaries, ApplicationSummary};
 use cairn_inventory::version::compare_versions;
-use cairn_vulnerabilities::figures::{open_findings, Devices, OpenFinding};
+use cairn_vulnerabilities::findings::figures::{open_findings, Devices, OpenFinding};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct VersionInUse {

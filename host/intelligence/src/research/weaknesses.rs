@@ -10,7 +10,7 @@ use cairn_core::http::json::{Json, Path, Query};
 use cairn_inventory::search::{page_bounds, Page};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::weaknesses::{
+use cairn_vulnerabilities::findings::weaknesses::{
     self as store, cwe_id, WeaknessCve, WeaknessDetail, WeaknessSummary,
 };
 

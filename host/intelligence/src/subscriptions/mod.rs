@@ -36,7 +36,9 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
     jobs.register(
         sync::SYNC_KIND,
         sync::SyncHandler {
-            config: cairn_vulnerabilities::sources::SourceConfig::from_settings(&state.settings),
+            config: cairn_vulnerabilities::reference::sources::SourceConfig::from_settings(
+                &state.settings,
+            ),
         },
         // NVD's pacing is 6 s a request without a key.
         Duration::from_secs(10 * 60),

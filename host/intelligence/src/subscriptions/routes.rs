@@ -17,10 +17,10 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::search::{page_bounds, Page};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::records::cpe_name;
-use cairn_vulnerabilities::reference::{self, CpeProduct, CveHit};
-use cairn_vulnerabilities::sources::{self, NvdSearch, SourceConfig, SourceError};
-use cairn_vulnerabilities::views::open_device_counts;
+use cairn_vulnerabilities::findings::views::open_device_counts;
+use cairn_vulnerabilities::reference::records::cpe_name;
+use cairn_vulnerabilities::reference::sources::{self, NvdSearch, SourceConfig, SourceError};
+use cairn_vulnerabilities::reference::store::{self, CpeProduct, CveHit};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -318,7 +318,7 @@ async fn search_cves(
         cairn_vulnerabilities::request_rescans(&state.db).await?;
     }
     let ids: Vec<String> = page.cves.iter().map(|(id, _)| id.clone()).collect();
-    let mut hits = reference::cve_hits(&state.db, &ids).await?;
+    let mut hits = store::cve_hits(&state.db, &ids).await?;
     let exposure = open_device_counts(&state.db, &caller.tenant_id, &ids).await?;
     let items = ids
         .iter()
@@ -374,7 +374,7 @@ async fn subscription_activity(
     let since = cairn_core::db::now_ms() - days * 86_400_000;
     let (entries, total) = storage::activity(&state.db, &caller.tenant_id, since, bounds).await?;
     let ids: Vec<String> = entries.iter().map(|e| e.cve_id.clone()).collect();
-    let hits = reference::cve_hits(&state.db, &ids).await?;
+    let hits = store::cve_hits(&state.db, &ids).await?;
     let items = entries
         .into_iter()
         .filter_map(|e| {
@@ -421,6 +421,6 @@ async fn search_cpe(
             format!("must be 2 to {MAX_NAME} characters"),
         ));
     }
-    let (items, total) = reference::search_cpe_products(&state.db, q, bounds).await?;
+    let (items, total) = store::search_cpe_products(&state.db, q, bounds).await?;
     Ok(Json(Page::new(items, total, bounds)))
 }

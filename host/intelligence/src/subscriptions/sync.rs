@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use super::storage::{self, Pending, SyncOutcome, PRODUCT};
 use cairn_core::db::{now_ms, Db};
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
-use cairn_vulnerabilities::reference;
-use cairn_vulnerabilities::sources::{self, NvdSearch, SourceConfig, SourceError};
+use cairn_vulnerabilities::reference::sources::{self, NvdSearch, SourceConfig, SourceError};
+use cairn_vulnerabilities::reference::store;
 
 pub const SYNC_KIND: &str = "subscriptions_sync";
 
@@ -46,8 +46,7 @@ pub async fn search_for(db: &Db, pending: &Pending) -> sqlx::Result<NvdSearch> {
     let keyword = NvdSearch::Keyword(pending.name.clone());
     if pending.sub_type == PRODUCT {
         let vendors =
-            reference::known_vendors(db, pending.vendor.as_deref(), Some(&pending.name_key))
-                .await?;
+            store::known_vendors(db, pending.vendor.as_deref(), Some(&pending.name_key)).await?;
         return Ok(match vendors.as_slice() {
             [vendor] => NvdSearch::Cpe {
                 vendor: vendor.clone(),
@@ -56,7 +55,7 @@ pub async fn search_for(db: &Db, pending: &Pending) -> sqlx::Result<NvdSearch> {
             _ => keyword,
         });
     }
-    let known = reference::known_vendors(db, Some(&pending.name_key), None).await?;
+    let known = store::known_vendors(db, Some(&pending.name_key), None).await?;
     Ok(if known.is_empty() {
         keyword
     } else {

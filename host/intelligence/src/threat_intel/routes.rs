@@ -19,11 +19,13 @@ use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::figures::{epss_high_risk, Devices, EpssRisk};
-use cairn_vulnerabilities::reference::{self, CveDetail, ScoredCve};
-use cairn_vulnerabilities::research::{self, cve_id, ResearchError};
-use cairn_vulnerabilities::sources::{self, SourceConfig, SourceError};
-use cairn_vulnerabilities::views::{cve_affected_versions, open_device_counts, AffectedVersion};
+use cairn_vulnerabilities::findings::figures::{epss_high_risk, Devices, EpssRisk};
+use cairn_vulnerabilities::findings::views::{
+    cve_affected_versions, open_device_counts, AffectedVersion,
+};
+use cairn_vulnerabilities::reference::research::{self, cve_id, ResearchError};
+use cairn_vulnerabilities::reference::sources::{self, SourceConfig, SourceError};
+use cairn_vulnerabilities::reference::store::{self, CveDetail, ScoredCve};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -191,7 +193,7 @@ async fn high_risk_by_epss(
         let risks: Vec<EpssRisk> =
             epss_high_risk(&state.db, tenant, threshold, limit, &Devices(None)).await?;
         let ids: Vec<String> = risks.iter().map(|r| r.cve_id.clone()).collect();
-        let mut hits = reference::cve_hits(&state.db, &ids).await?;
+        let mut hits = store::cve_hits(&state.db, &ids).await?;
         risks
             .into_iter()
             .filter_map(|r| {
@@ -203,7 +205,7 @@ async fn high_risk_by_epss(
             })
             .collect()
     } else {
-        reference::epss_at_least(&state.db, threshold, limit).await?
+        store::epss_at_least(&state.db, threshold, limit).await?
     };
     let ids: Vec<String> = scored.iter().map(|s| s.cve.cve_id.clone()).collect();
     let exposure = open_device_counts(&state.db, tenant, &ids).await?;
@@ -284,7 +286,7 @@ async fn enrich_cve(
     if matches!(nvd, Ok(true)) {
         cairn_vulnerabilities::request_rescans(db).await?;
     }
-    let cve = reference::cve_detail(db, &id).await?.ok_or_else(|| {
+    let cve = store::cve_detail(db, &id).await?.ok_or_else(|| {
         ApiError::Missing(format!("{id} is neither in the CVE store nor known to NVD"))
     })?;
     Ok(Json(Enriched {

@@ -65,7 +65,7 @@ impl Assets<'_> {
     }
 
     /// The condition on `asset_key`, bound at `$n`; without keys a plain
-    /// truth (the bound NULL), as [`cairn_vulnerabilities::figures`] does.
+    /// truth (the bound NULL), as [`cairn_vulnerabilities::findings::figures`] does.
     fn condition(&self, db: &Db, n: usize) -> String {
         match self.0 {
             None => format!("CAST(${n} AS TEXT) IS NULL"),

@@ -13,7 +13,7 @@ use cairn_core::http::error::ApiError;
 use cairn_core::ids::TenantId;
 use cairn_inventory::devices::figures::{self as device_figures, AssetScope, Assets};
 use cairn_inventory::search::{QueryGroup, SearchError};
-use cairn_vulnerabilities::figures::{self as finding_figures, Devices};
+use cairn_vulnerabilities::findings::figures::{self as finding_figures, Devices};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -247,7 +247,8 @@ pub async fn evaluate(
             }
         }
         "applications_without_cpe" => {
-            let (_, total) = cairn_vulnerabilities::views::unmatched(db, tenant, 0, 0).await?;
+            let (_, total) =
+                cairn_vulnerabilities::findings::views::unmatched(db, tenant, 0, 0).await?;
             count(total, "applications")
         }
         other => {

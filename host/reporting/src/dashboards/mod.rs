@@ -13,7 +13,7 @@
 //! Dashboards. `catalog.rs` the named metrics (parameters, shape, whether a
 //! device query narrows them) and the widget types with the shapes they
 //! show; `metrics.rs` checks a data source and evaluates it through the
-//! owning areas' public figures (`vulnerabilities/figures.rs` over findings,
+//! owning areas' public figures (`vulnerabilities::findings::figures` over findings,
 //! `devices/figures.rs` over assets and the assets a device search query
 //! matches through `inventory::search::all_matching`,
 //! `integrations::sync_health` from the sync jobs) and this area's

@@ -8,7 +8,7 @@ use std::time::Duration;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 use cairn_jobs::schedule::Schedule;
-use cairn_vulnerabilities::figures::{key_figures, open_finding_count, KeyFigures};
+use cairn_vulnerabilities::findings::figures::{key_figures, open_finding_count, KeyFigures};
 
 const DAY_MS: i64 = 86_400_000;
 

@@ -15,9 +15,9 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::rollup::VersionCount;
 use cairn_platform::app::AppState;
 use cairn_platform::partner::{CustomerRow, PartnerCaller};
-use cairn_vulnerabilities::posture::{self, Posture};
-use cairn_vulnerabilities::research::cve_id;
-use cairn_vulnerabilities::triage::{self, Change, NOT_AFFECTED, RISK_ACCEPTED};
+use cairn_vulnerabilities::findings::posture::{self, Posture};
+use cairn_vulnerabilities::findings::triage::{self, Change, NOT_AFFECTED, RISK_ACCEPTED};
+use cairn_vulnerabilities::reference::research::cve_id;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

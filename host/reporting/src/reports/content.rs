@@ -14,7 +14,7 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::devices::figures::{self as device_figures, Assets};
 use cairn_inventory::search::QueryGroup;
 use cairn_inventory::storage::{application_summaries, items_of_device};
-use cairn_vulnerabilities::figures::{self as finding_figures, Devices, OpenFinding};
+use cairn_vulnerabilities::findings::figures::{self as finding_figures, Devices, OpenFinding};
 
 /// The report types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -405,7 +405,8 @@ pub async fn gather(
             let until = cairn_core::db::now_ms();
             let since = until - days * 86_400_000;
             let period =
-                cairn_vulnerabilities::posture::remediation(db, tenant, since, until).await?;
+                cairn_vulnerabilities::findings::posture::remediation(db, tenant, since, until)
+                    .await?;
             let mean = |d: Option<f64>| d.map_or("none closed".to_string(), |d| format!("{d:.1}"));
             figures.extend([
                 (

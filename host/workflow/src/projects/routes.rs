@@ -16,9 +16,9 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::search::{Page, PageParams};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::records::cpe_name;
-use cairn_vulnerabilities::reference::{self, CveHit};
-use cairn_vulnerabilities::views;
+use cairn_vulnerabilities::findings::views;
+use cairn_vulnerabilities::reference::records::cpe_name;
+use cairn_vulnerabilities::reference::store::{self, CveHit};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -317,7 +317,7 @@ async fn project_vulnerabilities(
     let bounds = page.bounds()?;
     let project = found(&state, tenant, &project_id).await?;
     let (hits, total) =
-        reference::cves_of_products(&state.db, &project.vendors, &project.products, bounds).await?;
+        store::cves_of_products(&state.db, &project.vendors, &project.products, bounds).await?;
     let ids: Vec<String> = hits.iter().map(|h| h.cve_id.clone()).collect();
     let exposure = views::open_device_counts(&state.db, tenant, &ids).await?;
     let items = hits

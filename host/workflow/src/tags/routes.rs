@@ -14,7 +14,7 @@ use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::research::cve_id;
+use cairn_vulnerabilities::reference::research::cve_id;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -14,9 +14,9 @@ use cairn_core::ids::TenantId;
 use cairn_integrations::StoredRecord;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::reference::{self, CveDetail};
-use cairn_vulnerabilities::research::cve_ids_in;
-use cairn_vulnerabilities::views::{self, FindingView};
+use cairn_vulnerabilities::findings::views::{self, FindingView};
+use cairn_vulnerabilities::reference::research::cve_ids_in;
+use cairn_vulnerabilities::reference::store::{self, CveDetail};
 
 /// Affected findings listed per CVE.
 const FINDINGS_LISTED: i64 = 200;
@@ -88,7 +88,7 @@ pub async fn ticket_context(
         let (affected, affected_total) =
             views::cve_findings(&state.db, tenant, &cve_id, "open", 0, FINDINGS_LISTED).await?;
         cves.push(CveContext {
-            cve: reference::cve_detail(&state.db, &cve_id).await?,
+            cve: store::cve_detail(&state.db, &cve_id).await?,
             cve_id,
             affected,
             affected_total,

@@ -16,9 +16,9 @@ use cairn_core::http::json::Json;
 use cairn_core::ids::TenantId;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::Caller;
-use cairn_vulnerabilities::reference::{self, CveDetail};
-use cairn_vulnerabilities::research;
-use cairn_vulnerabilities::views::{self, FindingView};
+use cairn_vulnerabilities::findings::views::{self, FindingView};
+use cairn_vulnerabilities::reference::research;
+use cairn_vulnerabilities::reference::store::{self, CveDetail};
 
 /// Open findings read for one ticket.
 const FINDINGS_READ: i64 = 1000;
@@ -97,7 +97,7 @@ pub async fn ticket_from_vulnerability(
     let tenant = &caller.tenant_id;
     let cve_id = research::cve_id(&request.cve_id)
         .ok_or_else(|| ApiError::validation("cve_id", "not a CVE id (CVE-YYYY-NNNN)"))?;
-    let detail = reference::cve_detail(&state.db, &cve_id).await?;
+    let detail = store::cve_detail(&state.db, &cve_id).await?;
     let findings = affected(&state, tenant, &cve_id, &request).await?;
     if detail.is_none() && findings.is_empty() {
         return Err(ApiError::Missing(format!(

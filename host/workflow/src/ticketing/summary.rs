@@ -2,8 +2,8 @@
 //! upstream's 100 characters and a description listing what an analyst
 //! needs to act. Pure, so every rule is unit-tested.
 
-use cairn_vulnerabilities::reference::CveDetail;
-use cairn_vulnerabilities::views::FindingView;
+use cairn_vulnerabilities::findings::views::FindingView;
+use cairn_vulnerabilities::reference::store::CveDetail;
 
 /// PSA products cap a ticket's summary at 100 characters.
 pub const SUMMARY_CHARS: usize = 100;

@@ -7,10 +7,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::research::cve_id;
-use super::triage::{
+use crate::findings::triage::{
     self, Change, TriageChange, TriageView, NOT_AFFECTED, RISK_ACCEPTED, STATUSES,
 };
+use crate::reference::research::cve_id;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_inventory::search::{page_bounds, Page};

@@ -17,7 +17,7 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::vocabulary::{counts_open_sql, ALL_FINDINGS};
+use crate::findings::vocabulary::{counts_open_sql, ALL_FINDINGS};
 use cairn_core::db::{json_text_values, now_ms, Db};
 use cairn_core::ids::TenantId;
 
@@ -42,7 +42,7 @@ pub struct Posture {
     pub oldest_open_kev_since: Option<i64>,
 }
 
-pub use super::vocabulary::{commit, count_write, FINDINGS_TOPIC};
+pub use crate::findings::vocabulary::{commit, count_write, FINDINGS_TOPIC};
 
 struct Kept {
     stamp: (i64, i64),

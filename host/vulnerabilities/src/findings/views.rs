@@ -12,15 +12,15 @@ use serde_json::Value;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::identify::clean_name;
-use super::vocabulary::ScanScope;
-use super::vocabulary::OPEN;
-use super::vocabulary::{counts_open_sql, suppressed_sql};
+use crate::findings::vocabulary::ScanScope;
+use crate::findings::vocabulary::OPEN;
+use crate::findings::vocabulary::{counts_open_sql, suppressed_sql};
+use crate::matching::identify::clean_name;
 use cairn_core::db::{changes, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
 
-use super::vocabulary::ALL_FINDINGS;
+use crate::findings::vocabulary::ALL_FINDINGS;
 
 /// A list's finding status (`open`, `accepted`, `fixed` or `all`) as the
 /// status to bind and a triage condition over `f`: `open` leaves out the
@@ -304,7 +304,7 @@ pub async fn vulnerabilities(
             // A scanner's "application" is its check's title: not listed.
             // Matched findings (CPE and distribution advisories) name the
             // installed application.
-            if source == MATCHED || source == super::osv::SOURCE_OSV {
+            if source == MATCHED || source == crate::reference::osv::SOURCE_OSV {
                 let app: String = r.try_get("application_name")?;
                 if !apps.contains(&app) {
                     apps.push(app);
@@ -478,7 +478,7 @@ pub struct ScanView {
     /// match against holds anything (a scan of an empty store finds
     /// nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_state: Option<super::data_state::DataState>,
+    pub data_state: Option<crate::reference::data_state::DataState>,
 }
 
 /// A page of vulnerabilities with the state of the CVE store they were
@@ -489,7 +489,7 @@ pub struct VulnerabilityPage {
     pub total: i64,
     pub skip: i64,
     pub limit: i64,
-    pub data_state: super::data_state::DataState,
+    pub data_state: crate::reference::data_state::DataState,
 }
 
 const SCAN_COLUMNS: &str = "id, status, scope, job_id, error, created_at, finished_at, \
@@ -693,13 +693,13 @@ pub struct VulnerabilityStats {
     pub trend: Vec<TrendPoint>,
     /// Whether the CVE store these figures are matched against holds
     /// anything, and how current it is.
-    pub data_state: super::data_state::DataState,
+    pub data_state: crate::reference::data_state::DataState,
 }
 
 pub async fn stats(
     db: &Db,
     tenant: &TenantId,
-    data_state: super::data_state::DataState,
+    data_state: crate::reference::data_state::DataState,
 ) -> sqlx::Result<VulnerabilityStats> {
     let t = tenant.as_str();
     let open = counts_open_sql(db.backend, false);
@@ -819,7 +819,7 @@ fn page_of<T>(items: Vec<T>, skip: i64, limit: i64) -> (Vec<T>, i64) {
 }
 
 /// An installation no match judges, and why (see
-/// [`super::osv::not_assessable`]).
+/// [`crate::matching::packages::not_assessable`]).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct NotAssessed {
     pub device_name: String,
@@ -845,13 +845,13 @@ pub async fn not_assessed(
     let software = cairn_inventory::software::installed_software(db, tenant, &scope).await?;
     let mut items: Vec<NotAssessed> = software
         .iter()
-        .filter(|item| super::osv::not_assessable(item))
+        .filter(|item| crate::matching::packages::not_assessable(item))
         .map(|item| NotAssessed {
             device_name: item.device_name.to_string(),
             application_name: item.application_name.to_string(),
             version: item.version.as_deref().unwrap_or("").to_string(),
             os_version: item.os_version.as_deref().map(str::to_string),
-            reason: super::osv::NOT_ASSESSABLE.to_string(),
+            reason: crate::matching::packages::NOT_ASSESSABLE.to_string(),
         })
         .collect();
     items.sort_by(|a, b| {
@@ -903,7 +903,7 @@ pub async fn unmatched(
     .fetch_all(&db.pool)
     .await?;
     // A mapping settles an application before the next match does.
-    let mapped = super::findings::tenant_overrides(db, tenant).await?;
+    let mapped = crate::findings::writes::tenant_overrides(db, tenant).await?;
     let names: Vec<&str> = rows
         .iter()
         .map(|r| r.try_get::<&str, _>("application_name"))
@@ -963,7 +963,7 @@ pub async fn open_cves_by_application(
     // open findings: kept until they are written again (or a minute has
     // passed, for a risk acceptance that expires).
     static KEPT: changes::Kept<Arc<HashMap<String, Vec<String>>>> = changes::Kept::new(
-        super::vocabulary::FINDINGS_TOPIC,
+        crate::findings::vocabulary::FINDINGS_TOPIC,
         Duration::from_secs(60),
         2_000_000,
     );

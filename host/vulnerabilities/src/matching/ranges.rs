@@ -3,21 +3,10 @@
 
 use std::cmp::Ordering;
 
-use super::cpe;
-use super::records::{platform_satisfies, MatchRow, SOURCE_CNA};
+use crate::reference::cpe;
+use crate::reference::records::CandidateRow;
+use crate::reference::records::{platform_satisfies, MatchRow, SOURCE_CNA};
 use cairn_inventory::version::compare_release;
-
-/// A match row with what it belongs to.
-#[derive(Debug, Clone)]
-pub struct CandidateRow {
-    pub cve_id: String,
-    /// `nvd` or `cna`.
-    pub source: String,
-    pub row: MatchRow,
-    pub rejected: bool,
-    /// The CVE has NVD configurations: its CNA rows are not used.
-    pub has_nvd_config: bool,
-}
 
 /// One CVE an installed version is vulnerable to, with its provenance.
 #[derive(Debug, Clone, PartialEq)]

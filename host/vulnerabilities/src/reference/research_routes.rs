@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::research::{self, Researched};
-use super::sources::SourceConfig;
+use crate::reference::research::{self, Researched};
+use crate::reference::sources::SourceConfig;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::Json;
 use cairn_integrations as integrations;

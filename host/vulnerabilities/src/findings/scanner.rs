@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use futures::TryStreamExt;
 use serde_json::{json, Value};
 
-use super::records::parse_time;
-use super::research::cve_id;
+use crate::reference::records::parse_time;
+use crate::reference::research::cve_id;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 use cairn_integrations as integrations;
@@ -140,8 +140,8 @@ pub async fn refresh(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::vocabulary::count_write(&mut tx, db, tenant).await?;
-    super::vocabulary::commit(tx, db, tenant).await?;
+    crate::findings::vocabulary::count_write(&mut tx, db, tenant).await?;
+    crate::findings::vocabulary::commit(tx, db, tenant).await?;
     Ok(true)
 }
 

@@ -11,8 +11,8 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::vocabulary::counts_open_sql;
-use super::vocabulary::ALL_FINDINGS;
+use crate::findings::vocabulary::counts_open_sql;
+use crate::findings::vocabulary::ALL_FINDINGS;
 use cairn_core::db::{json_text_values, Db};
 use cairn_core::ids::TenantId;
 

@@ -9,36 +9,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use regex::Regex;
 
+use crate::reference::cpe::ProductKey;
 use cairn_inventory::software::InstalledSoftware;
 use serde::Deserialize;
-
-/// A CPE vendor and product, e.g. (`mozilla`, `firefox`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProductKey {
-    pub vendor: String,
-    pub product: String,
-}
-
-impl ProductKey {
-    /// `vendor:product`.
-    pub fn parse(text: &str) -> Option<ProductKey> {
-        let (vendor, product) = text.split_once(':')?;
-        let (vendor, product) = (vendor.trim().to_lowercase(), product.trim().to_lowercase());
-        (!vendor.is_empty() && !product.is_empty() && !product.contains(':'))
-            .then_some(ProductKey { vendor, product })
-    }
-
-    /// From nullable vendor and product columns: a key when both are set.
-    pub fn from_columns(vendor: Option<String>, product: Option<String>) -> Option<ProductKey> {
-        vendor
-            .zip(product)
-            .map(|(vendor, product)| ProductKey { vendor, product })
-    }
-
-    pub fn text(&self) -> String {
-        format!("{}:{}", self.vendor, self.product)
-    }
-}
 
 /// An application as installed: its name and publisher (or the vendor a
 /// source reported; `None` when empty). Identification depends on nothing
@@ -183,7 +156,7 @@ impl CnaAlias {
     /// Whether a match row of this alias (its source, `nvd` or `cna`, and
     /// its CPE target) means the product.
     pub fn admits(&self, source: &str, target_sw: &str) -> bool {
-        !self.platform_only || (source == super::records::SOURCE_CNA && target_sw != "*")
+        !self.platform_only || (source == crate::reference::records::SOURCE_CNA && target_sw != "*")
     }
 }
 
@@ -201,7 +174,7 @@ pub enum TableError {
 /// The capture group a rule's CPE names as `$1`.
 const DOLLAR_ONE: usize = 1;
 
-pub const SHIPPED_TABLE: &str = include_str!("translations.json");
+pub const SHIPPED_TABLE: &str = include_str!("../translations.json");
 
 impl Translations {
     pub fn shipped() -> Translations {
@@ -694,7 +667,7 @@ mod golden {
     //! The golden set: real inventory rows and the product each must be.
     use super::*;
 
-    const GOLDEN: &str = include_str!("testdata/golden_software.tsv");
+    const GOLDEN: &str = include_str!("../testdata/golden_software.tsv");
 
     /// Every expected product plus the same-named or broader products that
     /// must not be chosen instead.

@@ -1,6 +1,34 @@
 //! CPE 2.3 formatted strings (`cpe:2.3:part:vendor:product:version:update:...`)
 //! split into the parts matching needs, with `\`-escapes honoured.
 
+/// A CPE vendor and product, e.g. (`mozilla`, `firefox`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProductKey {
+    pub vendor: String,
+    pub product: String,
+}
+
+impl ProductKey {
+    /// `vendor:product`.
+    pub fn parse(text: &str) -> Option<ProductKey> {
+        let (vendor, product) = text.split_once(':')?;
+        let (vendor, product) = (vendor.trim().to_lowercase(), product.trim().to_lowercase());
+        (!vendor.is_empty() && !product.is_empty() && !product.contains(':'))
+            .then_some(ProductKey { vendor, product })
+    }
+
+    /// From nullable vendor and product columns: a key when both are set.
+    pub fn from_columns(vendor: Option<String>, product: Option<String>) -> Option<ProductKey> {
+        vendor
+            .zip(product)
+            .map(|(vendor, product)| ProductKey { vendor, product })
+    }
+
+    pub fn text(&self) -> String {
+        format!("{}:{}", self.vendor, self.product)
+    }
+}
+
 /// The parts of a CPE 2.3 name that matching reads. Values keep CPE's
 /// conventions: `*` is ANY, `-` is NA; escapes are removed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,7 +35,7 @@ pub async fn data_state(db: &Db, settings: &Settings) -> sqlx::Result<DataState>
     let any: Option<String> = sqlx::query_scalar("SELECT id FROM vuln_cves LIMIT 1")
         .fetch_optional(&db.pool)
         .await?;
-    let attempts = super::attempts::of(db, super::sources::NVD).await?;
+    let attempts = crate::reference::attempts::of(db, crate::reference::sources::NVD).await?;
     let failing = attempts
         .as_ref()
         .filter(|a| a.failures > 0)
@@ -54,7 +54,8 @@ pub async fn data_state(db: &Db, settings: &Settings) -> sqlx::Result<DataState>
             )),
         });
     }
-    let interval = super::sources::interval(settings, super::sources::NVD).as_millis() as i64;
+    let interval = crate::reference::sources::interval(settings, crate::reference::sources::NVD)
+        .as_millis() as i64;
     let last_success = attempts.as_ref().and_then(|a| a.last_success_at);
     let old = last_success.is_some_and(|at| now_ms() - at > 2 * interval);
     let detail = match (failing, old) {

@@ -10,10 +10,12 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Value};
 use sqlx::Row;
 
-use super::feeds::{Cwe, EpssScore, KevEntry};
-use super::identify::ProductKey;
-use super::matching::CandidateRow;
-use super::records::{CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD, SOURCE_OSV};
+use crate::reference::cpe::ProductKey;
+use crate::reference::feeds::{Cwe, EpssScore, KevEntry};
+use crate::reference::records::CandidateRow;
+use crate::reference::records::{
+    CveRecord, MatchRow, SOURCE_CNA, SOURCE_CVE5, SOURCE_NVD, SOURCE_OSV,
+};
 use cairn_core::db::{now_ms, stored_json, Db};
 
 /// What one batch of CVE records did.

@@ -6,9 +6,9 @@ use serde::Serialize;
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::reference::{cve_hit, CveHit};
-use super::vocabulary::counts_open_sql;
-use super::vocabulary::ALL_FINDINGS;
+use crate::findings::vocabulary::counts_open_sql;
+use crate::findings::vocabulary::ALL_FINDINGS;
+use crate::reference::store::{cve_hit, CveHit};
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;

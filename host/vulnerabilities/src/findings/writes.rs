@@ -8,16 +8,17 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::identify::{AppId, Identification, ProductKey};
-use super::matching::Hit;
-use super::vocabulary::{self, ScanCounts, ScanScope};
+use crate::findings::vocabulary::{self, ScanCounts, ScanScope};
+use crate::matching::identify::{AppId, Identification};
+use crate::matching::ranges::Hit;
+use crate::reference::cpe::ProductKey;
 use cairn_core::db::fence::{self, FencedError, WriteFence};
 use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::changes;
 use cairn_inventory::software::SoftwareKey;
 
-pub use super::vocabulary::OPEN;
+pub use crate::findings::vocabulary::OPEN;
 
 // ---- scans -------------------------------------------------------------
 
@@ -435,7 +436,7 @@ pub async fn apply_scan(
     written.fixed = fixes.len() as i64;
 
     let cve_ids: Vec<&str> = by_cve.keys().copied().collect();
-    let severity = super::reference::severities(db, &cve_ids).await?;
+    let severity = crate::reference::store::severities(db, &cve_ids).await?;
     for cve in &cve_ids {
         let level = severity
             .get(*cve)

@@ -34,8 +34,8 @@ use std::cmp::Ordering;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::cpe::{self, Cpe};
-use super::cpe::{cna_slug, MatchRow};
+use crate::reference::cpe::{self, Cpe};
+use crate::reference::cpe::{cna_slug, MatchRow};
 use cairn_inventory::version::compare_release;
 
 /// One `affected[]` entry.

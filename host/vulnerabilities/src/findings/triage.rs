@@ -40,7 +40,7 @@ fn suppress_until(status: &str, expires_at: Option<i64>) -> Option<i64> {
     }
 }
 
-pub use super::vocabulary::{counts_open_sql, suppressed_sql};
+pub use crate::findings::vocabulary::{counts_open_sql, suppressed_sql};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TriageView {
@@ -201,7 +201,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    super::vocabulary::count_write(&mut tx, db, tenant).await?;
+    crate::findings::vocabulary::count_write(&mut tx, db, tenant).await?;
     let row = sqlx::query(&format!(
         "SELECT {COLUMNS} FROM vuln_triage WHERE tenant_id = $1 AND cve_id = $2 \
          AND vendor = $3 AND product = $4"
@@ -212,7 +212,7 @@ pub async fn set(db: &Db, tenant: &TenantId, change: &Change<'_>) -> sqlx::Resul
     .bind(change.product)
     .fetch_one(&mut *tx)
     .await?;
-    super::vocabulary::commit(tx, db, tenant).await?;
+    crate::findings::vocabulary::commit(tx, db, tenant).await?;
     view(&row)
 }
 
@@ -272,7 +272,7 @@ pub async fn products_of_cve(
     sqlx::query_as(&format!(
         "SELECT DISTINCT vendor, product FROM {} f WHERE tenant_id = $1 AND cve_id = $2 \
          ORDER BY vendor, product",
-        super::vocabulary::ALL_FINDINGS
+        crate::findings::vocabulary::ALL_FINDINGS
     ))
     .bind(tenant.as_str())
     .bind(cve_id)

@@ -9,13 +9,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::identify::{self, Application, Identification, ProductKey, Translations};
-use super::matching::{self, CandidateRow};
-use super::osv::{self, StoredRange};
-use super::records::{self, CveRecord, SOURCE_CNA, SOURCE_NVD};
+use crate::matching::identify::{self, Application, Identification, Translations};
+use crate::matching::packages;
+use crate::matching::ranges;
+use crate::reference::cpe::ProductKey;
+use crate::reference::osv::{self, StoredRange};
+use crate::reference::records::CandidateRow;
+use crate::reference::records::{self, CveRecord, SOURCE_CNA, SOURCE_NVD};
 use cairn_inventory::software::InstalledSoftware;
 
-const GOLDEN: &str = include_str!("testdata/golden_verdicts.tsv");
+const GOLDEN: &str = include_str!("../testdata/golden_verdicts.tsv");
 
 fn fixtures(folder: &str) -> Vec<Value> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -129,11 +132,12 @@ fn verdict(
     item: &InstalledSoftware,
 ) -> BTreeSet<String> {
     let version = item.version.as_deref().unwrap_or("");
-    let releases = osv::releases_of(item);
-    let names = osv::package_names(&item.application_name, table);
-    if let Some(release) = osv::package_release(&releases, &names, version, &knowledge.ranges) {
-        let ranges = osv::ranges_of_package(&knowledge.ranges, release, &names);
-        return osv::evaluate(&ranges, release, version)
+    let releases = packages::releases_of(item);
+    let names = packages::package_names(&item.application_name, table);
+    if let Some(release) = packages::package_release(&releases, &names, version, &knowledge.ranges)
+    {
+        let ranges = packages::ranges_of_package(&knowledge.ranges, release, &names);
+        return packages::evaluate(&ranges, release, version)
             .into_iter()
             .map(|h| h.cve_id)
             .collect();
@@ -151,7 +155,7 @@ fn verdict(
         .os_platform
         .as_deref()
         .and_then(cairn_inventory::normalize::platform_label);
-    let Some(version) = super::scan::version_for_cpes(table, &key, item, platform) else {
+    let Some(version) = crate::scan::version_for_cpes(table, &key, item, platform) else {
         return BTreeSet::new();
     };
     let mut rows: Vec<CandidateRow> = knowledge.rows.get(&key).cloned().unwrap_or_default();
@@ -163,7 +167,7 @@ fn verdict(
                 .cloned(),
         );
     }
-    matching::evaluate(&rows, &version, platform)
+    ranges::evaluate(&rows, &version, platform)
         .into_iter()
         .map(|h| h.cve_id)
         .collect()
@@ -209,7 +213,7 @@ fn golden_verdicts() {
             .collect();
         let got = verdict(&knowledge, &table, &item);
         // Per platform, and per distribution release on Linux.
-        let group = match osv::releases_of(&item).first() {
+        let group = match packages::releases_of(&item).first() {
             Some(release) => format!("{} {release}", cells[3]),
             None if cells[3] == "linux" => "linux (release unknown)".to_string(),
             None => cells[3].to_string(),

@@ -2,8 +2,8 @@
 //! NVD and stored when the store lacks it, so the next reader (and the
 //! next match) has it too.
 
-use super::reference::{self, CveDetail};
-use super::sources::{self, SourceConfig, SourceError};
+use crate::reference::sources::{self, SourceConfig, SourceError};
+use crate::reference::store::{self, CveDetail};
 use cairn_core::db::Db;
 
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +59,7 @@ pub fn cve_ids_in(text: &str) -> Vec<String> {
 /// NVD (and stored); whether it was fetched.
 async fn one(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, ResearchError> {
     let id = cve_id(text).ok_or_else(|| ResearchError::NotACveId(text.to_string()))?;
-    if let Some(detail) = reference::cve_detail(db, &id).await? {
+    if let Some(detail) = store::cve_detail(db, &id).await? {
         return Ok(Researched {
             detail,
             fetched_from_nvd: false,
@@ -71,7 +71,7 @@ async fn one(db: &Db, config: &SourceConfig, text: &str) -> Result<Researched, R
         Err(SourceError::Db(err)) => return Err(err.into()),
         Err(err) => return Err(ResearchError::Lookup(err.to_string())),
     }
-    let detail = reference::cve_detail(db, &id)
+    let detail = store::cve_detail(db, &id)
         .await?
         .ok_or(ResearchError::Unknown(id))?;
     Ok(Researched {
@@ -100,7 +100,7 @@ pub async fn cves(
         .iter()
         .any(|r| r.as_ref().is_ok_and(|r| r.fetched_from_nvd))
     {
-        super::request_rescans(db).await?;
+        crate::request_rescans(db).await?;
     }
     Ok(out)
 }

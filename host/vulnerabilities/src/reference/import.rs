@@ -14,11 +14,11 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::feeds;
-use super::identify::ProductKey;
-use super::osv;
-use super::records::{self, CveRecord};
-use super::reference;
+use crate::reference::cpe::ProductKey;
+use crate::reference::feeds;
+use crate::reference::osv;
+use crate::reference::records::{self, CveRecord};
+use crate::reference::store;
 use cairn_core::db::Db;
 
 /// CVE records per database write.
@@ -184,22 +184,22 @@ pub async fn import_paths(
     }
     // An imported feed counts as that source loaded (offline, by hand).
     for source in [
-        super::sources::NVD,
-        super::sources::KEV,
-        super::sources::EPSS,
+        crate::reference::sources::NVD,
+        crate::reference::sources::KEV,
+        crate::reference::sources::EPSS,
     ] {
         let loaded = reports.iter().any(|r| {
             r.records > 0
                 && match source {
-                    super::sources::NVD => matches!(r.kind, "nvd" | "cve5"),
+                    crate::reference::sources::NVD => matches!(r.kind, "nvd" | "cve5"),
                     other => r.kind == other,
                 }
         });
         if loaded {
-            super::attempts::imported(db, source).await?;
+            crate::reference::attempts::imported(db, source).await?;
         }
     }
-    super::sources::record_gauges(db).await;
+    crate::reference::sources::record_gauges(db).await;
     Ok(reports)
 }
 
@@ -342,12 +342,12 @@ async fn import_zip(db: &Db, path: &Path) -> Result<Vec<ImportReport>, ImportErr
         }
         Ok((cve5, advisories, unrecognized, catalogs))
     });
-    let mut written = reference::CveWrite::default();
+    let mut written = store::CveWrite::default();
     let mut advisories_written = osv::OsvWrite::default();
     while let Some(batch) = receiver.recv().await {
         match batch {
             ZipBatch::Cves(records) => {
-                let w = reference::write_cves(db, &records).await?;
+                let w = store::write_cves(db, &records).await?;
                 written.written += w.written;
                 written.unchanged += w.unchanged;
             }
@@ -449,17 +449,17 @@ pub async fn import_stream(
             }
         },
     );
-    let mut written = reference::CveWrite::default();
+    let mut written = store::CveWrite::default();
     let mut products = 0u64;
     while let Some(batch) = receiver.recv().await {
         match batch {
             Batch::Cves(records) => {
-                let w = reference::write_cves(db, &records).await?;
+                let w = store::write_cves(db, &records).await?;
                 written.written += w.written;
                 written.unchanged += w.unchanged;
             }
             Batch::Products(keys) => {
-                products += reference::write_cpe_products(db, &keys).await?;
+                products += store::write_cpe_products(db, &keys).await?;
             }
         }
     }
@@ -494,25 +494,25 @@ async fn import_small(
         Kind::Kev => {
             let entries = feeds::parse_kev(bytes).map_err(|e| format(e.to_string()))?;
             report.records = entries.len() as u64;
-            report.written = reference::write_kev(db, &entries).await?;
+            report.written = store::write_kev(db, &entries).await?;
         }
         Kind::Epss => {
             let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
             let (date, scores) =
                 feeds::parse_epss(bytes, &today).map_err(|e| format(e.to_string()))?;
             report.records = scores.len() as u64;
-            report.written = reference::write_epss(db, &date, &scores).await?;
+            report.written = store::write_epss(db, &date, &scores).await?;
         }
         Kind::Cwe => {
             let cwes = feeds::parse_cwe(bytes).map_err(|e| format(e.to_string()))?;
             report.records = cwes.len() as u64;
-            report.written = reference::write_cwes(db, &cwes).await?;
+            report.written = store::write_cwes(db, &cwes).await?;
         }
         Kind::Cve5 => {
             let value: Value = serde_json::from_slice(bytes).map_err(|e| format(e.to_string()))?;
             let record = records::from_cve5(&value).map_err(|e| format(e.to_string()))?;
             report.records = 1;
-            let w = reference::write_cves(db, &[record]).await?;
+            let w = store::write_cves(db, &[record]).await?;
             report.written = w.written;
             report.unchanged = w.unchanged;
         }
@@ -612,7 +612,9 @@ impl Sink<'_> {
             },
             _ => {
                 let cpe = &element["cpe"];
-                let parsed = cpe["cpeName"].as_str().and_then(super::cpe::Cpe::parse);
+                let parsed = cpe["cpeName"]
+                    .as_str()
+                    .and_then(crate::reference::cpe::Cpe::parse);
                 match parsed {
                     Some(parsed) if cpe["deprecated"] != Value::Bool(true) => {
                         let title = cpe["titles"]

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{feeds, records, reference};
+use crate::reference::{feeds, records, store};
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_core::settings::Settings;
@@ -183,7 +183,7 @@ pub async fn sync_nvd(
     progress: &dyn Progress,
 ) -> Result<SourceRun, SourceError> {
     let (outbound, base) = config.outbound(&config.nvd_api_url, SYNC_BACKOFF)?;
-    let state = reference::source_state(db, NVD).await?;
+    let state = store::source_state(db, NVD).await?;
     let started = cairn_core::db::now_ms();
     let since: Option<i64> = state
         .as_ref()
@@ -297,7 +297,7 @@ pub async fn sync_nvd(
                 }
             }
             run.records += count;
-            run.written += reference::write_cves(db, &parsed).await?.written;
+            run.written += store::write_cves(db, &parsed).await?.written;
             start_index += count;
             let checkpoint = json!({
                 "window": window.map(|(a, b)| vec![a, b]),
@@ -310,7 +310,7 @@ pub async fn sync_nvd(
         }
         start_index = 0;
     }
-    reference::set_source_state(
+    store::set_source_state(
         db,
         NVD,
         Some(&nvd_time(started)),
@@ -383,7 +383,7 @@ pub async fn nvd_lookup(db: &Db, config: &SourceConfig, cve_id: &str) -> Result<
             record.id
         )));
     }
-    reference::write_cves(db, std::slice::from_ref(&record)).await?;
+    store::write_cves(db, std::slice::from_ref(&record)).await?;
     Ok(true)
 }
 
@@ -449,7 +449,7 @@ pub async fn nvd_search_page(
             Err(err) => tracing::warn!(error = %err, "NVD record skipped"),
         }
     }
-    let written = reference::write_cves(db, &parsed).await?.written;
+    let written = store::write_cves(db, &parsed).await?.written;
     Ok(SearchedPage {
         written,
         cves: parsed
@@ -493,14 +493,14 @@ pub async fn sync_kev(db: &Db, config: &SourceConfig) -> Result<SourceRun, Sourc
     let body = fetch_whole(config, &config.kev_url).await?;
     let entries = feeds::parse_kev(&body)
         .map_err(|e| SourceError::Upstream(format!("KEV catalog unreadable: {e}")))?;
-    let written = reference::write_kev(db, &entries).await?;
+    let written = store::write_kev(db, &entries).await?;
     let run = SourceRun {
         requests: 1,
         records: entries.len() as u64,
         written,
         retries: 0,
     };
-    reference::set_source_state(db, KEV, None, &json!({"last_run": run})).await?;
+    store::set_source_state(db, KEV, None, &json!({"last_run": run})).await?;
     Ok(run)
 }
 
@@ -550,7 +550,7 @@ pub async fn epss_lookup(
         score,
         percentile,
     };
-    reference::write_epss(db, &date, std::slice::from_ref(&score)).await?;
+    store::write_epss(db, &date, std::slice::from_ref(&score)).await?;
     Ok(Some(score))
 }
 
@@ -559,14 +559,14 @@ pub async fn sync_epss(db: &Db, config: &SourceConfig) -> Result<SourceRun, Sour
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let (date, scores) = feeds::parse_epss(&body[..], &today)
         .map_err(|e| SourceError::Upstream(format!("EPSS file unreadable: {e}")))?;
-    let written = reference::write_epss(db, &date, &scores).await?;
+    let written = store::write_epss(db, &date, &scores).await?;
     let run = SourceRun {
         requests: 1,
         records: scores.len() as u64,
         written,
         retries: 0,
     };
-    reference::set_source_state(db, EPSS, Some(&date), &json!({"last_run": run})).await?;
+    store::set_source_state(db, EPSS, Some(&date), &json!({"last_run": run})).await?;
     Ok(run)
 }
 
@@ -622,7 +622,8 @@ impl JobHandler for SourceHandler {
         let source = self.source;
         let outcome = match result {
             Ok(run) => {
-                let failed_before = super::attempts::succeeded(db, source, self.interval).await?;
+                let failed_before =
+                    crate::reference::attempts::succeeded(db, source, self.interval).await?;
                 if failed_before > 0 {
                     tracing::info!(
                         source,
@@ -640,7 +641,7 @@ impl JobHandler for SourceHandler {
                     );
                 }
                 if source == NVD && run.written > 0 {
-                    super::request_rescans(db).await?;
+                    crate::request_rescans(db).await?;
                 }
                 Ok(())
             }
@@ -648,7 +649,7 @@ impl JobHandler for SourceHandler {
             Err(err) => {
                 let error = err.to_string();
                 let (failures, pause) =
-                    super::attempts::failed(db, source, &error, self.interval).await?;
+                    crate::reference::attempts::failed(db, source, &error, self.interval).await?;
                 // Once when it starts failing; then quietly, with backoff,
                 // until it loads again.
                 if failures == 1 {
@@ -674,7 +675,7 @@ pub async fn record_gauges(db: &Db) {
     for source in SOURCES {
         // Only the source's own table: the match rows and CPE dictionary
         // are far larger and not needed here.
-        let records = match reference::count(db, records_key(source)).await {
+        let records = match store::count(db, records_key(source)).await {
             Ok(records) => records,
             Err(err) => {
                 tracing::debug!(error = %err, "CVE source figures not read");
@@ -682,10 +683,13 @@ pub async fn record_gauges(db: &Db) {
             }
         };
         metrics::gauge!(telemetry::CVE_SOURCE_RECORDS, "source" => source).set(records as f64);
-        let attempts = super::attempts::of(db, source).await.ok().flatten();
+        let attempts = crate::reference::attempts::of(db, source)
+            .await
+            .ok()
+            .flatten();
         let last_success = match &attempts {
             Some(a) => a.last_success_at,
-            None => reference::source_state(db, source)
+            None => store::source_state(db, source)
                 .await
                 .ok()
                 .flatten()
@@ -718,10 +722,10 @@ pub fn records_key(source: &str) -> &'static str {
 pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
     let now = cairn_core::db::now_ms();
     for source in SOURCES {
-        let due = match super::attempts::of(db, source).await? {
+        let due = match crate::reference::attempts::of(db, source).await? {
             Some(attempts) => now >= attempts.next_attempt_at,
             // Loaded before attempts were kept (or by `cairn vuln import`).
-            None => reference::source_state(db, source)
+            None => store::source_state(db, source)
                 .await?
                 .map(|s| s.updated_at)
                 .is_none_or(|at| now - at >= interval(settings, source).as_millis() as i64),

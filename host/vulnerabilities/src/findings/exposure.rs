@@ -24,11 +24,11 @@ impl CveExposure for Findings {
         db: &Db,
         tenant: &TenantId,
     ) -> sqlx::Result<Arc<HashMap<String, Vec<String>>>> {
-        crate::views::open_cves_by_application(db, tenant).await
+        crate::findings::views::open_cves_by_application(db, tenant).await
     }
 
     async fn open_cve_count(&self, db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {
-        crate::views::open_cve_count(db, tenant).await
+        crate::findings::views::open_cve_count(db, tenant).await
     }
 
     async fn inventory_changed(&self, db: &Db, tenant: &TenantId) -> sqlx::Result<()> {

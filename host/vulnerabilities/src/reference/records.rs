@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::affected;
-use super::cpe::{self, Cpe};
-pub use super::cpe::{cna_slug, MatchRow};
+use crate::reference::affected;
+use crate::reference::cpe::{self, Cpe};
+pub use crate::reference::cpe::{cna_slug, MatchRow};
 
 /// Which feed a row of reference data came from.
 pub const SOURCE_NVD: &str = "nvd";
@@ -39,6 +39,18 @@ pub struct CveRecord {
     pub nvd_rows: Vec<MatchRow>,
     /// Rows from the CNA's `affected[]` data, when the record carries any.
     pub cna_rows: Option<Vec<MatchRow>>,
+}
+
+/// A match row with what it belongs to.
+#[derive(Debug, Clone)]
+pub struct CandidateRow {
+    pub cve_id: String,
+    /// `nvd` or `cna`.
+    pub source: String,
+    pub row: MatchRow,
+    pub rejected: bool,
+    /// The CVE has NVD configurations: its CNA rows are not used.
+    pub has_nvd_config: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -516,12 +528,12 @@ mod tests {
 
     /// Whether `product` at `version` is affected by a real CVE 5 record.
     fn affected(record: &CveRecord, product: &str, version: &str) -> bool {
-        let rows: Vec<crate::matching::CandidateRow> = record
+        let rows: Vec<crate::reference::records::CandidateRow> = record
             .cna_rows
             .iter()
             .flatten()
             .filter(|r| format!("{}:{}", r.vendor, r.product) == product)
-            .map(|row| crate::matching::CandidateRow {
+            .map(|row| crate::reference::records::CandidateRow {
                 cve_id: record.id.clone(),
                 source: SOURCE_CNA.into(),
                 row: row.clone(),
@@ -529,7 +541,7 @@ mod tests {
                 has_nvd_config: false,
             })
             .collect();
-        !crate::matching::evaluate(&rows, version, Some("windows")).is_empty()
+        !crate::matching::ranges::evaluate(&rows, version, Some("windows")).is_empty()
     }
 
     #[test]
