@@ -13,10 +13,11 @@ use cairn_core::db::now_ms;
 use cairn_core::ids::TenantId;
 use cairn_plugins::MappedRow;
 use cairn_tests::inventory::software;
-use cairn_tests::{backend_tests, Backend, TestDb};
+use cairn_tests::{backend_tests, fake_nvd, Backend, TestDb};
 use cairn_vulnerabilities::findings::vocabulary::ScanScope;
 use cairn_vulnerabilities::findings::{triage, views, writes};
-use cairn_vulnerabilities::matching::identify::Translations;
+use cairn_vulnerabilities::matching::identify::{clean_name, Translations};
+use cairn_vulnerabilities::reference::cpe::ProductKey;
 use cairn_vulnerabilities::reference::import;
 use cairn_vulnerabilities::scan;
 
@@ -27,9 +28,13 @@ backend_tests!(
 );
 
 /// Imports the NVD records of `tests/fixtures/nvd` (real records, as NVD's
-/// API 2.0 serves them) as one API page, the way `cairn vuln import` does.
+/// API 2.0 serves them) with a rejected 7-Zip record and a PuTTY record of
+/// odd bounds as one API page, and Zoom's CVE JSON 5 record, the way
+/// `cairn vuln import` does.
 async fn load_nvd(test_db: &TestDb) {
-    let records: Vec<_> = cairn_tests::fake_nvd::fixture_records()
+    let mut cves = fake_nvd::fixture_records();
+    cves.extend([fake_nvd::rejected_record(), fake_nvd::putty_record()]);
+    let records: Vec<_> = cves
         .into_iter()
         .map(|cve| serde_json::json!({ "cve": cve }))
         .collect();
@@ -45,12 +50,18 @@ async fn load_nvd(test_db: &TestDb) {
         "vulnerabilities": records,
     });
     std::fs::write(dir.join("page.json"), page.to_string()).unwrap();
+    std::fs::write(
+        dir.join("CVE-2024-24691.json"),
+        fake_nvd::zoom_cve5_record().to_string(),
+    )
+    .unwrap();
     let reports = import::import_paths(&test_db.db, std::slice::from_ref(&dir))
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(reports[0].kind, "nvd", "{reports:?}");
-    assert_eq!(reports[0].written, 7, "{reports:?}");
+    let written: Vec<(&str, u64)> = reports.iter().map(|r| (r.kind, r.written)).collect();
+    assert!(written.contains(&("nvd", 9)), "{reports:?}");
+    assert!(written.contains(&("cve5", 1)), "{reports:?}");
 }
 
 /// Writes `rows` as the tenant's RMM reported them (replacing what the RMM
@@ -98,6 +109,26 @@ async fn findings_of(
     rows.into_iter()
         .map(|f| (f.device_name, f.version))
         .collect()
+}
+
+fn log4j(version: &str) -> MappedRow {
+    software(
+        "SRV-01",
+        "log4j",
+        "Apache Software Foundation",
+        version,
+        "linux",
+    )
+}
+
+fn putty(version: &str) -> MappedRow {
+    software(
+        "WS-01",
+        &format!("PuTTY release {version} (64-bit)"),
+        "Simon Tatham",
+        &format!("{version}.0.0"),
+        "windows",
+    )
 }
 
 async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
@@ -201,13 +232,132 @@ async fn installed_versions_match_the_cves_their_ranges_name(backend: Backend) {
             ),
             &["CVE-2024-21388"],
         ),
+        (
+            "Firefox ESR inside the ESR range",
+            software(
+                "WS-01",
+                "Mozilla Firefox 91.6.0 ESR (x64 en-US)",
+                "Mozilla",
+                "91.6.0",
+                "windows",
+            ),
+            &["CVE-2022-26485"],
+        ),
+        (
+            "Zoom for Windows: NVD's row and the CNA's record (no NVD configuration)",
+            software(
+                "WS-01",
+                "Zoom",
+                "Zoom Video Communications, Inc.",
+                "5.9.1",
+                "windows",
+            ),
+            &["CVE-2022-22784", "CVE-2024-24691"],
+        ),
+        (
+            "Zoom on a Mac: the CNA names only the Windows client",
+            software(
+                "MAC-01",
+                "zoom.us",
+                "Zoom Video Communications, Inc.",
+                "5.9.0",
+                "macOS",
+            ),
+            &["CVE-2022-22784"],
+        ),
+        (
+            "Zoom at the CNA's fix, past NVD's range",
+            software(
+                "WS-01",
+                "Zoom",
+                "Zoom Video Communications, Inc.",
+                "5.16.5",
+                "windows",
+            ),
+            &[],
+        ),
+        (
+            "log4j at the start it includes (found through the dictionary)",
+            log4j("2.4.0"),
+            &["CVE-2021-44228"],
+        ),
+        ("log4j at the end it excludes", log4j("2.15.0"), &[]),
+        (
+            "log4j's exact pre-release",
+            log4j("2.0-rc1"),
+            &["CVE-2021-44228"],
+        ),
+        ("PuTTY at the start it excludes", putty("0.70"), &[]),
+        ("PuTTY past the start", putty("0.71"), &["CVE-1999-0001"]),
+        (
+            "PuTTY at the end it includes",
+            putty("0.80"),
+            &["CVE-1999-0001"],
+        ),
+        ("PuTTY past the end", putty("0.81"), &[]),
+        (
+            "Xcode on a Mac below 13.3",
+            software("MAC-01", "Xcode", "Apple", "13.2.1", "macOS"),
+            &["CVE-2021-44228"],
+        ),
+        (
+            "firmware of an AND configuration, on a PC without the hardware",
+            software(
+                "WS-04",
+                "SIMATIC Firmware Tool",
+                "Siemens",
+                "2.0",
+                "windows",
+            ),
+            &[],
+        ),
+        (
+            "the hardware of that configuration (vulnerable: false)",
+            software(
+                "WS-04",
+                "SIMATIC Hardware Tool",
+                "Siemens",
+                "1.0",
+                "windows",
+            ),
+            &[],
+        ),
+        (
+            "a tenant-mapped product at the end it includes",
+            software("SRV-01", "Rhythmyx CMS", "Percussion", "7.3.2", "windows"),
+            &["CVE-2021-44228"],
+        ),
+        (
+            "a tenant-mapped product past it",
+            software("SRV-01", "Rhythmyx CMS", "Percussion", "7.3.3", "windows"),
+            &[],
+        ),
     ];
-    let all_cves: Vec<String> = cairn_tests::fake_nvd::fixture_records()
+    // The tenant's own mappings, as `PUT /vulnerabilities/mappings` stores them.
+    let mappings = [
+        (
+            "SIMATIC Firmware Tool",
+            "siemens:6bk1602-0aa12-0tp0_firmware",
+        ),
+        ("SIMATIC Hardware Tool", "siemens:6bk1602-0aa12-0tp0"),
+        ("Rhythmyx CMS", "percussion:rhythmyx"),
+    ];
+    let mut all_cves: Vec<String> = fake_nvd::fixture_records()
         .iter()
+        .chain(&[fake_nvd::rejected_record(), fake_nvd::putty_record()])
         .map(|r| r["id"].as_str().unwrap().to_string())
         .collect();
+    all_cves.push("CVE-2024-24691".into());
+    all_cves.sort();
+    all_cves.dedup();
     for (i, (case, row, expected)) in cases.iter().enumerate() {
         let tenant = test_db.tenant(&format!("t{i}")).await;
+        for (application, product) in mappings {
+            let key = ProductKey::parse(product);
+            writes::set_mapping(&test_db.db, &tenant, &clean_name(application), key.as_ref())
+                .await
+                .unwrap();
+        }
         sync_and_scan(&test_db, &tenant, "run-1", std::slice::from_ref(row)).await;
         let mut found = vec![];
         for cve in &all_cves {

@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_plugins::MappedRow;
-use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
+use cairn_tests::fake_nvd::{
+    fixture_records, putty_record, rejected_record, zoom_cve5_record, FakeNvd,
+};
 pub(crate) use cairn_tests::inventory::software;
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
@@ -148,67 +150,6 @@ async fn an_unreachable_source_says_why_and_backs_off(backend: Backend) {
         "kev waits out its pause: {asked:?}"
     );
     assert!(asked.contains(&epss_kind), "{asked:?}");
-}
-
-/// A 7-Zip record NVD rejected: it must never match.
-fn rejected_record() -> Value {
-    json!({
-        "id": "CVE-2099-0001",
-        "sourceIdentifier": "cve@mitre.org",
-        "published": "2025-01-01T00:00:00.000",
-        "lastModified": "2025-02-01T00:00:00.000",
-        "vulnStatus": "Rejected",
-        "descriptions": [{"lang": "en", "value": "Rejected reason: not a vulnerability."}],
-        "metrics": {},
-        "configurations": [{"nodes": [{"operator": "OR", "negate": false, "cpeMatch": [
-            {"vulnerable": true, "criteria": "cpe:2.3:a:7-zip:7-zip:*:*:*:*:*:*:*:*",
-             "versionEndExcluding": "99.0", "matchCriteriaId": "00000000-0000-0000-0000-000000000001"}
-        ]}]}],
-        "references": []
-    })
-}
-
-/// A PuTTY record with a start-excluding and an end-including bound, under
-/// an id the real EPSS fixture scores (CVE-1999-0001).
-fn putty_record() -> Value {
-    json!({
-        "id": "CVE-1999-0001",
-        "sourceIdentifier": "cve@mitre.org",
-        "published": "1999-12-30T05:00:00.000",
-        "lastModified": "2025-04-03T01:03:51.193",
-        "vulnStatus": "Modified",
-        "descriptions": [{"lang": "en", "value": "Test record for PuTTY bounds."}],
-        "metrics": {"cvssMetricV2": [{"source": "nvd@nist.gov", "type": "Primary",
-            "cvssData": {"version": "2.0", "vectorString": "AV:N/AC:L/Au:N/C:N/I:N/A:P", "baseScore": 5.0},
-            "baseSeverity": "MEDIUM"}]},
-        "configurations": [{"nodes": [{"operator": "OR", "negate": false, "cpeMatch": [
-            {"vulnerable": true, "criteria": "cpe:2.3:a:putty:putty:*:*:*:*:*:*:*:*",
-             "versionStartExcluding": "0.70", "versionEndIncluding": "0.80",
-             "matchCriteriaId": "00000000-0000-0000-0000-000000000002"}
-        ]}]}],
-        "references": []
-    })
-}
-
-/// CVE-2024-24691 as its CNA published it (CVE JSON 5): NVD has no
-/// configuration for it, so this is the only way to match it.
-fn zoom_cve5_record() -> Value {
-    json!({
-        "dataType": "CVE_RECORD",
-        "dataVersion": "5.1",
-        "cveMetadata": {"cveId": "CVE-2024-24691", "assignerShortName": "Zoom", "state": "PUBLISHED",
-            "datePublished": "2024-02-14T00:00:00.000Z", "dateUpdated": "2024-09-20T15:15:16.393Z"},
-        "containers": {"cna": {
-            "affected": [{"vendor": "Zoom Communications, Inc.", "product": "Zoom Desktop Client for Windows",
-                "defaultStatus": "unaffected",
-                "versions": [{"version": "0", "lessThan": "5.16.5", "status": "affected", "versionType": "custom"}]}],
-            "descriptions": [{"lang": "en", "value": "Improper input validation in Zoom Desktop Client for Windows."}],
-            "metrics": [{"cvssV3_1": {"version": "3.1", "baseScore": 9.6, "baseSeverity": "CRITICAL",
-                "vectorString": "CVSS:3.1/AV:N/AC:L/PR:N/UI:R/S:C/C:H/I:H/A:H"}}],
-            "problemTypes": [{"descriptions": [{"cweId": "CWE-176", "lang": "en", "type": "CWE"}]}],
-            "references": [{"url": "https://www.zoom.com/en/trust/security-bulletin/ZSB-24008/"}]
-        }}
-    })
 }
 
 async fn app_with_sources(

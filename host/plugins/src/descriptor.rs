@@ -6,7 +6,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 /// A connector's descriptor in the v0.2 shape (a v0.1 descriptor is
-/// upgraded to it by [`super::v01::upgrade_descriptor`]).
+/// upgraded to it when the connector loads).
+// The upgrade: `v01::upgrade_descriptor`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ConnectorDescriptor {
     /// The product's id, unique among loaded connectors.

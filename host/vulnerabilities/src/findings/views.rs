@@ -818,8 +818,9 @@ fn page_of<T>(items: Vec<T>, skip: i64, limit: i64) -> (Vec<T>, i64) {
     (items, total)
 }
 
-/// An installation no match judges, and why (see
-/// [`crate::matching::packages::not_assessable`]).
+/// An installation no match judges, and why: a distribution's build on a
+/// device whose distribution release is not known.
+// Which installations: `matching::packages::not_assessable`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct NotAssessed {
     pub device_name: String,
