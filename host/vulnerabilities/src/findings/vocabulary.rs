@@ -1,9 +1,9 @@
 //! The words every findings module shares: what an open finding is, what
 //! triage takes out of the open counts, matched and scanner findings as
 //! one table, what a scan covers and counts, and how a write of findings
-//! or triage is announced. A leaf: matching (`scan`), storage
-//! (`findings`, `scanner_findings`), triage, figures (`posture`) and the
-//! views all use it, and it uses none of them.
+//! or triage is announced. A leaf: the `scan` job, the writes (`writes`,
+//! `scanner`), triage, the figures (`figures`, `posture`) and the views
+//! all use it, and it uses none of them.
 
 use std::collections::HashMap;
 
