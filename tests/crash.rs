@@ -779,10 +779,12 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     .await;
     let stopped = server.terminate().await;
     assert!(stopped.success(), "a clean exit");
-    let (status, _, _) = job_json(&db, &rollup_id).await;
+    let (status, attempts, _) = job_json(&db, &rollup_id).await;
     assert!(
         ["queued", "superseded", "success"].contains(&status.as_str()),
-        "the rollup handed back, taken over or done: {status}"
+        "the rollup handed back, taken over or done: {status} (attempts {attempts}); \
+         the server's log ends with:\n{}",
+        log_tail(&scratch.dir.join("4.log"))
     );
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "5.log");
     let behind_sql = "SELECT COUNT(*) FROM rollup_state WHERE tenant_id = $1 AND built < requested";

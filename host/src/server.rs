@@ -129,6 +129,7 @@ impl RunningServer {
         let grace = Duration::from_secs(self.state.settings.shutdown_grace_secs);
         if let Some(workers) = self.workers.take() {
             workers.await?;
+            self.state.jobs.hand_back_held().await?;
         }
         for task in self.background.drain(..) {
             let _ = task.await;
@@ -167,6 +168,7 @@ impl RunningServer {
         // Workers and requests each have the grace period; what remains
         // is writing the releases and closing the pool.
         let deadline = grace * 2 + Duration::from_secs(3);
+        let jobs = self.state.jobs.clone();
         match tokio::time::timeout(deadline, self.stop()).await {
             Ok(stopped) => {
                 tracing::info!("stopped");
@@ -177,11 +179,21 @@ impl RunningServer {
                     deadline_secs = deadline.as_secs(),
                     "shutdown did not finish in time; exiting"
                 );
+                // The runs still going are dropped with the process: their
+                // jobs go back to the queue rather than wait out a lease.
+                let handed_back = tokio::time::timeout(RELEASE_TIME, jobs.hand_back_held());
+                if let Ok(Err(err)) = handed_back.await {
+                    tracing::warn!(error = %err, "handing back the running jobs failed");
+                }
                 Ok(())
             }
         }
     }
 }
+
+/// How long a stop that overran its deadline may spend handing back the
+/// jobs it still holds.
+const RELEASE_TIME: Duration = Duration::from_secs(3);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

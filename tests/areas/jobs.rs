@@ -30,7 +30,36 @@ backend_tests!(
     a_shared_schedule_runs_in_one_process_per_period,
     a_sweep_queues_no_job_behind_a_live_one,
     a_queue_runs_nothing_until_its_handlers_are_installed,
+    a_stopping_process_hands_back_the_jobs_it_still_holds,
 );
+
+/// A process that stops hands back every job still running under its
+/// worker id (a run whose own hand-back failed, or one it stopped waiting
+/// for): queued again, the attempt not counted. Another process's running
+/// job is left alone.
+async fn a_stopping_process_hands_back_the_jobs_it_still_holds(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let db = &test_db.db;
+    let tenant = test_db.tenant("t").await;
+    let queue = queue(&test_db, Registry::default());
+    let ours = enqueue_and_claim(db, &tenant, "left_running", &queue.worker_id).await;
+    let theirs = enqueue_and_claim(db, &tenant, "still_running", "another-process").await;
+
+    assert_eq!(queue.hand_back_held().await.unwrap(), 1);
+    let ours = job(&test_db, &tenant, &ours.job_id).await;
+    assert_eq!(ours.status(), JobStatus::Queued);
+    assert_eq!(ours.attempts, 0, "a hand-back costs no attempt");
+    let theirs = job(&test_db, &tenant, &theirs.job_id).await;
+    assert_eq!(
+        theirs.status(),
+        JobStatus::Running,
+        "not this process's job"
+    );
+    assert_eq!(queue.hand_back_held().await.unwrap(), 0, "nothing left");
+    test_db.finish().await;
+}
 
 /// The areas' handlers reach the queue once (`Queue::install`, from
 /// `cairn_platform::area::assemble`), after the state that holds it is

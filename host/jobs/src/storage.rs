@@ -257,6 +257,23 @@ pub struct Fence {
 
 const FENCE: &str = "id = $1 AND status = 'running' AND worker_id = $2 AND attempts = $3";
 
+/// The runs `worker_id` still holds, as their fences.
+pub async fn held_by(db: &Db, worker_id: &str) -> sqlx::Result<Vec<Fence>> {
+    let held: Vec<(String, i64)> =
+        sqlx::query_as("SELECT id, attempts FROM jobs WHERE status = 'running' AND worker_id = $1")
+            .bind(worker_id)
+            .fetch_all(&db.bookkeeping)
+            .await?;
+    Ok(held
+        .into_iter()
+        .map(|(job_id, attempts)| Fence {
+            job_id,
+            worker_id: worker_id.to_string(),
+            attempts,
+        })
+        .collect())
+}
+
 /// A claim fences the writes made under it (see [`hold`]).
 #[async_trait::async_trait]
 impl cairn_core::db::fence::WriteFence for Fence {

@@ -235,6 +235,21 @@ impl Queue {
         let _ = finishes_written.await;
     }
 
+    /// Hands back every job this process still holds once its runs are
+    /// over: a run whose hand-back failed, or one the process stopped
+    /// waiting for. Without it such a job would wait out its lease (and the
+    /// next process's reaper) although nothing runs it. Returns how many.
+    pub async fn hand_back_held(&self) -> sqlx::Result<usize> {
+        let mut handed_back = 0;
+        for fence in storage::held_by(&self.db, &self.worker_id).await? {
+            if storage::release(&self.db, &fence).await? {
+                tracing::warn!(job_id = %fence.job_id, "a job its run left running was handed back");
+                handed_back += 1;
+            }
+        }
+        Ok(handed_back)
+    }
+
     #[tracing::instrument(skip_all, fields(job_id = %ctx.job_id(), kind = %ctx.kind(), tenant_id = %ctx.tenant_id().as_str(), attempt = ctx.attempt()))]
     async fn run_in(
         &self,
@@ -305,7 +320,13 @@ impl Queue {
             (Some(StopReason::Shutdown), _) => {
                 match storage::release(&self.db, ctx.fence()).await {
                     Ok(true) => RunOutcome::Recorded(JobStatus::Queued),
-                    _ => RunOutcome::LeaseLost,
+                    Ok(false) => RunOutcome::LeaseLost,
+                    Err(err) => {
+                        // The job stays running until its lease lapses and
+                        // a reaper hands it back.
+                        tracing::warn!(error = %err, "handing the job back failed");
+                        RunOutcome::LeaseLost
+                    }
                 }
             }
             (Some(StopReason::Stalled), _) => {
