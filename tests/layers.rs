@@ -224,3 +224,41 @@ fn every_area_is_listed_once() {
         );
     }
 }
+
+/// The route attributes (`#[utoipa::path(..., path = "...")]`) of `text`
+/// whose path names the API's root instead of being relative to the
+/// prefix its area mounts it at.
+fn absolute_route_paths(text: &str) -> Vec<String> {
+    text.split("#[utoipa::path(")
+        .skip(1)
+        .filter_map(|attribute| {
+            let path = attribute.split("path = \"").nth(1)?.split('"').next()?;
+            path.starts_with("/api").then(|| path.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn routes_are_written_relative_to_their_area_prefix() {
+    let relative = "#[utoipa::path(get, path = \"/{tag_id}\", tag = \"tags\")]";
+    let absolute = "#[utoipa::path(get, path = \"/api/v1/tags/{tag_id}\")]";
+    assert!(absolute_route_paths(relative).is_empty());
+    assert_eq!(absolute_route_paths(absolute), ["/api/v1/tags/{tag_id}"]);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = vec![];
+    for dir in host_crate_dirs(&root) {
+        for file in cairn_tests::sources::rust_files(&dir.join("src")) {
+            let text = std::fs::read_to_string(&file).expect("readable");
+            for path in absolute_route_paths(&text) {
+                found.push(format!("{}: {path}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "routes name their full path; write them relative to the prefix \
+         their area passes to `Area::routes`:\n{}",
+        found.join("\n")
+    );
+}

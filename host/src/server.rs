@@ -129,7 +129,11 @@ impl RunningServer {
         let grace = Duration::from_secs(self.state.settings.shutdown_grace_secs);
         if let Some(workers) = self.workers.take() {
             workers.await?;
-            self.state.jobs.hand_back_held().await?;
+            // Best effort: a database already gone leaves the jobs to their
+            // leases, as a killed process does.
+            if let Err(err) = self.state.jobs.hand_back_held().await {
+                tracing::warn!(error = %err, "handing back the running jobs failed");
+            }
         }
         for task in self.background.drain(..) {
             let _ = task.await;

@@ -25,6 +25,7 @@ backend_tests!(
     installed_versions_match_the_cves_their_ranges_name,
     a_later_scan_fixes_and_reopens_findings,
     triage_takes_findings_out_of_the_open_counts_until_it_expires,
+    triage_holds_across_an_upgrade_and_keeps_its_trail,
 );
 
 /// Imports the NVD records of `tests/fixtures/nvd` (real records, as NVD's
@@ -494,5 +495,77 @@ async fn triage_takes_findings_out_of_the_open_counts_until_it_expires(backend: 
             .unwrap();
         assert_eq!(history.len(), 1, "{status}: one change recorded");
     }
+    test_db.finish().await;
+}
+
+/// A triage decision is about a CVE in a product, not one installed build:
+/// a device that moves to another vulnerable build keeps the decision, and
+/// the trail of changes keeps every step, newest first, with who made it.
+async fn triage_holds_across_an_upgrade_and_keeps_its_trail(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    load_nvd(&test_db).await;
+    let (db, cve) = (&test_db.db, "CVE-2025-0411");
+    let tenant = test_db.tenant("t").await;
+    let seven_zip = |version: &str| {
+        let name = format!("7-Zip {version} (x64)");
+        software("WS-01", &name, "Igor Pavlov", version, "windows")
+    };
+    sync_and_scan(&test_db, &tenant, "run-1", &[seven_zip("24.07")]).await;
+    let (vendor, product) = triage::products_of_cve(db, &tenant, cve)
+        .await
+        .unwrap()
+        .first()
+        .cloned()
+        .expect("the finding's product");
+    let change = |status: &'static str, by: &'static str| triage::Change {
+        cve_id: cve,
+        vendor: &vendor,
+        product: &product,
+        status,
+        justification: None,
+        expires_at: None,
+        assignee_id: None,
+        comment: "checked",
+        by,
+    };
+    triage::set(db, &tenant, &change("in_analysis", "analyst@msp.example"))
+        .await
+        .unwrap();
+    let mut accepted = change("risk_accepted", "owner@msp.example");
+    accepted.expires_at = Some(now_ms() + 30 * 86_400_000);
+    triage::set(db, &tenant, &accepted).await.unwrap();
+
+    sync_and_scan(&test_db, &tenant, "run-2", &[seven_zip("24.08")]).await;
+    assert_eq!(views::open_cve_count(db, &tenant).await.unwrap(), 0);
+    let (accepted, _) = views::cve_findings(db, &tenant, cve, "accepted", 0, 10)
+        .await
+        .unwrap();
+    let builds: Vec<(&str, &str)> = accepted
+        .iter()
+        .map(|f| (f.version.as_str(), f.status.as_str()))
+        .collect();
+    assert_eq!(builds, [("24.08", "open")], "the new build, still accepted");
+
+    triage::set(db, &tenant, &change("in_analysis", "analyst@msp.example"))
+        .await
+        .unwrap();
+    assert_eq!(views::open_cve_count(db, &tenant).await.unwrap(), 1);
+    let trail: Vec<(String, String, String)> = triage::history(db, &tenant, cve)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.from_status, c.to_status, c.changed_by))
+        .collect();
+    let step = |from: &str, to: &str, by: &str| (from.into(), to.into(), by.into());
+    assert_eq!(
+        trail,
+        [
+            step("risk_accepted", "in_analysis", "analyst@msp.example"),
+            step("in_analysis", "risk_accepted", "owner@msp.example"),
+            step("to_evaluate", "in_analysis", "analyst@msp.example"),
+        ]
+    );
     test_db.finish().await;
 }

@@ -3,7 +3,6 @@
 //! findings and inventory, and nothing of one tenant is visible to or
 //! changeable by another.
 
-use cairn_core::db::fence::NoFence;
 use cairn_plugins::MappedRow;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
@@ -16,7 +15,7 @@ backend_tests!(
     research_answers_from_the_store_and_from_nvd,
     versions_and_weaknesses_follow_the_tenants_findings,
     threat_intel_reads_exploitation_and_exposure,
-    triage_survives_an_upgrade_and_leaves_the_open_counts,
+    triage_answers_as_its_contract_says,
     text_with_nul_is_never_a_server_error,
 );
 
@@ -897,7 +896,7 @@ async fn listed(app: &TestApp, account: &Account, status: &str) -> Vec<String> {
     cve_ids(&list.body["items"])
 }
 
-async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend) {
+async fn triage_answers_as_its_contract_says(backend: Backend) {
     let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
         return;
     };
@@ -1022,49 +1021,9 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
         .await;
     assert_eq!(triaged.body["total"], 0);
 
-    // WS-01 upgrades to another vulnerable Chrome: the status holds.
-    let tenant = cairn_core::ids::TenantId(owner.tenant_id.clone());
-    let rows = owner_rows("112.0.5615.87");
-    let mut tx = app.db().pool.begin().await.unwrap();
-    cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", ("upgrade", 0), &rows)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    cairn_inventory::seen::prune_unseen(app.db(), &NoFence, &tenant, "rmm", "upgrade")
-        .await
-        .unwrap();
-    app.rebuild(&owner).await;
-    scan(&app, &owner, json!({})).await;
-    assert!(!listed(&app, &owner, "open").await.contains(&chrome));
-    let devices = app
-        .get(
-            "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices?status=accepted",
-            &owner.bearer(),
-        )
-        .await;
-    let versions: Vec<(&str, &str, &str)> = devices.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["device_name"].as_str().unwrap(),
-                f["version"].as_str().unwrap(),
-                f["triage_status"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        versions,
-        [
-            ("WS-01", "112.0.5615.87", "risk_accepted"),
-            ("WS-02", "112.0.5615.49", "risk_accepted")
-        ],
-        "{}",
-        devices.text
-    );
-
-    // Back to analysis: open again, and the whole trail kept.
+    // Back to analysis: open again, the trail kept newest first. (That a
+    // decision holds across an upgrade, and the whole trail, is the area's
+    // logic: tests/areas/vulnerabilities.rs.)
     put(
         &member,
         json!({"status": "in_analysis", "comment": "vendor fix slipped"}),
@@ -1072,27 +1031,10 @@ async fn triage_survives_an_upgrade_and_leaves_the_open_counts(backend: Backend)
     .await;
     assert!(listed(&app, &owner, "open").await.contains(&chrome));
     let trail = app.get(path, &owner.bearer()).await;
-    let steps: Vec<(&str, &str, &str)> = trail.body["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["from_status"].as_str().unwrap(),
-                c["to_status"].as_str().unwrap(),
-                c["changed_by"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    assert_eq!(trail.body["history"][0]["to_status"], "in_analysis");
     assert_eq!(
-        steps,
-        [
-            ("risk_accepted", "in_analysis", "analyst@msp.example"),
-            ("in_analysis", "risk_accepted", "owner@msp.example"),
-            ("to_evaluate", "in_analysis", "analyst@msp.example"),
-        ],
-        "{}",
-        trail.text
+        trail.body["history"][0]["changed_by"],
+        "analyst@msp.example"
     );
     assert_eq!(
         trail.body["history"][1]["comment"],

@@ -91,7 +91,7 @@ pub fn mount(
         }
     }
     for (path, methods) in by_path {
-        let full = format!("/api/v1/{area}/{path}");
+        let full = format!("/{area}/{path}");
         let mut paths = Paths::new();
         let mut method_router: MethodRouter<AppState> = MethodRouter::new();
         for (method, operation) in methods {

@@ -128,9 +128,9 @@ async fn cancel_area_jobs(
 /// actions, shared configs and the `/plugins` listing.
 pub fn area(state: &AppState) -> anyhow::Result<Area> {
     Ok(Area::new("integrations")
-        .routes(plugin_routes::router())
-        .routes(router(&state.plugins))
-        .routes(shared::router())
+        .routes("/api/v1/integrations/", plugin_routes::router())
+        .routes("/api/v1", router(&state.plugins))
+        .routes("/api/v1/partner", shared::router())
         .jobs(jobs(state)))
 }
 

@@ -52,7 +52,7 @@ pub struct IntegrationList {
 
 /// Areas with their connectors and the caller's tenant's choice, loaded
 /// connectors and CSV providers, and skipped files.
-#[utoipa::path(get, path = "/api/v1/integrations/", tag = "integrations",
+#[utoipa::path(get, path = "/", tag = "integrations",
     responses((status = 200, body = IntegrationList), (status = 401, body = ErrorBody)))]
 async fn list_integrations(
     State(state): State<AppState>,

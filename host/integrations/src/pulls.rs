@@ -82,7 +82,7 @@ fn document(paths: &mut Paths, pulls: &[(String, cairn_plugins::Pull)]) {
 
 /// Start a bulk pull in the background (deduplicated: one queued or
 /// running per tenant); the body holds the pull's parameters.
-#[utoipa::path(post, path = "/api/v1/{area}/bulk-pull", tag = "integrations",
+#[utoipa::path(post, path = "/{area}/bulk-pull", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 202, body = SyncStarted),
               (status = 409, body = ErrorBody, description = "Not configured, or the tenant's connector has no bulk pull"),
@@ -113,7 +113,7 @@ async fn start_pull(
 }
 
 /// The current bulk pull (its progress and parameters) and recent ones.
-#[utoipa::path(get, path = "/api/v1/{area}/bulk-pull/status", tag = "integrations",
+#[utoipa::path(get, path = "/{area}/bulk-pull/status", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 200, body = SyncStatus)))]
 async fn pull_status(

@@ -93,7 +93,7 @@ fn document_config_body(paths: &mut Paths, plugins: &Plugins, area: &str) {
 
 /// Read the area's stored config, secrets redacted, and the connector it
 /// uses.
-#[utoipa::path(get, path = "/api/v1/{area}/config", tag = "integrations",
+#[utoipa::path(get, path = "/{area}/config", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 200, body = ConfigView)))]
 async fn get_config(
@@ -120,7 +120,7 @@ async fn get_config(
 /// removes what the old one synced and cancels its sync. The other fields
 /// are validated against that connector's schema; a secret sent back as
 /// `********` keeps its stored value.
-#[utoipa::path(post, path = "/api/v1/{area}/config", tag = "integrations",
+#[utoipa::path(post, path = "/{area}/config", tag = "integrations",
     params(("area" = String, Path)),
     request_body(content = Object, description = "`connector` (optional) and the fields of the connector's config schema"),
     responses(
@@ -147,7 +147,7 @@ async fn save_config(
 
 /// Remove the area's config and the data it synced (admin or owner); a
 /// sync in progress is canceled and writes nothing more.
-#[utoipa::path(delete, path = "/api/v1/{area}/config", tag = "integrations",
+#[utoipa::path(delete, path = "/{area}/config", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 204, description = "Removed with its synced data"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_config(
@@ -177,7 +177,7 @@ pub struct AutoConfigured {
 /// an existing config is never overwritten. Admins and owners of the
 /// deployment's default tenant only: the settings are the operator's
 /// credentials, not another tenant's to copy.
-#[utoipa::path(post, path = "/api/v1/{area}/auto-config", tag = "integrations",
+#[utoipa::path(post, path = "/{area}/auto-config", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 200, body = AutoConfigured),
               (status = 403, body = ErrorBody, description = "Not an admin of the default tenant"),
@@ -225,7 +225,7 @@ pub struct ConnectionOk {
 }
 
 /// Validate the stored credentials with a live call.
-#[utoipa::path(post, path = "/api/v1/{area}/test-connection", tag = "integrations",
+#[utoipa::path(post, path = "/{area}/test-connection", tag = "integrations",
     params(("area" = String, Path)),
     responses(
         (status = 200, body = ConnectionOk),
@@ -254,7 +254,7 @@ async fn test_connection(
 
 /// Start a background sync (deduplicated: at most one waits per tenant; one
 /// asked for while a sync runs starts when that one ends).
-#[utoipa::path(post, path = "/api/v1/{area}/sync", tag = "integrations",
+#[utoipa::path(post, path = "/{area}/sync", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 202, body = SyncStarted), (status = 409, body = ErrorBody, description = "Not configured")))]
 async fn start_sync(
@@ -271,7 +271,7 @@ async fn start_sync(
 }
 
 /// The current sync job and recent history, from the jobs table.
-#[utoipa::path(get, path = "/api/v1/{area}/sync-status", tag = "integrations",
+#[utoipa::path(get, path = "/{area}/sync-status", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 200, body = SyncStatus)))]
 async fn sync_status(
@@ -285,7 +285,7 @@ async fn sync_status(
 }
 
 /// Counts of what the area's connector synced for the tenant.
-#[utoipa::path(get, path = "/api/v1/{area}/stats", tag = "integrations",
+#[utoipa::path(get, path = "/{area}/stats", tag = "integrations",
     params(("area" = String, Path)),
     responses((status = 200, body = SourceStats)))]
 async fn stats(
@@ -309,7 +309,7 @@ pub struct CredentialsRequest {
 
 /// Store credentials for a platform (admin or owner): merged into the
 /// integration's config and validated like `POST /{integration}/config`.
-#[utoipa::path(post, path = "/api/v1/integrations/credentials", tag = "integrations", request_body = CredentialsRequest,
+#[utoipa::path(post, path = "/integrations/credentials", tag = "integrations", request_body = CredentialsRequest,
     responses((status = 200, body = ConfigView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn store_credentials(
     State(state): State<AppState>,
@@ -328,7 +328,7 @@ async fn store_credentials(
 }
 
 /// The stored credentials of a platform, secrets redacted.
-#[utoipa::path(get, path = "/api/v1/integrations/credentials/{platform}", tag = "integrations",
+#[utoipa::path(get, path = "/integrations/credentials/{platform}", tag = "integrations",
     params(("platform" = String, Path)),
     responses((status = 200, body = ConfigView), (status = 404, body = ErrorBody, description = "Unknown platform or nothing stored")))]
 async fn get_credentials(
@@ -349,7 +349,7 @@ async fn get_credentials(
 
 /// Delete a platform's stored secrets (admin or owner); its other settings
 /// and synced data stay (`DELETE /{integration}/config` removes everything).
-#[utoipa::path(delete, path = "/api/v1/integrations/credentials/{platform}", tag = "integrations",
+#[utoipa::path(delete, path = "/integrations/credentials/{platform}", tag = "integrations",
     params(("platform" = String, Path)),
     responses((status = 204, description = "Secrets removed"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_credentials(

@@ -95,7 +95,7 @@ fn share_view(area: &str, connector: Option<&str>, share: storage::Share) -> Sha
 
 /// The customers the partner's config for an area serves, with each one's
 /// scope.
-#[utoipa::path(get, path = "/api/v1/partner/integrations/{area}", tag = "partner",
+#[utoipa::path(get, path = "/integrations/{area}", tag = "partner",
     params(("area" = String, Path)),
     responses((status = 200, body = PartnerShares), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn list_shares(
@@ -137,7 +137,7 @@ async fn find_share(
 }
 
 /// A customer's share of the partner's config for an area.
-#[utoipa::path(get, path = "/api/v1/partner/customers/{customer_id}/integrations/{area}", tag = "partner",
+#[utoipa::path(get, path = "/customers/{customer_id}/integrations/{area}", tag = "partner",
     params(("customer_id" = String, Path), ("area" = String, Path)),
     responses((status = 200, body = ShareView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_share(
@@ -160,7 +160,7 @@ async fn get_share(
 /// customer's scope (partner admin). The customer's syncs then fill its
 /// tenant with only what its scope selects; the secrets stay in the
 /// partner's config and are never shown to the customer.
-#[utoipa::path(put, path = "/api/v1/partner/customers/{customer_id}/integrations/{area}", tag = "partner",
+#[utoipa::path(put, path = "/customers/{customer_id}/integrations/{area}", tag = "partner",
     params(("customer_id" = String, Path), ("area" = String, Path)), request_body = ShareRequest,
     responses(
         (status = 200, body = ShareView),
@@ -230,7 +230,7 @@ async fn put_share(
 /// Stop serving a customer from the partner's config (partner admin): the
 /// share and what its syncs brought in are removed, as when a customer
 /// removes a config of its own.
-#[utoipa::path(delete, path = "/api/v1/partner/customers/{customer_id}/integrations/{area}", tag = "partner",
+#[utoipa::path(delete, path = "/customers/{customer_id}/integrations/{area}", tag = "partner",
     params(("customer_id" = String, Path), ("area" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_share(
@@ -259,7 +259,7 @@ pub struct ShareSync {
 
 /// Sync every customer the partner's config for an area serves (partner
 /// admin): one sync job per customer, each reading only its scope.
-#[utoipa::path(post, path = "/api/v1/partner/integrations/{area}/sync", tag = "partner",
+#[utoipa::path(post, path = "/integrations/{area}/sync", tag = "partner",
     params(("area" = String, Path)),
     responses(
         (status = 202, body = Vec<ShareSync>),

@@ -60,8 +60,8 @@ use cairn_platform::area::Area;
 /// (the composition root's).
 pub fn area(state: &AppState, exposure: exposure::Exposure) -> anyhow::Result<Area> {
     Ok(Area::new("inventory")
-        .routes(routes::router())
-        .routes(devices::router())
+        .routes("/api/v1/inventory", routes::router())
+        .routes("/api/v1/devices", devices::router())
         .jobs(rollup::jobs(exposure))
         .schedule(rollup::sweep(
             state.db.clone(),

@@ -51,7 +51,7 @@ pub struct ApplicationListParams {
 }
 
 /// The software rollup, most installed first.
-#[utoipa::path(get, path = "/api/v1/inventory/applications", tag = "inventory",
+#[utoipa::path(get, path = "/applications", tag = "inventory",
     params(ApplicationListParams),
     responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn list_applications(
@@ -97,7 +97,7 @@ async fn list_applications(
 /// as its field's type is a 422.
 /// Text matches and text sorts ignore case under Unicode case folding
 /// (`MÜLLER` finds `müller`, `STRASSE` finds `Straße`).
-#[utoipa::path(post, path = "/api/v1/inventory/applications/search", tag = "inventory",
+#[utoipa::path(post, path = "/applications/search", tag = "inventory",
     request_body = SearchRequest,
     responses((status = 200, body = Page<ApplicationView>), (status = 422, body = ErrorBody)))]
 async fn search_applications(
@@ -118,7 +118,7 @@ async fn search_applications(
 }
 
 /// One application of the rollup.
-#[utoipa::path(get, path = "/api/v1/inventory/applications/{app_id}", tag = "inventory",
+#[utoipa::path(get, path = "/applications/{app_id}", tag = "inventory",
     params(("app_id" = String, Path)),
     responses((status = 200, body = ApplicationView), (status = 404, body = ErrorBody)))]
 async fn application(
@@ -156,7 +156,7 @@ fn view(row: ApplicationRow, cves: &storage::CvesByApplication) -> ApplicationVi
 }
 
 /// Counts of applications, devices (assets), vendors and vulnerabilities.
-#[utoipa::path(get, path = "/api/v1/inventory/stats", tag = "inventory",
+#[utoipa::path(get, path = "/stats", tag = "inventory",
     responses((status = 200, body = InventoryStats)))]
 async fn inventory_stats(
     State(state): State<AppState>,
@@ -182,7 +182,7 @@ pub struct ItemParams {
 }
 
 /// Inventory items of one device or one application (give exactly one).
-#[utoipa::path(get, path = "/api/v1/inventory/items", tag = "inventory",
+#[utoipa::path(get, path = "/items", tag = "inventory",
     params(ItemParams),
     responses((status = 200, body = Page<ItemView>), (status = 422, body = ErrorBody)))]
 async fn inventory_items(
@@ -214,7 +214,7 @@ async fn inventory_items(
 
 /// Vendors of the rollup with application, device and CVE counts, most
 /// devices first.
-#[utoipa::path(get, path = "/api/v1/inventory/vendors", tag = "inventory",
+#[utoipa::path(get, path = "/vendors", tag = "inventory",
     params(ListParams),
     responses((status = 200, body = Page<VendorView>), (status = 422, body = ErrorBody)))]
 async fn vendors(
@@ -238,7 +238,7 @@ async fn vendors(
 
 /// Application names with device and CVE counts for autocomplete: names
 /// starting with `search` first, then names containing it.
-#[utoipa::path(get, path = "/api/v1/inventory/apps-list", tag = "inventory",
+#[utoipa::path(get, path = "/apps-list", tag = "inventory",
     params(ListParams),
     responses((status = 200, body = Vec<AppName>), (status = 422, body = ErrorBody)))]
 async fn apps_list(

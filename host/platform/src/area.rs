@@ -38,9 +38,13 @@ impl Area {
         }
     }
 
-    /// Adds routes (merged with the ones it has).
-    pub fn routes(mut self, routes: OpenApiRouter<AppState>) -> Area {
-        self.routes = self.routes.merge(routes);
+    /// Adds routes whose paths are relative to `prefix`, where they are
+    /// served. A prefix ending in `/` keeps its slash: a route at `/`
+    /// answers at the prefix itself (`/api/v1/tags/`, the way the spec
+    /// writes some collections) and `/{id}` at `/api/v1/tags/{id}`; without
+    /// the slash, `/` answers at `/api/v1/dashboards`.
+    pub fn routes(mut self, prefix: &str, routes: OpenApiRouter<AppState>) -> Area {
+        self.routes = self.routes.merge(OpenApiRouter::new().nest(prefix, routes));
         self
     }
 

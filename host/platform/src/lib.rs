@@ -23,7 +23,6 @@ pub mod tenancy;
 use std::time::Duration;
 
 use cairn_jobs::schedule::Schedule;
-use utoipa_axum::router::OpenApiRouter;
 
 use app::AppState;
 
@@ -33,14 +32,11 @@ use app::AppState;
 pub fn area(state: &AppState) -> anyhow::Result<area::Area> {
     let limits = state.clone();
     Ok(area::Area::new("platform")
-        .routes(
-            OpenApiRouter::new()
-                .nest("/api/v1/auth", auth::router(state))
-                .nest("/api/v1/tenant", tenancy::router())
-                .nest("/api/v1/invites", invites::router(state))
-                .nest("/api/v1/jobs", jobs_routes::router())
-                .merge(partner::router()),
-        )
+        .routes("/api/v1/auth", auth::router(state))
+        .routes("/api/v1/tenant", tenancy::router())
+        .routes("/api/v1/invites", invites::router(state))
+        .routes("/api/v1/jobs", jobs_routes::router())
+        .routes("/api/v1/partner", partner::router())
         .schedule(cairn_jobs::reaper::schedule(state.jobs.clone()))
         // The rate limiter forgets callers idle long enough (this
         // process's memory: in every process).

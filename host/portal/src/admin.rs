@@ -38,7 +38,7 @@ pub struct NewClient {
 }
 
 /// Adds a portal client (a customer company of this tenant).
-#[utoipa::path(post, path = "/api/v1/portal/clients", tag = "portal",
+#[utoipa::path(post, path = "/clients", tag = "portal",
     request_body = NewClient,
     responses((status = 201, body = PortalClientView), (status = 403, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -52,7 +52,7 @@ async fn create_client(
 }
 
 /// The tenant's portal clients.
-#[utoipa::path(get, path = "/api/v1/portal/clients", tag = "portal",
+#[utoipa::path(get, path = "/clients", tag = "portal",
     responses((status = 200, body = Vec<PortalClientView>), (status = 403, body = ErrorBody)))]
 async fn list_clients(
     State(state): State<AppState>,
@@ -70,7 +70,7 @@ pub struct NewKey {
 
 /// Mints an API key for the client. The key is in this answer only; it is
 /// stored as a hash.
-#[utoipa::path(post, path = "/api/v1/portal/clients/{client_id}/keys", tag = "portal",
+#[utoipa::path(post, path = "/clients/{client_id}/keys", tag = "portal",
     params(("client_id" = String, Path)), request_body = NewKey,
     responses((status = 201, body = MintedKey), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn mint_key(
@@ -90,7 +90,7 @@ async fn mint_key(
 }
 
 /// The client's keys (prefixes only), with last use and revocation.
-#[utoipa::path(get, path = "/api/v1/portal/clients/{client_id}/keys", tag = "portal",
+#[utoipa::path(get, path = "/clients/{client_id}/keys", tag = "portal",
     params(("client_id" = String, Path)),
     responses((status = 200, body = Vec<KeyView>), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn list_keys(
@@ -107,7 +107,7 @@ async fn list_keys(
 }
 
 /// Revokes a key at once.
-#[utoipa::path(delete, path = "/api/v1/portal/keys/{key_id}", tag = "portal",
+#[utoipa::path(delete, path = "/keys/{key_id}", tag = "portal",
     params(("key_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn revoke_key(
@@ -123,7 +123,7 @@ async fn revoke_key(
 }
 
 /// Creates a draft invoice for the client.
-#[utoipa::path(post, path = "/api/v1/portal/clients/{client_id}/invoices", tag = "portal",
+#[utoipa::path(post, path = "/clients/{client_id}/invoices", tag = "portal",
     params(("client_id" = String, Path)), request_body = InvoiceInput,
     responses((status = 201, body = AdminInvoice), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -149,7 +149,7 @@ pub struct InvoiceFilter {
 }
 
 /// The tenant's invoices, newest first.
-#[utoipa::path(get, path = "/api/v1/portal/invoices", tag = "portal",
+#[utoipa::path(get, path = "/invoices", tag = "portal",
     params(InvoiceFilter),
     responses((status = 200, body = Vec<AdminInvoice>), (status = 403, body = ErrorBody)))]
 async fn list_invoices(
@@ -169,7 +169,7 @@ async fn list_invoices(
 }
 
 /// One invoice of the tenant.
-#[utoipa::path(get, path = "/api/v1/portal/invoices/{invoice_id}", tag = "portal",
+#[utoipa::path(get, path = "/invoices/{invoice_id}", tag = "portal",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody)))]
 async fn get_invoice(
@@ -189,7 +189,7 @@ async fn get_invoice(
 }
 
 /// Changes a draft invoice (other statuses are final documents: 409).
-#[utoipa::path(patch, path = "/api/v1/portal/invoices/{invoice_id}", tag = "portal",
+#[utoipa::path(patch, path = "/invoices/{invoice_id}", tag = "portal",
     params(("invoice_id" = String, Path)), request_body = InvoiceInput,
     responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -212,7 +212,7 @@ pub struct StatusChange {
 
 /// Moves an invoice: draft -> sent -> paid, draft -> void, sent -> void.
 /// Any other move is 409.
-#[utoipa::path(post, path = "/api/v1/portal/invoices/{invoice_id}/status", tag = "portal",
+#[utoipa::path(post, path = "/invoices/{invoice_id}/status", tag = "portal",
     params(("invoice_id" = String, Path)), request_body = StatusChange,
     responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn set_status(
@@ -237,7 +237,7 @@ async fn set_status(
 /// credential). A completed checkout marks its invoice paid; an unsigned,
 /// stale or forged delivery is 400 and changes nothing; a replayed event is
 /// acknowledged and changes nothing.
-#[utoipa::path(post, path = "/api/v1/portal/webhooks/{integration}/{tenant_id}", tag = "portal", security(()),
+#[utoipa::path(post, path = "/webhooks/{integration}/{tenant_id}", tag = "portal", security(()),
     params(("integration" = String, Path), ("tenant_id" = String, Path)),
     request_body(content = Object, content_type = "application/json", description = "the provider's event, as signed"),
     responses((status = 200, body = WebhookOutcome), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]

@@ -36,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The client's invoices, newest first: sent, paid and void ones (drafts
 /// are not shown to clients).
-#[utoipa::path(get, path = "/api/invoices", tag = "invoices",
+#[utoipa::path(get, path = "/invoices", tag = "invoices",
     responses((status = 200, body = Vec<Invoice>), (status = 401, body = ErrorBody)))]
 async fn list_invoices(
     State(state): State<AppState>,
@@ -52,7 +52,7 @@ async fn list_invoices(
 }
 
 /// One of the client's invoices; a draft answers 404.
-#[utoipa::path(get, path = "/api/invoices/{id}", tag = "invoices",
+#[utoipa::path(get, path = "/invoices/{id}", tag = "invoices",
     params(("id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_invoice(
@@ -81,7 +81,7 @@ pub struct PaymentLink {
 /// A hosted payment link for a sent invoice (no body). The same link comes
 /// back while it is valid; paid and void invoices answer 409 (a draft is
 /// not found: clients do not see drafts).
-#[utoipa::path(post, path = "/api/invoices/{id}/pay", tag = "invoices",
+#[utoipa::path(post, path = "/invoices/{id}/pay", tag = "invoices",
     params(("id" = String, Path)),
     responses((status = 200, body = PaymentLink), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 502, body = ErrorBody)))]
@@ -103,7 +103,7 @@ async fn pay_invoice(
 }
 
 /// The client's documents, newest first.
-#[utoipa::path(get, path = "/api/files", tag = "files",
+#[utoipa::path(get, path = "/files", tag = "files",
     responses((status = 200, body = Vec<File>), (status = 401, body = ErrorBody)))]
 async fn list_files(
     State(state): State<AppState>,
@@ -120,7 +120,7 @@ async fn list_files(
 /// is of that type (sniffed from the first 8 KB). A refused upload is 400
 /// with `type: upload_rejected` and `field` naming the failed check
 /// (`extension`, `size`, `content`, `file`).
-#[utoipa::path(post, path = "/api/files", tag = "files",
+#[utoipa::path(post, path = "/files", tag = "files",
     request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 201, body = File), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 async fn upload_file(
@@ -178,7 +178,7 @@ async fn keep_upload(
 /// Redirects (302) to a download link valid for `portal_download_ttl_secs`:
 /// a signed link to `/api/files/{id}/content` for the local store, a
 /// presigned URL of the object for the S3 store.
-#[utoipa::path(get, path = "/api/files/{id}/download", tag = "files",
+#[utoipa::path(get, path = "/files/{id}/download", tag = "files",
     params(("id" = String, Path)),
     responses((status = 302, description = "`Location` is the short-lived signed or presigned URL"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -219,7 +219,7 @@ pub struct SignedLink {
 /// The document's bytes, for a signed link from `/download` to a document
 /// of the local store (no API key: the link is the credential). A changed
 /// or expired link is refused.
-#[utoipa::path(get, path = "/api/files/{id}/content", tag = "files", security(()),
+#[utoipa::path(get, path = "/files/{id}/content", tag = "files", security(()),
     params(("id" = String, Path), SignedLink),
     responses((status = 200, description = "The document's bytes, with the content type it was stored with", content(
                   (String = "application/pdf"),

@@ -37,7 +37,7 @@ pub use admin::router as admin_router;
 /// The portal in the `/api/v1` service: how tenant admins run it, and the
 /// payment webhook. (Its own API, [`api`], is served beside it.)
 pub fn area(_state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
-    Ok(cairn_platform::area::Area::new("portal").routes(admin_router()))
+    Ok(cairn_platform::area::Area::new("portal").routes("/api/v1/portal", admin_router()))
 }
 
 /// The portal API's routes, and its OpenAPI document.
@@ -58,7 +58,7 @@ pub fn api() -> (axum::Router<AppState>, OpenApi) {
         )
         .build();
     let (router, mut doc) = OpenApiRouter::with_openapi(base)
-        .merge(api::router())
+        .nest("/api", api::router())
         .split_for_parts();
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(

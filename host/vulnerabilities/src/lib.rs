@@ -44,29 +44,24 @@ use cairn_platform::area::Area;
 /// The vulnerabilities: their routes, the scan and source jobs, the scan
 /// sweep and (when the operator turned it on) the sources' schedule.
 pub fn area(state: &AppState) -> anyhow::Result<Area> {
-    Ok(Area::new("vulnerabilities")
-        .routes(router(&state.plugins))
+    let area = Area::new("vulnerabilities").routes("/api/v1/vulnerabilities/", routes::router());
+    // The research of a scanner's finding, when a loaded connector serves
+    // that area (the path is the area's, never the host's own).
+    let area = if state
+        .plugins
+        .areas()
+        .contains(&reference::research_routes::SCANNER_AREA)
+    {
+        area.routes("/api/v1/scanner", reference::research_routes::router())
+    } else {
+        area
+    };
+    Ok(area
         .jobs(jobs(&state.settings)?)
         .schedule(scan_sweep(state.db.clone()))
         .schedule_if(state.settings.vuln_schedule, || {
             reference::sources::schedule(state.db.clone(), state.settings.clone())
         }))
-}
-
-/// The area's routes: `/api/v1/vulnerabilities`, and the research of a
-/// scanner's finding under `/api/v1/scanner` when a loaded connector
-/// serves that area (the path is the area's, never the host's own).
-fn router(
-    plugins: &cairn_plugins::Plugins,
-) -> utoipa_axum::router::OpenApiRouter<cairn_platform::app::AppState> {
-    let router = routes::router();
-    if plugins
-        .areas()
-        .contains(&reference::research_routes::SCANNER_AREA)
-    {
-        return router.merge(reference::research_routes::router());
-    }
-    router
 }
 
 /// The translation table the operator configured, or the shipped one.

@@ -96,7 +96,7 @@ fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
 /// Starts a scan of the tenant's inventory (or of one application or
 /// vendor) against the CVE knowledge base. Runs in the background; poll
 /// the returned scan.
-#[utoipa::path(post, path = "/api/v1/vulnerabilities/scan", tag = "vulnerabilities",
+#[utoipa::path(post, path = "/scan", tag = "vulnerabilities",
     request_body = ScanRequest,
     responses((status = 202, body = ScanView), (status = 422, body = ErrorBody)))]
 async fn start_scan(
@@ -124,7 +124,7 @@ pub struct DeviceScanRequest {
 
 /// Scans every application on one device. 404 when the tenant's inventory
 /// has no software on a device of that name.
-#[utoipa::path(post, path = "/api/v1/vulnerabilities/scan-device", tag = "vulnerabilities",
+#[utoipa::path(post, path = "/scan-device", tag = "vulnerabilities",
     request_body = DeviceScanRequest,
     responses((status = 202, body = ScanView), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn scan_device(
@@ -148,7 +148,7 @@ async fn scan_device(
 }
 
 /// The tenant's scans, newest first.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/scans", tag = "vulnerabilities",
     params(PageParams),
     responses((status = 200, body = Page<ScanView>), (status = 422, body = ErrorBody)))]
 async fn list_scans(
@@ -171,7 +171,7 @@ pub struct ScanDetail {
 }
 
 /// One scan with its counts and its most severe findings.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/scans/{scan_id}", tag = "vulnerabilities",
     params(("scan_id" = String, Path)),
     responses((status = 200, body = ScanDetail), (status = 404, body = ErrorBody)))]
 async fn one_scan(
@@ -191,7 +191,7 @@ async fn one_scan(
 }
 
 /// The CVEs a scan found, most severe first.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}/vulnerabilities", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/scans/{scan_id}/vulnerabilities", tag = "vulnerabilities",
     params(("scan_id" = String, Path), PageParams),
     responses((status = 200, body = Page<ScanVulnerability>), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn scan_vulnerabilities(
@@ -210,7 +210,7 @@ async fn scan_vulnerabilities(
 }
 
 /// The devices (application and version) a scan found a CVE on.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/scans/{scan_id}/vulnerabilities/{cve_id}/devices", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/scans/{scan_id}/vulnerabilities/{cve_id}/devices", tag = "vulnerabilities",
     params(("scan_id" = String, Path), ("cve_id" = String, Path), PageParams),
     responses((status = 200, body = Page<AffectedDevice>), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn scan_cve_devices(
@@ -284,7 +284,7 @@ fn status_param(status: Option<String>) -> ApiResult<String> {
 /// The CVEs on the tenant's devices, one entry per CVE with its scores,
 /// KEV and EPSS, the devices and applications affected and the versions
 /// that fix it.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/", tag = "vulnerabilities",
     params(VulnerabilityParams),
     responses((status = 200, body = VulnerabilityPage), (status = 422, body = ErrorBody)))]
 async fn list_vulnerabilities(
@@ -365,7 +365,7 @@ pub struct CveDeviceParams {
 
 /// Every device with a finding of this CVE: application, version, fix,
 /// and how it was matched. An unknown CVE gives an empty page.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/cve/{cve_id}/devices", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/cve/{cve_id}/devices", tag = "vulnerabilities",
     params(("cve_id" = String, Path), CveDeviceParams),
     responses((status = 200, body = Page<FindingView>), (status = 422, body = ErrorBody)))]
 async fn cve_devices(
@@ -384,7 +384,7 @@ async fn cve_devices(
 
 /// Open CVEs by severity, KEV count, the top CVEs and applications, and a
 /// 30-day trend of findings opened and fixed.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/stats", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/stats", tag = "vulnerabilities",
     responses((status = 200, body = VulnerabilityStats)))]
 async fn vulnerability_stats(
     State(state): State<AppState>,
@@ -398,7 +398,7 @@ async fn vulnerability_stats(
 
 /// Applications the last full scan could not map to a CPE product, most
 /// installed first. Map one with `PUT /vulnerabilities/mappings`.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/unmatched", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/unmatched", tag = "vulnerabilities",
     params(PageParams),
     responses((status = 200, body = Page<UnmatchedApplication>), (status = 422, body = ErrorBody)))]
 async fn unmatched_applications(
@@ -418,7 +418,7 @@ async fn unmatched_applications(
 /// backport, so they are listed here with the reason rather than guessed.
 /// Give the device its release (an OS version such as `Ubuntu 22.04`) to
 /// have them matched.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/not-assessed", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/not-assessed", tag = "vulnerabilities",
     params(PageParams),
     responses((status = 200, body = Page<NotAssessed>), (status = 422, body = ErrorBody)))]
 async fn not_assessed(
@@ -432,7 +432,7 @@ async fn not_assessed(
 }
 
 /// The tenant's own application-to-product mappings.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/mappings", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/mappings", tag = "vulnerabilities",
     responses((status = 200, body = Vec<MappingView>)))]
 async fn list_mappings(
     State(state): State<AppState>,
@@ -456,7 +456,7 @@ pub struct MappingRequest {
 /// Maps an application to a CPE product (or to nothing) for this tenant;
 /// it wins over the shipped translation table from the next scan on.
 /// Admins only.
-#[utoipa::path(put, path = "/api/v1/vulnerabilities/mappings", tag = "vulnerabilities",
+#[utoipa::path(put, path = "/mappings", tag = "vulnerabilities",
     request_body = MappingRequest,
     responses((status = 200, body = MappingView), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn put_mapping(
@@ -491,7 +491,7 @@ async fn put_mapping(
 
 /// Removes one of the tenant's mappings (by the application name it was
 /// made with). Admins only.
-#[utoipa::path(delete, path = "/api/v1/vulnerabilities/mappings/{application}", tag = "vulnerabilities",
+#[utoipa::path(delete, path = "/mappings/{application}", tag = "vulnerabilities",
     params(("application" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_mapping(
@@ -557,7 +557,7 @@ pub struct ReferenceStatus {
 
 /// What the shared CVE knowledge base holds and when each source last
 /// loaded.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/sources", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/sources", tag = "vulnerabilities",
     responses((status = 200, body = ReferenceStatus)))]
 async fn reference_sources(
     State(state): State<AppState>,

@@ -59,7 +59,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         ingest::STALL_TIMEOUT,
     );
     Ok(Area::new("csv sources")
-        .routes(router())
+        .routes("/api/v1", router())
         .jobs(jobs)
         .schedule(sweep(state.db.clone(), state.jobs.timing.reaper_interval)))
 }

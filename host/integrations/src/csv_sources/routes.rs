@@ -93,7 +93,7 @@ async fn describe(
 
 /// Every registered CSV source with the tenant's figures: rows held,
 /// devices, uploads and the latest upload.
-#[utoipa::path(get, path = "/api/v1/csv-sources/", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/", tag = "csv-sources",
     responses((status = 200, body = Vec<CsvSource>)))]
 async fn list_sources(
     State(state): State<AppState>,
@@ -107,7 +107,7 @@ async fn list_sources(
 }
 
 /// One source's descriptor with the tenant's figures.
-#[utoipa::path(get, path = "/api/v1/csv-sources/{key}", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/{key}", tag = "csv-sources",
     params(("key" = String, Path)),
     responses((status = 200, body = CsvSource), (status = 404, body = ErrorBody)))]
 async fn get_source(
@@ -128,7 +128,7 @@ async fn get_source(
 /// naming the failed check. When the parse succeeds the source's previous
 /// rows for the tenant are replaced in one transaction; when it fails they
 /// are untouched.
-#[utoipa::path(post, path = "/api/v1/csv-sources/{key}/upload", tag = "csv-sources",
+#[utoipa::path(post, path = "/csv-sources/{key}/upload", tag = "csv-sources",
     params(("key" = String, Path), UploadOptions),
     request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 202, body = UploadView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -196,7 +196,7 @@ async fn accept(
 }
 
 /// The source's uploads, newest first.
-#[utoipa::path(get, path = "/api/v1/csv-sources/{key}/uploads", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/{key}/uploads", tag = "csv-sources",
     params(("key" = String, Path), PageParams),
     responses((status = 200, body = Page<UploadView>), (status = 404, body = ErrorBody)))]
 async fn source_uploads(
@@ -227,7 +227,7 @@ async fn list_uploads(
 /// One upload: status, counts (read, imported, rejected, duplicates), the
 /// first rejections with their reasons, sample rows and per-column fill
 /// rate.
-#[utoipa::path(get, path = "/api/v1/csv-sources/{key}/uploads/{upload_id}", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/{key}/uploads/{upload_id}", tag = "csv-sources",
     params(("key" = String, Path), ("upload_id" = String, Path)),
     responses((status = 200, body = UploadView), (status = 404, body = ErrorBody)))]
 async fn source_upload(
@@ -259,7 +259,7 @@ pub struct Purged {
 
 /// Deletes everything the source imported for the tenant (admins only);
 /// the software and asset views are rebuilt.
-#[utoipa::path(delete, path = "/api/v1/csv-sources/{key}/data", tag = "csv-sources",
+#[utoipa::path(delete, path = "/csv-sources/{key}/data", tag = "csv-sources",
     params(("key" = String, Path)),
     responses((status = 200, body = Purged), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn purge_source(
@@ -280,7 +280,7 @@ async fn purge_source(
 
 /// The source's record for a device (device-target sources): the exact
 /// name (case ignored) or its 15-character NetBIOS form.
-#[utoipa::path(get, path = "/api/v1/csv-sources/{key}/device-by-name/{device_name}", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/{key}/device-by-name/{device_name}", tag = "csv-sources",
     params(("key" = String, Path), ("device_name" = String, Path)),
     responses((status = 200, body = SourceRecordView), (status = 404, body = ErrorBody)))]
 async fn source_device_by_name(
@@ -302,7 +302,7 @@ async fn source_device_by_name(
 
 /// The records the source holds (records, device and user targets), by
 /// kind and key.
-#[utoipa::path(get, path = "/api/v1/csv-sources/{key}/records", tag = "csv-sources",
+#[utoipa::path(get, path = "/csv-sources/{key}/records", tag = "csv-sources",
     params(("key" = String, Path), PageParams),
     responses((status = 200, body = Page<SourceRecordView>), (status = 404, body = ErrorBody)))]
 async fn source_records(
@@ -326,7 +326,7 @@ async fn source_records(
 
 /// Uploads a software-inventory CSV or Excel file to the generic software
 /// source (`software-inventory`): as `POST /api/v1/csv-sources/{key}/upload`.
-#[utoipa::path(post, path = "/api/v1/inventory/upload", tag = "inventory",
+#[utoipa::path(post, path = "/inventory/upload", tag = "inventory",
     params(UploadOptions),
     request_body(content = cairn_core::uploads::FileUpload, content_type = "multipart/form-data", description = "one part named `file`"),
     responses((status = 202, body = UploadView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "The generic software provider is not loaded")))]
@@ -341,7 +341,7 @@ async fn upload_inventory(
 }
 
 /// Uploads of the generic software source, newest first.
-#[utoipa::path(get, path = "/api/v1/inventory/uploads", tag = "inventory",
+#[utoipa::path(get, path = "/inventory/uploads", tag = "inventory",
     params(PageParams),
     responses((status = 200, body = Page<UploadView>)))]
 async fn inventory_uploads(
@@ -353,7 +353,7 @@ async fn inventory_uploads(
 }
 
 /// One upload of the generic software source.
-#[utoipa::path(get, path = "/api/v1/inventory/uploads/{upload_id}", tag = "inventory",
+#[utoipa::path(get, path = "/inventory/uploads/{upload_id}", tag = "inventory",
     params(("upload_id" = String, Path)),
     responses((status = 200, body = UploadView), (status = 404, body = ErrorBody)))]
 async fn inventory_upload(

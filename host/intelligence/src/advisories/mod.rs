@@ -42,5 +42,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         // A message waits for the rate limit and the mail server.
         Duration::from_secs(300),
     );
-    Ok(Area::new("advisories").routes(router()).jobs(jobs))
+    Ok(Area::new("advisories")
+        .routes("/api/v1/advisories", router())
+        .jobs(jobs))
 }

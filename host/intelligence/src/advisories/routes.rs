@@ -70,7 +70,7 @@ pub struct CveSearchHit {
 
 /// CVEs of the knowledge base whose id or description contains `q`, with
 /// the tenant's affected device counts.
-#[utoipa::path(get, path = "/api/v1/advisories/search/cves", tag = "advisories",
+#[utoipa::path(get, path = "/search/cves", tag = "advisories",
     params(SearchQuery),
     responses((status = 200, body = Vec<CveSearchHit>), (status = 422, body = ErrorBody)))]
 async fn search_advisory_cves(
@@ -94,7 +94,7 @@ async fn search_advisory_cves(
 
 /// The tenant's applications whose name contains `q` (those starting with
 /// it first), with device and open CVE counts.
-#[utoipa::path(get, path = "/api/v1/advisories/search/apps", tag = "advisories",
+#[utoipa::path(get, path = "/search/apps", tag = "advisories",
     params(SearchQuery),
     responses((status = 200, body = Vec<AppName>), (status = 422, body = ErrorBody)))]
 async fn search_advisory_apps(
@@ -145,7 +145,7 @@ pub struct DraftRequest {
 /// model endpoint (`drafted_by: model`), else from a template
 /// (`drafted_by: template`, with `model_note` saying why the model was
 /// not used). Nothing is sent or stored.
-#[utoipa::path(post, path = "/api/v1/advisories/draft", tag = "advisories",
+#[utoipa::path(post, path = "/draft", tag = "advisories",
     request_body = DraftRequest,
     responses((status = 200, body = Draft),
               (status = 404, body = ErrorBody, description = "Unknown CVE or application"),
@@ -174,7 +174,7 @@ async fn draft_advisory(
 /// or the application in the versions given) and their users: inventory
 /// rows' users and device records' users (an MDM's primary user), with
 /// the directory's record of each when a directory is synced.
-#[utoipa::path(post, path = "/api/v1/advisories/affected-users", tag = "advisories",
+#[utoipa::path(post, path = "/affected-users", tag = "advisories",
     request_body = TargetRequest,
     responses((status = 200, body = Affected),
               (status = 404, body = ErrorBody, description = "Unknown CVE or application"),
@@ -216,7 +216,7 @@ pub struct SendRequest {
 /// job sends each message once, at the operator's rate limit; follow
 /// each recipient's status at `GET /advisories/{advisory_id}`. Repeating
 /// the request returns the same advisory (200) and sends nothing again.
-#[utoipa::path(post, path = "/api/v1/advisories/send", tag = "advisories",
+#[utoipa::path(post, path = "/send", tag = "advisories",
     request_body = SendRequest,
     responses((status = 202, body = AdvisoryView, description = "Recorded; the messages are being sent"),
               (status = 200, body = AdvisoryView, description = "The same request was made before; nothing new is sent"),
@@ -368,7 +368,7 @@ fn recipients(
 }
 
 /// The tenant's advisories, newest first, with their delivery counts.
-#[utoipa::path(get, path = "/api/v1/advisories", tag = "advisories",
+#[utoipa::path(get, path = "/", tag = "advisories",
     params(PageParams),
     responses((status = 200, body = Page<AdvisoryView>), (status = 422, body = ErrorBody)))]
 async fn list_advisories(
@@ -382,7 +382,7 @@ async fn list_advisories(
 }
 
 /// One advisory with each recipient's delivery status.
-#[utoipa::path(get, path = "/api/v1/advisories/{advisory_id}", tag = "advisories",
+#[utoipa::path(get, path = "/{advisory_id}", tag = "advisories",
     params(("advisory_id" = String, Path)),
     responses((status = 200, body = AdvisoryView), (status = 404, body = ErrorBody)))]
 async fn one_advisory(

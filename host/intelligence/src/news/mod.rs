@@ -42,7 +42,7 @@ pub use routes::router;
 pub fn area(state: &AppState) -> anyhow::Result<Area> {
     let minutes = state.settings.news_refresh_minutes;
     Ok(Area::new("news")
-        .routes(router())
+        .routes("/api/v1/news-feeds", router())
         .jobs(jobs(&state.settings))
         .schedule_if(minutes > 0, || schedule(state.db.clone(), minutes)))
 }

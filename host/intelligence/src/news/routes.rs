@@ -38,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The tenant's feeds with their item counts and last fetch.
-#[utoipa::path(get, path = "/api/v1/news-feeds/feeds", tag = "news-feeds",
+#[utoipa::path(get, path = "/feeds", tag = "news-feeds",
     responses((status = 200, body = Vec<FeedView>)))]
 async fn list_feeds(
     State(state): State<AppState>,
@@ -60,7 +60,7 @@ pub struct NewFeed {
 
 /// Add a feed. The URL is fetched once, through the outbound rules, and
 /// must answer with a feed; its current items are stored and classified.
-#[utoipa::path(post, path = "/api/v1/news-feeds/feeds", tag = "news-feeds",
+#[utoipa::path(post, path = "/feeds", tag = "news-feeds",
     request_body = NewFeed,
     responses((status = 201, body = FeedView),
               (status = 403, body = ErrorBody, description = "Not an admin"),
@@ -125,7 +125,7 @@ async fn add_feed(
 }
 
 /// Remove a feed and its items.
-#[utoipa::path(delete, path = "/api/v1/news-feeds/feeds/{feed_id}", tag = "news-feeds",
+#[utoipa::path(delete, path = "/feeds/{feed_id}", tag = "news-feeds",
     params(("feed_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody, description = "Not an admin"),
               (status = 404, body = ErrorBody)))]
@@ -154,7 +154,7 @@ pub struct Seeded {
 /// SecurityWeek, Dark Reading, Cisco Talos, the UK NCSC) the tenant does
 /// not have; repeating it adds nothing. They are fetched by the next
 /// refresh.
-#[utoipa::path(post, path = "/api/v1/news-feeds/feeds/seed", tag = "news-feeds",
+#[utoipa::path(post, path = "/feeds/seed", tag = "news-feeds",
     responses((status = 200, body = Seeded), (status = 403, body = ErrorBody, description = "Not an admin")))]
 async fn seed_feeds(
     State(state): State<AppState>,
@@ -201,7 +201,7 @@ async fn queue(
 /// (deduplicated by guid, else link, else title and date), then
 /// classified. A feed that fails records its error and the others go on.
 /// Feeds are also refreshed every `news_refresh_minutes`.
-#[utoipa::path(post, path = "/api/v1/news-feeds/feeds/refresh", tag = "news-feeds",
+#[utoipa::path(post, path = "/feeds/refresh", tag = "news-feeds",
     responses((status = 202, body = JobQueued)))]
 async fn refresh_feeds(
     State(state): State<AppState>,
@@ -231,7 +231,7 @@ pub struct ClassifyBatch {
 /// Classify a batch of items (a durable job): by the configured model
 /// endpoint when it answers well, else by the rules; each item records
 /// which (`classified_by`) and why the model was not used.
-#[utoipa::path(post, path = "/api/v1/news-feeds/classify", tag = "news-feeds",
+#[utoipa::path(post, path = "/classify", tag = "news-feeds",
     request_body(content = ClassifyBatch, description = "Optional"),
     responses((status = 202, body = JobQueued),
               (status = 404, body = ErrorBody, description = "An item id is not the tenant's"),
@@ -300,7 +300,7 @@ fn one_of(field: &str, value: Option<String>, allowed: &[&str]) -> ApiResult<Opt
 
 /// The tenant's items, newest first, as the caller sees them (`read` is
 /// theirs).
-#[utoipa::path(get, path = "/api/v1/news-feeds/items", tag = "news-feeds",
+#[utoipa::path(get, path = "/items", tag = "news-feeds",
     params(ItemQuery),
     responses((status = 200, body = Page<ItemView>), (status = 422, body = ErrorBody)))]
 async fn list_items(
@@ -347,7 +347,7 @@ async fn list_items(
 
 /// Counts by category and severity, and the caller's unread, relevant,
 /// unclassified and assigned items.
-#[utoipa::path(get, path = "/api/v1/news-feeds/items/stats", tag = "news-feeds",
+#[utoipa::path(get, path = "/items/stats", tag = "news-feeds",
     responses((status = 200, body = ItemStats)))]
 async fn item_stats(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<ItemStats>> {
     Ok(Json(
@@ -375,7 +375,7 @@ pub struct ReadMark {
 }
 
 /// Mark an item read (or unread) for the caller.
-#[utoipa::path(put, path = "/api/v1/news-feeds/items/{item_id}/read", tag = "news-feeds",
+#[utoipa::path(put, path = "/items/{item_id}/read", tag = "news-feeds",
     params(("item_id" = String, Path)),
     request_body(content = ReadMark, description = "Optional"),
     responses((status = 200, body = ItemView), (status = 404, body = ErrorBody)))]
@@ -401,7 +401,7 @@ pub struct Assignment {
 }
 
 /// Assign an item to a member of the tenant, or clear the assignment.
-#[utoipa::path(put, path = "/api/v1/news-feeds/items/{item_id}/assign", tag = "news-feeds",
+#[utoipa::path(put, path = "/items/{item_id}/assign", tag = "news-feeds",
     params(("item_id" = String, Path)),
     request_body = Assignment,
     responses((status = 200, body = ItemView), (status = 404, body = ErrorBody),
@@ -434,7 +434,7 @@ async fn assign_item(
 
 /// Classify one item again now, by the model endpoint when configured
 /// (falling back to the rules), and answer it.
-#[utoipa::path(post, path = "/api/v1/news-feeds/items/{item_id}/classify", tag = "news-feeds",
+#[utoipa::path(post, path = "/items/{item_id}/classify", tag = "news-feeds",
     params(("item_id" = String, Path)),
     responses((status = 200, body = ItemView), (status = 404, body = ErrorBody)))]
 async fn classify_item(

@@ -47,7 +47,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// open finding of it, the application versions it is open on with the
 /// version that fixes it, and the tenant's tags on it. Recorded in the
 /// research history.
-#[utoipa::path(get, path = "/api/v1/research/cve/{cve_id}", tag = "research",
+#[utoipa::path(get, path = "/research/cve/{cve_id}", tag = "research",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = CveResearch),
               (status = 404, body = ErrorBody, description = "Neither the store nor NVD knows it"),
@@ -109,7 +109,7 @@ pub struct ProductParams {
 /// of those the tenant runs: its devices, whether it is vulnerable (has an
 /// open finding), its open CVEs and the version that fixes them. Recorded
 /// in the research history.
-#[utoipa::path(get, path = "/api/v1/research/product", tag = "research",
+#[utoipa::path(get, path = "/research/product", tag = "research",
     params(ProductParams),
     responses((status = 200, body = ProductResearch), (status = 422, body = ErrorBody)))]
 async fn research_a_product(
@@ -179,7 +179,7 @@ pub struct HistoryParams {
 
 /// The tenant's research requests, newest first: who asked what, and how
 /// many CVEs the answer held.
-#[utoipa::path(get, path = "/api/v1/research/history", tag = "research",
+#[utoipa::path(get, path = "/research/history", tag = "research",
     params(HistoryParams),
     responses((status = 200, body = Page<HistoryEntry>), (status = 422, body = ErrorBody)))]
 async fn research_history(
@@ -219,7 +219,7 @@ pub struct SummaryParams {
 /// **vulnerable** when it has an open finding; **compliant** when it is at
 /// or above the tenant's minimum-version rule for the application, or,
 /// without a rule, when it is not vulnerable.
-#[utoipa::path(get, path = "/api/v1/versions/summary", tag = "versions",
+#[utoipa::path(get, path = "/versions/summary", tag = "versions",
     params(SummaryParams),
     responses((status = 200, body = Page<ApplicationVersions>), (status = 422, body = ErrorBody)))]
 async fn version_summary(
@@ -275,7 +275,7 @@ pub struct Compliance {
 /// Version compliance: with a minimum-version rule for an application, a
 /// version is compliant at or above the minimum (by the inventory's
 /// version ordering); without one, when no open finding is on it.
-#[utoipa::path(get, path = "/api/v1/versions/compliance", tag = "versions",
+#[utoipa::path(get, path = "/versions/compliance", tag = "versions",
     params(ComplianceParams),
     responses((status = 200, body = Compliance), (status = 422, body = ErrorBody)))]
 async fn version_compliance(
@@ -351,7 +351,7 @@ pub struct OutdatedParams {
 /// version to upgrade to: the higher of the rule's minimum and the version
 /// that fixes the install's open CVEs (else the newest version in use,
 /// when newer).
-#[utoipa::path(get, path = "/api/v1/versions/outdated", tag = "versions",
+#[utoipa::path(get, path = "/versions/outdated", tag = "versions",
     params(OutdatedParams),
     responses((status = 200, body = Page<Outdated>), (status = 422, body = ErrorBody)))]
 async fn outdated_software(
@@ -402,7 +402,7 @@ async fn outdated_software(
 }
 
 /// The tenant's minimum-version rules.
-#[utoipa::path(get, path = "/api/v1/versions/rules", tag = "versions",
+#[utoipa::path(get, path = "/versions/rules", tag = "versions",
     responses((status = 200, body = Vec<VersionRule>)))]
 async fn list_version_rules(
     State(state): State<AppState>,
@@ -423,7 +423,7 @@ pub struct NewVersionRule {
 
 /// Set the minimum version of an application (admins); it replaces the
 /// application's previous rule.
-#[utoipa::path(post, path = "/api/v1/versions/rules", tag = "versions",
+#[utoipa::path(post, path = "/versions/rules", tag = "versions",
     request_body = NewVersionRule,
     responses((status = 201, body = VersionRule),
               (status = 403, body = ErrorBody, description = "Not an admin"),
@@ -473,7 +473,7 @@ async fn put_version_rule(
 }
 
 /// Delete a minimum-version rule (admins).
-#[utoipa::path(delete, path = "/api/v1/versions/rules/{rule_id}", tag = "versions",
+#[utoipa::path(delete, path = "/versions/rules/{rule_id}", tag = "versions",
     params(("rule_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody, description = "Not an admin"),
               (status = 404, body = ErrorBody)))]

@@ -30,7 +30,7 @@ pub struct WeaknessQuery {
 /// The weaknesses of the CWE catalog and every CWE id a stored CVE names,
 /// each with the number of CVEs of the store naming it and of those open
 /// on the tenant's devices; the most present in the tenant first.
-#[utoipa::path(get, path = "/api/v1/weaknesses/", tag = "weaknesses",
+#[utoipa::path(get, path = "/weaknesses/", tag = "weaknesses",
     params(WeaknessQuery),
     responses((status = 200, body = Page<WeaknessSummary>), (status = 422, body = ErrorBody)))]
 pub(super) async fn list_weaknesses(
@@ -71,7 +71,7 @@ pub struct WeaknessWithCves {
 }
 
 /// One weakness: its catalog entry and counts, with its CVEs.
-#[utoipa::path(get, path = "/api/v1/weaknesses/{cwe_id}", tag = "weaknesses",
+#[utoipa::path(get, path = "/weaknesses/{cwe_id}", tag = "weaknesses",
     params(("cwe_id" = String, Path, description = "`CWE-79` (any case)"),
            WeaknessCvesQuery),
     responses((status = 200, body = WeaknessWithCves),

@@ -44,7 +44,9 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         Duration::from_secs(10 * 60),
     );
     let hours = state.settings.subscription_sync_hours;
-    let mut area = Area::new("subscriptions").routes(router()).jobs(jobs);
+    let mut area = Area::new("subscriptions")
+        .routes("/api/v1/subscriptions/", router())
+        .jobs(jobs);
     if hours > 0 {
         for schedule in schedules(state.db.clone(), hours) {
             area = area.schedule(schedule);

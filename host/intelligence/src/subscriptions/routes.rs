@@ -54,7 +54,7 @@ fn named(name: &str, field: &str) -> Result<(String, String), ApiError> {
 }
 
 /// The tenant's subscriptions with their CVE counts and last sync.
-#[utoipa::path(get, path = "/api/v1/subscriptions/", tag = "subscriptions",
+#[utoipa::path(get, path = "/", tag = "subscriptions",
     responses((status = 200, body = Vec<SubscriptionView>)))]
 async fn list_subscriptions(
     State(state): State<AppState>,
@@ -99,7 +99,7 @@ async fn queue_sync(state: &AppState, tenant: &TenantId) -> ApiResult<String> {
 /// keyword (`keywordSearch`). The CVEs are stored in the CVE store; later
 /// syncs (`POST /subscriptions/sync`, and every `subscription_sync_hours`)
 /// record which are new or changed.
-#[utoipa::path(post, path = "/api/v1/subscriptions/", tag = "subscriptions",
+#[utoipa::path(post, path = "/", tag = "subscriptions",
     request_body = NewSubscriptionRequest,
     responses((status = 201, body = Subscribed),
               (status = 409, body = ErrorBody, description = "Subscribed already"),
@@ -146,7 +146,7 @@ async fn subscribe(
 }
 
 /// Unsubscribe by type and name (compared as subscribing compares them).
-#[utoipa::path(delete, path = "/api/v1/subscriptions/by-name/{sub_type}/{name}", tag = "subscriptions",
+#[utoipa::path(delete, path = "/by-name/{sub_type}/{name}", tag = "subscriptions",
     params(("sub_type" = String, Path, description = "`vendor` or `product`"), ("name" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn unsubscribe_by_name(
@@ -165,7 +165,7 @@ async fn unsubscribe_by_name(
 }
 
 /// Unsubscribe by id.
-#[utoipa::path(delete, path = "/api/v1/subscriptions/{subscription_id}", tag = "subscriptions",
+#[utoipa::path(delete, path = "/{subscription_id}", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 async fn unsubscribe(
@@ -195,7 +195,7 @@ pub struct Check {
 }
 
 /// Whether the tenant is subscribed to a vendor or product.
-#[utoipa::path(get, path = "/api/v1/subscriptions/check", tag = "subscriptions",
+#[utoipa::path(get, path = "/check", tag = "subscriptions",
     params(CheckParams),
     responses((status = 200, body = Check), (status = 422, body = ErrorBody)))]
 async fn check_subscription(
@@ -222,7 +222,7 @@ pub struct SyncQueued {
 
 /// Pull the latest CVEs of every subscription from NVD now (a durable
 /// job; one subscription failing records its error and the others go on).
-#[utoipa::path(post, path = "/api/v1/subscriptions/sync", tag = "subscriptions",
+#[utoipa::path(post, path = "/sync", tag = "subscriptions",
     responses((status = 202, body = SyncQueued),
               (status = 404, body = ErrorBody, description = "The tenant has no subscription")))]
 async fn sync_subscriptions(
@@ -271,7 +271,7 @@ pub struct SearchedCve {
 /// Search NVD's CVE API for a vendor's or product's CVEs (or by keyword)
 /// and save what it answers in the CVE store: one NVD page per request
 /// (`skip` and `limit` are NVD's `startIndex` and `resultsPerPage`).
-#[utoipa::path(get, path = "/api/v1/subscriptions/cves/search", tag = "subscriptions",
+#[utoipa::path(get, path = "/cves/search", tag = "subscriptions",
     params(CveSearchParams),
     responses((status = 200, body = Page<SearchedCve>), (status = 422, body = ErrorBody),
               (status = 502, body = ErrorBody, description = "NVD could not be asked")))]
@@ -358,7 +358,7 @@ pub struct ActivityView {
 
 /// Recent activity of the tenant's subscriptions: CVEs new since a
 /// subscription's first sync, and CVEs whose record changed, newest first.
-#[utoipa::path(get, path = "/api/v1/subscriptions/activity", tag = "subscriptions",
+#[utoipa::path(get, path = "/activity", tag = "subscriptions",
     params(ActivityParams),
     responses((status = 200, body = Page<ActivityView>), (status = 422, body = ErrorBody)))]
 async fn subscription_activity(
@@ -405,7 +405,7 @@ pub struct CpeSearchParams {
 
 /// Search the CPE dictionary (the products NVD configurations and loaded
 /// dictionary files name), by vendor and product, a page at a time.
-#[utoipa::path(get, path = "/api/v1/subscriptions/cpe/search", tag = "subscriptions",
+#[utoipa::path(get, path = "/cpe/search", tag = "subscriptions",
     params(CpeSearchParams),
     responses((status = 200, body = Page<CpeProduct>), (status = 422, body = ErrorBody)))]
 async fn search_cpe(

@@ -148,7 +148,7 @@ async fn current(state: &AppState, tenant: &TenantId) -> ApiResult<ThreatIntelCo
 
 /// The tenant's threat-intel providers (secrets read `********`) and its
 /// cache time.
-#[utoipa::path(get, path = "/api/v1/threat-intel/config", tag = "threat-intel",
+#[utoipa::path(get, path = "/config", tag = "threat-intel",
     responses((status = 200, body = ThreatIntelConfig)))]
 pub(super) async fn get_threat_intel_config(
     State(state): State<AppState>,
@@ -177,7 +177,7 @@ pub struct ThreatIntelConfigRequest {
 /// area for file hashes. Each config is checked against its connector's
 /// schema and the outbound rules and stored with its secrets encrypted,
 /// as an integration's config is.
-#[utoipa::path(post, path = "/api/v1/threat-intel/config", tag = "threat-intel",
+#[utoipa::path(post, path = "/config", tag = "threat-intel",
     request_body = ThreatIntelConfigRequest,
     responses((status = 200, body = ThreatIntelConfig),
               (status = 403, body = ErrorBody, description = "Not an admin"),
@@ -294,7 +294,7 @@ pub struct IpParams {
 /// provider (its abuse confidence and reports). A malformed address is a
 /// 422 before any upstream call; answers are reused for the tenant's cache
 /// time.
-#[utoipa::path(get, path = "/api/v1/threat-intel/ip/{ip_address}", tag = "threat-intel",
+#[utoipa::path(get, path = "/ip/{ip_address}", tag = "threat-intel",
     params(("ip_address" = String, Path, description = "IPv4 or IPv6"), IpParams),
     responses((status = 200, body = LookupAnswer),
               (status = 409, body = ErrorBody, description = "No provider configured"),
@@ -342,7 +342,7 @@ fn file_hash(text: &str) -> Option<String> {
 /// `file-reputation` provider (its analysis statistics). A malformed hash
 /// is a 422 before any upstream call; a hash the provider does not know is
 /// a 404; answers are reused for the tenant's cache time.
-#[utoipa::path(get, path = "/api/v1/threat-intel/hash/{file_hash}", tag = "threat-intel",
+#[utoipa::path(get, path = "/hash/{file_hash}", tag = "threat-intel",
     params(("file_hash" = String, Path)),
     responses((status = 200, body = LookupAnswer),
               (status = 404, body = ErrorBody, description = "The provider does not know the file"),

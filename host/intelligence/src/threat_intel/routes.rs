@@ -115,7 +115,7 @@ pub struct CveThreatIntel {
 /// Threat intel for a CVE: KEV (with ransomware use), EPSS with its
 /// percentile, exploit references, and the tenant's exposure. A CVE the
 /// store lacks is fetched from NVD (and stored).
-#[utoipa::path(get, path = "/api/v1/threat-intel/cve/{cve_id}", tag = "threat-intel",
+#[utoipa::path(get, path = "/cve/{cve_id}", tag = "threat-intel",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = CveThreatIntel),
               (status = 404, body = ErrorBody, description = "Neither the store nor NVD knows it"),
@@ -172,7 +172,7 @@ pub struct HighRiskCve {
 
 /// CVEs by EPSS score, highest first: those of the CVE store at or above
 /// the threshold, or only those open on the tenant's devices.
-#[utoipa::path(get, path = "/api/v1/threat-intel/epss/high-risk", tag = "threat-intel",
+#[utoipa::path(get, path = "/epss/high-risk", tag = "threat-intel",
     params(HighRiskParams),
     responses((status = 200, body = Vec<HighRiskCve>), (status = 422, body = ErrorBody)))]
 async fn high_risk_by_epss(
@@ -260,7 +260,7 @@ fn outcome(source: &'static str, result: Result<bool, SourceError>) -> SourceOut
 /// and its EPSS score from FIRST's API; each source's outcome is reported
 /// and one failing does not stop the others. 404 when no source knows it
 /// and the store has no record of it.
-#[utoipa::path(post, path = "/api/v1/threat-intel/enrich/{cve_id}", tag = "threat-intel",
+#[utoipa::path(post, path = "/enrich/{cve_id}", tag = "threat-intel",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = Enriched),
               (status = 404, body = ErrorBody, description = "No record of it anywhere"),
@@ -312,7 +312,7 @@ pub struct ResearchPanel {
 /// NVD when the store lacks it), KEV, EPSS, exploit references, the
 /// tenant's affected devices and applications with fix versions, and the
 /// tenant's tags on it.
-#[utoipa::path(get, path = "/api/v1/threat-intel/research/{cve_id}", tag = "threat-intel",
+#[utoipa::path(get, path = "/research/{cve_id}", tag = "threat-intel",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = ResearchPanel),
               (status = 404, body = ErrorBody, description = "Neither the store nor NVD knows it"),

@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Inventory items of every source; `search` matches device, application
 /// or vendor.
-#[utoipa::path(get, path = "/api/v1/devices/items", tag = "devices",
+#[utoipa::path(get, path = "/items", tag = "devices",
     params(ListParams),
     responses((status = 200, body = Page<ItemView>), (status = 422, body = ErrorBody)))]
 async fn device_items(
@@ -59,7 +59,7 @@ async fn device_items(
 /// CSV device-enrichment records matched on the exact name or its first 15
 /// characters, either way round (a register of full DNS names enriches the
 /// NetBIOS names and the other way).
-#[utoipa::path(get, path = "/api/v1/devices/devices", tag = "devices",
+#[utoipa::path(get, path = "/devices", tag = "devices",
     params(ListParams),
     responses((status = 200, body = Page<DeviceView>), (status = 422, body = ErrorBody)))]
 async fn unique_devices(
@@ -105,7 +105,7 @@ async fn unique_devices(
 /// rule when none does. Default sort: device_name.
 /// Text matches and text sorts ignore case under Unicode case folding
 /// (`MÜLLER` finds `müller`, `STRASSE` finds `Straße`).
-#[utoipa::path(post, path = "/api/v1/devices/devices/search", tag = "devices",
+#[utoipa::path(post, path = "/devices/search", tag = "devices",
     request_body = SearchRequest,
     responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn search_assets(
@@ -121,7 +121,7 @@ async fn search_assets(
 
 /// One asset by its managed-device UUID (or the device id a source
 /// reported), with its applications.
-#[utoipa::path(get, path = "/api/v1/devices/device/{device_id}", tag = "devices",
+#[utoipa::path(get, path = "/device/{device_id}", tag = "devices",
     params(("device_id" = String, Path)),
     responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
 async fn by_device_id(
@@ -163,7 +163,7 @@ async fn one_asset(
 
 /// One asset by any of its names: the full DNS name and its 15-character
 /// NetBIOS form find the same asset.
-#[utoipa::path(get, path = "/api/v1/devices/by-name/{device_name}", tag = "devices",
+#[utoipa::path(get, path = "/by-name/{device_name}", tag = "devices",
     params(("device_name" = String, Path)),
     responses((status = 200, body = AssetView), (status = 404, body = ErrorBody)))]
 async fn by_name(
@@ -183,7 +183,7 @@ async fn by_name(
 }
 
 /// Devices and inventory items per reporting integration.
-#[utoipa::path(get, path = "/api/v1/devices/stats", tag = "devices",
+#[utoipa::path(get, path = "/stats", tag = "devices",
     responses((status = 200, body = DeviceStats)))]
 async fn device_stats(
     State(state): State<AppState>,
@@ -193,7 +193,7 @@ async fn device_stats(
 }
 
 /// Assets with the application installed (its rollup name, any case).
-#[utoipa::path(get, path = "/api/v1/devices/by-application/{application_name}", tag = "devices",
+#[utoipa::path(get, path = "/by-application/{application_name}", tag = "devices",
     params(("application_name" = String, Path), ListParams),
     responses((status = 200, body = Page<AssetView>), (status = 422, body = ErrorBody)))]
 async fn by_application(

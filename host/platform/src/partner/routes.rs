@@ -107,7 +107,7 @@ fn checked_timezone(raw: &str) -> ApiResult<String> {
 }
 
 /// The customers the caller reaches, by name.
-#[utoipa::path(get, path = "/api/v1/partner/customers", tag = "partner",
+#[utoipa::path(get, path = "/customers", tag = "partner",
     responses(
         (status = 200, body = Vec<CustomerView>),
         (status = 403, body = ErrorBody, description = "Not a partner user (a customer's users, plain members)"),
@@ -127,7 +127,7 @@ async fn list_customers(
 /// partner with its first customer. The customer starts without users: the
 /// partner acts in it (`POST /api/v1/auth/act-as`) and may invite its
 /// people from there.
-#[utoipa::path(post, path = "/api/v1/partner/customers", tag = "partner", request_body = NewCustomer,
+#[utoipa::path(post, path = "/customers", tag = "partner", request_body = NewCustomer,
     responses(
         (status = 201, body = CustomerView),
         (status = 403, body = ErrorBody),
@@ -178,7 +178,7 @@ async fn create_customer(
 }
 
 /// One customer.
-#[utoipa::path(get, path = "/api/v1/partner/customers/{customer_id}", tag = "partner",
+#[utoipa::path(get, path = "/customers/{customer_id}", tag = "partner",
     params(("customer_id" = String, Path)),
     responses(
         (status = 200, body = CustomerView),
@@ -196,7 +196,7 @@ async fn get_customer(
 }
 
 /// Rename a customer or change its time zone (partner admin).
-#[utoipa::path(patch, path = "/api/v1/partner/customers/{customer_id}", tag = "partner",
+#[utoipa::path(patch, path = "/customers/{customer_id}", tag = "partner",
     params(("customer_id" = String, Path)), request_body = CustomerUpdate,
     responses(
         (status = 200, body = CustomerView),
@@ -235,7 +235,7 @@ async fn update_customer(
 /// tenant and data stay with its own users; the partner's groups lose it,
 /// every session acting in it ends at once, and configs it shared from the
 /// partner stop serving it.
-#[utoipa::path(delete, path = "/api/v1/partner/customers/{customer_id}", tag = "partner",
+#[utoipa::path(delete, path = "/customers/{customer_id}", tag = "partner",
     params(("customer_id" = String, Path)),
     responses(
         (status = 204, description = "Removed from the partner"),
@@ -342,7 +342,7 @@ async fn check_customers(
 }
 
 /// The partner's groups of customers.
-#[utoipa::path(get, path = "/api/v1/partner/groups", tag = "partner",
+#[utoipa::path(get, path = "/groups", tag = "partner",
     responses((status = 200, body = Vec<GroupView>), (status = 403, body = ErrorBody)))]
 async fn list_groups(
     State(state): State<AppState>,
@@ -352,7 +352,7 @@ async fn list_groups(
 }
 
 /// Create a group of customers (partner admin), e.g. "maintenance contract".
-#[utoipa::path(post, path = "/api/v1/partner/groups", tag = "partner", request_body = NewGroup,
+#[utoipa::path(post, path = "/groups", tag = "partner", request_body = NewGroup,
     responses(
         (status = 201, body = GroupView),
         (status = 403, body = ErrorBody),
@@ -392,7 +392,7 @@ fn saved(result: sqlx::Result<bool>) -> ApiResult<bool> {
 }
 
 /// One group.
-#[utoipa::path(get, path = "/api/v1/partner/groups/{group_id}", tag = "partner",
+#[utoipa::path(get, path = "/groups/{group_id}", tag = "partner",
     params(("group_id" = String, Path)),
     responses((status = 200, body = GroupView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_group(
@@ -405,7 +405,7 @@ async fn get_group(
 
 /// Rename a group, change its description or replace its customers
 /// (partner admin).
-#[utoipa::path(patch, path = "/api/v1/partner/groups/{group_id}", tag = "partner",
+#[utoipa::path(patch, path = "/groups/{group_id}", tag = "partner",
     params(("group_id" = String, Path)), request_body = GroupUpdate,
     responses(
         (status = 200, body = GroupView),
@@ -442,7 +442,7 @@ async fn update_group(
 }
 
 /// Delete a group (partner admin); its customers stay.
-#[utoipa::path(delete, path = "/api/v1/partner/groups/{group_id}", tag = "partner",
+#[utoipa::path(delete, path = "/groups/{group_id}", tag = "partner",
     params(("group_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_group(
@@ -489,7 +489,7 @@ fn access_view(access: AnalystAccess) -> AccessView {
 }
 
 /// The partner's analysts and what each reaches (partner admin).
-#[utoipa::path(get, path = "/api/v1/partner/access", tag = "partner",
+#[utoipa::path(get, path = "/access", tag = "partner",
     responses((status = 200, body = Vec<AnalystView>), (status = 403, body = ErrorBody)))]
 async fn list_access(
     State(state): State<AppState>,
@@ -524,7 +524,7 @@ async fn analyst(state: &AppState, partner: &PartnerCaller, user_id: &str) -> Ap
 }
 
 /// What one analyst reaches (partner admin, or the analyst itself).
-#[utoipa::path(get, path = "/api/v1/partner/access/{user_id}", tag = "partner",
+#[utoipa::path(get, path = "/access/{user_id}", tag = "partner",
     params(("user_id" = String, Path, description = "A partner_analyst of the partner")),
     responses(
         (status = 200, body = AccessView),
@@ -548,7 +548,7 @@ async fn get_access(
 /// Assign an analyst all customers, or customers and groups (partner
 /// admin). It takes effect on the analyst's next request, acting sessions
 /// included.
-#[utoipa::path(put, path = "/api/v1/partner/access/{user_id}", tag = "partner",
+#[utoipa::path(put, path = "/access/{user_id}", tag = "partner",
     params(("user_id" = String, Path, description = "A partner_analyst of the partner")),
     request_body = AccessView,
     responses(
@@ -624,7 +624,7 @@ pub struct AuditPage {
 /// Writes made by the partner's users in customers (acting) and on the
 /// partner routes, newest first. An analyst sees the rows of the customers
 /// it reaches.
-#[utoipa::path(get, path = "/api/v1/partner/audit", tag = "partner", params(AuditQuery),
+#[utoipa::path(get, path = "/audit", tag = "partner", params(AuditQuery),
     responses(
         (status = 200, body = AuditPage),
         (status = 403, body = ErrorBody),
@@ -695,7 +695,7 @@ pub struct Branding {
 }
 
 /// The partner's branding.
-#[utoipa::path(get, path = "/api/v1/partner/branding", tag = "partner",
+#[utoipa::path(get, path = "/branding", tag = "partner",
     responses((status = 200, body = Branding), (status = 403, body = ErrorBody)))]
 async fn get_branding(
     State(state): State<AppState>,
@@ -711,7 +711,7 @@ async fn get_branding(
 }
 
 /// Set the partner's branding (partner admin); the whole record.
-#[utoipa::path(put, path = "/api/v1/partner/branding", tag = "partner", request_body = Branding,
+#[utoipa::path(put, path = "/branding", tag = "partner", request_body = Branding,
     responses((status = 200, body = Branding), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn set_branding(
     State(state): State<AppState>,

@@ -34,6 +34,6 @@ pub use snapshots::{record_all, schedule};
 /// Dashboards: their routes and the daily snapshot of key figures.
 pub fn area(state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
     Ok(cairn_platform::area::Area::new("dashboards")
-        .routes(router())
+        .routes("/api/v1/dashboards", router())
         .schedule(schedule(state.db.clone())))
 }

@@ -73,7 +73,7 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> ApiResult<()> {
 }
 
 /// The caller's dashboards, then those shared in the tenant.
-#[utoipa::path(get, path = "/api/v1/dashboards", tag = "dashboards",
+#[utoipa::path(get, path = "/", tag = "dashboards",
     responses((status = 200, body = Vec<DashboardView>)))]
 async fn list_dashboards(
     State(state): State<AppState>,
@@ -97,7 +97,7 @@ pub struct NewDashboardRequest {
 }
 
 /// Create an empty dashboard owned by the caller.
-#[utoipa::path(post, path = "/api/v1/dashboards", tag = "dashboards",
+#[utoipa::path(post, path = "/", tag = "dashboards",
     request_body = NewDashboardRequest,
     responses((status = 201, body = DashboardView), (status = 422, body = ErrorBody)))]
 async fn create_dashboard(
@@ -220,7 +220,7 @@ fn default_widgets() -> Vec<NewWidget> {
 /// The caller's default dashboard, created on the first call from a
 /// template (findings by severity, KEV, trend, top applications, EPSS,
 /// devices, sync health).
-#[utoipa::path(get, path = "/api/v1/dashboards/default", tag = "dashboards",
+#[utoipa::path(get, path = "/default", tag = "dashboards",
     responses((status = 200, body = DashboardView)))]
 async fn default_dashboard(
     State(state): State<AppState>,
@@ -251,7 +251,7 @@ async fn default_dashboard(
 }
 
 /// One dashboard with its widgets.
-#[utoipa::path(get, path = "/api/v1/dashboards/{dashboard_id}", tag = "dashboards",
+#[utoipa::path(get, path = "/{dashboard_id}", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
     responses((status = 200, body = DashboardView), (status = 404, body = ErrorBody)))]
 async fn get_dashboard(
@@ -273,7 +273,7 @@ pub struct DashboardUpdate {
 }
 
 /// Rename, share or unshare a dashboard, or change its layout (its owner).
-#[utoipa::path(patch, path = "/api/v1/dashboards/{dashboard_id}", tag = "dashboards",
+#[utoipa::path(patch, path = "/{dashboard_id}", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
     request_body = DashboardUpdate,
     responses((status = 200, body = DashboardView),
@@ -308,7 +308,7 @@ async fn update_dashboard(
 
 /// Delete a dashboard and its widgets (its owner). The default dashboard
 /// is made again by the next `GET /dashboards/default`.
-#[utoipa::path(delete, path = "/api/v1/dashboards/{dashboard_id}", tag = "dashboards",
+#[utoipa::path(delete, path = "/{dashboard_id}", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_dashboard(
@@ -337,7 +337,7 @@ pub struct CloneRequest {
 
 /// Copy a dashboard the caller sees, with its widgets, as a private
 /// dashboard of theirs.
-#[utoipa::path(post, path = "/api/v1/dashboards/{dashboard_id}/clone", tag = "dashboards",
+#[utoipa::path(post, path = "/{dashboard_id}/clone", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
     request_body(content = CloneRequest, description = "Optional"),
     responses((status = 201, body = DashboardView), (status = 404, body = ErrorBody)))]
@@ -418,7 +418,7 @@ fn checked_widget(
 }
 
 /// Add a widget to a dashboard of the caller's.
-#[utoipa::path(post, path = "/api/v1/dashboards/{dashboard_id}/widgets", tag = "dashboards",
+#[utoipa::path(post, path = "/{dashboard_id}/widgets", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
     request_body = WidgetRequest,
     responses((status = 201, body = WidgetView), (status = 403, body = ErrorBody),
@@ -470,7 +470,7 @@ pub struct WidgetUpdate {
 
 /// Change a widget's title, type, data source or position; the result is
 /// checked as a whole (a new type must show the metric).
-#[utoipa::path(patch, path = "/api/v1/dashboards/{dashboard_id}/widgets/{widget_id}", tag = "dashboards",
+#[utoipa::path(patch, path = "/{dashboard_id}/widgets/{widget_id}", tag = "dashboards",
     params(("dashboard_id" = String, Path), ("widget_id" = String, Path)),
     request_body = WidgetUpdate,
     responses((status = 200, body = WidgetView), (status = 403, body = ErrorBody),
@@ -500,7 +500,7 @@ async fn update_widget(
 }
 
 /// Remove a widget.
-#[utoipa::path(delete, path = "/api/v1/dashboards/{dashboard_id}/widgets/{widget_id}", tag = "dashboards",
+#[utoipa::path(delete, path = "/{dashboard_id}/widgets/{widget_id}", tag = "dashboards",
     params(("dashboard_id" = String, Path), ("widget_id" = String, Path)),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_widget(
@@ -540,7 +540,7 @@ async fn evaluate(state: &AppState, caller: &Caller, source: &DataSource) -> Api
 }
 
 /// Evaluate a saved widget's data source over the caller's tenant.
-#[utoipa::path(post, path = "/api/v1/dashboards/widgets/{widget_id}/data", tag = "dashboards",
+#[utoipa::path(post, path = "/widgets/{widget_id}/data", tag = "dashboards",
     params(("widget_id" = String, Path)),
     responses((status = 200, body = WidgetData), (status = 404, body = ErrorBody)))]
 async fn widget_data(
@@ -569,7 +569,7 @@ pub struct PreviewRequest {
 
 /// Evaluate a data source that is not saved (what a widget editor shows
 /// before saving).
-#[utoipa::path(post, path = "/api/v1/dashboards/widgets/preview", tag = "dashboards",
+#[utoipa::path(post, path = "/widgets/preview", tag = "dashboards",
     request_body = PreviewRequest,
     responses((status = 200, body = WidgetData),
               (status = 422, body = ErrorBody, description = "Unknown metric, a bad parameter or filter, or a type that cannot show the metric; `field` names it")))]
@@ -587,14 +587,14 @@ async fn preview(
 
 /// The named metrics: parameters (type, default, bounds), the shape each
 /// returns, and whether a device query can narrow it.
-#[utoipa::path(get, path = "/api/v1/dashboards/catalog/metrics", tag = "dashboards",
+#[utoipa::path(get, path = "/catalog/metrics", tag = "dashboards",
     responses((status = 200, body = Vec<Metric>)))]
 async fn metric_catalog(_caller: Caller) -> Json<&'static [Metric]> {
     Json(METRICS)
 }
 
 /// The widget types and the metric shapes each can show.
-#[utoipa::path(get, path = "/api/v1/dashboards/catalog/widget-types", tag = "dashboards",
+#[utoipa::path(get, path = "/catalog/widget-types", tag = "dashboards",
     responses((status = 200, body = Vec<WidgetType>)))]
 async fn widget_type_catalog(_caller: Caller) -> Json<&'static [WidgetType]> {
     Json(WIDGET_TYPES)

@@ -15,5 +15,5 @@ pub use routes::router;
 
 /// The area's routes; it has no jobs or schedules.
 pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
-    Ok(cairn_platform::area::Area::new("partner views").routes(router()))
+    Ok(cairn_platform::area::Area::new("partner views").routes("/api/v1/partner", router()))
 }

@@ -90,7 +90,7 @@ pub struct Overview {
 /// are kept per customer until its findings, triage or the CVE data change
 /// (at most five minutes), so a partner with hundreds of customers reads
 /// in one pass.
-#[utoipa::path(get, path = "/api/v1/partner/overview", tag = "partner", params(OverviewQuery),
+#[utoipa::path(get, path = "/overview", tag = "partner", params(OverviewQuery),
     responses(
         (status = 200, body = Overview),
         (status = 403, body = ErrorBody),
@@ -256,7 +256,7 @@ pub struct CveAcrossCustomers {
 /// device, application, installed version and fix version of its open
 /// findings (triaged-away findings left out, as in the customer's own
 /// lists). Customers without an open finding are not listed.
-#[utoipa::path(get, path = "/api/v1/partner/cves/{cve_id}", tag = "partner",
+#[utoipa::path(get, path = "/cves/{cve_id}", tag = "partner",
     params(("cve_id" = String, Path)),
     responses(
         (status = 200, body = CveAcrossCustomers),
@@ -350,7 +350,7 @@ pub struct ApplicationsAcrossCustomers {
 
 /// Applications whose name contains `name`, with their installed versions,
 /// per customer the caller reaches (customers without one not listed).
-#[utoipa::path(get, path = "/api/v1/partner/applications", tag = "partner", params(ApplicationsQuery),
+#[utoipa::path(get, path = "/applications", tag = "partner", params(ApplicationsQuery),
     responses(
         (status = 200, body = ApplicationsAcrossCustomers),
         (status = 403, body = ErrorBody),
@@ -445,7 +445,7 @@ pub struct PartnerTriageResult {
 /// with findings of the CVE get the status, recorded in the customer's
 /// triage history under the partner user's id and in the partner's audit
 /// trail.
-#[utoipa::path(post, path = "/api/v1/partner/triage", tag = "partner", request_body = PartnerTriageRequest,
+#[utoipa::path(post, path = "/triage", tag = "partner", request_body = PartnerTriageRequest,
     responses(
         (status = 200, body = PartnerTriageResult),
         (status = 403, body = ErrorBody),

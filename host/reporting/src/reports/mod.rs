@@ -48,8 +48,8 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         Duration::from_secs(600),
     );
     Ok(Area::new("reports")
-        .routes(router())
-        .routes(partner_router())
+        .routes("/api/v1/reports/", router())
+        .routes("/api/v1/partner", partner_router())
         .jobs(jobs)
         .schedule(retention(
             state.db.clone(),

@@ -51,7 +51,7 @@ pub struct ReviewStarted {
 /// Ask for a `customer_review` of each chosen customer (partner admins
 /// and analysts), with the partner's branding. Follow each at
 /// `GET /api/v1/partner/customers/{customer_id}/reports/{report_id}`.
-#[utoipa::path(post, path = "/api/v1/partner/reports", tag = "partner", request_body = ReviewRequest,
+#[utoipa::path(post, path = "/reports", tag = "partner", request_body = ReviewRequest,
     responses(
         (status = 202, body = Vec<ReviewStarted>),
         (status = 403, body = ErrorBody),
@@ -103,7 +103,7 @@ async fn generate_reviews(
 
 /// A report of a customer the caller reaches (any type: the customer's
 /// own reports too).
-#[utoipa::path(get, path = "/api/v1/partner/customers/{customer_id}/reports/{report_id}", tag = "partner",
+#[utoipa::path(get, path = "/customers/{customer_id}/reports/{report_id}", tag = "partner",
     params(("customer_id" = String, Path), ("report_id" = String, Path)),
     responses((status = 200, body = ReportView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn review_status(
@@ -119,7 +119,7 @@ async fn review_status(
 }
 
 /// The file of a customer's report.
-#[utoipa::path(get, path = "/api/v1/partner/customers/{customer_id}/reports/{report_id}/download", tag = "partner",
+#[utoipa::path(get, path = "/customers/{customer_id}/reports/{report_id}/download", tag = "partner",
     params(("customer_id" = String, Path), ("report_id" = String, Path)),
     responses(
         (status = 200, description = "The file", content(

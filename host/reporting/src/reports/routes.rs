@@ -30,7 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The tenant's reports, newest first.
-#[utoipa::path(get, path = "/api/v1/reports/", tag = "reports",
+#[utoipa::path(get, path = "/", tag = "reports",
     params(PageParams),
     responses((status = 200, body = Page<ReportView>), (status = 422, body = ErrorBody)))]
 async fn list_reports(
@@ -56,7 +56,7 @@ pub struct GenerateRequest {
 /// Ask for a report. It is written in the background by a durable job;
 /// follow it at `GET /reports/{report_id}/status`, then download it.
 /// Reports older than `CAIRN_REPORT_RETENTION_DAYS` are deleted.
-#[utoipa::path(post, path = "/api/v1/reports/generate", tag = "reports",
+#[utoipa::path(post, path = "/generate", tag = "reports",
     request_body = GenerateRequest,
     responses((status = 202, body = ReportView),
               (status = 422, body = ErrorBody, description = "A bad type, format or scope; `field` names it")))]
@@ -114,7 +114,7 @@ pub(super) async fn create(
 
 /// A report's status (`queued`, `running`, `success`, `error` with its
 /// error) and, once written, its file's name and size.
-#[utoipa::path(get, path = "/api/v1/reports/{report_id}/status", tag = "reports",
+#[utoipa::path(get, path = "/{report_id}/status", tag = "reports",
     params(("report_id" = String, Path)),
     responses((status = 200, body = ReportView), (status = 404, body = ErrorBody)))]
 async fn report_status(
@@ -130,7 +130,7 @@ async fn report_status(
 
 /// The report's file, streamed with its content type and a file name
 /// like `vulnerabilities-2026-11-24.pdf`.
-#[utoipa::path(get, path = "/api/v1/reports/{report_id}/download", tag = "reports",
+#[utoipa::path(get, path = "/{report_id}/download", tag = "reports",
     params(("report_id" = String, Path)),
     responses((status = 200, description = "The file, in the report's format", content(
                   (String = "application/pdf"),
@@ -205,7 +205,7 @@ fn sanitized(name: &str) -> String {
 }
 
 /// Delete a report and its file.
-#[utoipa::path(delete, path = "/api/v1/reports/{report_id}", tag = "reports",
+#[utoipa::path(delete, path = "/{report_id}", tag = "reports",
     params(("report_id" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 async fn delete_report(

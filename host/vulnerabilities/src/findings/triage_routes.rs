@@ -44,7 +44,7 @@ pub struct CveTriage {
 
 /// The tenant's triage of a CVE: the status per product its findings
 /// name, and every change with who, when, from, to and why.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/cve/{cve_id}/triage", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/cve/{cve_id}/triage", tag = "vulnerabilities",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = CveTriage), (status = 422, body = ErrorBody)))]
 async fn cve_triage(
@@ -109,7 +109,7 @@ pub struct TriageRequest {
 /// affected", "false positive" and "risk accepted" (until it expires)
 /// take the product's findings of the CVE out of the open counts, lists
 /// and figures (`status=accepted` lists them). Every change is recorded.
-#[utoipa::path(put, path = "/api/v1/vulnerabilities/cve/{cve_id}/triage", tag = "vulnerabilities",
+#[utoipa::path(put, path = "/cve/{cve_id}/triage", tag = "vulnerabilities",
     params(("cve_id" = String, Path)),
     request_body = TriageRequest,
     responses((status = 200, body = TriageView),
@@ -264,7 +264,7 @@ pub struct TriageListParams {
 }
 
 /// The tenant's triaged CVEs, most recently changed first.
-#[utoipa::path(get, path = "/api/v1/vulnerabilities/triage", tag = "vulnerabilities",
+#[utoipa::path(get, path = "/triage", tag = "vulnerabilities",
     params(TriageListParams),
     responses((status = 200, body = Page<TriageView>), (status = 422, body = ErrorBody)))]
 async fn list_triage(

@@ -59,7 +59,7 @@ pub struct Unresolved {
 /// (and then stored). A finding whose scanner named no CVE (some scanners
 /// name only their own check) answers with none. At most 20 CVEs of a
 /// finding are researched.
-#[utoipa::path(post, path = "/api/v1/scanner/research-finding", tag = "scanner",
+#[utoipa::path(post, path = "/research-finding", tag = "scanner",
     request_body = ResearchFindingRequest,
     responses((status = 200, body = ResearchedFinding),
               (status = 404, description = "no such finding, or a CVE id neither the store nor NVD knows", body = ErrorBody),

@@ -79,7 +79,7 @@ async fn found(state: &AppState, tenant: &TenantId, id: &str) -> ApiResult<Proje
 }
 
 /// The tenant's projects, by name, with their vendors and products.
-#[utoipa::path(get, path = "/api/v1/projects/", tag = "projects",
+#[utoipa::path(get, path = "/", tag = "projects",
     responses((status = 200, body = Vec<ProjectView>)))]
 async fn list_projects(
     State(state): State<AppState>,
@@ -104,7 +104,7 @@ pub struct ProjectRequest {
 }
 
 /// Create a project, with its first vendors and products if given.
-#[utoipa::path(post, path = "/api/v1/projects/", tag = "projects",
+#[utoipa::path(post, path = "/", tag = "projects",
     request_body = ProjectRequest,
     responses((status = 201, body = ProjectView),
               (status = 409, body = ErrorBody, description = "The tenant has a project of that name"),
@@ -132,7 +132,7 @@ async fn create_project(
 }
 
 /// One project.
-#[utoipa::path(get, path = "/api/v1/projects/{project_id}", tag = "projects",
+#[utoipa::path(get, path = "/{project_id}", tag = "projects",
     params(("project_id" = String, Path)),
     responses((status = 200, body = ProjectView), (status = 404, body = ErrorBody)))]
 async fn get_project(
@@ -152,7 +152,7 @@ pub struct ProjectChange {
 
 /// Rename a project or change its description; what is left out stays.
 /// Vendors and products change through their own routes.
-#[utoipa::path(put, path = "/api/v1/projects/{project_id}", tag = "projects",
+#[utoipa::path(put, path = "/{project_id}", tag = "projects",
     params(("project_id" = String, Path)),
     request_body = ProjectChange,
     responses((status = 200, body = ProjectView), (status = 404, body = ErrorBody),
@@ -183,7 +183,7 @@ async fn update_project(
 }
 
 /// Delete a project.
-#[utoipa::path(delete, path = "/api/v1/projects/{project_id}", tag = "projects",
+#[utoipa::path(delete, path = "/{project_id}", tag = "projects",
     params(("project_id" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 async fn delete_project(
@@ -242,7 +242,7 @@ async fn remove_entry(
 
 /// Add a vendor (201; 200 when the project had it). The name is stored
 /// as the CVE store names vendors.
-#[utoipa::path(post, path = "/api/v1/projects/{project_id}/vendors/{vendor_name}", tag = "projects",
+#[utoipa::path(post, path = "/{project_id}/vendors/{vendor_name}", tag = "projects",
     params(("project_id" = String, Path), ("vendor_name" = String, Path)),
     responses((status = 201, body = ProjectView), (status = 200, body = ProjectView),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -255,7 +255,7 @@ async fn add_vendor(
 }
 
 /// Remove a vendor.
-#[utoipa::path(delete, path = "/api/v1/projects/{project_id}/vendors/{vendor_name}", tag = "projects",
+#[utoipa::path(delete, path = "/{project_id}/vendors/{vendor_name}", tag = "projects",
     params(("project_id" = String, Path), ("vendor_name" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn remove_vendor(
@@ -268,7 +268,7 @@ async fn remove_vendor(
 
 /// Add a product (201; 200 when the project had it), stored as the CVE
 /// store names products (`chrome`).
-#[utoipa::path(post, path = "/api/v1/projects/{project_id}/products/{product_name}", tag = "projects",
+#[utoipa::path(post, path = "/{project_id}/products/{product_name}", tag = "projects",
     params(("project_id" = String, Path), ("product_name" = String, Path)),
     responses((status = 201, body = ProjectView), (status = 200, body = ProjectView),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -281,7 +281,7 @@ async fn add_product(
 }
 
 /// Remove a product.
-#[utoipa::path(delete, path = "/api/v1/projects/{project_id}/products/{product_name}", tag = "projects",
+#[utoipa::path(delete, path = "/{project_id}/products/{product_name}", tag = "projects",
     params(("project_id" = String, Path), ("product_name" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn remove_product(
@@ -303,7 +303,7 @@ pub struct ProjectCve {
 /// The CVEs of the CVE store whose affected configurations name one of the
 /// project's vendors or products, newest first, each with the number of
 /// the tenant's devices with an open finding of it.
-#[utoipa::path(get, path = "/api/v1/projects/{project_id}/vulnerabilities", tag = "projects",
+#[utoipa::path(get, path = "/{project_id}/vulnerabilities", tag = "projects",
     params(("project_id" = String, Path), PageParams),
     responses((status = 200, body = Page<ProjectCve>), (status = 404, body = ErrorBody),
               (status = 422, body = ErrorBody)))]

@@ -12,6 +12,6 @@ pub use routes::router;
 
 /// The area's routes; it has no jobs or schedules.
 pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
-    Ok(cairn_platform::area::Area::new("tags").routes(router()))
+    Ok(cairn_platform::area::Area::new("tags").routes("/api/v1/tags/", router()))
 }
 pub use storage::{tags_of, EntityType, TagView};

@@ -65,7 +65,7 @@ fn entity_type(text: &str, field: &str) -> Result<EntityType, ApiError> {
 }
 
 /// The tenant's tags, by name, with how many entities each is on.
-#[utoipa::path(get, path = "/api/v1/tags/", tag = "tags",
+#[utoipa::path(get, path = "/", tag = "tags",
     responses((status = 200, body = Vec<TagView>)))]
 async fn list_tags(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<TagView>>> {
     Ok(Json(storage::tags(&state.db, &caller.tenant_id).await?))
@@ -125,7 +125,7 @@ fn checked<'a>(
 }
 
 /// Create a tag.
-#[utoipa::path(post, path = "/api/v1/tags/", tag = "tags",
+#[utoipa::path(post, path = "/", tag = "tags",
     request_body = NewTag,
     responses((status = 201, body = TagView),
               (status = 409, body = ErrorBody, description = "The tenant has a tag of that name"),
@@ -160,7 +160,7 @@ pub struct TagChange {
 }
 
 /// Change a tag's name, color or description; what is left out stays.
-#[utoipa::path(put, path = "/api/v1/tags/{tag_id}", tag = "tags",
+#[utoipa::path(put, path = "/{tag_id}", tag = "tags",
     params(("tag_id" = String, Path)),
     request_body = TagChange,
     responses((status = 200, body = TagView), (status = 404, body = ErrorBody),
@@ -199,7 +199,7 @@ async fn update_tag(
 }
 
 /// Delete a tag and every assignment of it.
-#[utoipa::path(delete, path = "/api/v1/tags/{tag_id}", tag = "tags",
+#[utoipa::path(delete, path = "/{tag_id}", tag = "tags",
     params(("tag_id" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody)))]
 async fn delete_tag(
@@ -262,7 +262,7 @@ async fn assign(
 }
 
 /// Put a tag on a CVE (201; 200 when it was there already).
-#[utoipa::path(post, path = "/api/v1/tags/{tag_id}/assign", tag = "tags",
+#[utoipa::path(post, path = "/{tag_id}/assign", tag = "tags",
     params(("tag_id" = String, Path)),
     request_body = CveAssignment,
     responses((status = 201, body = Assigned), (status = 200, body = Assigned),
@@ -278,7 +278,7 @@ async fn assign_to_cve(
 }
 
 /// Take a tag off a CVE.
-#[utoipa::path(delete, path = "/api/v1/tags/{tag_id}/assign/{cve_id}", tag = "tags",
+#[utoipa::path(delete, path = "/{tag_id}/assign/{cve_id}", tag = "tags",
     params(("tag_id" = String, Path), ("cve_id" = String, Path)),
     responses((status = 204), (status = 404, body = ErrorBody, description = "No such tag, or not on that CVE"),
               (status = 422, body = ErrorBody)))]
@@ -311,7 +311,7 @@ pub struct BulkAssignments {
 
 /// Every entity of one type the tenant tagged, with its tags: one call to
 /// show tags beside a whole list.
-#[utoipa::path(get, path = "/api/v1/tags/entity/bulk", tag = "tags",
+#[utoipa::path(get, path = "/entity/bulk", tag = "tags",
     params(BulkQuery),
     responses((status = 200, body = BulkAssignments), (status = 422, body = ErrorBody)))]
 async fn bulk_assignments(
@@ -341,7 +341,7 @@ pub struct EntityAssignment {
 
 /// Put a tag on a vendor, a product or a CVE by name (201; 200 when it
 /// was there already).
-#[utoipa::path(post, path = "/api/v1/tags/entity/assign", tag = "tags",
+#[utoipa::path(post, path = "/entity/assign", tag = "tags",
     request_body = EntityAssignment,
     responses((status = 201, body = Assigned), (status = 200, body = Assigned),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -356,7 +356,7 @@ async fn assign_to_entity(
 }
 
 /// Take a tag off a vendor, a product or a CVE (parameters in the query).
-#[utoipa::path(delete, path = "/api/v1/tags/entity/unassign", tag = "tags",
+#[utoipa::path(delete, path = "/entity/unassign", tag = "tags",
     params(EntityAssignment),
     responses((status = 204), (status = 404, body = ErrorBody, description = "No such tag, or not on that entity"),
               (status = 422, body = ErrorBody)))]
@@ -375,7 +375,7 @@ async fn unassign_from_entity(
 }
 
 /// The tags on a vendor, a product or a CVE.
-#[utoipa::path(get, path = "/api/v1/tags/entity/{entity_type}/{entity_name}", tag = "tags",
+#[utoipa::path(get, path = "/entity/{entity_type}/{entity_name}", tag = "tags",
     params(("entity_type" = String, Path, description = "`cve`, `vendor` or `product`"),
            ("entity_name" = String, Path)),
     responses((status = 200, body = Vec<TagView>), (status = 422, body = ErrorBody)))]
@@ -392,7 +392,7 @@ async fn tags_of_entity(
 }
 
 /// The tags on a CVE.
-#[utoipa::path(get, path = "/api/v1/tags/cve/{cve_id}", tag = "tags",
+#[utoipa::path(get, path = "/cve/{cve_id}", tag = "tags",
     params(("cve_id" = String, Path)),
     responses((status = 200, body = Vec<TagView>), (status = 422, body = ErrorBody)))]
 async fn tags_of_cve(

@@ -62,7 +62,7 @@ pub struct TicketContext {
 /// What the analyst needs beside a ticket: the CVE records it is about,
 /// the tenant's inventory affected by them, and the EDR agent data of the
 /// configurations linked to it.
-#[utoipa::path(get, path = "/api/v1/psa/service/tickets/{ticket_id}/context", tag = "psa",
+#[utoipa::path(get, path = "/service/tickets/{ticket_id}/context", tag = "psa",
     params(("ticket_id" = String, Path)),
     responses((status = 200, body = TicketContext),
               (status = 404, body = ErrorBody, description = "No such ticket upstream"),
@@ -159,7 +159,7 @@ pub struct FullTicket {
 /// The ticket live, merged with what the syncs and bulk pulls keep of it
 /// (and its bulk-pulled notes), saying what came from where. When the
 /// upstream cannot be reached, the freshest kept copy answers.
-#[utoipa::path(get, path = "/api/v1/psa/service/tickets/{ticket_id}/full", tag = "psa",
+#[utoipa::path(get, path = "/service/tickets/{ticket_id}/full", tag = "psa",
     params(("ticket_id" = String, Path)),
     responses((status = 200, body = FullTicket),
               (status = 404, body = ErrorBody, description = "Neither the upstream nor Cairn knows the ticket"),

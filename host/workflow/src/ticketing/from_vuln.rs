@@ -81,7 +81,7 @@ pub struct VulnTicket {
 /// configurations linked when the upstream has them. Asked again for the
 /// same CVE and company, the existing ticket is returned (200) unless
 /// `force_new`.
-#[utoipa::path(post, path = "/api/v1/psa/tickets/from-vuln", tag = "psa",
+#[utoipa::path(post, path = "/tickets/from-vuln", tag = "psa",
     request_body = FromVulnRequest,
     responses((status = 201, body = VulnTicket, description = "Raised"),
               (status = 200, body = VulnTicket, description = "Raised earlier; returned as it is"),
