@@ -19,6 +19,7 @@ pub const AREAS: &[AreaFn] = &[
     cairn_reporting::reports::area,
     cairn_workflow::tags::area,
     cairn_workflow::projects::area,
+    cairn_workflow::sla::area,
     cairn_intelligence::research::area,
     cairn_intelligence::subscriptions::area,
     cairn_intelligence::threat_intel::area,

@@ -25,6 +25,7 @@ mod rmm;
 mod scanner;
 mod search;
 mod service;
+mod sla;
 mod subscriptions;
 mod tenancy;
 mod threat_intel;

@@ -7,6 +7,7 @@
 //! it that way. It owns no table: it runs the migrations that create them.
 
 pub mod blobs;
+pub mod clock;
 pub mod db;
 pub mod http;
 pub mod ids;

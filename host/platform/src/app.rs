@@ -9,6 +9,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::auth::JwtKeys;
 use crate::http::limits::RateLimits;
 use cairn_core::blobs::Blobs;
+use cairn_core::clock::Clock;
 use cairn_core::db::Db;
 use cairn_core::mail::Mailer;
 use cairn_core::secrets::SecretBox;
@@ -33,6 +34,8 @@ pub struct Inner {
     pub secrets: SecretBox,
     /// Where uploads, reports and portal documents are kept.
     pub blobs: Blobs,
+    /// Now, for due dates and expiries (tests move it forward).
+    pub clock: Clock,
 }
 
 impl Deref for AppState {
@@ -69,6 +72,7 @@ impl AppState {
             limits: RateLimits::new(&settings, &db).await?,
             mailer: Mailer::from_settings(&settings)?,
             blobs,
+            clock: Clock::default(),
             metrics,
             metrics_allow: settings.metrics_allow_list()?,
             db,

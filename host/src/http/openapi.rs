@@ -44,6 +44,7 @@ use utoipa::{Modify, OpenApi};
         (name = "weaknesses", description = "CWE weaknesses with their CVE counts"),
         (name = "tags", description = "Tags on CVEs, vendors and products"),
         (name = "projects", description = "Projects of vendors and products and their CVEs"),
+        (name = "sla", description = "Remediation SLAs: policies per tenant, partner group and customer, device tiers, and each open finding's due date and state"),
         (name = "subscriptions", description = "Vendor and product subscriptions synced from NVD"),
         (name = "threat-intel", description = "Exploitation and likelihood of CVEs (KEV, EPSS), enrichment"),
     )

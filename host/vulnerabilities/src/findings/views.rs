@@ -1103,3 +1103,53 @@ pub async fn open_cves_of_applications(
         })
         .collect()
 }
+
+/// What a remediation SLA needs to know of one finding: when it was first
+/// seen and fixed, and its CVE's severity, publication, KEV listing and
+/// EPSS score.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DueFacts {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    /// `open` or `fixed`.
+    pub status: String,
+    pub first_seen: i64,
+    pub fixed_at: Option<i64>,
+    /// `critical`, `high`, `medium`, `low` or `none`; absent without a score.
+    pub severity: Option<String>,
+    pub published: Option<i64>,
+    /// 1 when CISA lists the CVE as known exploited.
+    pub kev: i64,
+    /// CISA's due date for federal agencies (`YYYY-MM-DD`).
+    pub kev_due_date: Option<String>,
+    pub epss_score: Option<f64>,
+}
+
+/// The tenant's findings an SLA tracks: every open one the tenant's triage
+/// has not taken out of the open counts, and every one fixed at or after
+/// `fixed_since` (Unix ms), by device, application, version and CVE.
+pub async fn due_facts(
+    db: &Db,
+    tenant: &TenantId,
+    fixed_since: i64,
+) -> sqlx::Result<Vec<DueFacts>> {
+    let open = counts_open_sql(db.backend, false);
+    sqlx::query_as(&format!(
+        "SELECT f.device_name, f.application_name, f.version, f.cve_id, f.status, f.first_seen, \
+         f.fixed_at, c.severity, c.published, \
+         CASE WHEN k.cve_id IS NULL THEN 0 ELSE 1 END AS kev, k.due_date AS kev_due_date, \
+         e.score AS epss_score \
+         FROM {ALL_FINDINGS} f \
+         LEFT JOIN vuln_cves c ON c.id = f.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND (({open}) OR (f.status = 'fixed' AND f.fixed_at >= $2)) \
+         ORDER BY f.device_name, f.application_name, f.version, f.cve_id"
+    ))
+    .bind(tenant.as_str())
+    .bind(fixed_since)
+    .fetch_all(&db.pool)
+    .await
+}

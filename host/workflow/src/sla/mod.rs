@@ -1,0 +1,365 @@
+//! Remediation SLAs: how many days a finding has to be fixed in, by
+//! policy, and where each open finding stands against its due date.
+//!
+//! A policy ([`policy::Policy`]) is set for a tenant (its default) or, by a
+//! partner, for all its customers, a group of them or one customer. The
+//! policy that applies to a tenant is the narrowest its partner set
+//! (customer, then group, then the partner's default), else its own
+//! default, else [`policy::Policy::built_in`]. Due dates are computed when
+//! asked, from the findings as they are now and the device tiers, by the
+//! one function in `policy`, so every surface shows the same figures and a
+//! policy change applies at once; the change records how many open
+//! findings' due dates it moved.
+//!
+//! Not yet here: exceptions with approval, tier rules on device fields,
+//! due dates on the vulnerability lists, reports and console.
+
+pub mod policy;
+mod routes;
+pub mod storage;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use cairn_core::db::Db;
+use cairn_core::ids::TenantId;
+use cairn_vulnerabilities::findings::views::{due_facts, DueFacts};
+use policy::{days_left, state, Policy, SlaState, Tier, DAY_MS};
+use storage::{device_key, Scope};
+
+/// The SLA area: `/api/v1/sla`.
+pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    Ok(cairn_platform::area::Area::new("sla").routes("/api/v1/sla", routes::router()))
+}
+
+/// Where the policy that applies to a tenant was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct PolicySource {
+    /// The tenant that set it (the tenant itself, or its partner); absent
+    /// for the built-in policy.
+    pub owner_id: Option<String>,
+    /// `default`, `group`, `customer` or `built_in`.
+    pub scope: String,
+    /// The group's or customer's id; empty otherwise.
+    pub scope_id: String,
+}
+
+/// The policy that applies to a tenant, and where it comes from.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Applied {
+    pub policy: Policy,
+    pub source: PolicySource,
+}
+
+/// A policy change not yet saved, to see what it would do.
+struct Pending<'a> {
+    owner: &'a TenantId,
+    scope: &'a Scope,
+    policy: Option<&'a Policy>,
+}
+
+/// `owner`'s policy for `scope`, as stored or as `pending` would make it.
+async fn lookup(
+    db: &Db,
+    owner: &TenantId,
+    scope: &Scope,
+    pending: Option<&Pending<'_>>,
+) -> sqlx::Result<Option<Applied>> {
+    let source = |scope: &Scope| {
+        let (kind, id) = scope.parts();
+        PolicySource {
+            owner_id: Some(owner.as_str().to_string()),
+            scope: kind.into(),
+            scope_id: id.into(),
+        }
+    };
+    if let Some(pending) = pending.filter(|p| p.owner == owner && p.scope == scope) {
+        return Ok(pending.policy.map(|policy| Applied {
+            policy: policy.clone(),
+            source: source(scope),
+        }));
+    }
+    Ok(storage::policy(db, owner, scope).await?.map(|row| Applied {
+        source: source(scope),
+        policy: row.rules.0,
+    }))
+}
+
+/// The policy that applies to `tenant` now.
+pub async fn applied(db: &Db, tenant: &TenantId) -> sqlx::Result<Applied> {
+    applied_with(db, tenant, None).await
+}
+
+async fn applied_with(
+    db: &Db,
+    tenant: &TenantId,
+    pending: Option<&Pending<'_>>,
+) -> sqlx::Result<Applied> {
+    if let Some(partner) = cairn_platform::partner::partner_of(db, tenant).await? {
+        let customer = Scope::Customer(tenant.as_str().to_string());
+        if let Some(applied) = lookup(db, &partner, &customer, pending).await? {
+            return Ok(applied);
+        }
+        // Of the groups the customer is in, the first by name with a
+        // policy wins.
+        let member_of: Vec<String> = cairn_platform::partner::storage::group_members(db, &partner)
+            .await?
+            .into_iter()
+            .filter(|(_, customer)| customer == tenant.as_str())
+            .map(|(group, _)| group)
+            .collect();
+        for group in cairn_platform::partner::storage::groups(db, &partner).await? {
+            if !member_of.contains(&group.id) {
+                continue;
+            }
+            if let Some(applied) = lookup(db, &partner, &Scope::Group(group.id), pending).await? {
+                return Ok(applied);
+            }
+        }
+        if let Some(applied) = lookup(db, &partner, &Scope::Default, pending).await? {
+            return Ok(applied);
+        }
+    }
+    if let Some(applied) = lookup(db, tenant, &Scope::Default, pending).await? {
+        return Ok(applied);
+    }
+    Ok(Applied {
+        policy: Policy::built_in(),
+        source: PolicySource {
+            owner_id: None,
+            scope: "built_in".into(),
+            scope_id: String::new(),
+        },
+    })
+}
+
+/// One finding against its due date.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TrackedFinding {
+    pub device_name: String,
+    pub application_name: String,
+    pub version: String,
+    pub cve_id: String,
+    /// `open` or `fixed`.
+    pub status: String,
+    pub severity: Option<String>,
+    pub kev: bool,
+    pub epss_score: Option<f64>,
+    /// The device's tier.
+    pub tier: Tier,
+    /// Unix ms.
+    pub first_seen: i64,
+    /// Unix ms; absent while open.
+    pub fixed_at: Option<i64>,
+    /// Unix ms; absent when no rule of the policy covers the finding.
+    pub due_at: Option<i64>,
+    /// For an open finding with a due date: where it stands now.
+    pub sla_state: Option<SlaState>,
+    /// For an open finding with a due date: whole days until it is due,
+    /// negative once overdue.
+    pub days_left: Option<i64>,
+    /// For a fixed finding with a due date: whether it was fixed by then.
+    pub fixed_on_time: Option<bool>,
+}
+
+/// The tenant's device tiers, by device key.
+async fn tiers_by_device(db: &Db, tenant: &TenantId) -> sqlx::Result<BTreeMap<String, Tier>> {
+    Ok(storage::tiers(db, tenant)
+        .await?
+        .into_iter()
+        .filter_map(|row| Some((device_key(&row.device_name), Tier::parse(&row.tier)?)))
+        .collect())
+}
+
+fn track(facts: DueFacts, policy: &Policy, tier: Tier, now: i64) -> TrackedFinding {
+    let due_at = policy.due_at(&facts, tier);
+    let open = facts.status == "open";
+    TrackedFinding {
+        sla_state: due_at
+            .filter(|_| open)
+            .map(|due| state(due, now, policy.due_soon_days)),
+        days_left: due_at.filter(|_| open).map(|due| days_left(due, now)),
+        fixed_on_time: match (due_at, facts.fixed_at) {
+            (Some(due), Some(fixed)) if !open => Some(fixed <= due),
+            _ => None,
+        },
+        due_at,
+        tier,
+        kev: facts.kev != 0,
+        device_name: facts.device_name,
+        application_name: facts.application_name,
+        version: facts.version,
+        cve_id: facts.cve_id,
+        status: facts.status,
+        severity: facts.severity,
+        epss_score: facts.epss_score,
+        first_seen: facts.first_seen,
+        fixed_at: facts.fixed_at,
+    }
+}
+
+/// The tenant's open findings, and those fixed at or after `fixed_since`,
+/// against `applied`'s due dates at `now`.
+pub async fn tracked_with(
+    db: &Db,
+    tenant: &TenantId,
+    policy: &Policy,
+    now: i64,
+    fixed_since: i64,
+) -> sqlx::Result<Vec<TrackedFinding>> {
+    let tiers = tiers_by_device(db, tenant).await?;
+    Ok(due_facts(db, tenant, fixed_since)
+        .await?
+        .into_iter()
+        .map(|facts| {
+            let tier = tiers
+                .get(&device_key(&facts.device_name))
+                .copied()
+                .unwrap_or(Tier::Standard);
+            track(facts, policy, tier, now)
+        })
+        .collect())
+}
+
+/// A tenant's standing: open findings by state and, over the period,
+/// how many fixes came on time.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Standing {
+    pub open: i64,
+    pub within: i64,
+    pub due_soon: i64,
+    pub overdue: i64,
+    /// Open findings no rule of the policy covers.
+    pub untracked: i64,
+    /// Findings with a due date fixed in the period.
+    pub fixed: i64,
+    pub fixed_on_time: i64,
+    /// `fixed_on_time` of `fixed`, in percent (one decimal); absent when
+    /// nothing with a due date was fixed in the period.
+    pub compliance_percent: Option<f64>,
+    /// Days the period reaches back from now.
+    pub period_days: i64,
+}
+
+/// Counts `findings` (from [`tracked_with`]) into a standing.
+pub fn standing(findings: &[TrackedFinding], period_days: i64) -> Standing {
+    let mut out = Standing {
+        open: 0,
+        within: 0,
+        due_soon: 0,
+        overdue: 0,
+        untracked: 0,
+        fixed: 0,
+        fixed_on_time: 0,
+        compliance_percent: None,
+        period_days,
+    };
+    for finding in findings {
+        if finding.status == "open" {
+            out.open += 1;
+            match finding.sla_state {
+                Some(SlaState::Within) => out.within += 1,
+                Some(SlaState::DueSoon) => out.due_soon += 1,
+                Some(SlaState::Overdue) => out.overdue += 1,
+                None => out.untracked += 1,
+            }
+        } else if let Some(on_time) = finding.fixed_on_time {
+            out.fixed += 1;
+            out.fixed_on_time += i64::from(on_time);
+        }
+    }
+    if out.fixed > 0 {
+        let percent = out.fixed_on_time as f64 * 100.0 / out.fixed as f64;
+        out.compliance_percent = Some((percent * 10.0).round() / 10.0);
+    }
+    out
+}
+
+/// The tenant's standing at `now` over the last `period_days`.
+pub async fn standing_of(
+    db: &Db,
+    tenant: &TenantId,
+    now: i64,
+    period_days: i64,
+) -> sqlx::Result<Standing> {
+    let applied = applied(db, tenant).await?;
+    let since = now - period_days * DAY_MS;
+    let findings = tracked_with(db, tenant, &applied.policy, now, since).await?;
+    Ok(standing(&findings, period_days))
+}
+
+/// The open findings' due dates of each of `tenants`, by finding, under
+/// the policies stored or as `pending` would make them.
+async fn due_dates(
+    db: &Db,
+    tenants: &[TenantId],
+    pending: Option<&Pending<'_>>,
+) -> sqlx::Result<BTreeMap<(String, String, String, String, String), Option<i64>>> {
+    let mut dates = BTreeMap::new();
+    for tenant in tenants {
+        let applied = applied_with(db, tenant, pending).await?;
+        // Fixed findings are left out: `i64::MAX` as the period's start.
+        for f in tracked_with(db, tenant, &applied.policy, 0, i64::MAX).await? {
+            let key = (
+                tenant.as_str().to_string(),
+                f.device_name,
+                f.application_name,
+                f.version,
+                f.cve_id,
+            );
+            dates.insert(key, f.due_at);
+        }
+    }
+    Ok(dates)
+}
+
+/// Saves (or, with `None`, removes) `owner`'s policy for `scope` and
+/// records the change with `by`; returns how many open findings of the
+/// tenants it may cover (the owner and its customers) had their due date
+/// moved.
+pub async fn change_policy(
+    db: &Db,
+    owner: &TenantId,
+    scope: &Scope,
+    after: Option<&Policy>,
+    by: &str,
+    now: i64,
+) -> sqlx::Result<i64> {
+    let before = storage::policy(db, owner, scope)
+        .await?
+        .map(|row| row.rules.0);
+    let mut covered = vec![owner.clone()];
+    covered.extend(
+        cairn_platform::partner::storage::customers(db, owner)
+            .await?
+            .into_iter()
+            .map(|c| TenantId(c.id)),
+    );
+    let pending = Pending {
+        owner,
+        scope,
+        policy: after,
+    };
+    let was = due_dates(db, &covered, None).await?;
+    let will_be = due_dates(db, &covered, Some(&pending)).await?;
+    let moved = will_be
+        .iter()
+        .filter(|(key, due)| was.get(*key) != Some(*due))
+        .count() as i64;
+    storage::change_policy(
+        db,
+        &storage::Change {
+            owner,
+            scope,
+            before: before.as_ref(),
+            after,
+            by,
+            at: now,
+            moved,
+        },
+    )
+    .await?;
+    Ok(moved)
+}

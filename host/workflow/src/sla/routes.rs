@@ -1,0 +1,457 @@
+//! `/api/v1/sla`: remediation SLA policies, device tiers, and the
+//! tenant's findings against their due dates. Any member reads; admins
+//! (partner admins for a partner's group and customer policies) change.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::policy::{Policy, SlaState, Tier};
+use super::storage::{self, DeviceTier, PolicyChange, Scope};
+use super::{Applied, Standing, TrackedFinding};
+use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
+use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::ids::TenantId;
+use cairn_platform::app::AppState;
+use cairn_platform::auth::{AdminCaller, Caller};
+use cairn_platform::partner::PartnerCaller;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(applied_policy))
+        .routes(routes!(set_policies))
+        .routes(routes!(put_default, delete_default))
+        .routes(routes!(put_group, delete_group))
+        .routes(routes!(put_customer, delete_customer))
+        .routes(routes!(policy_changes))
+        .routes(routes!(tracked_findings))
+        .routes(routes!(standing))
+        .routes(routes!(customers_standing))
+        .routes(routes!(list_tiers, set_tiers))
+}
+
+/// The policy that applies to the caller's tenant, and where it was set.
+#[utoipa::path(get, path = "/policy", tag = "sla",
+    responses((status = 200, body = Applied)))]
+async fn applied_policy(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Applied>> {
+    Ok(Json(super::applied(&state.db, &caller.tenant_id).await?))
+}
+
+/// A policy the tenant set.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyView {
+    /// `default`, `group` or `customer`.
+    pub scope: String,
+    /// The group's or customer's id; empty for the default.
+    pub scope_id: String,
+    pub policy: Policy,
+    pub updated_by: String,
+    /// Unix ms.
+    pub updated_at: i64,
+}
+
+/// The policies the caller's tenant set: its default and, for a partner,
+/// those of its groups and customers.
+#[utoipa::path(get, path = "/policies", tag = "sla",
+    responses((status = 200, body = Vec<PolicyView>)))]
+async fn set_policies(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<PolicyView>>> {
+    let rows = storage::policies(&state.db, &caller.tenant_id).await?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|row| PolicyView {
+                scope: row.scope,
+                scope_id: row.scope_id,
+                policy: row.rules.0,
+                updated_by: row.updated_by,
+                updated_at: row.updated_at,
+            })
+            .collect(),
+    ))
+}
+
+/// What a policy change did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyChanged {
+    /// The policy now set; absent after a removal.
+    pub policy: Option<Policy>,
+    /// Open findings (of the tenant, or of the partner's customers) whose
+    /// due date moved.
+    pub moved: i64,
+}
+
+fn checked(policy: Policy) -> ApiResult<Policy> {
+    policy
+        .check()
+        .map_err(|invalid| ApiError::validation(&invalid.field, invalid.message))?;
+    Ok(Policy {
+        name: policy.name.trim().to_string(),
+        ..policy
+    })
+}
+
+async fn change(
+    state: &AppState,
+    owner: &TenantId,
+    scope: Scope,
+    policy: Option<Policy>,
+    by: &str,
+) -> ApiResult<Json<PolicyChanged>> {
+    let policy = policy.map(checked).transpose()?;
+    let now = state.clock.now_ms();
+    let moved = super::change_policy(&state.db, owner, &scope, policy.as_ref(), by, now).await?;
+    Ok(Json(PolicyChanged { policy, moved }))
+}
+
+/// Set the tenant's default policy (admin or owner).
+#[utoipa::path(put, path = "/policies/default", tag = "sla",
+    request_body = Policy,
+    responses((status = 200, body = PolicyChanged),
+              (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_default(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Json(policy): Json<Policy>,
+) -> ApiResult<Json<PolicyChanged>> {
+    change(
+        &state,
+        &caller.tenant_id,
+        Scope::Default,
+        Some(policy),
+        &caller.email,
+    )
+    .await
+}
+
+/// Remove the tenant's default policy (admin or owner).
+#[utoipa::path(delete, path = "/policies/default", tag = "sla",
+    responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody)))]
+async fn delete_default(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+) -> ApiResult<Json<PolicyChanged>> {
+    change(
+        &state,
+        &caller.tenant_id,
+        Scope::Default,
+        None,
+        &caller.email,
+    )
+    .await
+}
+
+/// The group, when it is the partner's.
+async fn partner_group(state: &AppState, partner: &PartnerCaller, id: &str) -> ApiResult<Scope> {
+    partner.require_admin()?;
+    cairn_platform::partner::storage::group(&state.db, &partner.partner, id)
+        .await?
+        .ok_or(ApiError::NotFound("group"))?;
+    Ok(Scope::Group(id.to_string()))
+}
+
+/// The customer, when it is the partner's and the caller reaches it.
+async fn partner_customer(state: &AppState, partner: &PartnerCaller, id: &str) -> ApiResult<Scope> {
+    partner.require_admin()?;
+    let found = cairn_platform::partner::storage::customer(&state.db, &partner.partner, id).await?;
+    if found.is_none() || !partner.scope.reaches(id) {
+        return Err(ApiError::NotFound("customer"));
+    }
+    Ok(Scope::Customer(id.to_string()))
+}
+
+/// Set the policy of a partner's group of customers (partner admin).
+#[utoipa::path(put, path = "/policies/groups/{group_id}", tag = "sla",
+    params(("group_id" = String, Path)), request_body = Policy,
+    responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_group(
+    State(state): State<AppState>,
+    partner: PartnerCaller,
+    Path(group_id): Path<String>,
+    Json(policy): Json<Policy>,
+) -> ApiResult<Json<PolicyChanged>> {
+    let scope = partner_group(&state, &partner, &group_id).await?;
+    change(
+        &state,
+        &partner.partner,
+        scope,
+        Some(policy),
+        &partner.caller.email,
+    )
+    .await
+}
+
+/// Remove a group's policy (partner admin).
+#[utoipa::path(delete, path = "/policies/groups/{group_id}", tag = "sla",
+    params(("group_id" = String, Path)),
+    responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody)))]
+async fn delete_group(
+    State(state): State<AppState>,
+    partner: PartnerCaller,
+    Path(group_id): Path<String>,
+) -> ApiResult<Json<PolicyChanged>> {
+    let scope = partner_group(&state, &partner, &group_id).await?;
+    change(&state, &partner.partner, scope, None, &partner.caller.email).await
+}
+
+/// Set the policy of one of the partner's customers (partner admin).
+#[utoipa::path(put, path = "/policies/customers/{customer_id}", tag = "sla",
+    params(("customer_id" = String, Path)), request_body = Policy,
+    responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_customer(
+    State(state): State<AppState>,
+    partner: PartnerCaller,
+    Path(customer_id): Path<String>,
+    Json(policy): Json<Policy>,
+) -> ApiResult<Json<PolicyChanged>> {
+    let scope = partner_customer(&state, &partner, &customer_id).await?;
+    change(
+        &state,
+        &partner.partner,
+        scope,
+        Some(policy),
+        &partner.caller.email,
+    )
+    .await
+}
+
+/// Remove a customer's policy (partner admin).
+#[utoipa::path(delete, path = "/policies/customers/{customer_id}", tag = "sla",
+    params(("customer_id" = String, Path)),
+    responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody)))]
+async fn delete_customer(
+    State(state): State<AppState>,
+    partner: PartnerCaller,
+    Path(customer_id): Path<String>,
+) -> ApiResult<Json<PolicyChanged>> {
+    let scope = partner_customer(&state, &partner, &customer_id).await?;
+    change(&state, &partner.partner, scope, None, &partner.caller.email).await
+}
+
+/// Every change of the tenant's policies, newest first: who, when, the
+/// policy before and after, and how many due dates it moved (admin or
+/// owner). The last 500.
+#[utoipa::path(get, path = "/policies/changes", tag = "sla",
+    responses((status = 200, body = Vec<PolicyChange>), (status = 403, body = ErrorBody)))]
+async fn policy_changes(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+) -> ApiResult<Json<Vec<PolicyChange>>> {
+    Ok(Json(
+        storage::changes(&state.db, &caller.tenant_id, 500).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct FindingsQuery {
+    /// `within`, `due_soon` or `overdue`; every open finding when absent.
+    state: Option<String>,
+    #[serde(default)]
+    skip: i64,
+    /// 1 to 500; default 100.
+    limit: Option<i64>,
+}
+
+/// The tenant's open findings against their due dates.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrackedPage {
+    /// Soonest due first (overdue first of all), those without a due date
+    /// last.
+    pub items: Vec<TrackedFinding>,
+    pub total: i64,
+    /// The policy the due dates come from.
+    pub policy: Applied,
+}
+
+/// The tenant's open findings with their due date, SLA state and days
+/// left (negative once overdue).
+#[utoipa::path(get, path = "/findings", tag = "sla", params(FindingsQuery),
+    responses((status = 200, body = TrackedPage), (status = 422, body = ErrorBody)))]
+async fn tracked_findings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<FindingsQuery>,
+) -> ApiResult<Json<TrackedPage>> {
+    let wanted = match query.state.as_deref() {
+        None => None,
+        Some("within") => Some(SlaState::Within),
+        Some("due_soon") => Some(SlaState::DueSoon),
+        Some("overdue") => Some(SlaState::Overdue),
+        Some(_) => {
+            return Err(ApiError::validation(
+                "state",
+                "must be within, due_soon or overdue",
+            ))
+        }
+    };
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::validation("limit", "must be 1 to 500"));
+    }
+    if query.skip < 0 {
+        return Err(ApiError::validation("skip", "must be 0 or more"));
+    }
+    let policy = super::applied(&state.db, &caller.tenant_id).await?;
+    let now = state.clock.now_ms();
+    let mut items: Vec<TrackedFinding> =
+        super::tracked_with(&state.db, &caller.tenant_id, &policy.policy, now, i64::MAX)
+            .await?
+            .into_iter()
+            .filter(|f| wanted.is_none() || f.sla_state == wanted)
+            .collect();
+    items.sort_by_key(|f| (f.due_at.is_none(), f.due_at));
+    let total = items.len() as i64;
+    let items = items
+        .into_iter()
+        .skip(query.skip as usize)
+        .take(limit as usize)
+        .collect();
+    Ok(Json(TrackedPage {
+        items,
+        total,
+        policy,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PeriodQuery {
+    /// The period fixes are counted over, in days back from now (1 to
+    /// 366; default 30).
+    days: Option<i64>,
+}
+
+fn period(query: &PeriodQuery) -> ApiResult<i64> {
+    let days = query.days.unwrap_or(30);
+    if !(1..=366).contains(&days) {
+        return Err(ApiError::validation("days", "must be 1 to 366"));
+    }
+    Ok(days)
+}
+
+/// The tenant's open findings by SLA state, and the share of fixes in the
+/// period that came by their due date.
+#[utoipa::path(get, path = "/standing", tag = "sla", params(PeriodQuery),
+    responses((status = 200, body = Standing), (status = 422, body = ErrorBody)))]
+async fn standing(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<PeriodQuery>,
+) -> ApiResult<Json<Standing>> {
+    let days = period(&query)?;
+    let now = state.clock.now_ms();
+    Ok(Json(
+        super::standing_of(&state.db, &caller.tenant_id, now, days).await?,
+    ))
+}
+
+/// One customer's standing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CustomerStanding {
+    pub customer_id: String,
+    pub name: String,
+    pub standing: Standing,
+}
+
+/// The standing of each customer the partner caller reaches, by name.
+#[utoipa::path(get, path = "/customers", tag = "sla", params(PeriodQuery),
+    responses((status = 200, body = Vec<CustomerStanding>), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+async fn customers_standing(
+    State(state): State<AppState>,
+    partner: PartnerCaller,
+    Query(query): Query<PeriodQuery>,
+) -> ApiResult<Json<Vec<CustomerStanding>>> {
+    let days = period(&query)?;
+    let now = state.clock.now_ms();
+    let mut out = vec![];
+    for customer in partner.customers(&state.db).await? {
+        let tenant = TenantId(customer.id.clone());
+        out.push(CustomerStanding {
+            standing: super::standing_of(&state.db, &tenant, now, days).await?,
+            customer_id: customer.id,
+            name: customer.name,
+        });
+    }
+    Ok(Json(out))
+}
+
+/// The tenant's devices whose tier is not `standard`.
+#[utoipa::path(get, path = "/tiers", tag = "sla",
+    responses((status = 200, body = Vec<DeviceTier>)))]
+async fn list_tiers(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<DeviceTier>>> {
+    Ok(Json(storage::tiers(&state.db, &caller.tenant_id).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TierChange {
+    /// Device names as the inventory shows them (compared ignoring case),
+    /// 1 to 1,000.
+    devices: Vec<String>,
+    tier: Tier,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TiersSet {
+    /// Devices whose tier was set.
+    pub updated: usize,
+}
+
+/// Set the tier of devices, one or many (admin or owner); `standard`
+/// clears it.
+#[utoipa::path(put, path = "/tiers", tag = "sla", request_body = TierChange,
+    responses((status = 200, body = TiersSet), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+async fn set_tiers(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Json(change): Json<TierChange>,
+) -> ApiResult<Json<TiersSet>> {
+    let mut devices: Vec<String> = change
+        .devices
+        .iter()
+        .map(|d| d.trim().to_string())
+        .collect();
+    devices.sort_by_key(|d| storage::device_key(d));
+    devices.dedup_by_key(|d| storage::device_key(d));
+    if devices.is_empty() || devices.len() > 1000 {
+        return Err(ApiError::validation(
+            "devices",
+            "must name 1 to 1000 devices",
+        ));
+    }
+    if devices
+        .iter()
+        .any(|d| d.is_empty() || d.chars().count() > 255 || d.chars().any(char::is_control))
+    {
+        return Err(ApiError::validation(
+            "devices",
+            "each must be 1 to 255 printable characters",
+        ));
+    }
+    let now = state.clock.now_ms();
+    storage::set_tiers(
+        &state.db,
+        &caller.tenant_id,
+        &devices,
+        change.tier,
+        &caller.email,
+        now,
+    )
+    .await?;
+    Ok(Json(TiersSet {
+        updated: devices.len(),
+    }))
+}

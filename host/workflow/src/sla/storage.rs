@@ -1,0 +1,254 @@
+//! The SLA area's tables: `sla_policies`, `sla_policy_changes` and
+//! `device_tiers`.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::policy::{Policy, Tier};
+use cairn_core::db::{Db, StoredJson};
+use cairn_core::ids::TenantId;
+
+/// Which findings a stored policy covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every tenant the owner answers for: itself, and a partner's
+    /// customers that no narrower policy covers.
+    Default,
+    /// The customers in a partner's group.
+    Group(String),
+    /// One customer of a partner.
+    Customer(String),
+}
+
+impl Scope {
+    pub fn parts(&self) -> (&'static str, &str) {
+        match self {
+            Scope::Default => ("default", ""),
+            Scope::Group(id) => ("group", id),
+            Scope::Customer(id) => ("customer", id),
+        }
+    }
+}
+
+/// A stored policy and where it applies.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PolicyRow {
+    pub owner_id: String,
+    /// `default`, `group` or `customer`.
+    pub scope: String,
+    /// The group's or customer's id; empty for a default.
+    pub scope_id: String,
+    #[sqlx(try_from = "String")]
+    pub rules: StoredJson<Policy>,
+    pub updated_by: String,
+    pub updated_at: i64,
+}
+
+const POLICY_COLUMNS: &str = "owner_id, scope, scope_id, rules, updated_by, updated_at";
+
+/// Every policy `owner` set.
+pub async fn policies(db: &Db, owner: &TenantId) -> sqlx::Result<Vec<PolicyRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {POLICY_COLUMNS} FROM sla_policies WHERE owner_id = $1 ORDER BY scope, scope_id"
+    ))
+    .bind(owner.as_str())
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The policy `owner` set for `scope`.
+pub async fn policy(db: &Db, owner: &TenantId, scope: &Scope) -> sqlx::Result<Option<PolicyRow>> {
+    let (kind, id) = scope.parts();
+    sqlx::query_as(&format!(
+        "SELECT {POLICY_COLUMNS} FROM sla_policies WHERE owner_id = $1 AND scope = $2 AND scope_id = $3"
+    ))
+    .bind(owner.as_str())
+    .bind(kind)
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+/// The change of one policy, as recorded.
+pub struct Change<'a> {
+    pub owner: &'a TenantId,
+    pub scope: &'a Scope,
+    pub before: Option<&'a Policy>,
+    /// `None` removes the policy.
+    pub after: Option<&'a Policy>,
+    pub by: &'a str,
+    pub at: i64,
+    /// Open findings whose due date the change moved.
+    pub moved: i64,
+}
+
+/// Saves (or removes) the policy and records the change, in one
+/// transaction.
+pub async fn change_policy(db: &Db, change: &Change<'_>) -> sqlx::Result<()> {
+    let (kind, id) = change.scope.parts();
+    let json =
+        |policy: Option<&Policy>| policy.map(|p| serde_json::to_string(p).unwrap_or_default());
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    match change.after {
+        Some(policy) => {
+            sqlx::query(
+                "INSERT INTO sla_policies (owner_id, scope, scope_id, name, rules, updated_by, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (owner_id, scope, scope_id) DO UPDATE SET name = excluded.name, \
+                 rules = excluded.rules, updated_by = excluded.updated_by, updated_at = excluded.updated_at",
+            )
+            .bind(change.owner.as_str())
+            .bind(kind)
+            .bind(id)
+            .bind(&policy.name)
+            .bind(json(Some(policy)))
+            .bind(change.by)
+            .bind(change.at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query(
+                "DELETE FROM sla_policies WHERE owner_id = $1 AND scope = $2 AND scope_id = $3",
+            )
+            .bind(change.owner.as_str())
+            .bind(kind)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO sla_policy_changes \
+         (id, owner_id, scope, scope_id, changed_by, changed_at, before, after, moved) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(uuid::Uuid::now_v7().to_string())
+    .bind(change.owner.as_str())
+    .bind(kind)
+    .bind(id)
+    .bind(change.by)
+    .bind(change.at)
+    .bind(json(change.before))
+    .bind(json(change.after))
+    .bind(change.moved)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// One recorded change of a policy.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct PolicyChange {
+    /// `default`, `group` or `customer`.
+    pub scope: String,
+    /// The group's or customer's id; empty for a default.
+    pub scope_id: String,
+    /// The e-mail of who changed it.
+    pub changed_by: String,
+    /// Unix ms.
+    pub changed_at: i64,
+    /// The policy before; absent when there was none.
+    #[sqlx(try_from = "Option<String>")]
+    pub before: OptionalPolicy,
+    /// The policy after; absent when it was removed.
+    #[sqlx(try_from = "Option<String>")]
+    pub after: OptionalPolicy,
+    /// Open findings whose due date moved.
+    pub moved: i64,
+}
+
+/// A policy column that may be empty, decoded loudly.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(transparent)]
+pub struct OptionalPolicy(pub Option<Policy>);
+
+impl TryFrom<Option<String>> for OptionalPolicy {
+    type Error = serde_json::Error;
+    fn try_from(raw: Option<String>) -> Result<Self, Self::Error> {
+        raw.map(|raw| serde_json::from_str(&raw))
+            .transpose()
+            .map(OptionalPolicy)
+    }
+}
+
+/// `owner`'s policy changes, newest first.
+pub async fn changes(db: &Db, owner: &TenantId, limit: i64) -> sqlx::Result<Vec<PolicyChange>> {
+    sqlx::query_as(
+        "SELECT scope, scope_id, changed_by, changed_at, before, after, moved \
+         FROM sla_policy_changes WHERE owner_id = $1 ORDER BY changed_at DESC, id DESC LIMIT $2",
+    )
+    .bind(owner.as_str())
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The key a device's name is compared by.
+pub fn device_key(name: &str) -> String {
+    name.trim().to_lowercase()
+}
+
+/// A device's tier as set.
+#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+pub struct DeviceTier {
+    pub device_name: String,
+    /// `critical`, `high` or `low` (a device without a row is `standard`).
+    pub tier: String,
+    /// The e-mail of who set it.
+    pub set_by: String,
+    /// Unix ms.
+    pub set_at: i64,
+}
+
+/// Sets `tier` on each of `devices` (names as the inventory holds them);
+/// `standard` removes their rows. One transaction.
+pub async fn set_tiers(
+    db: &Db,
+    tenant: &TenantId,
+    devices: &[String],
+    tier: Tier,
+    by: &str,
+    at: i64,
+) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    for device in devices {
+        let key = device_key(device);
+        if tier == Tier::Standard {
+            sqlx::query("DELETE FROM device_tiers WHERE tenant_id = $1 AND device_key = $2")
+                .bind(tenant.as_str())
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            continue;
+        }
+        sqlx::query(
+            "INSERT INTO device_tiers (tenant_id, device_key, device_name, tier, set_by, set_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, device_key) DO UPDATE SET \
+             device_name = excluded.device_name, tier = excluded.tier, set_by = excluded.set_by, \
+             set_at = excluded.set_at",
+        )
+        .bind(tenant.as_str())
+        .bind(&key)
+        .bind(device.trim())
+        .bind(tier.as_str())
+        .bind(by)
+        .bind(at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// The tenant's devices with a tier other than `standard`, by name.
+pub async fn tiers(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceTier>> {
+    sqlx::query_as(
+        "SELECT device_name, tier, set_by, set_at FROM device_tiers WHERE tenant_id = $1 \
+         ORDER BY device_key",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await
+}

@@ -1,0 +1,379 @@
+//! Remediation SLAs over HTTP: a partner's default, group and customer
+//! policies, KEV's due date, findings going due soon then overdue as the
+//! service's clock moves (no sleeping), fixes on time and late, device
+//! tiers, the audit of policy changes, refusals that name the field, and
+//! isolation of every new id route.
+
+use std::time::Duration;
+
+use cairn_core::db::fence::NoFence;
+use cairn_core::ids::TenantId;
+use cairn_plugins::MappedRow;
+use cairn_tests::{backend_tests, Account, Backend, TestApp};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::partner::act;
+use super::vulnerabilities::{loaded_with, scan, software};
+
+backend_tests!(due_dates_follow_the_narrowest_policy_and_the_clock,);
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+async fn customer(app: &TestApp, partner: &Account, name: &str) -> String {
+    let created = app
+        .post(
+            "/api/v1/partner/customers",
+            &partner.bearer(),
+            json!({"name": name}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    created.body["id"].as_str().unwrap().to_string()
+}
+
+/// Replaces the account's rmm rows with `rows` (an upgrade), rebuilds and
+/// scans.
+async fn replace_and_scan(app: &TestApp, account: &Account, run: &str, rows: &[MappedRow]) {
+    let tenant = TenantId(account.tenant_id.clone());
+    let mut tx = app.db().pool.begin().await.unwrap();
+    cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", (run, 0), rows)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    cairn_inventory::seen::prune_unseen(app.db(), &NoFence, &tenant, "rmm", run)
+        .await
+        .unwrap();
+    app.rebuild(account).await;
+    scan(app, account, json!({})).await;
+}
+
+async fn put(app: &TestApp, who: &Account, path: &str, body: Value) -> cairn_tests::Resp {
+    app.call(Method::PUT, path, &who.bearer(), Some(body)).await
+}
+
+/// `(cve, device, sla_state, days_left)` of the account's open findings.
+async fn standing_rows(
+    app: &TestApp,
+    who: &Account,
+    query: &str,
+) -> Vec<(String, String, Value, Value)> {
+    let page = app
+        .get(&format!("/api/v1/sla/findings{query}"), &who.bearer())
+        .await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let mut rows: Vec<_> = page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["cve_id"].as_str().unwrap().to_string(),
+                f["device_name"].as_str().unwrap().to_string(),
+                f["sla_state"].clone(),
+                f["days_left"].clone(),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    rows
+}
+
+fn zoom(device: &str, version: &str) -> MappedRow {
+    software(
+        device,
+        "Zoom",
+        "Zoom Video Communications, Inc.",
+        version,
+        "windows",
+    )
+}
+
+fn seven_zip(device: &str, version: &str) -> MappedRow {
+    let name = format!("7-Zip {version} (x64)");
+    software(device, &name, "Igor Pavlov", version, "windows")
+}
+
+async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let clock = app.server.state.clock.clone();
+    let owner = app.register("owner@msp.example").await;
+    let acme = customer(&app, &owner, "Acme").await;
+    let globex = customer(&app, &owner, "Globex").await;
+    let group = app
+        .post(
+            "/api/v1/partner/groups",
+            &owner.bearer(),
+            json!({"name": "Contract", "customer_ids": [acme]}),
+        )
+        .await;
+    let group = group.body["id"].as_str().unwrap().to_string();
+    let in_acme = act(&app, &owner, &acme).await;
+    let in_globex = act(&app, &owner, &globex).await;
+    // Acme: Zoom (two CVEs, neither in KEV) and 7-Zip (KEV, CISA's due
+    // date long past); Globex: Zoom.
+    let acme_rows = [zoom("ACME-01", "5.9.1"), seven_zip("ACME-01", "24.08")];
+    replace_and_scan(&app, &in_acme, "acme-1", &acme_rows).await;
+    replace_and_scan(&app, &in_globex, "globex-1", &[zoom("GLOBEX-01", "5.9.1")]).await;
+
+    // Nothing set: the built-in policy applies.
+    let applied = app.get("/api/v1/sla/policy", &in_acme.bearer()).await;
+    assert_eq!(applied.status, 200, "{}", applied.text);
+    assert_eq!(applied.body["source"]["scope"], "built_in");
+
+    // The partner's default, then a group policy for Acme's contract.
+    let default = json!({"name": "Standard", "kev_due_date": false,
+                         "rules": [{"days": 60}]});
+    let saved = put(&app, &owner, "/api/v1/sla/policies/default", default).await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(
+        saved.body["moved"], 5,
+        "every open finding of both customers: {}",
+        saved.text
+    );
+    let contract = json!({"name": "Contract", "rules": [{"days": 20}]});
+    let path = format!("/api/v1/sla/policies/groups/{group}");
+    let saved = put(&app, &owner, &path, contract).await;
+    assert_eq!(
+        saved.body["moved"], 3,
+        "Acme's findings only: {}",
+        saved.text
+    );
+    let applied = app.get("/api/v1/sla/policy", &in_acme.bearer()).await;
+    assert_eq!(applied.body["source"]["scope"], "group", "{}", applied.text);
+    assert_eq!(applied.body["source"]["scope_id"], group.as_str());
+    let applied = app.get("/api/v1/sla/policy", &in_globex.bearer()).await;
+    assert_eq!(
+        applied.body["source"]["scope"], "default",
+        "{}",
+        applied.text
+    );
+    assert_eq!(applied.body["source"]["owner_id"], owner.tenant_id.as_str());
+
+    // 7-Zip is KEV: due on CISA's date, long gone; Zoom has 20 days.
+    let kev = ("CVE-2025-0411".to_string(), "ACME-01".to_string());
+    let rows = standing_rows(&app, &in_acme, "").await;
+    let state_of = |rows: &[(String, String, Value, Value)], cve: &str| {
+        rows.iter()
+            .find(|r| r.0 == cve)
+            .map(|r| (r.2.clone(), r.3.clone()))
+            .unwrap_or_else(|| panic!("{cve} in {rows:?}"))
+    };
+    assert_eq!(state_of(&rows, &kev.0).0, "overdue");
+    assert_eq!(
+        state_of(&rows, "CVE-2022-22784"),
+        (json!("within"), json!(19))
+    );
+    let overdue = standing_rows(&app, &in_acme, "?state=overdue").await;
+    assert_eq!(overdue.len(), 1, "{overdue:?}");
+
+    // Time passes: due soon at 14 days in, overdue at 21.
+    clock.advance(14 * DAY);
+    let rows = standing_rows(&app, &in_acme, "").await;
+    assert_eq!(
+        state_of(&rows, "CVE-2022-22784"),
+        (json!("due_soon"), json!(5))
+    );
+    clock.advance(7 * DAY);
+    let rows = standing_rows(&app, &in_acme, "").await;
+    assert_eq!(
+        state_of(&rows, "CVE-2022-22784"),
+        (json!("overdue"), json!(-2))
+    );
+    let globex_rows = standing_rows(&app, &in_globex, "").await;
+    assert_eq!(state_of(&globex_rows, "CVE-2022-22784").0, "within");
+
+    // Globex fixes Zoom within its 60 days; Acme fixes 7-Zip long after
+    // CISA's date.
+    replace_and_scan(&app, &in_globex, "globex-2", &[zoom("GLOBEX-01", "5.16.5")]).await;
+    let acme_fixed = [zoom("ACME-01", "5.9.1"), seven_zip("ACME-01", "24.09")];
+    replace_and_scan(&app, &in_acme, "acme-2", &acme_fixed).await;
+    let customers = app
+        .get("/api/v1/sla/customers?days=30", &owner.bearer())
+        .await;
+    assert_eq!(customers.status, 200, "{}", customers.text);
+    let by_name = |name: &str| {
+        customers
+            .body
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()["standing"]
+            .clone()
+    };
+    let (acme_standing, globex_standing) = (by_name("Acme"), by_name("Globex"));
+    assert_eq!(acme_standing["overdue"], 2, "{acme_standing}");
+    assert_eq!(acme_standing["fixed"], 1);
+    assert_eq!(acme_standing["fixed_on_time"], 0);
+    assert_eq!(acme_standing["compliance_percent"], 0.0);
+    assert_eq!(globex_standing["open"], 0, "{globex_standing}");
+    assert_eq!(globex_standing["compliance_percent"], 100.0);
+    let own = app
+        .get("/api/v1/sla/standing?days=30", &in_acme.bearer())
+        .await;
+    assert_eq!(own.body, acme_standing, "one computation on every surface");
+
+    // A critical device gets 3 days under a contract that says so: the
+    // change says how many due dates moved.
+    let tiers = put(
+        &app,
+        &in_acme,
+        "/api/v1/sla/tiers",
+        json!({"devices": ["acme-01"], "tier": "critical"}),
+    )
+    .await;
+    assert_eq!(tiers.body["updated"], 1, "{}", tiers.text);
+    let contract = json!({"name": "Contract", "rules": [
+        {"tiers": ["critical"], "days": 3}, {"days": 20}]});
+    let saved = put(&app, &owner, &path, contract).await;
+    assert_eq!(
+        saved.body["moved"], 2,
+        "Acme's two open Zoom CVEs: {}",
+        saved.text
+    );
+    let rows = standing_rows(&app, &in_acme, "").await;
+    assert_eq!(state_of(&rows, "CVE-2022-22784").1, json!(-19));
+
+    // Every change is in the partner's audit, newest first.
+    let audit = app
+        .get("/api/v1/sla/policies/changes", &owner.bearer())
+        .await;
+    assert_eq!(audit.status, 200, "{}", audit.text);
+    let trail: Vec<(Value, Value, Value)> = audit
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["scope"].clone(),
+                c["moved"].clone(),
+                c["changed_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            (json!("group"), json!(2), json!("owner@msp.example")),
+            (json!("group"), json!(3), json!("owner@msp.example")),
+            (json!("default"), json!(5), json!("owner@msp.example")),
+        ]
+    );
+    assert_eq!(audit.body[0]["before"]["rules"], json!([{"days": 20}]));
+    assert!(audit.body[2]["before"].is_null());
+
+    // Refusals name the field and change nothing.
+    for (body, field) in [
+        (
+            json!({"name": "x", "rules": [{"days": 0}]}),
+            "rules[0].days",
+        ),
+        (json!({"name": "x", "rules": []}), "rules"),
+        (
+            json!({"name": "x", "rules": [{"days": 5, "severities": ["urgent"]}]}),
+            "rules[0].severities",
+        ),
+        (
+            json!({"name": "x", "rules": [{"days": 5}], "due_soon_days": -1}),
+            "due_soon_days",
+        ),
+    ] {
+        let refused = put(&app, &owner, "/api/v1/sla/policies/default", body).await;
+        refused.assert_error(422);
+        assert_eq!(refused.body["field"], field, "{}", refused.text);
+    }
+    put(
+        &app,
+        &owner,
+        "/api/v1/sla/policies/default",
+        json!({"name": "x", "rules": [{"days": 5}], "grace": 2}),
+    )
+    .await
+    .assert_error(422);
+    put(
+        &app,
+        &in_acme,
+        "/api/v1/sla/tiers",
+        json!({"devices": ["A"], "tier": "urgent"}),
+    )
+    .await
+    .assert_error(422);
+    put(
+        &app,
+        &in_acme,
+        "/api/v1/sla/tiers",
+        json!({"devices": [], "tier": "low"}),
+    )
+    .await
+    .assert_error(422);
+    app.get("/api/v1/sla/findings?state=late", &in_acme.bearer())
+        .await
+        .assert_error(422);
+    app.get("/api/v1/sla/standing?days=0", &in_acme.bearer())
+        .await
+        .assert_error(422);
+    let audit_after = app
+        .get("/api/v1/sla/policies/changes", &owner.bearer())
+        .await;
+    assert_eq!(
+        audit_after.body.as_array().unwrap().len(),
+        3,
+        "nothing recorded"
+    );
+
+    // Another partner reaches none of it.
+    let rival = app.register("rival@other.example").await;
+    let rivals_customer = customer(&app, &rival, "Rival's customer").await;
+    let contract = json!({"name": "Theirs", "rules": [{"days": 1}]});
+    for path in [
+        format!("/api/v1/sla/policies/groups/{group}"),
+        format!("/api/v1/sla/policies/customers/{acme}"),
+    ] {
+        put(&app, &rival, &path, contract.clone())
+            .await
+            .assert_error(404);
+        app.delete(&path, &rival.bearer()).await.assert_error(404);
+    }
+    put(
+        &app,
+        &owner,
+        &format!("/api/v1/sla/policies/customers/{rivals_customer}"),
+        contract,
+    )
+    .await
+    .assert_error(404);
+    let theirs = app.get("/api/v1/sla/policies", &rival.bearer()).await;
+    assert_eq!(theirs.body, json!([]), "{}", theirs.text);
+    let theirs = app.get("/api/v1/sla/tiers", &rival.bearer()).await;
+    assert_eq!(theirs.body, json!([]), "{}", theirs.text);
+    let theirs = app.get("/api/v1/sla/customers", &rival.bearer()).await;
+    let names: Vec<&str> = theirs
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Rival's customer"]);
+    let theirs = app.get("/api/v1/sla/findings", &rival.bearer()).await;
+    assert_eq!(theirs.body["total"], 0);
+    let still = app.get("/api/v1/sla/policy", &in_acme.bearer()).await;
+    assert_eq!(still.body["policy"]["name"], "Contract");
+    // A member who is not an admin may read but not change.
+    let member = app
+        .add_member(&owner, "analyst@msp.example", "member")
+        .await;
+    put(
+        &app,
+        &member,
+        "/api/v1/sla/policies/default",
+        json!({"name": "x", "rules": [{"days": 5}]}),
+    )
+    .await
+    .assert_error(403);
+    app.finish().await;
+}
