@@ -211,7 +211,7 @@ async fn openapi_lists_every_route(backend: Backend) {
         .contains(&json!("application_version")));
     assert_eq!(doc.body["info"]["license"]["identifier"], "Apache-2.0");
     // Its interface version, which CHANGELOG.md follows.
-    assert_eq!(doc.body["info"]["version"], "0.5.1");
+    assert_eq!(doc.body["info"]["version"], "0.6.0");
     assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
     assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
 

@@ -77,7 +77,7 @@ impl Modify for SecuritySchemes {
 /// The interface version of `/api/v1`, apart from the service's own: it
 /// follows what a client sees (semver; a 0.x minor step may break), and
 /// CHANGELOG.md says what changed.
-pub const API_VERSION: &str = "0.5.1";
+pub const API_VERSION: &str = "0.6.0";
 
 pub fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
