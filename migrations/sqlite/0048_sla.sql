@@ -43,3 +43,25 @@ CREATE TABLE device_tiers (
     set_at      BIGINT NOT NULL,
     PRIMARY KEY (tenant_id, device_key)
 );
+
+-- Exceptions: a finding's SLA set aside until `expires_at`, once someone
+-- other than the requester approved it. `devices` is a JSON array of
+-- device names (empty: every device with the CVE). `status` is pending,
+-- approved or rejected; an approved one past its expiry reads as expired.
+CREATE TABLE sla_exceptions (
+    id                   TEXT PRIMARY KEY,
+    tenant_id            TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    cve_id               TEXT NOT NULL,
+    devices              TEXT NOT NULL,
+    reason               TEXT NOT NULL,
+    compensating_control TEXT,
+    expires_at           BIGINT NOT NULL,
+    status               TEXT NOT NULL,
+    requested_by         TEXT NOT NULL,
+    requested_by_email   TEXT NOT NULL,
+    requested_at         BIGINT NOT NULL,
+    decided_by_email     TEXT,
+    decided_at           BIGINT,
+    decision_comment     TEXT
+);
+CREATE INDEX sla_exceptions_by_tenant ON sla_exceptions(tenant_id, status);

@@ -16,7 +16,10 @@ use serde_json::{json, Value};
 use super::partner::act;
 use super::vulnerabilities::{loaded_with, scan, software};
 
-backend_tests!(due_dates_follow_the_narrowest_policy_and_the_clock,);
+backend_tests!(
+    due_dates_follow_the_narrowest_policy_and_the_clock,
+    exceptions_need_another_approver_and_expire,
+);
 
 const DAY: Duration = Duration::from_secs(86_400);
 
@@ -375,5 +378,177 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
     )
     .await
     .assert_error(403);
+    app.finish().await;
+}
+
+/// An RFC 3339 time `days` from the service's clock.
+fn days_from_now(app: &TestApp, days: i64) -> String {
+    let at = app.server.state.clock.now_ms() + days * 86_400_000;
+    chrono::DateTime::from_timestamp_millis(at)
+        .unwrap()
+        .to_rfc3339()
+}
+
+/// The state and exception of the account's open finding of `cve` on
+/// `device`.
+async fn finding_state(app: &TestApp, who: &Account, cve: &str, device: &str) -> (Value, Value) {
+    let page = app.get("/api/v1/sla/findings", &who.bearer()).await;
+    let found = page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["cve_id"] == cve && f["device_name"] == device)
+        .unwrap_or_else(|| panic!("{cve} on {device}: {}", page.text))
+        .clone();
+    (found["sla_state"].clone(), found["exception_id"].clone())
+}
+
+async fn exceptions_need_another_approver_and_expire(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let second = app.add_member(&owner, "second@msp.example", "admin").await;
+    let analyst = app
+        .add_member(&owner, "analyst@msp.example", "member")
+        .await;
+    app.seed(
+        &owner,
+        "rmm",
+        &[zoom("WS-01", "5.9.1"), zoom("WS-02", "5.9.1")],
+    )
+    .await;
+    app.rebuild(&owner).await;
+    scan(&app, &owner, json!({})).await;
+    let cve = "CVE-2022-22784";
+    let request = |devices: Value, expires: String| {
+        json!({"cve_id": cve, "devices": devices, "reason": "kiosk, replaced in March",
+               "compensating_control": "no inbound calls", "expires_at": expires})
+    };
+
+    // Refusals name the field and write nothing.
+    for (body, field) in [
+        (
+            request(json!(["WS-01"]), days_from_now(&app, -1)),
+            "expires_at",
+        ),
+        (
+            request(json!(["WS-01"]), days_from_now(&app, 91)),
+            "expires_at",
+        ),
+        (request(json!(["WS-01"]), "next week".into()), "expires_at"),
+        (
+            request(json!(["WS-99"]), days_from_now(&app, 30)),
+            "devices",
+        ),
+        (
+            json!({"cve_id": "CVE-2021-44228", "reason": "x", "expires_at": days_from_now(&app, 30)}),
+            "cve_id",
+        ),
+        (
+            json!({"cve_id": cve, "reason": " ", "expires_at": days_from_now(&app, 30)}),
+            "reason",
+        ),
+    ] {
+        let refused = app
+            .post("/api/v1/sla/exceptions", &analyst.bearer(), body)
+            .await;
+        refused.assert_error(422);
+        assert_eq!(refused.body["field"], field, "{}", refused.text);
+    }
+    let listed = app.get("/api/v1/sla/exceptions", &owner.bearer()).await;
+    assert_eq!(listed.body, json!([]), "{}", listed.text);
+
+    // The analyst asks for WS-01; only another admin may decide.
+    let asked = app
+        .post(
+            "/api/v1/sla/exceptions",
+            &analyst.bearer(),
+            request(json!(["ws-01"]), days_from_now(&app, 30)),
+        )
+        .await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    assert_eq!(asked.body["status"], "pending");
+    assert_eq!(asked.body["requested_by"], "analyst@msp.example");
+    let id = asked.body["id"].as_str().unwrap().to_string();
+    let decide = |id: &str| format!("/api/v1/sla/exceptions/{id}/decision");
+    app.post(&decide(&id), &analyst.bearer(), json!({"approve": true}))
+        .await
+        .assert_error(403);
+    assert_eq!(
+        finding_state(&app, &owner, cve, "WS-01").await.1,
+        Value::Null,
+        "pending: still due"
+    );
+
+    // The owner's own request for WS-02 is the second admin's to decide.
+    let own = app
+        .post(
+            "/api/v1/sla/exceptions",
+            &owner.bearer(),
+            request(json!(["WS-02"]), days_from_now(&app, 30)),
+        )
+        .await;
+    let own_id = own.body["id"].as_str().unwrap().to_string();
+    let refused = app
+        .post(&decide(&own_id), &owner.bearer(), json!({"approve": true}))
+        .await;
+    refused.assert_error(403);
+    assert_eq!(
+        refused.body["detail"],
+        "no one decides an exception they requested"
+    );
+    let rejected = app
+        .post(
+            &decide(&own_id),
+            &second.bearer(),
+            json!({"approve": false, "comment": "patch it"}),
+        )
+        .await;
+    assert_eq!(rejected.body["status"], "rejected", "{}", rejected.text);
+    assert_eq!(rejected.body["decided_by"], "second@msp.example");
+
+    let approved = app
+        .post(
+            &decide(&id),
+            &owner.bearer(),
+            json!({"approve": true, "comment": "ok until March"}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    assert_eq!(approved.body["status"], "approved");
+    app.post(&decide(&id), &second.bearer(), json!({"approve": false}))
+        .await
+        .assert_error(409);
+    assert_eq!(
+        finding_state(&app, &owner, cve, "WS-01").await,
+        (json!("excepted"), json!(id))
+    );
+    let (ws02, none) = finding_state(&app, &owner, cve, "WS-02").await;
+    assert_ne!(ws02, "excepted");
+    assert_eq!(none, Value::Null);
+    let standing = app.get("/api/v1/sla/standing", &owner.bearer()).await;
+    assert_eq!(standing.body["excepted"], 1, "{}", standing.text);
+
+    // Past its expiry the exception reads expired and WS-01 is due again.
+    app.server.state.clock.advance(31 * DAY);
+    let shown = app
+        .get(&format!("/api/v1/sla/exceptions/{id}"), &owner.bearer())
+        .await;
+    assert_eq!(shown.body["status"], "expired", "{}", shown.text);
+    let (state, exception) = finding_state(&app, &owner, cve, "WS-01").await;
+    assert_ne!(state, "excepted");
+    assert_eq!(exception, Value::Null);
+
+    // Another tenant reaches none of it.
+    let other = app.register("other@elsewhere.example").await;
+    app.get(&format!("/api/v1/sla/exceptions/{id}"), &other.bearer())
+        .await
+        .assert_error(404);
+    app.post(&decide(&id), &other.bearer(), json!({"approve": true}))
+        .await
+        .assert_error(404);
+    let theirs = app.get("/api/v1/sla/exceptions", &other.bearer()).await;
+    assert_eq!(theirs.body, json!([]));
     app.finish().await;
 }

@@ -11,9 +11,15 @@
 //! policy change applies at once; the change records how many open
 //! findings' due dates it moved.
 //!
-//! Not yet here: exceptions with approval, tier rules on device fields,
+//! An exception ([`exceptions`]) approved by someone other than its
+//! requester sets a CVE's findings aside (`excepted`) until it expires;
+//! then they are due again on their own dates.
+//!
+//! Not yet here: approval by the customer through the portal API, the
+//! exception register's files and reminders, tier rules on device fields,
 //! due dates on the vulnerability lists, reports and console.
 
+pub mod exceptions;
 pub mod policy;
 mod routes;
 pub mod storage;
@@ -162,6 +168,8 @@ pub struct TrackedFinding {
     pub days_left: Option<i64>,
     /// For a fixed finding with a due date: whether it was fixed by then.
     pub fixed_on_time: Option<bool>,
+    /// The approved exception that sets the open finding aside now.
+    pub exception_id: Option<String>,
 }
 
 /// The tenant's device tiers, by device key.
@@ -173,14 +181,26 @@ async fn tiers_by_device(db: &Db, tenant: &TenantId) -> sqlx::Result<BTreeMap<St
         .collect())
 }
 
-fn track(facts: DueFacts, policy: &Policy, tier: Tier, now: i64) -> TrackedFinding {
+fn track(
+    facts: DueFacts,
+    policy: &Policy,
+    tier: Tier,
+    now: i64,
+    exception: Option<&exceptions::ExceptionRow>,
+) -> TrackedFinding {
     let due_at = policy.due_at(&facts, tier);
     let open = facts.status == "open";
+    let exception_id = exception.filter(|_| open).map(|e| e.id.clone());
+    let counted = open && exception_id.is_none();
     TrackedFinding {
-        sla_state: due_at
-            .filter(|_| open)
-            .map(|due| state(due, now, policy.due_soon_days)),
-        days_left: due_at.filter(|_| open).map(|due| days_left(due, now)),
+        sla_state: match exception_id {
+            Some(_) => Some(SlaState::Excepted),
+            None => due_at
+                .filter(|_| counted)
+                .map(|due| state(due, now, policy.due_soon_days)),
+        },
+        days_left: due_at.filter(|_| counted).map(|due| days_left(due, now)),
+        exception_id,
         fixed_on_time: match (due_at, facts.fixed_at) {
             (Some(due), Some(fixed)) if !open => Some(fixed <= due),
             _ => None,
@@ -210,6 +230,7 @@ pub async fn tracked_with(
     fixed_since: i64,
 ) -> sqlx::Result<Vec<TrackedFinding>> {
     let tiers = tiers_by_device(db, tenant).await?;
+    let excepted = exceptions::in_force(db, tenant, now).await?;
     Ok(due_facts(db, tenant, fixed_since)
         .await?
         .into_iter()
@@ -218,7 +239,10 @@ pub async fn tracked_with(
                 .get(&device_key(&facts.device_name))
                 .copied()
                 .unwrap_or(Tier::Standard);
-            track(facts, policy, tier, now)
+            let exception = excepted
+                .iter()
+                .find(|e| e.covers(&facts.cve_id, &facts.device_name, now));
+            track(facts, policy, tier, now, exception)
         })
         .collect())
 }
@@ -231,6 +255,8 @@ pub struct Standing {
     pub within: i64,
     pub due_soon: i64,
     pub overdue: i64,
+    /// Open findings an approved exception sets aside.
+    pub excepted: i64,
     /// Open findings no rule of the policy covers.
     pub untracked: i64,
     /// Findings with a due date fixed in the period.
@@ -250,6 +276,7 @@ pub fn standing(findings: &[TrackedFinding], period_days: i64) -> Standing {
         within: 0,
         due_soon: 0,
         overdue: 0,
+        excepted: 0,
         untracked: 0,
         fixed: 0,
         fixed_on_time: 0,
@@ -263,6 +290,7 @@ pub fn standing(findings: &[TrackedFinding], period_days: i64) -> Standing {
                 Some(SlaState::Within) => out.within += 1,
                 Some(SlaState::DueSoon) => out.due_soon += 1,
                 Some(SlaState::Overdue) => out.overdue += 1,
+                Some(SlaState::Excepted) => out.excepted += 1,
                 None => out.untracked += 1,
             }
         } else if let Some(on_time) = finding.fixed_on_time {

@@ -111,6 +111,10 @@ pub struct Policy {
     /// 90; default 7).
     #[serde(default = "seven")]
     pub due_soon_days: i64,
+    /// The longest an exception may set a finding aside, in days (1 to
+    /// 365; default 90).
+    #[serde(default = "ninety")]
+    pub max_exception_days: i64,
 }
 
 fn yes() -> bool {
@@ -119,6 +123,10 @@ fn yes() -> bool {
 
 fn seven() -> i64 {
     7
+}
+
+fn ninety() -> i64 {
+    90
 }
 
 /// A policy that breaks a rule of its shape: the field (as a JSON path)
@@ -152,6 +160,7 @@ impl Policy {
             kev_due_date: true,
             clock_start: ClockStart::FirstSeen,
             due_soon_days: 7,
+            max_exception_days: 90,
         }
     }
 
@@ -172,6 +181,9 @@ impl Policy {
         }
         if !(0..=90).contains(&self.due_soon_days) {
             return invalid("due_soon_days".into(), "must be 0 to 90");
+        }
+        if !(1..=365).contains(&self.max_exception_days) {
+            return invalid("max_exception_days".into(), "must be 1 to 365");
         }
         for (i, rule) in self.rules.iter().enumerate() {
             if !(1..=MAX_DAYS).contains(&rule.days) {
@@ -230,6 +242,8 @@ pub enum SlaState {
     Within,
     DueSoon,
     Overdue,
+    /// An approved exception sets it aside until the exception expires.
+    Excepted,
 }
 
 impl SlaState {
@@ -238,6 +252,7 @@ impl SlaState {
             SlaState::Within => "within",
             SlaState::DueSoon => "due_soon",
             SlaState::Overdue => "overdue",
+            SlaState::Excepted => "excepted",
         }
     }
 }
@@ -317,6 +332,7 @@ mod tests {
             kev_due_date: false,
             clock_start: ClockStart::FirstSeen,
             due_soon_days: 7,
+            max_exception_days: 90,
         };
         let seen = 1_700_000_000_000;
         // (severity, epss, tier, days given; None when no rule covers it)

@@ -3,11 +3,13 @@
 //! (partner admins for a partner's group and customer policies) change.
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::exceptions::{self, ExceptionView};
 use super::policy::{Policy, SlaState, Tier};
 use super::storage::{self, DeviceTier, PolicyChange, Scope};
 use super::{Applied, Standing, TrackedFinding};
@@ -30,6 +32,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(standing))
         .routes(routes!(customers_standing))
         .routes(routes!(list_tiers, set_tiers))
+        .routes(routes!(list_exceptions, request_exception))
+        .routes(routes!(get_exception))
+        .routes(routes!(decide_exception))
 }
 
 /// The policy that applies to the caller's tenant, and where it was set.
@@ -454,4 +459,206 @@ async fn set_tiers(
     Ok(Json(TiersSet {
         updated: devices.len(),
     }))
+}
+
+/// The tenant's exceptions, newest first.
+#[utoipa::path(get, path = "/exceptions", tag = "sla",
+    responses((status = 200, body = Vec<ExceptionView>)))]
+async fn list_exceptions(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<ExceptionView>>> {
+    let now = state.clock.now_ms();
+    let rows = exceptions::list(&state.db, &caller.tenant_id).await?;
+    Ok(Json(rows.into_iter().map(|row| row.view(now)).collect()))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExceptionRequest {
+    /// A CVE with an open finding in the tenant.
+    cve_id: String,
+    /// Devices (names as the inventory shows them) with an open finding
+    /// of the CVE; every such device when absent or empty.
+    #[serde(default)]
+    devices: Vec<String>,
+    /// Why, 1 to 2,000 characters.
+    reason: String,
+    /// What stands in for the fix meanwhile, at most 2,000 characters.
+    compensating_control: Option<String>,
+    /// RFC 3339; in the future, and at most the applied policy's
+    /// `max_exception_days` away.
+    expires_at: String,
+}
+
+fn text(value: &str, field: &str, required: bool) -> ApiResult<()> {
+    let length = value.trim().chars().count();
+    if (required && length == 0) || length > 2000 {
+        let bounds = if required {
+            "1 to 2000"
+        } else {
+            "at most 2000"
+        };
+        return Err(ApiError::validation(
+            field,
+            format!("must be {bounds} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// Request an exception for a CVE's open findings (any member). It waits
+/// for an admin other than the requester.
+#[utoipa::path(post, path = "/exceptions", tag = "sla", request_body = ExceptionRequest,
+    responses((status = 201, body = ExceptionView), (status = 422, body = ErrorBody)))]
+async fn request_exception(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(request): Json<ExceptionRequest>,
+) -> ApiResult<(StatusCode, Json<ExceptionView>)> {
+    let tenant = &caller.tenant_id;
+    let cve_id = cairn_vulnerabilities::reference::research::cve_id(&request.cve_id)
+        .ok_or_else(|| ApiError::validation("cve_id", "is not a CVE id (CVE-YYYY-NNNN)"))?;
+    text(&request.reason, "reason", true)?;
+    if let Some(control) = &request.compensating_control {
+        text(control, "compensating_control", false)?;
+    }
+    let now = state.clock.now_ms();
+    let applied = super::applied(&state.db, tenant).await?;
+    let expires_at = chrono::DateTime::parse_from_rfc3339(request.expires_at.trim())
+        .map_err(|_| ApiError::validation("expires_at", "must be an RFC 3339 time"))?
+        .timestamp_millis();
+    if expires_at <= now {
+        return Err(ApiError::validation("expires_at", "must be in the future"));
+    }
+    let max_days = applied.policy.max_exception_days;
+    if expires_at > now + max_days * super::policy::DAY_MS {
+        return Err(ApiError::validation(
+            "expires_at",
+            format!("must be at most {max_days} days away (the policy's maximum)"),
+        ));
+    }
+    let open: Vec<String> = super::tracked_with(&state.db, tenant, &applied.policy, now, i64::MAX)
+        .await?
+        .into_iter()
+        .filter(|f| f.cve_id == cve_id)
+        .map(|f| storage::device_key(&f.device_name))
+        .collect();
+    if open.is_empty() {
+        return Err(ApiError::validation(
+            "cve_id",
+            format!("{cve_id} has no open finding here"),
+        ));
+    }
+    let mut devices: Vec<String> = request
+        .devices
+        .iter()
+        .map(|d| d.trim().to_string())
+        .collect();
+    devices.dedup_by_key(|d| storage::device_key(d));
+    if devices.len() > 1000 {
+        return Err(ApiError::validation(
+            "devices",
+            "must name at most 1000 devices",
+        ));
+    }
+    if let Some(missing) = devices
+        .iter()
+        .find(|d| !open.contains(&storage::device_key(d)))
+    {
+        return Err(ApiError::validation(
+            "devices",
+            format!("{missing:?} has no open finding of {cve_id}"),
+        ));
+    }
+    let id = exceptions::request(
+        &state.db,
+        tenant,
+        &exceptions::Request {
+            cve_id: &cve_id,
+            devices: &devices,
+            reason: request.reason.trim(),
+            compensating_control: request.compensating_control.as_deref().map(str::trim),
+            expires_at,
+            by_user: caller.user_id.as_str(),
+            by_email: &caller.email,
+            at: now,
+        },
+    )
+    .await?;
+    let row = exceptions::get(&state.db, tenant, &id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    Ok((StatusCode::CREATED, Json(row.view(now))))
+}
+
+/// One of the tenant's exceptions.
+#[utoipa::path(get, path = "/exceptions/{exception_id}", tag = "sla",
+    params(("exception_id" = String, Path)),
+    responses((status = 200, body = ExceptionView), (status = 404, body = ErrorBody)))]
+async fn get_exception(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(exception_id): Path<String>,
+) -> ApiResult<Json<ExceptionView>> {
+    let row = exceptions::get(&state.db, &caller.tenant_id, &exception_id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    Ok(Json(row.view(state.clock.now_ms())))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    approve: bool,
+    /// Why, at most 2,000 characters.
+    #[serde(default)]
+    comment: String,
+}
+
+/// Approve or reject a pending exception (admin or owner, never its
+/// requester).
+#[utoipa::path(post, path = "/exceptions/{exception_id}/decision", tag = "sla",
+    params(("exception_id" = String, Path)), request_body = Decision,
+    responses((status = 200, body = ExceptionView), (status = 403, body = ErrorBody),
+              (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "Already decided"),
+              (status = 422, body = ErrorBody)))]
+async fn decide_exception(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Path(exception_id): Path<String>,
+    Json(decision): Json<Decision>,
+) -> ApiResult<Json<ExceptionView>> {
+    let tenant = &caller.tenant_id;
+    text(&decision.comment, "comment", false)?;
+    let row = exceptions::get(&state.db, tenant, &exception_id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    if row.requested_by == caller.user_id.as_str() {
+        return Err(ApiError::Forbidden(
+            "no one decides an exception they requested".into(),
+        ));
+    }
+    let now = state.clock.now_ms();
+    let decided = exceptions::decide(
+        &state.db,
+        tenant,
+        &exception_id,
+        decision.approve,
+        &caller.email,
+        decision.comment.trim(),
+        now,
+    )
+    .await?;
+    if !decided {
+        return Err(ApiError::Conflict(format!(
+            "the exception is already {}",
+            row.status
+        )));
+    }
+    let row = exceptions::get(&state.db, tenant, &exception_id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    Ok(Json(row.view(now)))
 }

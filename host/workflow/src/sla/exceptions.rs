@@ -1,0 +1,188 @@
+//! Exceptions: a CVE's findings (on some devices, or all) set aside from
+//! the SLA until an expiry, once someone other than the requester
+//! approved. Table `sla_exceptions`; each row keeps who asked and when,
+//! and who decided, when and why.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use cairn_core::db::{Db, StoredJson};
+use cairn_core::ids::TenantId;
+
+/// An exception as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ExceptionRow {
+    pub id: String,
+    pub cve_id: String,
+    #[sqlx(try_from = "String")]
+    pub devices: StoredJson<Vec<String>>,
+    pub reason: String,
+    pub compensating_control: Option<String>,
+    pub expires_at: i64,
+    pub status: String,
+    pub requested_by: String,
+    pub requested_by_email: String,
+    pub requested_at: i64,
+    pub decided_by_email: Option<String>,
+    pub decided_at: Option<i64>,
+    pub decision_comment: Option<String>,
+}
+
+/// An exception as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ExceptionView {
+    pub id: String,
+    pub cve_id: String,
+    /// Device names it covers; empty: every device with the CVE.
+    pub devices: Vec<String>,
+    pub reason: String,
+    pub compensating_control: Option<String>,
+    /// Unix ms.
+    pub expires_at: i64,
+    /// `pending`, `approved`, `rejected`, or `expired` (approved, and
+    /// past its expiry: the findings are due again).
+    pub status: String,
+    pub requested_by: String,
+    /// Unix ms.
+    pub requested_at: i64,
+    pub decided_by: Option<String>,
+    /// Unix ms.
+    pub decided_at: Option<i64>,
+    pub decision_comment: Option<String>,
+}
+
+impl ExceptionRow {
+    /// The row as seen at `now`.
+    pub fn view(self, now: i64) -> ExceptionView {
+        let status = if self.status == "approved" && self.expires_at <= now {
+            "expired".to_string()
+        } else {
+            self.status
+        };
+        ExceptionView {
+            id: self.id,
+            cve_id: self.cve_id,
+            devices: self.devices.0,
+            reason: self.reason,
+            compensating_control: self.compensating_control,
+            expires_at: self.expires_at,
+            status,
+            requested_by: self.requested_by_email,
+            requested_at: self.requested_at,
+            decided_by: self.decided_by_email,
+            decided_at: self.decided_at,
+            decision_comment: self.decision_comment,
+        }
+    }
+
+    /// Whether, at `now`, it sets aside the finding of `cve` on `device`.
+    pub fn covers(&self, cve: &str, device: &str, now: i64) -> bool {
+        self.status == "approved"
+            && self.expires_at > now
+            && self.cve_id == cve
+            && (self.devices.is_empty()
+                || self
+                    .devices
+                    .iter()
+                    .any(|d| super::storage::device_key(d) == super::storage::device_key(device)))
+    }
+}
+
+const COLUMNS: &str = "id, cve_id, devices, reason, compensating_control, expires_at, status, \
+     requested_by, requested_by_email, requested_at, decided_by_email, decided_at, decision_comment";
+
+/// A request, checked.
+pub struct Request<'a> {
+    pub cve_id: &'a str,
+    pub devices: &'a [String],
+    pub reason: &'a str,
+    pub compensating_control: Option<&'a str>,
+    pub expires_at: i64,
+    pub by_user: &'a str,
+    pub by_email: &'a str,
+    pub at: i64,
+}
+
+/// Records a pending request; its id.
+pub async fn request(db: &Db, tenant: &TenantId, request: &Request<'_>) -> sqlx::Result<String> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let _turn = db.write_turn().await;
+    sqlx::query(
+        "INSERT INTO sla_exceptions (id, tenant_id, cve_id, devices, reason, compensating_control, \
+         expires_at, status, requested_by, requested_by_email, requested_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10)",
+    )
+    .bind(&id)
+    .bind(tenant.as_str())
+    .bind(request.cve_id)
+    .bind(serde_json::to_string(request.devices).unwrap_or_default())
+    .bind(request.reason)
+    .bind(request.compensating_control)
+    .bind(request.expires_at)
+    .bind(request.by_user)
+    .bind(request.by_email)
+    .bind(request.at)
+    .execute(&db.pool)
+    .await?;
+    Ok(id)
+}
+
+/// The tenant's exceptions, newest first.
+pub async fn list(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<ExceptionRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sla_exceptions WHERE tenant_id = $1 ORDER BY requested_at DESC, id DESC"
+    ))
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The tenant's approved exceptions not yet past `now`.
+pub async fn in_force(db: &Db, tenant: &TenantId, now: i64) -> sqlx::Result<Vec<ExceptionRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sla_exceptions WHERE tenant_id = $1 AND status = 'approved' \
+         AND expires_at > $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(now)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// One of the tenant's exceptions.
+pub async fn get(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<ExceptionRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sla_exceptions WHERE tenant_id = $1 AND id = $2"
+    ))
+    .bind(tenant.as_str())
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+/// Approves or rejects a pending exception; false when it is no longer
+/// pending (decided meanwhile).
+pub async fn decide(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+    approve: bool,
+    by_email: &str,
+    comment: &str,
+    at: i64,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let decided = sqlx::query(
+        "UPDATE sla_exceptions SET status = $3, decided_by_email = $4, decided_at = $5, \
+         decision_comment = $6 WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .bind(if approve { "approved" } else { "rejected" })
+    .bind(by_email)
+    .bind(at)
+    .bind(comment)
+    .execute(&db.pool)
+    .await?;
+    Ok(decided.rows_affected() == 1)
+}
