@@ -69,7 +69,7 @@ fn leftover_tmp_files(app: &TestApp) -> usize {
 }
 
 /// A portal client of the admin's tenant and a key for it.
-async fn client_with_key(app: &TestApp, admin: &Account, name: &str) -> (String, Auth) {
+pub(super) async fn client_with_key(app: &TestApp, admin: &Account, name: &str) -> (String, Auth) {
     let client = app
         .post(
             "/api/v1/portal/clients",

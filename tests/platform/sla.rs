@@ -14,11 +14,13 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::partner::act;
+use super::portal::client_with_key;
 use super::vulnerabilities::{loaded_with, scan, software};
 
 backend_tests!(
     due_dates_follow_the_narrowest_policy_and_the_clock,
     exceptions_need_another_approver_and_expire,
+    a_customer_decides_its_exceptions_through_the_portal,
 );
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -550,5 +552,108 @@ async fn exceptions_need_another_approver_and_expire(backend: Backend) {
         .assert_error(404);
     let theirs = app.get("/api/v1/sla/exceptions", &other.bearer()).await;
     assert_eq!(theirs.body, json!([]));
+    app.finish().await;
+}
+
+/// A partner links a portal client to its customer; the client's key then
+/// lists and decides that customer's exceptions, and no other's.
+async fn a_customer_decides_its_exceptions_through_the_portal(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let acme = customer(&app, &owner, "Acme").await;
+    let globex = customer(&app, &owner, "Globex").await;
+    let in_acme = act(&app, &owner, &acme).await;
+    replace_and_scan(&app, &in_acme, "acme-1", &[zoom("ACME-01", "5.9.1")]).await;
+    let cve = "CVE-2022-22784";
+    let asked = app
+        .post(
+            "/api/v1/sla/exceptions",
+            &in_acme.bearer(),
+            json!({"cve_id": cve, "reason": "kiosk, replaced in March",
+                   "expires_at": days_from_now(&app, 30)}),
+        )
+        .await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    let id = asked.body["id"].as_str().unwrap().to_string();
+
+    let (acme_client, acme_key) = client_with_key(&app, &owner, "Acme Ltd").await;
+    let (globex_client, globex_key) = client_with_key(&app, &owner, "Globex Ltd").await;
+    let (_, unlinked_key) = client_with_key(&app, &owner, "Initech Ltd").await;
+    let link = |client: &str| format!("/api/v1/portal/clients/{client}/customer");
+    // Only the partner's own customers can be linked.
+    let rival = app.register("rival@other.example").await;
+    for not_ours in [owner.tenant_id.as_str(), rival.tenant_id.as_str()] {
+        let refused = put(
+            &app,
+            &owner,
+            &link(&acme_client),
+            json!({"customer_id": not_ours}),
+        )
+        .await;
+        refused.assert_error(422);
+        assert_eq!(refused.body["field"], "customer_id");
+    }
+    put(
+        &app,
+        &rival,
+        &link(&acme_client),
+        json!({"customer_id": null}),
+    )
+    .await
+    .assert_error(404);
+    let linked = put(
+        &app,
+        &owner,
+        &link(&acme_client),
+        json!({"customer_id": acme}),
+    )
+    .await;
+    assert_eq!(linked.body["customer_id"], acme.as_str(), "{}", linked.text);
+    put(
+        &app,
+        &owner,
+        &link(&globex_client),
+        json!({"customer_id": globex}),
+    )
+    .await;
+
+    let listed = app.get("/api/exceptions", &acme_key).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body[0]["id"], id.as_str());
+    assert_eq!(listed.body[0]["cveId"], cve);
+    assert_eq!(listed.body[0]["status"], "pending");
+    assert_eq!(listed.body[0]["requestedBy"], "owner@msp.example");
+    for key in [&globex_key, &unlinked_key] {
+        assert_eq!(app.get("/api/exceptions", key).await.body, json!([]));
+    }
+    let decision = format!("/api/exceptions/{id}/decision");
+    for key in [&globex_key, &unlinked_key] {
+        app.post(&decision, key, json!({"approve": true}))
+            .await
+            .assert_error(404);
+    }
+    app.post(&decision, &acme_key, json!({"approve": "yes"}))
+        .await
+        .assert_error(422);
+
+    let approved = app
+        .post(
+            &decision,
+            &acme_key,
+            json!({"approve": true, "comment": "agreed"}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    assert_eq!(approved.body["status"], "approved");
+    assert_eq!(approved.body["decidedBy"], "Acme Ltd (client portal)");
+    app.post(&decision, &acme_key, json!({"approve": false}))
+        .await
+        .assert_error(409);
+    assert_eq!(
+        finding_state(&app, &in_acme, cve, "ACME-01").await,
+        (json!("excepted"), json!(id))
+    );
     app.finish().await;
 }

@@ -21,6 +21,7 @@ use cairn_platform::auth::AdminCaller;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_client, list_clients))
+        .routes(routes!(link_customer))
         .routes(routes!(mint_key, list_keys))
         .routes(routes!(revoke_key))
         .routes(routes!(create_invoice))
@@ -59,6 +60,46 @@ async fn list_clients(
     caller: AdminCaller,
 ) -> ApiResult<Json<Vec<PortalClientView>>> {
     Ok(Json(clients::list(&state.db, &caller.0.tenant_id).await?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerLink {
+    /// One of this partner's customers; `null` unlinks.
+    customer_id: Option<String>,
+}
+
+/// Links a portal client to one of the partner's customers, whose SLA
+/// exceptions the client then decides through the portal API (admin or
+/// owner); `null` unlinks.
+#[utoipa::path(put, path = "/clients/{client_id}/customer", tag = "portal",
+    params(("client_id" = String, Path)), request_body = CustomerLink,
+    responses((status = 200, body = PortalClientView), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn link_customer(
+    State(state): State<AppState>,
+    caller: AdminCaller,
+    Path(client_id): Path<String>,
+    Json(body): Json<CustomerLink>,
+) -> ApiResult<Json<PortalClientView>> {
+    let tenant = &caller.0.tenant_id;
+    if let Some(customer) = &body.customer_id {
+        let partner =
+            cairn_platform::partner::partner_of(&state.db, &TenantId(customer.clone())).await?;
+        if partner.as_ref() != Some(tenant) {
+            return Err(ApiError::validation(
+                "customer_id",
+                "must be one of your customers",
+            ));
+        }
+    }
+    if !clients::set_customer(&state.db, tenant, &client_id, body.customer_id.as_deref()).await? {
+        return Err(ApiError::NotFound("portal client"));
+    }
+    clients::get(&state.db, tenant, &client_id)
+        .await?
+        .map(Json)
+        .ok_or(ApiError::NotFound("portal client"))
 }
 
 #[derive(Deserialize, ToSchema, Default)]

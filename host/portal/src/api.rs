@@ -19,8 +19,10 @@ use cairn_core::blobs::{BlobStore, LocalStore, StoreKind};
 use cairn_core::db::now_ms;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Multipart, Path, Query};
+use cairn_core::ids::TenantId;
 use cairn_core::uploads::{self, DOCUMENTS};
 use cairn_platform::app::AppState;
+use cairn_workflow::sla::exceptions::{self, ExceptionView};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -30,6 +32,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_files, upload_file))
         .routes(routes!(download_file))
         .routes(routes!(file_content))
+        .routes(routes!(list_exceptions))
+        .routes(routes!(decide_exception))
         // Uploads stream to disk and enforce their own limit.
         .layer(DefaultBodyLimit::disable())
 }
@@ -264,4 +268,128 @@ async fn file_content(
         body,
     )
         .into_response())
+}
+
+/// An SLA exception of the client's company, as the portal shows it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PortalException {
+    pub id: String,
+    pub cve_id: String,
+    /// Device names it covers; empty: every device with the CVE.
+    pub devices: Vec<String>,
+    pub reason: String,
+    pub compensating_control: Option<String>,
+    /// Unix epoch seconds.
+    pub expires_at: i64,
+    /// `pending`, `approved`, `rejected` or `expired`.
+    pub status: String,
+    /// Who asked (the managed service provider's analyst).
+    pub requested_by: String,
+    /// Unix epoch seconds.
+    pub requested_at: i64,
+    pub decided_by: Option<String>,
+    /// Unix epoch seconds.
+    pub decided_at: Option<i64>,
+    pub decision_comment: Option<String>,
+}
+
+impl From<ExceptionView> for PortalException {
+    fn from(view: ExceptionView) -> PortalException {
+        PortalException {
+            id: view.id,
+            cve_id: view.cve_id,
+            devices: view.devices,
+            reason: view.reason,
+            compensating_control: view.compensating_control,
+            expires_at: view.expires_at / 1000,
+            status: view.status,
+            requested_by: view.requested_by,
+            requested_at: view.requested_at / 1000,
+            decided_by: view.decided_by,
+            decided_at: view.decided_at.map(|at| at / 1000),
+            decision_comment: view.decision_comment,
+        }
+    }
+}
+
+/// The client's company as a customer tenant, with the client's name.
+async fn company(state: &AppState, client: &PortalClient) -> ApiResult<Option<(TenantId, String)>> {
+    let found = super::clients::get(&state.db, &client.tenant_id, &client.client_id).await?;
+    Ok(found.and_then(|c| Some((TenantId(c.customer_id?), c.name))))
+}
+
+/// The SLA exceptions asked for the client's company, newest first
+/// (none unless the provider linked this client to its company).
+#[utoipa::path(get, path = "/exceptions", tag = "exceptions",
+    responses((status = 200, body = Vec<PortalException>), (status = 401, body = ErrorBody)))]
+async fn list_exceptions(
+    State(state): State<AppState>,
+    client: PortalClient,
+) -> ApiResult<Json<Vec<PortalException>>> {
+    let Some((company, _)) = company(&state, &client).await? else {
+        return Ok(Json(vec![]));
+    };
+    let now = state.clock.now_ms();
+    let rows = exceptions::list(&state.db, &company).await?;
+    Ok(Json(rows.into_iter().map(|r| r.view(now).into()).collect()))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExceptionDecision {
+    approve: bool,
+    /// Why, at most 2,000 characters.
+    #[serde(default)]
+    comment: String,
+}
+
+/// Approve or reject a pending exception of the client's company.
+#[utoipa::path(post, path = "/exceptions/{id}/decision", tag = "exceptions",
+    params(("id" = String, Path)), request_body = ExceptionDecision,
+    responses((status = 200, body = PortalException), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already decided"),
+        (status = 422, body = ErrorBody)))]
+async fn decide_exception(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Path(id): Path<String>,
+    Json(decision): Json<ExceptionDecision>,
+) -> ApiResult<Json<PortalException>> {
+    if decision.comment.trim().chars().count() > 2000 {
+        return Err(ApiError::validation(
+            "comment",
+            "must be at most 2000 characters",
+        ));
+    }
+    let (company, name) = company(&state, &client)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    let row = exceptions::get(&state.db, &company, &id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    let now = state.clock.now_ms();
+    let by = format!("{name} (client portal)");
+    let comment = decision.comment.trim();
+    if !exceptions::decide(
+        &state.db,
+        &company,
+        &id,
+        decision.approve,
+        &by,
+        comment,
+        now,
+    )
+    .await?
+    {
+        return Err(ApiError::Conflict(format!(
+            "the exception is already {}",
+            row.status
+        )));
+    }
+    let row = exceptions::get(&state.db, &company, &id)
+        .await?
+        .ok_or(ApiError::NotFound("exception"))?;
+    Ok(Json(row.view(now).into()))
 }

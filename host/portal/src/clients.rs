@@ -13,6 +13,9 @@ pub struct PortalClientView {
     pub id: String,
     pub name: String,
     pub created_at: String,
+    /// The customer tenant whose SLA exceptions this client decides
+    /// through the portal API; absent when none is linked.
+    pub customer_id: Option<String>,
 }
 
 pub async fn create(db: &Db, tenant: &TenantId, name: &str) -> Result<PortalClientView, ApiError> {
@@ -43,24 +46,75 @@ pub async fn create(db: &Db, tenant: &TenantId, name: &str) -> Result<PortalClie
         id,
         name: name.to_string(),
         created_at: to_rfc3339(now),
+        customer_id: None,
     })
 }
 
+#[derive(sqlx::FromRow)]
+struct ClientRow {
+    id: String,
+    name: String,
+    created_at: i64,
+    customer_id: Option<String>,
+}
+
+impl ClientRow {
+    fn view(self) -> PortalClientView {
+        PortalClientView {
+            id: self.id,
+            name: self.name,
+            created_at: to_rfc3339(self.created_at),
+            customer_id: self.customer_id,
+        }
+    }
+}
+
 pub async fn list(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<PortalClientView>> {
-    let rows: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT id, name, created_at FROM portal_clients WHERE tenant_id = $1 ORDER BY name",
+    let rows: Vec<ClientRow> = sqlx::query_as(
+        "SELECT id, name, created_at, customer_id FROM portal_clients WHERE tenant_id = $1 \
+         ORDER BY name",
     )
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, name, at)| PortalClientView {
-            id,
-            name,
-            created_at: to_rfc3339(at),
-        })
-        .collect())
+    Ok(rows.into_iter().map(ClientRow::view).collect())
+}
+
+/// One of the tenant's clients.
+pub async fn get(
+    db: &Db,
+    tenant: &TenantId,
+    client_id: &str,
+) -> sqlx::Result<Option<PortalClientView>> {
+    let row: Option<ClientRow> = sqlx::query_as(
+        "SELECT id, name, created_at, customer_id FROM portal_clients \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(client_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    Ok(row.map(ClientRow::view))
+}
+
+/// Links the client to `customer` (a customer tenant of the client's
+/// tenant, checked by the caller), or unlinks it; false when the client
+/// is not the tenant's.
+pub async fn set_customer(
+    db: &Db,
+    tenant: &TenantId,
+    client_id: &str,
+    customer: Option<&str>,
+) -> sqlx::Result<bool> {
+    let _turn = db.write_turn().await;
+    let set =
+        sqlx::query("UPDATE portal_clients SET customer_id = $3 WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(client_id)
+            .bind(customer)
+            .execute(&db.pool)
+            .await?;
+    Ok(set.rows_affected() == 1)
 }
 
 /// The client, if it is the tenant's.

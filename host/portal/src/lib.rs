@@ -1,6 +1,7 @@
 //! The client portal: a tenant's customers (portal clients) read their
 //! invoices, pay them through a payments connector and exchange documents,
-//! with a `chp_live_` key.
+//! with a `chp_live_` key; a client linked to one of the partner's
+//! customer tenants also decides that customer's SLA exceptions.
 //!
 //! - Owns `portal_clients`, `portal_keys`, `invoices`, `payment_events`
 //!   and `portal_files`.
@@ -10,7 +11,8 @@
 //!   webhook).
 //! - Calls: the platform (state, callers), the plugin host (the payments
 //!   connector's actions, through `cairn-integrations`' configured
-//!   connector), and the blob store for documents. No other area.
+//!   connector), the blob store for documents, and the workflow's SLA
+//!   exceptions (`cairn_workflow::sla::exceptions`).
 //!
 //! `keys.rs` mints and hashes keys and is the `PortalClient` extractor
 //! (tenant and client of the presented key); `invoices.rs` the status
@@ -46,9 +48,10 @@ pub fn api() -> (axum::Router<AppState>, OpenApi) {
         .info(
             InfoBuilder::new()
                 .title("Cairn client portal API")
-                .version("0.1.2")
+                .version("0.2.0")
                 .description(Some(
-                    "Invoices, hosted payment links and documents of one client, for the holder of \
+                    "Invoices, hosted payment links and documents of one client, and the SLA \
+                     exceptions its provider asks it to decide, for the holder of \
                      its API key (`Authorization: Bearer chp_live_...`). A missing, malformed, unknown \
                      or revoked key is 401; another client's invoice or file is 404. Errors are \
                      `{detail, type}` JSON; amounts are integer cents, `currency` an upper-case ISO \
