@@ -7,7 +7,11 @@
 //!   100 reads while one customer's triage changes before each (one
 //!   customer counted again per read);
 //! - `GET /api/v1/partner/cves/{cve_id}` for 100 CVEs: p50 and p99 (goal:
-//!   p99 within 100 ms).
+//!   p99 within 100 ms);
+//! - SLAs: the partner's default policy changed (every open finding's due
+//!   date computed before and after, to say how many moved): seconds and
+//!   peak memory; then `GET /api/v1/sla/customers` (each customer's
+//!   standing), 20 reads: p50 and p99 (goal: p99 within 200 ms).
 //!
 //! `cairn-bench partner sqlite|postgres [customers] [devices per customer]`
 
@@ -118,7 +122,49 @@ pub async fn main() -> anyhow::Result<()> {
         &mut times,
         100.0,
     );
+    sla(&app, &owner).await?;
     app.finish().await;
+    Ok(())
+}
+
+/// The SLA figures: a policy change over every customer, then the
+/// standing of each.
+async fn sla(app: &TestApp, owner: &Account) -> anyhow::Result<()> {
+    cairn_bench::reset_peak_rss();
+    let rss_before = cairn_bench::rss_mib();
+    let started = Instant::now();
+    let policy = json!({"name": "Contract", "rules": [
+        {"severities": ["critical"], "days": 7}, {"kev": true, "days": 14}, {"days": 45}]});
+    let changed = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/sla/policies/default",
+            &owner.bearer(),
+            Some(policy),
+        )
+        .await;
+    anyhow::ensure!(changed.status == 200, "{}", changed.text);
+    println!(
+        "sla policy change: {} open due dates moved in {:.1} s; peak memory {:.0} MiB (resident before {rss_before:.0} MiB)",
+        changed.body["moved"],
+        started.elapsed().as_secs_f64(),
+        cairn_bench::peak_rss_mib()
+    );
+    let mut times = vec![];
+    let mut overdue = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let resp = app.get("/api/v1/sla/customers", &owner.bearer()).await;
+        times.push(started.elapsed());
+        anyhow::ensure!(resp.status == 200, "{}", resp.text);
+        overdue = resp.body.as_array().map_or(0, |customers| {
+            customers
+                .iter()
+                .map(|c| c["standing"]["overdue"].as_i64().unwrap_or(0))
+                .sum::<i64>()
+        });
+    }
+    report(&format!("sla/customers ({overdue} overdue)"), &mut times, 200.0);
     Ok(())
 }
 
