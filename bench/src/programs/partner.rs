@@ -164,7 +164,11 @@ async fn sla(app: &TestApp, owner: &Account) -> anyhow::Result<()> {
                 .sum::<i64>()
         });
     }
-    report(&format!("sla/customers ({overdue} overdue)"), &mut times, 200.0);
+    report(
+        &format!("sla/customers ({overdue} overdue)"),
+        &mut times,
+        200.0,
+    );
     Ok(())
 }
 

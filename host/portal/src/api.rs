@@ -366,30 +366,15 @@ async fn decide_exception(
     let (company, name) = company(&state, &client)
         .await?
         .ok_or(ApiError::NotFound("exception"))?;
-    let row = exceptions::get(&state.db, &company, &id)
-        .await?
-        .ok_or(ApiError::NotFound("exception"))?;
     let now = state.clock.now_ms();
     let by = format!("{name} (client portal)");
-    let comment = decision.comment.trim();
-    if !exceptions::decide(
-        &state.db,
-        &company,
-        &id,
-        decision.approve,
-        &by,
-        comment,
-        now,
-    )
-    .await?
-    {
-        return Err(ApiError::Conflict(format!(
-            "the exception is already {}",
-            row.status
-        )));
-    }
-    let row = exceptions::get(&state.db, &company, &id)
-        .await?
-        .ok_or(ApiError::NotFound("exception"))?;
+    let decided = exceptions::Decision {
+        approve: decision.approve,
+        by: &by,
+        user_id: None,
+        comment: decision.comment.trim(),
+        at: now,
+    };
+    let row = exceptions::decide(&state.db, &company, &id, &decided).await?;
     Ok(Json(row.view(now).into()))
 }

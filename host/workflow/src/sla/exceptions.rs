@@ -160,29 +160,78 @@ pub async fn get(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ex
     .await
 }
 
-/// Approves or rejects a pending exception; false when it is no longer
-/// pending (decided meanwhile).
+/// Who decides, how and why.
+pub struct Decision<'a> {
+    pub approve: bool,
+    /// The decider as the exception shows them (an e-mail, or a portal
+    /// client's name).
+    pub by: &'a str,
+    /// The user who may not decide: the requester, when the decider is a
+    /// member (`None` for a customer deciding through the portal).
+    pub user_id: Option<&'a str>,
+    pub comment: &'a str,
+    pub at: i64,
+}
+
+/// Why a decision was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("exception not found")]
+    NotFound,
+    #[error("no one decides an exception they requested")]
+    OwnRequest,
+    #[error("the exception is already {0}")]
+    Decided(String),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl From<DecideError> for cairn_core::http::error::ApiError {
+    fn from(err: DecideError) -> Self {
+        use cairn_core::http::error::ApiError;
+        match err {
+            DecideError::NotFound => ApiError::NotFound("exception"),
+            DecideError::OwnRequest => ApiError::Forbidden(err.to_string()),
+            DecideError::Decided(_) => ApiError::Conflict(err.to_string()),
+            DecideError::Db(err) => err.into(),
+        }
+    }
+}
+
+/// Approves or rejects one of the tenant's pending exceptions; the
+/// exception as decided.
 pub async fn decide(
     db: &Db,
     tenant: &TenantId,
     id: &str,
-    approve: bool,
-    by_email: &str,
-    comment: &str,
-    at: i64,
-) -> sqlx::Result<bool> {
-    let _turn = db.write_turn().await;
-    let decided = sqlx::query(
-        "UPDATE sla_exceptions SET status = $3, decided_by_email = $4, decided_at = $5, \
-         decision_comment = $6 WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
-    )
-    .bind(tenant.as_str())
-    .bind(id)
-    .bind(if approve { "approved" } else { "rejected" })
-    .bind(by_email)
-    .bind(at)
-    .bind(comment)
-    .execute(&db.pool)
-    .await?;
-    Ok(decided.rows_affected() == 1)
+    decision: &Decision<'_>,
+) -> Result<ExceptionRow, DecideError> {
+    let row = get(db, tenant, id).await?.ok_or(DecideError::NotFound)?;
+    if decision.user_id == Some(row.requested_by.as_str()) {
+        return Err(DecideError::OwnRequest);
+    }
+    let decided = {
+        let _turn = db.write_turn().await;
+        sqlx::query(
+            "UPDATE sla_exceptions SET status = $3, decided_by_email = $4, decided_at = $5, \
+             decision_comment = $6 WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
+        )
+        .bind(tenant.as_str())
+        .bind(id)
+        .bind(if decision.approve {
+            "approved"
+        } else {
+            "rejected"
+        })
+        .bind(decision.by)
+        .bind(decision.at)
+        .bind(decision.comment)
+        .execute(&db.pool)
+        .await?
+    };
+    if decided.rows_affected() != 1 {
+        let now = get(db, tenant, id).await?.ok_or(DecideError::NotFound)?;
+        return Err(DecideError::Decided(now.view(decision.at).status));
+    }
+    get(db, tenant, id).await?.ok_or(DecideError::NotFound)
 }

@@ -630,35 +630,15 @@ async fn decide_exception(
     Path(exception_id): Path<String>,
     Json(decision): Json<Decision>,
 ) -> ApiResult<Json<ExceptionView>> {
-    let tenant = &caller.tenant_id;
     text(&decision.comment, "comment", false)?;
-    let row = exceptions::get(&state.db, tenant, &exception_id)
-        .await?
-        .ok_or(ApiError::NotFound("exception"))?;
-    if row.requested_by == caller.user_id.as_str() {
-        return Err(ApiError::Forbidden(
-            "no one decides an exception they requested".into(),
-        ));
-    }
     let now = state.clock.now_ms();
-    let decided = exceptions::decide(
-        &state.db,
-        tenant,
-        &exception_id,
-        decision.approve,
-        &caller.email,
-        decision.comment.trim(),
-        now,
-    )
-    .await?;
-    if !decided {
-        return Err(ApiError::Conflict(format!(
-            "the exception is already {}",
-            row.status
-        )));
-    }
-    let row = exceptions::get(&state.db, tenant, &exception_id)
-        .await?
-        .ok_or(ApiError::NotFound("exception"))?;
+    let decided = exceptions::Decision {
+        approve: decision.approve,
+        by: &caller.email,
+        user_id: Some(caller.user_id.as_str()),
+        comment: decision.comment.trim(),
+        at: now,
+    };
+    let row = exceptions::decide(&state.db, &caller.tenant_id, &exception_id, &decided).await?;
     Ok(Json(row.view(now)))
 }
