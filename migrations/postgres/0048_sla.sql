@@ -62,6 +62,8 @@ CREATE TABLE sla_exceptions (
     requested_at         BIGINT NOT NULL,
     decided_by_email     TEXT,
     decided_at           BIGINT,
-    decision_comment     TEXT
+    decision_comment     TEXT,
+    -- When the requester was told the exception expires soon.
+    reminded_at          BIGINT
 );
 CREATE INDEX sla_exceptions_by_tenant ON sla_exceptions(tenant_id, status);

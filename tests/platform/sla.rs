@@ -9,6 +9,7 @@ use std::time::Duration;
 use cairn_core::db::fence::NoFence;
 use cairn_core::ids::TenantId;
 use cairn_plugins::MappedRow;
+use cairn_tests::smtp::FakeSmtp;
 use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -406,7 +407,15 @@ async fn finding_state(app: &TestApp, who: &Account, cve: &str, device: &str) ->
 }
 
 async fn exceptions_need_another_approver_and_expire(backend: Backend) {
-    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+    let smtp = FakeSmtp::start().await;
+    let Some((app, _nvd)) = loaded_with(backend, |s| {
+        s.smtp_host = "127.0.0.1".into();
+        s.smtp_port = smtp.port;
+        s.smtp_security = "none".into();
+        s.smtp_from = "Cairn <cairn@example.com>".into();
+    })
+    .await
+    else {
         return;
     };
     let owner = app.register("owner@msp.example").await;
@@ -532,8 +541,37 @@ async fn exceptions_need_another_approver_and_expire(backend: Backend) {
     let standing = app.get("/api/v1/sla/standing", &owner.bearer()).await;
     assert_eq!(standing.body["excepted"], 1, "{}", standing.text);
 
+    // A week before it ends, the requester hears of it, once.
+    let state = &app.server.state;
+    let remind = async || {
+        cairn_workflow::sla::exceptions::send_reminders(
+            app.db(),
+            &state.mailer,
+            state.clock.now_ms(),
+        )
+        .await
+        .unwrap()
+    };
+    state.clock.advance(22 * DAY);
+    assert_eq!(remind().await, 0, "eight days left: not yet");
+    state.clock.advance(2 * DAY);
+    assert_eq!(remind().await, 1);
+    assert_eq!(remind().await, 0, "told once");
+    let mails: Vec<_> = smtp
+        .mails()
+        .into_iter()
+        .filter(|m| m.data.contains("SLA exception"))
+        .collect();
+    assert_eq!(mails.len(), 1, "besides the invitations");
+    assert!(
+        mails[0].to[0].contains("analyst@msp.example"),
+        "{:?}",
+        mails[0].to
+    );
+    assert!(mails[0].data.contains(cve), "{}", mails[0].data);
+
     // Past its expiry the exception reads expired and WS-01 is due again.
-    app.server.state.clock.advance(31 * DAY);
+    state.clock.advance(7 * DAY);
     let shown = app
         .get(&format!("/api/v1/sla/exceptions/{id}"), &owner.bearer())
         .await;

@@ -235,3 +235,51 @@ pub async fn decide(
     }
     get(db, tenant, id).await?.ok_or(DecideError::NotFound)
 }
+
+/// How long before its expiry the requester hears that an exception ends.
+pub const REMIND_BEFORE_MS: i64 = 7 * super::policy::DAY_MS;
+
+/// Tells each requester whose approved exception expires within
+/// [`REMIND_BEFORE_MS`] of `now`, once per exception, by mail; returns how
+/// many were told. A mail that fails is tried again at the next run.
+pub async fn send_reminders(
+    db: &Db,
+    mailer: &cairn_core::mail::Mailer,
+    now: i64,
+) -> sqlx::Result<usize> {
+    if !mailer.enabled() {
+        return Ok(0);
+    }
+    let due: Vec<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT id, cve_id, requested_by_email, expires_at FROM sla_exceptions \
+         WHERE status = 'approved' AND reminded_at IS NULL AND expires_at > $1 \
+         AND expires_at <= $2",
+    )
+    .bind(now)
+    .bind(now + REMIND_BEFORE_MS)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut told = 0;
+    for (id, cve_id, to, expires_at) in due {
+        let date = chrono::DateTime::from_timestamp_millis(expires_at)
+            .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default();
+        let subject = format!("The SLA exception for {cve_id} expires on {date}");
+        let body = format!(
+            "The exception you asked for {cve_id} expires on {date}. Its findings are due \
+             again from then on: fix them, or ask for a new exception before it ends.\n"
+        );
+        if let Err(err) = mailer.send(&to, &subject, body).await {
+            tracing::warn!(exception_id = %id, error = %err, "an exception reminder was not sent");
+            continue;
+        }
+        let _turn = db.write_turn().await;
+        sqlx::query("UPDATE sla_exceptions SET reminded_at = $2 WHERE id = $1")
+            .bind(&id)
+            .bind(now)
+            .execute(&db.pool)
+            .await?;
+        told += 1;
+    }
+    Ok(told)
+}

@@ -13,7 +13,8 @@
 //!
 //! An exception ([`exceptions`]) approved by someone other than its
 //! requester sets a CVE's findings aside (`excepted`) until it expires;
-//! then they are due again on their own dates.
+//! then they are due again on their own dates. A week before that, an
+//! hourly schedule mails the requester once.
 //!
 //! Not yet here: approval by the customer through the portal API, the
 //! exception register's files and reminders, tier rules on device fields,
@@ -36,8 +37,24 @@ use policy::{days_left, state, Policy, SlaState, Tier, DAY_MS};
 use storage::{device_key, Scope};
 
 /// The SLA area: `/api/v1/sla`.
-pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
-    Ok(cairn_platform::area::Area::new("sla").routes("/api/v1/sla", routes::router()))
+pub fn area(state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    let shared = state.clone();
+    let reminders = cairn_jobs::schedule::Schedule::every(
+        "sla exception reminders",
+        std::time::Duration::from_secs(3600),
+        move || {
+            let state = shared.clone();
+            async move {
+                let now = state.clock.now_ms();
+                exceptions::send_reminders(&state.db, &state.mailer, now)
+                    .await
+                    .map(|_| ())
+            }
+        },
+    );
+    Ok(cairn_platform::area::Area::new("sla")
+        .routes("/api/v1/sla", routes::router())
+        .schedule(reminders))
 }
 
 /// Where the policy that applies to a tenant was set.
