@@ -58,6 +58,19 @@ async fn openapi_lists_every_route(backend: Backend) {
         for path in ["crate::", "super::", "self::"] {
             assert!(!document.contains(path), "a description names `{path}…`");
         }
+        // Client generators refuse a document whose operation ids repeat.
+        let parsed: serde_json::Value = serde_json::from_str(document).unwrap();
+        let mut ids = std::collections::BTreeSet::new();
+        for (path, item) in parsed["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                if let Some(id) = operation["operationId"].as_str() {
+                    assert!(
+                        ids.insert(id.to_string()),
+                        "{method} {path}: operationId {id} repeats"
+                    );
+                }
+            }
+        }
     }
     let expected = [
         ("get", "/health"),

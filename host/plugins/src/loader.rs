@@ -587,6 +587,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "dashboards",
     "tags",
     "projects",
+    "sla",
     "subscriptions",
     "threat-intel",
     "versions",

@@ -63,6 +63,7 @@ async fn list_clients(
 }
 
 #[derive(Deserialize, ToSchema)]
+#[schema(as = PortalCustomerLink)]
 #[serde(deny_unknown_fields)]
 pub struct CustomerLink {
     /// One of this partner's customers; `null` unlinks.

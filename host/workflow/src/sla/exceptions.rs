@@ -30,6 +30,7 @@ pub struct ExceptionRow {
 
 /// An exception as the API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = SlaException)]
 pub struct ExceptionView {
     pub id: String,
     pub cve_id: String,

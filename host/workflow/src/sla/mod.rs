@@ -59,6 +59,7 @@ pub fn area(state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platf
 
 /// Where the policy that applies to a tenant was set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = SlaPolicySource)]
 pub struct PolicySource {
     /// The tenant that set it (the tenant itself, or its partner); absent
     /// for the built-in policy.
@@ -71,6 +72,7 @@ pub struct PolicySource {
 
 /// The policy that applies to a tenant, and where it comes from.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = AppliedSlaPolicy)]
 pub struct Applied {
     pub policy: Policy,
     pub source: PolicySource,
@@ -160,6 +162,7 @@ async fn applied_with(
 
 /// One finding against its due date.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = SlaFinding)]
 pub struct TrackedFinding {
     pub device_name: String,
     pub application_name: String,
@@ -267,6 +270,7 @@ pub async fn tracked_with(
 /// A tenant's standing: open findings by state and, over the period,
 /// how many fixes came on time.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = SlaStanding)]
 pub struct Standing {
     pub open: i64,
     pub within: i64,

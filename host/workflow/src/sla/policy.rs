@@ -14,6 +14,7 @@ pub const MAX_DAYS: i64 = 3650;
 
 /// How much a device matters to its customer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[schema(as = AssetTier)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     Critical,
@@ -45,6 +46,7 @@ impl Tier {
 
 /// When a finding's clock starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[schema(as = SlaClockStart)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockStart {
     /// When Cairn first saw the finding on the device.
@@ -58,6 +60,7 @@ pub enum ClockStart {
 /// left out covers every finding; the first rule that covers a finding
 /// gives its days.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SlaRule)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// CVE severities covered (`critical`, `high`, `medium`, `low`,
@@ -95,6 +98,7 @@ impl Rule {
 
 /// A policy: its rules in order, and how the clock runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = SlaPolicy)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// 1 to 100 characters.

@@ -22,30 +22,34 @@ use cairn_platform::partner::PartnerCaller;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(applied_policy))
-        .routes(routes!(set_policies))
-        .routes(routes!(put_default, delete_default))
-        .routes(routes!(put_group, delete_group))
-        .routes(routes!(put_customer, delete_customer))
-        .routes(routes!(policy_changes))
-        .routes(routes!(tracked_findings))
-        .routes(routes!(standing))
-        .routes(routes!(customers_standing))
-        .routes(routes!(list_tiers, set_tiers))
-        .routes(routes!(list_exceptions, request_exception))
-        .routes(routes!(get_exception))
-        .routes(routes!(decide_exception))
+        .routes(routes!(applied_sla_policy))
+        .routes(routes!(list_sla_policies))
+        .routes(routes!(set_default_sla_policy, delete_default_sla_policy))
+        .routes(routes!(set_group_sla_policy, delete_group_sla_policy))
+        .routes(routes!(set_customer_sla_policy, delete_customer_sla_policy))
+        .routes(routes!(sla_policy_changes))
+        .routes(routes!(sla_findings))
+        .routes(routes!(sla_standing))
+        .routes(routes!(customers_sla_standing))
+        .routes(routes!(list_asset_tiers, set_asset_tiers))
+        .routes(routes!(list_sla_exceptions, request_sla_exception))
+        .routes(routes!(get_sla_exception))
+        .routes(routes!(decide_sla_exception))
 }
 
 /// The policy that applies to the caller's tenant, and where it was set.
 #[utoipa::path(get, path = "/policy", tag = "sla",
     responses((status = 200, body = Applied)))]
-async fn applied_policy(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Applied>> {
+async fn applied_sla_policy(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Applied>> {
     Ok(Json(super::applied(&state.db, &caller.tenant_id).await?))
 }
 
 /// A policy the tenant set.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SlaPolicyView)]
 pub struct PolicyView {
     /// `default`, `group` or `customer`.
     pub scope: String,
@@ -61,7 +65,7 @@ pub struct PolicyView {
 /// those of its groups and customers.
 #[utoipa::path(get, path = "/policies", tag = "sla",
     responses((status = 200, body = Vec<PolicyView>)))]
-async fn set_policies(
+async fn list_sla_policies(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<PolicyView>>> {
@@ -81,6 +85,7 @@ async fn set_policies(
 
 /// What a policy change did.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SlaPolicyChanged)]
 pub struct PolicyChanged {
     /// The policy now set; absent after a removal.
     pub policy: Option<Policy>,
@@ -117,7 +122,7 @@ async fn change(
     request_body = Policy,
     responses((status = 200, body = PolicyChanged),
               (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn put_default(
+async fn set_default_sla_policy(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
     Json(policy): Json<Policy>,
@@ -135,7 +140,7 @@ async fn put_default(
 /// Remove the tenant's default policy (admin or owner).
 #[utoipa::path(delete, path = "/policies/default", tag = "sla",
     responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody)))]
-async fn delete_default(
+async fn delete_default_sla_policy(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
 ) -> ApiResult<Json<PolicyChanged>> {
@@ -173,7 +178,7 @@ async fn partner_customer(state: &AppState, partner: &PartnerCaller, id: &str) -
     params(("group_id" = String, Path)), request_body = Policy,
     responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn put_group(
+async fn set_group_sla_policy(
     State(state): State<AppState>,
     partner: PartnerCaller,
     Path(group_id): Path<String>,
@@ -195,7 +200,7 @@ async fn put_group(
     params(("group_id" = String, Path)),
     responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody)))]
-async fn delete_group(
+async fn delete_group_sla_policy(
     State(state): State<AppState>,
     partner: PartnerCaller,
     Path(group_id): Path<String>,
@@ -209,7 +214,7 @@ async fn delete_group(
     params(("customer_id" = String, Path)), request_body = Policy,
     responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-async fn put_customer(
+async fn set_customer_sla_policy(
     State(state): State<AppState>,
     partner: PartnerCaller,
     Path(customer_id): Path<String>,
@@ -231,7 +236,7 @@ async fn put_customer(
     params(("customer_id" = String, Path)),
     responses((status = 200, body = PolicyChanged), (status = 403, body = ErrorBody),
               (status = 404, body = ErrorBody)))]
-async fn delete_customer(
+async fn delete_customer_sla_policy(
     State(state): State<AppState>,
     partner: PartnerCaller,
     Path(customer_id): Path<String>,
@@ -245,7 +250,7 @@ async fn delete_customer(
 /// owner). The last 500.
 #[utoipa::path(get, path = "/policies/changes", tag = "sla",
     responses((status = 200, body = Vec<PolicyChange>), (status = 403, body = ErrorBody)))]
-async fn policy_changes(
+async fn sla_policy_changes(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
 ) -> ApiResult<Json<Vec<PolicyChange>>> {
@@ -267,6 +272,7 @@ pub struct FindingsQuery {
 
 /// The tenant's open findings against their due dates.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SlaFindingPage)]
 pub struct TrackedPage {
     /// Soonest due first (overdue first of all), those without a due date
     /// last.
@@ -280,7 +286,7 @@ pub struct TrackedPage {
 /// left (negative once overdue).
 #[utoipa::path(get, path = "/findings", tag = "sla", params(FindingsQuery),
     responses((status = 200, body = TrackedPage), (status = 422, body = ErrorBody)))]
-async fn tracked_findings(
+async fn sla_findings(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<FindingsQuery>,
@@ -346,7 +352,7 @@ fn period(query: &PeriodQuery) -> ApiResult<i64> {
 /// period that came by their due date.
 #[utoipa::path(get, path = "/standing", tag = "sla", params(PeriodQuery),
     responses((status = 200, body = Standing), (status = 422, body = ErrorBody)))]
-async fn standing(
+async fn sla_standing(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<PeriodQuery>,
@@ -360,6 +366,7 @@ async fn standing(
 
 /// One customer's standing.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = CustomerSlaStanding)]
 pub struct CustomerStanding {
     pub customer_id: String,
     pub name: String,
@@ -370,7 +377,7 @@ pub struct CustomerStanding {
 #[utoipa::path(get, path = "/customers", tag = "sla", params(PeriodQuery),
     responses((status = 200, body = Vec<CustomerStanding>), (status = 403, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
-async fn customers_standing(
+async fn customers_sla_standing(
     State(state): State<AppState>,
     partner: PartnerCaller,
     Query(query): Query<PeriodQuery>,
@@ -392,7 +399,7 @@ async fn customers_standing(
 /// The tenant's devices whose tier is not `standard`.
 #[utoipa::path(get, path = "/tiers", tag = "sla",
     responses((status = 200, body = Vec<DeviceTier>)))]
-async fn list_tiers(
+async fn list_asset_tiers(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<DeviceTier>>> {
@@ -400,6 +407,7 @@ async fn list_tiers(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = AssetTierChange)]
 #[serde(deny_unknown_fields)]
 pub struct TierChange {
     /// Device names as the inventory shows them (compared ignoring case),
@@ -409,6 +417,7 @@ pub struct TierChange {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AssetTiersSet)]
 pub struct TiersSet {
     /// Devices whose tier was set.
     pub updated: usize,
@@ -419,7 +428,7 @@ pub struct TiersSet {
 #[utoipa::path(put, path = "/tiers", tag = "sla", request_body = TierChange,
     responses((status = 200, body = TiersSet), (status = 403, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
-async fn set_tiers(
+async fn set_asset_tiers(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
     Json(change): Json<TierChange>,
@@ -464,7 +473,7 @@ async fn set_tiers(
 /// The tenant's exceptions, newest first.
 #[utoipa::path(get, path = "/exceptions", tag = "sla",
     responses((status = 200, body = Vec<ExceptionView>)))]
-async fn list_exceptions(
+async fn list_sla_exceptions(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<ExceptionView>>> {
@@ -474,6 +483,7 @@ async fn list_exceptions(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = SlaExceptionRequest)]
 #[serde(deny_unknown_fields)]
 pub struct ExceptionRequest {
     /// A CVE with an open finding in the tenant.
@@ -511,7 +521,7 @@ fn text(value: &str, field: &str, required: bool) -> ApiResult<()> {
 /// for an admin other than the requester.
 #[utoipa::path(post, path = "/exceptions", tag = "sla", request_body = ExceptionRequest,
     responses((status = 201, body = ExceptionView), (status = 422, body = ErrorBody)))]
-async fn request_exception(
+async fn request_sla_exception(
     State(state): State<AppState>,
     caller: Caller,
     Json(request): Json<ExceptionRequest>,
@@ -596,7 +606,7 @@ async fn request_exception(
 #[utoipa::path(get, path = "/exceptions/{exception_id}", tag = "sla",
     params(("exception_id" = String, Path)),
     responses((status = 200, body = ExceptionView), (status = 404, body = ErrorBody)))]
-async fn get_exception(
+async fn get_sla_exception(
     State(state): State<AppState>,
     caller: Caller,
     Path(exception_id): Path<String>,
@@ -608,6 +618,7 @@ async fn get_exception(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = SlaExceptionDecision)]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     approve: bool,
@@ -624,7 +635,7 @@ pub struct Decision {
               (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody, description = "Already decided"),
               (status = 422, body = ErrorBody)))]
-async fn decide_exception(
+async fn decide_sla_exception(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
     Path(exception_id): Path<String>,

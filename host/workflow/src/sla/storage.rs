@@ -140,6 +140,7 @@ pub async fn change_policy(db: &Db, change: &Change<'_>) -> sqlx::Result<()> {
 
 /// One recorded change of a policy.
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[schema(as = SlaPolicyChange)]
 pub struct PolicyChange {
     /// `default`, `group` or `customer`.
     pub scope: String,
@@ -161,6 +162,7 @@ pub struct PolicyChange {
 
 /// A policy column that may be empty, decoded loudly.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = OptionalSlaPolicy)]
 #[serde(transparent)]
 pub struct OptionalPolicy(pub Option<Policy>);
 
@@ -192,6 +194,7 @@ pub fn device_key(name: &str) -> String {
 
 /// A device's tier as set.
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[schema(as = AssetTierView)]
 pub struct DeviceTier {
     pub device_name: String,
     /// `critical`, `high` or `low` (a device without a row is `standard`).
