@@ -12,13 +12,13 @@
 //! findings' due dates it moved.
 //!
 //! An exception ([`exceptions`]) approved by someone other than its
-//! requester sets a CVE's findings aside (`excepted`) until it expires;
-//! then they are due again on their own dates. A week before that, an
-//! hourly schedule mails the requester once.
+//! requester (or by the customer, through the portal API) sets a CVE's
+//! findings aside (`excepted`) until it expires; then they are due again
+//! on their own dates. A week before that, an hourly schedule mails the
+//! requester once.
 //!
-//! Not yet here: approval by the customer through the portal API, the
-//! exception register's files and reminders, tier rules on device fields,
-//! due dates on the vulnerability lists, reports and console.
+//! Not yet here: the exception register as files, tier rules on device
+//! fields, due dates on the vulnerability lists, reports and console.
 
 pub mod exceptions;
 pub mod policy;
@@ -241,7 +241,7 @@ fn track(
 }
 
 /// The tenant's open findings, and those fixed at or after `fixed_since`,
-/// against `applied`'s due dates at `now`.
+/// against `policy`'s due dates at `now`.
 pub async fn tracked_with(
     db: &Db,
     tenant: &TenantId,
