@@ -18,7 +18,7 @@ backend_tests!(
     a_shared_rmm_config_fills_each_customer_with_its_own_devices,
 );
 
-async fn customer(app: &TestApp, partner: &Account, name: &str) -> String {
+pub(super) async fn customer(app: &TestApp, partner: &Account, name: &str) -> String {
     let created = app
         .post(
             "/api/v1/partner/customers",

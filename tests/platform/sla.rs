@@ -14,7 +14,7 @@ use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use super::partner::act;
+use super::partner::{act, customer};
 use super::portal::client_with_key;
 use super::vulnerabilities::{loaded_with, scan, software};
 
@@ -25,18 +25,6 @@ backend_tests!(
 );
 
 const DAY: Duration = Duration::from_secs(86_400);
-
-async fn customer(app: &TestApp, partner: &Account, name: &str) -> String {
-    let created = app
-        .post(
-            "/api/v1/partner/customers",
-            &partner.bearer(),
-            json!({"name": name}),
-        )
-        .await;
-    assert_eq!(created.status, 201, "{}", created.text);
-    created.body["id"].as_str().unwrap().to_string()
-}
 
 /// Replaces the account's rmm rows with `rows` (an upgrade), rebuilds and
 /// scans.

@@ -192,6 +192,14 @@ pub struct TrackedFinding {
     pub exception_id: Option<String>,
 }
 
+/// The tier of `device` among `tiers` (from [`tiers_by_device`]).
+fn tier_of(tiers: &BTreeMap<String, Tier>, device: &str) -> Tier {
+    tiers
+        .get(&device_key(device))
+        .copied()
+        .unwrap_or(Tier::Standard)
+}
+
 /// The tenant's device tiers, by device key.
 async fn tiers_by_device(db: &Db, tenant: &TenantId) -> sqlx::Result<BTreeMap<String, Tier>> {
     Ok(storage::tiers(db, tenant)
@@ -255,10 +263,7 @@ pub async fn tracked_with(
         .await?
         .into_iter()
         .map(|facts| {
-            let tier = tiers
-                .get(&device_key(&facts.device_name))
-                .copied()
-                .unwrap_or(Tier::Standard);
+            let tier = tier_of(&tiers, &facts.device_name);
             let exception = excepted
                 .iter()
                 .find(|e| e.covers(&facts.cve_id, &facts.device_name, now));
@@ -339,29 +344,26 @@ pub async fn standing_of(
     Ok(standing(&findings, period_days))
 }
 
-/// The open findings' due dates of each of `tenants`, by finding, under
-/// the policies stored or as `pending` would make them.
-async fn due_dates(
-    db: &Db,
-    tenants: &[TenantId],
-    pending: Option<&Pending<'_>>,
-) -> sqlx::Result<BTreeMap<(String, String, String, String, String), Option<i64>>> {
-    let mut dates = BTreeMap::new();
-    for tenant in tenants {
-        let applied = applied_with(db, tenant, pending).await?;
-        // Fixed findings are left out: `i64::MAX` as the period's start.
-        for f in tracked_with(db, tenant, &applied.policy, 0, i64::MAX).await? {
-            let key = (
-                tenant.as_str().to_string(),
-                f.device_name,
-                f.application_name,
-                f.version,
-                f.cve_id,
-            );
-            dates.insert(key, f.due_at);
-        }
+/// How many of `tenant`'s open findings `pending` would give another due
+/// date. A tenant whose applied policy it leaves as it is reads nothing
+/// more; the others read their findings once and weigh both policies.
+async fn moved_by(db: &Db, tenant: &TenantId, pending: &Pending<'_>) -> sqlx::Result<i64> {
+    let was = applied_with(db, tenant, None).await?.policy;
+    let will_be = applied_with(db, tenant, Some(pending)).await?.policy;
+    if was == will_be {
+        return Ok(0);
     }
-    Ok(dates)
+    let tiers = tiers_by_device(db, tenant).await?;
+    // Fixed findings are left out: `i64::MAX` as the period's start.
+    let moved = due_facts(db, tenant, i64::MAX)
+        .await?
+        .iter()
+        .filter(|facts| {
+            let tier = tier_of(&tiers, &facts.device_name);
+            was.due_at(facts, tier) != will_be.due_at(facts, tier)
+        })
+        .count();
+    Ok(moved as i64)
 }
 
 /// Saves (or, with `None`, removes) `owner`'s policy for `scope` and
@@ -391,12 +393,10 @@ pub async fn change_policy(
         scope,
         policy: after,
     };
-    let was = due_dates(db, &covered, None).await?;
-    let will_be = due_dates(db, &covered, Some(&pending)).await?;
-    let moved = will_be
-        .iter()
-        .filter(|(key, due)| was.get(*key) != Some(*due))
-        .count() as i64;
+    let mut moved = 0;
+    for tenant in &covered {
+        moved += moved_by(db, tenant, &pending).await?;
+    }
     storage::change_policy(
         db,
         &storage::Change {
