@@ -22,6 +22,7 @@ backend_tests!(
     due_dates_follow_the_narrowest_policy_and_the_clock,
     exceptions_need_another_approver_and_expire,
     a_customer_decides_its_exceptions_through_the_portal,
+    tiers_come_from_rules_searches_and_hands,
 );
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -680,6 +681,191 @@ async fn a_customer_decides_its_exceptions_through_the_portal(backend: Backend) 
     assert_eq!(
         finding_state(&app, &in_acme, cve, "ACME-01").await,
         (json!("excepted"), json!(id))
+    );
+    app.finish().await;
+}
+
+/// The names of the account's devices of `tier`, through the device search.
+async fn devices_of_tier(app: &TestApp, who: &Account, tier: &str) -> Vec<String> {
+    let query = json!({"query": {"combinator": "and", "rules": [
+        {"kind": "rule", "field": "tier", "operator": "equals", "value": tier}]}});
+    let page = app
+        .post("/api/v1/devices/devices/search", &who.bearer(), query)
+        .await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let mut names: Vec<String> = page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            assert_eq!(d["tier"], tier, "the device shows its tier: {d}");
+            d["device_name"].as_str().unwrap().to_string()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `(tier, assets)` of a tier-rules answer.
+fn tier_counts(body: &Value) -> Vec<(String, i64)> {
+    body["assets_by_tier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["tier"].as_str().unwrap().to_string(),
+                c["assets"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn starting_with(field: &str, prefix: &str) -> Value {
+    json!({"combinator": "and", "rules": [
+        {"kind": "rule", "field": field, "operator": "starts_with", "value": prefix}]})
+}
+
+/// Tiers by rules on device fields (devices that arrive later included),
+/// by a device search, and by hand, which wins; shown on the device, in
+/// the device search and on the SLA's findings; refusals that name the
+/// field; another tenant reaches none of it.
+async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
+    let Some((app, _nvd)) = loaded_with(backend, |_| {}).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let nginx = |device: &str| software(device, "nginx", "", "1.24.0", "linux");
+    let rows = [zoom("SRV-DB-01", "5.9.1"), zoom("PC-01", "5.9.1"), nginx("LNX-01")];
+    replace_and_scan(&app, &admin, "run-1", &rows).await;
+    let before = app.get("/api/v1/sla/tier-rules", &admin.bearer()).await;
+    assert_eq!(before.status, 200, "{}", before.text);
+    assert_eq!(before.body["rules"], json!([]));
+    assert_eq!(
+        tier_counts(&before.body),
+        [("critical".into(), 0), ("high".into(), 0), ("standard".into(), 3), ("low".into(), 0)]
+    );
+
+    // Rules on a name pattern and on the OS; the first that matches wins.
+    let rules = json!({"rules": [
+        {"name": "Servers", "tier": "critical", "query": starting_with("device_name", "srv-")},
+        {"name": "Linux", "tier": "low", "query": starting_with("os_platform", "linux")},
+    ]});
+    let set = put(&app, &admin, "/api/v1/sla/tier-rules", rules).await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    assert_eq!(set.body["set_by"], "admin@msp.example");
+    assert_eq!(
+        tier_counts(&set.body),
+        [("critical".into(), 1), ("high".into(), 0), ("standard".into(), 1), ("low".into(), 1)]
+    );
+    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-DB-01"]);
+    assert_eq!(devices_of_tier(&app, &admin, "low").await, ["LNX-01"]);
+
+    // A server that arrives later takes the rule's tier with its rollup.
+    let mut more = rows.to_vec();
+    more.push(zoom("SRV-WEB-02", "5.9.1"));
+    replace_and_scan(&app, &admin, "run-2", &more).await;
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["SRV-DB-01", "SRV-WEB-02"]
+    );
+
+    // By hand wins over a rule; a search sets many by hand at once.
+    let hand = put(
+        &app,
+        &admin,
+        "/api/v1/sla/tiers",
+        json!({"devices": ["srv-db-01"], "tier": "high"}),
+    )
+    .await;
+    assert_eq!(hand.body["updated"], 1, "{}", hand.text);
+    let by_search = app
+        .post(
+            "/api/v1/sla/tiers/search",
+            &admin.bearer(),
+            json!({"query": starting_with("device_name", "pc-"), "tier": "low"}),
+        )
+        .await;
+    assert_eq!(by_search.status, 200, "{}", by_search.text);
+    assert_eq!(by_search.body["updated"], 1);
+    assert_eq!(devices_of_tier(&app, &admin, "high").await, ["SRV-DB-01"]);
+    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-WEB-02"]);
+    assert_eq!(devices_of_tier(&app, &admin, "low").await, ["LNX-01", "PC-01"]);
+
+    // The SLA weighs the same tier.
+    let findings = app.get("/api/v1/sla/findings", &admin.bearer()).await;
+    let tier_on = |device: &str| -> Vec<Value> {
+        findings.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["device_name"] == device)
+            .map(|f| f["tier"].clone())
+            .collect()
+    };
+    assert!(!tier_on("SRV-DB-01").is_empty(), "{}", findings.text);
+    assert!(tier_on("SRV-DB-01").iter().all(|t| t == "high"));
+    assert!(tier_on("SRV-WEB-02").iter().all(|t| t == "critical"));
+    assert!(tier_on("PC-01").iter().all(|t| t == "low"));
+
+    // Refusals name the field and change nothing.
+    let unknown_field = starting_with("colour", "red");
+    for (body, field) in [
+        (
+            json!({"rules": [{"name": "x", "tier": "high", "query": unknown_field}]}),
+            "rules[0].query",
+        ),
+        (
+            json!({"rules": [{"name": " ", "tier": "high", "query": starting_with("device_name", "a")}]}),
+            "rules[0].name",
+        ),
+    ] {
+        let refused = put(&app, &admin, "/api/v1/sla/tier-rules", body).await;
+        refused.assert_error(422);
+        let named = refused.body["field"].as_str().unwrap_or_default();
+        assert!(named.starts_with(field), "{field}: {}", refused.text);
+    }
+    let refused = app
+        .post(
+            "/api/v1/sla/tiers/search",
+            &admin.bearer(),
+            json!({"query": starting_with("colour", "red"), "tier": "low"}),
+        )
+        .await;
+    refused.assert_error(422);
+    assert!(refused.body["field"].as_str().unwrap().starts_with("query"));
+    let kept = app.get("/api/v1/sla/tier-rules", &admin.bearer()).await;
+    assert_eq!(kept.body["rules"].as_array().unwrap().len(), 2, "{}", kept.text);
+
+    // Another tenant sees and changes none of it; a member only reads.
+    let rival = app.register("rival@other.example").await;
+    let theirs = app.get("/api/v1/sla/tier-rules", &rival.bearer()).await;
+    assert_eq!(theirs.body["rules"], json!([]));
+    assert!(tier_counts(&theirs.body).iter().all(|(_, n)| *n == 0));
+    let reached = app
+        .post(
+            "/api/v1/sla/tiers/search",
+            &rival.bearer(),
+            json!({"query": starting_with("device_name", "srv-"), "tier": "low"}),
+        )
+        .await;
+    assert_eq!(reached.body["updated"], 0, "{}", reached.text);
+    put(&app, &rival, "/api/v1/sla/tier-rules", json!({"rules": []})).await;
+    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-WEB-02"]);
+    let member = app
+        .add_member(&admin, "analyst@msp.example", "member")
+        .await;
+    put(&app, &member, "/api/v1/sla/tier-rules", json!({"rules": []}))
+        .await
+        .assert_error(403);
+
+    // Without rules, what was set by hand stays and the rest is standard.
+    put(&app, &admin, "/api/v1/sla/tier-rules", json!({"rules": []})).await;
+    assert_eq!(devices_of_tier(&app, &admin, "critical").await, Vec::<String>::new());
+    assert_eq!(devices_of_tier(&app, &admin, "low").await, ["PC-01"]);
+    assert_eq!(
+        devices_of_tier(&app, &admin, "standard").await,
+        ["LNX-01", "SRV-WEB-02"]
     );
     app.finish().await;
 }

@@ -79,6 +79,7 @@ impl AssetFields {
             "application_count",
             "source",
             "last_seen",
+            "tier",
         ];
         let mut names: Vec<String> = bare.iter().map(|s| s.to_string()).collect();
         for fields in [MDM_FIELDS, EDR_FIELDS, SCAN_FIELDS] {
@@ -147,6 +148,8 @@ impl Catalog for AssetFields {
             "source" => (Column::Term(ASSET_TERMS, "source"), Text),
             "application_count" => (Column::Required("a.application_count"), Number),
             "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
+            // Written lower case by `tiers`, so already folded.
+            "tier" => (Column::Required("a.tier"), Text),
             _ => {
                 let key = ROW_TEXT_FIELDS.iter().find(|k| **k == name)?;
                 (Column::Term(ASSET_TERMS, key), Text)
@@ -255,7 +258,7 @@ fn searchable(asset: &Asset) -> SearchDocument {
 
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
     a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
-    a.last_seen, a.applications, a.os_name, a.os_build";
+    a.last_seen, a.applications, a.os_name, a.os_build, a.tier";
 
 pub fn table() -> Table<'static> {
     Table {
@@ -297,4 +300,6 @@ pub struct AssetRow {
     pub applications: String,
     pub os_name: Option<String>,
     pub os_build: Option<String>,
+    /// `critical`, `high`, `standard` or `low` (see [`crate::tiers`]).
+    pub tier: String,
 }

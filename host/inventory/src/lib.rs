@@ -5,7 +5,8 @@
 //! - Owns `inventory_items` and `source_records` (written only through
 //!   `items` and `records`, under an explicit `ReplaceRule`),
 //!   `applications`, `vendors`, `assets`, `asset_terms`, `rollup_state`,
-//!   `sync_seen` and `sync_completions`.
+//!   `sync_seen`, `sync_completions`, and the device tiers that `tiers`
+//!   writes on the assets (`device_tiers`, `device_tier_rules`).
 //! - Faces: [`area`], `items`, `records` (with the declared views' reads,
 //!   `records::collections`), `storage` and `devices` reads, `search`,
 //!   `rollup::request`, `seen` (what a sync run saw, and its prune).
@@ -46,6 +47,7 @@ pub mod seen;
 pub mod software;
 mod stamped;
 pub mod tenants;
+pub mod tiers;
 pub mod version;
 
 pub mod storage;

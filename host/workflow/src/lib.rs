@@ -1,12 +1,13 @@
 //! Workflow: what an analyst does about findings. Tags on CVEs, vendors
 //! and products; projects (named sets of vendors and products with their
 //! CVEs); tickets raised in the PSA from a vulnerability; remediation
-//! SLAs (policies, device tiers, due dates). Automation and remediation
+//! SLAs (policies, due dates, exceptions; device tiers are the
+//! inventory's, set through `/api/v1/sla/tiers`). Automation and remediation
 //! land here next.
 //!
 //! - Owns `tags`, `tag_assignments`, `projects`, `project_entries`,
 //!   `vuln_tickets`, `sla_policies`, `sla_policy_changes` and
-//!   `device_tiers`.
+//!   `sla_exceptions`.
 //! - Faces: each module's `router()` under `/api/v1/tags`,
 //!   `/api/v1/projects`, `/api/v1/psa` and `/api/v1/sla`; `tags::tags_of`
 //!   for the areas above that show a tenant's tags; `sla::applied` and

@@ -35,6 +35,9 @@ pub struct AssetView {
     pub user_email: Option<String>,
     pub user_name: Option<String>,
     pub application_count: i64,
+    /// How much the device matters: `critical`, `high`, `standard` or
+    /// `low`, set by hand or by a tier rule (`/api/v1/sla/tiers`).
+    pub tier: crate::tiers::Tier,
     /// Reporting integrations; `scanner` when a scanner asset matched.
     pub sources: Vec<String>,
     #[schema(value_type = Option<Object>)]
@@ -73,6 +76,7 @@ impl AssetView {
             user_email: row.user_email,
             user_name: row.user_name,
             application_count: row.application_count,
+            tier: crate::tiers::Tier::parse(&row.tier).unwrap_or(crate::tiers::Tier::Standard),
             sources: serde_json::from_str(&row.sources).unwrap_or_default(),
             mdm: json(row.mdm.as_deref()),
             edr: json(row.edr.as_deref()),

@@ -131,20 +131,28 @@ pub async fn rebuild(
     rollup_at: i64,
     mode: Mode,
 ) -> Result<RebuildStats, WriteError> {
-    if mode == Mode::Incremental {
-        if let Some(stats) = incremental::apply(db, tenant, rollup_at).await? {
-            return Ok(stats);
+    let stats = match mode {
+        Mode::Incremental => incremental::apply(db, tenant, rollup_at).await?,
+        Mode::Whole => None,
+    };
+    let stats = match stats {
+        Some(stats) => stats,
+        None => {
+            let (items, derived) = derive(db, tenant).await?;
+            store::write(db, tenant, rollup_at, &derived).await?;
+            RebuildStats {
+                items,
+                applications: derived.applications.len(),
+                assets: derived.assets.len(),
+                rollup_at,
+                changes: None,
+            }
         }
-    }
-    let (items, derived) = derive(db, tenant).await?;
-    store::write(db, tenant, rollup_at, &derived).await?;
-    Ok(RebuildStats {
-        items,
-        applications: derived.applications.len(),
-        assets: derived.assets.len(),
-        rollup_at,
-        changes: None,
-    })
+    };
+    // A new asset is written `standard`; the tiers set by hand and by
+    // rule give it its own.
+    crate::tiers::reapply(db, tenant, rollup_at).await?;
+    Ok(stats)
 }
 
 /// Rebuilds until no request is left unanswered; returns the last run's

@@ -978,6 +978,16 @@ pub async fn begin(db: &Db, tenant: &TenantId) -> sqlx::Result<(i64, i64)> {
     Ok((requested, rollup_at))
 }
 
+/// The stamp of the tenant's latest rebuild; none before its first.
+pub async fn latest_rollup_at(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<i64>> {
+    let stamp: Option<Option<i64>> =
+        sqlx::query_scalar("SELECT rollup_at FROM rollup_state WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(stamp.flatten())
+}
+
 /// Records that the rebuild started at `requested` is written. True when
 /// another request came in meanwhile.
 pub async fn finish(db: &Db, tenant: &TenantId, requested: i64) -> sqlx::Result<bool> {

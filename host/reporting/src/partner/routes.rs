@@ -18,6 +18,8 @@ use cairn_platform::partner::{CustomerRow, PartnerCaller};
 use cairn_vulnerabilities::findings::posture::{self, Posture};
 use cairn_vulnerabilities::findings::triage::{self, Change, NOT_AFFECTED, RISK_ACCEPTED};
 use cairn_vulnerabilities::reference::research::cve_id;
+use cairn_workflow::sla::kept::{self, MAX_PERIOD_DAYS};
+use cairn_workflow::sla::Standing;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -36,11 +38,14 @@ pub struct OverviewQuery {
     /// Only the customers of this group.
     group_id: Option<String>,
     /// `name` (default), `devices`, `open_findings`, `critical`, `high`,
-    /// `kev_findings`, `high_epss_findings`, `oldest_open_kev_days` or
-    /// `last_data_at`.
+    /// `kev_findings`, `high_epss_findings`, `oldest_open_kev_days`,
+    /// `last_data_at`, `overdue`, `due_soon` or `sla_compliance`.
     sort: Option<String>,
     /// `asc` or `desc`; default `asc` for `name`, `desc` otherwise.
     order: Option<String>,
+    /// The period the SLA compliance counts fixes over, in days back from
+    /// now (1 to 366; default 30).
+    sla_days: Option<i64>,
 }
 
 /// When an area's sync last succeeded for a customer.
@@ -72,6 +77,10 @@ pub struct CustomerOverview {
     /// `current` (data from the last two days), `stale` (older) or
     /// `no_data`.
     freshness: &'static str,
+    /// Open findings against their SLA due dates now, and the share of
+    /// fixes over `sla_days` that came by their due date: the figures of
+    /// `GET /api/v1/sla/customers`.
+    sla: Standing,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -86,7 +95,8 @@ pub struct Overview {
 
 /// Per customer the caller reaches: devices, open critical and high
 /// findings, KEV and high-EPSS findings, the oldest open KEV finding's age,
-/// the last successful sync per area and how fresh the data is. Figures
+/// the last successful sync per area, how fresh the data is, and where its
+/// open findings stand against their SLA due dates. Figures
 /// are kept per customer until its findings, triage or the CVE data change
 /// (at most five minutes), so a partner with hundreds of customers reads
 /// in one pass.
@@ -113,6 +123,9 @@ async fn overview(
         "high_epss_findings",
         "oldest_open_kev_days",
         "last_data_at",
+        "overdue",
+        "due_soon",
+        "sla_compliance",
     ];
     if !keys.contains(&sort) {
         return Err(ApiError::validation(
@@ -126,11 +139,23 @@ async fn overview(
         Some("desc") => true,
         Some(_) => return Err(ApiError::validation("order", "must be asc or desc")),
     };
+    let sla_days = query.sla_days.unwrap_or(30);
+    if !(1..=MAX_PERIOD_DAYS).contains(&sla_days) {
+        return Err(ApiError::validation("sla_days", "must be 1 to 366"));
+    }
     let customers = partner
         .chosen_customers(&state.db, None, query.group_id.as_deref())
         .await?;
     let tenants = tenant_ids(&customers);
     let postures = posture::postures(&state.db, &tenants).await?;
+    let mut standings = kept::standings(
+        &state.db,
+        Some(&partner.partner),
+        &tenants,
+        state.clock.now_ms(),
+        sla_days,
+    )
+    .await?;
     let briefs = cairn_inventory::tenants::briefs(&state.db, &tenants).await?;
     let kinds: Vec<String> = state
         .plugins
@@ -154,6 +179,9 @@ async fn overview(
             let figures = postures.get(&c.id).copied().unwrap_or_default();
             let brief = briefs.get(&c.id).copied().unwrap_or_default();
             let mut areas = syncs.remove(&c.id).unwrap_or_default();
+            let sla = standings
+                .remove(&c.id)
+                .unwrap_or_else(|| kept::Digest::default().standing_at(now, sla_days));
             areas.sort_by(|a, b| a.area.cmp(&b.area));
             let freshness = match brief.rebuilt_at {
                 None => "no_data",
@@ -174,6 +202,7 @@ async fn overview(
                     syncs: areas,
                     last_data_at: brief.rebuilt_at.map(to_rfc3339),
                     freshness,
+                    sla,
                 },
                 brief.rebuilt_at,
             )
@@ -189,6 +218,13 @@ async fn overview(
             "high_epss_findings" => a.high_epss_findings.cmp(&b.high_epss_findings),
             "oldest_open_kev_days" => a.oldest_open_kev_days.cmp(&b.oldest_open_kev_days),
             "last_data_at" => a_at.cmp(b_at),
+            "overdue" => a.sla.overdue.cmp(&b.sla.overdue),
+            "due_soon" => a.sla.due_soon.cmp(&b.sla.due_soon),
+            "sla_compliance" => a
+                .sla
+                .compliance_percent
+                .partial_cmp(&b.sla.compliance_percent)
+                .unwrap_or(std::cmp::Ordering::Equal),
             _ => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
         };
         let by = if descending { by.reverse() } else { by };

@@ -36,6 +36,10 @@ pub enum ReportType {
     /// 90) opened and closed, mean time to remediate KEV and critical
     /// findings, the weekly trend, top risks and outdated software.
     CustomerReview,
+    /// Every SLA exception: the CVE and devices it covers, why, the
+    /// compensating control, who asked and when, who decided, when and
+    /// why, and until when.
+    ExceptionRegister,
 }
 
 impl ReportType {
@@ -47,6 +51,7 @@ impl ReportType {
             ReportType::VersionCompliance => "Version compliance",
             ReportType::Device => "Device report",
             ReportType::CustomerReview => "Security review",
+            ReportType::ExceptionRegister => "SLA exception register",
         }
     }
 
@@ -58,6 +63,7 @@ impl ReportType {
             ReportType::VersionCompliance => "version-compliance",
             ReportType::Device => "device",
             ReportType::CustomerReview => "security-review",
+            ReportType::ExceptionRegister => "exception-register",
         }
     }
 }
@@ -322,6 +328,14 @@ pub async fn gather(
     for (severity, n) in &by_severity {
         figures.push((format!("Open findings, {severity}"), n.to_string()));
     }
+    let now = cairn_core::db::now_ms();
+    if matches!(
+        report_type,
+        ReportType::ExecutiveSummary | ReportType::CustomerReview
+    ) {
+        let days = scope.period_days.unwrap_or(REVIEW_DAYS);
+        figures.extend(sla_figures(db, tenant, now, days).await?);
+    }
     let mut tables = vec![];
     match report_type {
         ReportType::ExecutiveSummary => {
@@ -341,7 +355,10 @@ pub async fn gather(
                 Shown::DocumentOnly,
             ));
         }
-        ReportType::Vulnerabilities => tables.push(findings_table(&findings)),
+        ReportType::Vulnerabilities => {
+            let due = due_dates(db, tenant, now).await?;
+            tables.push(findings_table(&findings, &due));
+        }
         ReportType::SoftwareInventory => {
             let applications = application_summaries(db, tenant).await?;
             tables.push(Table {
@@ -396,7 +413,8 @@ pub async fn gather(
                     .collect(),
                 shown: Shown::Everywhere,
             });
-            let mut table = findings_table(&findings);
+            let due = due_dates(db, tenant, now).await?;
+            let mut table = findings_table(&findings, &due);
             table.shown = Shown::Everywhere;
             tables.push(table);
         }
@@ -452,6 +470,20 @@ pub async fn gather(
             tables.push(cve_table("Top risks", &cves, 15, Shown::Everywhere));
             tables.push(outdated_table(&findings, 50));
         }
+        ReportType::ExceptionRegister => {
+            let exceptions = cairn_workflow::sla::exceptions::list(db, tenant).await?;
+            let views: Vec<_> = exceptions.into_iter().map(|e| e.view(now)).collect();
+            // The register is about exceptions, not findings: its figures
+            // count them by status.
+            figures = ["pending", "approved", "rejected", "expired"]
+                .iter()
+                .map(|status| {
+                    let n = views.iter().filter(|e| e.status == *status).count();
+                    (format!("Exceptions {status}"), n.to_string())
+                })
+                .collect();
+            tables.push(exception_table(&views));
+        }
     }
     let brand = match report_type {
         ReportType::CustomerReview => brand_of(db, tenant).await?,
@@ -467,7 +499,11 @@ pub async fn gather(
         as_of: to_rfc3339(cairn_core::db::now_ms()),
         scope_note: scope_note(scope),
         figures,
-        severity_chart: by_severity,
+        // A register is about exceptions, not findings.
+        severity_chart: match report_type {
+            ReportType::ExceptionRegister => vec![],
+            _ => by_severity,
+        },
         tables,
     })
 }
@@ -645,11 +681,84 @@ fn cve_table(name: &str, cves: &[CveSummary<'_>], limit: usize, shown: Shown) ->
     }
 }
 
-fn findings_table(findings: &[OpenFinding]) -> Table {
+/// Where an open finding stands against its SLA, as the SLA routes show
+/// it: the device's tier, the due date and the state.
+struct Due {
+    tier: &'static str,
+    due_at: Option<i64>,
+    state: Option<&'static str>,
+}
+
+type FindingKey = (String, String, String, String);
+
+/// The SLA standing of each of the tenant's open findings at `now`, by
+/// device, application, version and CVE (one computation with the SLA
+/// routes: `cairn_workflow::sla::tracked_with`).
+async fn due_dates(
+    db: &Db,
+    tenant: &TenantId,
+    now: i64,
+) -> Result<std::collections::HashMap<FindingKey, Due>, ApiError> {
+    let applied = cairn_workflow::sla::applied(db, tenant).await?;
+    let tracked = cairn_workflow::sla::tracked_with(db, tenant, &applied.policy, now, i64::MAX)
+        .await?;
+    Ok(tracked
+        .into_iter()
+        .map(|f| {
+            let due = Due {
+                tier: f.tier.as_str(),
+                due_at: f.due_at,
+                state: f.sla_state.map(|s| s.as_str()),
+            };
+            (
+                (f.device_name, f.application_name, f.version, f.cve_id),
+                due,
+            )
+        })
+        .collect())
+}
+
+/// The SLA's figures for a summary or a review: open findings by state
+/// now, fixes on time over the last `days` (at most 366), assets by tier.
+async fn sla_figures(
+    db: &Db,
+    tenant: &TenantId,
+    now: i64,
+    days: i64,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let days = days.min(cairn_workflow::sla::kept::MAX_PERIOD_DAYS);
+    let standing = cairn_workflow::sla::standing_of(db, tenant, now, days).await?;
+    let mut figures = vec![
+        ("Open findings overdue".to_string(), standing.overdue.to_string()),
+        ("Open findings due soon".to_string(), standing.due_soon.to_string()),
+        ("Open findings within their SLA".to_string(), standing.within.to_string()),
+        ("Open findings excepted".to_string(), standing.excepted.to_string()),
+        (
+            format!("Fixed by their due date in the last {days} days"),
+            match standing.compliance_percent {
+                Some(percent) => format!(
+                    "{} of {} ({percent:.1} %)",
+                    standing.fixed_on_time, standing.fixed
+                ),
+                None => "nothing with a due date fixed".to_string(),
+            },
+        ),
+    ];
+    for (tier, assets) in cairn_inventory::tiers::counts(db, tenant).await? {
+        figures.push((format!("Assets of tier {}", tier.as_str()), assets.to_string()));
+    }
+    Ok(figures)
+}
+
+fn findings_table(
+    findings: &[OpenFinding],
+    due: &std::collections::HashMap<FindingKey, Due>,
+) -> Table {
     Table {
         name: "Open findings".into(),
         columns: vec![
             "Device",
+            "Tier",
             "Application",
             "Version",
             "CVE",
@@ -659,12 +768,22 @@ fn findings_table(findings: &[OpenFinding]) -> Table {
             "EPSS",
             "Fixed in",
             "First seen",
+            "Due",
+            "SLA state",
         ],
         rows: findings
             .iter()
             .map(|f| {
+                let key = (
+                    f.device_name.to_string(),
+                    f.application_name.to_string(),
+                    f.version.to_string(),
+                    f.cve_id.to_string(),
+                );
+                let due = due.get(&key);
                 vec![
                     text(f.device_name.clone()),
+                    text(due.map_or("standard", |d| d.tier)),
                     text(f.application_name.clone()),
                     text(f.version.clone()),
                     text(f.cve_id.clone()),
@@ -674,10 +793,56 @@ fn findings_table(findings: &[OpenFinding]) -> Table {
                     number(f.epss_score),
                     optional(f.fix_version.clone()),
                     text(to_rfc3339(f.first_seen)[..10].to_string()),
+                    optional(due.and_then(|d| d.due_at).map(|at| to_rfc3339(at)[..10].to_string())),
+                    optional(due.and_then(|d| d.state)),
                 ]
             })
             .collect(),
         shown: Shown::SpreadsheetsOnly,
+    }
+}
+
+/// Every exception with who asked, who decided, when and why.
+fn exception_table(exceptions: &[cairn_workflow::sla::exceptions::ExceptionView]) -> Table {
+    let day = |at: i64| text(to_rfc3339(at)[..10].to_string());
+    Table {
+        name: "Exceptions".into(),
+        columns: vec![
+            "CVE",
+            "Devices",
+            "Status",
+            "Reason",
+            "Compensating control",
+            "Requested by",
+            "Requested",
+            "Decided by",
+            "Decided",
+            "Decision comment",
+            "Expires",
+        ],
+        rows: exceptions
+            .iter()
+            .map(|e| {
+                vec![
+                    text(e.cve_id.clone()),
+                    text(if e.devices.is_empty() {
+                        "every device".to_string()
+                    } else {
+                        e.devices.join(", ")
+                    }),
+                    text(e.status.clone()),
+                    text(e.reason.clone()),
+                    optional(e.compensating_control.clone()),
+                    text(e.requested_by.clone()),
+                    day(e.requested_at),
+                    optional(e.decided_by.clone()),
+                    e.decided_at.map_or(Cell::Empty, day),
+                    optional(e.decision_comment.clone()),
+                    day(e.expires_at),
+                ]
+            })
+            .collect(),
+        shown: Shown::Everywhere,
     }
 }
 

@@ -423,7 +423,9 @@ fn pdf_file(content: &Content, path: &Path) -> Result<(), RenderError> {
         pdf.y -= 1.0;
     }
     pdf.y -= 10.0;
-    pdf.line("Open findings by severity", 13.0, true);
+    if !content.severity_chart.is_empty() {
+        pdf.line("Open findings by severity", 13.0, true);
+    }
     let max = content
         .severity_chart
         .iter()

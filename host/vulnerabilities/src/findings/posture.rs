@@ -60,11 +60,27 @@ fn store() -> &'static Store {
 /// Tenants kept at most (a bound on memory; past it, the store starts over).
 const MAX_KEPT: usize = 100_000;
 
-/// The figures of each of `tenants`, kept ones where still current.
-pub async fn postures(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<String, Posture>> {
-    if tenants.is_empty() {
-        return Ok(HashMap::new());
+/// What a figure over a tenant's findings is current with: the reference
+/// data's last load (one for every tenant) and the tenant's count of
+/// findings and triage writes. A figure computed under the same stamp is
+/// still right, but for risk acceptances that expired meanwhile.
+pub struct Stamps {
+    reference: i64,
+    writes: HashMap<String, i64>,
+}
+
+impl Stamps {
+    /// `(tenant's writes, reference)`.
+    pub fn of(&self, tenant: &TenantId) -> (i64, i64) {
+        (
+            self.writes.get(tenant.as_str()).copied().unwrap_or(0),
+            self.reference,
+        )
     }
+}
+
+/// The stamps of `tenants`' findings: two statements for any number.
+pub async fn stamps(db: &Db, tenants: &[TenantId]) -> sqlx::Result<Stamps> {
     let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
         .unwrap_or_default();
     let reference: i64 = sqlx::query_scalar(
@@ -81,12 +97,21 @@ pub async fn postures(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<Str
     .await?
     .into_iter()
     .collect();
+    Ok(Stamps { reference, writes })
+}
+
+/// The figures of each of `tenants`, kept ones where still current.
+pub async fn postures(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<String, Posture>> {
+    if tenants.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let stamps = stamps(db, tenants).await?;
     let mut out = HashMap::new();
     let mut stale = vec![];
     {
         let kept = store().lock().unwrap_or_else(|e| e.into_inner());
         for tenant in tenants {
-            let stamp = (writes.get(tenant.as_str()).copied().unwrap_or(0), reference);
+            let stamp = stamps.of(tenant);
             match kept.get(&(db.instance(), tenant.0.clone())) {
                 Some(k) if k.stamp == stamp && k.at.elapsed() < KEEP_AT_MOST => {
                     out.insert(tenant.0.clone(), k.posture);

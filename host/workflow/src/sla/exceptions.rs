@@ -284,3 +284,27 @@ pub async fn send_reminders(
     }
     Ok(told)
 }
+
+/// What each of `tenants`' exceptions are as of: how many there are, the
+/// latest request and the latest decision. Any request or decision moves
+/// it.
+pub async fn stamps(
+    db: &Db,
+    tenants: &[TenantId],
+) -> sqlx::Result<std::collections::HashMap<String, (i64, i64, i64)>> {
+    let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&format!(
+        "SELECT tenant_id, COUNT(*), CAST(MAX(requested_at) AS BIGINT), \
+         CAST(COALESCE(MAX(decided_at), 0) AS BIGINT) FROM sla_exceptions \
+         WHERE tenant_id IN ({}) GROUP BY tenant_id",
+        cairn_core::db::json_text_values(db.backend, 1)
+    ))
+    .bind(&ids)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(tenant, n, requested, decided)| (tenant, (n, requested, decided)))
+        .collect())
+}

@@ -17,15 +17,19 @@
 //! on their own dates. A week before that, an hourly schedule mails the
 //! requester once.
 //!
-//! Not yet here: the exception register as files, tier rules on device
-//! fields, due dates on the vulnerability lists, reports and console.
+//! Device tiers are the inventory's (`cairn_inventory::tiers`: set by
+//! hand, by a device search, or by rules); this area serves their routes.
+//!
+//! Not yet here: the exception register as files, due dates on the
+//! vulnerability lists, reports and console.
 
 pub mod exceptions;
+pub mod kept;
 pub mod policy;
 mod routes;
 pub mod storage;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -33,7 +37,7 @@ use utoipa::ToSchema;
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 use cairn_vulnerabilities::findings::views::{due_facts, DueFacts};
-use policy::{days_left, state, Policy, SlaState, Tier, DAY_MS};
+use policy::{days_left, state, Policy, SlaState, Tier};
 use storage::{device_key, Scope};
 
 /// The SLA area: `/api/v1/sla`.
@@ -192,21 +196,13 @@ pub struct TrackedFinding {
     pub exception_id: Option<String>,
 }
 
-/// The tier of `device` among `tiers` (from [`tiers_by_device`]).
-fn tier_of(tiers: &BTreeMap<String, Tier>, device: &str) -> Tier {
+/// The tier of `device` among `tiers` (from
+/// [`cairn_inventory::tiers::by_device_name`]).
+fn tier_of(tiers: &HashMap<String, Tier>, device: &str) -> Tier {
     tiers
         .get(&device_key(device))
         .copied()
         .unwrap_or(Tier::Standard)
-}
-
-/// The tenant's device tiers, by device key.
-async fn tiers_by_device(db: &Db, tenant: &TenantId) -> sqlx::Result<BTreeMap<String, Tier>> {
-    Ok(storage::tiers(db, tenant)
-        .await?
-        .into_iter()
-        .filter_map(|row| Some((device_key(&row.device_name), Tier::parse(&row.tier)?)))
-        .collect())
 }
 
 fn track(
@@ -257,17 +253,38 @@ pub async fn tracked_with(
     now: i64,
     fixed_since: i64,
 ) -> sqlx::Result<Vec<TrackedFinding>> {
-    let tiers = tiers_by_device(db, tenant).await?;
+    Ok(tracked_with_expiries(db, tenant, policy, now, fixed_since)
+        .await?
+        .into_iter()
+        .map(|(finding, _)| finding)
+        .collect())
+}
+
+/// [`tracked_with`], each open finding with the latest expiry among the
+/// approved exceptions covering it at `now` (when it stops being
+/// excepted).
+pub async fn tracked_with_expiries(
+    db: &Db,
+    tenant: &TenantId,
+    policy: &Policy,
+    now: i64,
+    fixed_since: i64,
+) -> sqlx::Result<Vec<(TrackedFinding, Option<i64>)>> {
+    let tiers = cairn_inventory::tiers::by_device_name(db, tenant).await?;
     let excepted = exceptions::in_force(db, tenant, now).await?;
     Ok(due_facts(db, tenant, fixed_since)
         .await?
         .into_iter()
         .map(|facts| {
             let tier = tier_of(&tiers, &facts.device_name);
-            let exception = excepted
+            let covering: Vec<&exceptions::ExceptionRow> = excepted
                 .iter()
-                .find(|e| e.covers(&facts.cve_id, &facts.device_name, now));
-            track(facts, policy, tier, now, exception)
+                .filter(|e| e.covers(&facts.cve_id, &facts.device_name, now))
+                .collect();
+            let expiry = covering.iter().map(|e| e.expires_at).max();
+            let finding = track(facts, policy, tier, now, covering.first().copied());
+            let expiry = expiry.filter(|_| finding.exception_id.is_some());
+            (finding, expiry)
         })
         .collect())
 }
@@ -295,53 +312,21 @@ pub struct Standing {
     pub period_days: i64,
 }
 
-/// Counts `findings` (from [`tracked_with`]) into a standing.
-pub fn standing(findings: &[TrackedFinding], period_days: i64) -> Standing {
-    let mut out = Standing {
-        open: 0,
-        within: 0,
-        due_soon: 0,
-        overdue: 0,
-        excepted: 0,
-        untracked: 0,
-        fixed: 0,
-        fixed_on_time: 0,
-        compliance_percent: None,
-        period_days,
-    };
-    for finding in findings {
-        if finding.status == "open" {
-            out.open += 1;
-            match finding.sla_state {
-                Some(SlaState::Within) => out.within += 1,
-                Some(SlaState::DueSoon) => out.due_soon += 1,
-                Some(SlaState::Overdue) => out.overdue += 1,
-                Some(SlaState::Excepted) => out.excepted += 1,
-                None => out.untracked += 1,
-            }
-        } else if let Some(on_time) = finding.fixed_on_time {
-            out.fixed += 1;
-            out.fixed_on_time += i64::from(on_time);
-        }
-    }
-    if out.fixed > 0 {
-        let percent = out.fixed_on_time as f64 * 100.0 / out.fixed as f64;
-        out.compliance_percent = Some((percent * 10.0).round() / 10.0);
-    }
-    out
-}
-
-/// The tenant's standing at `now` over the last `period_days`.
+/// The tenant's standing at `now` over the last `period_days` (1 to
+/// [`kept::MAX_PERIOD_DAYS`]).
 pub async fn standing_of(
     db: &Db,
     tenant: &TenantId,
     now: i64,
     period_days: i64,
 ) -> sqlx::Result<Standing> {
-    let applied = applied(db, tenant).await?;
-    let since = now - period_days * DAY_MS;
-    let findings = tracked_with(db, tenant, &applied.policy, now, since).await?;
-    Ok(standing(&findings, period_days))
+    let partner = cairn_platform::partner::partner_of(db, tenant).await?;
+    let mut standings =
+        kept::standings(db, partner.as_ref(), std::slice::from_ref(tenant), now, period_days)
+            .await?;
+    Ok(standings
+        .remove(tenant.as_str())
+        .unwrap_or_else(|| kept::Digest::default().standing_at(now, period_days)))
 }
 
 /// How many of `tenant`'s open findings `pending` would give another due
@@ -353,7 +338,7 @@ async fn moved_by(db: &Db, tenant: &TenantId, pending: &Pending<'_>) -> sqlx::Re
     if was == will_be {
         return Ok(0);
     }
-    let tiers = tiers_by_device(db, tenant).await?;
+    let tiers = cairn_inventory::tiers::by_device_name(db, tenant).await?;
     // Fixed findings are left out: `i64::MAX` as the period's start.
     let moved = due_facts(db, tenant, i64::MAX)
         .await?

@@ -12,37 +12,7 @@ pub const DAY_MS: i64 = 86_400_000;
 /// The longest a rule may give, in days (ten years).
 pub const MAX_DAYS: i64 = 3650;
 
-/// How much a device matters to its customer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
-#[schema(as = AssetTier)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    Critical,
-    High,
-    Standard,
-    Low,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Critical => "critical",
-            Tier::High => "high",
-            Tier::Standard => "standard",
-            Tier::Low => "low",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Tier> {
-        Some(match text {
-            "critical" => Tier::Critical,
-            "high" => Tier::High,
-            "standard" => Tier::Standard,
-            "low" => Tier::Low,
-            _ => return None,
-        })
-    }
-}
+pub use cairn_inventory::tiers::Tier;
 
 /// When a finding's clock starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]

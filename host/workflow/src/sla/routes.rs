@@ -10,8 +10,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::exceptions::{self, ExceptionView};
-use super::policy::{Policy, SlaState, Tier};
-use super::storage::{self, DeviceTier, PolicyChange, Scope};
+use super::policy::{Policy, SlaState};
+use super::storage::{self, PolicyChange, Scope};
+use cairn_inventory::tiers::{self, DeviceTier, Tier, TierRule};
 use super::{Applied, Standing, TrackedFinding};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
@@ -32,6 +33,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(sla_standing))
         .routes(routes!(customers_sla_standing))
         .routes(routes!(list_asset_tiers, set_asset_tiers))
+        .routes(routes!(set_asset_tiers_by_search))
+        .routes(routes!(get_asset_tier_rules, set_asset_tier_rules))
         .routes(routes!(list_sla_exceptions, request_sla_exception))
         .routes(routes!(get_sla_exception))
         .routes(routes!(decide_sla_exception))
@@ -384,26 +387,34 @@ async fn customers_sla_standing(
 ) -> ApiResult<Json<Vec<CustomerStanding>>> {
     let days = period(&query)?;
     let now = state.clock.now_ms();
-    let mut out = vec![];
-    for customer in partner.customers(&state.db).await? {
-        let tenant = TenantId(customer.id.clone());
-        out.push(CustomerStanding {
-            standing: super::standing_of(&state.db, &tenant, now, days).await?,
-            customer_id: customer.id,
-            name: customer.name,
-        });
-    }
-    Ok(Json(out))
+    let customers = partner.customers(&state.db).await?;
+    let tenants: Vec<TenantId> = customers.iter().map(|c| TenantId(c.id.clone())).collect();
+    let mut standings =
+        super::kept::standings(&state.db, Some(&partner.partner), &tenants, now, days).await?;
+    Ok(Json(
+        customers
+            .into_iter()
+            .filter_map(|customer| {
+                Some(CustomerStanding {
+                    standing: standings.remove(&customer.id)?,
+                    customer_id: customer.id,
+                    name: customer.name,
+                })
+            })
+            .collect(),
+    ))
 }
 
-/// The tenant's devices whose tier is not `standard`.
+/// The tenant's devices whose tier was set by hand (a device without a
+/// row takes its tier from the first tier rule that matches it, else
+/// `standard`).
 #[utoipa::path(get, path = "/tiers", tag = "sla",
     responses((status = 200, body = Vec<DeviceTier>)))]
 async fn list_asset_tiers(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<DeviceTier>>> {
-    Ok(Json(storage::tiers(&state.db, &caller.tenant_id).await?))
+    Ok(Json(tiers::set_by_hand_list(&state.db, &caller.tenant_id).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -423,8 +434,33 @@ pub struct TiersSet {
     pub updated: usize,
 }
 
-/// Set the tier of devices, one or many (admin or owner); `standard`
-/// clears it.
+/// Sets `tier` by hand on `devices`, deduplicated by name.
+async fn set_by_hand(
+    state: &AppState,
+    caller: &Caller,
+    mut devices: Vec<String>,
+    tier: Tier,
+) -> ApiResult<Json<TiersSet>> {
+    devices.sort_by_key(|d| tiers::device_key(d));
+    devices.dedup_by_key(|d| tiers::device_key(d));
+    let now = state.clock.now_ms();
+    tiers::set_by_hand(
+        &state.db,
+        &caller.tenant_id,
+        &devices,
+        tier,
+        &caller.email,
+        now,
+    )
+    .await?;
+    Ok(Json(TiersSet {
+        updated: devices.len(),
+    }))
+}
+
+/// Set the tier of devices by name, one or many (admin or owner);
+/// `standard` clears what was set by hand. A tier set by hand wins over
+/// the tier rules.
 #[utoipa::path(put, path = "/tiers", tag = "sla", request_body = TierChange,
     responses((status = 200, body = TiersSet), (status = 403, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
@@ -433,13 +469,11 @@ async fn set_asset_tiers(
     AdminCaller(caller): AdminCaller,
     Json(change): Json<TierChange>,
 ) -> ApiResult<Json<TiersSet>> {
-    let mut devices: Vec<String> = change
+    let devices: Vec<String> = change
         .devices
         .iter()
         .map(|d| d.trim().to_string())
         .collect();
-    devices.sort_by_key(|d| storage::device_key(d));
-    devices.dedup_by_key(|d| storage::device_key(d));
     if devices.is_empty() || devices.len() > 1000 {
         return Err(ApiError::validation(
             "devices",
@@ -455,19 +489,125 @@ async fn set_asset_tiers(
             "each must be 1 to 255 printable characters",
         ));
     }
-    let now = state.clock.now_ms();
-    storage::set_tiers(
-        &state.db,
-        &caller.tenant_id,
-        &devices,
-        change.tier,
-        &caller.email,
-        now,
-    )
-    .await?;
-    Ok(Json(TiersSet {
-        updated: devices.len(),
+    set_by_hand(&state, &caller, devices, change.tier).await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = AssetTierSearchChange)]
+#[serde(deny_unknown_fields)]
+pub struct TierSearchChange {
+    /// A device search query (as `POST /api/v1/devices/search` takes):
+    /// every device it matches now gets `tier`, by hand. Devices that
+    /// match it later do not; a tier rule does that.
+    #[schema(value_type = Object)]
+    query: serde_json::Value,
+    tier: Tier,
+}
+
+/// Set the tier of every device a device search matches (admin or
+/// owner), at most 100,000.
+#[utoipa::path(post, path = "/tiers/search", tag = "sla", request_body = TierSearchChange,
+    responses((status = 200, body = TiersSet), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+async fn set_asset_tiers_by_search(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Json(change): Json<TierSearchChange>,
+) -> ApiResult<Json<TiersSet>> {
+    let query = cairn_inventory::devices::figures::query(&change.query, "query")?;
+    let devices = tiers::devices_matching(&state.db, &caller.tenant_id, &query).await?;
+    if devices.len() > tiers::MAX_DEVICES {
+        return Err(ApiError::validation(
+            "query",
+            "matches more than 100000 devices; narrow it",
+        ));
+    }
+    set_by_hand(&state, &caller, devices, change.tier).await
+}
+
+/// The tenant's tier rules, and where its assets stand by tier.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AssetTierRules)]
+pub struct TierRules {
+    /// Tried in order: the first whose query matches a device gives its
+    /// tier, unless one was set by hand.
+    pub rules: Vec<TierRule>,
+    /// Who last set the rules, and when (Unix ms); absent when none are.
+    pub set_by: Option<String>,
+    pub set_at: Option<i64>,
+    /// The tenant's assets per tier, as they stand now.
+    pub assets_by_tier: Vec<TierCount>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AssetTierCount)]
+pub struct TierCount {
+    pub tier: Tier,
+    pub assets: i64,
+}
+
+async fn tier_rules_of(state: &AppState, tenant: &TenantId) -> ApiResult<Json<TierRules>> {
+    let (rules, set) = tiers::rules(&state.db, tenant).await?;
+    let counts = tiers::counts(&state.db, tenant).await?;
+    Ok(Json(TierRules {
+        rules,
+        set_by: set.as_ref().map(|(by, _)| by.clone()),
+        set_at: set.map(|(_, at)| at),
+        assets_by_tier: counts
+            .into_iter()
+            .map(|(tier, assets)| TierCount { tier, assets })
+            .collect(),
     }))
+}
+
+/// The tenant's tier rules.
+#[utoipa::path(get, path = "/tier-rules", tag = "sla",
+    responses((status = 200, body = TierRules)))]
+async fn get_asset_tier_rules(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<TierRules>> {
+    tier_rules_of(&state, &caller.tenant_id).await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = AssetTierRulesChange)]
+#[serde(deny_unknown_fields)]
+pub struct TierRulesChange {
+    /// The whole ordered list (at most 50); an empty list removes them.
+    rules: Vec<TierRule>,
+}
+
+/// Replace the tenant's tier rules (admin or owner): each a device search
+/// query on any device field (a name pattern, the OS, a group or tag an
+/// mdm or edr reports, their attributes) and the tier it gives. Every
+/// asset's tier is recomputed at once, and after each rollup.
+#[utoipa::path(put, path = "/tier-rules", tag = "sla", request_body = TierRulesChange,
+    responses((status = 200, body = TierRules), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+async fn set_asset_tier_rules(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Json(change): Json<TierRulesChange>,
+) -> ApiResult<Json<TierRules>> {
+    if change.rules.len() > tiers::MAX_RULES {
+        return Err(ApiError::validation("rules", "at most 50 rules"));
+    }
+    let mut rules = Vec::with_capacity(change.rules.len());
+    for (i, rule) in change.rules.into_iter().enumerate() {
+        let name = rule.name.trim().to_string();
+        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(ApiError::validation(
+                &format!("rules[{i}].name"),
+                "must be 1 to 100 printable characters",
+            ));
+        }
+        cairn_inventory::devices::figures::query(&rule.query, &format!("rules[{i}].query"))?;
+        rules.push(TierRule { name, ..rule });
+    }
+    let now = state.clock.now_ms();
+    tiers::set_rules(&state.db, &caller.tenant_id, &rules, &caller.email, now).await?;
+    tier_rules_of(&state, &caller.tenant_id).await
 }
 
 /// The tenant's exceptions, newest first.

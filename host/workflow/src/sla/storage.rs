@@ -1,10 +1,9 @@
-//! The SLA area's tables: `sla_policies`, `sla_policy_changes` and
-//! `device_tiers`.
+//! The SLA area's tables: `sla_policies` and `sla_policy_changes`.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::policy::{Policy, Tier};
+use super::policy::Policy;
 use cairn_core::db::{Db, StoredJson};
 use cairn_core::ids::TenantId;
 
@@ -187,71 +186,13 @@ pub async fn changes(db: &Db, owner: &TenantId, limit: i64) -> sqlx::Result<Vec<
     .await
 }
 
-/// The key a device's name is compared by.
-pub fn device_key(name: &str) -> String {
-    name.trim().to_lowercase()
+/// Policy changes ever recorded, by anyone: every change of a policy
+/// adds one, so a figure computed under the same count saw the same
+/// policies.
+pub async fn policy_changes_count(db: &Db) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM sla_policy_changes")
+        .fetch_one(&db.pool)
+        .await
 }
 
-/// A device's tier as set.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
-#[schema(as = AssetTierView)]
-pub struct DeviceTier {
-    pub device_name: String,
-    /// `critical`, `high` or `low` (a device without a row is `standard`).
-    pub tier: String,
-    /// The e-mail of who set it.
-    pub set_by: String,
-    /// Unix ms.
-    pub set_at: i64,
-}
-
-/// Sets `tier` on each of `devices` (names as the inventory holds them);
-/// `standard` removes their rows. One transaction.
-pub async fn set_tiers(
-    db: &Db,
-    tenant: &TenantId,
-    devices: &[String],
-    tier: Tier,
-    by: &str,
-    at: i64,
-) -> sqlx::Result<()> {
-    let _turn = db.write_turn().await;
-    let mut tx = db.pool.begin().await?;
-    for device in devices {
-        let key = device_key(device);
-        if tier == Tier::Standard {
-            sqlx::query("DELETE FROM device_tiers WHERE tenant_id = $1 AND device_key = $2")
-                .bind(tenant.as_str())
-                .bind(&key)
-                .execute(&mut *tx)
-                .await?;
-            continue;
-        }
-        sqlx::query(
-            "INSERT INTO device_tiers (tenant_id, device_key, device_name, tier, set_by, set_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, device_key) DO UPDATE SET \
-             device_name = excluded.device_name, tier = excluded.tier, set_by = excluded.set_by, \
-             set_at = excluded.set_at",
-        )
-        .bind(tenant.as_str())
-        .bind(&key)
-        .bind(device.trim())
-        .bind(tier.as_str())
-        .bind(by)
-        .bind(at)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await
-}
-
-/// The tenant's devices with a tier other than `standard`, by name.
-pub async fn tiers(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<DeviceTier>> {
-    sqlx::query_as(
-        "SELECT device_name, tier, set_by, set_at FROM device_tiers WHERE tenant_id = $1 \
-         ORDER BY device_key",
-    )
-    .bind(tenant.as_str())
-    .fetch_all(&db.pool)
-    .await
-}
+pub use cairn_inventory::tiers::device_key;
