@@ -22,7 +22,7 @@ const TYPES: [&str; 5] = [
     "device",
 ];
 
-async fn generate(app: &TestApp, account: &Account, body: Value) -> Value {
+pub(crate) async fn generate(app: &TestApp, account: &Account, body: Value) -> Value {
     let started = app
         .post("/api/v1/reports/generate", &account.bearer(), body.clone())
         .await;
@@ -42,7 +42,11 @@ async fn generate(app: &TestApp, account: &Account, body: Value) -> Value {
     .await
 }
 
-async fn download(app: &TestApp, account: &Account, id: &str) -> (String, String, Vec<u8>) {
+pub(crate) async fn download(
+    app: &TestApp,
+    account: &Account,
+    id: &str,
+) -> (String, String, Vec<u8>) {
     let resp = app
         .http
         .get(format!("{}/api/v1/reports/{id}/download", app.url))
@@ -184,6 +188,11 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
                     if ["executive_summary", "vulnerabilities"].contains(&report_type) {
                         assert!(text.contains("CVE-2023-2033"), "{report_type}: {text}");
                     }
+                    if report_type == "executive_summary" {
+                        for expected in ["Open findings overdue", "Assets of tier standard"] {
+                            assert!(text.contains(expected), "{expected:?} in {text}");
+                        }
+                    }
                     if report_type == "device" {
                         assert!(text.contains("Device report: WEB01"), "{text}");
                         // Its key figures are the device's, not the tenant's.
@@ -237,7 +246,38 @@ async fn reports_in_every_format_say_what_the_tenant_has(backend: Backend) {
                         reader.records().map(Result::unwrap).collect();
                     if report_type == "vulnerabilities" {
                         assert_eq!(rows.len() as i64, open);
-                        assert_eq!(&reader.headers().unwrap()[3], "CVE");
+                        let headers = reader.headers().unwrap().clone();
+                        assert_eq!(&headers[3], "CVE");
+                        let added: Vec<&str> = headers.iter().skip(10).collect();
+                        assert_eq!(added, ["Tier", "Due", "SLA state"]);
+                        // Each finding's tier, due date and state are the
+                        // SLA routes' own.
+                        let tracked = app
+                            .get("/api/v1/sla/findings?limit=500", &owner.bearer())
+                            .await;
+                        let expected: std::collections::HashMap<_, _> = tracked.body["items"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|f| {
+                                let key = ["device_name", "application_name", "version", "cve_id"]
+                                    .map(|k| f[k].as_str().unwrap().to_string());
+                                let due = f["due_at"].as_i64().map_or(String::new(), |at| {
+                                    cairn_core::db::to_rfc3339(at)[..10].to_string()
+                                });
+                                let state = f["sla_state"].as_str().unwrap_or_default().to_string();
+                                (key, [f["tier"].as_str().unwrap().to_string(), due, state])
+                            })
+                            .collect();
+                        for row in &rows {
+                            let key = [0, 1, 2, 3].map(|i| row[i].to_string());
+                            let shown = [10, 11, 12].map(|i| row[i].to_string());
+                            assert_eq!(Some(&shown), expected.get(&key), "{row:?}");
+                            assert!(
+                                !shown[1].is_empty(),
+                                "the built-in policy covers it: {row:?}"
+                            );
+                        }
                     }
                     if report_type == "software_inventory" {
                         let names: Vec<&str> = rows.iter().map(|r| &r[0]).collect();

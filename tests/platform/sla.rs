@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::partner::{act, customer};
 use super::portal::client_with_key;
+use super::reports::{download, generate, pdf_text};
 use super::vulnerabilities::{loaded_with, scan, software};
 
 backend_tests!(
@@ -210,6 +211,20 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
         .get("/api/v1/sla/standing?days=30", &in_acme.bearer())
         .await;
     assert_eq!(own.body, acme_standing, "one computation on every surface");
+    let overview = app
+        .get("/api/v1/partner/overview?sort=overdue", &owner.bearer())
+        .await;
+    assert_eq!(overview.status, 200, "{}", overview.text);
+    assert_eq!(
+        overview.body["customers"][0]["name"], "Acme",
+        "most overdue first"
+    );
+    assert_eq!(overview.body["customers"][0]["sla"], acme_standing);
+    assert_eq!(overview.body["customers"][1]["sla"], globex_standing);
+    // And the states counted agree with the findings list.
+    let listed = standing_rows(&app, &in_acme, "").await;
+    let overdue = listed.iter().filter(|r| r.2 == "overdue").count();
+    assert_eq!(acme_standing["overdue"], overdue as i64);
 
     // A critical device gets 3 days under a contract that says so: the
     // change says how many due dates moved.
@@ -231,6 +246,28 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
     );
     let rows = standing_rows(&app, &in_acme, "").await;
     assert_eq!(state_of(&rows, "CVE-2022-22784").1, json!(-19));
+    // The vulnerability lists carry the same due dates.
+    let devices = app
+        .get(
+            "/api/v1/vulnerabilities/cve/CVE-2022-22784/devices",
+            &in_acme.bearer(),
+        )
+        .await;
+    assert_eq!(devices.status, 200, "{}", devices.text);
+    let sla = &devices.body["items"][0]["sla"];
+    assert_eq!(sla["days_left"], -19, "{}", devices.text);
+    assert_eq!(sla["sla_state"], "overdue");
+    assert_eq!(sla["tier"], "critical");
+    let list = app.get("/api/v1/vulnerabilities/", &in_acme.bearer()).await;
+    let entry = list.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["cve_id"] == "CVE-2022-22784")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["sla"]["overdue"], 1, "{}", list.text);
+    assert_eq!(entry["sla"]["earliest_due_at"], sla["due_at"]);
 
     // Every change is in the partner's audit, newest first.
     let audit = app
@@ -568,6 +605,85 @@ async fn exceptions_need_another_approver_and_expire(backend: Backend) {
     let (state, exception) = finding_state(&app, &owner, cve, "WS-01").await;
     assert_ne!(state, "excepted");
     assert_eq!(exception, Value::Null);
+    let standing = app.get("/api/v1/sla/standing", &owner.bearer()).await;
+    assert_eq!(standing.body["excepted"], 0, "{}", standing.text);
+
+    // The register says who asked, who decided, when and why, in each
+    // format, as the API shows it at the same moment.
+    for format in ["csv", "xlsx", "pdf"] {
+        let body = json!({"report_type": "exception_register", "format": format});
+        let report = generate(&app, &owner, body).await;
+        assert_eq!(report["status"], "success", "{report}");
+        let (_, _, bytes) = download(&app, &owner, report["id"].as_str().unwrap()).await;
+        let rows: Vec<Vec<String>> = match format {
+            "csv" => csv::Reader::from_reader(bytes.as_slice())
+                .records()
+                .map(|r| r.unwrap().iter().map(str::to_string).collect())
+                .collect(),
+            "xlsx" => {
+                use calamine::Reader;
+                let mut book: calamine::Xlsx<_> =
+                    calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
+                let sheet = book.worksheet_range("Exceptions").unwrap();
+                sheet
+                    .rows()
+                    .skip(1)
+                    .map(|r| r.iter().map(|c| c.to_string()).collect())
+                    .collect()
+            }
+            _ => {
+                let text = pdf_text(&bytes)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                for expected in [
+                    "SLA exception register",
+                    "Exceptions expired 1",
+                    "Exceptions rejected 1",
+                    "rejected",
+                    "expired",
+                    "patch it",
+                ] {
+                    assert!(text.contains(expected), "{expected:?} in {text}");
+                }
+                continue;
+            }
+        };
+        let mut rows: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| {
+                [0, 1, 2, 3, 5, 7, 9]
+                    .iter()
+                    .map(|&i| r[i].as_str())
+                    .collect()
+            })
+            .collect();
+        rows.sort();
+        assert_eq!(
+            rows,
+            [
+                vec![
+                    cve,
+                    "WS-02",
+                    "rejected",
+                    "kiosk, replaced in March",
+                    "owner@msp.example",
+                    "second@msp.example",
+                    "patch it"
+                ],
+                vec![
+                    cve,
+                    "ws-01",
+                    "expired",
+                    "kiosk, replaced in March",
+                    "analyst@msp.example",
+                    "owner@msp.example",
+                    "ok until March"
+                ],
+            ],
+            "{format}"
+        );
+    }
 
     // Another tenant reaches none of it.
     let other = app.register("other@elsewhere.example").await;
@@ -736,14 +852,23 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     };
     let admin = app.register("admin@msp.example").await;
     let nginx = |device: &str| software(device, "nginx", "", "1.24.0", "linux");
-    let rows = [zoom("SRV-DB-01", "5.9.1"), zoom("PC-01", "5.9.1"), nginx("LNX-01")];
+    let rows = [
+        zoom("SRV-DB-01", "5.9.1"),
+        zoom("PC-01", "5.9.1"),
+        nginx("LNX-01"),
+    ];
     replace_and_scan(&app, &admin, "run-1", &rows).await;
     let before = app.get("/api/v1/sla/tier-rules", &admin.bearer()).await;
     assert_eq!(before.status, 200, "{}", before.text);
     assert_eq!(before.body["rules"], json!([]));
     assert_eq!(
         tier_counts(&before.body),
-        [("critical".into(), 0), ("high".into(), 0), ("standard".into(), 3), ("low".into(), 0)]
+        [
+            ("critical".into(), 0),
+            ("high".into(), 0),
+            ("standard".into(), 3),
+            ("low".into(), 0)
+        ]
     );
 
     // Rules on a name pattern and on the OS; the first that matches wins.
@@ -756,9 +881,17 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     assert_eq!(set.body["set_by"], "admin@msp.example");
     assert_eq!(
         tier_counts(&set.body),
-        [("critical".into(), 1), ("high".into(), 0), ("standard".into(), 1), ("low".into(), 1)]
+        [
+            ("critical".into(), 1),
+            ("high".into(), 0),
+            ("standard".into(), 1),
+            ("low".into(), 1)
+        ]
     );
-    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-DB-01"]);
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["SRV-DB-01"]
+    );
     assert_eq!(devices_of_tier(&app, &admin, "low").await, ["LNX-01"]);
 
     // A server that arrives later takes the rule's tier with its rollup.
@@ -789,8 +922,14 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     assert_eq!(by_search.status, 200, "{}", by_search.text);
     assert_eq!(by_search.body["updated"], 1);
     assert_eq!(devices_of_tier(&app, &admin, "high").await, ["SRV-DB-01"]);
-    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-WEB-02"]);
-    assert_eq!(devices_of_tier(&app, &admin, "low").await, ["LNX-01", "PC-01"]);
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["SRV-WEB-02"]
+    );
+    assert_eq!(
+        devices_of_tier(&app, &admin, "low").await,
+        ["LNX-01", "PC-01"]
+    );
 
     // The SLA weighs the same tier.
     let findings = app.get("/api/v1/sla/findings", &admin.bearer()).await;
@@ -835,7 +974,12 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     refused.assert_error(422);
     assert!(refused.body["field"].as_str().unwrap().starts_with("query"));
     let kept = app.get("/api/v1/sla/tier-rules", &admin.bearer()).await;
-    assert_eq!(kept.body["rules"].as_array().unwrap().len(), 2, "{}", kept.text);
+    assert_eq!(
+        kept.body["rules"].as_array().unwrap().len(),
+        2,
+        "{}",
+        kept.text
+    );
 
     // Another tenant sees and changes none of it; a member only reads.
     let rival = app.register("rival@other.example").await;
@@ -851,17 +995,28 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
         .await;
     assert_eq!(reached.body["updated"], 0, "{}", reached.text);
     put(&app, &rival, "/api/v1/sla/tier-rules", json!({"rules": []})).await;
-    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["SRV-WEB-02"]);
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["SRV-WEB-02"]
+    );
     let member = app
         .add_member(&admin, "analyst@msp.example", "member")
         .await;
-    put(&app, &member, "/api/v1/sla/tier-rules", json!({"rules": []}))
-        .await
-        .assert_error(403);
+    put(
+        &app,
+        &member,
+        "/api/v1/sla/tier-rules",
+        json!({"rules": []}),
+    )
+    .await
+    .assert_error(403);
 
     // Without rules, what was set by hand stays and the rest is standard.
     put(&app, &admin, "/api/v1/sla/tier-rules", json!({"rules": []})).await;
-    assert_eq!(devices_of_tier(&app, &admin, "critical").await, Vec::<String>::new());
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        Vec::<String>::new()
+    );
     assert_eq!(devices_of_tier(&app, &admin, "low").await, ["PC-01"]);
     assert_eq!(
         devices_of_tier(&app, &admin, "standard").await,

@@ -163,7 +163,10 @@ async fn sla(app: &TestApp, owner: &Account) -> anyhow::Result<()> {
             started.elapsed().as_secs_f64() * 1000.0
         );
     }
-    for path in ["/api/v1/sla/customers", "/api/v1/partner/overview?sort=overdue"] {
+    for path in [
+        "/api/v1/sla/customers",
+        "/api/v1/partner/overview?sort=overdue",
+    ] {
         let (mut times, overdue) = concurrently(app, owner, path, CONNECTIONS, 4).await?;
         report(
             &format!("{path} x{CONNECTIONS} ({overdue} overdue)"),

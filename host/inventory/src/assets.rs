@@ -300,6 +300,6 @@ pub struct AssetRow {
     pub applications: String,
     pub os_name: Option<String>,
     pub os_build: Option<String>,
-    /// `critical`, `high`, `standard` or `low` (see [`crate::tiers`]).
+    /// `critical`, `high`, `standard` or `low` (see [`crate::rollup::tiers`]).
     pub tier: String,
 }

@@ -6,7 +6,7 @@
 //!   `items` and `records`, under an explicit `ReplaceRule`),
 //!   `applications`, `vendors`, `assets`, `asset_terms`, `rollup_state`,
 //!   `sync_seen`, `sync_completions`, and the device tiers that `tiers`
-//!   writes on the assets (`device_tiers`, `device_tier_rules`).
+//!   writes on the assets (`device_tiers`, `device_tier_rules`; `rollup::tiers`).
 //! - Faces: [`area`], `items`, `records` (with the declared views' reads,
 //!   `records::collections`), `storage` and `devices` reads, `search`,
 //!   `rollup::request`, `seen` (what a sync run saw, and its prune).
@@ -47,11 +47,11 @@ pub mod seen;
 pub mod software;
 mod stamped;
 pub mod tenants;
-pub mod tiers;
 pub mod version;
 
 pub mod storage;
 
+pub use rollup::tiers;
 pub use routes::router;
 
 use cairn_platform::app::AppState;

@@ -86,6 +86,7 @@ pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Docu
         })
         .layer(Extension(service::OpenApiJson(Arc::new(doc_json))))
         .layer(Extension(cairn_vulnerabilities::exposure()))
+        .layer(Extension(cairn_workflow::sla::due_dates()))
         .layer(Extension(cairn_integrations::directory(
             state.plugins.clone(),
         )))

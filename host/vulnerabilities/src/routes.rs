@@ -3,12 +3,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::Extension;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::scan::{ScanScope, SCAN_KIND};
+use crate::findings::due::SlaDueDates;
 use crate::findings::views::{
     self, AffectedDevice, FindingView, NotAssessed, ScanView, ScanVulnerability,
     UnmatchedApplication, VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
@@ -289,6 +291,7 @@ fn status_param(status: Option<String>) -> ApiResult<String> {
     responses((status = 200, body = VulnerabilityPage), (status = 422, body = ErrorBody)))]
 async fn list_vulnerabilities(
     State(state): State<AppState>,
+    Extension(due): Extension<SlaDueDates>,
     caller: Caller,
     Query(params): Query<VulnerabilityParams>,
 ) -> ApiResult<Json<VulnerabilityPage>> {
@@ -337,8 +340,17 @@ async fn list_vulnerabilities(
             other => other,
         },
     };
-    let (items, total) =
+    let (mut items, total) =
         views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
+    let cves: Vec<String> = items.iter().map(|i| i.cve_id.clone()).collect();
+    let found = due
+        .0
+        .due_of(&state.db, &caller.tenant_id, &cves, state.clock.now_ms())
+        .await?;
+    let mut per_cve = crate::findings::due::per_cve(&found);
+    for item in &mut items {
+        item.sla = per_cve.remove(&item.cve_id);
+    }
     Ok(Json(VulnerabilityPage {
         items,
         total,
@@ -370,6 +382,7 @@ pub struct CveDeviceParams {
     responses((status = 200, body = Page<FindingView>), (status = 422, body = ErrorBody)))]
 async fn cve_devices(
     State(state): State<AppState>,
+    Extension(due): Extension<SlaDueDates>,
     caller: Caller,
     Path(cve_id): Path<String>,
     Query(params): Query<CveDeviceParams>,
@@ -377,8 +390,28 @@ async fn cve_devices(
     let (skip, limit) = bounds(params.skip, params.limit)?;
     let status = status_param(params.status)?;
     let cve_id = cve_id.trim().to_uppercase();
-    let (items, total) =
+    let (mut items, total) =
         views::cve_findings(&state.db, &caller.tenant_id, &cve_id, &status, skip, limit).await?;
+    if items.iter().any(|f| f.status == "open") {
+        let mut found = due
+            .0
+            .due_of(
+                &state.db,
+                &caller.tenant_id,
+                std::slice::from_ref(&cve_id),
+                state.clock.now_ms(),
+            )
+            .await?;
+        for item in &mut items {
+            let key = (
+                item.device_name.clone(),
+                item.application_name.clone(),
+                item.version.clone(),
+                item.cve_id.clone(),
+            );
+            item.sla = found.remove(&key);
+        }
+    }
     Ok(Json(page(items, total, skip, limit)))
 }
 

@@ -37,7 +37,7 @@ pub struct AssetView {
     pub application_count: i64,
     /// How much the device matters: `critical`, `high`, `standard` or
     /// `low`, set by hand or by a tier rule (`/api/v1/sla/tiers`).
-    pub tier: crate::tiers::Tier,
+    pub tier: crate::rollup::tiers::Tier,
     /// Reporting integrations; `scanner` when a scanner asset matched.
     pub sources: Vec<String>,
     #[schema(value_type = Option<Object>)]
@@ -76,7 +76,8 @@ impl AssetView {
             user_email: row.user_email,
             user_name: row.user_name,
             application_count: row.application_count,
-            tier: crate::tiers::Tier::parse(&row.tier).unwrap_or(crate::tiers::Tier::Standard),
+            tier: crate::rollup::tiers::Tier::parse(&row.tier)
+                .unwrap_or(crate::rollup::tiers::Tier::Standard),
             sources: serde_json::from_str(&row.sources).unwrap_or_default(),
             mdm: json(row.mdm.as_deref()),
             edr: json(row.edr.as_deref()),

@@ -13,6 +13,7 @@ pub mod changes;
 mod counts;
 pub mod incremental;
 pub mod store;
+pub mod tiers;
 
 use std::time::Duration;
 
@@ -151,7 +152,7 @@ pub async fn rebuild(
     };
     // A new asset is written `standard`; the tiers set by hand and by
     // rule give it its own.
-    crate::tiers::reapply(db, tenant, rollup_at).await?;
+    tiers::reapply(db, tenant, rollup_at).await?;
     Ok(stats)
 }
 

@@ -259,9 +259,9 @@ pub struct Content {
     pub tables: Vec<Table>,
 }
 
-/// Reads the content of a report; `for_document` leaves out the tables
-/// only spreadsheets show (and the reverse), so a PDF never holds every
-/// finding in memory.
+/// Reads the content of a report as of `now` (the service's clock);
+/// `for_document` leaves out the tables only spreadsheets show (and the
+/// reverse), so a PDF never holds every finding in memory.
 pub async fn gather(
     db: &Db,
     tenant: &TenantId,
@@ -269,6 +269,7 @@ pub async fn gather(
     report_type: ReportType,
     scope: &Scope,
     for_document: bool,
+    now: i64,
 ) -> Result<Content, ApiError> {
     let scoped = match &scope.filter {
         Some(filter) => {
@@ -328,7 +329,6 @@ pub async fn gather(
     for (severity, n) in &by_severity {
         figures.push((format!("Open findings, {severity}"), n.to_string()));
     }
-    let now = cairn_core::db::now_ms();
     if matches!(
         report_type,
         ReportType::ExecutiveSummary | ReportType::CustomerReview
@@ -420,7 +420,7 @@ pub async fn gather(
         }
         ReportType::CustomerReview => {
             let days = scope.period_days.unwrap_or(REVIEW_DAYS);
-            let until = cairn_core::db::now_ms();
+            let until = now;
             let since = until - days * 86_400_000;
             let period =
                 cairn_vulnerabilities::findings::posture::remediation(db, tenant, since, until)
@@ -483,6 +483,7 @@ pub async fn gather(
                 })
                 .collect();
             tables.push(exception_table(&views));
+            tables.push(exception_digest(&views));
         }
     }
     let brand = match report_type {
@@ -496,7 +497,7 @@ pub async fn gather(
             _ => report_type.title().to_string(),
         },
         tenant_name: tenant_name.to_string(),
-        as_of: to_rfc3339(cairn_core::db::now_ms()),
+        as_of: to_rfc3339(now),
         scope_note: scope_note(scope),
         figures,
         // A register is about exceptions, not findings.
@@ -700,8 +701,8 @@ async fn due_dates(
     now: i64,
 ) -> Result<std::collections::HashMap<FindingKey, Due>, ApiError> {
     let applied = cairn_workflow::sla::applied(db, tenant).await?;
-    let tracked = cairn_workflow::sla::tracked_with(db, tenant, &applied.policy, now, i64::MAX)
-        .await?;
+    let tracked =
+        cairn_workflow::sla::tracked_with(db, tenant, &applied.policy, now, i64::MAX).await?;
     Ok(tracked
         .into_iter()
         .map(|f| {
@@ -729,10 +730,22 @@ async fn sla_figures(
     let days = days.min(cairn_workflow::sla::kept::MAX_PERIOD_DAYS);
     let standing = cairn_workflow::sla::standing_of(db, tenant, now, days).await?;
     let mut figures = vec![
-        ("Open findings overdue".to_string(), standing.overdue.to_string()),
-        ("Open findings due soon".to_string(), standing.due_soon.to_string()),
-        ("Open findings within their SLA".to_string(), standing.within.to_string()),
-        ("Open findings excepted".to_string(), standing.excepted.to_string()),
+        (
+            "Open findings overdue".to_string(),
+            standing.overdue.to_string(),
+        ),
+        (
+            "Open findings due soon".to_string(),
+            standing.due_soon.to_string(),
+        ),
+        (
+            "Open findings within their SLA".to_string(),
+            standing.within.to_string(),
+        ),
+        (
+            "Open findings excepted".to_string(),
+            standing.excepted.to_string(),
+        ),
         (
             format!("Fixed by their due date in the last {days} days"),
             match standing.compliance_percent {
@@ -745,7 +758,10 @@ async fn sla_figures(
         ),
     ];
     for (tier, assets) in cairn_inventory::tiers::counts(db, tenant).await? {
-        figures.push((format!("Assets of tier {}", tier.as_str()), assets.to_string()));
+        figures.push((
+            format!("Assets of tier {}", tier.as_str()),
+            assets.to_string(),
+        ));
     }
     Ok(figures)
 }
@@ -758,7 +774,6 @@ fn findings_table(
         name: "Open findings".into(),
         columns: vec![
             "Device",
-            "Tier",
             "Application",
             "Version",
             "CVE",
@@ -768,6 +783,7 @@ fn findings_table(
             "EPSS",
             "Fixed in",
             "First seen",
+            "Tier",
             "Due",
             "SLA state",
         ],
@@ -783,7 +799,6 @@ fn findings_table(
                 let due = due.get(&key);
                 vec![
                     text(f.device_name.clone()),
-                    text(due.map_or("standard", |d| d.tier)),
                     text(f.application_name.clone()),
                     text(f.version.clone()),
                     text(f.cve_id.clone()),
@@ -793,7 +808,13 @@ fn findings_table(
                     number(f.epss_score),
                     optional(f.fix_version.clone()),
                     text(to_rfc3339(f.first_seen)[..10].to_string()),
-                    optional(due.and_then(|d| d.due_at).map(|at| to_rfc3339(at)[..10].to_string())),
+                    // Added last, so spreadsheets built on the earlier
+                    // columns keep reading them where they were.
+                    text(due.map_or("standard", |d| d.tier)),
+                    optional(
+                        due.and_then(|d| d.due_at)
+                            .map(|at| to_rfc3339(at)[..10].to_string()),
+                    ),
                     optional(due.and_then(|d| d.state)),
                 ]
             })
@@ -842,7 +863,53 @@ fn exception_table(exceptions: &[cairn_workflow::sla::exceptions::ExceptionView]
                 ]
             })
             .collect(),
-        shown: Shown::Everywhere,
+        shown: Shown::SpreadsheetsOnly,
+    }
+}
+
+/// The register on a page: the same facts in fewer, wider columns.
+fn exception_digest(exceptions: &[cairn_workflow::sla::exceptions::ExceptionView]) -> Table {
+    let day = |at: i64| to_rfc3339(at)[..10].to_string();
+    Table {
+        name: "Exceptions".into(),
+        columns: vec![
+            "CVE on devices",
+            "Status",
+            "Why",
+            "Requested",
+            "Decided",
+            "Expires",
+        ],
+        rows: exceptions
+            .iter()
+            .map(|e| {
+                let devices = if e.devices.is_empty() {
+                    "every device".to_string()
+                } else {
+                    e.devices.join(", ")
+                };
+                let why = match &e.compensating_control {
+                    Some(control) => format!("{}; control: {control}", e.reason),
+                    None => e.reason.clone(),
+                };
+                let decided = match (&e.decided_by, e.decided_at) {
+                    (Some(by), Some(at)) => {
+                        let comment = e.decision_comment.as_deref().unwrap_or_default();
+                        format!("{by} {} {comment}", day(at)).trim_end().to_string()
+                    }
+                    _ => String::new(),
+                };
+                vec![
+                    text(format!("{} on {devices}", e.cve_id)),
+                    text(e.status.clone()),
+                    text(why),
+                    text(format!("{} {}", e.requested_by, day(e.requested_at))),
+                    text(decided),
+                    text(day(e.expires_at)),
+                ]
+            })
+            .collect(),
+        shown: Shown::DocumentOnly,
     }
 }
 

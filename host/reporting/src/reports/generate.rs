@@ -15,6 +15,9 @@ pub const GENERATE_KIND: &str = "report_generate";
 
 pub struct GenerateHandler {
     pub store: BlobStore,
+    /// The service's clock: a report reads the SLA's states as the API
+    /// does at the same moment.
+    pub clock: cairn_core::clock::Clock,
 }
 
 #[async_trait]
@@ -41,8 +44,16 @@ impl JobHandler for GenerateHandler {
                 .await?
                 .unwrap_or_default();
             let for_document = format == Format::Pdf;
-            let gathered =
-                content::gather(db, tenant, &tenant_name, report_type, &scope, for_document).await;
+            let gathered = content::gather(
+                db,
+                tenant,
+                &tenant_name,
+                report_type,
+                &scope,
+                for_document,
+                self.clock.now_ms(),
+            )
+            .await;
             let content = match gathered {
                 Ok(content) => content,
                 Err(err) => {

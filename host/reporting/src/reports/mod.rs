@@ -44,6 +44,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
         generate::GENERATE_KIND,
         generate::GenerateHandler {
             store: state.blobs.reports.clone(),
+            clock: state.clock.clone(),
         },
         Duration::from_secs(600),
     );

@@ -513,7 +513,8 @@ fn chars_in(width: f32) -> usize {
 }
 
 /// Column widths in mm: by the longest text (header included, first 200
-/// rows), scaled to the page.
+/// rows), scaled to the page. A short column (a status, a date) gets its
+/// whole text first, so that only the long ones wrap.
 fn widths(table: &Table) -> Vec<f32> {
     let mut longest: Vec<usize> = table.columns.iter().map(|c| c.len()).collect();
     for row in table.rows.iter().take(200) {
@@ -521,13 +522,44 @@ fn widths(table: &Table) -> Vec<f32> {
             longest[i] = longest[i].max(cell.text().chars().count().min(60));
         }
     }
-    let sum: usize = longest.iter().map(|l| l + 2).sum();
     let usable = PAGE_W - 2.0 * MARGIN;
+    let char_mm = TABLE_PT * CHAR_MM_PER_PT;
+    let whole = |chars: usize| (chars + 2) as f32 * char_mm;
+    let short: Vec<bool> = longest.iter().map(|l| *l <= SHORT_COLUMN).collect();
+    let reserved: f32 = longest
+        .iter()
+        .zip(&short)
+        .filter(|(_, short)| **short)
+        .map(|(l, _)| whole(*l))
+        .sum();
+    let long_sum: usize = longest
+        .iter()
+        .zip(&short)
+        .filter(|(_, short)| !**short)
+        .map(|(l, _)| l + 2)
+        .sum();
+    // Short columns keep their width only while the long ones still get
+    // a fair share of the page; past that, every column is scaled alike.
+    if long_sum == 0 || reserved > usable / 2.0 {
+        let sum: usize = longest.iter().map(|l| l + 2).sum();
+        return longest
+            .iter()
+            .map(|l| usable * (*l + 2) as f32 / sum as f32)
+            .collect();
+    }
     longest
         .iter()
-        .map(|l| usable * (*l + 2) as f32 / sum as f32)
+        .zip(&short)
+        .map(|(l, short)| match short {
+            true => whole(*l),
+            false => (usable - reserved) * (*l + 2) as f32 / long_sum as f32,
+        })
         .collect()
 }
+
+/// Columns of at most this many characters are not wrapped while the
+/// page allows.
+const SHORT_COLUMN: usize = 12;
 
 fn pdf_table(pdf: &mut Pdf, table: &Table) {
     let widths = widths(table);

@@ -11,7 +11,10 @@
 //! - Reads: `views` (the routes' reads), `figures` (dashboards and
 //!   reports), `posture` (a partner's figures per customer), `weaknesses`
 //!   (CWE counts), and the inventory's `CveExposure`.
+//! - `due`: the SLA's due dates as the lists show them, through a trait
+//!   the workflow area fills (it sits above this one).
 
+pub mod due;
 mod exposure;
 pub mod figures;
 pub mod posture;

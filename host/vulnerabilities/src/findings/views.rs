@@ -69,6 +69,9 @@ pub struct VulnerabilityView {
     /// The tenant's triage statuses of its findings' products
     /// (`to_evaluate` for a product no one triaged).
     pub triage_statuses: Vec<String>,
+    /// Its open findings against their remediation SLA (see
+    /// `/api/v1/sla`); absent when none is open.
+    pub sla: Option<super::due::CveDue>,
 }
 
 /// Filters of `GET /vulnerabilities/`.
@@ -251,6 +254,7 @@ pub async fn vulnerabilities(
                 fix_versions: vec![],
                 sources: vec![],
                 triage_statuses: vec![],
+                sla: None,
             })
         })
         .collect::<sqlx::Result<_>>()?;
@@ -374,6 +378,9 @@ pub struct FindingView {
     pub fixed_at: Option<String>,
     /// The tenant's triage status of this CVE for this product.
     pub triage_status: String,
+    /// An open finding against its remediation SLA (see `/api/v1/sla`);
+    /// absent for a fixed one or one triage took out of the open counts.
+    pub sla: Option<super::due::FindingDue>,
 }
 
 pub async fn cve_findings(
@@ -440,6 +447,7 @@ pub async fn cve_findings(
                 ),
                 fixed_at: r.try_get::<Option<i64>, _>("fixed_at")?.map(to_rfc3339),
                 triage_status: r.try_get("triage_status")?,
+                sla: None,
             })
         })
         .collect::<sqlx::Result<_>>()?;
@@ -1129,13 +1137,22 @@ pub struct DueFacts {
 
 /// The tenant's findings an SLA tracks: every open one the tenant's triage
 /// has not taken out of the open counts, and every one fixed at or after
-/// `fixed_since` (Unix ms), by device, application, version and CVE.
+/// `fixed_since` (Unix ms), by device, application, version and CVE;
+/// with `cves`, only theirs.
 pub async fn due_facts(
     db: &Db,
     tenant: &TenantId,
     fixed_since: i64,
+    cves: Option<&[String]>,
 ) -> sqlx::Result<Vec<DueFacts>> {
     let open = counts_open_sql(db.backend, false);
+    let of_cves = match cves {
+        Some(_) => format!(
+            "AND f.cve_id IN ({})",
+            cairn_core::db::json_text_values(db.backend, 3)
+        ),
+        None => "AND CAST($3 AS TEXT) IS NULL".to_string(),
+    };
     sqlx::query_as(&format!(
         "SELECT f.device_name, f.application_name, f.version, f.cve_id, f.status, f.first_seen, \
          f.fixed_at, c.severity, c.published, \
@@ -1145,11 +1162,12 @@ pub async fn due_facts(
          LEFT JOIN vuln_cves c ON c.id = f.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
          LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
-         WHERE f.tenant_id = $1 AND (({open}) OR (f.status = 'fixed' AND f.fixed_at >= $2)) \
+         WHERE f.tenant_id = $1 AND (({open}) OR (f.status = 'fixed' AND f.fixed_at >= $2)) {of_cves} \
          ORDER BY f.device_name, f.application_name, f.version, f.cve_id"
     ))
     .bind(tenant.as_str())
     .bind(fixed_since)
+    .bind(cves.map(|cves| serde_json::to_string(cves).unwrap_or_default()))
     .fetch_all(&db.pool)
     .await
 }

@@ -166,7 +166,9 @@ pub async fn standings(
     let policies = super::storage::policy_changes_count(db).await?;
     let mut groups: HashMap<String, Vec<String>> = HashMap::new();
     if let Some(partner) = partner {
-        for (group, customer) in cairn_platform::partner::storage::group_members(db, partner).await? {
+        for (group, customer) in
+            cairn_platform::partner::storage::group_members(db, partner).await?
+        {
             groups.entry(customer).or_default().push(group);
         }
     }
@@ -189,9 +191,7 @@ pub async fn standings(
             let stamp = stamp_of(tenant);
             match kept.get(&(db.instance(), tenant.0.clone())) {
                 Some(k)
-                    if k.stamp == stamp
-                        && k.at.elapsed() < KEEP_AT_MOST
-                        && k.built_at <= now =>
+                    if k.stamp == stamp && k.at.elapsed() < KEEP_AT_MOST && k.built_at <= now =>
                 {
                     out.insert(tenant.0.clone(), k.digest.standing_at(now, period_days));
                 }
@@ -270,14 +270,30 @@ mod tests {
             (finding("open", Some(base + 7 * day + 1), None), None),
             (finding("open", Some(base + 40 * day), None), None),
             (finding("open", None, None), None),
-            (finding("open", Some(base - 2 * day), None), Some(base + 2 * day)),
+            (
+                finding("open", Some(base - 2 * day), None),
+                Some(base + 2 * day),
+            ),
             (finding("open", None, None), Some(base + 10 * day)),
             (finding("fixed", Some(base), Some(base - 5 * day)), None),
-            (finding("fixed", Some(base - 20 * day), Some(base - 10 * day)), None),
-            (finding("fixed", Some(base - 200 * day), Some(base - 100 * day)), None),
+            (
+                finding("fixed", Some(base - 20 * day), Some(base - 10 * day)),
+                None,
+            ),
+            (
+                finding("fixed", Some(base - 200 * day), Some(base - 100 * day)),
+                None,
+            ),
         ];
         let digest = Digest::of(&findings, 7);
-        for now in [base - 50 * day, base - day, base, base + 1, base + 2 * day, base + 30 * day] {
+        for now in [
+            base - 50 * day,
+            base - day,
+            base,
+            base + 1,
+            base + 2 * day,
+            base + 30 * day,
+        ] {
             for period in [1, 30, 366] {
                 let mut expected = Standing {
                     open: 0,

@@ -36,6 +36,7 @@ use utoipa::ToSchema;
 
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
+use cairn_vulnerabilities::findings::due::{DueDates, FindingDue, FindingKey, SlaDueDates};
 use cairn_vulnerabilities::findings::views::{due_facts, DueFacts};
 use policy::{days_left, state, Policy, SlaState, Tier};
 use storage::{device_key, Scope};
@@ -59,6 +60,47 @@ pub fn area(state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platf
     Ok(cairn_platform::area::Area::new("sla")
         .routes("/api/v1/sla", routes::router())
         .schedule(reminders))
+}
+
+/// The SLA as the vulnerability lists read it (the composition root hands
+/// it to them).
+pub fn due_dates() -> SlaDueDates {
+    SlaDueDates(std::sync::Arc::new(DueDatesOfPolicies))
+}
+
+struct DueDatesOfPolicies;
+
+#[async_trait::async_trait]
+impl DueDates for DueDatesOfPolicies {
+    async fn due_of(
+        &self,
+        db: &Db,
+        tenant: &TenantId,
+        cves: &[String],
+        now: i64,
+    ) -> sqlx::Result<HashMap<FindingKey, FindingDue>> {
+        if cves.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let applied = applied(db, tenant).await?;
+        // Fixed findings are left out: `i64::MAX` as the period's start.
+        let tracked = tracked_of(db, tenant, &applied.policy, now, i64::MAX, Some(cves)).await?;
+        Ok(tracked
+            .into_iter()
+            .map(|(f, _)| {
+                let due = FindingDue {
+                    due_at: f.due_at.map(cairn_core::db::to_rfc3339),
+                    sla_state: f.sla_state.map(|s| s.as_str().to_string()),
+                    days_left: f.days_left,
+                    tier: f.tier.as_str().to_string(),
+                };
+                (
+                    (f.device_name, f.application_name, f.version, f.cve_id),
+                    due,
+                )
+            })
+            .collect())
+    }
 }
 
 /// Where the policy that applies to a tenant was set.
@@ -270,9 +312,21 @@ pub async fn tracked_with_expiries(
     now: i64,
     fixed_since: i64,
 ) -> sqlx::Result<Vec<(TrackedFinding, Option<i64>)>> {
+    tracked_of(db, tenant, policy, now, fixed_since, None).await
+}
+
+/// [`tracked_with_expiries`], of `cves` only when given.
+async fn tracked_of(
+    db: &Db,
+    tenant: &TenantId,
+    policy: &Policy,
+    now: i64,
+    fixed_since: i64,
+    cves: Option<&[String]>,
+) -> sqlx::Result<Vec<(TrackedFinding, Option<i64>)>> {
     let tiers = cairn_inventory::tiers::by_device_name(db, tenant).await?;
     let excepted = exceptions::in_force(db, tenant, now).await?;
-    Ok(due_facts(db, tenant, fixed_since)
+    Ok(due_facts(db, tenant, fixed_since, cves)
         .await?
         .into_iter()
         .map(|facts| {
@@ -321,9 +375,14 @@ pub async fn standing_of(
     period_days: i64,
 ) -> sqlx::Result<Standing> {
     let partner = cairn_platform::partner::partner_of(db, tenant).await?;
-    let mut standings =
-        kept::standings(db, partner.as_ref(), std::slice::from_ref(tenant), now, period_days)
-            .await?;
+    let mut standings = kept::standings(
+        db,
+        partner.as_ref(),
+        std::slice::from_ref(tenant),
+        now,
+        period_days,
+    )
+    .await?;
     Ok(standings
         .remove(tenant.as_str())
         .unwrap_or_else(|| kept::Digest::default().standing_at(now, period_days)))
@@ -340,7 +399,7 @@ async fn moved_by(db: &Db, tenant: &TenantId, pending: &Pending<'_>) -> sqlx::Re
     }
     let tiers = cairn_inventory::tiers::by_device_name(db, tenant).await?;
     // Fixed findings are left out: `i64::MAX` as the period's start.
-    let moved = due_facts(db, tenant, i64::MAX)
+    let moved = due_facts(db, tenant, i64::MAX, None)
         .await?
         .iter()
         .filter(|facts| {

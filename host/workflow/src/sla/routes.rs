@@ -12,11 +12,11 @@ use utoipa_axum::routes;
 use super::exceptions::{self, ExceptionView};
 use super::policy::{Policy, SlaState};
 use super::storage::{self, PolicyChange, Scope};
-use cairn_inventory::tiers::{self, DeviceTier, Tier, TierRule};
 use super::{Applied, Standing, TrackedFinding};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
 use cairn_core::ids::TenantId;
+use cairn_inventory::tiers::{self, DeviceTier, Tier, TierRule};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
 use cairn_platform::partner::PartnerCaller;
@@ -414,7 +414,9 @@ async fn list_asset_tiers(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<Vec<DeviceTier>>> {
-    Ok(Json(tiers::set_by_hand_list(&state.db, &caller.tenant_id).await?))
+    Ok(Json(
+        tiers::set_by_hand_list(&state.db, &caller.tenant_id).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

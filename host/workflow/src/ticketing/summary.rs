@@ -154,6 +154,7 @@ mod tests {
             last_seen: String::new(),
             fixed_at: None,
             triage_status: "to_evaluate".into(),
+            sla: None,
         }
     }
 

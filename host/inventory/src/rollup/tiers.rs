@@ -8,15 +8,15 @@
 //! names is `standard`. The tier each asset has by these is written on the
 //! asset (`assets.tier`) by [`reapply`], after every change of either and
 //! after every rollup, so the device list, the device search (`tier`), the
-//! dashboards and the SLA read one value.
+//! dashboards and the SLA read one value. It is part of the rollup because
+//! the rollup writes every asset: each rebuild ends by applying the tiers.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::rollup::store;
-use crate::rollup::WriteError;
+use super::store::{self, WriteError};
 use crate::search::{self, QueryGroup, SearchError};
 use cairn_core::db::{json_text_values, Db, StoredJson};
 use cairn_core::ids::TenantId;
@@ -175,7 +175,10 @@ struct RuleRow {
 
 /// The tenant's tier rules, in the order they are tried, with who set
 /// them and when (Unix ms); all were set together.
-pub async fn rules(db: &Db, tenant: &TenantId) -> sqlx::Result<(Vec<TierRule>, Option<(String, i64)>)> {
+pub async fn rules(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<(Vec<TierRule>, Option<(String, i64)>)> {
     let rows: Vec<RuleRow> = sqlx::query_as(
         "SELECT name, query, tier, set_by, set_at FROM device_tier_rules WHERE tenant_id = $1 \
          ORDER BY position",
@@ -375,12 +378,11 @@ pub async fn by_device_name(db: &Db, tenant: &TenantId) -> sqlx::Result<HashMap<
 
 /// The tenant's assets per tier (every tier, zero included).
 pub async fn counts(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<(Tier, i64)>> {
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT tier, COUNT(*) FROM assets WHERE tenant_id = $1 GROUP BY tier",
-    )
-    .bind(tenant.as_str())
-    .fetch_all(&db.pool)
-    .await?;
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT tier, COUNT(*) FROM assets WHERE tenant_id = $1 GROUP BY tier")
+            .bind(tenant.as_str())
+            .fetch_all(&db.pool)
+            .await?;
     Ok(Tier::ALL
         .into_iter()
         .map(|tier| {
