@@ -168,6 +168,38 @@ try {
   result.checks.kev_cves = await page.locator("main tbody tr td:first-child").allTextContents();
   await shot(page, "14-vulnerabilities");
 
+  // The SLA: a CVE's due dates on its page, an exception requested there
+  // (a past expiry refused beside its field), then on the SLA page its
+  // requester cannot approve it.
+  await page.goto(`${base}/console/cves/CVE-2023-2033`);
+  await page.getByRole("heading", { name: "CVE-2023-2033", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.cve_due_row = await page.locator("main table").nth(1).locator("tbody tr").first().locator("td").allTextContents();
+  const exceptionForm = page.locator("form", { has: page.getByRole("button", { name: "Request an exception" }) });
+  await exceptionForm.getByLabel("Reason").fill("kiosk, replaced in March");
+  await exceptionForm.getByLabel("Expires", { exact: true }).fill("2020-01-01");
+  await page.getByRole("button", { name: "Request an exception" }).click();
+  await exceptionForm.locator(".field-error").waitFor();
+  result.checks.exception_error = await exceptionForm.locator(".field-error").textContent();
+  const inAMonth = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+  await exceptionForm.getByLabel("Expires", { exact: true }).fill(inAMonth);
+  await page.getByRole("button", { name: "Request an exception" }).click();
+  await page.getByRole("heading", { name: "Remediation SLA", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.sla_figures = await page.locator("main dl.figures").first().locator("dt").allTextContents();
+  result.checks.sla_findings = await page.locator("main table").first().locator("tbody tr").allTextContents();
+  result.checks.sla_exceptions = await page.locator("main table").nth(1).locator("tbody tr td").allTextContents();
+  await page.getByRole("button", { name: "Approve the exception for CVE-2023-2033" }).click();
+  await page.getByRole("alert").waitFor();
+  result.checks.self_approval = await page.getByRole("alert").textContent();
+  await page.getByLabel("SLA state").selectOption("overdue");
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.waitForURL(/state=overdue/);
+  await drawn(page);
+  result.checks.sla_overdue = await page.locator("main table").first().locator("tbody tr td:nth-child(5)").allTextContents();
+  result.checks.sla_badges = await page.locator("main table").first().locator("span.badge.sla-overdue").count();
+  await shot(page, "06a-sla");
+
   // A CVE, its triage: an error next to its field, then a change.
   await page.getByRole("link", { name: "Overview", exact: true }).click();
   await page.getByLabel("CVE id").fill("CVE-2023-2033");
@@ -357,7 +389,7 @@ try {
   await shot(phone, "08-applications-390px");
   // The pages with the widest forms, too.
   result.checks.phone_overflow_elsewhere = {};
-  for (const path of ["/console/", "/console/devices", "/console/partner/groups"]) {
+  for (const path of ["/console/", "/console/devices", "/console/partner/groups", "/console/sla"]) {
     await phone.goto(`${base}${path}`);
     await phone.locator("main h1").waitFor();
     await drawn(phone);
@@ -408,6 +440,7 @@ try {
     "/console/integrations",
     "/console/integrations/rmm",
     "/console/vulnerabilities",
+    "/console/sla",
     "/console/register",
     `/console/invites/${process.env.CAIRN_PENDING_INVITE}`,
     "/console/devices/WS-01",

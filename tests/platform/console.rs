@@ -357,6 +357,48 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         ],
         "{row:?}"
     );
+    // The SLA: CVE-2023-2033 is in KEV, so WS-01's finding is due on
+    // CISA's date, long past; the exception's requester may not approve it.
+    let due_row: Vec<String> = serde_json::from_value(checks["cve_due_row"].clone()).unwrap();
+    assert_eq!(due_row[0], "WS-01", "{due_row:?}");
+    assert_eq!(due_row[3], "standard", "{due_row:?}");
+    assert_eq!(due_row[4].len(), 10, "a date: {due_row:?}");
+    assert!(due_row[5].starts_with("overdue ("), "{due_row:?}");
+    assert_eq!(checks["exception_error"], "must be in the future");
+    let shown: Vec<String> = serde_json::from_value(checks["sla_figures"].clone()).unwrap();
+    assert_eq!(
+        shown,
+        [
+            "Overdue",
+            "Due soon",
+            "Within SLA",
+            "Excepted",
+            "Fixed on time (30 d)"
+        ]
+    );
+    let listed: Vec<String> = serde_json::from_value(checks["sla_findings"].clone()).unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|r| r.contains("CVE-2023-2033") && r.contains("overdue")),
+        "{listed:?}"
+    );
+    let exception: Vec<String> = serde_json::from_value(checks["sla_exceptions"].clone()).unwrap();
+    assert_eq!(
+        exception[..3],
+        ["CVE-2023-2033", "every device", "pending"],
+        "{exception:?}"
+    );
+    assert_eq!(
+        checks["self_approval"],
+        "no one decides an exception they requested"
+    );
+    let overdue: Vec<String> = serde_json::from_value(checks["sla_overdue"].clone()).unwrap();
+    assert!(
+        !overdue.is_empty() && overdue.iter().all(|c| c.starts_with("CVE-")),
+        "{overdue:?}"
+    );
+    assert_eq!(checks["sla_badges"].as_u64(), Some(overdue.len() as u64));
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
     assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
     // Acting in the customer shows its data, not the partner's.
@@ -416,7 +458,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(checks["phone_overflow"], 0, "nothing wider than 390 px");
     assert_eq!(
         checks["phone_overflow_elsewhere"],
-        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0}),
+        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0, "/console/sla": 0}),
         "nothing wider than 390 px"
     );
     assert_eq!(checks["desktop_overflow"], 0, "nothing wider than 1280 px");
@@ -441,10 +483,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 20);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 21);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 21);
+    assert_eq!(listed.len(), 22);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -159,6 +159,36 @@ function pageNumber(params) {
   return Number.isFinite(page) && page > 0 ? page : 1;
 }
 
+/** A severity or an SLA state in colour and in words: the colour is a
+ * second cue, never the only one. */
+function badge(kind, value, words) {
+  if (!value) return "";
+  return el("span", { class: `badge ${kind}-${value}` }, words ?? value.replaceAll("_", " "));
+}
+
+const SLA_WORDS = { within: "within SLA", due_soon: "due soon", overdue: "overdue", excepted: "excepted" };
+
+/** An open finding's SLA state with its days left or over. */
+function slaBadge(sla) {
+  if (!sla || !sla.sla_state) return "";
+  const days = sla.days_left;
+  const when =
+    sla.sla_state === "excepted" || days === null || days === undefined
+      ? ""
+      : days < 0
+        ? ` (${-days} d over)`
+        : ` (${days} d left)`;
+  return badge("sla", sla.sla_state, `${SLA_WORDS[sla.sla_state]}${when}`);
+}
+
+/** A CVE's open findings against their SLA, in a few words. */
+function cveSla(sla) {
+  if (!sla) return "";
+  if (sla.overdue) return badge("sla", "overdue", `${sla.overdue} overdue`);
+  if (sla.due_soon) return badge("sla", "due_soon", `${sla.due_soon} due soon`);
+  return sla.earliest_due_at ? `due ${sla.earliest_due_at.slice(0, 10)}` : "";
+}
+
 // ---- pages -------------------------------------------------------------
 
 async function signIn(_match, _params, _me, register) {
@@ -455,6 +485,7 @@ async function device([, raw]) {
   return [
     el("h1", {}, asset.device_name),
     figures([
+      ["Tier", asset.tier],
       ["Platform", asset.os_platform],
       ["OS version", asset.os_version],
       ["User", asset.user_email ?? asset.user_name],
@@ -464,11 +495,12 @@ async function device([, raw]) {
     ]),
     el("h2", {}, "Open vulnerabilities"),
     table(
-      [["CVE"], ["Severity"], ["KEV"], ["Applications"], ["Fixed in"]],
+      [["CVE"], ["Severity"], ["KEV"], ["SLA"], ["Applications"], ["Fixed in"]],
       findings.items.map((v) => [
         el("a", { href: `/console/cves/${encodeURIComponent(v.cve_id)}` }, v.cve_id),
-        v.severity ?? "",
+        badge("sev", v.severity),
         v.kev ? "yes" : "",
+        cveSla(v.sla),
         (v.applications || []).join(", "),
         (v.fix_versions || []).join(", "),
       ]),
@@ -577,14 +609,15 @@ async function vulnerabilities(_match, params) {
     const result = await api("GET", `/vulnerabilities/?${query}`);
     out.push(
       table(
-        [["CVE"], ["Severity"], ["CVSS", "num"], ["KEV"], ["EPSS", "num"], ["Devices", "num"], ["Applications"], ["Fixed in"]],
+        [["CVE"], ["Severity"], ["CVSS", "num"], ["KEV"], ["EPSS", "num"], ["Devices", "num"], ["SLA"], ["Applications"], ["Fixed in"]],
         result.items.map((v) => [
           el("a", { href: `/console/cves/${encodeURIComponent(v.cve_id)}` }, v.cve_id),
-          v.severity ?? "",
+          badge("sev", v.severity),
           v.cvss_score ?? "",
           v.kev ? "yes" : "",
           v.epss_score ?? "",
           v.device_count,
+          cveSla(v.sla),
           (v.applications || []).join(", "),
           (v.fix_versions || []).join(", "),
         ]),
@@ -833,6 +866,30 @@ async function cve([, raw]) {
     }
   });
   const history = (triage && triage.history) || [];
+  // Each open finding's due date, by device, application and version.
+  const open = await api("GET", `/vulnerabilities/cve/${encodeURIComponent(id)}/devices?limit=500`).catch(() => ({ items: [] }));
+  const dueOf = new Map(open.items.map((f) => [`${f.device_name}|${f.application_name}|${f.version}`, f.sla]));
+  const exception = el(
+    "form",
+    { class: "stack" },
+    field("Devices (commas; empty: every device with the CVE)", { name: "devices" }),
+    field("Reason", { name: "reason", required: true }),
+    field("Compensating control", { name: "compensating_control" }),
+    field("Expires", { name: "expires_at", type: "date", required: true }),
+    el("button", { type: "submit" }, "Request an exception"),
+  );
+  submits(exception, async (data) => {
+    const body = {
+      cve_id: id,
+      devices: (data.devices || "").split(",").map((d) => d.trim()).filter(Boolean),
+      reason: data.reason,
+      expires_at: data.expires_at ? new Date(`${data.expires_at}T23:59:59Z`).toISOString() : "",
+    };
+    if (data.compensating_control) body.compensating_control = data.compensating_control;
+    await api("POST", "/sla/exceptions", body);
+    // `history` here is the triage's.
+    window.history.pushState(null, "", "/console/sla");
+  });
   return [
     el("h1", {}, id),
     el("p", {}, record.description ?? ""),
@@ -855,9 +912,22 @@ async function cve([, raw]) {
     ),
     el("h2", {}, "Affected devices"),
     table(
-      [["Device"], ["Application"], ["Version"]],
-      (record.affected_findings || []).map((f) => [f.device_name, f.application_name, f.version]),
+      [["Device"], ["Application"], ["Version"], ["Tier"], ["Due"], ["SLA"]],
+      (record.affected_findings || []).map((f) => {
+        const sla = dueOf.get(`${f.device_name}|${f.application_name}|${f.version}`);
+        return [
+          f.device_name,
+          f.application_name,
+          f.version,
+          sla ? sla.tier : "",
+          sla && sla.due_at ? sla.due_at.slice(0, 10) : "",
+          slaBadge(sla),
+        ];
+      }),
     ),
+    el("h2", {}, "Exception"),
+    el("p", { class: "muted" }, "Sets the CVE's findings aside from the SLA until it expires, once an admin other than you (or the customer, through the client portal) approves."),
+    exception,
     el("h2", {}, "Triage"),
     form,
     el("h2", {}, "Triage history"),
@@ -951,6 +1021,8 @@ async function partnerOverview(_match, params) {
         ["KEV", "num"],
         ["High EPSS", "num"],
         ["Oldest KEV (days)", "num"],
+        ["Overdue", "num"],
+        ["Fixed on time (30 d)", "num"],
         ["Data"],
       ],
       overview.customers.map((c) => [
@@ -961,6 +1033,8 @@ async function partnerOverview(_match, params) {
         c.kev_findings,
         c.high_epss_findings,
         c.oldest_open_kev_days ?? "",
+        c.sla.overdue ? badge("sla", "overdue", String(c.sla.overdue)) : "0",
+        c.sla.compliance_percent === null || c.sla.compliance_percent === undefined ? "–" : `${c.sla.compliance_percent} %`,
         c.freshness.replaceAll("_", " "),
       ]),
     ),
@@ -1221,7 +1295,136 @@ async function uploads() {
   return [el("h1", {}, "Uploads"), form, el("h2", {}, "Progress"), status];
 }
 
-const REPORT_TYPES = ["executive_summary", "vulnerabilities", "software_inventory", "version_compliance", "customer_review"];
+const REPORT_TYPES = ["executive_summary", "vulnerabilities", "software_inventory", "version_compliance", "customer_review", "exception_register"];
+
+/** A JSON editor for one setting: a textarea, Save, and what the save said. */
+function jsonForm(label, value, save) {
+  const status = el("p", { role: "status" });
+  const form = el(
+    "form",
+    { class: "stack wide" },
+    el("label", {}, label, el("textarea", { name: "json", rows: 10, spellcheck: "false" }, JSON.stringify(value, null, 2))),
+    el("button", { type: "submit" }, `Save the ${label.toLowerCase()}`),
+    status,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    let body;
+    try {
+      body = JSON.parse(new FormData(form).get("json"));
+    } catch (error) {
+      showError(form, new ApiError(422, { detail: `This is not JSON: ${error.message}` }));
+      return;
+    }
+    try {
+      status.textContent = await save(body);
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return form;
+}
+
+async function sla(_match, params) {
+  document.title = "SLA - Cairn";
+  const state = params.get("state") || "";
+  const standing = await api("GET", "/sla/standing?days=30");
+  const applied = await api("GET", "/sla/policy");
+  const findings = await api("GET", `/sla/findings?limit=200${state ? `&state=${encodeURIComponent(state)}` : ""}`);
+  const exceptions = await api("GET", "/sla/exceptions");
+  const rules = await api("GET", "/sla/tier-rules");
+  const filter = el(
+    "form",
+    { class: "inline" },
+    el(
+      "label",
+      {},
+      "SLA state",
+      el(
+        "select",
+        { name: "state" },
+        [["", "any"], ["overdue", "overdue"], ["due_soon", "due soon"], ["within", "within SLA"], ["excepted", "excepted"]].map(([value, text]) =>
+          el("option", { value, selected: value === state }, text),
+        ),
+      ),
+    ),
+    el("button", { type: "submit" }, "Show"),
+  );
+  filter.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = new FormData(filter).get("state");
+    go(chosen ? `/console/sla?state=${encodeURIComponent(chosen)}` : "/console/sla");
+  });
+  const decisions = el("div", { "aria-live": "polite" });
+  const decide = (exception, approve) => {
+    const verb = approve ? "Approve" : "Reject";
+    const button = el("button", { type: "button", class: "quiet", "aria-label": `${verb} the exception for ${exception.cve_id}` }, verb);
+    button.addEventListener("click", async () => {
+      try {
+        await api("POST", `/sla/exceptions/${encodeURIComponent(exception.id)}/decision`, { approve });
+        render();
+      } catch (error) {
+        decisions.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+      }
+    });
+    return button;
+  };
+  const source = applied.source.scope === "built_in" ? "built in" : `set as ${applied.source.scope.replaceAll("_", " ")}`;
+  return [
+    el("h1", {}, "Remediation SLA"),
+    figures([
+      ["Overdue", standing.overdue],
+      ["Due soon", standing.due_soon],
+      ["Within SLA", standing.within],
+      ["Excepted", standing.excepted],
+      ["Fixed on time (30 d)", standing.compliance_percent === null ? "–" : `${standing.compliance_percent} %`],
+    ]),
+    el("h2", {}, "Open findings against their due dates"),
+    filter,
+    table(
+      [["Device"], ["Tier"], ["Application"], ["Version"], ["CVE"], ["Severity"], ["Due"], ["SLA"]],
+      findings.items.map((f) => [
+        f.device_name,
+        f.tier,
+        f.application_name,
+        f.version,
+        el("a", { href: `/console/cves/${encodeURIComponent(f.cve_id)}` }, f.cve_id),
+        badge("sev", f.severity),
+        f.due_at ? new Date(f.due_at).toISOString().slice(0, 10) : "",
+        slaBadge(f),
+      ]),
+    ),
+    el("h2", {}, "Exceptions"),
+    el("p", { class: "muted" }, "Request one from a CVE's page. A pending one is decided here by an admin other than its requester."),
+    decisions,
+    table(
+      [["CVE"], ["Devices"], ["Status"], ["Reason"], ["Requested by"], ["Expires"], ["Decision"]],
+      exceptions.map((e) => [
+        el("a", { href: `/console/cves/${encodeURIComponent(e.cve_id)}` }, e.cve_id),
+        e.devices.length ? e.devices.join(", ") : "every device",
+        badge("exception", e.status),
+        e.reason,
+        e.requested_by,
+        new Date(e.expires_at).toISOString().slice(0, 10),
+        e.status === "pending"
+          ? el("span", { class: "inline" }, decide(e, true), " ", decide(e, false))
+          : [e.decided_by ?? "", e.decision_comment ? `: ${e.decision_comment}` : ""].join(""),
+      ]),
+    ),
+    el("h2", {}, "Policy"),
+    el("p", {}, `${applied.policy.name} (${source}). An admin saves the organization's default here.`),
+    jsonForm("Default policy", applied.policy, async (policy) => {
+      const saved = await api("PUT", "/sla/policies/default", policy);
+      return `Saved: ${saved.moved} due dates moved.`;
+    }),
+    el("h2", {}, "Device tiers"),
+    figures(rules.assets_by_tier.map((t) => [`${t.tier} devices`, t.assets])),
+    jsonForm("Tier rules", rules.rules, async (list) => {
+      const saved = await api("PUT", "/sla/tier-rules", { rules: list });
+      return `Saved: ${saved.assets_by_tier.map((t) => `${t.assets} ${t.tier}`).join(", ")}.`;
+    }),
+  ];
+}
 
 async function reports() {
   document.title = "Reports - Cairn";
@@ -1455,6 +1658,7 @@ const ROUTES = [
   [/^\/console\/devices$/, devices, "Devices"],
   [/^\/console\/devices\/([^/]+)$/, device, null],
   [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
+  [/^\/console\/sla$/, sla, "SLA"],
   [/^\/console\/research$/, research, "Research"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
@@ -1483,6 +1687,7 @@ function navigation(me) {
     ["/console/applications", "Applications"],
     ["/console/devices", "Devices"],
     ["/console/vulnerabilities", "Vulnerabilities"],
+    ["/console/sla", "SLA"],
     ["/console/research", "Research"],
     ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],
