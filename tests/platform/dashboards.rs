@@ -18,7 +18,7 @@ backend_tests!(dashboards_evaluate_every_metric_over_the_tenant);
 
 const DAY_MS: i64 = 86_400_000;
 
-async fn preview(app: &TestApp, account: &Account, source: Value) -> Value {
+pub(crate) async fn preview(app: &TestApp, account: &Account, source: Value) -> Value {
     let resp = app
         .post(
             "/api/v1/dashboards/widgets/preview",
@@ -30,7 +30,7 @@ async fn preview(app: &TestApp, account: &Account, source: Value) -> Value {
     resp.body
 }
 
-fn categories(answer: &Value) -> BTreeMap<String, i64> {
+pub(crate) fn categories(answer: &Value) -> BTreeMap<String, i64> {
     assert_eq!(answer["data"]["shape"], "categories", "{answer}");
     answer["data"]["items"]
         .as_array()
@@ -189,7 +189,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
         .iter()
         .map(|m| m["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names.len(), 14, "{names:?}");
     let types = app
         .get("/api/v1/dashboards/catalog/widget-types", &member.bearer())
         .await;
@@ -291,6 +291,20 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
     assert_eq!(
         mttf["data"],
         json!({"shape": "number", "value": null, "unit": "days"})
+    );
+    // Every open finding stands somewhere against its SLA.
+    let by_sla = categories(
+        &preview(
+            &app,
+            &owner,
+            json!({"metric": "open_findings_by_sla_state"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        by_sla.values().sum::<i64>(),
+        by_severity.values().sum::<i64>(),
+        "{by_sla:?}"
     );
     // Two days of history, then today live.
     let open_now: i64 = by_severity.values().sum();

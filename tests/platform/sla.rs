@@ -14,6 +14,7 @@ use cairn_tests::{backend_tests, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use super::dashboards::{categories, preview};
 use super::partner::{act, customer};
 use super::portal::client_with_key;
 use super::reports::{download, generate, pdf_text};
@@ -221,10 +222,27 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
     );
     assert_eq!(overview.body["customers"][0]["sla"], acme_standing);
     assert_eq!(overview.body["customers"][1]["sla"], globex_standing);
-    // And the states counted agree with the findings list.
+    // And the states counted agree with the findings list, and with the
+    // dashboard's widgets.
     let listed = standing_rows(&app, &in_acme, "").await;
     let overdue = listed.iter().filter(|r| r.2 == "overdue").count();
     assert_eq!(acme_standing["overdue"], overdue as i64);
+    let widget = preview(
+        &app,
+        &in_acme,
+        json!({"metric": "open_findings_by_sla_state"}),
+    )
+    .await;
+    let by_state = categories(&widget);
+    for state in ["overdue", "due_soon", "within", "excepted", "untracked"] {
+        assert_eq!(acme_standing[state], by_state[state], "{state}: {widget}");
+    }
+    let compliance = preview(&app, &in_acme, json!({"metric": "sla_compliance"})).await;
+    assert_eq!(
+        compliance["data"]["value"].as_f64(),
+        acme_standing["compliance_percent"].as_f64(),
+        "{compliance}"
+    );
 
     // A critical device gets 3 days under a contract that says so: the
     // change says how many due dates moved.
@@ -929,6 +947,16 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     assert_eq!(
         devices_of_tier(&app, &admin, "low").await,
         ["LNX-01", "PC-01"]
+    );
+    let widget = preview(&app, &admin, json!({"metric": "assets_by_tier"})).await;
+    assert_eq!(
+        categories(&widget).into_iter().collect::<Vec<_>>(),
+        [
+            ("critical".into(), 1),
+            ("high".into(), 1),
+            ("low".into(), 2),
+            ("standard".into(), 0)
+        ]
     );
 
     // The SLA weighs the same tier.

@@ -58,6 +58,16 @@ const LIMIT: Parameter = Parameter {
     description: "Most entries returned",
 };
 
+/// The period an SLA figure counts fixes over.
+const SLA_DAYS: Parameter = Parameter {
+    name: "days",
+    kind: ParameterType::Integer,
+    default: 30.0,
+    minimum: 1.0,
+    maximum: 366.0,
+    description: "Days back from now the fixes are counted over",
+};
+
 pub const METRICS: &[Metric] = &[
     Metric {
         name: "open_findings_by_severity",
@@ -144,6 +154,27 @@ pub const METRICS: &[Metric] = &[
             maximum: 365.0,
             description: "Days shown, today included",
         }],
+        filterable: false,
+    },
+    Metric {
+        name: "open_findings_by_sla_state",
+        description: "Open findings against their SLA due dates: overdue, due_soon, within, excepted (an approved exception in force) and untracked (no rule of the policy covers it)",
+        shape: Shape::Categories,
+        parameters: &[],
+        filterable: false,
+    },
+    Metric {
+        name: "sla_compliance",
+        description: "Percent of the findings with a due date fixed in the last `days` days that were fixed by it; null when none was",
+        shape: Shape::Number,
+        parameters: &[SLA_DAYS],
+        filterable: false,
+    },
+    Metric {
+        name: "assets_by_tier",
+        description: "Assets by tier: critical, high, standard, low",
+        shape: Shape::Categories,
+        parameters: &[],
         filterable: false,
     },
     Metric {

@@ -123,11 +123,13 @@ fn count(value: i64, unit: &'static str) -> MetricValue {
 /// The severities in the order a chart shows them.
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "unknown"];
 
-/// Evaluates a checked data source over the tenant.
+/// Evaluates a checked data source over the tenant at `now` (the
+/// service's clock).
 pub async fn evaluate(
     db: &Db,
     tenant: &TenantId,
     checked: &Checked,
+    now: i64,
 ) -> Result<MetricValue, ApiError> {
     let scope: Option<AssetScope> = match &checked.filter {
         Some(query) => Some(device_figures::scope(db, tenant, query).await.map_err(
@@ -239,13 +241,38 @@ pub async fn evaluate(
             }
         }
         "mean_time_to_fix" => {
-            let since = now_ms() - params.get("days") as i64 * DAY_MS;
+            let since = now - params.get("days") as i64 * DAY_MS;
             let (mean, _) = finding_figures::mean_days_to_fix(db, tenant, since, &devices).await?;
             MetricValue::Number {
                 value: mean.map_or(Value::Null, |days| number((days * 10.0).round() / 10.0)),
                 unit: "days",
             }
         }
+        "open_findings_by_sla_state" => {
+            let standing = cairn_workflow::sla::standing_of(db, tenant, now, 30).await?;
+            categories(vec![
+                ("overdue".into(), standing.overdue),
+                ("due_soon".into(), standing.due_soon),
+                ("within".into(), standing.within),
+                ("excepted".into(), standing.excepted),
+                ("untracked".into(), standing.untracked),
+            ])
+        }
+        "sla_compliance" => {
+            let days = params.get("days") as i64;
+            let standing = cairn_workflow::sla::standing_of(db, tenant, now, days).await?;
+            MetricValue::Number {
+                value: standing.compliance_percent.map_or(Value::Null, number),
+                unit: "percent",
+            }
+        }
+        "assets_by_tier" => categories(
+            cairn_inventory::tiers::counts(db, tenant)
+                .await?
+                .into_iter()
+                .map(|(tier, n)| (tier.as_str().to_string(), n))
+                .collect(),
+        ),
         "applications_without_cpe" => {
             let (_, total) =
                 cairn_vulnerabilities::findings::views::unmatched(db, tenant, 0, 0).await?;

@@ -529,7 +529,8 @@ pub struct WidgetData {
 
 async fn evaluate(state: &AppState, caller: &Caller, source: &DataSource) -> ApiResult<WidgetData> {
     let checked = metrics::check(source, "data_source")?;
-    let data = metrics::evaluate(&state.db, &caller.tenant_id, &checked).await?;
+    let data =
+        metrics::evaluate(&state.db, &caller.tenant_id, &checked, state.clock.now_ms()).await?;
     Ok(WidgetData {
         metric: checked.metric.name.into(),
         params: checked.params.as_json(),
