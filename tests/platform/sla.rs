@@ -286,6 +286,42 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
         .unwrap_or_default();
     assert_eq!(entry["sla"]["overdue"], 1, "{}", list.text);
     assert_eq!(entry["sla"]["earliest_due_at"], sla["due_at"]);
+    let cves_in = |state: &'static str| {
+        let app = &app;
+        let who = &in_acme;
+        async move {
+            let page = app
+                .get(
+                    &format!("/api/v1/vulnerabilities/?sla_state={state}"),
+                    &who.bearer(),
+                )
+                .await;
+            assert_eq!(page.status, 200, "{}", page.text);
+            let mut cves: Vec<String> = page.body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v["cve_id"].as_str().unwrap().to_string())
+                .collect();
+            cves.sort();
+            cves
+        }
+    };
+    let overdue_cves = cves_in("overdue").await;
+    assert!(
+        overdue_cves.contains(&"CVE-2022-22784".to_string()),
+        "{overdue_cves:?}"
+    );
+    let expected: std::collections::BTreeSet<String> = rows
+        .iter()
+        .filter(|r| r.2 == "overdue")
+        .map(|r| r.0.clone())
+        .collect();
+    assert_eq!(overdue_cves, expected.into_iter().collect::<Vec<_>>());
+    assert!(cves_in("excepted").await.is_empty());
+    app.get("/api/v1/vulnerabilities/?sla_state=late", &in_acme.bearer())
+        .await
+        .assert_error(422);
 
     // Every change is in the partner's audit, newest first.
     let audit = app

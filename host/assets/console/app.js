@@ -578,7 +578,7 @@ async function vulnerabilities(_match, params) {
   const limit = 50;
   const page = pageNumber(params);
   const query = new URLSearchParams({ skip: String((page - 1) * limit), limit: String(limit) });
-  for (const key of ["severity", "kev", "epss_min", "status", "search"]) {
+  for (const key of ["severity", "kev", "epss_min", "status", "sla_state", "search"]) {
     if (params.get(key)) query.set(key, params.get(key));
   }
   const select = (name, label, options) =>
@@ -595,6 +595,7 @@ async function vulnerabilities(_match, params) {
     select("kev", "Known exploited", [["", "any"], ["true", "in KEV"]]),
     field("EPSS at least", { name: "epss_min", type: "number", step: "0.01", min: "0", max: "1", value: params.get("epss_min") || "" }),
     select("status", "Status", [["", "open"], ["accepted", "triaged away"], ["fixed", "fixed"], ["all", "all"]]),
+    select("sla_state", "SLA", [["", "any"], ["overdue", "overdue"], ["due_soon", "due soon"], ["within", "within SLA"], ["excepted", "excepted"]]),
     field("CVE or text", { name: "search", value: params.get("search") || "" }),
     el("button", { type: "submit" }, "Filter"),
   );

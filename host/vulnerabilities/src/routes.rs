@@ -258,6 +258,9 @@ pub struct VulnerabilityParams {
     /// `in_analysis`, `remediation_in_progress`, `resolved`,
     /// `not_affected`, `risk_accepted`, `false_positive`).
     triage: Option<String>,
+    /// Only CVEs with an open finding in this SLA state now (`within`,
+    /// `due_soon`, `overdue`, `excepted`; see `/api/v1/sla`).
+    sla_state: Option<String>,
     /// `-cvss_score` (default), `cvss_score`, `-epss_score`,
     /// `epss_score`, `-device_count`, `device_count`, `-published`,
     /// `published`, `cve_id`, `-cve_id`, `-first_seen`, `first_seen`.
@@ -282,6 +285,9 @@ fn status_param(status: Option<String>) -> ApiResult<String> {
     }
     Ok(status)
 }
+
+/// The SLA states a finding can be in.
+const SLA_STATES: [&str; 4] = ["within", "due_soon", "overdue", "excepted"];
 
 /// The CVEs on the tenant's devices, one entry per CVE with its scores,
 /// KEV and EPSS, the devices and applications affected and the versions
@@ -319,7 +325,7 @@ async fn list_vulnerabilities(
     let sort = params.sort.as_deref().unwrap_or("");
     let order = views::sort_sql(sort)
         .ok_or_else(|| ApiError::validation("sort", format!("cannot sort by {sort}")))?;
-    let filter = VulnerabilityFilter {
+    let mut filter = VulnerabilityFilter {
         status: status_param(params.status)?,
         severities,
         kev: params.kev,
@@ -339,13 +345,35 @@ async fn list_vulnerabilities(
             }
             other => other,
         },
+        cves: None,
     };
+    let now = state.clock.now_ms();
+    if let Some(wanted) = params.sla_state.filter(|s| !s.is_empty()) {
+        if !SLA_STATES.contains(&wanted.as_str()) {
+            return Err(ApiError::validation(
+                "sla_state",
+                format!("must be one of {}", SLA_STATES.join(", ")),
+            ));
+        }
+        let all = due
+            .0
+            .due_of(&state.db, &caller.tenant_id, None, now)
+            .await?;
+        let mut cves: Vec<String> = all
+            .into_iter()
+            .filter(|(_, due)| due.sla_state.as_deref() == Some(wanted.as_str()))
+            .map(|((_, _, _, cve), _)| cve)
+            .collect();
+        cves.sort();
+        cves.dedup();
+        filter.cves = Some(cves);
+    }
     let (mut items, total) =
         views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
     let cves: Vec<String> = items.iter().map(|i| i.cve_id.clone()).collect();
     let found = due
         .0
-        .due_of(&state.db, &caller.tenant_id, &cves, state.clock.now_ms())
+        .due_of(&state.db, &caller.tenant_id, Some(&cves), now)
         .await?;
     let mut per_cve = crate::findings::due::per_cve(&found);
     for item in &mut items {
@@ -398,7 +426,7 @@ async fn cve_devices(
             .due_of(
                 &state.db,
                 &caller.tenant_id,
-                std::slice::from_ref(&cve_id),
+                Some(std::slice::from_ref(&cve_id)),
                 state.clock.now_ms(),
             )
             .await?;

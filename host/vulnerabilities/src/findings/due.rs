@@ -34,12 +34,13 @@ pub type FindingKey = (String, String, String, String);
 /// The SLA as the vulnerability lists read it.
 #[async_trait]
 pub trait DueDates: Send + Sync {
-    /// The tenant's open findings of `cves` against their SLA at `now`.
+    /// The tenant's open findings (of `cves` when given) against their SLA
+    /// at `now`.
     async fn due_of(
         &self,
         db: &Db,
         tenant: &TenantId,
-        cves: &[String],
+        cves: Option<&[String]>,
         now: i64,
     ) -> sqlx::Result<HashMap<FindingKey, FindingDue>>;
 }

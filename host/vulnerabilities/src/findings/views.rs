@@ -86,6 +86,8 @@ pub struct VulnerabilityFilter {
     pub device: Option<String>,
     /// Only CVEs with a finding in this triage status.
     pub triage: Option<String>,
+    /// Only these CVEs.
+    pub cves: Option<Vec<String>>,
 }
 
 /// SQL: the triage status of the finding `f` (`to_evaluate` when none).
@@ -151,6 +153,7 @@ pub async fn vulnerabilities(
         cairn_core::db::json_text_values(db.backend, 3)
     );
     let (status, triaged) = status_filter(db.backend, &filter.status);
+    let cves_in = cairn_core::db::json_text_values(db.backend, 11);
     let filter_sql = format!(
         "f.tenant_id = $1 AND ($2 = 'all' OR f.status = $2) AND {triaged} \
          AND ($4 = 1 OR {severity_in}) \
@@ -162,7 +165,8 @@ pub async fn vulnerabilities(
               OR LOWER(f.application_name) LIKE LOWER($7) ESCAPE '\\') \
          AND (CAST($8 AS TEXT) IS NULL OR f.application_name = $8) \
          AND (CAST($9 AS TEXT) IS NULL OR f.device_name = $9) \
-         AND (CAST($10 AS TEXT) IS NULL OR {TRIAGE_STATUS} = $10)"
+         AND (CAST($10 AS TEXT) IS NULL OR {TRIAGE_STATUS} = $10) \
+         AND (CAST($11 AS TEXT) IS NULL OR f.cve_id IN ({cves_in}))"
     );
     let from = format!(
         "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
@@ -190,6 +194,12 @@ pub async fn vulnerabilities(
             .bind(filter.application.clone())
             .bind(filter.device.clone())
             .bind(filter.triage.clone())
+            .bind(
+                filter
+                    .cves
+                    .as_ref()
+                    .map(|cves| serde_json::to_string(cves).unwrap_or_default()),
+            )
     }
     let select = format!(
         "SELECT f.cve_id, c.description, c.severity, c.cvss_score AS cvss_score, c.cvss_version, \
@@ -200,7 +210,7 @@ pub async fn vulnerabilities(
          {from} WHERE {filter_sql} \
          GROUP BY f.cve_id, c.description, c.severity, c.cvss_score, c.cvss_version, e.score, \
          e.percentile, k.cve_id, k.due_date, c.published \
-         ORDER BY {order} LIMIT $11 OFFSET $12"
+         ORDER BY {order} LIMIT $12 OFFSET $13"
     );
     let count = format!("SELECT COUNT(DISTINCT f.cve_id) AS total {from} WHERE {filter_sql}");
     let rows = bind_all(

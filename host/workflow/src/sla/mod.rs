@@ -76,15 +76,15 @@ impl DueDates for DueDatesOfPolicies {
         &self,
         db: &Db,
         tenant: &TenantId,
-        cves: &[String],
+        cves: Option<&[String]>,
         now: i64,
     ) -> sqlx::Result<HashMap<FindingKey, FindingDue>> {
-        if cves.is_empty() {
+        if cves.is_some_and(|cves| cves.is_empty()) {
             return Ok(HashMap::new());
         }
         let applied = applied(db, tenant).await?;
         // Fixed findings are left out: `i64::MAX` as the period's start.
-        let tracked = tracked_of(db, tenant, &applied.policy, now, i64::MAX, Some(cves)).await?;
+        let tracked = tracked_of(db, tenant, &applied.policy, now, i64::MAX, cves).await?;
         Ok(tracked
             .into_iter()
             .map(|(f, _)| {
