@@ -154,7 +154,7 @@ pub struct TierRule {
     /// What the rule is for, 1 to 100 characters.
     pub name: String,
     /// A device search query (the grammar and fields of
-    /// `POST /api/v1/devices/search`).
+    /// `POST /api/v1/devices/devices/search`).
     #[schema(value_type = Object)]
     pub query: serde_json::Value,
     pub tier: Tier,

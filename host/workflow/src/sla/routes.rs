@@ -498,9 +498,9 @@ async fn set_asset_tiers(
 #[schema(as = AssetTierSearchChange)]
 #[serde(deny_unknown_fields)]
 pub struct TierSearchChange {
-    /// A device search query (as `POST /api/v1/devices/search` takes):
-    /// every device it matches now gets `tier`, by hand. Devices that
-    /// match it later do not; a tier rule does that.
+    /// A device search query (as `POST /api/v1/devices/devices/search`
+    /// takes): every device it matches now gets `tier`, by hand. Devices
+    /// that match it later do not; a tier rule does that.
     #[schema(value_type = Object)]
     query: serde_json::Value,
     tier: Tier,
