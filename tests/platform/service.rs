@@ -1,8 +1,11 @@
+use std::time::Duration;
+
 use cairn_tests::{backend_tests, Auth, Backend, TestApp};
-use serde_json::json;
+use serde_json::{json, Value};
 
 backend_tests!(
     health_and_root,
+    readiness_names_what_is_missing_and_recovers,
     openapi_lists_every_route,
     docs_pages_work_offline,
     unknown_routes_and_methods_get_json,
@@ -38,6 +41,106 @@ async fn health_and_root(backend: Backend) {
     assert_eq!(down.status, 503);
     assert_eq!(down.body["database"], "unreachable");
     app.finish().await;
+}
+
+/// `(name, ok)` of each readiness check, and the answer's status.
+async fn readiness(app: &TestApp) -> (u16, Vec<(String, bool)>, Value) {
+    let ready = app.get("/health/ready", &Auth::None).await;
+    let checks = ready.body["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", ready.text))
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    (ready.status, checks, ready.body)
+}
+
+/// Liveness answers whatever the dependencies do; readiness names the
+/// check that fails (a blob store that takes no file, on PostgreSQL the
+/// database gone) and is ready again once it is back; a connector file
+/// that would not load is named and does not fail it.
+async fn readiness_names_what_is_missing_and_recovers(backend: Backend) {
+    let components = std::env::temp_dir().join(format!(
+        "cairn-ready-components-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&components).unwrap();
+    std::fs::write(components.join("broken.wasm"), b"not a component").unwrap();
+    let dir = components.clone();
+    let Some(app) = TestApp::start_with(backend, move |s| s.connectors_dir = dir).await else {
+        return;
+    };
+    let live = app.get("/health/live", &Auth::None).await;
+    assert_eq!((live.status, &live.body), (200, &json!({"status": "ok"})));
+    let all_ok = |names: &[&str]| -> Vec<(String, bool)> {
+        names.iter().map(|n| (n.to_string(), true)).collect()
+    };
+    let names = [
+        "database",
+        "migrations",
+        "connectors",
+        "blob_store:portal",
+        "blob_store:uploads",
+        "blob_store:reports",
+    ];
+    let (status, checks, body) = readiness(&app).await;
+    assert_eq!((status, checks), (200, all_ok(&names)), "{body}");
+    assert_eq!(body["status"], "ready");
+    let connectors = body["checks"][2]["detail"].as_str().unwrap();
+    assert!(connectors.contains("broken.wasm"), "{connectors}");
+
+    // The uploads store takes no file: its directory is a file now.
+    let root = app
+        .server
+        .state
+        .blobs
+        .uploads
+        .tmp_dir()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::fs::create_dir_all(&root).unwrap();
+    let aside = root.with_extension("aside");
+    std::fs::rename(&root, &aside).unwrap();
+    std::fs::write(&root, b"in the way").unwrap();
+    let (status, checks, body) = readiness(&app).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "not_ready");
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(failed, ["blob_store:uploads"], "{body}");
+    assert_eq!(app.get("/health/live", &Auth::None).await.status, 200);
+    std::fs::remove_file(&root).unwrap();
+    std::fs::rename(&aside, &root).unwrap();
+    assert_eq!(readiness(&app).await.0, 200);
+
+    // PostgreSQL gone, then back: not ready, then ready without a restart.
+    if app.postgres_outage(true).await {
+        let (status, checks, body) = readiness(&app).await;
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(checks[0], ("database".to_string(), false), "{body}");
+        assert_eq!(app.get("/health/live", &Auth::None).await.status, 200);
+        app.postgres_outage(false).await;
+        cairn_tests::wait_until("ready again", Duration::from_secs(20), async || {
+            let (status, _, body) = readiness(&app).await;
+            if status == 200 {
+                Ok(())
+            } else {
+                Err(body.to_string())
+            }
+        })
+        .await;
+    }
+    app.finish().await;
+    let _ = std::fs::remove_dir_all(components);
 }
 
 async fn openapi_lists_every_route(backend: Backend) {

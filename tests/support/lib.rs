@@ -435,6 +435,42 @@ impl TestApp {
         &self.server.state.db
     }
 
+    /// On PostgreSQL, an outage of the app's database (`down`: new
+    /// connections refused and open ones ended) or its end; false on
+    /// SQLite, which has no server to lose.
+    pub async fn postgres_outage(&self, down: bool) -> bool {
+        let Some(database) = &self.postgres else {
+            return false;
+        };
+        let mut conn = PgConnection::connect(&database.admin)
+            .await
+            .expect("connect to PostgreSQL");
+        conn.execute(
+            format!(
+                "ALTER DATABASE {} ALLOW_CONNECTIONS {}",
+                database.name,
+                if down { "false" } else { "true" }
+            )
+            .as_str(),
+        )
+        .await
+        .expect("change the database's connections");
+        if down {
+            conn.execute(
+                format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = '{}' AND pid <> pg_backend_pid()",
+                    database.name
+                )
+                .as_str(),
+            )
+            .await
+            .expect("end the database's connections");
+        }
+        let _ = conn.close().await;
+        true
+    }
+
     /// A tenant row made directly, for tests that need many tenants but no
     /// accounts (registration is rate limited).
     pub async fn create_tenant(&self, name: &str) -> cairn_core::ids::TenantId {

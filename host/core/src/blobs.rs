@@ -377,6 +377,32 @@ impl BlobStore {
         }
     }
 
+    /// Stores a small file and removes it again: whether this store
+    /// takes new files now (for readiness).
+    pub async fn probe(&self) -> Result<(), StoreError> {
+        let tmp = self.tmp_dir();
+        tokio::fs::create_dir_all(&tmp).await?;
+        let name = format!("ready-probe-{}", uuid::Uuid::new_v4().simple());
+        let file = tmp.join(&name);
+        tokio::fs::write(&file, b"ready").await?;
+        let key = format!("probes/{name}");
+        let stored = self
+            .put(
+                Outgoing {
+                    file: &file,
+                    size: 5,
+                    content_type: "text/plain",
+                    name: &name,
+                },
+                &key,
+            )
+            .await;
+        // `put` moved or sent the file; left over only when it failed early.
+        let _ = tokio::fs::remove_file(&file).await;
+        stored?;
+        self.remove(&key).await
+    }
+
     /// A URL that reads the S3 object `key` without credentials, valid for
     /// `ttl`.
     pub async fn presigned_get(&self, key: &str, ttl: Duration) -> Result<String, StoreError> {

@@ -17,6 +17,8 @@ use cairn_platform::app::AppState;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(health))
+        .routes(routes!(health_live))
+        .routes(routes!(health_ready))
         .routes(routes!(root))
         .routes(routes!(cairn_platform::http::metrics::metrics_endpoint))
         .routes(routes!(openapi_json))
@@ -95,6 +97,120 @@ async fn health(State(state): State<AppState>) -> Response {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Liveness {
+    /// Always `ok`: the process answers.
+    status: &'static str,
+}
+
+/// Liveness for an orchestrator (a Kubernetes liveness probe): the process
+/// answers. It checks no dependency, so a database outage, which a
+/// restart cannot fix, does not restart the process; readiness takes it
+/// out of rotation instead.
+#[utoipa::path(get, path = "/health/live", tag = "service", security(()),
+    responses((status = 200, body = Liveness)))]
+async fn health_live() -> axum::Json<Liveness> {
+    axum::Json(Liveness { status: "ok" })
+}
+
+/// One readiness check.
+#[derive(Serialize, ToSchema)]
+pub struct ReadinessCheck {
+    /// `database`, `migrations`, `connectors`, or `blob_store:<shelf>`
+    /// (`portal`, `uploads`, `reports`).
+    name: String,
+    ok: bool,
+    /// What was found, in words.
+    detail: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready`, or `not_ready` when a check failed.
+    status: &'static str,
+    checks: Vec<ReadinessCheck>,
+}
+
+/// Readiness for a load balancer or a Kubernetes readiness probe: the
+/// database answers a round trip, the newest migration of this build is
+/// applied, the connector modules were loaded (files skipped are named,
+/// and do not fail it), and each blob store takes a file (one is written
+/// and removed). 503 naming the failed check otherwise.
+#[utoipa::path(get, path = "/health/ready", tag = "service", security(()),
+    responses((status = 200, body = Readiness),
+              (status = 503, body = Readiness, description = "A check failed")))]
+async fn health_ready(State(state): State<AppState>) -> Response {
+    let mut checks = vec![];
+    let database = state.db.ping().await;
+    checks.push(ReadinessCheck {
+        name: "database".into(),
+        ok: database,
+        detail: match database {
+            true => format!("{} answers", state.db.backend.name()),
+            false => format!("{} does not answer", state.db.backend.name()),
+        },
+    });
+    let migrations = match database {
+        true => state.db.migrations_current().await,
+        false => Ok(false),
+    };
+    checks.push(ReadinessCheck {
+        name: "migrations".into(),
+        ok: matches!(migrations, Ok(true)),
+        detail: match migrations {
+            Ok(true) => "the newest migration of this build is applied".into(),
+            Ok(false) if !database => "not read: the database does not answer".into(),
+            Ok(false) => "the newest migration of this build is not applied".into(),
+            Err(err) => format!("the applied migrations could not be read: {err}"),
+        },
+    });
+    let plugins = &state.plugins;
+    let skipped: Vec<String> = plugins
+        .skipped
+        .iter()
+        .map(|s| format!("{} ({})", s.file, s.reason))
+        .collect();
+    checks.push(ReadinessCheck {
+        name: "connectors".into(),
+        ok: true,
+        detail: format!(
+            "{} connectors and {} CSV providers loaded{}",
+            plugins.connectors.len(),
+            plugins.csv_providers.len(),
+            match skipped.is_empty() {
+                true => String::new(),
+                false => format!("; skipped: {}", skipped.join("; ")),
+            }
+        ),
+    });
+    let stores = [
+        ("portal", &state.blobs.portal),
+        ("uploads", &state.blobs.uploads),
+        ("reports", &state.blobs.reports),
+    ];
+    for (shelf, store) in stores {
+        let probed = store.probe().await;
+        checks.push(ReadinessCheck {
+            name: format!("blob_store:{shelf}"),
+            ok: probed.is_ok(),
+            detail: match probed {
+                Ok(()) => format!("the {} store takes files", store.kind().as_str()),
+                Err(err) => format!("the {} store takes no file: {err}", store.kind().as_str()),
+            },
+        });
+    }
+    let ready = checks.iter().all(|c| c.ok);
+    let status = match ready {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let body = Readiness {
+        status: if ready { "ready" } else { "not_ready" },
+        checks,
     };
     (status, axum::Json(body)).into_response()
 }

@@ -211,6 +211,25 @@ impl Db {
         self.bookkeeping.close().await;
     }
 
+    /// Whether the newest migration this build carries is applied (a
+    /// database an older build left behind, or one a newer build moved on,
+    /// both answer on their own terms: only a missing one is behind).
+    pub async fn migrations_current(&self) -> sqlx::Result<bool> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        let Some(newest) = migrator.iter().map(|m| m.version).max() else {
+            return Ok(true);
+        };
+        let applied: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE version = $1")
+                .bind(newest)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(applied > 0)
+    }
+
     /// One real round trip, for `/health`.
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
