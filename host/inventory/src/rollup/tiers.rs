@@ -51,6 +51,17 @@ impl Tier {
     }
 }
 
+/// SQL: an asset's tier is not `standard`, as equalities the index
+/// `assets_by_tier` (migration 0051) answers without reading every asset.
+fn not_standard() -> String {
+    let others: Vec<String> = Tier::ALL
+        .into_iter()
+        .filter(|tier| *tier != Tier::Standard)
+        .map(|tier| format!("'{}'", tier.as_str()))
+        .collect();
+    format!("tier IN ({})", others.join(", "))
+}
+
 /// The key a device's name is compared by (findings name devices as the
 /// inventory rows do; a tier set by hand is looked up by it).
 pub fn device_key(name: &str) -> String {
@@ -269,9 +280,10 @@ pub async fn reapply(db: &Db, tenant: &TenantId, rollup_at: i64) -> Result<usize
             .await?
     } else {
         // Nothing set: only assets still showing an earlier tier change.
-        sqlx::query_as(
-            "SELECT asset_key, names, tier FROM assets WHERE tenant_id = $1 AND tier <> 'standard'",
-        )
+        sqlx::query_as(&format!(
+            "SELECT asset_key, names, tier FROM assets WHERE tenant_id = $1 AND {}",
+            not_standard()
+        ))
         .bind(tenant.as_str())
         .fetch_all(&db.pool)
         .await?
@@ -358,9 +370,10 @@ async fn reapply_now(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
 /// The tier of each device name the tenant's assets were seen under, by
 /// [`device_key`]; a name not here is `standard`.
 pub async fn by_device_name(db: &Db, tenant: &TenantId) -> sqlx::Result<HashMap<String, Tier>> {
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT names, tier FROM assets WHERE tenant_id = $1 AND tier <> 'standard'",
-    )
+    let rows: Vec<(String, String)> = sqlx::query_as(&format!(
+        "SELECT names, tier FROM assets WHERE tenant_id = $1 AND {}",
+        not_standard()
+    ))
     .bind(tenant.as_str())
     .fetch_all(&db.pool)
     .await?;
