@@ -432,7 +432,7 @@ async fn dashboards_evaluate_every_metric_over_the_tenant(backend: Backend) {
     let again = app.get("/api/v1/dashboards/default", &owner.bearer()).await;
     assert_eq!(again.body["id"], default.body["id"]);
     let widgets = default.body["widgets"].as_array().unwrap().clone();
-    assert_eq!(widgets.len(), 11);
+    assert_eq!(widgets.len(), 14);
     for widget in &widgets {
         let data = app
             .post(

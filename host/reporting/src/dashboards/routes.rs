@@ -190,6 +190,27 @@ const TEMPLATE: &[(&str, &str, &str, &str, [u32; 4])] = &[
         [4, 10, 8, 4],
     ),
     ("Sync health", "table", "sync_health", "{}", [0, 14, 12, 3]),
+    (
+        "Open findings by SLA state",
+        "bar",
+        "open_findings_by_sla_state",
+        "{}",
+        [0, 17, 5, 4],
+    ),
+    (
+        "Fixed by their due date, % (30 days)",
+        "counter",
+        "sla_compliance",
+        r#"{"days": 30}"#,
+        [5, 17, 3, 2],
+    ),
+    (
+        "Assets by tier",
+        "pie",
+        "assets_by_tier",
+        "{}",
+        [8, 17, 4, 4],
+    ),
 ];
 
 fn default_widgets() -> Vec<NewWidget> {
@@ -219,7 +240,7 @@ fn default_widgets() -> Vec<NewWidget> {
 
 /// The caller's default dashboard, created on the first call from a
 /// template (findings by severity, KEV, trend, top applications, EPSS,
-/// devices, sync health).
+/// devices, sync health, SLA states and compliance, assets by tier).
 #[utoipa::path(get, path = "/default", tag = "dashboards",
     responses((status = 200, body = DashboardView)))]
 async fn default_dashboard(
