@@ -9,13 +9,8 @@ use sqlx::Row;
 use utoipa::ToSchema;
 
 use super::rollup::VersionCount;
-use cairn_core::db::{json_text_values, stored_json, Db};
+use cairn_core::db::{json_text_values, stored_json, tenant_ids_json, Db};
 use cairn_core::ids::TenantId;
-
-fn ids_json(tenants: &[TenantId]) -> String {
-    serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default()
-}
 
 /// A tenant's inventory in brief.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,7 +33,7 @@ pub async fn briefs(
          FROM rollup_state r WHERE r.tenant_id IN ({})",
         json_text_values(db.backend, 1)
     ))
-    .bind(ids_json(tenants))
+    .bind(tenant_ids_json(tenants))
     .fetch_all(&db.pool)
     .await?;
     rows.iter()
@@ -81,7 +76,7 @@ pub async fn applications_named(
          ORDER BY a.tenant_id, a.name LIMIT $3",
         json_text_values(db.backend, 1)
     ))
-    .bind(ids_json(tenants))
+    .bind(tenant_ids_json(tenants))
     .bind(pattern)
     .bind(limit)
     .fetch_all(&db.pool)

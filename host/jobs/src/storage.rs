@@ -682,8 +682,7 @@ pub async fn last_successes(
     tenants: &[TenantId],
     kinds: &[String],
 ) -> sqlx::Result<Vec<(String, String, i64)>> {
-    let tenants = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let tenants = cairn_core::db::tenant_ids_json(tenants);
     sqlx::query_as(&format!(
         "SELECT tenant_id, kind, CAST(MAX(finished_at) AS BIGINT) AS finished_at FROM jobs \
          WHERE tenant_id IN ({}) AND kind IN ({}) AND status = 'success' \

@@ -348,6 +348,9 @@ async fn list_vulnerabilities(
         cves: None,
     };
     let now = state.clock.now_ms();
+    // With `sla_state`, every open finding's standing is read once: it
+    // picks the CVEs and gives the page's figures.
+    let mut every_due = None;
     if let Some(wanted) = params.sla_state.filter(|s| !s.is_empty()) {
         if !SLA_STATES.contains(&wanted.as_str()) {
             return Err(ApiError::validation(
@@ -360,21 +363,26 @@ async fn list_vulnerabilities(
             .due_of(&state.db, &caller.tenant_id, None, now)
             .await?;
         let mut cves: Vec<String> = all
-            .into_iter()
+            .iter()
             .filter(|(_, due)| due.sla_state.as_deref() == Some(wanted.as_str()))
-            .map(|((_, _, _, cve), _)| cve)
+            .map(|((_, _, _, cve), _)| cve.clone())
             .collect();
         cves.sort();
         cves.dedup();
         filter.cves = Some(cves);
+        every_due = Some(all);
     }
     let (mut items, total) =
         views::vulnerabilities(&state.db, &caller.tenant_id, &filter, order, skip, limit).await?;
-    let cves: Vec<String> = items.iter().map(|i| i.cve_id.clone()).collect();
-    let found = due
-        .0
-        .due_of(&state.db, &caller.tenant_id, Some(&cves), now)
-        .await?;
+    let found = match every_due {
+        Some(all) => all,
+        None => {
+            let cves: Vec<String> = items.iter().map(|i| i.cve_id.clone()).collect();
+            due.0
+                .due_of(&state.db, &caller.tenant_id, Some(&cves), now)
+                .await?
+        }
+    };
     let mut per_cve = crate::findings::due::per_cve(&found);
     for item in &mut items {
         item.sla = per_cve.remove(&item.cve_id);

@@ -420,6 +420,12 @@ pub fn lowered_json(values: &[String]) -> String {
     serde_json::to_string(&lowered).unwrap_or_default()
 }
 
+/// `tenants`' ids as a JSON array, to bind for [`json_text_values`].
+pub fn tenant_ids_json(tenants: &[crate::ids::TenantId]) -> String {
+    serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default()
+}
+
 /// `SELECT value ...` over the text values of the JSON array bound as `$n`,
 /// for `column IN (...)` filters on either engine.
 pub fn json_text_values(backend: Backend, n: usize) -> String {

@@ -247,18 +247,6 @@ pub async fn set_rules(
     reapply_now(db, tenant).await
 }
 
-/// Whether the tenant set any tier, by hand or by rule.
-async fn any_set(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
-    let found: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM device_tiers WHERE tenant_id = $1 \
-         UNION ALL SELECT 1 FROM device_tier_rules WHERE tenant_id = $1 LIMIT 1",
-    )
-    .bind(tenant.as_str())
-    .fetch_optional(&db.pool)
-    .await?;
-    Ok(found.is_some())
-}
-
 #[derive(Debug, sqlx::FromRow)]
 struct AssetTierRow {
     asset_key: String,
@@ -272,8 +260,13 @@ struct AssetTierRow {
 /// how many assets changed tier. A rule whose stored query no longer
 /// compiles (a field since removed) matches nothing.
 pub async fn reapply(db: &Db, tenant: &TenantId, rollup_at: i64) -> Result<usize, WriteError> {
-    let anything_set = any_set(db, tenant).await?;
-    let assets: Vec<AssetTierRow> = if anything_set {
+    let by_hand: HashMap<String, Tier> = set_by_hand_list(db, tenant)
+        .await?
+        .into_iter()
+        .filter_map(|row| Some((device_key(&row.device_name), Tier::parse(&row.tier)?)))
+        .collect();
+    let (rules, _) = rules(db, tenant).await?;
+    let assets: Vec<AssetTierRow> = if !by_hand.is_empty() || !rules.is_empty() {
         sqlx::query_as("SELECT asset_key, names, tier FROM assets WHERE tenant_id = $1")
             .bind(tenant.as_str())
             .fetch_all(&db.pool)
@@ -291,13 +284,8 @@ pub async fn reapply(db: &Db, tenant: &TenantId, rollup_at: i64) -> Result<usize
     if assets.is_empty() {
         return Ok(0);
     }
-    let by_hand: HashMap<String, Tier> = set_by_hand_list(db, tenant)
-        .await?
-        .into_iter()
-        .filter_map(|row| Some((device_key(&row.device_name), Tier::parse(&row.tier)?)))
-        .collect();
     let mut by_rule: HashMap<String, Tier> = HashMap::new();
-    for rule in rules(db, tenant).await?.0 {
+    for rule in rules {
         let Ok(query) = serde_json::from_value::<QueryGroup>(rule.query) else {
             continue;
         };
@@ -412,8 +400,7 @@ pub async fn counts(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<(Tier, i64)>
 /// the assets (a rollup, a tier change) moves it. A tenant without a
 /// rollup is 0.
 pub async fn stamps(db: &Db, tenants: &[TenantId]) -> sqlx::Result<HashMap<String, i64>> {
-    let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let ids = cairn_core::db::tenant_ids_json(tenants);
     sqlx::query_as(&format!(
         "SELECT tenant_id, writes FROM rollup_state WHERE tenant_id IN ({})",
         json_text_values(db.backend, 1)

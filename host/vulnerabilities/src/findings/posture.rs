@@ -81,8 +81,7 @@ impl Stamps {
 
 /// The stamps of `tenants`' findings: two statements for any number.
 pub async fn stamps(db: &Db, tenants: &[TenantId]) -> sqlx::Result<Stamps> {
-    let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let ids = cairn_core::db::tenant_ids_json(tenants);
     let reference: i64 = sqlx::query_scalar(
         "SELECT CAST(COALESCE(MAX(updated_at), 0) AS BIGINT) FROM vuln_source_state",
     )
@@ -196,8 +195,7 @@ pub struct Exposure {
 /// Every open finding of `cve_id` on the devices of `tenants`, by tenant,
 /// device and application (each tenant one index lookup).
 pub async fn exposures(db: &Db, tenants: &[TenantId], cve_id: &str) -> sqlx::Result<Vec<Exposure>> {
-    let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let ids = cairn_core::db::tenant_ids_json(tenants);
     let rows = sqlx::query(&format!(
         "SELECT f.tenant_id, f.device_name, f.application_name, f.version, f.fix_version, \
          f.first_seen FROM {ALL_FINDINGS} f WHERE f.cve_id = $1 AND f.tenant_id IN ({}) AND {} \

@@ -292,8 +292,7 @@ pub async fn stamps(
     db: &Db,
     tenants: &[TenantId],
 ) -> sqlx::Result<std::collections::HashMap<String, (i64, i64, i64)>> {
-    let ids = serde_json::to_string(&tenants.iter().map(|t| t.as_str()).collect::<Vec<_>>())
-        .unwrap_or_default();
+    let ids = cairn_core::db::tenant_ids_json(tenants);
     let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&format!(
         "SELECT tenant_id, COUNT(*), CAST(MAX(requested_at) AS BIGINT), \
          CAST(COALESCE(MAX(decided_at), 0) AS BIGINT) FROM sla_exceptions \

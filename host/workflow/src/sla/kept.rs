@@ -223,7 +223,8 @@ pub async fn standings(
 async fn build(db: &Db, tenant: &TenantId, now: i64) -> sqlx::Result<Digest> {
     let applied = super::applied(db, tenant).await?;
     let since = now - MAX_PERIOD_DAYS * DAY_MS;
-    let findings = super::tracked_with_expiries(db, tenant, &applied.policy, now, since).await?;
+    let findings =
+        super::tracked_with_expiries(db, tenant, &applied.policy, now, since, None).await?;
     Ok(Digest::of(&findings, applied.policy.due_soon_days))
 }
 

@@ -84,7 +84,8 @@ impl DueDates for DueDatesOfPolicies {
         }
         let applied = applied(db, tenant).await?;
         // Fixed findings are left out: `i64::MAX` as the period's start.
-        let tracked = tracked_of(db, tenant, &applied.policy, now, i64::MAX, cves).await?;
+        let tracked =
+            tracked_with_expiries(db, tenant, &applied.policy, now, i64::MAX, cves).await?;
         Ok(tracked
             .into_iter()
             .map(|(f, _)| {
@@ -295,28 +296,19 @@ pub async fn tracked_with(
     now: i64,
     fixed_since: i64,
 ) -> sqlx::Result<Vec<TrackedFinding>> {
-    Ok(tracked_with_expiries(db, tenant, policy, now, fixed_since)
-        .await?
-        .into_iter()
-        .map(|(finding, _)| finding)
-        .collect())
+    Ok(
+        tracked_with_expiries(db, tenant, policy, now, fixed_since, None)
+            .await?
+            .into_iter()
+            .map(|(finding, _)| finding)
+            .collect(),
+    )
 }
 
-/// [`tracked_with`], each open finding with the latest expiry among the
-/// approved exceptions covering it at `now` (when it stops being
-/// excepted).
+/// [`tracked_with`] (of `cves` only, when given), each open finding with
+/// the latest expiry among the approved exceptions covering it at `now`
+/// (when it stops being excepted).
 pub async fn tracked_with_expiries(
-    db: &Db,
-    tenant: &TenantId,
-    policy: &Policy,
-    now: i64,
-    fixed_since: i64,
-) -> sqlx::Result<Vec<(TrackedFinding, Option<i64>)>> {
-    tracked_of(db, tenant, policy, now, fixed_since, None).await
-}
-
-/// [`tracked_with_expiries`], of `cves` only when given.
-async fn tracked_of(
     db: &Db,
     tenant: &TenantId,
     policy: &Policy,
