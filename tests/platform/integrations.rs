@@ -802,6 +802,10 @@ async fn sync_caps_stop_runs_with_clear_errors(backend: Backend) {
             // (for the endless loop above) only makes a loaded machine's
             // slow call a retried timeout, and this test counts attempts.
             s.plugin_call_timeout_secs = 30;
+            // Nor may a lapsed lease retry it: on a machine loaded enough
+            // that the heartbeat's write misses a minute, the reaper would
+            // hand the run out again (attempts 2, seen once in CI).
+            s.job_lease_secs = 600;
             cap(s);
         })
         .await

@@ -25,6 +25,7 @@ backend_tests!(
     exceptions_need_another_approver_and_expire,
     a_customer_decides_its_exceptions_through_the_portal,
     tiers_come_from_rules_searches_and_hands,
+    tiers_follow_rmm_groups_and_scanner_tags,
 );
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -1085,6 +1086,91 @@ async fn tiers_come_from_rules_searches_and_hands(backend: Backend) {
     assert_eq!(
         devices_of_tier(&app, &admin, "standard").await,
         ["LNX-01", "SRV-WEB-02"]
+    );
+    app.finish().await;
+}
+
+/// Tier rules on the RMM group a device is in and on a scanner's tags:
+/// the device shows its groups, the rules follow a device moved to
+/// another group with the next rollup, and another tenant's rules reach
+/// none of it.
+async fn tiers_follow_rmm_groups_and_scanner_tags(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let in_groups = |device: &str, groups: &[&str]| {
+        let MappedRow::Inventory(mut row) = cairn_tests::inventory::item(
+            device,
+            "Zoom",
+            "Zoom Video Communications",
+            "5.9.1",
+            "windows",
+        ) else {
+            unreachable!("an inventory row")
+        };
+        row.group_ids = groups.iter().map(|g| (*g).into()).collect();
+        MappedRow::Inventory(row)
+    };
+    app.seed(
+        &admin,
+        "rmm",
+        &[
+            in_groups("DC-01", &["12"]),
+            in_groups("PC-01", &["7", "30"]),
+            in_groups("PC-02", &[]),
+        ],
+    )
+    .await;
+    let tagged = cairn_tests::inventory::device_record(
+        "PC-02",
+        json!({"name": "PC-02", "hostname": "pc-02.corp.example", "tags": ["PCI", "Finance"]}),
+    );
+    app.seed(&admin, "scanner", &[tagged]).await;
+    app.rebuild(&admin).await;
+
+    let device = app
+        .get("/api/v1/devices/by-name/PC-01", &admin.bearer())
+        .await;
+    assert_eq!(device.status, 200, "{}", device.text);
+    assert_eq!(device.body["group_ids"], json!(["30", "7"]));
+
+    let equals = |field: &str, value: &str| {
+        json!({"combinator": "and", "rules": [
+            {"kind": "rule", "field": field, "operator": "equals", "value": value}]})
+    };
+    let rules = json!({"rules": [
+        {"name": "Domain controllers", "tier": "critical", "query": equals("group_id", "12")},
+        {"name": "Card data", "tier": "high", "query": equals("scan.tags", "pci")},
+        {"name": "Kiosks", "tier": "low", "query": equals("group_id", "30")},
+    ]});
+    let set = put(&app, &admin, "/api/v1/sla/tier-rules", rules).await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    assert_eq!(devices_of_tier(&app, &admin, "critical").await, ["DC-01"]);
+    assert_eq!(devices_of_tier(&app, &admin, "high").await, ["PC-02"]);
+    assert_eq!(devices_of_tier(&app, &admin, "low").await, ["PC-01"]);
+
+    // PC-01 moves to the domain controllers' group at the RMM: its next
+    // sync rewrites its rows and the rollup after it re-tiers it.
+    app.seed(&admin, "rmm", &[in_groups("PC-01", &["12"])])
+        .await;
+    app.rebuild(&admin).await;
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["DC-01", "PC-01"]
+    );
+    assert!(devices_of_tier(&app, &admin, "low").await.is_empty());
+
+    // Another tenant with the same rules and no devices tiers nothing of
+    // ours, and its search by group finds none of our devices.
+    let rival = app.register("rival@other.example").await;
+    let theirs = json!({"rules": [
+        {"name": "Group 12", "tier": "low", "query": equals("group_id", "12")}]});
+    put(&app, &rival, "/api/v1/sla/tier-rules", theirs).await;
+    assert!(devices_of_tier(&app, &rival, "low").await.is_empty());
+    assert_eq!(
+        devices_of_tier(&app, &admin, "critical").await,
+        ["DC-01", "PC-01"]
     );
     app.finish().await;
 }

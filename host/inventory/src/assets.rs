@@ -26,6 +26,7 @@ const MDM_FIELDS: &[(&str, FieldType)] = &[
     ("mdm.managed_device_id", Text),
     ("mdm.compliance_state", Text),
     ("mdm.ownership", Text),
+    ("mdm.tags", Text),
 ];
 
 /// Searchable fields of an edr area's device (agent) record.
@@ -39,6 +40,7 @@ const EDR_FIELDS: &[(&str, FieldType)] = &[
     ("edr.agent_version", Text),
     ("edr.infected", Boolean),
     ("edr.active_threats", Number),
+    ("edr.tags", Text),
 ];
 
 /// Searchable fields of a scanner area's asset record.
@@ -53,13 +55,15 @@ const SCAN_FIELDS: &[(&str, FieldType)] = &[
     ("scan.high_count", Number),
     ("scan.medium_count", Number),
     ("scan.low_count", Number),
+    ("scan.tags", Text),
 ];
 
 /// The devices allow-list: bare fields describe the asset's inventory rows
 /// (`device_name` matches any name the asset was seen under,
 /// `application_name` any application on it, `source` any reporting
-/// integration); `mdm.`, `edr.` and `scan.` fields read the attached
-/// records.
+/// integration, `group_id` any RMM group its rows name); `mdm.`, `edr.`
+/// and `scan.` fields read the attached records (`tags` any of the
+/// record's tags).
 pub struct AssetFields;
 
 impl AssetFields {
@@ -80,6 +84,7 @@ impl AssetFields {
             "source",
             "last_seen",
             "tier",
+            "group_id",
         ];
         let mut names: Vec<String> = bare.iter().map(|s| s.to_string()).collect();
         for fields in [MDM_FIELDS, EDR_FIELDS, SCAN_FIELDS] {
@@ -146,6 +151,7 @@ impl Catalog for AssetFields {
                 FieldType::Version,
             ),
             "source" => (Column::Term(ASSET_TERMS, "source"), Text),
+            "group_id" => (Column::Term(ASSET_TERMS, "group_id"), Text),
             "application_count" => (Column::Required("a.application_count"), Number),
             "last_seen" => (Column::Required("a.last_seen"), FieldType::Date),
             // Written lower case by `tiers`, so already folded.
@@ -171,7 +177,8 @@ impl Catalog for AssetFields {
                 ty: Text,
             }),
             // A list has no one value to sort by.
-            "application_name" | "application_version" | "source" => None,
+            "application_name" | "application_version" | "source" | "group_id" => None,
+            _ if name.ends_with(".tags") => None,
             // The other term fields sort by the document's copy.
             _ => self.field(name).map(|field| match field.column {
                 Column::Term(_, key) => Field {
@@ -231,6 +238,9 @@ fn searchable(asset: &Asset) -> SearchDocument {
         .text("os_build", asset.os_build.as_deref())
         .text("user_email", asset.user_email.as_deref())
         .text("user_name", asset.user_name.as_deref());
+    if !asset.group_ids.is_empty() {
+        doc.list("group_id", asset.group_ids.iter().map(String::as_str));
+    }
     let details: [(DetailFields, Option<&Value>); 3] = [
         (MDM_FIELDS, asset.mdm.as_ref()),
         (EDR_FIELDS, asset.edr.as_ref()),
@@ -243,6 +253,11 @@ fn searchable(asset: &Asset) -> SearchDocument {
             let Some(value) = record.get(key) else {
                 continue;
             };
+            // A list of text (`tags`) is searched by each element.
+            if let (Text, Value::Array(items)) = (ty, value) {
+                doc.list(name, items.iter().filter_map(Value::as_str));
+                continue;
+            }
             let typed = match ty {
                 Text | FieldType::Version => value.is_string(),
                 Number | FieldType::Date => value.is_number(),
@@ -258,7 +273,7 @@ fn searchable(asset: &Asset) -> SearchDocument {
 
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
     a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
-    a.last_seen, a.applications, a.os_name, a.os_build, a.tier";
+    a.last_seen, a.applications, a.os_name, a.os_build, a.tier, a.group_ids";
 
 pub fn table() -> Table<'static> {
     Table {
@@ -302,4 +317,6 @@ pub struct AssetRow {
     pub os_build: Option<String>,
     /// `critical`, `high`, `standard` or `low` (see [`crate::rollup::tiers`]).
     pub tier: String,
+    /// A JSON array of the RMM group ids its rows name.
+    pub group_ids: String,
 }

@@ -40,6 +40,9 @@ pub struct AssetView {
     pub tier: crate::rollup::tiers::Tier,
     /// Reporting integrations; `scanner` when a scanner asset matched.
     pub sources: Vec<String>,
+    /// The RMM groups (their ids at the RMM) the device's rows name; a
+    /// device search field (`group_id`).
+    pub group_ids: Vec<String>,
     #[schema(value_type = Option<Object>)]
     pub mdm: Option<Value>,
     #[schema(value_type = Option<Object>)]
@@ -79,6 +82,7 @@ impl AssetView {
             tier: crate::rollup::tiers::Tier::parse(&row.tier)
                 .unwrap_or(crate::rollup::tiers::Tier::Standard),
             sources: serde_json::from_str(&row.sources).unwrap_or_default(),
+            group_ids: serde_json::from_str(&row.group_ids).unwrap_or_default(),
             mdm: json(row.mdm.as_deref()),
             edr: json(row.edr.as_deref()),
             scan: json(row.scan.as_deref()),

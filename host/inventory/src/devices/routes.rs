@@ -93,14 +93,15 @@ async fn unique_devices(
 /// device_name (any name the asset was seen under), device_id,
 /// os_platform, os_version, os_name, os_build, user_email, user_name,
 /// application_name (any application on it), application_count (number),
-/// source (any reporting integration), last_seen (date). Area fields read the shared device
+/// source (any reporting integration), group_id (any RMM group its rows
+/// name), tier, last_seen (date). Area fields read the shared device
 /// record (the same for every product of an area): `mdm.` name, device_id,
 /// serial_number, os_platform, os_version, user, managed_device_id,
-/// compliance_state, ownership; `edr.` name, device_id, os_platform,
+/// compliance_state, ownership, tags; `edr.` name, device_id, os_platform,
 /// os_version, user, agent_id, agent_version, infected (boolean),
-/// active_threats (number); `scan.` name, device_id, hostname, os_platform,
-/// os_version, risk_score, critical_count, high_count, medium_count,
-/// low_count (numbers).
+/// active_threats (number), tags; `scan.` name, device_id, hostname,
+/// os_platform, os_version, risk_score, critical_count, high_count,
+/// medium_count, low_count (numbers), tags (any one tag).
 /// For the list fields a rule matches when any element does and a negated
 /// rule when none does. Default sort: device_name.
 /// Text matches and text sorts ignore case under Unicode case folding

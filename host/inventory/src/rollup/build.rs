@@ -34,6 +34,9 @@ pub struct ItemRow {
     pub updated_at: i64,
     pub os_name: Option<String>,
     pub os_build: Option<String>,
+    /// The RMM groups the row's device is in, a JSON array of ids; read as
+    /// `NULL` where the row names none, which is most rows.
+    pub group_ids: Option<String>,
 }
 
 /// A device record of an mdm, edr or scanner integration.
@@ -127,6 +130,8 @@ pub struct Asset {
     /// `application_name` and `application_version` against together.
     pub installed: Vec<(Arc<str>, Option<Arc<str>>)>,
     pub sources: Vec<String>,
+    /// The RMM group ids any of its rows names, sorted.
+    pub group_ids: Vec<String>,
     pub mdm: Option<Value>,
     pub edr: Option<Value>,
     pub scan: Option<Value>,
@@ -270,6 +275,7 @@ struct AssetTally {
     /// when the asset is built.
     applications: Vec<(u32, u32)>,
     sources: BTreeSet<String>,
+    group_ids: BTreeSet<String>,
     last_updated: i64,
 }
 
@@ -346,6 +352,12 @@ impl Rollup {
                 }
                 if !asset.sources.contains(&source) {
                     asset.sources.insert(source.clone());
+                }
+                if let Some(groups) = row.group_ids.as_deref() {
+                    // Written by the one writer as a JSON array of text; a
+                    // value that is not one names no group.
+                    let groups: Vec<String> = serde_json::from_str(groups).unwrap_or_default();
+                    asset.group_ids.extend(groups);
                 }
                 asset.last_updated = asset.last_updated.max(at);
             }
@@ -639,6 +651,7 @@ fn asset(
         applications,
         installed,
         sources: sources.into_iter().collect(),
+        group_ids: tally.group_ids.into_iter().collect(),
         mdm,
         edr,
         scan,

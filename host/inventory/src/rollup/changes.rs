@@ -131,6 +131,7 @@ pub async fn read(
             // asset's fields are read again from its rows now.
             os_name: None,
             os_build: None,
+            group_ids: None,
         });
     }
     Ok(Some(touched))

@@ -74,7 +74,7 @@ pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
 /// The columns of [`ItemRow`], in its order.
 const ITEM_COLUMNS: &str = "source, item_key, device_name, device_id, os_platform, os_version, \
     user_email, user_name, application_name, vendor, version, publisher, updated_at, os_name, \
-    os_build";
+    os_build, NULLIF(group_ids, '[]') AS group_ids";
 
 /// Streams the tenant's inventory into `rollup` without holding every row.
 pub async fn read_items(
@@ -119,6 +119,7 @@ type PagedItem = (
     i64,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 /// SQLite hands a streamed query's rows over one by one from its worker
@@ -139,7 +140,8 @@ async fn read_items_in_pages(
         let statement = format!(
             "SELECT json_group_array(json_array(source, item_key, device_name, device_id, \
              os_platform, os_version, user_email, user_name, application_name, vendor, version, \
-             publisher, updated_at, os_name, os_build)) FROM (SELECT * FROM inventory_items WHERE tenant_id = $1 \
+             publisher, updated_at, os_name, os_build, NULLIF(group_ids, '[]'))) \
+             FROM (SELECT * FROM inventory_items WHERE tenant_id = $1 \
              {past} ORDER BY source, item_key LIMIT $2)"
         );
         let mut query = sqlx::query_scalar(&statement)
@@ -174,6 +176,7 @@ async fn read_items_in_pages(
                 updated_at: row.12,
                 os_name: row.13,
                 os_build: row.14,
+                group_ids: row.15,
             });
             count += 1;
         }
@@ -551,7 +554,7 @@ pub async fn upsert_assets(
         let statement = format!(
             "INSERT INTO assets (tenant_id, asset_key, device_name, device_id, os_platform, os_version, \
              user_email, user_name, application_count, names, applications, sources, mdm, edr, scan, \
-             last_seen, rollup_at, search_doc, sort_key, raw_names, os_name, os_build) VALUES {} \
+             last_seen, rollup_at, search_doc, sort_key, raw_names, os_name, os_build, group_ids) VALUES {} \
              ON CONFLICT (tenant_id, asset_key) DO UPDATE SET \
              device_name = excluded.device_name, device_id = excluded.device_id, \
              os_platform = excluded.os_platform, os_version = excluded.os_version, \
@@ -561,9 +564,10 @@ pub async fn upsert_assets(
              edr = excluded.edr, scan = excluded.scan, last_seen = excluded.last_seen, \
              rollup_at = excluded.rollup_at, search_doc = excluded.search_doc, \
              sort_key = excluded.sort_key, raw_names = excluded.raw_names, \
-             os_name = excluded.os_name, os_build = excluded.os_build \
+             os_name = excluded.os_name, os_build = excluded.os_build, \
+             group_ids = excluded.group_ids \
              RETURNING asset_key, id",
-            values_placeholders_wrapped(backend, chunk.len(), 22, &document_wraps(backend, 18))
+            values_placeholders_wrapped(backend, chunk.len(), 23, &document_wraps(backend, 18))
         );
         let mut query = sqlx::query_as::<_, (String, i64)>(&statement);
         for (asset, search) in chunk.iter().zip(search) {
@@ -589,7 +593,8 @@ pub async fn upsert_assets(
                 .bind(fold(&asset.device_name))
                 .bind(json(&asset.raw_names))
                 .bind(asset.os_name.as_deref())
-                .bind(asset.os_build.as_deref());
+                .bind(asset.os_build.as_deref())
+                .bind(json(&asset.group_ids));
         }
         ids.extend(query.fetch_all(&mut **tx).await?);
     }
