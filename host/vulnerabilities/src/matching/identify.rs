@@ -788,6 +788,61 @@ mod golden {
         accuracy(&rows, &dictionary(&rows), "expected products and decoys");
     }
 
+    /// A name without a publisher is looked up only under a vendor the
+    /// name itself gives (its first word): a product name that only one
+    /// vendor of the whole dictionary uses is too often another product.
+    /// macOS's own apps, reported without a publisher, would be
+    /// identified as Lenovo's App Store, Instaguide's Weather, Solspace's
+    /// Freeform, Jenkins' Mission Control, Bitovi's Launchpad,
+    /// Zoom's screen sharing and GNU Chess; each of these products is one
+    /// NVD names, and no other vendor's product has the name. (`Google
+    /// Drive` by name alone would be Mattermost's plugin `google_drive`;
+    /// under the vendor its first word names it is `google:drive`.)
+    #[test]
+    fn bare_names_are_not_identified_by_a_vendor_they_do_not_name() {
+        let nvd = nvd_dictionary();
+        let table = Translations::shipped();
+        for (bundle, unique_elsewhere) in [
+            ("App Store.app", "lenovo:app_store"),
+            ("Freeform.app", "solspace:freeform"),
+            ("Weather.app", "instaguide:weather"),
+            ("Mission Control.app", "jenkins:mission_control"),
+            ("Launchpad.app", "bitovi:launchpad"),
+            ("Screen Sharing.app", "zoom:screen_sharing"),
+            ("Chess.app", "gnu:chess"),
+        ] {
+            let key = ProductKey::parse(unique_elsewhere).unwrap();
+            assert!(nvd.contains(&key), "{unique_elsewhere}");
+            let app = Application {
+                name: bundle,
+                publisher: None,
+            };
+            let got = identify(app, &HashMap::new(), &table, &nvd);
+            assert!(
+                !matches!(got, Identification::Product(_)),
+                "{bundle}: {got:?}"
+            );
+        }
+        // A name whose first word is its vendor is identified by name alone.
+        for (bundle, expected) in [
+            ("Discord.app", "discord:discord"),
+            ("AnyDesk.app", "anydesk:anydesk"),
+            ("Parallels Desktop.app", "parallels:parallels_desktop"),
+            ("Google Drive.app", "google:drive"),
+        ] {
+            let app = Application {
+                name: bundle,
+                publisher: None,
+            };
+            let got = identify(app, &HashMap::new(), &table, &nvd);
+            assert_eq!(
+                got,
+                Identification::Product(ProductKey::parse(expected).unwrap()),
+                "{bundle}"
+            );
+        }
+    }
+
     /// A name unambiguous among a few products may not be among 70,000.
     #[test]
     fn golden_set_accuracy_against_nvds_whole_dictionary() {
