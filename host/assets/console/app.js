@@ -491,6 +491,7 @@ async function device([, raw]) {
       ["User", asset.user_email ?? asset.user_name],
       ["Applications", asset.application_count],
       ["Sources", (asset.sources || []).join(", ")],
+      ["RMM groups", (asset.group_ids || []).join(", ") || "none"],
       ["Last seen", asset.last_seen],
     ]),
     el("h2", {}, "Open vulnerabilities"),
