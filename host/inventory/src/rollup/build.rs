@@ -275,7 +275,11 @@ struct AssetTally {
     /// when the asset is built.
     applications: Vec<(u32, u32)>,
     sources: BTreeSet<String>,
-    group_ids: BTreeSet<String>,
+    /// The distinct `group_ids` values of its rows as stored (JSON
+    /// arrays): an RMM repeats the same list on each of a device's
+    /// hundreds of rows, so each list is parsed once, when the asset is
+    /// built.
+    group_lists: BTreeSet<String>,
     last_updated: i64,
 }
 
@@ -353,11 +357,10 @@ impl Rollup {
                 if !asset.sources.contains(&source) {
                     asset.sources.insert(source.clone());
                 }
-                if let Some(groups) = row.group_ids.as_deref() {
-                    // Written by the one writer as a JSON array of text; a
-                    // value that is not one names no group.
-                    let groups: Vec<String> = serde_json::from_str(groups).unwrap_or_default();
-                    asset.group_ids.extend(groups);
+                if let Some(groups) = row.group_ids {
+                    if !asset.group_lists.contains(&groups) {
+                        asset.group_lists.insert(groups);
+                    }
                 }
                 asset.last_updated = asset.last_updated.max(at);
             }
@@ -500,6 +503,17 @@ impl Rollup {
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
     }
+}
+
+/// The group ids of an asset's distinct stored lists, sorted and distinct.
+/// The lists are JSON arrays of text written by the items' one writer; a
+/// value that is not one names no group.
+fn group_ids(lists: &BTreeSet<String>) -> Vec<String> {
+    let ids: BTreeSet<String> = lists
+        .iter()
+        .flat_map(|list| serde_json::from_str::<Vec<String>>(list).unwrap_or_default())
+        .collect();
+    ids.into_iter().collect()
 }
 
 /// The form a device name is matched in: upper case, as the NetBIOS key
@@ -651,7 +665,7 @@ fn asset(
         applications,
         installed,
         sources: sources.into_iter().collect(),
-        group_ids: tally.group_ids.into_iter().collect(),
+        group_ids: group_ids(&tally.group_lists),
         mdm,
         edr,
         scan,
