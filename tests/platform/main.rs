@@ -3,6 +3,7 @@
 mod advisories;
 mod areas;
 mod auth;
+mod automation;
 mod console;
 mod csv_sources;
 mod dashboards;

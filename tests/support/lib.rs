@@ -18,6 +18,7 @@ pub mod fake_s3;
 pub mod fake_sentinelone;
 pub mod fake_tenable;
 pub mod fake_threat_intel;
+pub mod fake_webhooks;
 pub mod inventory;
 pub mod jobs;
 pub mod query_eval;

@@ -104,6 +104,12 @@ pub struct Settings {
     pub job_retention_days: u64,
     /// ... except the newest this many per tenant and kind.
     pub job_history_keep: i64,
+    /// How often automation looks for tenants whose findings moved or
+    /// whose deliveries are due.
+    pub automation_sweep_ms: u64,
+    /// Base of an automation delivery's retry backoff (doubled per
+    /// attempt).
+    pub automation_retry_ms: u64,
     /// Directory of connector and CSV provider `.wasm` files; by default
     /// `$XDG_DATA_HOME/cairn/components`, where `cargo xtask install`
     /// puts them.
@@ -272,6 +278,8 @@ impl Default for Settings {
             job_retry_backoff_ms: 5000,
             job_retention_days: 14,
             job_history_keep: 20,
+            automation_sweep_ms: 10_000,
+            automation_retry_ms: 30_000,
             connectors_dir: standard_dir().join("components"),
             plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,

@@ -2,20 +2,25 @@
 //! and products; projects (named sets of vendors and products with their
 //! CVEs); tickets raised in the PSA from a vulnerability; remediation
 //! SLAs (policies, due dates, exceptions; device tiers are the
-//! inventory's, set through `/api/v1/sla/tiers`). Automation and remediation
-//! land here next.
+//! inventory's, set through `/api/v1/sla/tiers`); automation rules that
+//! open tickets, mail and call webhooks when findings start to match them.
+//! Remediation lands here next.
 //!
 //! - Owns `tags`, `tag_assignments`, `projects`, `project_entries`,
 //!   `vuln_tickets`, `sla_policies`, `sla_policy_changes` and
-//!   `sla_exceptions`.
+//!   `sla_exceptions`, `automation_rules`, `automation_matches`,
+//!   `automation_tickets`, `automation_deliveries`, `automation_log` and
+//!   `automation_tenants`.
 //! - Faces: each module's `router()` under `/api/v1/tags`,
-//!   `/api/v1/projects`, `/api/v1/psa` and `/api/v1/sla`; `tags::tags_of`
+//!   `/api/v1/projects`, `/api/v1/psa`, `/api/v1/sla` and
+//!   `/api/v1/automation`; `tags::tags_of`
 //!   for the areas above that show a tenant's tags; `sla::applied` and
 //!   `sla::standing_of` for the figures of a tenant's SLA.
 //! - Calls: the platform, the inventory, the integrations (the psa
 //!   connector's actions) and the vulnerabilities through their public
 //!   functions.
 
+pub mod automation;
 pub mod projects;
 pub mod sla;
 pub mod tags;

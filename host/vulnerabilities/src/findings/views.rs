@@ -1143,6 +1143,11 @@ pub struct DueFacts {
     /// CISA's due date for federal agencies (`YYYY-MM-DD`).
     pub kev_due_date: Option<String>,
     pub epss_score: Option<f64>,
+    /// The CVE's CVSS base score (the newest version NVD scored).
+    pub cvss_score: Option<f64>,
+    /// The product identified (absent for a scanner's own finding).
+    pub vendor: Option<String>,
+    pub product: Option<String>,
 }
 
 /// The tenant's findings an SLA tracks: every open one the tenant's triage
@@ -1167,7 +1172,8 @@ pub async fn due_facts(
         "SELECT f.device_name, f.application_name, f.version, f.cve_id, f.status, f.first_seen, \
          f.fixed_at, c.severity, c.published, \
          CASE WHEN k.cve_id IS NULL THEN 0 ELSE 1 END AS kev, k.due_date AS kev_due_date, \
-         e.score AS epss_score \
+         e.score AS epss_score, c.cvss_score, NULLIF(f.vendor, '') AS vendor, \
+         NULLIF(f.product, '') AS product \
          FROM {ALL_FINDINGS} f \
          LEFT JOIN vuln_cves c ON c.id = f.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \

@@ -220,6 +220,10 @@ pub struct TrackedFinding {
     pub severity: Option<String>,
     pub kev: bool,
     pub epss_score: Option<f64>,
+    pub cvss_score: Option<f64>,
+    /// The product identified (absent for a scanner's own finding).
+    pub vendor: Option<String>,
+    pub product: Option<String>,
     /// The device's tier.
     pub tier: Tier,
     /// Unix ms.
@@ -282,6 +286,9 @@ fn track(
         status: facts.status,
         severity: facts.severity,
         epss_score: facts.epss_score,
+        cvss_score: facts.cvss_score,
+        vendor: facts.vendor,
+        product: facts.product,
         first_seen: facts.first_seen,
         fixed_at: facts.fixed_at,
     }

@@ -267,6 +267,9 @@ mod tests {
             kev: i64::from(kev.is_some()),
             kev_due_date: kev.map(String::from),
             epss_score: epss,
+            cvss_score: None,
+            vendor: Some("7-zip".into()),
+            product: Some("7-zip".into()),
         }
     }
 

@@ -214,7 +214,7 @@ async fn raise(
         .ok_or_else(|| ApiError::Upstream("the psa connector's new ticket has no id".into()))
 }
 
-fn id_text(value: &Value) -> Option<String> {
+pub(super) fn id_text(value: &Value) -> Option<String> {
     match value {
         Value::Number(n) => Some(n.to_string()),
         Value::String(s) if !s.is_empty() => Some(s.clone()),

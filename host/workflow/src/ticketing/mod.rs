@@ -62,6 +62,9 @@ mod actions {
     pub const LINKED_CONFIGURATIONS: &str = "configurations";
     pub const LINK_CONFIGURATION: &str = "link_configuration";
     pub const FIND_CONFIGURATIONS: &str = "company_configurations";
+    pub const LIST_TICKETS: &str = "list_tickets";
+    pub const ADD_NOTE: &str = "add_note";
+    pub const PATCH_TICKET: &str = "patch_ticket";
 }
 
 /// Runs `action` of the tenant's psa connector.
@@ -91,4 +94,84 @@ async fn call(
 /// The items of a list action's answer (`{"items": [...]}`).
 fn items(answer: &Value) -> &[Value] {
     answer["items"].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// A ticket the host opens on its own account (automation).
+pub struct NewTicket<'a> {
+    pub company_id: u64,
+    pub board_id: Option<u64>,
+    pub priority_id: Option<u64>,
+    /// At most 100 characters.
+    pub summary: &'a str,
+    pub description: &'a str,
+}
+
+/// Opens a ticket through the tenant's psa connector; its id.
+pub async fn open_ticket(
+    state: &AppState,
+    tenant: &TenantId,
+    ticket: &NewTicket<'_>,
+) -> Result<String, ApiError> {
+    let mut body = serde_json::json!({
+        "summary": ticket.summary,
+        "company_id": ticket.company_id,
+        "initial_description": ticket.description,
+    });
+    if let Some(board) = ticket.board_id {
+        body["board_id"] = board.into();
+    }
+    if let Some(priority) = ticket.priority_id {
+        body["priority_id"] = priority.into();
+    }
+    let created = call(state, tenant, actions::CREATE_TICKET, &[], &[], body).await?;
+    from_vuln::id_text(&created["id"])
+        .ok_or_else(|| ApiError::Upstream("the psa connector's new ticket has no id".into()))
+}
+
+/// An open ticket of the company whose summary starts with `prefix`
+/// (what a retried creation looks for before opening another).
+pub async fn find_open_ticket(
+    state: &AppState,
+    tenant: &TenantId,
+    company_id: u64,
+    prefix: &str,
+) -> Result<Option<String>, ApiError> {
+    let query = [
+        ("company_id", company_id.to_string()),
+        ("search", prefix.to_string()),
+        ("closed", "false".to_string()),
+        ("page_size", "25".to_string()),
+    ];
+    let answer = call(state, tenant, actions::LIST_TICKETS, &[], &query, Value::Null).await?;
+    Ok(items(&answer)
+        .iter()
+        .find(|t| t["summary"].as_str().is_some_and(|s| s.starts_with(prefix)))
+        .and_then(|t| from_vuln::id_text(&t["id"])))
+}
+
+/// Adds a note to a ticket (to its resolution when `resolution`).
+pub async fn add_note(
+    state: &AppState,
+    tenant: &TenantId,
+    ticket_id: &str,
+    text: &str,
+    resolution: bool,
+) -> Result<(), ApiError> {
+    let body = serde_json::json!({"text": text, "resolution": resolution});
+    let path = [("ticket_id", ticket_id.to_string())];
+    call(state, tenant, actions::ADD_NOTE, &path, &[], body).await?;
+    Ok(())
+}
+
+/// Moves a ticket to an upstream status.
+pub async fn set_status(
+    state: &AppState,
+    tenant: &TenantId,
+    ticket_id: &str,
+    status_id: u64,
+) -> Result<(), ApiError> {
+    let body = serde_json::json!([{"op": "replace", "path": "status", "value": {"id": status_id}}]);
+    let path = [("ticket_id", ticket_id.to_string())];
+    call(state, tenant, actions::PATCH_TICKET, &path, &[], body).await?;
+    Ok(())
 }

@@ -1,0 +1,207 @@
+//! Automation: a tenant's rules that act when findings start to match
+//! them, and the log of why each acted or not.
+//!
+//! A rule ([`rules::RuleInput`]) has a trigger (a finding appears, its CVE
+//! enters KEV, its EPSS score crosses a threshold, it becomes due soon or
+//! overdue; or a daily or weekly digest), conditions over one finding and
+//! up to five actions (a PSA ticket per CVE, an e-mail, a webhook).
+//!
+//! A run is state, not events: each rule remembers which findings it
+//! matches (`automation_matches`); a run compares the tenant's open
+//! findings as they are now with that memory, and what started to match
+//! fires ([`evaluate::plan`]). So a run repeated, or two at once, act on a
+//! finding once: a run's matches, tickets, deliveries and log lines are
+//! written in one transaction that commits only if the rule's version did
+//! not move meanwhile and the job still holds its lease
+//! ([`storage::apply`]). Deliveries then go out with their own attempts
+//! ([`deliver`]).
+//!
+//! Runs come from the writes that change findings: every findings write
+//! counts itself per tenant in the same transaction, and a sweep runs the
+//! rules of a tenant whose count (or the reference data: KEV, EPSS) moved,
+//! whose deliveries are due, or, for the time triggers, whose last run is
+//! an hour old; a job per tenant (`automation`) does the run.
+//!
+//! Not yet here: rules a partner sets across its customers, triggers on
+//! exceptions, failed syncs and CVE subscriptions, and the console's pages.
+
+pub mod deliver;
+pub mod evaluate;
+mod routes;
+pub mod rules;
+pub mod storage;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+
+use cairn_core::ids::TenantId;
+use cairn_jobs::{JobContext, JobFailure, Registry};
+use cairn_platform::app::AppState;
+use evaluate::{Memory, Plan};
+use rules::StoredRule;
+
+/// The job that runs a tenant's rules and sends its due deliveries.
+pub const AUTOMATION_KIND: &str = "automation";
+/// A tenant's time triggers (due soon, overdue, digests) are looked at
+/// this often even when nothing was written.
+const RECHECK_MS: i64 = 3_600_000;
+
+/// The automation area: `/api/v1/automation`, its job and its sweep.
+pub fn area(state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
+    let mut registry = Registry::default();
+    registry.register(
+        AUTOMATION_KIND,
+        AutomationJob {
+            state: state.clone(),
+        },
+        Duration::from_secs(10 * 60),
+    );
+    let shared = state.clone();
+    let every = Duration::from_millis(state.settings.automation_sweep_ms.max(50));
+    let sweep = cairn_jobs::schedule::Schedule::every("automation sweep", every, move || {
+        let state = shared.clone();
+        async move { sweep(&state).await }
+    });
+    Ok(cairn_platform::area::Area::new("automation")
+        .routes("/api/v1/automation", routes::router())
+        .jobs(registry)
+        .schedule(sweep))
+}
+
+struct AutomationJob {
+    state: AppState,
+}
+
+#[async_trait]
+impl cairn_jobs::JobHandler for AutomationJob {
+    async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
+        run_tenant(&self.state, ctx, ctx.tenant_id())
+            .await
+            .map_err(|err| JobFailure::Failed(err.to_string()))
+    }
+}
+
+/// Queues the automation job of every tenant that needs a run.
+async fn sweep(state: &AppState) -> anyhow::Result<()> {
+    let now = state.clock.now_ms();
+    let with_rules = rules::tenants_with_rules(&state.db).await?;
+    let due: HashSet<String> = storage::tenants_with_due(&state.db, now)
+        .await?
+        .into_iter()
+        .collect();
+    let mut tenants: Vec<TenantId> = with_rules.into_iter().map(TenantId).collect();
+    tenants.extend(
+        due.iter()
+            .filter(|t| !tenants.iter().any(|k| k.as_str() == t.as_str()))
+            .cloned()
+            .map(TenantId)
+            .collect::<Vec<_>>(),
+    );
+    if tenants.is_empty() {
+        return Ok(());
+    }
+    let known = storage::tenant_stamps(&state.db).await?;
+    let stamps = cairn_vulnerabilities::findings::posture::stamps(&state.db, &tenants).await?;
+    for tenant in tenants {
+        let needed = due.contains(tenant.as_str())
+            || match known.get(tenant.as_str()) {
+                None => true,
+                Some((writes, reference, at)) => {
+                    (*writes, *reference) != stamps.of(&tenant) || now - at >= RECHECK_MS
+                }
+            };
+        if needed {
+            cairn_jobs::enqueue_unless_live(&state.db, &tenant, AUTOMATION_KIND, &json!({}))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Queues a run of the tenant's rules now; the job's id.
+pub async fn run_soon(state: &AppState, tenant: &TenantId) -> sqlx::Result<String> {
+    Ok(state
+        .jobs
+        .enqueue(tenant, AUTOMATION_KIND, &json!({"after": "request"}))
+        .await?
+        .job_id)
+}
+
+/// Runs the tenant's enabled rules, then sends what is due.
+async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> anyhow::Result<()> {
+    // Stamped before reading: a write landing during the run moves the
+    // stamp past this one, and the sweep runs the rules again.
+    let stamps = cairn_vulnerabilities::findings::posture::stamps(
+        &state.db,
+        std::slice::from_ref(tenant),
+    )
+    .await?
+    .of(tenant);
+    let rules: Vec<StoredRule> = rules::list(&state.db, tenant)
+        .await?
+        .into_iter()
+        .filter(|r| r.input.enabled)
+        .collect();
+    let now = state.clock.now_ms();
+    if !rules.is_empty() {
+        let findings = open_findings(state, tenant, now).await?;
+        for rule in &rules {
+            let memory = storage::memory(&state.db, tenant, &rule.id).await?;
+            let plan = plan_rule(state, tenant, rule, &findings, &memory, now).await?;
+            match storage::apply(&state.db, job, rule, &memory, &plan, now).await {
+                Ok(_) | Err(storage::ApplyError::Raced) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+    storage::evaluated(&state.db, tenant, stamps, now).await?;
+    deliver::send_due(state, tenant).await?;
+    Ok(())
+}
+
+/// The tenant's open findings against their due dates at `now`.
+async fn open_findings(
+    state: &AppState,
+    tenant: &TenantId,
+    now: i64,
+) -> sqlx::Result<Vec<crate::sla::TrackedFinding>> {
+    let applied = crate::sla::applied(&state.db, tenant).await?;
+    crate::sla::tracked_with(&state.db, tenant, &applied.policy, now, i64::MAX).await
+}
+
+/// A rule's plan: its device query answered, then [`evaluate::plan`].
+async fn plan_rule(
+    state: &AppState,
+    tenant: &TenantId,
+    rule: &StoredRule,
+    findings: &[crate::sla::TrackedFinding],
+    memory: &Memory,
+    now: i64,
+) -> anyhow::Result<Plan> {
+    let devices: Option<HashSet<String>> = match &rule.input.conditions.devices {
+        None => None,
+        Some(query) => {
+            let query = cairn_inventory::devices::figures::query(query, "conditions.devices")
+                .map_err(|e| anyhow::anyhow!("the rule's device query: {e}"))?;
+            let scope = cairn_inventory::devices::figures::scope(&state.db, tenant, &query)
+                .await
+                .map_err(|e| anyhow::anyhow!("the rule's device query: {e}"))?;
+            Some(
+                scope
+                    .names
+                    .iter()
+                    .map(|n| cairn_inventory::tiers::device_key(n))
+                    .collect(),
+            )
+        }
+    };
+    let in_devices = |name: &str| {
+        devices
+            .as_ref()
+            .is_none_or(|set| set.contains(&cairn_inventory::tiers::device_key(name)))
+    };
+    Ok(evaluate::plan(rule, findings, memory, &in_devices, now))
+}
