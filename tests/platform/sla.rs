@@ -32,7 +32,12 @@ const DAY: Duration = Duration::from_secs(86_400);
 
 /// Replaces the account's rmm rows with `rows` (an upgrade), rebuilds and
 /// scans.
-pub(crate) async fn replace_and_scan(app: &TestApp, account: &Account, run: &str, rows: &[MappedRow]) {
+pub(crate) async fn replace_and_scan(
+    app: &TestApp,
+    account: &Account,
+    run: &str,
+    rows: &[MappedRow],
+) {
     let tenant = TenantId(account.tenant_id.clone());
     let mut tx = app.db().pool.begin().await.unwrap();
     cairn_integrations::storage::upsert_rows(&mut tx, &tenant, "rmm", (run, 0), rows)

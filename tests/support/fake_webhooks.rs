@@ -117,9 +117,13 @@ fn keep(shared: &Shared, received: Received) {
     shared.hooks.lock().unwrap().received.push(received);
 }
 
-async fn cairn(State(shared): State<Shared>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    let signed = header(&headers, "x-cairn-signature")
-        .is_some_and(|s| verify(&shared.secret, &s, &body));
+async fn cairn(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let signed =
+        header(&headers, "x-cairn-signature").is_some_and(|s| verify(&shared.secret, &s, &body));
     let failing = {
         let mut hooks = shared.hooks.lock().unwrap();
         let failing = hooks.fail_first > 0;
@@ -150,7 +154,11 @@ async fn cairn(State(shared): State<Shared>, headers: HeaderMap, body: axum::bod
     }
 }
 
-async fn slack(State(shared): State<Shared>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn slack(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let (status, answer) = match &parsed {
         None => (StatusCode::BAD_REQUEST, "invalid_payload"),
@@ -172,7 +180,11 @@ async fn slack(State(shared): State<Shared>, headers: HeaderMap, body: axum::bod
     (status, answer).into_response()
 }
 
-async fn teams(State(shared): State<Shared>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn teams(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let card = parsed.as_ref().is_some_and(|v| {
         v["type"] == "message"

@@ -63,8 +63,13 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
         }
         // Notes and closing need the ticket the creation opened.
         let ticket_id = if matches!(delivery.action.as_str(), "ticket_update" | "ticket_close") {
-            match storage::ticket_id(&state.db, tenant.as_str(), &delivery.rule_id, &delivery.target)
-                .await?
+            match storage::ticket_id(
+                &state.db,
+                tenant.as_str(),
+                &delivery.rule_id,
+                &delivery.target,
+            )
+            .await?
             {
                 Some(id) => Some(id),
                 None => {
@@ -80,7 +85,15 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
             continue;
         }
         let attempt = delivery.attempts + 1;
-        let sent = send(state, tenant, &delivery, rule.as_ref(), ticket_id.as_deref(), attempt).await;
+        let sent = send(
+            state,
+            tenant,
+            &delivery,
+            rule.as_ref(),
+            ticket_id.as_deref(),
+            attempt,
+        )
+        .await;
         let now = state.clock.now_ms();
         match sent {
             Ok((answer, opened)) => {
@@ -217,7 +230,10 @@ pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    format!("t={timestamp},v1={}", hex::encode(mac.finalize().into_bytes()))
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
 }
 
 async fn post_webhook(
@@ -264,4 +280,3 @@ async fn post_webhook(
         Err(said)
     }
 }
-

@@ -151,7 +151,11 @@ pub fn plan(
     let first_run = rule.evaluated_at.is_none();
     let since = rule.seen_until.unwrap_or(i64::MAX);
     let mut out = Plan {
-        seen_until: findings.iter().map(|f| f.first_seen).max().or(rule.seen_until),
+        seen_until: findings
+            .iter()
+            .map(|f| f.first_seen)
+            .max()
+            .or(rule.seen_until),
         ..Plan::default()
     };
     let mut matching: Vec<&TrackedFinding> = vec![];
@@ -217,10 +221,10 @@ pub fn plan(
     out.left = memory.matches.keys().filter(|k| !seen.contains(*k)).count();
 
     // Tickets: each CVE's devices among the findings the rule fired for.
-    let ticket = input.actions.iter().find_map(|a| match a {
-        Action::Ticket { .. } => Some(a),
-        _ => None,
-    });
+    let ticket = input
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::Ticket { .. }));
     let mut tickets_after: BTreeMap<String, (BTreeSet<String>, bool)> = BTreeMap::new();
     let mut ticket_deliveries: Vec<Planned> = vec![];
     let mut opens = 0usize;
@@ -265,7 +269,11 @@ pub fn plan(
         // Nothing is remembered either: the same findings fire once the
         // limit allows.
         out.fired = fired_now.iter().map(|f| Named::of(f)).collect();
-        out.matches_after = memory.matches.iter().map(|(k, f)| (k.clone(), *f)).collect();
+        out.matches_after = memory
+            .matches
+            .iter()
+            .map(|(k, f)| (k.clone(), *f))
+            .collect();
         out.tickets_after = memory
             .tickets
             .iter()
@@ -328,7 +336,8 @@ fn ticket_open(
             "Severity: {}. KEV: {}. EPSS: {}.",
             f.severity.as_deref().unwrap_or("unknown"),
             if f.kev { "yes" } else { "no" },
-            f.epss_score.map_or("none".to_string(), |s| format!("{s:.3}")),
+            f.epss_score
+                .map_or("none".to_string(), |s| format!("{s:.3}")),
         ));
     }
     lines.push(String::new());
@@ -354,7 +363,12 @@ fn ticket_open(
     }
 }
 
-fn ticket_note(action: &Action, cve: &str, added: &[&String], devices: &BTreeSet<String>) -> Planned {
+fn ticket_note(
+    action: &Action,
+    cve: &str,
+    added: &[&String],
+    devices: &BTreeSet<String>,
+) -> Planned {
     let names: Vec<&str> = added.iter().map(|s| s.as_str()).collect();
     let mut payload = ticket_fields(action);
     payload["cve_id"] = json!(cve);
@@ -397,7 +411,11 @@ fn messages(rule: &StoredRule, fired: &[Named], period: Option<&str>) -> Vec<Pla
             rule.input.name,
             fired.len()
         ),
-        None => format!("{}: {} finding(s) fired ({trigger})", rule.input.name, fired.len()),
+        None => format!(
+            "{}: {} finding(s) fired ({trigger})",
+            rule.input.name,
+            fired.len()
+        ),
     };
     let lines: Vec<String> = listed
         .iter()
@@ -482,5 +500,347 @@ fn webhook_body(
                 }
             }]
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::automation::rules::{Conditions, RuleInput};
+    use crate::sla::policy::{SlaState, Tier};
+
+    const NOW: i64 = 1_800_000_000_000;
+    const CVE: &str = "CVE-2023-2033";
+
+    fn finding(device: &str, cve: &str, kev: bool, first_seen: i64) -> TrackedFinding {
+        TrackedFinding {
+            device_name: device.into(),
+            application_name: "Google Chrome".into(),
+            version: "112.0.5615.49".into(),
+            cve_id: cve.into(),
+            status: "open".into(),
+            severity: Some("high".into()),
+            kev,
+            epss_score: Some(0.4),
+            cvss_score: Some(8.8),
+            vendor: Some("google".into()),
+            product: Some("chrome".into()),
+            tier: Tier::Standard,
+            first_seen,
+            fixed_at: None,
+            due_at: Some(NOW + 86_400_000),
+            sla_state: Some(SlaState::DueSoon),
+            days_left: Some(1),
+            fixed_on_time: None,
+            exception_id: None,
+        }
+    }
+
+    fn rule(trigger: Trigger, actions: Vec<Action>, include_existing: bool) -> StoredRule {
+        StoredRule {
+            id: "r1".into(),
+            tenant_id: "t1".into(),
+            input: RuleInput {
+                name: "KEV".into(),
+                enabled: true,
+                trigger,
+                conditions: Conditions::default(),
+                actions,
+                include_existing,
+                max_tickets_per_run: 2,
+                max_actions_per_hour: 60,
+            },
+            owner_email: "owner@msp.example".into(),
+            created_at: NOW - 1000,
+            updated_at: NOW - 1000,
+            version: 1,
+            evaluated_at: None,
+            seen_until: None,
+            digest_period: None,
+        }
+    }
+
+    fn ticket() -> Action {
+        Action::Ticket {
+            company_id: 2,
+            board_id: None,
+            priority_id: None,
+            close_status_id: Some(5),
+        }
+    }
+
+    fn email() -> Action {
+        Action::Email {
+            to: vec!["soc@msp.example".into()],
+        }
+    }
+
+    fn empty() -> Memory {
+        Memory {
+            matches: HashMap::new(),
+            tickets: HashMap::new(),
+        }
+    }
+
+    /// The memory a run leaves (as `storage::apply` writes it).
+    fn after(plan: &Plan) -> Memory {
+        Memory {
+            matches: plan.matches_after.iter().cloned().collect(),
+            tickets: plan
+                .tickets_after
+                .iter()
+                .map(|(cve, (devices, open))| {
+                    (
+                        cve.clone(),
+                        KeptTicket {
+                            ticket_id: Some("9".into()),
+                            devices: devices.clone(),
+                            open: *open,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn ran(mut rule: StoredRule, plan: &Plan) -> StoredRule {
+        rule.evaluated_at = Some(NOW);
+        rule.seen_until = plan.seen_until;
+        rule.digest_period = plan.digest_period.clone().or(rule.digest_period);
+        rule
+    }
+
+    fn actions(plan: &Plan) -> Vec<(&str, &str)> {
+        plan.deliveries
+            .iter()
+            .map(|d| (d.action.as_str(), d.target.as_str()))
+            .collect()
+    }
+
+    const ALL: &dyn Fn(&str) -> bool = &|_| true;
+
+    #[test]
+    fn a_first_run_takes_what_matches_as_its_baseline_unless_told() {
+        let findings = [finding("WEB01", CVE, true, NOW - 5000)];
+        for (include_existing, fired, baseline, deliveries) in [
+            (false, 0, 1, vec![]),
+            (
+                true,
+                1,
+                0,
+                vec![("ticket_create", CVE), ("email", "soc@msp.example")],
+            ),
+        ] {
+            let rule = rule(Trigger::KevAdded, vec![ticket(), email()], include_existing);
+            let plan = plan(&rule, &findings, &empty(), ALL, NOW);
+            assert_eq!(
+                plan.fired.len(),
+                fired,
+                "include_existing {include_existing}"
+            );
+            assert_eq!(plan.baseline, baseline);
+            assert_eq!(actions(&plan), deliveries);
+        }
+    }
+
+    #[test]
+    fn tickets_open_grow_close_and_reopen_with_the_devices() {
+        let first = rule(Trigger::KevAdded, vec![ticket(), email()], false);
+        let plan0 = plan(&first, &[], &empty(), ALL, NOW);
+        let rule = ran(first, &plan0);
+        let web = finding("WEB01", CVE, true, NOW);
+        let laptop = finding("LAPTOP-9", CVE, true, NOW);
+        let desk = finding("DESK-3", CVE, true, NOW + 1);
+        type Step<'a> = (Vec<&'a TrackedFinding>, Vec<(&'a str, &'a str)>);
+        let steps: [Step; 5] = [
+            (
+                vec![&web, &laptop],
+                vec![("ticket_create", CVE), ("email", "soc@msp.example")],
+            ),
+            // The same again: nothing.
+            (vec![&web, &laptop], vec![]),
+            (
+                vec![&web, &laptop, &desk],
+                vec![("ticket_update", CVE), ("email", "soc@msp.example")],
+            ),
+            // Fixed everywhere: closed; no message (nothing fired).
+            (vec![], vec![("ticket_close", CVE)]),
+            (
+                vec![&web],
+                vec![("ticket_create", CVE), ("email", "soc@msp.example")],
+            ),
+        ];
+        let mut memory = empty();
+        let mut rule = rule;
+        for (i, (open, expected)) in steps.into_iter().enumerate() {
+            let open: Vec<TrackedFinding> = open.into_iter().cloned().collect();
+            let plan = plan(&rule, &open, &memory, ALL, NOW);
+            assert_eq!(actions(&plan), expected, "step {i}");
+            memory = after(&plan);
+            rule = ran(rule, &plan);
+        }
+    }
+
+    #[test]
+    fn an_excepted_finding_leaves_and_its_ticket_closes() {
+        let rule = rule(Trigger::KevAdded, vec![ticket()], true);
+        let open = [finding("WEB01", CVE, true, NOW)];
+        let plan1 = plan(&rule, &open, &empty(), ALL, NOW);
+        assert_eq!(actions(&plan1), [("ticket_create", CVE)]);
+        let mut excepted = open[0].clone();
+        excepted.exception_id = Some("e1".into());
+        let plan2 = plan(&ran(rule, &plan1), &[excepted], &after(&plan1), ALL, NOW);
+        assert_eq!(actions(&plan2), [("ticket_close", CVE)]);
+        assert_eq!(plan2.left, 1);
+    }
+
+    #[test]
+    fn a_run_over_the_ticket_limit_stops_and_remembers_nothing() {
+        let rule = rule(Trigger::KevAdded, vec![ticket(), email()], true);
+        let open: Vec<TrackedFinding> = ["CVE-2021-0001", "CVE-2021-0002", "CVE-2021-0003"]
+            .iter()
+            .map(|cve| finding("WEB01", cve, true, NOW))
+            .collect();
+        let plan = plan(&rule, &open, &empty(), ALL, NOW);
+        assert!(plan.deliveries.is_empty());
+        assert!(plan.matches_after.is_empty());
+        let said = plan.stopped.unwrap();
+        assert!(
+            said.contains("would open 3 tickets, more than the rule's limit of 2"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn new_findings_that_do_not_match_are_skipped_with_the_condition() {
+        let mut first = rule(Trigger::NewFinding, vec![email()], false);
+        first.input.conditions.severity_at_least =
+            Some(crate::automation::rules::Severity::Critical);
+        let old = finding("WEB01", CVE, false, NOW - 10);
+        let plan0 = plan(&first, std::slice::from_ref(&old), &empty(), ALL, NOW);
+        assert!(plan0.skipped.is_empty(), "the first run logs no skip");
+        let rule = ran(first, &plan0);
+        let new = finding("DESK-3", CVE, false, NOW);
+        let plan = plan(&rule, &[old, new], &after(&plan0), ALL, NOW);
+        assert_eq!(plan.skipped.len(), 1);
+        assert_eq!(plan.skipped[0].device_name, "DESK-3");
+        assert_eq!(plan.skipped[0].reason, "severity high is below critical");
+    }
+
+    #[test]
+    fn conditions_say_which_one_is_false() {
+        let f = finding("WEB01", CVE, false, NOW - 3 * 86_400_000);
+        let cases: Vec<(Conditions, Option<&str>)> = vec![
+            (Conditions::default(), None),
+            (
+                Conditions {
+                    cvss_at_least: Some(9.0),
+                    ..Default::default()
+                },
+                Some("CVSS 8.8 is below 9"),
+            ),
+            (
+                Conditions {
+                    kev: Some(true),
+                    ..Default::default()
+                },
+                Some("its CVE is not in CISA's KEV catalogue"),
+            ),
+            (
+                Conditions {
+                    epss_at_least: Some(0.5),
+                    ..Default::default()
+                },
+                Some("EPSS 0.4 is below 0.5"),
+            ),
+            (
+                Conditions {
+                    tiers: Some(vec![Tier::Critical]),
+                    ..Default::default()
+                },
+                Some("the device's tier standard is not one asked for"),
+            ),
+            (
+                Conditions {
+                    vendor: Some("Google".into()),
+                    product: Some("chrome".into()),
+                    ..Default::default()
+                },
+                None,
+            ),
+            (
+                Conditions {
+                    product: Some("edge".into()),
+                    ..Default::default()
+                },
+                Some("product chrome is not edge"),
+            ),
+            (
+                Conditions {
+                    open_days_at_least: Some(7),
+                    ..Default::default()
+                },
+                Some("open 3 days, fewer than 7"),
+            ),
+            (
+                Conditions {
+                    devices: Some(serde_json::json!({})),
+                    ..Default::default()
+                },
+                Some("the device does not match the rule's device query"),
+            ),
+        ];
+        for (conditions, expected) in cases {
+            let said = conditions.refuses(&f, NOW, |_| false);
+            assert_eq!(said.as_deref(), expected, "{conditions:?}");
+        }
+    }
+
+    #[test]
+    fn a_digest_goes_once_a_period_with_everything_that_matches() {
+        let rule = rule(
+            Trigger::Digest {
+                every: DigestEvery::Daily,
+            },
+            vec![email()],
+            false,
+        );
+        let open = [
+            finding("WEB01", CVE, true, NOW - 99),
+            finding("PC-01", CVE, true, NOW),
+        ];
+        let plan1 = plan(&rule, &open, &empty(), ALL, NOW);
+        assert_eq!(plan1.fired.len(), 2, "a digest has no baseline");
+        assert_eq!(actions(&plan1), [("email", "soc@msp.example")]);
+        let rule = ran(rule, &plan1);
+        assert!(plan(&rule, &open, &empty(), ALL, NOW + 1000)
+            .deliveries
+            .is_empty());
+        let tomorrow = plan(&rule, &open, &empty(), ALL, NOW + 86_400_000);
+        assert_eq!(tomorrow.deliveries.len(), 1);
+        assert_eq!(period(DigestEvery::Weekly, NOW), "2027-W02");
+    }
+
+    #[test]
+    fn triggers_pick_their_findings() {
+        let mut f = finding("WEB01", CVE, false, NOW);
+        assert!(Trigger::NewFinding.refuses(&f).is_none());
+        assert!(Trigger::KevAdded.refuses(&f).is_some());
+        assert!(Trigger::EpssCrossed { threshold: 0.3 }
+            .refuses(&f)
+            .is_none());
+        assert_eq!(
+            Trigger::EpssCrossed { threshold: 0.5 }
+                .refuses(&f)
+                .as_deref(),
+            Some("EPSS 0.4 is below 0.5")
+        );
+        assert!(Trigger::DueSoon.refuses(&f).is_none());
+        assert_eq!(
+            Trigger::Overdue.refuses(&f).as_deref(),
+            Some("it is not overdue (SLA state due_soon)")
+        );
+        f.sla_state = Some(SlaState::Overdue);
+        assert!(Trigger::Overdue.refuses(&f).is_none());
     }
 }

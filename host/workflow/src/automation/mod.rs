@@ -134,12 +134,10 @@ pub async fn run_soon(state: &AppState, tenant: &TenantId) -> sqlx::Result<Strin
 async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> anyhow::Result<()> {
     // Stamped before reading: a write landing during the run moves the
     // stamp past this one, and the sweep runs the rules again.
-    let stamps = cairn_vulnerabilities::findings::posture::stamps(
-        &state.db,
-        std::slice::from_ref(tenant),
-    )
-    .await?
-    .of(tenant);
+    let stamps =
+        cairn_vulnerabilities::findings::posture::stamps(&state.db, std::slice::from_ref(tenant))
+            .await?
+            .of(tenant);
     let rules: Vec<StoredRule> = rules::list(&state.db, tenant)
         .await?
         .into_iter()

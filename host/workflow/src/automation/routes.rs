@@ -190,11 +190,15 @@ async fn replace_automation_rule(
     Json(input): Json<RuleInput>,
 ) -> ApiResult<Json<RuleView>> {
     let before = rule_of(&state, &caller.tenant_id, &id).await?;
-    let keeps_secret = |i: usize, url: &str| {
-        before.input.actions.iter().any(|a| {
-            matches!(a, Action::Webhook { url: old, secret: Some(_), .. } if old == url)
-        }) && matches!(input.actions.get(i), Some(Action::Webhook { secret: None, .. }))
-    };
+    let keeps_secret =
+        |i: usize, url: &str| {
+            before.input.actions.iter().any(
+                |a| matches!(a, Action::Webhook { url: old, secret: Some(_), .. } if old == url),
+            ) && matches!(
+                input.actions.get(i),
+                Some(Action::Webhook { secret: None, .. })
+            )
+        };
     // A kept secret is checked as stored: fill a stand-in for the check.
     let mut checked = input.clone();
     for (i, action) in checked.actions.iter_mut().enumerate() {
@@ -289,7 +293,7 @@ async fn dry_run(
     let findings = super::open_findings(state, tenant, now).await?;
     let plan = super::plan_rule(state, tenant, rule, &findings, memory, now)
         .await
-        .map_err(|e| ApiError::validation("conditions.devices", &e.to_string()))?;
+        .map_err(|e| ApiError::validation("conditions.devices", e.to_string()))?;
     Ok(Json(plan))
 }
 
@@ -348,7 +352,10 @@ fn instant(field: &str, value: &Option<String>) -> ApiResult<Option<i64>> {
             chrono::DateTime::parse_from_rfc3339(v)
                 .map(|t| t.timestamp_millis())
                 .map_err(|_| {
-                    ApiError::validation(field, "must be an RFC 3339 time, e.g. 2026-11-30T00:00:00Z")
+                    ApiError::validation(
+                        field,
+                        "must be an RFC 3339 time, e.g. 2026-11-30T00:00:00Z",
+                    )
                 })
         })
         .transpose()

@@ -85,9 +85,7 @@ fn sla_word(finding: &TrackedFinding) -> &'static str {
 }
 
 /// CVSS severity words, lowest first.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = AutomationSeverity)]
 pub enum Severity {
@@ -192,7 +190,10 @@ impl Conditions {
         }
         if let Some(tiers) = &self.tiers {
             if !tiers.contains(&finding.tier) {
-                return Some(format!("the device's tier {} is not one asked for", finding.tier.as_str()));
+                return Some(format!(
+                    "the device's tier {} is not one asked for",
+                    finding.tier.as_str()
+                ));
             }
         }
         let same = |wanted: &Option<String>, have: &Option<String>| match wanted {
@@ -349,9 +350,7 @@ impl RuleInput {
             return Err(invalid("name", "must be 1 to 100 printable characters"));
         }
         let unit = |field: &str, value: Option<f64>| match value {
-            Some(v) if !(0.0..=1.0).contains(&v) => {
-                Err(invalid(field, "must be between 0 and 1"))
-            }
+            Some(v) if !(0.0..=1.0).contains(&v) => Err(invalid(field, "must be between 0 and 1")),
             _ => Ok(()),
         };
         if let Trigger::EpssCrossed { threshold } = &self.trigger {
@@ -360,7 +359,10 @@ impl RuleInput {
         unit("conditions.epss_at_least", self.conditions.epss_at_least)?;
         if let Some(cvss) = self.conditions.cvss_at_least {
             if !(0.0..=10.0).contains(&cvss) {
-                return Err(invalid("conditions.cvss_at_least", "must be between 0 and 10"));
+                return Err(invalid(
+                    "conditions.cvss_at_least",
+                    "must be between 0 and 10",
+                ));
             }
         }
         if self.conditions.open_days_at_least.is_some_and(|d| d > 3650) {
@@ -370,7 +372,10 @@ impl RuleInput {
             ("conditions.vendor", &self.conditions.vendor),
             ("conditions.product", &self.conditions.product),
         ] {
-            if value.as_deref().is_some_and(|v| v.trim().is_empty() || v.len() > 200) {
+            if value
+                .as_deref()
+                .is_some_and(|v| v.trim().is_empty() || v.len() > 200)
+            {
                 return Err(invalid(field, "must be 1 to 200 characters"));
             }
         }
@@ -437,7 +442,9 @@ fn plausible_address(address: &str) -> bool {
     !local.is_empty()
         && domain.contains('.')
         && address.len() <= 254
-        && !address.chars().any(|c| c.is_whitespace() || c.is_control() || c == ',')
+        && !address
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == ',')
 }
 
 /// A rule as stored.
@@ -540,10 +547,11 @@ pub async fn create(
     now: i64,
 ) -> sqlx::Result<Option<String>> {
     let _turn = db.write_turn().await;
-    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM automation_rules WHERE tenant_id = $1")
-        .bind(tenant.as_str())
-        .fetch_one(&db.pool)
-        .await?;
+    let count: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM automation_rules WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_one(&db.pool)
+            .await?;
     if count >= MAX_RULES {
         return Ok(None);
     }
@@ -583,7 +591,9 @@ pub async fn replace(
     let mut input = input.clone();
     for action in &mut input.actions {
         if let Action::Webhook {
-            url, secret: kept @ None, ..
+            url,
+            secret: kept @ None,
+            ..
         } = action
         {
             *kept = before.input.actions.iter().find_map(|a| match a {
@@ -609,8 +619,11 @@ pub async fn replace(
                 let sealed_before = before.input.actions.iter().any(|a| {
                     matches!(a, Action::Webhook { url: old, secret: Some(s), .. } if old == url && s == secret)
                 });
-                value["actions"][i]["secret"] =
-                    Value::String(if sealed_before { secret.clone() } else { seal(secret) });
+                value["actions"][i]["secret"] = Value::String(if sealed_before {
+                    secret.clone()
+                } else {
+                    seal(secret)
+                });
             }
         }
         value.to_string()

@@ -187,7 +187,12 @@ pub async fn apply(
     let mut lines: Vec<LogLine> = vec![];
     for f in &plan.fired {
         if plan.stopped.is_none() {
-            lines.push(LogLine::finding("fired", "started to match", &f.cve_id, &f.device_name));
+            lines.push(LogLine::finding(
+                "fired",
+                "started to match",
+                &f.cve_id,
+                &f.device_name,
+            ));
         }
     }
     if let Some(stopped) = &plan.stopped {
@@ -203,7 +208,12 @@ pub async fn apply(
         ));
     }
     for skip in &plan.skipped {
-        lines.push(LogLine::finding("skipped", &skip.reason, &skip.cve_id, &skip.device_name));
+        lines.push(LogLine::finding(
+            "skipped",
+            &skip.reason,
+            &skip.cve_id,
+            &skip.device_name,
+        ));
     }
     if plan.skipped_more > 0 {
         lines.push(LogLine::rule(
@@ -212,7 +222,10 @@ pub async fn apply(
         ));
     }
     for (planned, id) in plan.deliveries.iter().zip(&ids) {
-        let mut line = LogLine::rule("queued", format!("{} to {}", planned.action, planned.target));
+        let mut line = LogLine::rule(
+            "queued",
+            format!("{} to {}", planned.action, planned.target),
+        );
         line.delivery_id = Some(id.clone());
         if planned.action.starts_with("ticket") {
             line.cve_id = Some(planned.target.clone());
@@ -295,7 +308,13 @@ async fn write_line(
 }
 
 /// Writes one log line on its own.
-pub async fn log(db: &Db, tenant: &str, rule_id: &str, at: i64, line: &LogLine) -> sqlx::Result<()> {
+pub async fn log(
+    db: &Db,
+    tenant: &str,
+    rule_id: &str,
+    at: i64,
+    line: &LogLine,
+) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     write_line(&mut tx, tenant, rule_id, at, line).await?;
@@ -322,7 +341,8 @@ pub struct DeliveryRow {
     pub delivered_at: Option<i64>,
 }
 
-const DELIVERY_COLUMNS: &str = "id, tenant_id, rule_id, rule_name, action, target, payload, status, \
+const DELIVERY_COLUMNS: &str =
+    "id, tenant_id, rule_id, rule_name, action, target, payload, status, \
     attempts, next_attempt_at, answer, created_at, delivered_at";
 
 /// Deliveries of the tenant that may be sent at `now` (pending and due,
@@ -393,9 +413,14 @@ pub async fn postpone(db: &Db, delivery: &DeliveryRow, at: i64, why: &str) -> sq
 
 /// How an attempt ended.
 pub enum Outcome<'a> {
-    Delivered { answer: &'a str },
+    Delivered {
+        answer: &'a str,
+    },
     /// Failed; tried again at `retry_at`, or dead when `None`.
-    Failed { answer: &'a str, retry_at: Option<i64> },
+    Failed {
+        answer: &'a str,
+        retry_at: Option<i64>,
+    },
 }
 
 /// Records an attempt's outcome with its log line; a created ticket's id

@@ -142,7 +142,15 @@ pub async fn find_open_ticket(
         ("closed", "false".to_string()),
         ("page_size", "25".to_string()),
     ];
-    let answer = call(state, tenant, actions::LIST_TICKETS, &[], &query, Value::Null).await?;
+    let answer = call(
+        state,
+        tenant,
+        actions::LIST_TICKETS,
+        &[],
+        &query,
+        Value::Null,
+    )
+    .await?;
     Ok(items(&answer)
         .iter()
         .find(|t| t["summary"].as_str().is_some_and(|s| s.starts_with(prefix)))
