@@ -3,7 +3,9 @@
 //! checkpointed test job, a real rmm sync, a CSV parse, a rollup, a scanner
 //! export and a psa bulk pull. And a server stopped with SIGTERM in each
 //! phase of a sync, a large upload and its rollup hands its jobs back at
-//! once; the next process resumes them from their checkpoints.
+//! once; the next process resumes them from their checkpoints. Automation
+//! killed between the findings' write and the webhook's delivery, with two
+//! processes running the rules at once, delivers each action once.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -29,6 +31,7 @@ backend_tests!(
     a_paused_parse_writes_nothing_after_its_lease,
     processes_share_files_through_the_object_store,
     rate_limits_hold_across_processes,
+    automation_acts_once_across_a_kill_and_two_processes,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -1299,5 +1302,239 @@ async fn rate_limits_hold_across_processes(backend: Backend) {
         first.kill();
         second.kill();
     }
+    scratch.remove().await;
+}
+
+/// Chrome on `device`, as an rmm sync maps it.
+fn chrome(device: &str) -> cairn_plugins::MappedRow {
+    cairn_tests::inventory::software(
+        device,
+        "Google Chrome",
+        "Google LLC",
+        "112.0.5615.49",
+        "windows",
+    )
+}
+
+/// Writes `rows` as an rmm sync would and scans the tenant through `server`.
+async fn seed_and_scan(
+    server: &Server,
+    db: &Db,
+    token: &str,
+    tenant: &TenantId,
+    run: &str,
+    rows: &[cairn_plugins::MappedRow],
+) {
+    let mut tx = db.pool.begin().await.unwrap();
+    cairn_integrations::storage::upsert_rows(&mut tx, tenant, "rmm", (run, 0), rows)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let scan = server
+        .post("/api/v1/vulnerabilities/scan", token, json!({}))
+        .await;
+    let id = scan["id"].as_str().unwrap().to_string();
+    wait_until("the scan", Duration::from_secs(120), async || {
+        let status: String = sqlx::query_scalar("SELECT status FROM vuln_scans WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        match status.as_str() {
+            "success" => Ok(()),
+            "error" => panic!("the scan failed"),
+            _ => Err(status),
+        }
+    })
+    .await;
+}
+
+/// A webhook rule fires for Chrome findings. The receiver refuses every
+/// post while the first process is killed (SIGKILL) between the findings'
+/// write and the delivery; the second process delivers it once the
+/// receiver answers. Then both processes run the rules at once, again and
+/// again, while more findings land: every delivery reaches the receiver
+/// once, counted there.
+async fn automation_acts_once_across_a_kill_and_two_processes(backend: Backend) {
+    use cairn_tests::fake_nvd::{fixture_records, FakeNvd};
+    use cairn_tests::fake_webhooks::FakeWebhooks;
+    const SECRET: &str = "whsec-for-the-crash-test-0123";
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let nvd = FakeNvd::start(fixture_records()).await;
+    let hooks = FakeWebhooks::start(SECRET).await;
+    hooks.hooks.lock().unwrap().fail_first = usize::MAX;
+    let connectors = connectors_dir(&[], &[]);
+    let (api, kev, epss, epss_api) = (
+        nvd.api_url(),
+        nvd.kev_url(),
+        nvd.epss_url(),
+        nvd.epss_api_url(),
+    );
+    let settings = [
+        ("CAIRN_NVD_API_URL", api.as_str()),
+        ("CAIRN_NVD_RESULTS_PER_PAGE", "50"),
+        ("CAIRN_NVD_REQUEST_DELAY_MS", "10"),
+        ("CAIRN_KEV_URL", kev.as_str()),
+        ("CAIRN_EPSS_URL", epss.as_str()),
+        ("CAIRN_EPSS_API_URL", epss_api.as_str()),
+        ("CAIRN_AUTOMATION_SWEEP_MS", "100"),
+        ("CAIRN_AUTOMATION_RETRY_MS", "200"),
+    ];
+    let spawn =
+        |log: &str| Server::spawn_with(&scratch.url, &scratch.dir, &connectors, log, &settings);
+    let first = spawn("first.log");
+    let second = spawn("second.log");
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let nvd_job = cairn_jobs::enqueue(
+        &db,
+        &cairn_vulnerabilities::reference::sources::reference_tenant(),
+        &cairn_vulnerabilities::reference::sources::job_kind("nvd"),
+        &json!({}),
+    )
+    .await
+    .unwrap()
+    .job_id;
+    wait_for("the NVD load", Duration::from_secs(120), async || {
+        job_status(&db, &nvd_job).await == "success"
+    })
+    .await;
+    let (token, tenant) = first.register_owner().await;
+    let tenant = TenantId(tenant);
+    let rule = first
+        .post(
+            "/api/v1/automation/rules",
+            &token,
+            json!({"name": "Every new finding", "trigger": {"kind": "new_finding"},
+                   "actions": [{"type": "webhook", "url": format!("{}/json", hooks.base),
+                                "format": "json", "secret": SECRET}]}),
+        )
+        .await;
+    let rule_id = rule["id"].as_str().unwrap().to_string();
+    wait_for(
+        "the rule's first run",
+        Duration::from_secs(60),
+        async || {
+            let at: Option<i64> =
+                sqlx::query_scalar("SELECT evaluated_at FROM automation_rules WHERE id = $1")
+                    .bind(&rule_id)
+                    .fetch_one(&db.pool)
+                    .await
+                    .unwrap();
+            at.is_some()
+        },
+    )
+    .await;
+
+    // The findings are written; the delivery is queued and refused.
+    seed_and_scan(
+        &first,
+        &db,
+        &token,
+        &tenant,
+        "one",
+        &[chrome("WEB01"), chrome("LAPTOP-9")],
+    )
+    .await;
+    wait_for("a refused attempt", Duration::from_secs(60), async || {
+        !hooks.received("json").is_empty()
+    })
+    .await;
+    first.kill();
+    hooks.hooks.lock().unwrap().fail_first = 0;
+    wait_for(
+        "the delivery through the second process",
+        Duration::from_secs(120),
+        async || hooks.received("json").iter().any(|r| r.status == 204),
+    )
+    .await;
+
+    // Two processes running the rules at once while findings land.
+    let third = spawn("third.log");
+    let servers = [&second, &third];
+    for (i, device) in ["DESK-3", "PC-04", "PC-05"].iter().enumerate() {
+        let server = servers[i % 2];
+        let run = format!("more-{i}");
+        let seeded = seed_and_scan(server, &db, &token, &tenant, &run, &[chrome(device)]);
+        let runs = async {
+            for _ in 0..5 {
+                let (a, b) = tokio::join!(
+                    second.post("/api/v1/automation/run", &token, json!({})),
+                    third.post("/api/v1/automation/run", &token, json!({})),
+                );
+                assert!(a["job_id"].is_string() && b["job_id"].is_string());
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+        };
+        tokio::join!(seeded, runs);
+    }
+    // (device, CVE) of every finding an accepted delivery named.
+    let named = || {
+        let mut named: Vec<(String, String)> = hooks
+            .received("json")
+            .iter()
+            .filter(|r| r.status == 204)
+            .flat_map(|r| r.body["findings"].as_array().unwrap().clone())
+            .map(|f| {
+                (
+                    f["device_name"].as_str().unwrap().to_string(),
+                    f["cve_id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        named.sort();
+        named
+    };
+    let devices = |named: &[(String, String)]| {
+        let mut devices: Vec<String> = named.iter().map(|(d, _)| d.clone()).collect();
+        devices.dedup();
+        devices
+    };
+    wait_for(
+        "every device's findings delivered",
+        Duration::from_secs(120),
+        async || devices(&named()).len() == 5,
+    )
+    .await;
+    // Settle: whatever would be sent twice has had its chance.
+    for server in servers {
+        server
+            .post("/api/v1/automation/run", &token, json!({}))
+            .await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let posts = hooks.received("json");
+    let accepted: Vec<&cairn_tests::fake_webhooks::Received> =
+        posts.iter().filter(|r| r.status == 204).collect();
+    let mut ids: Vec<&str> = accepted
+        .iter()
+        .map(|r| r.delivery_id.as_deref().unwrap())
+        .collect();
+    ids.sort();
+    let before = ids.len();
+    ids.dedup();
+    assert_eq!(before, ids.len(), "a delivery accepted twice: {posts:?}");
+    let named = named();
+    let mut distinct = named.clone();
+    distinct.dedup();
+    assert_eq!(named, distinct, "a finding in two accepted deliveries");
+    assert_eq!(
+        devices(&named),
+        ["DESK-3", "LAPTOP-9", "PC-04", "PC-05", "WEB01"]
+    );
+    assert!(posts.iter().all(|r| r.signed));
+    let fired = count(
+        &db,
+        "SELECT COUNT(*) FROM automation_log WHERE tenant_id = $1 AND outcome = 'fired'",
+        tenant.as_str(),
+    )
+    .await;
+    assert_eq!(fired, named.len() as i64, "each finding fired once");
+
+    second.kill();
+    third.kill();
+    db.pool.close().await;
     scratch.remove().await;
 }

@@ -399,6 +399,65 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         "{overdue:?}"
     );
     assert_eq!(checks["sla_badges"].as_u64(), Some(overdue.len() as u64));
+    // Automation: the dry run names what would go out, the saved rule runs
+    // once, its log says it fired, its e-mail waits with the reason.
+    assert_eq!(checks["automation_empty"], "No rule yet.");
+    let dry = checks["automation_dry_run"].as_str().unwrap_or_default();
+    assert_eq!(
+        dry,
+        "Would fire for 2 finding(s) and send: email to soc@example.com. Nothing was sent."
+    );
+    let dry_rows: Vec<String> =
+        serde_json::from_value(checks["automation_dry_rows"].clone()).unwrap();
+    assert_eq!(dry_rows.len(), 2, "{dry_rows:?}");
+    assert!(
+        dry_rows
+            .iter()
+            .any(|r| r.contains("CVE-2023-2033") && r.contains("WS-01"))
+            && dry_rows
+                .iter()
+                .any(|r| r.contains("CVE-2025-0411") && r.contains("WS-02")),
+        "{dry_rows:?}"
+    );
+    let rule: Vec<String> = serde_json::from_value(checks["automation_rules"].clone()).unwrap();
+    assert_eq!(
+        rule[..4],
+        [
+            "KEV findings to the SOC",
+            "a CVE in KEV",
+            "e-mail to soc@example.com",
+            "yes"
+        ],
+        "{rule:?}"
+    );
+    let outcomes: Vec<String> = serde_json::from_value(checks["automation_log"].clone()).unwrap();
+    assert!(outcomes.contains(&"fired".to_string()), "{outcomes:?}");
+    let sent: Vec<String> =
+        serde_json::from_value(checks["automation_deliveries"].clone()).unwrap();
+    assert!(
+        sent.iter()
+            .any(|c| c.contains("no SMTP server is configured")),
+        "{sent:?}"
+    );
+    // Each finding fired once over the whole journey (later uploads add
+    // findings of their own, which fire then).
+    let lines = app.get("/api/v1/automation/log", &owner.bearer()).await;
+    let mut fired: Vec<(String, String)> = lines
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["outcome"] == "fired")
+        .map(|l| (l["cve_id"].to_string(), l["device_name"].to_string()))
+        .collect();
+    fired.sort();
+    let count = fired.len();
+    fired.dedup();
+    assert_eq!(count, fired.len(), "{}", lines.text);
+    assert!(
+        fired.contains(&("\"CVE-2023-2033\"".into(), "\"WS-01\"".into())),
+        "{fired:?}"
+    );
     let customers: Vec<String> = serde_json::from_value(checks["customers"].clone()).unwrap();
     assert!(customers[0].starts_with("Acme Dental"), "{customers:?}");
     // Acting in the customer shows its data, not the partner's.
@@ -458,7 +517,8 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(checks["phone_overflow"], 0, "nothing wider than 390 px");
     assert_eq!(
         checks["phone_overflow_elsewhere"],
-        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0, "/console/sla": 0}),
+        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0, "/console/sla": 0,
+               "/console/automation": 0}),
         "nothing wider than 390 px"
     );
     assert_eq!(checks["desktop_overflow"], 0, "nothing wider than 1280 px");
@@ -483,10 +543,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 21);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 22);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 22);
+    assert_eq!(listed.len(), 23);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -1661,6 +1661,7 @@ const ROUTES = [
   [/^\/console\/devices\/([^/]+)$/, device, null],
   [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
   [/^\/console\/sla$/, sla, "SLA"],
+  [/^\/console\/automation$/, automation, "Automation"],
   [/^\/console\/research$/, research, "Research"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
@@ -1676,6 +1677,147 @@ const ROUTES = [
   [/^\/console\/partner\/audit$/, partnerAudit, null],
 ];
 
+/** A new rule's starting point in the editor. */
+const RULE_TEMPLATE = {
+  name: "KEV findings to the SOC",
+  trigger: { kind: "kev_added" },
+  conditions: { severity_at_least: "high" },
+  actions: [{ type: "email", to: ["soc@example.com"] }],
+  include_existing: true,
+};
+
+const TRIGGER_WORDS = {
+  new_finding: "a new finding",
+  kev_added: "a CVE in KEV",
+  epss_crossed: "EPSS crossed",
+  due_soon: "due soon",
+  overdue: "overdue",
+  digest: "digest",
+};
+
+function triggerWords(trigger) {
+  const words = TRIGGER_WORDS[trigger.kind] ?? trigger.kind;
+  if (trigger.kind === "epss_crossed") return `${words} ${trigger.threshold}`;
+  if (trigger.kind === "digest") return `${trigger.every} ${words}`;
+  return words;
+}
+
+function actionWords(action) {
+  if (action.type === "ticket") return `PSA ticket (company ${action.company_id})`;
+  if (action.type === "email") return `e-mail to ${action.to.join(", ")}`;
+  return `${action.format} webhook to ${new URL(action.url).host}`;
+}
+
+function when(ms) {
+  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+}
+
+async function automation() {
+  document.title = "Automation - Cairn";
+  const [rules, log, deliveries] = await Promise.all([
+    api("GET", "/automation/rules"),
+    api("GET", "/automation/log?limit=50"),
+    api("GET", "/automation/deliveries?limit=50"),
+  ]);
+  const names = new Map(rules.map((r) => [r.id, r.name]));
+  const preview = el("div", { "aria-live": "polite" });
+  const editor = jsonForm("New rule", RULE_TEMPLATE, async (rule) => {
+    const saved = await api("POST", "/automation/rules", rule);
+    setTimeout(render, 0);
+    return `Saved "${saved.name}".`;
+  });
+  const dryRun = el("button", { type: "button", class: "quiet" }, "Dry run");
+  dryRun.addEventListener("click", async () => {
+    clearErrors(editor);
+    let rule;
+    try {
+      rule = JSON.parse(new FormData(editor).get("json"));
+    } catch (error) {
+      showError(editor, new ApiError(422, { detail: `This is not JSON: ${error.message}` }));
+      return;
+    }
+    try {
+      const plan = await api("POST", "/automation/dry-run", rule);
+      const sends = plan.deliveries.map((d) => `${d.action.replaceAll("_", " ")} to ${d.target}`);
+      preview.replaceChildren(
+        el("p", { role: "status" }, `Would fire for ${plan.fired.length} finding(s)${sends.length ? ` and send: ${sends.join("; ")}` : " and send nothing"}. Nothing was sent.`),
+        table(
+          [["CVE"], ["Device"], ["Application"], ["Severity"], ["KEV"]],
+          plan.fired.slice(0, 20).map((f) => [
+            el("a", { href: `/console/cves/${encodeURIComponent(f.cve_id)}` }, f.cve_id),
+            el("a", { href: `/console/devices/${encodeURIComponent(f.device_name)}` }, f.device_name),
+            `${f.application_name} ${f.version}`,
+            badge("sev", f.severity),
+            f.kev ? "yes" : "no",
+          ]),
+        ),
+      );
+    } catch (error) {
+      showError(editor, error);
+    }
+  });
+  editor.append(dryRun);
+  const runNow = el("button", { type: "button" }, "Run the rules now");
+  runNow.addEventListener("click", async () => {
+    await api("POST", "/automation/run");
+    setTimeout(render, 1000);
+  });
+  const retry = (delivery) => {
+    const button = el("button", { type: "button", class: "quiet", "aria-label": `Retry the ${delivery.action} to ${delivery.target}` }, "Retry");
+    button.addEventListener("click", async () => {
+      await api("POST", `/automation/deliveries/${encodeURIComponent(delivery.id)}/retry`);
+      render();
+    });
+    return button;
+  };
+  return [
+    el("h1", {}, "Automation"),
+    el("p", { class: "muted" }, "When a finding starts to match a rule, its actions run once: a PSA ticket per CVE, one e-mail or webhook per run. A new rule leaves what already matches alone unless it includes existing findings."),
+    el("h2", {}, "Rules"),
+    rules.length
+      ? table(
+          [["Rule"], ["When"], ["Actions"], ["Enabled"], ["Last run"]],
+          rules.map((r) => [r.name, triggerWords(r.trigger), r.actions.map(actionWords).join("; "), r.enabled ? "yes" : "no", r.evaluated_at ? when(Date.parse(r.evaluated_at)) : "not yet"]),
+        )
+      : el("p", {}, "No rule yet."),
+    runNow,
+    el("h2", {}, "Write a rule"),
+    el("p", { class: "muted" }, "Triggers: new_finding, kev_added, epss_crossed, due_soon, overdue, digest. Try it with a dry run before saving; an admin saves."),
+    editor,
+    preview,
+    el("h2", {}, "What the rules did"),
+    log.length
+      ? table(
+          [["When"], ["Rule"], ["Outcome"], ["Why"], ["CVE"], ["Device"]],
+          log.map((l) => [
+            when(l.at),
+            names.get(l.rule_id) ?? "(deleted rule)",
+            badge("outcome", l.outcome),
+            l.reason,
+            l.cve_id ? el("a", { href: `/console/cves/${encodeURIComponent(l.cve_id)}` }, l.cve_id) : "",
+            l.device_name ? el("a", { href: `/console/devices/${encodeURIComponent(l.device_name)}` }, l.device_name) : "",
+          ]),
+        )
+      : el("p", {}, "Nothing yet."),
+    el("h2", {}, "Deliveries"),
+    deliveries.length
+      ? table(
+          [["Created"], ["Rule"], ["Action"], ["To"], ["Status"], ["Attempts"], ["Answer"], [""]],
+          deliveries.map((d) => [
+            when(Date.parse(d.created_at)),
+            d.rule_name,
+            d.action.replaceAll("_", " "),
+            d.target,
+            badge("delivery", d.status),
+            String(d.attempts),
+            d.answer ?? "",
+            d.status === "dead" ? retry(d) : "",
+          ]),
+        )
+      : el("p", {}, "Nothing sent yet."),
+  ];
+}
+
 function go(url) {
   history.pushState(null, "", url);
   render();
@@ -1690,6 +1832,7 @@ function navigation(me) {
     ["/console/devices", "Devices"],
     ["/console/vulnerabilities", "Vulnerabilities"],
     ["/console/sla", "SLA"],
+    ["/console/automation", "Automation"],
     ["/console/research", "Research"],
     ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],

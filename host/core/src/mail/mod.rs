@@ -63,13 +63,28 @@ impl Mailer {
 
     /// Sends a plain-text message. `Ok(false)` when mail is disabled.
     pub async fn send(&self, to: &str, subject: &str, body: String) -> Result<bool, MailError> {
+        self.send_to_all(&[to], subject, body).await
+    }
+
+    /// Sends one plain-text message to every address in `to` (one message,
+    /// each address a recipient). `Ok(false)` when mail is disabled.
+    pub async fn send_to_all(
+        &self,
+        to: &[&str],
+        subject: &str,
+        body: String,
+    ) -> Result<bool, MailError> {
         let Mailer::Smtp(smtp) = self else {
             return Ok(false);
         };
-        let to: Mailbox = to.parse().map_err(|_| MailError::Address(to.to_string()))?;
-        let message = Message::builder()
-            .from(smtp.from.clone())
-            .to(to)
+        let mut message = Message::builder().from(smtp.from.clone());
+        for address in to {
+            let mailbox: Mailbox = address
+                .parse()
+                .map_err(|_| MailError::Address(address.to_string()))?;
+            message = message.to(mailbox);
+        }
+        let message = message
             .subject(subject)
             .header(ContentType::TEXT_PLAIN)
             .body(body)?;

@@ -27,8 +27,6 @@ use cairn_plugins::outbound::{describe, Outbound};
 
 /// Attempts before a delivery is given up.
 pub const MAX_ATTEMPTS: i64 = 5;
-/// How long one attempt holds its delivery.
-const LEASE_MS: i64 = 120_000;
 /// Actions a tenant's rules deliver in any hour at most, together.
 pub const TENANT_ACTIONS_PER_HOUR: i64 = 1_000;
 const HOUR_MS: i64 = 3_600_000;
@@ -37,6 +35,9 @@ const ANSWER_CHARS: usize = 300;
 
 /// Sends what is due for the tenant; how many were delivered.
 pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usize> {
+    // An attempt holds its delivery for two job leases: a process that
+    // died mid-attempt hands it on about when its job is taken over.
+    let lease_ms = 2_000 * state.settings.job_lease_secs.max(1) as i64;
     let mut delivered = 0;
     for delivery in storage::due(&state.db, tenant, state.clock.now_ms()).await? {
         let now = state.clock.now_ms();
@@ -81,7 +82,7 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
         } else {
             None
         };
-        if !storage::take(&state.db, &delivery, now, LEASE_MS).await? {
+        if !storage::take(&state.db, &delivery, now, lease_ms).await? {
             continue;
         }
         let attempt = delivery.attempts + 1;
@@ -192,17 +193,16 @@ async fn send(
             }
             let subject = payload["subject"].as_str().unwrap_or("[Cairn]");
             let body = payload["body"].as_str().unwrap_or("").to_string();
+            // One message for every address: a run is one e-mail.
             let to: Vec<&str> = payload["to"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            for address in &to {
-                state
-                    .mailer
-                    .send(address, subject, body.clone())
-                    .await
-                    .map_err(|e| format!("mail to {address} failed: {e}"))?;
-            }
+            state
+                .mailer
+                .send_to_all(&to, subject, body)
+                .await
+                .map_err(|e| format!("mail to {} failed: {e}", to.join(", ")))?;
             Ok((format!("sent to {}", to.join(", ")), None))
         }
         "webhook" => {
