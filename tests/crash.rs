@@ -1456,7 +1456,8 @@ async fn automation_acts_once_across_a_kill_and_two_processes(backend: Backend) 
     for (i, device) in ["DESK-3", "PC-04", "PC-05"].iter().enumerate() {
         let server = servers[i % 2];
         let run = format!("more-{i}");
-        let seeded = seed_and_scan(server, &db, &token, &tenant, &run, &[chrome(device)]);
+        let rows = [chrome(device)];
+        let seeded = seed_and_scan(server, &db, &token, &tenant, &run, &rows);
         let runs = async {
             for _ in 0..5 {
                 let (a, b) = tokio::join!(
