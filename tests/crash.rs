@@ -1416,13 +1416,13 @@ async fn automation_acts_once_across_a_kill_and_two_processes(backend: Backend) 
         "the rule's first run",
         Duration::from_secs(60),
         async || {
-            let at: Option<i64> =
-                sqlx::query_scalar("SELECT evaluated_at FROM automation_rules WHERE id = $1")
+            let runs: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM automation_rule_runs WHERE rule_id = $1")
                     .bind(&rule_id)
                     .fetch_one(&db.pool)
                     .await
                     .unwrap();
-            at.is_some()
+            runs == 1
         },
     )
     .await;

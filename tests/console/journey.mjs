@@ -216,7 +216,7 @@ try {
   await page.getByRole("cell", { name: "KEV findings to the SOC", exact: true }).first().waitFor();
   // The rule's first run is a job: look again until its log has a line.
   for (let tries = 0; tries < 100; tries += 1) {
-    if (await page.locator("main span.badge.delivery-pending").count()) break;
+    if (await page.getByText("no SMTP server is configured").count()) break;
     await page.waitForTimeout(200);
     await page.goto(`${base}/console/automation`);
     await drawn(page);

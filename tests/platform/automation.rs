@@ -16,6 +16,7 @@ use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use super::partner::{act, customer};
 use super::sla::replace_and_scan;
 use super::vulnerabilities::{loaded_with, scan, software};
 
@@ -129,41 +130,39 @@ fn notes_of(psa: &FakePsa, ticket: &Value) -> Vec<Value> {
 }
 
 async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
-    let psa = FakePsa::start(PsaData::default()).await;
+    let mut data = PsaData::default();
+    data.companies
+        .push(json!({"id": 3, "identifier": "Globex", "name": "Globex Corporation"}));
+    let psa = FakePsa::start(data).await;
     let smtp = FakeSmtp::start().await;
-    let hooks = FakeWebhooks::start(SECRET).await;
-    hooks.hooks.lock().unwrap().fail_first = 2;
     let Some(app) = start(backend, &smtp).await else {
         return;
     };
-    let acme = app.register("owner@acme.example").await;
-    let globex = app.register("owner@globex.example").await;
-    for who in [&acme, &globex] {
-        let saved = app
-            .post("/api/v1/psa/config", &who.bearer(), psa_config(&psa.site))
-            .await;
-        assert_eq!(saved.status, 200, "{}", saved.text);
-    }
-    let ticket = json!({"type": "ticket", "company_id": 2, "board_id": 1, "close_status_id": 5});
-    let acme_rule = rule(
+    // An MSP with two customers; its PSA holds a company for each.
+    let msp = app.register("owner@msp.example").await;
+    let acme_id = customer(&app, &msp, "Acme").await;
+    let globex_id = customer(&app, &msp, "Globex").await;
+    let acme = act(&app, &msp, &acme_id).await;
+    let globex = act(&app, &msp, &globex_id).await;
+    let saved = app
+        .post("/api/v1/psa/config", &msp.bearer(), psa_config(&psa.site))
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let rule_id = rule(
         &app,
-        &acme,
-        json!({"name": "KEV on any device", "trigger": {"kind": "kev_added"},
+        &msp,
+        json!({"name": "KEV on any customer device", "trigger": {"kind": "kev_added"},
                "conditions": {"severity_at_least": "high"},
-               "actions": [ticket,
-                   {"type": "webhook", "url": format!("{}/json", hooks.base), "format": "json",
-                    "secret": SECRET},
-                   {"type": "email", "to": ["soc@acme.example"]}]}),
-    )
-    .await;
-    rule(
-        &app,
-        &globex,
-        json!({"name": "KEV", "trigger": {"kind": "kev_added"}, "actions": [ticket]}),
+               "customers": {"all": true},
+               "actions": [
+                   {"type": "ticket", "company_id": 2, "board_id": 1, "close_status_id": 5,
+                    "companies": {globex_id.clone(): 3}},
+                   {"type": "email", "to": ["soc@msp.example"]}]}),
     )
     .await;
 
-    // A KEV CVE on three devices of two customers: two tickets.
+    // A KEV CVE on three devices of two customers: two tickets, one per
+    // customer's company, and one message per customer's run.
     app.seed(
         &acme,
         "rmm",
@@ -174,116 +173,65 @@ async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
     app.seed(&globex, "rmm", &[chrome("PC-01", VULNERABLE)])
         .await;
     scan(&app, &globex, json!({})).await;
-    wait_until("two tickets and the webhook", LIMIT, async || {
+    wait_until("two tickets and two mails", LIMIT, async || {
         let opened = tickets_of(&psa, KEV_CVE).len();
-        let hooked = hooks
-            .received("json")
-            .iter()
-            .filter(|r| r.status == 204)
-            .count();
-        if opened == 2 && hooked == 1 && smtp.mails().len() == 1 {
+        if opened == 2 && smtp.mails().len() == 2 {
             Ok(())
         } else {
-            Err(format!(
-                "{opened} tickets, {hooked} webhooks, {} mails",
-                smtp.mails().len()
-            ))
+            Err(format!("{opened} tickets, {} mails", smtp.mails().len()))
         }
     })
     .await;
     let created = psa.data.lock().unwrap().created_tickets.clone();
     assert_eq!(created.len(), 2, "{created:?}");
-    let descriptions: Vec<String> = created
-        .iter()
-        .map(|t| {
-            t["initialDescription"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect();
-    assert!(
-        descriptions
+    let of_company = |company: u64| {
+        created
             .iter()
-            .any(|d| d.contains("WEB01") && d.contains("LAPTOP-9")),
-        "{descriptions:?}"
-    );
-    assert!(
-        descriptions
-            .iter()
-            .any(|d| d.contains("PC-01") && !d.contains("WEB01")),
-        "{descriptions:?}"
-    );
-    assert!(created
-        .iter()
-        .all(|t| t["company"]["id"] == 2 && t["board"]["id"] == 1));
-
-    // The webhook failed twice and went through on the third attempt, with
-    // the same delivery id and a valid signature each time.
-    let posts = hooks.received("json");
-    assert_eq!(
-        posts.iter().map(|p| p.status).collect::<Vec<_>>(),
-        [500, 500, 204]
-    );
-    assert!(posts.iter().all(|p| p.signed));
-    let id = posts[0].delivery_id.clone().unwrap();
-    assert!(posts
-        .iter()
-        .all(|p| p.delivery_id.as_deref() == Some(id.as_str())));
-    let body = &posts[2].body;
-    assert_eq!(body["schema"], "cairn.automation.v1");
-    assert_eq!(body["rule"]["id"], acme_rule.as_str());
-    assert_eq!(body["findings"].as_array().unwrap().len(), 2, "{body}");
-    let listed = deliveries(&app, &acme).await;
-    let webhook = listed.iter().find(|d| d["id"] == id.as_str()).unwrap();
-    assert_eq!(webhook["status"], "delivered");
-    assert_eq!(webhook["attempts"], 3);
-    let failures = log(&app, &acme, &format!("?rule_id={acme_rule}")).await;
-    assert_eq!(
-        failures
-            .iter()
-            .filter(|l| l["outcome"] == "failed"
-                && l["reason"]
+            .find(|t| t["company"]["id"] == company)
+            .map(|t| {
+                t["initialDescription"]
                     .as_str()
-                    .unwrap()
-                    .contains("HTTP 500: receiver busy"))
-            .count(),
-        2,
-        "{failures:?}"
-    );
-    let mail = &smtp.mails()[0];
-    assert_eq!(mail.to, ["<soc@acme.example>"]);
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_else(|| panic!("no ticket for company {company}: {created:?}"))
+    };
+    let (acme_text, globex_text) = (of_company(2), of_company(3));
     assert!(
-        mail.data.contains(KEV_CVE) && mail.data.contains("LAPTOP-9"),
-        "{}",
-        mail.data
+        acme_text.contains("WEB01") && acme_text.contains("LAPTOP-9"),
+        "{acme_text}"
+    );
+    assert!(
+        globex_text.contains("PC-01") && !globex_text.contains("WEB01"),
+        "{globex_text}"
+    );
+    assert!(created.iter().all(|t| t["board"]["id"] == 1));
+    let mails = smtp.mails();
+    assert!(mails.iter().all(|m| m.to == ["<soc@msp.example>"]));
+    assert!(
+        mails
+            .iter()
+            .any(|m| m.data.contains(KEV_CVE) && m.data.contains("LAPTOP-9")),
+        "{mails:?}"
     );
 
     // A fourth device joins acme's ticket as a note; no new ticket.
     app.seed(&acme, "rmm", &[chrome("DESK-3", VULNERABLE)])
         .await;
     scan(&app, &acme, json!({})).await;
-    let acme_ticket = || {
+    let ticket_of = |company: u64| {
         tickets_of(&psa, KEV_CVE)
             .into_iter()
-            .find(|t| {
-                psa.data.lock().unwrap().created_tickets.iter().any(|c| {
-                    c["summary"] == t["summary"]
-                        && c["initialDescription"]
-                            .as_str()
-                            .unwrap_or("")
-                            .contains("WEB01")
-                })
-            })
+            .find(|t| t["company"]["id"] == company)
             .unwrap()
     };
     wait_until("the note on acme's ticket", LIMIT, async || {
-        let notes = notes_of(&psa, &acme_ticket());
+        let notes = notes_of(&psa, &ticket_of(2));
         match notes
             .iter()
             .any(|n| n["text"].as_str().unwrap_or("").contains("DESK-3"))
         {
-            true if smtp.mails().len() == 2 => Ok(()),
+            true if smtp.mails().len() == 3 => Ok(()),
             _ => Err(format!("{notes:?}")),
         }
     })
@@ -292,14 +240,8 @@ async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
 
     // Globex's only device fixed: its ticket is closed with a note.
     replace_and_scan(&app, &globex, "fixed", &[chrome("PC-01", FIXED)]).await;
-    let globex_ticket = || {
-        tickets_of(&psa, KEV_CVE)
-            .into_iter()
-            .find(|t| t["id"] != acme_ticket()["id"])
-            .unwrap()
-    };
     wait_until("globex's ticket closed", LIMIT, async || {
-        let ticket = globex_ticket();
+        let ticket = ticket_of(3);
         if ticket["status"]["id"] == 5 {
             Ok(())
         } else {
@@ -307,28 +249,85 @@ async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
         }
     })
     .await;
-    let closing = notes_of(&psa, &globex_ticket());
+    let closing = notes_of(&psa, &ticket_of(3));
     assert!(
         closing
             .iter()
             .any(|n| n["text"].as_str().unwrap().contains("fixed or excepted")),
         "{closing:?}"
     );
-    // Acme's ticket stays open.
-    assert_ne!(acme_ticket()["status"]["id"], 5);
+    assert_ne!(ticket_of(2)["status"]["id"], 5, "acme's ticket stays open");
 
     // Runs again, on request: nothing is sent twice.
     for _ in 0..2 {
+        run(&app, &msp).await;
         run(&app, &acme).await;
-        run(&app, &globex).await;
     }
     assert_eq!(psa.data.lock().unwrap().created_tickets.len(), 2);
-    assert_eq!(notes_of(&psa, &acme_ticket()).len(), 1);
-    assert_eq!(notes_of(&psa, &globex_ticket()).len(), 1);
-    assert_eq!(hooks.received("json").len(), 4);
-    assert_eq!(smtp.mails().len(), 2);
-    let fired = log(&app, &acme, &format!("?cve_id={KEV_CVE}&device=desk-3")).await;
-    assert!(fired.iter().any(|l| l["outcome"] == "fired"), "{fired:?}");
+    assert_eq!(notes_of(&psa, &ticket_of(2)).len(), 1);
+    assert_eq!(notes_of(&psa, &ticket_of(3)).len(), 1);
+    assert_eq!(smtp.mails().len(), 3);
+
+    // The partner reads the log and deliveries by customer; the customer's
+    // own view holds none of its partner's rules.
+    let fired = log(
+        &app,
+        &msp,
+        &format!("?rule_id={rule_id}&cve_id={KEV_CVE}&device=desk-3"),
+    )
+    .await;
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert_eq!(fired[0]["outcome"], "fired");
+    assert_eq!(fired[0]["tenant_id"], acme_id.as_str());
+    let sent = deliveries(&app, &msp).await;
+    assert!(sent.iter().all(|d| d["status"] == "delivered"), "{sent:?}");
+    assert!(sent.iter().any(|d| d["tenant_id"] == globex_id.as_str()));
+    assert_eq!(
+        app.get("/api/v1/automation/rules", &acme.bearer())
+            .await
+            .body,
+        json!([])
+    );
+    assert!(log(&app, &acme, "").await.is_empty());
+    assert!(deliveries(&app, &acme).await.is_empty());
+    let dry = app
+        .post(
+            &format!("/api/v1/automation/rules/{rule_id}/dry-run"),
+            &msp.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(dry.status, 200, "{}", dry.text);
+    let mut over: Vec<&str> = dry
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tenant_id"].as_str().unwrap())
+        .collect();
+    over.sort();
+    let mut both = [acme_id.as_str(), globex_id.as_str()];
+    both.sort();
+    assert_eq!(over, both);
+
+    // A rule over customers is a partner's; customers named are its own.
+    let other = app.register("owner@elsewhere.example").await;
+    let body = json!({"name": "x", "trigger": {"kind": "kev_added"}, "customers": {"all": true},
+                      "actions": [{"type": "email", "to": ["a@b.example"]}]});
+    let refused = app
+        .post("/api/v1/automation/rules", &other.bearer(), body)
+        .await;
+    refused.assert_error(422);
+    assert_eq!(refused.body["field"], "customers");
+    let theirs = customer(&app, &other, "Initech").await;
+    let body = json!({"name": "x", "trigger": {"kind": "kev_added"},
+                      "customers": {"customer_ids": [theirs]},
+                      "actions": [{"type": "email", "to": ["a@b.example"]}]});
+    let refused = app
+        .post("/api/v1/automation/rules", &msp.bearer(), body)
+        .await;
+    refused.assert_error(422);
+    assert_eq!(refused.body["field"], "customers.customer_ids");
     app.finish().await;
 }
 
@@ -448,13 +447,10 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
         )
         .await;
     assert_eq!(dry.status, 200, "{}", dry.text);
-    assert_eq!(
-        dry.body["fired"].as_array().unwrap().len(),
-        3,
-        "{}",
-        dry.text
-    );
-    assert_eq!(dry.body["deliveries"][0]["action"], "webhook");
+    assert_eq!(dry.body[0]["tenant_id"], acme.tenant_id.as_str());
+    let would = &dry.body[0]["plan"];
+    assert_eq!(would["fired"].as_array().unwrap().len(), 3, "{}", dry.text);
+    assert_eq!(would["deliveries"][0]["action"], "webhook");
     let saved_dry = app
         .post(
             &format!("/api/v1/automation/rules/{digest}/dry-run"),
@@ -464,7 +460,10 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
         .await;
     assert_eq!(saved_dry.status, 200, "{}", saved_dry.text);
     assert!(
-        saved_dry.body["deliveries"].as_array().unwrap().is_empty(),
+        saved_dry.body[0]["plan"]["deliveries"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
         "{}",
         saved_dry.text
     );
@@ -472,6 +471,54 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
     assert_eq!(deliveries(&app, &acme).await.len(), before);
     assert!(hooks.received("json").is_empty());
     assert_eq!(soc_mails(), mails);
+
+    // A signed webhook that fails twice goes through on the third attempt,
+    // under one delivery id, each attempt signed.
+    hooks.hooks.lock().unwrap().fail_first = 2;
+    let hooked = rule(&app, &acme, draft.clone()).await;
+    app.seed(&acme, "rmm", &[chrome("KIOSK-7", VULNERABLE)])
+        .await;
+    scan(&app, &acme, json!({})).await;
+    wait_until("the webhook", LIMIT, async || {
+        let posts = hooks.received("json");
+        match posts.iter().any(|r| r.status == 204) {
+            true => Ok(()),
+            false => Err(format!("{posts:?}")),
+        }
+    })
+    .await;
+    let posts = hooks.received("json");
+    assert_eq!(
+        posts.iter().map(|p| p.status).collect::<Vec<_>>(),
+        [500, 500, 204]
+    );
+    assert!(posts.iter().all(|p| p.signed));
+    let id = posts[0].delivery_id.clone().unwrap();
+    assert!(posts
+        .iter()
+        .all(|p| p.delivery_id.as_deref() == Some(id.as_str())));
+    let body = &posts[2].body;
+    assert_eq!(body["schema"], "cairn.automation.v1");
+    assert_eq!(body["rule"]["id"], hooked.as_str());
+    assert_eq!(body["tenant_id"], acme.tenant_id.as_str());
+    assert_eq!(body["findings"][0]["device_name"], "KIOSK-7", "{body}");
+    let listed = deliveries(&app, &acme).await;
+    let webhook = listed.iter().find(|d| d["id"] == id.as_str()).unwrap();
+    assert_eq!(webhook["status"], "delivered");
+    assert_eq!(webhook["attempts"], 3);
+    let failures = log(&app, &acme, &format!("?rule_id={hooked}")).await;
+    assert_eq!(
+        failures
+            .iter()
+            .filter(|l| l["outcome"] == "failed"
+                && l["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("HTTP 500: receiver busy"))
+            .count(),
+        2,
+        "{failures:?}"
+    );
 
     // Refusals name the field; members may read and dry-run, not write.
     app.post("/api/v1/automation/rules", &member.bearer(), draft.clone())

@@ -1737,13 +1737,16 @@ async function automation() {
       return;
     }
     try {
-      const plan = await api("POST", "/automation/dry-run", rule);
-      const sends = plan.deliveries.map((d) => `${d.action.replaceAll("_", " ")} to ${d.target}`);
+      // One plan per tenant the rule runs over (each customer, for a
+      // partner's rule over its customers).
+      const runs = await api("POST", "/automation/dry-run", rule);
+      const fired = runs.flatMap((run) => run.plan.fired);
+      const sends = runs.flatMap((run) => run.plan.deliveries.map((d) => `${d.action.replaceAll("_", " ")} to ${d.target}`));
       preview.replaceChildren(
-        el("p", { role: "status" }, `Would fire for ${plan.fired.length} finding(s)${sends.length ? ` and send: ${sends.join("; ")}` : " and send nothing"}. Nothing was sent.`),
+        el("p", { role: "status" }, `Would fire for ${fired.length} finding(s)${sends.length ? ` and send: ${sends.join("; ")}` : " and send nothing"}. Nothing was sent.`),
         table(
           [["CVE"], ["Device"], ["Application"], ["Severity"], ["KEV"]],
-          plan.fired.slice(0, 20).map((f) => [
+          fired.slice(0, 20).map((f) => [
             el("a", { href: `/console/cves/${encodeURIComponent(f.cve_id)}` }, f.cve_id),
             el("a", { href: `/console/devices/${encodeURIComponent(f.device_name)}` }, f.device_name),
             `${f.application_name} ${f.version}`,

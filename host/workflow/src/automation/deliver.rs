@@ -1,5 +1,6 @@
-//! Sending a tenant's due deliveries: tickets through the tenant's psa
-//! connector, e-mail through the mailer, webhooks through the one
+//! Sending the deliveries due for a tenant's findings: tickets through the
+//! psa connector of the rule's owner (the tenant, or its partner for a
+//! partner's rule), e-mail through the mailer, webhooks through the one
 //! outbound path, each attempt counted, retried with backoff and given up
 //! (`dead`) after [`MAX_ATTEMPTS`].
 //!
@@ -27,7 +28,8 @@ use cairn_plugins::outbound::{describe, Outbound};
 
 /// Attempts before a delivery is given up.
 pub const MAX_ATTEMPTS: i64 = 5;
-/// Actions a tenant's rules deliver in any hour at most, together.
+/// Actions the rules of one tenant (a partner's, over all its customers)
+/// deliver in any hour at most, together.
 pub const TENANT_ACTIONS_PER_HOUR: i64 = 1_000;
 const HOUR_MS: i64 = 3_600_000;
 /// A webhook's answer kept, at most.
@@ -41,23 +43,28 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
     let mut delivered = 0;
     for delivery in storage::due(&state.db, tenant, state.clock.now_ms()).await? {
         let now = state.clock.now_ms();
-        let rule = rules::get(&state.db, tenant, &delivery.rule_id).await?;
+        let owner = TenantId(delivery.owner_id.clone());
+        let rule = rules::get(&state.db, &owner, &delivery.rule_id).await?;
         let per_hour = rule
             .as_ref()
             .map_or(i64::MAX, |r| i64::from(r.input.max_actions_per_hour));
-        let (by_rule, by_tenant) =
-            storage::delivered_since(&state.db, tenant.as_str(), &delivery.rule_id, now - HOUR_MS)
-                .await?;
+        let (by_rule, by_tenant) = storage::delivered_since(
+            &state.db,
+            &delivery.owner_id,
+            &delivery.rule_id,
+            now - HOUR_MS,
+        )
+        .await?;
         if by_rule >= per_hour || by_tenant >= TENANT_ACTIONS_PER_HOUR {
             let why = if by_rule >= per_hour {
                 format!("rate-limited: the rule delivered {by_rule} actions in the last hour (limit {per_hour})")
             } else {
-                format!("rate-limited: the tenant's rules delivered {by_tenant} actions in the last hour (limit {TENANT_ACTIONS_PER_HOUR})")
+                format!("rate-limited: the owner's rules delivered {by_tenant} actions in the last hour (limit {TENANT_ACTIONS_PER_HOUR})")
             };
             if delivery.answer.as_deref() != Some(why.as_str()) {
                 let mut line = storage::LogLine::rule("rate_limited", why.clone());
                 line.delivery_id = Some(delivery.id.clone());
-                storage::log(&state.db, tenant.as_str(), &delivery.rule_id, now, &line).await?;
+                storage::log(&state.db, &delivery, now, &line).await?;
             }
             storage::postpone(&state.db, &delivery, now + HOUR_MS / 12, &why).await?;
             continue;
@@ -86,9 +93,11 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
             continue;
         }
         let attempt = delivery.attempts + 1;
+        // Tickets go through the rule owner's psa connector (a partner's,
+        // for its customers).
         let sent = send(
             state,
-            tenant,
+            &owner,
             &delivery,
             rule.as_ref(),
             ticket_id.as_deref(),
@@ -134,7 +143,7 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
 /// opened; `Err` with the answer or failure as a sentence.
 async fn send(
     state: &AppState,
-    tenant: &TenantId,
+    owner: &TenantId,
     delivery: &DeliveryRow,
     rule: Option<&rules::StoredRule>,
     ticket_id: Option<&str>,
@@ -147,7 +156,7 @@ async fn send(
             if attempt > 1 {
                 if let Some(found) = ticketing::find_open_ticket(
                     state,
-                    tenant,
+                    owner,
                     payload["company_id"].as_u64().unwrap_or(0),
                     &delivery.target,
                 )
@@ -159,7 +168,7 @@ async fn send(
             }
             let id = ticketing::open_ticket(
                 state,
-                tenant,
+                owner,
                 &ticketing::NewTicket {
                     company_id: payload["company_id"].as_u64().unwrap_or(0),
                     board_id: payload["board_id"].as_u64(),
@@ -176,11 +185,11 @@ async fn send(
             let ticket_id = ticket_id.unwrap_or_default();
             let text = payload["text"].as_str().unwrap_or("");
             let close = delivery.action == "ticket_close";
-            ticketing::add_note(state, tenant, ticket_id, text, close)
+            ticketing::add_note(state, owner, ticket_id, text, close)
                 .await
                 .map_err(|e| e.to_string())?;
             if let (true, Some(status)) = (close, payload["close_status_id"].as_u64()) {
-                ticketing::set_status(state, tenant, ticket_id, status)
+                ticketing::set_status(state, owner, ticket_id, status)
                     .await
                     .map_err(|e| e.to_string())?;
                 return Ok((format!("ticket {ticket_id} closed (status {status})"), None));

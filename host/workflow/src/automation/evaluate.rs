@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::rules::{Action, DigestEvery, StoredRule, Trigger, WebhookFormat};
+use super::rules::{Action, DigestEvery, RunState, StoredRule, Trigger, WebhookFormat};
 use crate::sla::TrackedFinding;
 
 /// Findings named in one message at most; the rest are counted.
@@ -138,24 +138,33 @@ pub fn period(every: DigestEvery, now: i64) -> String {
     }
 }
 
-/// Decides one run of `rule` over the tenant's open findings at `now`.
+/// What a run is over: the tenant whose open findings are read, and where
+/// the rule's runs over it stand.
+pub struct Over<'a> {
+    pub tenant: &'a str,
+    pub state: &'a RunState,
+}
+
+/// Decides one run of `rule` over `over.tenant`'s open findings at `now`.
 /// `in_devices` answers the rule's device query (true without one).
 pub fn plan(
     rule: &StoredRule,
+    over: Over<'_>,
     findings: &[TrackedFinding],
     memory: &Memory,
     in_devices: &dyn Fn(&str) -> bool,
     now: i64,
 ) -> Plan {
     let input = &rule.input;
-    let first_run = rule.evaluated_at.is_none();
-    let since = rule.seen_until.unwrap_or(i64::MAX);
+    let Over { tenant, state } = over;
+    let first_run = state.version.is_none();
+    let since = state.seen_until.unwrap_or(i64::MAX);
     let mut out = Plan {
         seen_until: findings
             .iter()
             .map(|f| f.first_seen)
             .max()
-            .or(rule.seen_until),
+            .or(state.seen_until),
         ..Plan::default()
     };
     let mut matching: Vec<&TrackedFinding> = vec![];
@@ -190,9 +199,9 @@ pub fn plan(
 
     if let Trigger::Digest { every } = input.trigger {
         let period = period(every, now);
-        if rule.digest_period.as_deref() != Some(period.as_str()) && !matching.is_empty() {
+        if state.digest_period.as_deref() != Some(period.as_str()) && !matching.is_empty() {
             out.fired = matching.iter().map(|f| Named::of(f)).collect();
-            out.deliveries = messages(rule, &out.fired, Some(&period));
+            out.deliveries = messages(rule, tenant, &out.fired, Some(&period));
             out.digest_period = Some(period);
         }
         return out;
@@ -243,19 +252,19 @@ pub fn plan(
                 Some(kept) if kept.open => {
                     let added: Vec<&String> = devices.difference(&kept.devices).collect();
                     if !added.is_empty() {
-                        ticket_deliveries.push(ticket_note(action, cve, &added, devices));
+                        ticket_deliveries.push(ticket_note(action, tenant, cve, &added, devices));
                     }
                 }
                 _ => {
                     opens += 1;
-                    ticket_deliveries.push(ticket_open(action, cve, findings, devices));
+                    ticket_deliveries.push(ticket_open(action, tenant, cve, findings, devices));
                 }
             }
             tickets_after.insert(cve.clone(), (devices.clone(), true));
         }
         for (cve, kept) in &memory.tickets {
             if kept.open && !wanted.contains_key(cve) {
-                ticket_deliveries.push(ticket_close(action, cve, &kept.devices));
+                ticket_deliveries.push(ticket_close(action, tenant, cve, &kept.devices));
                 tickets_after.insert(cve.clone(), (kept.devices.clone(), false));
             }
         }
@@ -284,7 +293,7 @@ pub fn plan(
     out.fired = fired_now.iter().map(|f| Named::of(f)).collect();
     out.deliveries = ticket_deliveries;
     if !out.fired.is_empty() {
-        let messages = messages(rule, &out.fired, None);
+        let messages = messages(rule, tenant, &out.fired, None);
         out.deliveries.extend(messages);
     }
     out.matches_after = after;
@@ -292,15 +301,15 @@ pub fn plan(
     out
 }
 
-fn ticket_fields(action: &Action) -> Value {
+fn ticket_fields(action: &Action, tenant: &str) -> Value {
     match action {
         Action::Ticket {
-            company_id,
             board_id,
             priority_id,
             close_status_id,
+            ..
         } => json!({
-            "company_id": company_id,
+            "company_id": action.company_for(tenant),
             "board_id": board_id,
             "priority_id": priority_id,
             "close_status_id": close_status_id,
@@ -323,6 +332,7 @@ pub fn ticket_summary(cve: &str, findings: &[&TrackedFinding], devices: usize) -
 
 fn ticket_open(
     action: &Action,
+    tenant: &str,
     cve: &str,
     findings: &[&TrackedFinding],
     devices: &BTreeSet<String>,
@@ -351,7 +361,7 @@ fn ticket_open(
             f.device_name, f.application_name, f.version
         ));
     }
-    let mut payload = ticket_fields(action);
+    let mut payload = ticket_fields(action, tenant);
     payload["cve_id"] = json!(cve);
     payload["summary"] = json!(ticket_summary(cve, findings, devices.len()));
     payload["description"] = json!(lines.join("\n"));
@@ -365,12 +375,13 @@ fn ticket_open(
 
 fn ticket_note(
     action: &Action,
+    tenant: &str,
     cve: &str,
     added: &[&String],
     devices: &BTreeSet<String>,
 ) -> Planned {
     let names: Vec<&str> = added.iter().map(|s| s.as_str()).collect();
-    let mut payload = ticket_fields(action);
+    let mut payload = ticket_fields(action, tenant);
     payload["cve_id"] = json!(cve);
     payload["text"] = json!(format!(
         "Cairn automation: {} more device(s) now have {cve}: {}. Affected now: {}.",
@@ -386,8 +397,8 @@ fn ticket_note(
     }
 }
 
-fn ticket_close(action: &Action, cve: &str, devices: &BTreeSet<String>) -> Planned {
-    let mut payload = ticket_fields(action);
+fn ticket_close(action: &Action, tenant: &str, cve: &str, devices: &BTreeSet<String>) -> Planned {
+    let mut payload = ticket_fields(action, tenant);
     payload["cve_id"] = json!(cve);
     payload["text"] = json!(format!(
         "Cairn automation: every device that had {cve} is fixed or excepted ({} device(s)).",
@@ -401,7 +412,12 @@ fn ticket_close(action: &Action, cve: &str, devices: &BTreeSet<String>) -> Plann
 }
 
 /// The e-mails and webhooks of one run: one each, listing `fired`.
-fn messages(rule: &StoredRule, fired: &[Named], period: Option<&str>) -> Vec<Planned> {
+fn messages(
+    rule: &StoredRule,
+    tenant: &str,
+    fired: &[Named],
+    period: Option<&str>,
+) -> Vec<Planned> {
     let listed: Vec<&Named> = fired.iter().take(LISTED_IN_MESSAGE).collect();
     let more = fired.len().saturating_sub(listed.len());
     let trigger = rule.input.trigger.as_str();
@@ -455,7 +471,7 @@ fn messages(rule: &StoredRule, fired: &[Named], period: Option<&str>) -> Vec<Pla
                 target: url.clone(),
                 payload: json!({
                     "format": format,
-                    "body": webhook_body(rule, *format, &headline, &text, &listed, more, period),
+                    "body": webhook_body(rule, tenant, *format, &headline, &text, &listed, more, period),
                 }),
             }),
         })
@@ -465,8 +481,10 @@ fn messages(rule: &StoredRule, fired: &[Named], period: Option<&str>) -> Vec<Pla
 /// The version of Cairn's own webhook body.
 pub const WEBHOOK_SCHEMA: &str = "cairn.automation.v1";
 
+#[allow(clippy::too_many_arguments)]
 fn webhook_body(
     rule: &StoredRule,
+    tenant: &str,
     format: WebhookFormat,
     headline: &str,
     text: &str,
@@ -477,7 +495,7 @@ fn webhook_body(
     match format {
         WebhookFormat::Json => json!({
             "schema": WEBHOOK_SCHEMA,
-            "tenant_id": rule.tenant_id,
+            "tenant_id": tenant,
             "rule": {"id": rule.id, "name": rule.input.name, "trigger": rule.input.trigger.as_str()},
             "digest_period": period,
             "findings": listed,
@@ -549,14 +567,12 @@ mod tests {
                 include_existing,
                 max_tickets_per_run: 2,
                 max_actions_per_hour: 60,
+                customers: None,
             },
             owner_email: "owner@msp.example".into(),
             created_at: NOW - 1000,
             updated_at: NOW - 1000,
             version: 1,
-            evaluated_at: None,
-            seen_until: None,
-            digest_period: None,
         }
     }
 
@@ -566,6 +582,7 @@ mod tests {
             board_id: None,
             priority_id: None,
             close_status_id: Some(5),
+            companies: None,
         }
     }
 
@@ -603,11 +620,25 @@ mod tests {
         }
     }
 
-    fn ran(mut rule: StoredRule, plan: &Plan) -> StoredRule {
-        rule.evaluated_at = Some(NOW);
-        rule.seen_until = plan.seen_until;
-        rule.digest_period = plan.digest_period.clone().or(rule.digest_period);
-        rule
+    /// Where the rule stands after `plan` was written over `state`.
+    fn ran(state: &RunState, plan: &Plan) -> RunState {
+        RunState {
+            version: Some(state.version.unwrap_or(0) + 1),
+            evaluated_at: Some(NOW),
+            seen_until: plan.seen_until,
+            digest_period: plan.digest_period.clone().or(state.digest_period.clone()),
+        }
+    }
+
+    fn over(state: &RunState) -> Over<'_> {
+        Over {
+            tenant: "t1",
+            state,
+        }
+    }
+
+    fn never() -> RunState {
+        RunState::default()
     }
 
     fn actions(plan: &Plan) -> Vec<(&str, &str)> {
@@ -632,7 +663,7 @@ mod tests {
             ),
         ] {
             let rule = rule(Trigger::KevAdded, vec![ticket(), email()], include_existing);
-            let plan = plan(&rule, &findings, &empty(), ALL, NOW);
+            let plan = plan(&rule, over(&never()), &findings, &empty(), ALL, NOW);
             assert_eq!(
                 plan.fired.len(),
                 fired,
@@ -645,9 +676,9 @@ mod tests {
 
     #[test]
     fn tickets_open_grow_close_and_reopen_with_the_devices() {
-        let first = rule(Trigger::KevAdded, vec![ticket(), email()], false);
-        let plan0 = plan(&first, &[], &empty(), ALL, NOW);
-        let rule = ran(first, &plan0);
+        let rule = rule(Trigger::KevAdded, vec![ticket(), email()], false);
+        let plan0 = plan(&rule, over(&never()), &[], &empty(), ALL, NOW);
+        let mut state = ran(&never(), &plan0);
         let web = finding("WEB01", CVE, true, NOW);
         let laptop = finding("LAPTOP-9", CVE, true, NOW);
         let desk = finding("DESK-3", CVE, true, NOW + 1);
@@ -671,13 +702,12 @@ mod tests {
             ),
         ];
         let mut memory = empty();
-        let mut rule = rule;
         for (i, (open, expected)) in steps.into_iter().enumerate() {
             let open: Vec<TrackedFinding> = open.into_iter().cloned().collect();
-            let plan = plan(&rule, &open, &memory, ALL, NOW);
+            let plan = plan(&rule, over(&state), &open, &memory, ALL, NOW);
             assert_eq!(actions(&plan), expected, "step {i}");
             memory = after(&plan);
-            rule = ran(rule, &plan);
+            state = ran(&state, &plan);
         }
     }
 
@@ -685,11 +715,12 @@ mod tests {
     fn an_excepted_finding_leaves_and_its_ticket_closes() {
         let rule = rule(Trigger::KevAdded, vec![ticket()], true);
         let open = [finding("WEB01", CVE, true, NOW)];
-        let plan1 = plan(&rule, &open, &empty(), ALL, NOW);
+        let plan1 = plan(&rule, over(&never()), &open, &empty(), ALL, NOW);
         assert_eq!(actions(&plan1), [("ticket_create", CVE)]);
         let mut excepted = open[0].clone();
         excepted.exception_id = Some("e1".into());
-        let plan2 = plan(&ran(rule, &plan1), &[excepted], &after(&plan1), ALL, NOW);
+        let state = ran(&never(), &plan1);
+        let plan2 = plan(&rule, over(&state), &[excepted], &after(&plan1), ALL, NOW);
         assert_eq!(actions(&plan2), [("ticket_close", CVE)]);
         assert_eq!(plan2.left, 1);
     }
@@ -701,7 +732,7 @@ mod tests {
             .iter()
             .map(|cve| finding("WEB01", cve, true, NOW))
             .collect();
-        let plan = plan(&rule, &open, &empty(), ALL, NOW);
+        let plan = plan(&rule, over(&never()), &open, &empty(), ALL, NOW);
         assert!(plan.deliveries.is_empty());
         assert!(plan.matches_after.is_empty());
         let said = plan.stopped.unwrap();
@@ -713,15 +744,22 @@ mod tests {
 
     #[test]
     fn new_findings_that_do_not_match_are_skipped_with_the_condition() {
-        let mut first = rule(Trigger::NewFinding, vec![email()], false);
-        first.input.conditions.severity_at_least =
+        let mut rule = rule(Trigger::NewFinding, vec![email()], false);
+        rule.input.conditions.severity_at_least =
             Some(crate::automation::rules::Severity::Critical);
         let old = finding("WEB01", CVE, false, NOW - 10);
-        let plan0 = plan(&first, std::slice::from_ref(&old), &empty(), ALL, NOW);
+        let plan0 = plan(
+            &rule,
+            over(&never()),
+            std::slice::from_ref(&old),
+            &empty(),
+            ALL,
+            NOW,
+        );
         assert!(plan0.skipped.is_empty(), "the first run logs no skip");
-        let rule = ran(first, &plan0);
+        let state = ran(&never(), &plan0);
         let new = finding("DESK-3", CVE, false, NOW);
-        let plan = plan(&rule, &[old, new], &after(&plan0), ALL, NOW);
+        let plan = plan(&rule, over(&state), &[old, new], &after(&plan0), ALL, NOW);
         assert_eq!(plan.skipped.len(), 1);
         assert_eq!(plan.skipped[0].device_name, "DESK-3");
         assert_eq!(plan.skipped[0].reason, "severity high is below critical");
@@ -809,16 +847,86 @@ mod tests {
             finding("WEB01", CVE, true, NOW - 99),
             finding("PC-01", CVE, true, NOW),
         ];
-        let plan1 = plan(&rule, &open, &empty(), ALL, NOW);
+        let plan1 = plan(&rule, over(&never()), &open, &empty(), ALL, NOW);
         assert_eq!(plan1.fired.len(), 2, "a digest has no baseline");
         assert_eq!(actions(&plan1), [("email", "soc@msp.example")]);
-        let rule = ran(rule, &plan1);
-        assert!(plan(&rule, &open, &empty(), ALL, NOW + 1000)
+        let state = ran(&never(), &plan1);
+        assert!(plan(&rule, over(&state), &open, &empty(), ALL, NOW + 1000)
             .deliveries
             .is_empty());
-        let tomorrow = plan(&rule, &open, &empty(), ALL, NOW + 86_400_000);
+        let tomorrow = plan(&rule, over(&state), &open, &empty(), ALL, NOW + 86_400_000);
         assert_eq!(tomorrow.deliveries.len(), 1);
         assert_eq!(period(DigestEvery::Weekly, NOW), "2027-W02");
+    }
+
+    #[test]
+    fn a_partners_ticket_goes_to_each_customers_company() {
+        let mut rule = rule(Trigger::KevAdded, vec![ticket()], true);
+        rule.input.actions = vec![Action::Ticket {
+            company_id: 2,
+            board_id: Some(1),
+            priority_id: None,
+            close_status_id: None,
+            companies: Some([("globex".to_string(), 3)].into()),
+        }];
+        let open = [finding("PC-01", CVE, true, NOW)];
+        for (tenant, company) in [("globex", 3), ("acme", 2)] {
+            let over = Over {
+                tenant,
+                state: &never(),
+            };
+            let plan = plan(&rule, over, &open, &empty(), ALL, NOW);
+            assert_eq!(
+                plan.deliveries[0].payload["company_id"], company,
+                "{tenant}"
+            );
+        }
+    }
+
+    #[test]
+    fn customers_are_reached_by_all_a_group_or_by_name() {
+        use crate::automation::rules::Customers;
+        let groups = ["dental".to_string()];
+        let cases = [
+            (
+                Customers {
+                    all: true,
+                    ..Default::default()
+                },
+                true,
+            ),
+            (
+                Customers {
+                    group_id: Some("dental".into()),
+                    ..Default::default()
+                },
+                true,
+            ),
+            (
+                Customers {
+                    group_id: Some("legal".into()),
+                    ..Default::default()
+                },
+                false,
+            ),
+            (
+                Customers {
+                    customer_ids: Some(vec!["acme".into()]),
+                    ..Default::default()
+                },
+                true,
+            ),
+            (
+                Customers {
+                    customer_ids: Some(vec!["globex".into()]),
+                    ..Default::default()
+                },
+                false,
+            ),
+        ];
+        for (customers, reached) in cases {
+            assert_eq!(customers.reaches("acme", &groups), reached, "{customers:?}");
+        }
     }
 
     #[test]

@@ -4,17 +4,19 @@
 //! A rule ([`rules::RuleInput`]) has a trigger (a finding appears, its CVE
 //! enters KEV, its EPSS score crosses a threshold, it becomes due soon or
 //! overdue; or a daily or weekly digest), conditions over one finding and
-//! up to five actions (a PSA ticket per CVE, an e-mail, a webhook).
+//! up to five actions (a PSA ticket per CVE, an e-mail, a webhook). A
+//! partner's rule may run over its customers' findings instead of its own
+//! (all, a group, chosen ones), each customer on its own.
 //!
-//! A run is state, not events: each rule remembers which findings it
-//! matches (`automation_matches`); a run compares the tenant's open
-//! findings as they are now with that memory, and what started to match
-//! fires ([`evaluate::plan`]). So a run repeated, or two at once, act on a
-//! finding once: a run's matches, tickets, deliveries and log lines are
-//! written in one transaction that commits only if the rule's version did
-//! not move meanwhile and the job still holds its lease
-//! ([`storage::apply`]). Deliveries then go out with their own attempts
-//! ([`deliver`]).
+//! A run is state, not events: each rule remembers, per tenant it runs
+//! over, which findings it matches (`automation_matches`); a run compares
+//! the tenant's open findings as they are now with that memory, and what
+//! started to match fires ([`evaluate::plan`]). So a run repeated, or two
+//! at once, act on a finding once: a run's matches, tickets, deliveries
+//! and log lines are written in one transaction that commits only if the
+//! run's version (`automation_rule_runs`) did not move meanwhile and the
+//! job still holds its lease ([`storage::apply`]). Deliveries then go out
+//! with their own attempts ([`deliver`]).
 //!
 //! Runs come from the writes that change findings: every findings write
 //! counts itself per tenant in the same transaction, and a sweep runs the
@@ -22,8 +24,8 @@
 //! whose deliveries are due, or, for the time triggers, whose last run is
 //! an hour old; a job per tenant (`automation`) does the run.
 //!
-//! Not yet here: rules a partner sets across its customers, triggers on
-//! exceptions, failed syncs and CVE subscriptions, and the console's pages.
+//! Not yet here: triggers on exceptions, failed syncs and CVE
+//! subscriptions.
 
 pub mod deliver;
 pub mod evaluate;
@@ -121,13 +123,29 @@ async fn sweep(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Queues a run of the tenant's rules now; the job's id.
+/// Queues a run of the rules over `tenant`'s findings now; the job's id.
 pub async fn run_soon(state: &AppState, tenant: &TenantId) -> sqlx::Result<String> {
     Ok(state
         .jobs
         .enqueue(tenant, AUTOMATION_KIND, &json!({"after": "request"}))
         .await?
         .job_id)
+}
+
+/// Queues a run over every tenant `owner`'s rules reach: itself and, for
+/// a partner with rules over its customers, each customer. The owner's
+/// own job's id.
+pub async fn run_rules_of(state: &AppState, owner: &TenantId) -> sqlx::Result<String> {
+    let over_customers = rules::list(&state.db, owner)
+        .await?
+        .iter()
+        .any(|r| r.input.enabled && r.input.customers.is_some());
+    if over_customers {
+        for customer in cairn_platform::partner::storage::customers(&state.db, owner).await? {
+            run_soon(state, &TenantId(customer.id)).await?;
+        }
+    }
+    run_soon(state, owner).await
 }
 
 /// Runs the tenant's enabled rules, then sends what is due.
@@ -138,18 +156,19 @@ async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> an
         cairn_vulnerabilities::findings::posture::stamps(&state.db, std::slice::from_ref(tenant))
             .await?
             .of(tenant);
-    let rules: Vec<StoredRule> = rules::list(&state.db, tenant)
-        .await?
-        .into_iter()
-        .filter(|r| r.input.enabled)
-        .collect();
+    let rules: Vec<StoredRule> = rules::running_over(&state.db, tenant).await?;
     let now = state.clock.now_ms();
     if !rules.is_empty() {
         let findings = open_findings(state, tenant, now).await?;
         for rule in &rules {
+            let run = rules::run_state(&state.db, &rule.id, tenant).await?;
             let memory = storage::memory(&state.db, tenant, &rule.id).await?;
-            let plan = plan_rule(state, tenant, rule, &findings, &memory, now).await?;
-            match storage::apply(&state.db, job, rule, &memory, &plan, now).await {
+            let plan = plan_rule(state, tenant, rule, &run, &findings, &memory, now).await?;
+            let applied =
+                storage::apply(&state.db, job, rule, tenant, &run, &memory, &plan, now).await;
+            match applied {
+                // Raced: another run of the rule over this tenant committed
+                // meanwhile, over findings at least as new.
                 Ok(_) | Err(storage::ApplyError::Raced) => {}
                 Err(err) => return Err(err.into()),
             }
@@ -170,11 +189,13 @@ async fn open_findings(
     crate::sla::tracked_with(&state.db, tenant, &applied.policy, now, i64::MAX).await
 }
 
-/// A rule's plan: its device query answered, then [`evaluate::plan`].
+/// A rule's plan over `tenant`: its device query answered, then
+/// [`evaluate::plan`].
 async fn plan_rule(
     state: &AppState,
     tenant: &TenantId,
     rule: &StoredRule,
+    run: &rules::RunState,
     findings: &[crate::sla::TrackedFinding],
     memory: &Memory,
     now: i64,
@@ -201,5 +222,16 @@ async fn plan_rule(
             .as_ref()
             .is_none_or(|set| set.contains(&cairn_inventory::tiers::device_key(name)))
     };
-    Ok(evaluate::plan(rule, findings, memory, &in_devices, now))
+    let over = evaluate::Over {
+        tenant: tenant.as_str(),
+        state: run,
+    };
+    Ok(evaluate::plan(
+        rule,
+        over,
+        findings,
+        memory,
+        &in_devices,
+        now,
+    ))
 }

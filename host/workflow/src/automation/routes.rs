@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::evaluate::{Memory, Plan};
-use super::rules::{self, Action, Conditions, RuleInput, StoredRule, Trigger};
+use super::rules::{self, Action, Conditions, Customers, RuleInput, RunState, StoredRule, Trigger};
 use super::storage::{self, DeliveryView, LogFilter, LogRow};
 use cairn_core::db::to_rfc3339;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
@@ -47,16 +47,19 @@ pub struct RuleView {
     pub include_existing: bool,
     pub max_tickets_per_run: u32,
     pub max_actions_per_hour: u32,
+    /// A partner's rule over its customers: which.
+    pub customers: Option<Customers>,
     pub owner: String,
     /// RFC 3339.
     pub created_at: String,
     pub updated_at: String,
-    /// When the rule last ran; absent until its first run.
+    /// When the rule last ran (over any customer, for a partner's rule);
+    /// absent until its first run.
     pub evaluated_at: Option<String>,
 }
 
-impl From<StoredRule> for RuleView {
-    fn from(rule: StoredRule) -> RuleView {
+impl RuleView {
+    fn of(rule: StoredRule, last_run: Option<i64>) -> RuleView {
         let input = rule.input;
         RuleView {
             id: rule.id,
@@ -68,18 +71,78 @@ impl From<StoredRule> for RuleView {
             include_existing: input.include_existing,
             max_tickets_per_run: input.max_tickets_per_run,
             max_actions_per_hour: input.max_actions_per_hour,
+            customers: input.customers,
             owner: rule.owner_email,
             created_at: to_rfc3339(rule.created_at),
             updated_at: to_rfc3339(rule.updated_at),
-            evaluated_at: rule.evaluated_at.map(to_rfc3339),
+            evaluated_at: last_run.map(to_rfc3339),
         }
     }
 }
 
+async fn view(state: &AppState, tenant: &TenantId, rule: StoredRule) -> ApiResult<RuleView> {
+    let runs = rules::last_runs(&state.db, tenant).await?;
+    let last = runs.get(&rule.id).copied();
+    Ok(RuleView::of(rule, last))
+}
+
 /// Checks a rule beyond its shape: its own checks, its device query
-/// against the device search's fields, and each webhook URL against the
-/// outbound rules (scheme, plain-http grants, private addresses).
-fn check(state: &AppState, input: &RuleInput) -> ApiResult<()> {
+/// against the device search's fields, each webhook URL against the
+/// outbound rules (scheme, plain-http grants, private addresses), and the
+/// customers of a partner's rule against the partner's.
+async fn check(state: &AppState, tenant: &TenantId, input: &RuleInput) -> ApiResult<()> {
+    check_shape(state, input)?;
+    let Some(customers) = &input.customers else {
+        return Ok(());
+    };
+    let partner = cairn_platform::partner::storage::customers(&state.db, tenant).await?;
+    if partner.is_empty() {
+        return Err(ApiError::validation(
+            "customers",
+            "only a partner (an organization with customers) has rules over customers",
+        ));
+    }
+    let known = |id: &str| partner.iter().any(|c| c.id == id);
+    if let Some(group) = &customers.group_id {
+        if cairn_platform::partner::storage::group(&state.db, tenant, group)
+            .await?
+            .is_none()
+        {
+            return Err(ApiError::validation(
+                "customers.group_id",
+                "not one of your groups",
+            ));
+        }
+    }
+    if let Some(id) = customers
+        .customer_ids
+        .iter()
+        .flatten()
+        .find(|id| !known(id))
+    {
+        return Err(ApiError::validation(
+            "customers.customer_ids",
+            format!("{id} is not one of your customers"),
+        ));
+    }
+    for (i, action) in input.actions.iter().enumerate() {
+        if let Action::Ticket {
+            companies: Some(companies),
+            ..
+        } = action
+        {
+            if let Some(id) = companies.keys().find(|id| !known(id)) {
+                return Err(ApiError::validation(
+                    &format!("actions[{i}].companies"),
+                    format!("{id} is not one of your customers"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_shape(state: &AppState, input: &RuleInput) -> ApiResult<()> {
     input
         .check()
         .map_err(|e| ApiError::validation(&e.field, &e.message))?;
@@ -124,11 +187,23 @@ async fn list_automation_rules(
     caller: Caller,
 ) -> ApiResult<Json<Vec<RuleView>>> {
     let rules = rules::list(&state.db, &caller.tenant_id).await?;
-    Ok(Json(rules.into_iter().map(RuleView::from).collect()))
+    let runs = rules::last_runs(&state.db, &caller.tenant_id).await?;
+    Ok(Json(
+        rules
+            .into_iter()
+            .map(|r| {
+                let last = runs.get(&r.id).copied();
+                RuleView::of(r, last)
+            })
+            .collect(),
+    ))
 }
 
 /// Makes a rule (admins). Its first run takes the findings that match
-/// then as its baseline (not acted on) unless `include_existing`.
+/// then as its baseline (not acted on) unless `include_existing`. A
+/// partner's rule with `customers` runs over those customers' findings
+/// (each on its own: its tickets, messages and log lines name the
+/// customer), its tickets through the partner's psa connector.
 #[utoipa::path(post, path = "/rules", tag = "automation", request_body = RuleInput,
     responses((status = 201, body = RuleView),
               (status = 403, body = ErrorBody, description = "Not an admin"),
@@ -139,7 +214,7 @@ async fn create_automation_rule(
     AdminCaller(caller): AdminCaller,
     Json(input): Json<RuleInput>,
 ) -> ApiResult<(StatusCode, Json<RuleView>)> {
-    check(&state, &input)?;
+    check(&state, &caller.tenant_id, &input).await?;
     let seal = |secret: &str| state.secrets.seal(secret);
     let now = state.clock.now_ms();
     let id = rules::create(
@@ -157,9 +232,12 @@ async fn create_automation_rule(
             rules::MAX_RULES
         ))
     })?;
-    super::run_soon(&state, &caller.tenant_id).await?;
+    super::run_rules_of(&state, &caller.tenant_id).await?;
     let rule = rule_of(&state, &caller.tenant_id, &id).await?;
-    Ok((StatusCode::CREATED, Json(rule.into())))
+    Ok((
+        StatusCode::CREATED,
+        Json(view(&state, &caller.tenant_id, rule).await?),
+    ))
 }
 
 #[utoipa::path(get, path = "/rules/{id}", tag = "automation",
@@ -170,7 +248,8 @@ async fn get_automation_rule(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<RuleView>> {
-    Ok(Json(rule_of(&state, &caller.tenant_id, &id).await?.into()))
+    let rule = rule_of(&state, &caller.tenant_id, &id).await?;
+    Ok(Json(view(&state, &caller.tenant_id, rule).await?))
 }
 
 /// Replaces a rule (admins). A webhook given without `secret` keeps the
@@ -208,14 +287,15 @@ async fn replace_automation_rule(
             }
         }
     }
-    check(&state, &checked)?;
+    check(&state, &caller.tenant_id, &checked).await?;
     let seal = |secret: &str| state.secrets.seal(secret);
     let now = state.clock.now_ms();
     if !rules::replace(&state.db, &caller.tenant_id, &id, &input, &seal, now).await? {
         return Err(ApiError::NotFound("automation rule"));
     }
-    super::run_soon(&state, &caller.tenant_id).await?;
-    Ok(Json(rule_of(&state, &caller.tenant_id, &id).await?.into()))
+    super::run_rules_of(&state, &caller.tenant_id).await?;
+    let rule = rule_of(&state, &caller.tenant_id, &id).await?;
+    Ok(Json(view(&state, &caller.tenant_id, rule).await?))
 }
 
 /// Deletes a rule (admins); its log and deliveries stay.
@@ -234,33 +314,76 @@ async fn delete_automation_rule(
     }
 }
 
+/// What a run would do over one tenant's findings.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AutomationDryRun)]
+pub struct DryRun {
+    /// The tenant (for a partner's rule, each customer it reaches).
+    pub tenant_id: String,
+    pub plan: Plan,
+}
+
+/// The tenants a rule runs over: its owner, or the customers it reaches.
+async fn tenants_of(
+    state: &AppState,
+    owner: &TenantId,
+    rule: &StoredRule,
+) -> ApiResult<Vec<TenantId>> {
+    let Some(customers) = &rule.input.customers else {
+        return Ok(vec![owner.clone()]);
+    };
+    let groups = cairn_platform::partner::storage::group_members(&state.db, owner).await?;
+    Ok(
+        cairn_platform::partner::storage::customers(&state.db, owner)
+            .await?
+            .into_iter()
+            .filter(|c| {
+                let of: Vec<String> = groups
+                    .iter()
+                    .filter(|(_, customer)| *customer == c.id)
+                    .map(|(group, _)| group.clone())
+                    .collect();
+                customers.reaches(&c.id, &of)
+            })
+            .map(|c| TenantId(c.id))
+            .collect(),
+    )
+}
+
 /// What the rule's next run would do against today's data, doing nothing:
 /// the findings that would fire, those new since its last run it would
-/// skip and why, and the deliveries it would queue.
+/// skip and why, and the deliveries it would queue; one answer per tenant
+/// it runs over.
 #[utoipa::path(post, path = "/rules/{id}/dry-run", tag = "automation",
     params(("id" = String, Path)),
-    responses((status = 200, body = Plan), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Vec<DryRun>), (status = 404, body = ErrorBody)))]
 async fn dry_run_automation_rule(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Plan>> {
+) -> ApiResult<Json<Vec<DryRun>>> {
     let rule = rule_of(&state, &caller.tenant_id, &id).await?;
-    let memory = storage::memory(&state.db, &caller.tenant_id, &id).await?;
-    dry_run(&state, &caller.tenant_id, &rule, &memory).await
+    let mut runs = vec![];
+    for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
+        let run = rules::run_state(&state.db, &id, &tenant).await?;
+        let memory = storage::memory(&state.db, &tenant, &id).await?;
+        runs.push(dry_run(&state, &tenant, &rule, &run, &memory).await?);
+    }
+    Ok(Json(runs))
 }
 
 /// What a rule not yet saved would do against today's data if every
-/// finding it matches were new to it, doing nothing.
+/// finding it matches were new to it, doing nothing; one answer per
+/// tenant it would run over.
 #[utoipa::path(post, path = "/dry-run", tag = "automation", request_body = RuleInput,
-    responses((status = 200, body = Plan),
+    responses((status = 200, body = Vec<DryRun>),
               (status = 422, body = ErrorBody, description = "A value refused; `field` names it")))]
 async fn dry_run_automation_draft(
     State(state): State<AppState>,
     caller: Caller,
     Json(input): Json<RuleInput>,
-) -> ApiResult<Json<Plan>> {
-    check(&state, &input)?;
+) -> ApiResult<Json<Vec<DryRun>>> {
+    check(&state, &caller.tenant_id, &input).await?;
     let now = state.clock.now_ms();
     let rule = StoredRule {
         id: String::new(),
@@ -270,8 +393,11 @@ async fn dry_run_automation_draft(
         created_at: now,
         updated_at: now,
         version: 0,
-        // As if it had run just before: every match fires, and no skip is
-        // "new since the last run".
+    };
+    // As if it had run just before over nothing: every match fires, and no
+    // skip is "new since the last run".
+    let run = RunState {
+        version: Some(0),
         evaluated_at: Some(now),
         seen_until: None,
         digest_period: None,
@@ -280,21 +406,29 @@ async fn dry_run_automation_draft(
         matches: Default::default(),
         tickets: Default::default(),
     };
-    dry_run(&state, &caller.tenant_id, &rule, &memory).await
+    let mut runs = vec![];
+    for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
+        runs.push(dry_run(&state, &tenant, &rule, &run, &memory).await?);
+    }
+    Ok(Json(runs))
 }
 
 async fn dry_run(
     state: &AppState,
     tenant: &TenantId,
     rule: &StoredRule,
+    run: &RunState,
     memory: &Memory,
-) -> ApiResult<Json<Plan>> {
+) -> ApiResult<DryRun> {
     let now = state.clock.now_ms();
     let findings = super::open_findings(state, tenant, now).await?;
-    let plan = super::plan_rule(state, tenant, rule, &findings, memory, now)
+    let plan = super::plan_rule(state, tenant, rule, run, &findings, memory, now)
         .await
         .map_err(|e| ApiError::validation("conditions.devices", e.to_string()))?;
-    Ok(Json(plan))
+    Ok(DryRun {
+        tenant_id: tenant.as_str().to_string(),
+        plan,
+    })
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -304,15 +438,16 @@ pub struct RunQueued {
     pub job_id: String,
 }
 
-/// Runs the tenant's rules now (they also run on their own whenever
-/// findings or reference data change, and hourly for time triggers).
+/// Runs the tenant's rules now, and a partner's over its customers (they
+/// also run on their own whenever findings or reference data change, and
+/// hourly for time triggers).
 #[utoipa::path(post, path = "/run", tag = "automation",
     responses((status = 202, body = RunQueued)))]
 async fn run_automation(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<(StatusCode, Json<RunQueued>)> {
-    let job_id = super::run_soon(&state, &caller.tenant_id).await?;
+    let job_id = super::run_rules_of(&state, &caller.tenant_id).await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { job_id })))
 }
 
@@ -361,7 +496,8 @@ fn instant(field: &str, value: &Option<String>) -> ApiResult<Option<i64>> {
         .transpose()
 }
 
-/// What the tenant's rules did and why, newest first: fired, skipped (with
+/// What the tenant's rules did and why (a partner's: over each customer,
+/// named by `tenant_id`), newest first: fired, skipped (with
 /// the condition that was false), baseline, stopped (a limit), queued,
 /// delivered, failed (with the upstream's answer), dead, rate-limited.
 #[utoipa::path(get, path = "/log", tag = "automation", params(LogQuery),
@@ -446,9 +582,9 @@ async fn retry_automation_delivery(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunQueued>)> {
     let now = state.clock.now_ms();
-    if !storage::retry(&state.db, &caller.tenant_id, &id, now).await? {
-        return Err(ApiError::NotFound("dead delivery"));
-    }
-    let job_id = super::run_soon(&state, &caller.tenant_id).await?;
+    let whose = storage::retry(&state.db, &caller.tenant_id, &id, now)
+        .await?
+        .ok_or(ApiError::NotFound("dead delivery"))?;
+    let job_id = super::run_soon(&state, &whose).await?;
     Ok((StatusCode::ACCEPTED, Json(RunQueued { job_id })))
 }

@@ -261,6 +261,10 @@ pub enum Action {
         /// fixed or excepted; without it the ticket gets a note instead.
         #[schema(minimum = 1)]
         close_status_id: Option<u64>,
+        /// A partner's rule: the PSA company of each customer (by customer
+        /// id) where it is not `company_id`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        companies: Option<std::collections::BTreeMap<String, u64>>,
     },
     /// One message per run, listing what fired.
     Email {
@@ -278,12 +282,55 @@ pub enum Action {
 }
 
 impl Action {
+    /// A ticket action's PSA company for `tenant`'s findings.
+    pub fn company_for(&self, tenant: &str) -> Option<u64> {
+        match self {
+            Action::Ticket {
+                company_id,
+                companies,
+                ..
+            } => Some(
+                companies
+                    .as_ref()
+                    .and_then(|c| c.get(tenant).copied())
+                    .unwrap_or(*company_id),
+            ),
+            _ => None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Action::Ticket { .. } => "ticket",
             Action::Email { .. } => "email",
             Action::Webhook { .. } => "webhook",
         }
+    }
+}
+
+/// The customers a partner's rule runs over: every one, one group's, or
+/// the ones named (exactly one of the three).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AutomationCustomers)]
+pub struct Customers {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_ids: Option<Vec<String>>,
+}
+
+impl Customers {
+    /// Whether the selection reaches `customer`, given the groups it is in.
+    pub fn reaches(&self, customer: &str, groups: &[String]) -> bool {
+        self.all
+            || self.group_id.as_ref().is_some_and(|g| groups.contains(g))
+            || self
+                .customer_ids
+                .as_ref()
+                .is_some_and(|ids| ids.iter().any(|id| id == customer))
     }
 }
 
@@ -314,6 +361,10 @@ pub struct RuleInput {
     #[serde(default = "actions_per_hour")]
     #[schema(minimum = 1, maximum = 10000)]
     pub max_actions_per_hour: u32,
+    /// A partner's rule over its customers' findings instead of its own:
+    /// which customers. Tickets go through the partner's psa connector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customers: Option<Customers>,
 }
 
 fn yes() -> bool {
@@ -388,6 +439,24 @@ impl RuleInput {
         if !(1..=10_000).contains(&self.max_actions_per_hour) {
             return Err(invalid("max_actions_per_hour", "must be 1 to 10000"));
         }
+        if let Some(customers) = &self.customers {
+            let chosen = usize::from(customers.all)
+                + usize::from(customers.group_id.is_some())
+                + usize::from(customers.customer_ids.is_some());
+            if chosen != 1 {
+                return Err(invalid(
+                    "customers",
+                    "give exactly one of all, group_id and customer_ids",
+                ));
+            }
+            if customers
+                .customer_ids
+                .as_ref()
+                .is_some_and(|ids| ids.is_empty() || ids.len() > 1000)
+            {
+                return Err(invalid("customers.customer_ids", "1 to 1000 customers"));
+            }
+        }
         for (i, action) in self.actions.iter().enumerate() {
             let at = |field: &str| format!("actions[{i}].{field}");
             match action {
@@ -397,7 +466,14 @@ impl RuleInput {
                         "a digest sends messages; tickets follow findings, so use a finding trigger",
                     ))
                 }
-                Action::Ticket { .. } => {}
+                Action::Ticket { companies, .. } => {
+                    if companies.is_some() && self.customers.is_none() {
+                        return Err(invalid(
+                            &at("companies"),
+                            "companies by customer are for a partner's rule over its customers",
+                        ));
+                    }
+                }
                 Action::Email { to } => {
                     if to.is_empty() || to.len() > 20 {
                         return Err(invalid(&at("to"), "1 to 20 addresses"));
@@ -457,8 +533,15 @@ pub struct StoredRule {
     pub created_at: i64,
     pub updated_at: i64,
     pub version: i64,
+}
+
+/// Where a rule's runs over one tenant stand.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct RunState {
+    /// `None` before the first run.
+    pub version: Option<i64>,
     pub evaluated_at: Option<i64>,
-    /// The newest `first_seen` among the findings of its last run (the
+    /// The newest `first_seen` among the findings of the last run (the
     /// findings' own clock).
     pub seen_until: Option<i64>,
     pub digest_period: Option<String>,
@@ -473,9 +556,6 @@ struct RuleRow {
     created_at: i64,
     updated_at: i64,
     version: i64,
-    evaluated_at: Option<i64>,
-    seen_until: Option<i64>,
-    digest_period: Option<String>,
 }
 
 impl TryFrom<RuleRow> for StoredRule {
@@ -489,16 +569,11 @@ impl TryFrom<RuleRow> for StoredRule {
             created_at: row.created_at,
             updated_at: row.updated_at,
             version: row.version,
-            evaluated_at: row.evaluated_at,
-            seen_until: row.seen_until,
-            digest_period: row.digest_period,
         })
     }
 }
 
-const COLUMNS: &str =
-    "id, tenant_id, rule, owner_email, created_at, updated_at, version, evaluated_at, \
-     seen_until, digest_period";
+const COLUMNS: &str = "id, tenant_id, rule, owner_email, created_at, updated_at, version";
 
 /// The rule as stored: secrets sealed by `seal`.
 fn stored_text(input: &RuleInput, seal: &(dyn Fn(&str) -> String + Sync)) -> String {
@@ -557,9 +632,9 @@ pub async fn create(
     }
     let id = uuid::Uuid::now_v7().to_string();
     sqlx::query(
-        "INSERT INTO automation_rules (id, tenant_id, name, enabled, rule, owner_id, owner_email, \
-         created_at, updated_at, version, evaluated_at, seen_until, digest_period) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, 1, NULL, NULL, NULL)",
+        "INSERT INTO automation_rules (id, tenant_id, name, enabled, customers, rule, owner_id, \
+         owner_email, created_at, updated_at, version) \
+         VALUES ($1, $2, $3, $4, $9, $5, $6, $7, $8, $8, 1)",
     )
     .bind(&id)
     .bind(tenant.as_str())
@@ -569,6 +644,7 @@ pub async fn create(
     .bind(owner.0)
     .bind(owner.1)
     .bind(now)
+    .bind(i64::from(input.customers.is_some()))
     .execute(&db.pool)
     .await?;
     Ok(Some(id))
@@ -630,14 +706,13 @@ pub async fn replace(
     };
     let afresh = before.input.trigger != input.trigger
         || before.input.conditions != input.conditions
-        || before.input.include_existing != input.include_existing;
+        || before.input.include_existing != input.include_existing
+        || before.input.customers != input.customers;
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     sqlx::query(
         "UPDATE automation_rules SET name = $3, enabled = $4, rule = $5, updated_at = $6, \
-         version = version + 1, evaluated_at = CASE WHEN $7 = 1 THEN NULL ELSE evaluated_at END, \
-         seen_until = CASE WHEN $7 = 1 THEN NULL ELSE seen_until END \
-         WHERE tenant_id = $1 AND id = $2",
+         customers = $7, version = version + 1 WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_str())
     .bind(id)
@@ -645,12 +720,16 @@ pub async fn replace(
     .bind(i64::from(input.enabled))
     .bind(stored)
     .bind(now)
-    .bind(i64::from(afresh))
+    .bind(i64::from(input.customers.is_some()))
     .execute(&mut *tx)
     .await?;
     if afresh {
-        sqlx::query("DELETE FROM automation_matches WHERE tenant_id = $1 AND rule_id = $2")
-            .bind(tenant.as_str())
+        // Over every tenant it ran over (a partner's customers).
+        sqlx::query("DELETE FROM automation_matches WHERE rule_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM automation_rule_runs WHERE rule_id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -664,13 +743,14 @@ pub async fn replace(
 pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
-    sqlx::query("DELETE FROM automation_matches WHERE tenant_id = $1 AND rule_id = $2")
-        .bind(tenant.as_str())
+    // The rule's id is the tenant's (checked by the last statement, which
+    // rolls all back when it deletes nothing); its matches and tickets
+    // may be its customers'.
+    sqlx::query("DELETE FROM automation_matches WHERE rule_id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("DELETE FROM automation_tickets WHERE tenant_id = $1 AND rule_id = $2")
-        .bind(tenant.as_str())
+    sqlx::query("DELETE FROM automation_tickets WHERE rule_id = $1")
         .bind(id)
         .execute(&mut *tx)
         .await?;
@@ -680,15 +760,97 @@ pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> 
         .execute(&mut *tx)
         .await?
         .rows_affected();
+    if gone == 0 {
+        tx.rollback().await?;
+        return Ok(false);
+    }
     tx.commit().await?;
-    Ok(gone > 0)
+    Ok(true)
 }
 
-/// Whether the tenant's rules are enabled and the tenant has at least one.
+/// Tenants whose findings some enabled rule runs over: those with rules
+/// of their own, and every customer of a partner with a rule over its
+/// customers (the run checks which the rule reaches).
 pub async fn tenants_with_rules(db: &Db) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT DISTINCT tenant_id FROM automation_rules WHERE enabled = 1 ORDER BY tenant_id",
+    let owners: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT DISTINCT tenant_id, customers FROM automation_rules WHERE enabled = 1",
     )
     .fetch_all(&db.pool)
-    .await
+    .await?;
+    let mut tenants = std::collections::BTreeSet::new();
+    for (owner, customers) in owners {
+        if customers == 0 {
+            tenants.insert(owner);
+            continue;
+        }
+        for customer in cairn_platform::partner::storage::customers(db, &TenantId(owner)).await? {
+            tenants.insert(customer.id);
+        }
+    }
+    Ok(tenants.into_iter().collect())
+}
+
+/// The enabled rules that run over `tenant`'s findings: its own, and its
+/// partner's rules over customers that reach it.
+pub async fn running_over(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<StoredRule>> {
+    let mut rules: Vec<StoredRule> = list(db, tenant)
+        .await?
+        .into_iter()
+        .filter(|r| r.input.enabled && r.input.customers.is_none())
+        .collect();
+    let Some(partner) = cairn_platform::partner::partner_of(db, tenant).await? else {
+        return Ok(rules);
+    };
+    let partner_rules: Vec<StoredRule> = list(db, &partner)
+        .await?
+        .into_iter()
+        .filter(|r| r.input.enabled && r.input.customers.is_some())
+        .collect();
+    if partner_rules.is_empty() {
+        return Ok(rules);
+    }
+    let groups: Vec<String> = cairn_platform::partner::storage::group_members(db, &partner)
+        .await?
+        .into_iter()
+        .filter(|(_, customer)| customer == tenant.as_str())
+        .map(|(group, _)| group)
+        .collect();
+    rules.extend(partner_rules.into_iter().filter(|r| {
+        r.input
+            .customers
+            .as_ref()
+            .is_some_and(|c| c.reaches(tenant.as_str(), &groups))
+    }));
+    Ok(rules)
+}
+
+/// Where `rule`'s runs over `tenant` stand.
+pub async fn run_state(db: &Db, rule_id: &str, tenant: &TenantId) -> sqlx::Result<RunState> {
+    Ok(sqlx::query_as(
+        "SELECT version, evaluated_at, seen_until, digest_period FROM automation_rule_runs \
+         WHERE rule_id = $1 AND tenant_id = $2",
+    )
+    .bind(rule_id)
+    .bind(tenant.as_str())
+    .fetch_optional(&db.pool)
+    .await?
+    .unwrap_or_default())
+}
+
+/// When each of the tenant's rules last ran (over any tenant).
+pub async fn last_runs(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<std::collections::HashMap<String, i64>> {
+    let rows: Vec<(String, Option<i64>)> = sqlx::query_as(
+        "SELECT r.id, MAX(u.evaluated_at) FROM automation_rules r \
+         JOIN automation_rule_runs u ON u.rule_id = r.id WHERE r.tenant_id = $1 GROUP BY r.id",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, at)| Some((id, at?)))
+        .collect())
 }

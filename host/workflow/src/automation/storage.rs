@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::evaluate::{KeptTicket, MatchKey, Memory, Plan};
-use super::rules::StoredRule;
+use super::rules::{RunState, StoredRule};
 use cairn_core::db::{json_array_rows, stored_json, Db};
 use cairn_core::ids::TenantId;
 use cairn_jobs::JobContext;
@@ -69,35 +69,55 @@ fn key_json(key: &MatchKey) -> Value {
     serde_json::json!([key.0, key.1, key.2, key.3])
 }
 
-/// Writes a run of `rule` in one transaction under the job's lease: its
-/// matches, tickets, queued deliveries and log lines, and the rule's new
-/// version. Answers the ids of the deliveries queued.
+/// Writes a run of `rule` over `tenant`'s findings in one transaction
+/// under the job's lease: its matches, tickets, queued deliveries and log
+/// lines, and the run's new version (from `state`, what the run read).
+/// Answers the ids of the deliveries queued.
+#[allow(clippy::too_many_arguments)]
 pub async fn apply(
     db: &Db,
     job: &JobContext,
     rule: &StoredRule,
+    tenant: &TenantId,
+    state: &RunState,
     before: &Memory,
     plan: &Plan,
     now: i64,
 ) -> Result<Vec<String>, ApplyError> {
-    let tenant = rule.tenant_id.as_str();
+    let owner = rule.tenant_id.as_str();
+    let tenant = tenant.as_str();
     let rows = json_array_rows(db.backend, 1);
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     job.hold_in(&mut tx)
         .await
         .map_err(|e| ApplyError::Job(e.to_string()))?;
-    let moved = sqlx::query(
-        "UPDATE automation_rules SET version = version + 1, evaluated_at = $4, \
-         digest_period = COALESCE($5, digest_period), seen_until = $6 \
-         WHERE tenant_id = $1 AND id = $2 AND version = $3",
-    )
-    .bind(tenant)
-    .bind(&rule.id)
-    .bind(rule.version)
-    .bind(now)
-    .bind(plan.digest_period.as_deref())
-    .bind(plan.seen_until)
+    let moved = match state.version {
+        // A first run: inserting the run's row a concurrent first run
+        // inserted meanwhile fails the key, or waits for SQLite's lock
+        // and then finds it.
+        None => sqlx::query(
+            "INSERT INTO automation_rule_runs (rule_id, tenant_id, version, evaluated_at, \
+             seen_until, digest_period) VALUES ($1, $2, 1, $3, $4, $5) \
+             ON CONFLICT (rule_id, tenant_id) DO NOTHING",
+        )
+        .bind(&rule.id)
+        .bind(tenant)
+        .bind(now)
+        .bind(plan.seen_until)
+        .bind(plan.digest_period.as_deref()),
+        Some(version) => sqlx::query(
+            "UPDATE automation_rule_runs SET version = version + 1, evaluated_at = $4, \
+             seen_until = $5, digest_period = COALESCE($6, digest_period) \
+             WHERE rule_id = $1 AND tenant_id = $2 AND version = $3",
+        )
+        .bind(&rule.id)
+        .bind(tenant)
+        .bind(version)
+        .bind(now)
+        .bind(plan.seen_until)
+        .bind(plan.digest_period.as_deref()),
+    }
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -121,12 +141,13 @@ pub async fn apply(
         .collect();
     for chunk in gone.chunks(5_000) {
         sqlx::query(&format!(
-            "DELETE FROM automation_matches WHERE rule_id = $2 AND \
+            "DELETE FROM automation_matches WHERE rule_id = $2 AND tenant_id = $3 AND \
              (device_name, application_name, version, cve_id) IN \
              (SELECT value->>0, value->>1, value->>2, value->>3 FROM {rows})"
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .bind(&rule.id)
+        .bind(tenant)
         .execute(&mut *tx)
         .await?;
     }
@@ -136,7 +157,8 @@ pub async fn apply(
              version, cve_id, fired, since) \
              SELECT $2, $3, value->>0, value->>1, value->>2, value->>3, \
              CAST(value->>4 AS BIGINT), $4 FROM {rows} WHERE true \
-             ON CONFLICT (rule_id, device_name, application_name, version, cve_id) DO NOTHING"
+             ON CONFLICT (rule_id, tenant_id, device_name, application_name, version, cve_id) \
+             DO NOTHING"
         ))
         .bind(serde_json::to_string(chunk).unwrap_or_default())
         .bind(&rule.id)
@@ -157,7 +179,7 @@ pub async fn apply(
         .bind(tenant)
         .bind(&rule.id)
         .bind(cve)
-        .bind(company_of(rule))
+        .bind(company_of(rule, tenant))
         .bind(serde_json::to_string(devices).unwrap_or_default())
         .bind(if *open { "open" } else { "closed" })
         .bind(now)
@@ -168,9 +190,10 @@ pub async fn apply(
     for planned in &plan.deliveries {
         let id = uuid::Uuid::now_v7().to_string();
         sqlx::query(
-            "INSERT INTO automation_deliveries (id, tenant_id, rule_id, rule_name, action, target, \
-             payload, status, attempts, next_attempt_at, lease_until, answer, created_at, delivered_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, NULL, NULL, $8, NULL)",
+            "INSERT INTO automation_deliveries (id, tenant_id, owner_id, rule_id, rule_name, action, \
+             target, payload, status, attempts, next_attempt_at, lease_until, answer, created_at, \
+             delivered_at) \
+             VALUES ($1, $2, $9, $3, $4, $5, $6, $7, 'pending', 0, $8, NULL, NULL, $8, NULL)",
         )
         .bind(&id)
         .bind(tenant)
@@ -180,6 +203,7 @@ pub async fn apply(
         .bind(&planned.target)
         .bind(planned.payload.to_string())
         .bind(now)
+        .bind(owner)
         .execute(&mut *tx)
         .await?;
         ids.push(id);
@@ -233,20 +257,18 @@ pub async fn apply(
         lines.push(line);
     }
     for line in lines {
-        write_line(&mut tx, tenant, &rule.id, now, &line).await?;
+        write_line(&mut tx, (tenant, owner), &rule.id, now, &line).await?;
     }
     tx.commit().await?;
     Ok(ids)
 }
 
-fn company_of(rule: &StoredRule) -> String {
+fn company_of(rule: &StoredRule, tenant: &str) -> String {
     rule.input
         .actions
         .iter()
-        .find_map(|a| match a {
-            super::rules::Action::Ticket { company_id, .. } => Some(company_id.to_string()),
-            _ => None,
-        })
+        .find_map(|a| a.company_for(tenant))
+        .map(|c| c.to_string())
         .unwrap_or_default()
 }
 
@@ -282,16 +304,17 @@ impl LogLine {
     }
 }
 
+/// Writes a log line about `tenant`'s findings under the rule of `owner`.
 async fn write_line(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    tenant: &str,
+    (tenant, owner): (&str, &str),
     rule_id: &str,
     at: i64,
     line: &LogLine,
 ) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO automation_log (id, tenant_id, rule_id, at, outcome, reason, cve_id, \
-         device_name, delivery_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO automation_log (id, tenant_id, owner_id, rule_id, at, outcome, reason, \
+         cve_id, device_name, delivery_id) VALUES ($1, $2, $10, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(uuid::Uuid::now_v7().to_string())
     .bind(tenant)
@@ -302,22 +325,18 @@ async fn write_line(
     .bind(line.cve_id.as_deref())
     .bind(line.device_name.as_deref())
     .bind(line.delivery_id.as_deref())
+    .bind(owner)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
-/// Writes one log line on its own.
-pub async fn log(
-    db: &Db,
-    tenant: &str,
-    rule_id: &str,
-    at: i64,
-    line: &LogLine,
-) -> sqlx::Result<()> {
+/// Writes one log line about a delivery on its own.
+pub async fn log(db: &Db, delivery: &DeliveryRow, at: i64, line: &LogLine) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
-    write_line(&mut tx, tenant, rule_id, at, line).await?;
+    let whose = (delivery.tenant_id.as_str(), delivery.owner_id.as_str());
+    write_line(&mut tx, whose, &delivery.rule_id, at, line).await?;
     tx.commit().await
 }
 
@@ -328,6 +347,7 @@ pub async fn log(
 pub struct DeliveryRow {
     pub id: String,
     pub tenant_id: String,
+    pub owner_id: String,
     pub rule_id: String,
     pub rule_name: String,
     pub action: String,
@@ -342,7 +362,7 @@ pub struct DeliveryRow {
 }
 
 const DELIVERY_COLUMNS: &str =
-    "id, tenant_id, rule_id, rule_name, action, target, payload, status, \
+    "id, tenant_id, owner_id, rule_id, rule_name, action, target, payload, status, \
     attempts, next_attempt_at, answer, created_at, delivered_at";
 
 /// Deliveries of the tenant that may be sent at `now` (pending and due,
@@ -505,7 +525,8 @@ pub async fn finish(
     if delivery.action.starts_with("ticket") {
         line.cve_id = Some(delivery.target.clone());
     }
-    write_line(&mut tx, &delivery.tenant_id, &delivery.rule_id, now, &line).await?;
+    let whose = (delivery.tenant_id.as_str(), delivery.owner_id.as_str());
+    write_line(&mut tx, whose, &delivery.rule_id, now, &line).await?;
     tx.commit().await
 }
 
@@ -527,19 +548,20 @@ pub async fn ticket_id(
     Ok(id.flatten())
 }
 
-/// Deliveries of the rule (and the tenant) delivered since `since`.
+/// Deliveries of the rule (and of every rule of its owner) delivered
+/// since `since`.
 pub async fn delivered_since(
     db: &Db,
-    tenant: &str,
+    owner: &str,
     rule_id: &str,
     since: i64,
 ) -> sqlx::Result<(i64, i64)> {
     let (rule, all): (i64, i64) = sqlx::query_as(
         "SELECT CAST(COALESCE(SUM(CASE WHEN rule_id = $2 THEN 1 ELSE 0 END), 0) AS BIGINT), \
-         COUNT(*) FROM automation_deliveries WHERE tenant_id = $1 AND status = 'delivered' \
+         COUNT(*) FROM automation_deliveries WHERE owner_id = $1 AND status = 'delivered' \
          AND delivered_at >= $3",
     )
-    .bind(tenant)
+    .bind(owner)
     .bind(rule_id)
     .bind(since)
     .fetch_one(&db.pool)
@@ -553,6 +575,8 @@ pub async fn delivered_since(
 pub struct DeliveryView {
     /// Also sent as `X-Cairn-Delivery` on every attempt of a webhook.
     pub id: String,
+    /// The tenant whose findings fired (a customer, for a partner's rule).
+    pub tenant_id: String,
     pub rule_id: String,
     pub rule_name: String,
     /// `ticket_create`, `ticket_update`, `ticket_close`, `email` or `webhook`.
@@ -575,6 +599,7 @@ impl From<DeliveryRow> for DeliveryView {
         let waiting = row.status == "pending";
         DeliveryView {
             id: row.id,
+            tenant_id: row.tenant_id,
             rule_id: row.rule_id,
             rule_name: row.rule_name,
             action: row.action,
@@ -589,7 +614,8 @@ impl From<DeliveryRow> for DeliveryView {
     }
 }
 
-/// The tenant's deliveries, newest first, optionally of one rule or status.
+/// The deliveries of the tenant's rules, newest first, optionally of one
+/// rule or status.
 pub async fn deliveries(
     db: &Db,
     tenant: &TenantId,
@@ -599,7 +625,7 @@ pub async fn deliveries(
     limit: i64,
 ) -> sqlx::Result<Vec<DeliveryRow>> {
     sqlx::query_as(&format!(
-        "SELECT {DELIVERY_COLUMNS} FROM automation_deliveries WHERE tenant_id = $1 \
+        "SELECT {DELIVERY_COLUMNS} FROM automation_deliveries WHERE owner_id = $1 \
          AND (CAST($2 AS TEXT) IS NULL OR rule_id = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR status = $3) \
          ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
@@ -613,13 +639,19 @@ pub async fn deliveries(
     .await
 }
 
-/// A dead delivery queued again (its attempts start over); false when
-/// there is no dead delivery of that id.
-pub async fn retry(db: &Db, tenant: &TenantId, id: &str, now: i64) -> sqlx::Result<bool> {
+/// A dead delivery of the tenant's rules queued again (its attempts start
+/// over): the tenant whose job sends it; `None` when there is no dead
+/// delivery of that id.
+pub async fn retry(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+    now: i64,
+) -> sqlx::Result<Option<TenantId>> {
     let _turn = db.write_turn().await;
     let moved = sqlx::query(
         "UPDATE automation_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3 \
-         WHERE tenant_id = $1 AND id = $2 AND status = 'dead'",
+         WHERE owner_id = $1 AND id = $2 AND status = 'dead'",
     )
     .bind(tenant.as_str())
     .bind(id)
@@ -627,7 +659,15 @@ pub async fn retry(db: &Db, tenant: &TenantId, id: &str, now: i64) -> sqlx::Resu
     .execute(&db.pool)
     .await?
     .rows_affected();
-    Ok(moved == 1)
+    if moved == 0 {
+        return Ok(None);
+    }
+    let whose: String =
+        sqlx::query_scalar("SELECT tenant_id FROM automation_deliveries WHERE id = $1")
+            .bind(id)
+            .fetch_one(&db.pool)
+            .await?;
+    Ok(Some(TenantId(whose)))
 }
 
 // ---- the log ----------------------------------------------------------
@@ -637,6 +677,9 @@ pub async fn retry(db: &Db, tenant: &TenantId, id: &str, now: i64) -> sqlx::Resu
 #[schema(as = AutomationLogLine)]
 pub struct LogRow {
     pub id: String,
+    /// The tenant whose findings the line is about (a customer, for a
+    /// partner's rule).
+    pub tenant_id: String,
     pub rule_id: String,
     /// Unix ms.
     pub at: i64,
@@ -661,7 +704,7 @@ pub struct LogFilter<'a> {
     pub until: Option<i64>,
 }
 
-/// The tenant's log, newest first.
+/// The log of the tenant's rules, newest first.
 pub async fn read_log(
     db: &Db,
     tenant: &TenantId,
@@ -670,8 +713,8 @@ pub async fn read_log(
     limit: i64,
 ) -> sqlx::Result<Vec<LogRow>> {
     sqlx::query_as(
-        "SELECT id, rule_id, at, outcome, reason, cve_id, device_name, delivery_id \
-         FROM automation_log WHERE tenant_id = $1 \
+        "SELECT id, tenant_id, rule_id, at, outcome, reason, cve_id, device_name, delivery_id \
+         FROM automation_log WHERE owner_id = $1 \
          AND (CAST($2 AS TEXT) IS NULL OR rule_id = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR cve_id = $3) \
          AND (CAST($4 AS TEXT) IS NULL OR LOWER(device_name) = LOWER($4)) \
