@@ -588,6 +588,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "tags",
     "projects",
     "sla",
+    "automation",
     "subscriptions",
     "threat-intel",
     "versions",

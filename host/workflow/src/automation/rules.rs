@@ -247,9 +247,10 @@ pub enum WebhookFormat {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 #[schema(as = AutomationAction)]
 pub enum Action {
-    /// One PSA ticket per CVE through the tenant's psa connector: opened
-    /// when the CVE's first device matches, a note when more join, closed
-    /// (with `close_status_id`) or noted when none is left.
+    /// One PSA ticket per CVE (and customer) through the psa connector of
+    /// the rule's owner: opened when the CVE's first device matches, a note
+    /// when more join, closed (with `close_status_id`) or noted when none
+    /// is left.
     Ticket {
         #[schema(minimum = 1)]
         company_id: u64,
