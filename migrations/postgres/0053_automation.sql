@@ -48,6 +48,17 @@ CREATE TABLE automation_matches (
     PRIMARY KEY (rule_id, tenant_id, device_name, application_name, version, cve_id)
 );
 
+-- The events an event trigger's rule has seen (by key, e.g.
+-- `exception:<id>:approved`, `sync:rmm`): a key not here fires; a key gone
+-- from the source is deleted, so its return fires again.
+CREATE TABLE automation_seen (
+    rule_id   TEXT NOT NULL REFERENCES automation_rules(id) ON DELETE CASCADE,
+    tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    event_key TEXT NOT NULL,
+    since     BIGINT NOT NULL,
+    PRIMARY KEY (rule_id, tenant_id, event_key)
+);
+
 -- The ticket a rule keeps for one CVE: the devices it names, and whether
 -- it is open. `ticket_id` is NULL until its creation is delivered.
 CREATE TABLE automation_tickets (

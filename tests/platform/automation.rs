@@ -17,7 +17,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::partner::{act, customer};
-use super::sla::replace_and_scan;
+use super::sla::{days_from_now, replace_and_scan};
 use super::vulnerabilities::{loaded_with, scan, software};
 
 backend_tests!(
@@ -38,7 +38,7 @@ const FIXED: &str = "120.0.6099.71";
 
 async fn start(backend: Backend, smtp: &FakeSmtp) -> Option<TestApp> {
     let port = smtp.port;
-    let dir = connectors_dir(&["connectors/psa"], &[]);
+    let dir = connectors_dir(&["connectors/psa", "csv-providers/software-inventory"], &[]);
     let (app, _nvd) = loaded_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
@@ -310,6 +310,35 @@ async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
     both.sort();
     assert_eq!(over, both);
 
+    // A failing sync fires its rule once, with the upstream's refusal.
+    let broken = app.register("owner@broken.example").await;
+    let mut wrong = psa_config(&psa.site);
+    wrong["private_key"] = json!("wrong");
+    let saved = app
+        .post("/api/v1/psa/config", &broken.bearer(), wrong)
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    rule(
+        &app,
+        &broken,
+        json!({"name": "Sync failures", "trigger": {"kind": "sync_failed"},
+               "actions": [{"type": "email", "to": ["ops@broken.example"]}]}),
+    )
+    .await;
+    let synced = app.sync_area(&broken, "psa").await;
+    assert_eq!(synced["status"], "error", "{synced}");
+    for _ in 0..2 {
+        run(&app, &broken).await;
+    }
+    let to_ops: Vec<String> = smtp
+        .mails()
+        .into_iter()
+        .filter(|m| m.to == ["<ops@broken.example>"])
+        .map(|m| m.data)
+        .collect();
+    assert_eq!(to_ops.len(), 1, "{to_ops:?}");
+    assert!(to_ops[0].contains("the psa sync failed"), "{}", to_ops[0]);
+
     // A rule over customers is a partner's; customers named are its own.
     let other = app.register("owner@elsewhere.example").await;
     let body = json!({"name": "x", "trigger": {"kind": "kev_added"}, "customers": {"all": true},
@@ -520,6 +549,128 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
         "{failures:?}"
     );
 
+    // Exceptions: asked for, then approved by another admin; each fires
+    // its rule once, to Slack, and an expiry a month out is not "expiring".
+    let second = app.add_member(&acme, "second@acme.example", "admin").await;
+    let events = |kind: &str| {
+        json!({"name": format!("Exceptions {kind}"), "trigger": {"kind": kind},
+               "actions": [{"type": "webhook", "url": slack, "format": "slack"}]})
+    };
+    rule(&app, &acme, events("exception_requested")).await;
+    rule(&app, &acme, events("exception_approved")).await;
+    let expiring = rule(
+        &app,
+        &acme,
+        json!({"name": "Exceptions expiring", "trigger": {"kind": "exception_expiring", "days": 7},
+               "actions": [{"type": "webhook", "url": slack, "format": "slack"}]}),
+    )
+    .await;
+    let slack_before = hooks.received("slack").len();
+    let asked = app
+        .post(
+            "/api/v1/sla/exceptions",
+            &member.bearer(),
+            json!({"cve_id": KEV_CVE, "devices": ["WEB01"], "reason": "kiosk, replaced in March",
+                   "expires_at": days_from_now(&app, 30)}),
+        )
+        .await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    let exception = asked.body["id"].as_str().unwrap().to_string();
+    run(&app, &acme).await;
+    let decided = app
+        .post(
+            &format!("/api/v1/sla/exceptions/{exception}/decision"),
+            &second.bearer(),
+            json!({"approve": true, "comment": "until the kiosk goes"}),
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    run(&app, &acme).await;
+    let said = wait_until("two exception posts", LIMIT, async || {
+        let posts = hooks.received("slack");
+        if posts.len() == slack_before + 2 {
+            Ok(posts[slack_before..]
+                .iter()
+                .map(|p| p.body["text"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>())
+        } else {
+            Err(format!("{posts:?}"))
+        }
+    })
+    .await;
+    assert!(
+        said[0].contains("analyst@acme.example asked for an exception for CVE-2023-2033 on WEB01"),
+        "{said:?}"
+    );
+    assert!(
+        said[1].contains("second@acme.example approved the exception for CVE-2023-2033 on WEB01"),
+        "{said:?}"
+    );
+    run(&app, &acme).await;
+    assert_eq!(
+        hooks.received("slack").len(),
+        slack_before + 2,
+        "each event fires once"
+    );
+    // Three weeks and a half later it is expiring: once.
+    app.server
+        .state
+        .clock
+        .advance(Duration::from_secs(25 * 86_400));
+    run(&app, &acme).await;
+    run(&app, &acme).await;
+    let posts = hooks.received("slack");
+    let expiring_posts: Vec<&str> = posts
+        .iter()
+        .filter_map(|p| p.body["text"].as_str())
+        .filter(|t| t.contains("expires at"))
+        .collect();
+    assert_eq!(expiring_posts.len(), 1, "{expiring_posts:?}");
+    let lines = log(
+        &app,
+        &acme,
+        &format!("?rule_id={expiring}&cve_id={KEV_CVE}"),
+    )
+    .await;
+    assert!(lines.iter().any(|l| l["outcome"] == "fired"), "{lines:?}");
+
+    // An upload whose every row is refused fires an upload rule once.
+    let uploads = rule(
+        &app,
+        &acme,
+        json!({"name": "Failed uploads", "trigger": {"kind": "upload_failed"},
+               "actions": [{"type": "webhook", "url": slack, "format": "slack"}]}),
+    )
+    .await;
+    let failed = app
+        .ingest(
+            &acme,
+            "software-inventory",
+            "broken.csv",
+            "device,application\nPC-9,\nPC-8,\n".into(),
+        )
+        .await;
+    assert_eq!(failed["status"], "error", "{failed}");
+    run(&app, &acme).await;
+    run(&app, &acme).await;
+    let about: Vec<String> = hooks
+        .received("slack")
+        .iter()
+        .filter_map(|p| p.body["text"].as_str())
+        .filter(|t| t.contains("broken.csv"))
+        .map(String::from)
+        .collect();
+    assert_eq!(about.len(), 1, "{about:?}");
+    assert!(
+        about[0]
+            .contains("the upload broken.csv (software-inventory) failed: none of the 2 data rows"),
+        "{about:?}"
+    );
+    assert!(log(&app, &acme, &format!("?rule_id={uploads}"))
+        .await
+        .iter()
+        .any(|l| l["outcome"] == "fired"));
+
     // Refusals name the field; members may read and dry-run, not write.
     app.post("/api/v1/automation/rules", &member.bearer(), draft.clone())
         .await
@@ -548,6 +699,15 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
             "actions[0].url",
         ),
         (json!({"actions": []}), "actions"),
+        (
+            json!({"trigger": {"kind": "sync_failed"}, "conditions": {"kev": true}}),
+            "conditions",
+        ),
+        (
+            json!({"trigger": {"kind": "upload_failed"},
+                   "actions": [{"type": "ticket", "company_id": 2}]}),
+            "actions[0]",
+        ),
         (json!({"name": " "}), "name"),
         (
             json!({"conditions": {"devices": {"combinator": "and", "rules": [

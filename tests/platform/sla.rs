@@ -471,7 +471,7 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
 }
 
 /// An RFC 3339 time `days` from the service's clock.
-fn days_from_now(app: &TestApp, days: i64) -> String {
+pub(crate) fn days_from_now(app: &TestApp, days: i64) -> String {
     let at = app.server.state.clock.now_ms() + days * 86_400_000;
     chrono::DateTime::from_timestamp_millis(at)
         .unwrap()

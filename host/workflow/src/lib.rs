@@ -8,9 +8,9 @@
 //!
 //! - Owns `tags`, `tag_assignments`, `projects`, `project_entries`,
 //!   `vuln_tickets`, `sla_policies`, `sla_policy_changes` and
-//!   `sla_exceptions`, `automation_rules`, `automation_matches`,
-//!   `automation_tickets`, `automation_deliveries`, `automation_log` and
-//!   `automation_tenants`.
+//!   `sla_exceptions`, `automation_rules`, `automation_rule_runs`,
+//!   `automation_matches`, `automation_seen`, `automation_tickets`,
+//!   `automation_deliveries`, `automation_log` and `automation_tenants`.
 //! - Faces: each module's `router()` under `/api/v1/tags`,
 //!   `/api/v1/projects`, `/api/v1/psa`, `/api/v1/sla` and
 //!   `/api/v1/automation`; `tags::tags_of`

@@ -285,6 +285,26 @@ pub async fn write_report(
     Ok(())
 }
 
+/// The tenant's uploads (of any source) that failed at or after `since`,
+/// newest first, at most `limit`.
+pub async fn failed_since(
+    db: &Db,
+    tenant: &TenantId,
+    since: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<UploadRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM csv_uploads WHERE tenant_id = $1 AND status = $2 \
+         AND created_at >= $3 ORDER BY created_at DESC, id DESC LIMIT $4"
+    ))
+    .bind(tenant.as_str())
+    .bind(ERROR)
+    .bind(since)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
+
 pub async fn list(
     db: &Db,
     tenant: &TenantId,

@@ -89,6 +89,66 @@ pub struct Skip {
     pub reason: String,
 }
 
+/// Something other than a finding a rule fires on once: an exception in
+/// a state, an integration's failing sync, a failed upload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = AutomationEvent)]
+pub struct Event {
+    /// What fires once, e.g. `exception:<id>:approved`, `sync:rmm`,
+    /// `upload:<id>`.
+    pub key: String,
+    /// The trigger's kind (`exception_requested`, `sync_failed`, ...).
+    pub kind: String,
+    /// The event as a sentence.
+    pub summary: String,
+    pub cve_id: Option<String>,
+}
+
+/// Decides one run of an event trigger's `rule`: the events not seen
+/// before fire (on its first run they are its baseline, unless it
+/// includes existing ones).
+pub fn plan_events(
+    rule: &StoredRule,
+    over: Over<'_>,
+    events: &[Event],
+    seen: &std::collections::HashSet<String>,
+) -> Plan {
+    let Over { tenant, state } = over;
+    let fresh: Vec<&Event> = events.iter().filter(|e| !seen.contains(&e.key)).collect();
+    let mut out = Plan {
+        seen_until: state.seen_until,
+        left: seen
+            .iter()
+            .filter(|k| !events.iter().any(|e| &e.key == *k))
+            .count(),
+        events_after: Some(events.iter().map(|e| e.key.clone()).collect()),
+        ..Plan::default()
+    };
+    if state.version.is_none() && !rule.input.include_existing {
+        out.baseline = fresh.len();
+        return out;
+    }
+    out.events = fresh.into_iter().cloned().collect();
+    if !out.events.is_empty() {
+        let headline = format!(
+            "{}: {} event(s) ({})",
+            rule.input.name,
+            out.events.len(),
+            rule.input.trigger.as_str()
+        );
+        let listed: Vec<&Event> = out.events.iter().take(LISTED_IN_MESSAGE).collect();
+        let message = Message {
+            lines: listed.iter().map(|e| e.summary.clone()).collect(),
+            items: ("events", json!(listed)),
+            more: out.events.len() - listed.len(),
+            headline,
+            period: None,
+        };
+        out.deliveries = messages(rule, tenant, &message);
+    }
+    out
+}
+
 /// A delivery a run queues.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = AutomationPlannedDelivery)]
@@ -108,6 +168,8 @@ pub struct Planned {
 pub struct Plan {
     /// Findings that started to match and that the rule acts on.
     pub fired: Vec<Named>,
+    /// For an event trigger: the events that fired.
+    pub events: Vec<Event>,
     /// Findings that matched at the rule's first run and are left alone
     /// (the rule does not include existing findings).
     pub baseline: usize,
@@ -123,6 +185,9 @@ pub struct Plan {
     pub digest_period: Option<String>,
     #[serde(skip)]
     pub seen_until: Option<i64>,
+    /// For an event trigger: every event's key as it stands now.
+    #[serde(skip)]
+    pub events_after: Option<Vec<String>>,
     #[serde(skip)]
     pub matches_after: Vec<(MatchKey, bool)>,
     #[serde(skip)]
@@ -201,7 +266,8 @@ pub fn plan(
         let period = period(every, now);
         if state.digest_period.as_deref() != Some(period.as_str()) && !matching.is_empty() {
             out.fired = matching.iter().map(|f| Named::of(f)).collect();
-            out.deliveries = messages(rule, tenant, &out.fired, Some(&period));
+            let message = findings_message(rule, &out.fired, Some(&period));
+            out.deliveries = messages(rule, tenant, &message);
             out.digest_period = Some(period);
         }
         return out;
@@ -293,7 +359,8 @@ pub fn plan(
     out.fired = fired_now.iter().map(|f| Named::of(f)).collect();
     out.deliveries = ticket_deliveries;
     if !out.fired.is_empty() {
-        let messages = messages(rule, tenant, &out.fired, None);
+        let message = findings_message(rule, &out.fired, None);
+        let messages = messages(rule, tenant, &message);
         out.deliveries.extend(messages);
     }
     out.matches_after = after;
@@ -411,15 +478,20 @@ fn ticket_close(action: &Action, tenant: &str, cve: &str, devices: &BTreeSet<Str
     }
 }
 
-/// The e-mails and webhooks of one run: one each, listing `fired`.
-fn messages(
-    rule: &StoredRule,
-    tenant: &str,
-    fired: &[Named],
-    period: Option<&str>,
-) -> Vec<Planned> {
+/// What one run's messages say: a headline, a line per item (at most
+/// [`LISTED_IN_MESSAGE`]), the items as the webhook body names them, and
+/// how many more there were.
+struct Message {
+    headline: String,
+    lines: Vec<String>,
+    items: (&'static str, Value),
+    more: usize,
+    period: Option<String>,
+}
+
+/// The message of a run that fired findings (a digest, with `period`).
+fn findings_message(rule: &StoredRule, fired: &[Named], period: Option<&str>) -> Message {
     let listed: Vec<&Named> = fired.iter().take(LISTED_IN_MESSAGE).collect();
-    let more = fired.len().saturating_sub(listed.len());
     let trigger = rule.input.trigger.as_str();
     let headline = match period {
         Some(period) => format!(
@@ -433,7 +505,7 @@ fn messages(
             fired.len()
         ),
     };
-    let lines: Vec<String> = listed
+    let lines = listed
         .iter()
         .map(|f| {
             format!(
@@ -448,9 +520,21 @@ fn messages(
             )
         })
         .collect();
-    let mut text = lines.join("\n");
-    if more > 0 {
-        text.push_str(&format!("\n... and {more} more"));
+    Message {
+        headline,
+        lines,
+        items: ("findings", json!(listed)),
+        more: fired.len() - listed.len(),
+        period: period.map(String::from),
+    }
+}
+
+/// The e-mails and webhooks of one run: one each.
+fn messages(rule: &StoredRule, tenant: &str, message: &Message) -> Vec<Planned> {
+    let headline = &message.headline;
+    let mut text = message.lines.join("\n");
+    if message.more > 0 {
+        text.push_str(&format!("\n... and {} more", message.more));
     }
     rule.input
         .actions
@@ -471,7 +555,7 @@ fn messages(
                 target: url.clone(),
                 payload: json!({
                     "format": format,
-                    "body": webhook_body(rule, tenant, *format, &headline, &text, &listed, more, period),
+                    "body": webhook_body(rule, tenant, *format, message, &text),
                 }),
             }),
         })
@@ -481,26 +565,26 @@ fn messages(
 /// The version of Cairn's own webhook body.
 pub const WEBHOOK_SCHEMA: &str = "cairn.automation.v1";
 
-#[allow(clippy::too_many_arguments)]
 fn webhook_body(
     rule: &StoredRule,
     tenant: &str,
     format: WebhookFormat,
-    headline: &str,
+    message: &Message,
     text: &str,
-    listed: &[&Named],
-    more: usize,
-    period: Option<&str>,
 ) -> Value {
+    let headline = &message.headline;
     match format {
-        WebhookFormat::Json => json!({
-            "schema": WEBHOOK_SCHEMA,
-            "tenant_id": tenant,
-            "rule": {"id": rule.id, "name": rule.input.name, "trigger": rule.input.trigger.as_str()},
-            "digest_period": period,
-            "findings": listed,
-            "more": more,
-        }),
+        WebhookFormat::Json => {
+            let mut body = json!({
+                "schema": WEBHOOK_SCHEMA,
+                "tenant_id": tenant,
+                "rule": {"id": rule.id, "name": rule.input.name, "trigger": rule.input.trigger.as_str()},
+                "digest_period": message.period,
+                "more": message.more,
+            });
+            body[message.items.0] = message.items.1.clone();
+            body
+        }
         WebhookFormat::Slack => json!({"text": format!("*{headline}*\n{text}")}),
         WebhookFormat::Teams => json!({
             "type": "message",
@@ -926,6 +1010,45 @@ mod tests {
         ];
         for (customers, reached) in cases {
             assert_eq!(customers.reaches("acme", &groups), reached, "{customers:?}");
+        }
+    }
+
+    #[test]
+    fn events_fire_once_and_again_after_they_left() {
+        let rule = rule(Trigger::SyncFailed, vec![email()], false);
+        let failing = |area: &str| Event {
+            key: format!("sync:{area}"),
+            kind: "sync_failed".into(),
+            summary: format!("the {area} sync failed: HTTP 401"),
+            cve_id: None,
+        };
+        let mut state = never();
+        let mut seen = std::collections::HashSet::new();
+        let steps: [(Vec<Event>, usize, usize); 5] = [
+            // The first run: what fails already is the baseline.
+            (vec![failing("rmm")], 0, 1),
+            (vec![failing("rmm"), failing("psa")], 1, 0),
+            (vec![failing("rmm"), failing("psa")], 0, 0),
+            // psa recovered, then failed again: it fires again.
+            (vec![failing("rmm")], 0, 0),
+            (vec![failing("rmm"), failing("psa")], 1, 0),
+        ];
+        for (i, (events, fired, baseline)) in steps.into_iter().enumerate() {
+            let plan = plan_events(&rule, over(&state), &events, &seen);
+            assert_eq!(
+                (plan.events.len(), plan.baseline),
+                (fired, baseline),
+                "step {i}"
+            );
+            assert_eq!(plan.deliveries.len(), usize::from(fired > 0), "step {i}");
+            if fired > 0 {
+                assert!(plan.deliveries[0].payload["body"]
+                    .as_str()
+                    .unwrap()
+                    .contains("the psa sync failed: HTTP 401"));
+            }
+            seen = plan.events_after.clone().unwrap().into_iter().collect();
+            state = ran(&state, &plan);
         }
     }
 

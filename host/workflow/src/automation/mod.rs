@@ -24,8 +24,12 @@
 //! whose deliveries are due, or, for the time triggers, whose last run is
 //! an hour old; a job per tenant (`automation`) does the run.
 //!
-//! Not yet here: triggers on exceptions, failed syncs and CVE
-//! subscriptions.
+//! Event triggers (an SLA exception requested, approved or expiring, a
+//! failing sync, a failed upload) run the same way over the events as they
+//! stand now (`automation_seen`): a key not seen before fires.
+//!
+//! Not yet here: a trigger on CVE subscription matches (the subscriptions
+//! live in the intelligence area, above this one).
 
 pub mod deliver;
 pub mod evaluate;
@@ -159,7 +163,11 @@ async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> an
     let rules: Vec<StoredRule> = rules::running_over(&state.db, tenant).await?;
     let now = state.clock.now_ms();
     if !rules.is_empty() {
-        let findings = open_findings(state, tenant, now).await?;
+        let findings = if rules.iter().any(|r| !r.input.trigger.is_event()) {
+            open_findings(state, tenant, now).await?
+        } else {
+            vec![]
+        };
         for rule in &rules {
             let run = rules::run_state(&state.db, &rule.id, tenant).await?;
             let memory = storage::memory(&state.db, tenant, &rule.id).await?;
@@ -189,8 +197,123 @@ async fn open_findings(
     crate::sla::tracked_with(&state.db, tenant, &applied.policy, now, i64::MAX).await
 }
 
+/// How far back a failed upload still fires an `upload_failed` rule.
+const UPLOADS_LOOKED_BACK_MS: i64 = 30 * 86_400_000;
+
+/// The events an event trigger fires on, as they stand for `tenant` now.
+async fn events(
+    state: &AppState,
+    tenant: &TenantId,
+    trigger: &rules::Trigger,
+    now: i64,
+) -> anyhow::Result<Vec<evaluate::Event>> {
+    use rules::Trigger;
+    let event = |key: String, summary: String, cve_id: Option<String>| evaluate::Event {
+        key,
+        kind: trigger.as_str().to_string(),
+        summary,
+        cve_id,
+    };
+    let exceptions = || crate::sla::exceptions::list(&state.db, tenant);
+    let devices = |d: &crate::sla::exceptions::ExceptionRow| {
+        if d.devices.0.is_empty() {
+            "every device".to_string()
+        } else {
+            d.devices.0.join(", ")
+        }
+    };
+    Ok(match trigger {
+        Trigger::ExceptionRequested => exceptions()
+            .await?
+            .into_iter()
+            .filter(|e| e.status == "pending")
+            .map(|e| {
+                let summary = format!(
+                    "{} asked for an exception for {} on {}: {}",
+                    e.requested_by_email,
+                    e.cve_id,
+                    devices(&e),
+                    e.reason
+                );
+                event(
+                    format!("exception:{}:pending", e.id),
+                    summary,
+                    Some(e.cve_id),
+                )
+            })
+            .collect(),
+        Trigger::ExceptionApproved => exceptions()
+            .await?
+            .into_iter()
+            .filter(|e| e.status == "approved" && e.expires_at > now)
+            .map(|e| {
+                let summary = format!(
+                    "{} approved the exception for {} on {} until {}",
+                    e.decided_by_email.as_deref().unwrap_or("the customer"),
+                    e.cve_id,
+                    devices(&e),
+                    cairn_core::db::to_rfc3339(e.expires_at)
+                );
+                event(
+                    format!("exception:{}:approved", e.id),
+                    summary,
+                    Some(e.cve_id),
+                )
+            })
+            .collect(),
+        Trigger::ExceptionExpiring { days } => {
+            let within = i64::from(*days) * 86_400_000;
+            exceptions()
+                .await?
+                .into_iter()
+                .filter(|e| {
+                    e.status == "approved" && e.expires_at > now && e.expires_at <= now + within
+                })
+                .map(|e| {
+                    let summary = format!(
+                        "the exception for {} on {} expires at {}",
+                        e.cve_id,
+                        devices(&e),
+                        cairn_core::db::to_rfc3339(e.expires_at)
+                    );
+                    event(
+                        format!("exception:{}:expiring", e.id),
+                        summary,
+                        Some(e.cve_id),
+                    )
+                })
+                .collect()
+        }
+        Trigger::SyncFailed => cairn_integrations::sync_health(&state.db, tenant)
+            .await?
+            .into_iter()
+            .filter(|h| h.health == "failing")
+            .map(|h| {
+                let why = h.last_error.as_deref().unwrap_or("it was canceled");
+                let summary = format!("the {} sync failed: {why}", h.area);
+                event(format!("sync:{}", h.area), summary, None)
+            })
+            .collect(),
+        Trigger::UploadFailed => {
+            let since = now - UPLOADS_LOOKED_BACK_MS;
+            cairn_integrations::csv_sources::storage::failed_since(&state.db, tenant, since, 500)
+                .await?
+                .into_iter()
+                .map(|u| {
+                    let why = u.error.as_deref().unwrap_or("no reason given");
+                    let summary =
+                        format!("the upload {} ({}) failed: {why}", u.filename, u.source_key);
+                    event(format!("upload:{}", u.id), summary, None)
+                })
+                .collect()
+        }
+        _ => vec![],
+    })
+}
+
 /// A rule's plan over `tenant`: its device query answered, then
-/// [`evaluate::plan`].
+/// [`evaluate::plan`]; for an event trigger, its events, then
+/// [`evaluate::plan_events`].
 async fn plan_rule(
     state: &AppState,
     tenant: &TenantId,
@@ -200,6 +323,15 @@ async fn plan_rule(
     memory: &Memory,
     now: i64,
 ) -> anyhow::Result<Plan> {
+    let over = evaluate::Over {
+        tenant: tenant.as_str(),
+        state: run,
+    };
+    if rule.input.trigger.is_event() {
+        let events = events(state, tenant, &rule.input.trigger, now).await?;
+        let seen = storage::seen(&state.db, tenant, &rule.id).await?;
+        return Ok(evaluate::plan_events(rule, over, &events, &seen));
+    }
     let devices: Option<HashSet<String>> = match &rule.input.conditions.devices {
         None => None,
         Some(query) => {

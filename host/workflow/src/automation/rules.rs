@@ -20,8 +20,10 @@ const DEFAULT_ACTIONS_PER_HOUR: u32 = 60;
 /// When a rule acts: a finding starts to match it (`new_finding`: it
 /// appeared; `kev_added`: its CVE is in CISA's KEV catalogue;
 /// `epss_crossed`: its EPSS score reached `threshold`; `due_soon`,
-/// `overdue`: its SLA state), or once a period with everything that
-/// matches (`digest`).
+/// `overdue`: its SLA state), once a period with everything that matches
+/// (`digest`), or an event: an SLA exception requested, approved, or
+/// expiring within `days` (default 7); an integration's sync failing (once
+/// per outage: it fires again after a sync succeeded); an upload failing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[schema(as = AutomationTrigger)]
@@ -37,6 +39,19 @@ pub enum Trigger {
     Digest {
         every: DigestEvery,
     },
+    ExceptionRequested,
+    ExceptionApproved,
+    ExceptionExpiring {
+        #[serde(default = "week")]
+        #[schema(minimum = 1, maximum = 90)]
+        days: u32,
+    },
+    SyncFailed,
+    UploadFailed,
+}
+
+fn week() -> u32 {
+    7
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -56,7 +71,25 @@ impl Trigger {
             Trigger::DueSoon => "due_soon",
             Trigger::Overdue => "overdue",
             Trigger::Digest { .. } => "digest",
+            Trigger::ExceptionRequested => "exception_requested",
+            Trigger::ExceptionApproved => "exception_approved",
+            Trigger::ExceptionExpiring { .. } => "exception_expiring",
+            Trigger::SyncFailed => "sync_failed",
+            Trigger::UploadFailed => "upload_failed",
         }
+    }
+
+    /// Whether the trigger is about something other than findings (an
+    /// exception, a sync, an upload): conditions and tickets do not apply.
+    pub fn is_event(&self) -> bool {
+        matches!(
+            self,
+            Trigger::ExceptionRequested
+                | Trigger::ExceptionApproved
+                | Trigger::ExceptionExpiring { .. }
+                | Trigger::SyncFailed
+                | Trigger::UploadFailed
+        )
     }
 
     /// Why `finding` is not what the trigger is about, if it is not.
@@ -64,6 +97,12 @@ impl Trigger {
         use crate::sla::policy::SlaState;
         match self {
             Trigger::NewFinding | Trigger::Digest { .. } => None,
+            // Never asked of a finding (see `is_event`).
+            Trigger::ExceptionRequested
+            | Trigger::ExceptionApproved
+            | Trigger::ExceptionExpiring { .. }
+            | Trigger::SyncFailed
+            | Trigger::UploadFailed => Some("the rule's trigger is not about findings".into()),
             Trigger::KevAdded => {
                 (!finding.kev).then(|| "its CVE is not in CISA's KEV catalogue".to_string())
             }
@@ -408,6 +447,17 @@ impl RuleInput {
         if let Trigger::EpssCrossed { threshold } = &self.trigger {
             unit("trigger.threshold", Some(*threshold))?;
         }
+        if let Trigger::ExceptionExpiring { days } = &self.trigger {
+            if !(1..=90).contains(days) {
+                return Err(invalid("trigger.days", "must be 1 to 90"));
+            }
+        }
+        if self.trigger.is_event() && self.conditions != Conditions::default() {
+            return Err(invalid(
+                "conditions",
+                "conditions are about findings; this trigger is not",
+            ));
+        }
         unit("conditions.epss_at_least", self.conditions.epss_at_least)?;
         if let Some(cvss) = self.conditions.cvss_at_least {
             if !(0.0..=10.0).contains(&cvss) {
@@ -461,10 +511,13 @@ impl RuleInput {
         for (i, action) in self.actions.iter().enumerate() {
             let at = |field: &str| format!("actions[{i}].{field}");
             match action {
-                Action::Ticket { .. } if matches!(self.trigger, Trigger::Digest { .. }) => {
+                Action::Ticket { .. }
+                    if matches!(self.trigger, Trigger::Digest { .. })
+                        || self.trigger.is_event() =>
+                {
                     return Err(invalid(
                         &format!("actions[{i}]"),
-                        "a digest sends messages; tickets follow findings, so use a finding trigger",
+                        "tickets follow findings (one per CVE); this trigger sends messages only",
                     ))
                 }
                 Action::Ticket { companies, .. } => {
@@ -480,7 +533,10 @@ impl RuleInput {
                         return Err(invalid(&at("to"), "1 to 20 addresses"));
                     }
                     if let Some(bad) = to.iter().find(|a| !plausible_address(a)) {
-                        return Err(invalid(&at("to"), format!("{bad:?} is not an e-mail address")));
+                        return Err(invalid(
+                            &at("to"),
+                            format!("{bad:?} is not an e-mail address"),
+                        ));
                     }
                 }
                 Action::Webhook {
@@ -488,17 +544,23 @@ impl RuleInput {
                     format,
                     secret,
                 } => {
-                    let parsed = url::Url::parse(url)
-                        .map_err(|_| invalid(&at("url"), "not a URL"))?;
+                    let parsed =
+                        url::Url::parse(url).map_err(|_| invalid(&at("url"), "not a URL"))?;
                     if !matches!(parsed.scheme(), "http" | "https")
                         || parsed.host_str().is_none()
                         || !parsed.username().is_empty()
                     {
-                        return Err(invalid(&at("url"), "an http(s) URL without user information"));
+                        return Err(invalid(
+                            &at("url"),
+                            "an http(s) URL without user information",
+                        ));
                     }
                     match (format, secret) {
                         (WebhookFormat::Json, None) => {
-                            return Err(invalid(&at("secret"), "Cairn's format is signed: give a secret of at least 16 characters"))
+                            return Err(invalid(
+                                &at("secret"),
+                                "Cairn's format is signed: give a secret of at least 16 characters",
+                            ))
                         }
                         (_, Some(s)) if s.chars().count() < 16 || s.len() > 200 => {
                             return Err(invalid(&at("secret"), "16 to 200 characters"))

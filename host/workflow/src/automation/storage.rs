@@ -65,6 +65,22 @@ pub async fn memory(db: &Db, tenant: &TenantId, rule_id: &str) -> sqlx::Result<M
     Ok(Memory { matches, tickets })
 }
 
+/// The events an event trigger's rule has seen over `tenant`.
+pub async fn seen(
+    db: &Db,
+    tenant: &TenantId,
+    rule_id: &str,
+) -> sqlx::Result<std::collections::HashSet<String>> {
+    let keys: Vec<String> = sqlx::query_scalar(
+        "SELECT event_key FROM automation_seen WHERE tenant_id = $1 AND rule_id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(rule_id)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(keys.into_iter().collect())
+}
+
 fn key_json(key: &MatchKey) -> Value {
     serde_json::json!([key.0, key.1, key.2, key.3])
 }
@@ -167,6 +183,26 @@ pub async fn apply(
         .execute(&mut *tx)
         .await?;
     }
+    if let Some(keys) = &plan.events_after {
+        // Few: one per exception, integration or recent failed upload.
+        sqlx::query("DELETE FROM automation_seen WHERE rule_id = $1 AND tenant_id = $2")
+            .bind(&rule.id)
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await?;
+        for key in keys {
+            sqlx::query(
+                "INSERT INTO automation_seen (rule_id, tenant_id, event_key, since) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (rule_id, tenant_id, event_key) DO NOTHING",
+            )
+            .bind(&rule.id)
+            .bind(tenant)
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
     for (cve, (devices, open)) in &plan.tickets_after {
         sqlx::query(
             "INSERT INTO automation_tickets (tenant_id, rule_id, cve_id, company_id, ticket_id, \
@@ -219,6 +255,11 @@ pub async fn apply(
             ));
         }
     }
+    for event in &plan.events {
+        let mut line = LogLine::rule("fired", event.summary.clone());
+        line.cve_id = event.cve_id.clone();
+        lines.push(line);
+    }
     if let Some(stopped) = &plan.stopped {
         lines.push(LogLine::rule("stopped", stopped.clone()));
     }
@@ -226,7 +267,7 @@ pub async fn apply(
         lines.push(LogLine::rule(
             "baseline",
             format!(
-                "{} finding(s) matched when the rule was made; not acted on (include_existing is false)",
+                "{} finding(s) or event(s) stood when the rule was made; not acted on (include_existing is false)",
                 plan.baseline
             ),
         ));
