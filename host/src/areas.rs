@@ -20,7 +20,7 @@ pub const AREAS: &[AreaFn] = &[
     cairn_workflow::tags::area,
     cairn_workflow::projects::area,
     cairn_workflow::sla::area,
-    cairn_workflow::automation::area,
+    |state| cairn_workflow::automation::area(state, cairn_intelligence::subscriptions::matches()),
     cairn_intelligence::research::area,
     cairn_intelligence::subscriptions::area,
     cairn_intelligence::threat_intel::area,

@@ -23,6 +23,7 @@ use super::vulnerabilities::{loaded_with, scan, software};
 backend_tests!(
     tickets_follow_devices_and_each_action_goes_once,
     digests_skips_dry_runs_refusals_and_isolation,
+    a_subscriptions_new_cve_fires_once,
 );
 
 const SECRET: &str = "whsec-for-the-tests-0123456789";
@@ -531,9 +532,21 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
     assert_eq!(body["rule"]["id"], hooked.as_str());
     assert_eq!(body["tenant_id"], acme.tenant_id.as_str());
     assert_eq!(body["findings"][0]["device_name"], "KIOSK-7", "{body}");
-    let listed = deliveries(&app, &acme).await;
-    let webhook = listed.iter().find(|d| d["id"] == id.as_str()).unwrap();
-    assert_eq!(webhook["status"], "delivered");
+    // The receiver answered before the outcome was written: wait for it.
+    let webhook = wait_until("the delivery's outcome", LIMIT, async || {
+        let listed = deliveries(&app, &acme).await;
+        let webhook = listed
+            .iter()
+            .find(|d| d["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        if webhook["status"] == "delivered" {
+            Ok(webhook)
+        } else {
+            Err(webhook.to_string())
+        }
+    })
+    .await;
     assert_eq!(webhook["attempts"], 3);
     let failures = log(&app, &acme, &format!("?rule_id={hooked}")).await;
     assert_eq!(
@@ -764,6 +777,65 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
         .await
         .status,
         200
+    );
+    app.finish().await;
+}
+
+async fn a_subscriptions_new_cve_fires_once(backend: Backend) {
+    use super::subscriptions::{quantum_widget_record, synced};
+    let smtp = FakeSmtp::start().await;
+    let port = smtp.port;
+    let Some((app, nvd)) = loaded_with(backend, move |s| {
+        s.smtp_host = "127.0.0.1".into();
+        s.smtp_port = port;
+        s.smtp_security = "none".into();
+        s.automation_sweep_ms = 200;
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let followed = app
+        .post(
+            "/api/v1/subscriptions/",
+            &owner.bearer(),
+            json!({"sub_type": "product", "name": "Quantum Widget"}),
+        )
+        .await;
+    assert_eq!(followed.status, 201, "{}", followed.text);
+    synced(&app, &owner).await;
+    rule(
+        &app,
+        &owner,
+        json!({"name": "Followed products", "trigger": {"kind": "subscription_match"},
+               "actions": [{"type": "email", "to": ["soc@msp.example"]}]}),
+    )
+    .await;
+    // NVD publishes the product's first CVE; the subscription's sync
+    // brings it, and the rule mails once.
+    let record = quantum_widget_record(
+        &nvd,
+        "2026-11-20T10:00:00.000",
+        "Quantum Widget before 2.0 lets a remote attacker run code.",
+    );
+    nvd.data.lock().unwrap().records.push(record);
+    let sync = app
+        .post("/api/v1/subscriptions/sync", &owner.bearer(), json!({}))
+        .await;
+    assert_eq!(sync.status, 202, "{}", sync.text);
+    synced(&app, &owner).await;
+    run(&app, &owner).await;
+    run(&app, &owner).await;
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    assert!(
+        mails[0]
+            .data
+            .contains("CVE-2026-1111 is new (product Quantum Widget, which you follow)"),
+        "{}",
+        mails[0].data
     );
     app.finish().await;
 }

@@ -15,7 +15,7 @@ backend_tests!(subscriptions_follow_products_before_and_after_their_first_cve);
 
 /// Waits until no subscription of `account` waits for a sync; returns the
 /// list.
-async fn synced(app: &TestApp, account: &Account) -> Vec<Value> {
+pub(crate) async fn synced(app: &TestApp, account: &Account) -> Vec<Value> {
     wait_until(
         "the subscriptions' syncs",
         Duration::from_secs(120),
@@ -41,7 +41,7 @@ fn named<'a>(list: &'a [Value], name: &str) -> &'a Value {
 
 /// A record for a product the store has never heard of, shaped as NVD
 /// serves records (from a fixture).
-fn quantum_widget_record(nvd: &FakeNvd, modified: &str, description: &str) -> Value {
+pub(crate) fn quantum_widget_record(nvd: &FakeNvd, modified: &str, description: &str) -> Value {
     let mut record = nvd.data.lock().unwrap().records[3].clone();
     record["id"] = json!("CVE-2026-1111");
     record["lastModified"] = json!(modified);

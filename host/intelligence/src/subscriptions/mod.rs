@@ -30,6 +30,40 @@ use cairn_platform::area::Area;
 
 pub use routes::router;
 
+/// The subscriptions' CVEs as automation's `subscription_match` trigger
+/// reads them (the composition root hands this to the workflow area).
+pub fn matches() -> cairn_workflow::automation::subscriptions::Subscriptions {
+    cairn_workflow::automation::subscriptions::Subscriptions(std::sync::Arc::new(Matches))
+}
+
+struct Matches;
+
+#[async_trait::async_trait]
+impl cairn_workflow::automation::subscriptions::SubscriptionMatches for Matches {
+    async fn matches_since(
+        &self,
+        db: &Db,
+        tenant: &cairn_core::ids::TenantId,
+        since: i64,
+        limit: i64,
+    ) -> sqlx::Result<Vec<cairn_workflow::automation::subscriptions::SubscriptionMatch>> {
+        let (found, _) = storage::activity(db, tenant, since, (0, limit)).await?;
+        Ok(found
+            .into_iter()
+            .map(
+                |a| cairn_workflow::automation::subscriptions::SubscriptionMatch {
+                    subscription_id: a.subscription_id,
+                    sub_type: a.sub_type,
+                    subscription_name: a.subscription_name,
+                    cve_id: a.cve_id,
+                    event: a.event.to_string(),
+                    at: a.at,
+                },
+            )
+            .collect())
+    }
+}
+
 /// Registers the sync job.
 pub fn area(state: &AppState) -> anyhow::Result<Area> {
     let mut jobs = Registry::default();

@@ -28,14 +28,15 @@
 //! failing sync, a failed upload) run the same way over the events as they
 //! stand now (`automation_seen`): a key not seen before fires.
 //!
-//! Not yet here: a trigger on CVE subscription matches (the subscriptions
-//! live in the intelligence area, above this one).
+//! CVE subscription matches come from the intelligence area, above this
+//! one, through [`subscriptions::SubscriptionMatches`].
 
 pub mod deliver;
 pub mod evaluate;
 mod routes;
 pub mod rules;
 pub mod storage;
+pub mod subscriptions;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -55,13 +56,18 @@ pub const AUTOMATION_KIND: &str = "automation";
 /// this often even when nothing was written.
 const RECHECK_MS: i64 = 3_600_000;
 
-/// The automation area: `/api/v1/automation`, its job and its sweep.
-pub fn area(state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
+/// The automation area: `/api/v1/automation`, its job and its sweep;
+/// `subscriptions` answers the `subscription_match` trigger.
+pub fn area(
+    state: &AppState,
+    subscriptions: subscriptions::Subscriptions,
+) -> anyhow::Result<cairn_platform::area::Area> {
     let mut registry = Registry::default();
     registry.register(
         AUTOMATION_KIND,
         AutomationJob {
             state: state.clone(),
+            subscriptions: subscriptions.clone(),
         },
         Duration::from_secs(10 * 60),
     );
@@ -72,19 +78,20 @@ pub fn area(state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
         async move { sweep(&state).await }
     });
     Ok(cairn_platform::area::Area::new("automation")
-        .routes("/api/v1/automation", routes::router())
+        .routes("/api/v1/automation", routes::router(subscriptions))
         .jobs(registry)
         .schedule(sweep))
 }
 
 struct AutomationJob {
     state: AppState,
+    subscriptions: subscriptions::Subscriptions,
 }
 
 #[async_trait]
 impl cairn_jobs::JobHandler for AutomationJob {
     async fn run(&self, ctx: &JobContext) -> Result<(), JobFailure> {
-        run_tenant(&self.state, ctx, ctx.tenant_id())
+        run_tenant(&self.state, &self.subscriptions, ctx, ctx.tenant_id())
             .await
             .map_err(|err| JobFailure::Failed(err.to_string()))
     }
@@ -153,7 +160,12 @@ pub async fn run_rules_of(state: &AppState, owner: &TenantId) -> sqlx::Result<St
 }
 
 /// Runs the tenant's enabled rules, then sends what is due.
-async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> anyhow::Result<()> {
+async fn run_tenant(
+    state: &AppState,
+    subscriptions: &subscriptions::Subscriptions,
+    job: &JobContext,
+    tenant: &TenantId,
+) -> anyhow::Result<()> {
     // Stamped before reading: a write landing during the run moves the
     // stamp past this one, and the sweep runs the rules again.
     let stamps =
@@ -171,7 +183,12 @@ async fn run_tenant(state: &AppState, job: &JobContext, tenant: &TenantId) -> an
         for rule in &rules {
             let run = rules::run_state(&state.db, &rule.id, tenant).await?;
             let memory = storage::memory(&state.db, tenant, &rule.id).await?;
-            let plan = plan_rule(state, tenant, rule, &run, &findings, &memory, now).await?;
+            let over = Over {
+                tenant,
+                run: &run,
+                subscriptions,
+            };
+            let plan = plan_rule(state, over, rule, &findings, &memory, now).await?;
             let applied =
                 storage::apply(&state.db, job, rule, tenant, &run, &memory, &plan, now).await;
             match applied {
@@ -197,16 +214,26 @@ async fn open_findings(
     crate::sla::tracked_with(&state.db, tenant, &applied.policy, now, i64::MAX).await
 }
 
-/// How far back a failed upload still fires an `upload_failed` rule.
-const UPLOADS_LOOKED_BACK_MS: i64 = 30 * 86_400_000;
+/// How far back a failed upload or a subscription's CVE still fires a
+/// rule.
+const EVENTS_LOOKED_BACK_MS: i64 = 30 * 86_400_000;
+
+/// What a rule's run is over: the tenant, where the rule's runs over it
+/// stand, and the subscriptions' source.
+pub(crate) struct Over<'a> {
+    pub tenant: &'a TenantId,
+    pub run: &'a rules::RunState,
+    pub subscriptions: &'a subscriptions::Subscriptions,
+}
 
 /// The events an event trigger fires on, as they stand for `tenant` now.
 async fn events(
     state: &AppState,
-    tenant: &TenantId,
+    over: &Over<'_>,
     trigger: &rules::Trigger,
     now: i64,
 ) -> anyhow::Result<Vec<evaluate::Event>> {
+    let tenant = over.tenant;
     use rules::Trigger;
     let event = |key: String, summary: String, cve_id: Option<String>| evaluate::Event {
         key,
@@ -295,7 +322,7 @@ async fn events(
             })
             .collect(),
         Trigger::UploadFailed => {
-            let since = now - UPLOADS_LOOKED_BACK_MS;
+            let since = now - EVENTS_LOOKED_BACK_MS;
             cairn_integrations::csv_sources::storage::failed_since(&state.db, tenant, since, 500)
                 .await?
                 .into_iter()
@@ -307,6 +334,31 @@ async fn events(
                 })
                 .collect()
         }
+        Trigger::SubscriptionMatch => over
+            .subscriptions
+            .0
+            .matches_since(&state.db, tenant, now - EVENTS_LOOKED_BACK_MS, 500)
+            .await?
+            .into_iter()
+            .map(|m| {
+                let summary = format!(
+                    "{} {} ({} {}, which you follow)",
+                    m.cve_id,
+                    if m.event == "new" {
+                        "is new"
+                    } else {
+                        "changed"
+                    },
+                    m.sub_type,
+                    m.subscription_name
+                );
+                let key = format!(
+                    "subscription:{}:{}:{}:{}",
+                    m.subscription_id, m.cve_id, m.event, m.at
+                );
+                event(key, summary, Some(m.cve_id))
+            })
+            .collect(),
         _ => vec![],
     })
 }
@@ -316,22 +368,26 @@ async fn events(
 /// [`evaluate::plan_events`].
 async fn plan_rule(
     state: &AppState,
-    tenant: &TenantId,
+    over: Over<'_>,
     rule: &StoredRule,
-    run: &rules::RunState,
     findings: &[crate::sla::TrackedFinding],
     memory: &Memory,
     now: i64,
 ) -> anyhow::Result<Plan> {
-    let over = evaluate::Over {
-        tenant: tenant.as_str(),
-        state: run,
-    };
+    let tenant = over.tenant;
     if rule.input.trigger.is_event() {
-        let events = events(state, tenant, &rule.input.trigger, now).await?;
+        let events = events(state, &over, &rule.input.trigger, now).await?;
         let seen = storage::seen(&state.db, tenant, &rule.id).await?;
+        let over = evaluate::Over {
+            tenant: tenant.as_str(),
+            state: over.run,
+        };
         return Ok(evaluate::plan_events(rule, over, &events, &seen));
     }
+    let over = evaluate::Over {
+        tenant: tenant.as_str(),
+        state: over.run,
+    };
     let devices: Option<HashSet<String>> = match &rule.input.conditions.devices {
         None => None,
         Some(query) => {
@@ -353,10 +409,6 @@ async fn plan_rule(
         devices
             .as_ref()
             .is_none_or(|set| set.contains(&cairn_inventory::tiers::device_key(name)))
-    };
-    let over = evaluate::Over {
-        tenant: tenant.as_str(),
-        state: run,
     };
     Ok(evaluate::plan(
         rule,

@@ -11,6 +11,8 @@ use utoipa_axum::routes;
 use super::evaluate::{Memory, Plan};
 use super::rules::{self, Action, Conditions, Customers, RuleInput, RunState, StoredRule, Trigger};
 use super::storage::{self, DeliveryView, LogFilter, LogRow};
+use super::subscriptions::Subscriptions;
+use axum::Extension;
 use cairn_core::db::to_rfc3339;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
@@ -18,7 +20,7 @@ use cairn_core::ids::TenantId;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router(subscriptions: Subscriptions) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_automation_rules, create_automation_rule))
         .routes(routes!(
@@ -32,6 +34,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(automation_log))
         .routes(routes!(automation_deliveries))
         .routes(routes!(retry_automation_delivery))
+        // Dry runs of a subscription_match rule read the subscriptions.
+        .layer(axum::Extension(subscriptions))
 }
 
 /// A rule as the API shows it (webhook secrets never).
@@ -359,6 +363,7 @@ async fn tenants_of(
     responses((status = 200, body = Vec<DryRun>), (status = 404, body = ErrorBody)))]
 async fn dry_run_automation_rule(
     State(state): State<AppState>,
+    Extension(subscriptions): Extension<Subscriptions>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Vec<DryRun>>> {
@@ -367,7 +372,12 @@ async fn dry_run_automation_rule(
     for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
         let run = rules::run_state(&state.db, &id, &tenant).await?;
         let memory = storage::memory(&state.db, &tenant, &id).await?;
-        runs.push(dry_run(&state, &tenant, &rule, &run, &memory).await?);
+        let over = super::Over {
+            tenant: &tenant,
+            run: &run,
+            subscriptions: &subscriptions,
+        };
+        runs.push(dry_run(&state, over, &rule, &memory).await?);
     }
     Ok(Json(runs))
 }
@@ -380,6 +390,7 @@ async fn dry_run_automation_rule(
               (status = 422, body = ErrorBody, description = "A value refused; `field` names it")))]
 async fn dry_run_automation_draft(
     State(state): State<AppState>,
+    Extension(subscriptions): Extension<Subscriptions>,
     caller: Caller,
     Json(input): Json<RuleInput>,
 ) -> ApiResult<Json<Vec<DryRun>>> {
@@ -408,21 +419,30 @@ async fn dry_run_automation_draft(
     };
     let mut runs = vec![];
     for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
-        runs.push(dry_run(&state, &tenant, &rule, &run, &memory).await?);
+        let over = super::Over {
+            tenant: &tenant,
+            run: &run,
+            subscriptions: &subscriptions,
+        };
+        runs.push(dry_run(&state, over, &rule, &memory).await?);
     }
     Ok(Json(runs))
 }
 
 async fn dry_run(
     state: &AppState,
-    tenant: &TenantId,
+    over: super::Over<'_>,
     rule: &StoredRule,
-    run: &RunState,
     memory: &Memory,
 ) -> ApiResult<DryRun> {
     let now = state.clock.now_ms();
-    let findings = super::open_findings(state, tenant, now).await?;
-    let plan = super::plan_rule(state, tenant, rule, run, &findings, memory, now)
+    let tenant = over.tenant.clone();
+    let findings = if rule.input.trigger.is_event() {
+        vec![]
+    } else {
+        super::open_findings(state, &tenant, now).await?
+    };
+    let plan = super::plan_rule(state, over, rule, &findings, memory, now)
         .await
         .map_err(|e| ApiError::validation("conditions.devices", e.to_string()))?;
     Ok(DryRun {

@@ -23,7 +23,8 @@ const DEFAULT_ACTIONS_PER_HOUR: u32 = 60;
 /// `overdue`: its SLA state), once a period with everything that matches
 /// (`digest`), or an event: an SLA exception requested, approved, or
 /// expiring within `days` (default 7); an integration's sync failing (once
-/// per outage: it fires again after a sync succeeded); an upload failing.
+/// per outage: it fires again after a sync succeeded); an upload failing;
+/// a subscription bringing a new or changed CVE.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 #[schema(as = AutomationTrigger)]
@@ -48,6 +49,7 @@ pub enum Trigger {
     },
     SyncFailed,
     UploadFailed,
+    SubscriptionMatch,
 }
 
 fn week() -> u32 {
@@ -76,6 +78,7 @@ impl Trigger {
             Trigger::ExceptionExpiring { .. } => "exception_expiring",
             Trigger::SyncFailed => "sync_failed",
             Trigger::UploadFailed => "upload_failed",
+            Trigger::SubscriptionMatch => "subscription_match",
         }
     }
 
@@ -89,6 +92,7 @@ impl Trigger {
                 | Trigger::ExceptionExpiring { .. }
                 | Trigger::SyncFailed
                 | Trigger::UploadFailed
+                | Trigger::SubscriptionMatch
         )
     }
 
@@ -102,7 +106,8 @@ impl Trigger {
             | Trigger::ExceptionApproved
             | Trigger::ExceptionExpiring { .. }
             | Trigger::SyncFailed
-            | Trigger::UploadFailed => Some("the rule's trigger is not about findings".into()),
+            | Trigger::UploadFailed
+            | Trigger::SubscriptionMatch => Some("the rule's trigger is not about findings".into()),
             Trigger::KevAdded => {
                 (!finding.kev).then(|| "its CVE is not in CISA's KEV catalogue".to_string())
             }
