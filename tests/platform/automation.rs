@@ -157,7 +157,7 @@ async fn tickets_follow_devices_and_each_action_goes_once(backend: Backend) {
                "customers": {"all": true},
                "actions": [
                    {"type": "ticket", "company_id": 2, "board_id": 1, "close_status_id": 5,
-                    "companies": {globex_id.clone(): 3}},
+                    "companies": [{"customer_id": globex_id.clone(), "company_id": 3}]},
                    {"type": "email", "to": ["soc@msp.example"]}]}),
     )
     .await;
@@ -506,6 +506,18 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
     // under one delivery id, each attempt signed.
     hooks.hooks.lock().unwrap().fail_first = 2;
     let hooked = rule(&app, &acme, draft.clone()).await;
+    let shown = app
+        .get(
+            &format!("/api/v1/automation/rules/{hooked}"),
+            &acme.bearer(),
+        )
+        .await;
+    assert!(
+        !shown.text.contains(SECRET),
+        "the secret never comes back: {}",
+        shown.text
+    );
+    assert_eq!(shown.body["actions"][0]["format"], "json");
     app.seed(&acme, "rmm", &[chrome("KIOSK-7", VULNERABLE)])
         .await;
     scan(&app, &acme, json!({})).await;

@@ -1677,14 +1677,185 @@ const ROUTES = [
   [/^\/console\/partner\/audit$/, partnerAudit, null],
 ];
 
-/** A new rule's starting point in the editor. */
-const RULE_TEMPLATE = {
-  name: "KEV findings to the SOC",
-  trigger: { kind: "kev_added" },
-  conditions: { severity_at_least: "high" },
-  actions: [{ type: "email", to: ["soc@example.com"] }],
-  include_existing: true,
-};
+const TRIGGER_CHOICES = [
+  ["kev_added", "a finding's CVE is in KEV"],
+  ["new_finding", "a new finding"],
+  ["epss_crossed", "a finding's EPSS reaches the threshold"],
+  ["due_soon", "a finding becomes due soon"],
+  ["overdue", "a finding becomes overdue"],
+  ["digest", "a digest of matching findings"],
+  ["exception_requested", "an exception is asked for"],
+  ["exception_approved", "an exception is approved"],
+  ["exception_expiring", "an exception is about to expire"],
+  ["sync_failed", "a sync fails"],
+  ["upload_failed", "an upload fails"],
+  ["subscription_match", "a followed vendor or product gets a CVE"],
+];
+
+/** The rule the editor's form says; fields left empty are left out. */
+function ruleFromForm(form, deviceRules) {
+  const value = (name) => form.elements[name].value.trim();
+  const number = (name) => (value(name) === "" ? undefined : Number(value(name)));
+  const kind = value("trigger");
+  const trigger = { kind };
+  if (kind === "epss_crossed") trigger.threshold = number("threshold") ?? 0.1;
+  if (kind === "digest") trigger.every = value("every");
+  if (kind === "exception_expiring") trigger.days = number("days") ?? 7;
+  const conditions = {};
+  if (value("severity")) conditions.severity_at_least = value("severity");
+  if (value("kev")) conditions.kev = value("kev") === "true";
+  if (number("epss_min") !== undefined) conditions.epss_at_least = number("epss_min");
+  const tiers = [...form.querySelectorAll("[name=tier]:checked")].map((box) => box.value);
+  if (tiers.length) conditions.tiers = tiers;
+  for (const key of ["vendor", "product"]) if (value(key)) conditions[key] = value(key);
+  if (number("open_days") !== undefined) conditions.open_days_at_least = number("open_days");
+  const chosen = [...deviceRules.children].map(ruleOf);
+  if (chosen.length) {
+    // The device search's own query object (as the devices page sends it).
+    const rules = chosen.map((r) => ({ kind: "rule", field: r.field, operator: r.operator, ...(["is_empty", "is_not_empty"].includes(r.operator) ? {} : { value: r.value }) }));
+    conditions.devices = { kind: "group", combinator: value("combinator"), rules };
+  }
+  const actions = [];
+  if (value("email_to")) actions.push({ type: "email", to: value("email_to").split(",").map((a) => a.trim()).filter(Boolean) });
+  if (value("webhook_url")) {
+    const hook = { type: "webhook", url: value("webhook_url"), format: value("webhook_format") };
+    if (value("webhook_secret")) hook.secret = value("webhook_secret");
+    actions.push(hook);
+  }
+  if (number("company_id") !== undefined) {
+    const ticket = { type: "ticket", company_id: number("company_id") };
+    if (number("board_id") !== undefined) ticket.board_id = number("board_id");
+    if (number("close_status_id") !== undefined) ticket.close_status_id = number("close_status_id");
+    actions.push(ticket);
+  }
+  const rule = { name: value("name"), trigger, actions, include_existing: form.elements.include_existing.checked };
+  if (Object.keys(conditions).length) rule.conditions = conditions;
+  return rule;
+}
+
+/** The rule editor: when, which findings (the device search's rules
+ * among them), what to do; a dry run and a save. */
+function ruleEditor(preview) {
+  const options = (list, chosen) => list.map(([value, label]) => el("option", { value, selected: value === chosen }, label));
+  const deviceRules = el("div", { class: "stack" });
+  const addDeviceRule = el(
+    "button",
+    {
+      type: "button",
+      class: "quiet",
+      onclick: () => {
+        const row = ruleRow({ field: "device_name", operator: "contains" }, deviceRules.children.length + 1);
+        deviceRules.append(row);
+        row.querySelector("select").focus();
+      },
+    },
+    "Add a device rule",
+  );
+  const tiers = ["critical", "high", "standard", "low"].map((tier) =>
+    el("label", { class: "inline" }, el("input", { type: "checkbox", name: "tier", value: tier }), `${tier} devices`),
+  );
+  const status = el("p", { role: "status" });
+  const form = el(
+    "form",
+    { class: "stack wide" },
+    field("Rule name", { name: "name", value: "KEV findings to the SOC", required: true }),
+    el(
+      "fieldset",
+      {},
+      el("legend", {}, "When"),
+      el("label", {}, "Trigger", el("select", { name: "trigger" }, options(TRIGGER_CHOICES, "kev_added"))),
+      el(
+        "div",
+        { class: "inline" },
+        field("EPSS threshold (for EPSS)", { name: "threshold", inputmode: "decimal", placeholder: "0.1" }),
+        el("label", {}, "Digest every", el("select", { name: "every" }, options([["daily", "day"], ["weekly", "week"]], "daily"))),
+        field("Days before expiry (for exceptions)", { name: "days", inputmode: "numeric", placeholder: "7" }),
+      ),
+      el("label", { class: "inline" }, el("input", { type: "checkbox", name: "include_existing" }), "Also act on what already matches"),
+    ),
+    el(
+      "fieldset",
+      {},
+      el("legend", {}, "Only findings that"),
+      el(
+        "div",
+        { class: "inline" },
+        el("label", {}, "Severity at least", el("select", { name: "severity" }, options([["", "any"], ["low", "low"], ["medium", "medium"], ["high", "high"], ["critical", "critical"]], "high"))),
+        el("label", {}, "In KEV", el("select", { name: "kev" }, options([["", "either"], ["true", "yes"], ["false", "no"]], ""))),
+        field("EPSS at least", { name: "epss_min", inputmode: "decimal" }),
+        field("Open at least (days)", { name: "open_days", inputmode: "numeric" }),
+      ),
+      el("div", { class: "inline" }, field("Vendor", { name: "vendor", placeholder: "google" }), field("Product", { name: "product", placeholder: "chrome" })),
+      el("div", { class: "inline", role: "group", "aria-label": "Device tiers" }, ...tiers),
+      el("label", {}, "Devices matching", el("select", { name: "combinator" }, options(COMBINATORS, "and"))),
+      deviceRules,
+      el("p", {}, addDeviceRule),
+    ),
+    el(
+      "fieldset",
+      {},
+      el("legend", {}, "Then"),
+      field("E-mail to (commas)", { name: "email_to", value: "soc@example.com" }),
+      el(
+        "div",
+        { class: "inline" },
+        field("Webhook URL", { name: "webhook_url", type: "url" }),
+        el("label", {}, "Webhook format", el("select", { name: "webhook_format" }, options([["json", "Cairn (signed)"], ["slack", "Slack"], ["teams", "Microsoft Teams"]], "json"))),
+        field("Webhook secret", { name: "webhook_secret", type: "password", autocomplete: "off" }),
+      ),
+      el(
+        "div",
+        { class: "inline" },
+        field("PSA company id", { name: "company_id", inputmode: "numeric" }),
+        field("Board id", { name: "board_id", inputmode: "numeric" }),
+        field("Closed status id", { name: "close_status_id", inputmode: "numeric" }),
+      ),
+    ),
+    el("p", { class: "inline" }, el("button", { type: "submit" }, "Save the rule"), " ", el("button", { type: "button", class: "quiet", name: "dry_run" }, "Dry run")),
+    status,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    try {
+      const saved = await api("POST", "/automation/rules", ruleFromForm(form, deviceRules));
+      status.textContent = `Saved "${saved.name}".`;
+      setTimeout(render, 0);
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  form.elements.dry_run.addEventListener("click", async () => {
+    clearErrors(form);
+    try {
+      // One plan per tenant the rule runs over (each customer, for a
+      // partner's rule over its customers).
+      const runs = await api("POST", "/automation/dry-run", ruleFromForm(form, deviceRules));
+      const fired = runs.flatMap((run) => run.plan.fired);
+      const events = runs.flatMap((run) => run.plan.events);
+      const sends = runs.flatMap((run) => run.plan.deliveries.map((d) => `${d.action.replaceAll("_", " ")} to ${d.target}`));
+      const what = events.length ? `${events.length} event(s)` : `${fired.length} finding(s)`;
+      preview.replaceChildren(
+        el("p", { role: "status" }, `Would fire for ${what}${sends.length ? ` and send: ${sends.join("; ")}` : " and send nothing"}. Nothing was sent.`),
+        events.length
+          ? table([["Event"]], events.slice(0, 20).map((e) => [e.summary]))
+          : table(
+              [["CVE"], ["Device"], ["Application"], ["Severity"], ["KEV"]],
+              fired.slice(0, 20).map((f) => [
+                el("a", { href: `/console/cves/${encodeURIComponent(f.cve_id)}` }, f.cve_id),
+                el("a", { href: `/console/devices/${encodeURIComponent(f.device_name)}` }, f.device_name),
+                `${f.application_name} ${f.version}`,
+                badge("sev", f.severity),
+                f.kev ? "yes" : "no",
+              ]),
+            ),
+      );
+    } catch (error) {
+      showError(form, error);
+    }
+  });
+  return form;
+}
 
 const TRIGGER_WORDS = {
   new_finding: "a new finding",
@@ -1693,6 +1864,12 @@ const TRIGGER_WORDS = {
   due_soon: "due soon",
   overdue: "overdue",
   digest: "digest",
+  exception_requested: "an exception asked for",
+  exception_approved: "an exception approved",
+  exception_expiring: "an exception expiring",
+  sync_failed: "a failed sync",
+  upload_failed: "a failed upload",
+  subscription_match: "a followed product's CVE",
 };
 
 function triggerWords(trigger) {
@@ -1721,45 +1898,7 @@ async function automation() {
   ]);
   const names = new Map(rules.map((r) => [r.id, r.name]));
   const preview = el("div", { "aria-live": "polite" });
-  const editor = jsonForm("New rule", RULE_TEMPLATE, async (rule) => {
-    const saved = await api("POST", "/automation/rules", rule);
-    setTimeout(render, 0);
-    return `Saved "${saved.name}".`;
-  });
-  const dryRun = el("button", { type: "button", class: "quiet" }, "Dry run");
-  dryRun.addEventListener("click", async () => {
-    clearErrors(editor);
-    let rule;
-    try {
-      rule = JSON.parse(new FormData(editor).get("json"));
-    } catch (error) {
-      showError(editor, new ApiError(422, { detail: `This is not JSON: ${error.message}` }));
-      return;
-    }
-    try {
-      // One plan per tenant the rule runs over (each customer, for a
-      // partner's rule over its customers).
-      const runs = await api("POST", "/automation/dry-run", rule);
-      const fired = runs.flatMap((run) => run.plan.fired);
-      const sends = runs.flatMap((run) => run.plan.deliveries.map((d) => `${d.action.replaceAll("_", " ")} to ${d.target}`));
-      preview.replaceChildren(
-        el("p", { role: "status" }, `Would fire for ${fired.length} finding(s)${sends.length ? ` and send: ${sends.join("; ")}` : " and send nothing"}. Nothing was sent.`),
-        table(
-          [["CVE"], ["Device"], ["Application"], ["Severity"], ["KEV"]],
-          fired.slice(0, 20).map((f) => [
-            el("a", { href: `/console/cves/${encodeURIComponent(f.cve_id)}` }, f.cve_id),
-            el("a", { href: `/console/devices/${encodeURIComponent(f.device_name)}` }, f.device_name),
-            `${f.application_name} ${f.version}`,
-            badge("sev", f.severity),
-            f.kev ? "yes" : "no",
-          ]),
-        ),
-      );
-    } catch (error) {
-      showError(editor, error);
-    }
-  });
-  editor.append(dryRun);
+  const editor = ruleEditor(preview);
   const runNow = el("button", { type: "button" }, "Run the rules now");
   runNow.addEventListener("click", async () => {
     await api("POST", "/automation/run");
@@ -1785,7 +1924,7 @@ async function automation() {
       : el("p", {}, "No rule yet."),
     runNow,
     el("h2", {}, "Write a rule"),
-    el("p", { class: "muted" }, "Triggers: new_finding, kev_added, epss_crossed, due_soon, overdue, digest. Try it with a dry run before saving; an admin saves."),
+    el("p", { class: "muted" }, "Try it with a dry run before saving: it says what would go out and sends nothing. An admin saves."),
     editor,
     preview,
     el("h2", {}, "What the rules did"),

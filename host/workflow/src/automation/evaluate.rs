@@ -385,7 +385,7 @@ fn ticket_fields(action: &Action, tenant: &str) -> Value {
     }
 }
 
-/// A ticket summary within ConnectWise's 100 characters, starting with
+/// A ticket summary within 100 characters (what a PSA takes), starting with
 /// the CVE id (what a retried creation looks the ticket up by).
 pub fn ticket_summary(cve: &str, findings: &[&TrackedFinding], devices: usize) -> String {
     let application = findings
@@ -951,7 +951,10 @@ mod tests {
             board_id: Some(1),
             priority_id: None,
             close_status_id: None,
-            companies: Some([("globex".to_string(), 3)].into()),
+            companies: Some(vec![crate::automation::rules::CustomerCompany {
+                customer_id: "globex".into(),
+                company_id: 3,
+            }]),
         }];
         let open = [finding("PC-01", CVE, true, NOW)];
         for (tenant, company) in [("globex", 3), ("acme", 2)] {

@@ -71,7 +71,7 @@ impl RuleView {
             enabled: input.enabled,
             trigger: input.trigger,
             conditions: input.conditions,
-            actions: input.actions,
+            actions: input.actions.into_iter().map(Action::shown).collect(),
             include_existing: input.include_existing,
             max_tickets_per_run: input.max_tickets_per_run,
             max_actions_per_hour: input.max_actions_per_hour,
@@ -135,7 +135,11 @@ async fn check(state: &AppState, tenant: &TenantId, input: &RuleInput) -> ApiRes
             ..
         } = action
         {
-            if let Some(id) = companies.keys().find(|id| !known(id)) {
+            if let Some(id) = companies
+                .iter()
+                .map(|c| &c.customer_id)
+                .find(|id| !known(id))
+            {
                 return Err(ApiError::validation(
                     &format!("actions[{i}].companies"),
                     format!("{id} is not one of your customers"),

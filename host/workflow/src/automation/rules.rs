@@ -286,6 +286,16 @@ pub enum WebhookFormat {
     Teams,
 }
 
+/// A customer's company in the partner's PSA.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AutomationCustomerCompany)]
+pub struct CustomerCompany {
+    pub customer_id: String,
+    #[schema(minimum = 1)]
+    pub company_id: u64,
+}
+
 /// What a rule does when it fires.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -306,10 +316,10 @@ pub enum Action {
         /// fixed or excepted; without it the ticket gets a note instead.
         #[schema(minimum = 1)]
         close_status_id: Option<u64>,
-        /// A partner's rule: the PSA company of each customer (by customer
-        /// id) where it is not `company_id`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        companies: Option<std::collections::BTreeMap<String, u64>>,
+        /// A partner's rule: the PSA company of each customer named here
+        /// (the others get `company_id`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        companies: Option<Vec<CustomerCompany>>,
     },
     /// One message per run, listing what fired.
     Email {
@@ -321,12 +331,26 @@ pub enum Action {
     Webhook {
         url: String,
         format: WebhookFormat,
-        #[serde(default, skip_serializing)]
+        /// Write-only: answers never show it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schema(write_only)]
         secret: Option<String>,
     },
 }
 
 impl Action {
+    /// The action as an answer shows it: without its secret.
+    pub fn shown(self) -> Action {
+        match self {
+            Action::Webhook { url, format, .. } => Action::Webhook {
+                url,
+                format,
+                secret: None,
+            },
+            other => other,
+        }
+    }
+
     /// A ticket action's PSA company for `tenant`'s findings.
     pub fn company_for(&self, tenant: &str) -> Option<u64> {
         match self {
@@ -336,9 +360,10 @@ impl Action {
                 ..
             } => Some(
                 companies
-                    .as_ref()
-                    .and_then(|c| c.get(tenant).copied())
-                    .unwrap_or(*company_id),
+                    .iter()
+                    .flatten()
+                    .find(|c| c.customer_id == tenant)
+                    .map_or(*company_id, |c| c.company_id),
             ),
             _ => None,
         }
@@ -361,9 +386,9 @@ impl Action {
 pub struct Customers {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub group_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub customer_ids: Option<Vec<String>>,
 }
 
@@ -408,7 +433,7 @@ pub struct RuleInput {
     pub max_actions_per_hour: u32,
     /// A partner's rule over its customers' findings instead of its own:
     /// which customers. Tickets go through the partner's psa connector.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub customers: Option<Customers>,
 }
 
