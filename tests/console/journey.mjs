@@ -240,6 +240,10 @@ try {
   result.checks.automation_log = await page.locator("main table").nth(1).locator("tbody tr td:nth-child(3)").allTextContents();
   result.checks.automation_deliveries = await page.locator("main table").nth(2).locator("tbody tr td").allTextContents();
   await shot(page, "06b-automation");
+  // Disabled from the list, written back whole.
+  await page.getByRole("button", { name: "Disable KEV findings to the SOC" }).click();
+  await page.getByRole("button", { name: "Enable KEV findings to the SOC" }).waitFor();
+  result.checks.automation_disabled = await page.locator("main table").first().locator("tbody tr td:nth-child(4)").textContent();
 
   // A CVE, its triage: an error next to its field, then a change.
   await page.getByRole("link", { name: "Overview", exact: true }).click();

@@ -696,6 +696,42 @@ async fn digests_skips_dry_runs_refusals_and_isolation(backend: Backend) {
         .iter()
         .any(|l| l["outcome"] == "fired"));
 
+    // A disabled rule does not run, and says so.
+    let mut paused = app
+        .get(
+            &format!("/api/v1/automation/rules/{microsoft}"),
+            &acme.bearer(),
+        )
+        .await
+        .body;
+    for shown in ["id", "owner", "created_at", "updated_at", "evaluated_at"] {
+        paused.as_object_mut().unwrap().remove(shown);
+    }
+    paused["enabled"] = json!(false);
+    let saved = app
+        .call(
+            Method::PUT,
+            &format!("/api/v1/automation/rules/{microsoft}"),
+            &acme.bearer(),
+            Some(paused),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(saved.body["enabled"], false);
+    app.seed(&acme, "rmm", &[chrome("LOBBY-2", VULNERABLE)])
+        .await;
+    scan(&app, &acme, json!({})).await;
+    run(&app, &acme).await;
+    let lines = log(&app, &acme, &format!("?rule_id={microsoft}")).await;
+    assert!(
+        lines.iter().any(|l| l["outcome"] == "disabled"),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l["device_name"] == "LOBBY-2"),
+        "a disabled rule judges nothing: {lines:?}"
+    );
+
     // Refusals name the field; members may read and dry-run, not write.
     app.post("/api/v1/automation/rules", &member.bearer(), draft.clone())
         .await

@@ -426,6 +426,13 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         ],
         "{rule:?}"
     );
+    assert_eq!(checks["automation_disabled"], "no");
+    let kept = app.get("/api/v1/automation/rules", &owner.bearer()).await;
+    assert_eq!(kept.body[0]["enabled"], false, "{}", kept.text);
+    assert_eq!(
+        kept.body[0]["conditions"]["devices"]["rules"][0]["value"],
+        "WS-01"
+    );
     let outcomes: Vec<String> = serde_json::from_value(checks["automation_log"].clone()).unwrap();
     assert!(outcomes.contains(&"fired".to_string()), "{outcomes:?}");
     let sent: Vec<String> =

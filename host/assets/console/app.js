@@ -1904,6 +1904,35 @@ async function automation() {
     await api("POST", "/automation/run");
     setTimeout(render, 1000);
   });
+  const failed = el("div", { "aria-live": "polite" });
+  // The rule as written back: what the API shows, less what it adds (a
+  // webhook's secret is kept when left out).
+  const toggle = (rule) => {
+    const verb = rule.enabled ? "Disable" : "Enable";
+    const button = el("button", { type: "button", class: "quiet", "aria-label": `${verb} ${rule.name}` }, verb);
+    button.addEventListener("click", async () => {
+      const { id, owner, created_at, updated_at, evaluated_at, ...input } = rule;
+      try {
+        await api("PUT", `/automation/rules/${encodeURIComponent(id)}`, { ...input, enabled: !rule.enabled });
+        render();
+      } catch (error) {
+        failed.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+      }
+    });
+    return button;
+  };
+  const remove = (rule) => {
+    const button = el("button", { type: "button", class: "quiet", "aria-label": `Delete ${rule.name}` }, "Delete");
+    button.addEventListener("click", async () => {
+      try {
+        await api("DELETE", `/automation/rules/${encodeURIComponent(rule.id)}`);
+        render();
+      } catch (error) {
+        failed.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+      }
+    });
+    return button;
+  };
   const retry = (delivery) => {
     const button = el("button", { type: "button", class: "quiet", "aria-label": `Retry the ${delivery.action} to ${delivery.target}` }, "Retry");
     button.addEventListener("click", async () => {
@@ -1918,10 +1947,18 @@ async function automation() {
     el("h2", {}, "Rules"),
     rules.length
       ? table(
-          [["Rule"], ["When"], ["Actions"], ["Enabled"], ["Last run"]],
-          rules.map((r) => [r.name, triggerWords(r.trigger), r.actions.map(actionWords).join("; "), r.enabled ? "yes" : "no", r.evaluated_at ? when(Date.parse(r.evaluated_at)) : "not yet"]),
+          [["Rule"], ["When"], ["Actions"], ["Enabled"], ["Last run"], [""]],
+          rules.map((r) => [
+            r.name,
+            triggerWords(r.trigger),
+            r.actions.map(actionWords).join("; "),
+            r.enabled ? "yes" : "no",
+            r.evaluated_at ? when(Date.parse(r.evaluated_at)) : "not yet",
+            el("span", { class: "inline" }, toggle(r), " ", remove(r)),
+          ]),
         )
       : el("p", {}, "No rule yet."),
+    failed,
     runNow,
     el("h2", {}, "Write a rule"),
     el("p", { class: "muted" }, "Try it with a dry run before saving: it says what would go out and sends nothing. An admin saves."),

@@ -45,6 +45,19 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
         let now = state.clock.now_ms();
         let owner = TenantId(delivery.owner_id.clone());
         let rule = rules::get(&state.db, &owner, &delivery.rule_id).await?;
+        if rule.is_none() {
+            // Deleted since it queued this: nothing to sign a webhook with,
+            // and no one asked for it any more.
+            if storage::take(&state.db, &delivery, now, lease_ms).await? {
+                let answer = "the rule was deleted; not sent";
+                let dead = Outcome::Failed {
+                    answer,
+                    retry_at: None,
+                };
+                storage::finish(&state.db, &delivery, dead, None, now).await?;
+            }
+            continue;
+        }
         let per_hour = rule
             .as_ref()
             .map_or(i64::MAX, |r| i64::from(r.input.max_actions_per_hour));

@@ -172,8 +172,15 @@ async fn run_tenant(
         cairn_vulnerabilities::findings::posture::stamps(&state.db, std::slice::from_ref(tenant))
             .await?
             .of(tenant);
-    let rules: Vec<StoredRule> = rules::running_over(&state.db, tenant).await?;
+    let (rules, disabled): (Vec<StoredRule>, Vec<StoredRule>) =
+        rules::running_over(&state.db, tenant)
+            .await?
+            .into_iter()
+            .partition(|r| r.input.enabled);
     let now = state.clock.now_ms();
+    for rule in &disabled {
+        storage::log_disabled(&state.db, rule, tenant, now).await?;
+    }
     if !rules.is_empty() {
         let findings = if rules.iter().any(|r| !r.input.trigger.is_event()) {
             open_findings(state, tenant, now).await?

@@ -861,12 +861,13 @@ pub async fn delete(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<bool> 
     Ok(true)
 }
 
-/// Tenants whose findings some enabled rule runs over: those with rules
+/// Tenants whose findings some rule runs over: those with rules
 /// of their own, and every customer of a partner with a rule over its
 /// customers (the run checks which the rule reaches).
 pub async fn tenants_with_rules(db: &Db) -> sqlx::Result<Vec<String>> {
     let owners: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT DISTINCT tenant_id, customers FROM automation_rules WHERE enabled = 1",
+        // Disabled rules too: their runs say in the log that they did not run.
+        "SELECT DISTINCT tenant_id, customers FROM automation_rules",
     )
     .fetch_all(&db.pool)
     .await?;
@@ -883,13 +884,13 @@ pub async fn tenants_with_rules(db: &Db) -> sqlx::Result<Vec<String>> {
     Ok(tenants.into_iter().collect())
 }
 
-/// The enabled rules that run over `tenant`'s findings: its own, and its
-/// partner's rules over customers that reach it.
+/// The rules that run over `tenant`'s findings, enabled or not: its own,
+/// and its partner's rules over customers that reach it.
 pub async fn running_over(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<StoredRule>> {
     let mut rules: Vec<StoredRule> = list(db, tenant)
         .await?
         .into_iter()
-        .filter(|r| r.input.enabled && r.input.customers.is_none())
+        .filter(|r| r.input.customers.is_none())
         .collect();
     let Some(partner) = cairn_platform::partner::partner_of(db, tenant).await? else {
         return Ok(rules);
@@ -897,7 +898,7 @@ pub async fn running_over(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<Stored
     let partner_rules: Vec<StoredRule> = list(db, &partner)
         .await?
         .into_iter()
-        .filter(|r| r.input.enabled && r.input.customers.is_some())
+        .filter(|r| r.input.customers.is_some())
         .collect();
     if partner_rules.is_empty() {
         return Ok(rules);

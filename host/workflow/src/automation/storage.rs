@@ -372,6 +372,43 @@ async fn write_line(
     Ok(())
 }
 
+/// Says in the log that a disabled rule did not run over `tenant`, at most
+/// once a day per rule and tenant (runs come with every findings write).
+pub async fn log_disabled(
+    db: &Db,
+    rule: &StoredRule,
+    tenant: &TenantId,
+    now: i64,
+) -> sqlx::Result<()> {
+    let last: Option<i64> = sqlx::query_scalar(
+        "SELECT MAX(at) FROM automation_log WHERE owner_id = $1 AND rule_id = $2 \
+         AND tenant_id = $3 AND outcome = 'disabled'",
+    )
+    .bind(&rule.tenant_id)
+    .bind(&rule.id)
+    .bind(tenant.as_str())
+    .fetch_one(&db.pool)
+    .await?;
+    if last.is_some_and(|at| now - at < 86_400_000) {
+        return Ok(());
+    }
+    let line = LogLine::rule(
+        "disabled",
+        "the rule is disabled: it did not run over these findings; enabled again, it acts on what started to match meanwhile".into(),
+    );
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    write_line(
+        &mut tx,
+        (tenant.as_str(), &rule.tenant_id),
+        &rule.id,
+        now,
+        &line,
+    )
+    .await?;
+    tx.commit().await
+}
+
 /// Writes one log line about a delivery on its own.
 pub async fn log(db: &Db, delivery: &DeliveryRow, at: i64, line: &LogLine) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
@@ -725,7 +762,7 @@ pub struct LogRow {
     /// Unix ms.
     pub at: i64,
     /// `fired`, `skipped`, `baseline`, `stopped`, `queued`, `delivered`,
-    /// `failed`, `dead` or `disabled`.
+    /// `failed`, `dead`, `rate_limited` or `disabled`.
     pub outcome: String,
     /// Why, as a sentence (the condition that was false, the upstream's
     /// answer, the limit).
