@@ -1381,6 +1381,9 @@ async fn automation_acts_once_across_a_kill_and_two_processes(backend: Backend) 
         ("CAIRN_EPSS_API_URL", epss_api.as_str()),
         ("CAIRN_AUTOMATION_SWEEP_MS", "100"),
         ("CAIRN_AUTOMATION_RETRY_MS", "200"),
+        // Three processes of this test beside the other tests' on one
+        // PostgreSQL (100 connections): a few each is plenty.
+        ("CAIRN_DATABASE_MAX_CONNECTIONS", "6"),
     ];
     let spawn =
         |log: &str| Server::spawn_with(&scratch.url, &scratch.dir, &connectors, log, &settings);
