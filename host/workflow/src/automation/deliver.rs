@@ -41,10 +41,20 @@ pub async fn send_due(state: &AppState, tenant: &TenantId) -> anyhow::Result<usi
     // died mid-attempt hands it on about when its job is taken over.
     let lease_ms = 2_000 * state.settings.job_lease_secs.max(1) as i64;
     let mut delivered = 0;
+    // Read once per rule, not once per delivery: a run queues several.
+    let mut rules_read: std::collections::HashMap<String, Option<rules::StoredRule>> =
+        std::collections::HashMap::new();
     for delivery in storage::due(&state.db, tenant, state.clock.now_ms()).await? {
         let now = state.clock.now_ms();
         let owner = TenantId(delivery.owner_id.clone());
-        let rule = rules::get(&state.db, &owner, &delivery.rule_id).await?;
+        let rule = match rules_read.get(&delivery.rule_id) {
+            Some(rule) => rule.clone(),
+            None => {
+                let rule = rules::get(&state.db, &owner, &delivery.rule_id).await?;
+                rules_read.insert(delivery.rule_id.clone(), rule.clone());
+                rule
+            }
+        };
         if rule.is_none() {
             // Deleted since it queued this: nothing to sign a webhook with,
             // and no one asked for it any more.
