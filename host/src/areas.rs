@@ -21,6 +21,7 @@ pub const AREAS: &[AreaFn] = &[
     cairn_workflow::projects::area,
     cairn_workflow::sla::area,
     |state| cairn_workflow::automation::area(state, cairn_intelligence::subscriptions::matches()),
+    cairn_workflow::remediation::area,
     cairn_intelligence::research::area,
     cairn_intelligence::subscriptions::area,
     cairn_intelligence::threat_intel::area,

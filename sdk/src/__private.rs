@@ -10,7 +10,7 @@ compile_error!("enable one of the cairn-sdk features `connector` and `csv-provid
 #[allow(clippy::too_many_arguments)]
 pub mod connector {
     wit_bindgen::generate!({
-        path: "wit/v0.3",
+        path: "wit/v0.4",
         world: "connector",
         generate_all,
         pub_export_macro: true,
@@ -21,7 +21,7 @@ pub mod connector {
 #[cfg(feature = "csv-provider")]
 pub mod csv_provider {
     wit_bindgen::generate!({
-        path: "wit/v0.3",
+        path: "wit/v0.4",
         world: "csv-provider",
         generate_all,
         pub_export_macro: true,
@@ -177,7 +177,17 @@ mod connector_exports {
         install_panic_hook();
         let mut descriptor = C::describe();
         descriptor.sdk_version = crate::SDK_VERSION.to_string();
-        serde_json::to_string(&descriptor).unwrap_or_default()
+        // Remediations come from their own trait method, not a descriptor
+        // field: a connector that lists every field of `Descriptor` (as
+        // the 0.3.0 guide did) keeps compiling.
+        let mut described = serde_json::to_value(&descriptor).unwrap_or_default();
+        if let Some(object) = described.as_object_mut() {
+            object.insert(
+                "remediations".into(),
+                serde_json::to_value(C::remediations()).unwrap_or_default(),
+            );
+        }
+        described.to_string()
     }
 
     pub fn check<C: Connector>(config: String) -> Result<(), wit::PluginError> {
@@ -236,6 +246,41 @@ mod connector_exports {
         C::invoke(&parse_config(&config)?, &request)
             .map(|v| v.to_string())
             .map_err(error_to_wit)
+    }
+
+    pub fn remediate<C: Connector>(
+        config: String,
+        request: super::connector::RemediationRequest,
+    ) -> Result<String, wit::PluginError> {
+        install_panic_hook();
+        let inputs: serde_json::Value = serde_json::from_str(&request.inputs).map_err(|e| {
+            wit::PluginError::InvalidInput(wit::FieldProblem {
+                field: "inputs".into(),
+                message: format!("not JSON: {e}"),
+            })
+        })?;
+        let request = crate::RemediationRequest {
+            action: request.action,
+            device: request.device,
+            inputs,
+        };
+        C::remediate(&parse_config(&config)?, &request).map_err(error_to_wit)
+    }
+
+    pub fn remediation_status<C: Connector>(
+        config: String,
+        handle: String,
+    ) -> Result<super::connector::RemediationState, wit::PluginError> {
+        use super::connector::RemediationState as Wit;
+        install_panic_hook();
+        let state =
+            C::remediation_status(&parse_config(&config)?, &handle).map_err(error_to_wit)?;
+        Ok(match state {
+            crate::RemediationState::Pending => Wit::Pending,
+            crate::RemediationState::Running => Wit::Running,
+            crate::RemediationState::Succeeded(words) => Wit::Succeeded(words),
+            crate::RemediationState::Failed(words) => Wit::Failed(words),
+        })
     }
 }
 

@@ -25,9 +25,15 @@ const CHUNK: usize = 64 * 1024;
 /// memory once it has mapped a page (or made any other call), so nothing is
 /// held across pages.
 ///
-/// [`export_connector!`](crate::export_connector) and
-/// [`export_csv_provider!`](crate::export_csv_provider) install it as the
-/// component's global allocator; a component declares none of its own.
+/// A component opts in by declaring it (SDK 0.3.1 and 0.3.2 installed it
+/// from the export macros, which broke every component that declared it as
+/// the 0.3.0 guide said; since 0.4 the macros install none again):
+///
+/// ```ignore
+/// #[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+/// #[global_allocator]
+/// static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();
+/// ```
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 pub type SizeClassAllocator = SizeClasses<talc::wasm::WasmDynamicTalc>;
 

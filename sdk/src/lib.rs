@@ -22,6 +22,7 @@ mod descriptor;
 mod error;
 pub mod http;
 pub mod records;
+mod remediation;
 #[doc(hidden)]
 pub mod row_page;
 mod rows;
@@ -39,6 +40,7 @@ pub use descriptor::{
     Descriptor, Field, FieldType, Pull, Related, View, WebhookSignature,
 };
 pub use error::{base_url, text_of, without_keys, Error};
+pub use remediation::{Remediation, RemediationKind, RemediationRequest, RemediationState};
 pub use rows::{InventoryItem, Row, SourceRecord};
 /// The JSON crate the SDK speaks, so a connector needs no dependency of
 /// its own for it (`cairn_sdk::serde_json::from_str`).
@@ -133,6 +135,32 @@ pub trait Connector {
             request.action
         )))
     }
+
+    /// The remediation actions this connector can carry out on a device
+    /// (SDK 0.4). The default offers none, and the host never calls
+    /// [`Connector::remediate`] on such a connector.
+    fn remediations() -> Vec<Remediation> {
+        vec![]
+    }
+
+    /// Starts `request` upstream and answers the upstream job's handle,
+    /// which the host later passes to [`Connector::remediation_status`].
+    /// Say why a device cannot be remediated with a typed [`Error`]
+    /// (`NotFound` for a device the upstream no longer knows).
+    fn remediate(config: &Config, request: &RemediationRequest) -> Result<String, Error> {
+        let _ = config;
+        Err(Error::NotFound(format!(
+            "unsupported remediation: {}",
+            request.action
+        )))
+    }
+
+    /// Where the upstream job `handle` (from [`Connector::remediate`])
+    /// stands.
+    fn remediation_status(config: &Config, handle: &str) -> Result<RemediationState, Error> {
+        let _ = config;
+        Err(Error::NotFound(format!("unknown remediation job {handle}")))
+    }
 }
 
 /// A CSV/Excel provider: says which columns it understands and maps rows.
@@ -192,9 +220,20 @@ macro_rules! export_connector {
             ) -> ::std::result::Result<::std::string::String, $crate::__private::connector::PluginError> {
                 $crate::__private::invoke::<$t>(config, request)
             }
+            fn remediate(
+                config: ::std::string::String,
+                request: $crate::__private::connector::RemediationRequest,
+            ) -> ::std::result::Result<::std::string::String, $crate::__private::connector::PluginError> {
+                $crate::__private::remediate::<$t>(config, request)
+            }
+            fn remediation_status(
+                config: ::std::string::String,
+                handle: ::std::string::String,
+            ) -> ::std::result::Result<$crate::__private::connector::RemediationState, $crate::__private::connector::PluginError> {
+                $crate::__private::remediation_status::<$t>(config, handle)
+            }
         }
         $crate::__private::connector::export!(__CairnConnectorExport with_types_in $crate::__private::connector);
-        $crate::__global_allocator!();
     };
 }
 
@@ -216,19 +255,5 @@ macro_rules! export_csv_provider {
             }
         }
         $crate::__private::csv_provider::export!(__CairnCsvProviderExport with_types_in $crate::__private::csv_provider);
-        $crate::__global_allocator!();
-    };
-}
-
-/// Installs [`SizeClassAllocator`] as the component's global allocator;
-/// part of [`export_connector!`] and [`export_csv_provider!`], so a
-/// component declares no `#[global_allocator]` of its own.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __global_allocator {
-    () => {
-        #[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
-        #[global_allocator]
-        static __CAIRN_ALLOCATOR: $crate::SizeClassAllocator = $crate::SizeClassAllocator::new();
     };
 }

@@ -20,6 +20,7 @@ mod oauth;
 mod partner;
 mod portal;
 mod psa;
+mod remediation;
 mod reports;
 mod research;
 mod rmm;

@@ -3,6 +3,18 @@
 //! `condition=Client.Id=<id>`, groups, per-computer software, 429s with
 //! `Retry-After` on request, and a hold on computer pages from a given page
 //! on (a sync parked mid-run, for the crash tests).
+//!
+//! Scheduled scripts, for remediation: `POST /Computers/{id}/ScheduledScripts`
+//! takes the body Automate integrations send (`ComputerId`, `ScriptId`,
+//! `Parameters`, `ScheduleType`, `Priority`, ...: the shape ConnectWise
+//! partners' published PowerShell uses against `/cwa/api/v1`, e.g. the
+//! `Schedule-Automatescript` function) and answers the schedule with its
+//! `Id`. `GET /Computers/{id}/ScheduledScripts/{scheduleId}` answers the
+//! schedule with `Status` (`Pending`, `Running`, `Success`, `Failed`) and
+//! `Output`: the read-back's path and those two fields are our assumption
+//! (ConnectWise's endpoint reference sits behind a partner login), which is
+//! why the connector reads nothing else from it. What a script does to a
+//! computer is the test's choice ([`ScriptOutcome`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +54,22 @@ pub struct RmmData {
     pub software_max_in_flight: usize,
     /// The next this-many software requests get 429 (after the delay).
     pub throttle_software: u32,
+    /// What the update script does on a computer (default: upgrades).
+    pub script_outcomes: HashMap<i64, ScriptOutcome>,
+    /// Every schedule made, in order.
+    pub schedules: Vec<Value>,
+}
+
+/// What running the update script does on one computer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScriptOutcome {
+    /// Sets the package's version to the one asked for; reports Success.
+    #[default]
+    Upgrades,
+    /// Changes nothing and still reports Success (a silent failure).
+    SilentlyFails,
+    /// Changes nothing and reports Failed.
+    Fails,
 }
 
 #[derive(Clone)]
@@ -65,6 +93,11 @@ impl FakeRmm {
             .route("/Groups/{id}/Computers", get(group_computers))
             .route("/Computers", get(computers))
             .route("/Computers/{id}/Software", get(software))
+            .route("/Computers/{id}/ScheduledScripts", post(schedule_script))
+            .route(
+                "/Computers/{id}/ScheduledScripts/{schedule}",
+                get(scheduled_script),
+            )
             .with_state(data.clone());
         let release = Arc::new(tokio::sync::Notify::new());
         let held = release.clone();
@@ -109,6 +142,11 @@ impl FakeRmm {
 
     pub fn logins(&self) -> u32 {
         self.data.lock().unwrap().logins
+    }
+
+    /// Every schedule made, in order.
+    pub fn schedules(&self) -> Vec<Value> {
+        self.data.lock().unwrap().schedules.clone()
     }
 }
 
@@ -338,4 +376,94 @@ pub fn apps<S: AsRef<str>>(names: &[(S, S)]) -> Vec<Value> {
         .enumerate()
         .map(|(i, (name, version))| json!({"Id": i + 1, "Name": name.as_ref(), "Version": version.as_ref(), "Publisher": "Vendor"}))
         .collect()
+}
+
+/// Schedules a script once on a computer and, the fake's agent being
+/// instant, runs it: the update script (any script whose parameters name a
+/// `Package` and a `Version`) does what the computer's [`ScriptOutcome`]
+/// says.
+async fn schedule_script(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Path(computer): Path<i64>,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let mut data = data.lock().unwrap();
+    if let Some(refused) = admit(&mut data, &headers) {
+        return refused;
+    }
+    if !data.computers.iter().any(|c| c["Id"] == computer) {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"Message": format!("Computer {computer} was not found")})),
+        )
+            .into_response();
+    }
+    if body["ScriptId"].as_i64().is_none() || body["ComputerId"] != computer {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"Message": "ScriptId and ComputerId are required"})),
+        )
+            .into_response();
+    }
+    let parameters: HashMap<String, String> = body["Parameters"]
+        .as_str()
+        .unwrap_or_default()
+        .split('|')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let outcome = data
+        .script_outcomes
+        .get(&computer)
+        .copied()
+        .unwrap_or_default();
+    let (status, output) = match (parameters.get("Package"), parameters.get("Version")) {
+        (Some(package), Some(version)) => match outcome {
+            ScriptOutcome::Upgrades => {
+                for app in data.software.entry(computer).or_default().iter_mut() {
+                    if app["Name"].as_str() == Some(package.as_str()) {
+                        app["Version"] = json!(version);
+                    }
+                }
+                ("Success", format!("{package} updated to {version}"))
+            }
+            ScriptOutcome::SilentlyFails => ("Success", format!("{package} updated to {version}")),
+            ScriptOutcome::Fails => ("Failed", "installer exited with code 1603".to_string()),
+        },
+        _ => ("Success", "script ran".to_string()),
+    };
+    let id = data.schedules.len() as i64 + 9001;
+    let mut schedule = body.clone();
+    schedule["Id"] = json!(id);
+    schedule["Status"] = json!(status);
+    schedule["Output"] = json!(output);
+    data.schedules.push(schedule.clone());
+    let mut answer = schedule;
+    if let Some(object) = answer.as_object_mut() {
+        object.remove("Status");
+        object.remove("Output");
+    }
+    axum::Json(answer).into_response()
+}
+
+async fn scheduled_script(
+    State(data): State<Arc<Mutex<RmmData>>>,
+    headers: HeaderMap,
+    Path((computer, schedule)): Path<(i64, i64)>,
+) -> Response {
+    listing(&data, &headers, |data| {
+        match data
+            .schedules
+            .iter()
+            .find(|s| s["Id"] == schedule && s["ComputerId"] == computer)
+        {
+            Some(found) => axum::Json(found.clone()).into_response(),
+            None => (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"Message": "Scheduled script was not found"})),
+            )
+                .into_response(),
+        }
+    })
 }

@@ -190,3 +190,7 @@ mod tests {
         assert_eq!(descriptor["secret_fields"], json!(["api_key"]));
     }
 }
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -201,3 +201,7 @@ fn attach_members(graph: &str, groups: &mut [Value]) -> Result<(), Error> {
 }
 
 export_connector!(Directory);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

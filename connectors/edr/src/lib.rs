@@ -138,3 +138,7 @@ impl Connector for Edr {
 }
 
 export_connector!(Edr);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

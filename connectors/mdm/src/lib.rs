@@ -148,3 +148,7 @@ fn field(name: &str, field_type: FieldType, description: &str) -> Field {
 }
 
 export_connector!(Mdm);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -168,3 +168,7 @@ impl Connector for ConnectWisePsa {
 }
 
 export_connector!(ConnectWisePsa);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

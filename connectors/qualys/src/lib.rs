@@ -79,3 +79,7 @@ impl Connector for Qualys {
 }
 
 export_connector!(Qualys);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

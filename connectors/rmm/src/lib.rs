@@ -1,6 +1,7 @@
 //! The rmm connector: ConnectWise Automate REST API v1 (`/cwa/api/v1`).
 //!
-//! Area `rmm`. Credentials: token exchange at `{base_url}/apitoken` with
+//! Area `rmm`. Remediation (SDK 0.4) schedules Automate scripts, see
+//! [`remediation`]. Credentials: token exchange at `{base_url}/apitoken` with
 //! `{UserName, Password}` and the optional `ClientID` header; the host does it.
 //!
 //! Scope: with `scope_group_ids` (or names), computers of those groups,
@@ -10,12 +11,13 @@
 //! narrower scope leaves rows unseen and the host prunes them.
 
 mod mapping;
+mod remediation;
 mod scope;
 
 use cairn_sdk::records::Device;
 use cairn_sdk::{
     export_connector, json, Action, ActionRequest, AuthScheme, Collection, Config, Connector,
-    Descriptor, Error, Page, Row, Value, View,
+    Descriptor, Error, Page, Remediation, RemediationRequest, RemediationState, Row, Value, View,
 };
 
 pub use mapping::map_computer;
@@ -29,7 +31,7 @@ impl Connector for Rmm {
             id: "connectwise-automate".into(),
             area: "rmm".into(),
             name: "ConnectWise Automate".into(),
-            version: "0.2.0".into(),
+            version: "0.3.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",
@@ -43,7 +45,8 @@ impl Connector for Rmm {
                     "scope_client_names": strings,
                     "scope_group_ids": strings,
                     "scope_group_names": strings,
-                    "page_size": {"type": "integer", "minimum": 1, "maximum": 1000}
+                    "page_size": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    "update_script_id": {"type": "integer", "minimum": 1, "description": "The Automate script that updates a package; it receives Package and Version as parameters"}
                 }
             }),
             secret_fields: vec!["password".into()],
@@ -118,6 +121,22 @@ impl Connector for Rmm {
             other => Err(Error::NotFound(format!("unsupported action: {other}"))),
         }
     }
+
+    fn remediations() -> Vec<Remediation> {
+        remediation::declared()
+    }
+
+    fn remediate(config: &Config, request: &RemediationRequest) -> Result<String, Error> {
+        remediation::remediate(config, request)
+    }
+
+    fn remediation_status(config: &Config, handle: &str) -> Result<RemediationState, Error> {
+        remediation::status(config, handle)
+    }
 }
 
 export_connector!(Rmm);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

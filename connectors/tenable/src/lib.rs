@@ -78,3 +78,7 @@ impl Connector for Tenable {
 }
 
 export_connector!(Tenable);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -183,3 +183,7 @@ mod tests {
         assert_eq!(error_detail(body), "NotFoundError: File \"abc\" not found");
     }
 }
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -70,3 +70,7 @@ impl CsvProvider for AssetRegister {
 }
 
 cairn_sdk::export_csv_provider!(AssetRegister);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -98,3 +98,7 @@ impl CsvProvider for BadgeRoster {
 }
 
 cairn_sdk::export_csv_provider!(BadgeRoster);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -70,3 +70,7 @@ impl CsvProvider for IntuneDiscoveredApps {
 }
 
 cairn_sdk::export_csv_provider!(IntuneDiscoveredApps);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

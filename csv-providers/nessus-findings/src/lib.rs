@@ -78,3 +78,7 @@ impl CsvProvider for NessusFindings {
 }
 
 cairn_sdk::export_csv_provider!(NessusFindings);
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -213,3 +213,7 @@ mod tests {
         assert!(err.contains("application_name"));
     }
 }
+
+#[cfg(all(not(target_feature = "atomics"), target_arch = "wasm32"))]
+#[global_allocator]
+static ALLOCATOR: cairn_sdk::SizeClassAllocator = cairn_sdk::SizeClassAllocator::new();

@@ -110,6 +110,16 @@ pub struct Settings {
     /// Base of an automation delivery's retry backoff (doubled per
     /// attempt).
     pub automation_retry_ms: u64,
+    /// How often remediation starts approved plans, asks the RMM where its
+    /// jobs stand and checks reported fixes against the inventory.
+    pub remediation_sweep_ms: u64,
+    /// A remediation of one application on one device that failed (or
+    /// that the next inventory disproved) this many times is not planned
+    /// again: no install loop.
+    pub remediation_max_attempts: i64,
+    /// A device the RMM has not heard from for this many hours is offline
+    /// and left out of a plan.
+    pub remediation_offline_hours: i64,
     /// Directory of connector and CSV provider `.wasm` files; by default
     /// `$XDG_DATA_HOME/cairn/components`, where `cargo xtask install`
     /// puts them.
@@ -280,6 +290,9 @@ impl Default for Settings {
             job_history_keep: 20,
             automation_sweep_ms: 10_000,
             automation_retry_ms: 30_000,
+            remediation_sweep_ms: 10_000,
+            remediation_max_attempts: 2,
+            remediation_offline_hours: 24,
             connectors_dir: standard_dir().join("components"),
             plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,

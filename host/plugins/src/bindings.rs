@@ -26,8 +26,28 @@ pub(crate) mod csv_world {
     });
 }
 
-/// The current contract, `cairn:plugin@0.3.0`: v0.2's imports and types,
-/// and mapped rows as one buffer (`super::row_page`).
+/// The current contract, `cairn:plugin@0.4.0`: v0.3's, and remediation
+/// (`remediate`, `remediation-status`). Its csv-provider world is v0.3's,
+/// so CSV providers load through [`v03`].
+pub(crate) mod v04 {
+    pub(crate) mod connector_world {
+        wasmtime::component::bindgen!({
+            path: "../../sdk/wit/v0.4",
+            world: "connector",
+            imports: { default: async },
+            exports: { default: async },
+            with: {
+                "cairn:plugin/types@0.2.0": super::super::connector_world::cairn::plugin::types,
+                "cairn:plugin/host@0.2.0": super::super::connector_world::cairn::plugin::host,
+            },
+        });
+    }
+
+    pub(crate) use connector_world::cairn::plugin0_4_0::remediation_types as wit;
+}
+
+/// The contract `cairn:plugin@0.3.0`: v0.2's imports and types, and mapped
+/// rows as one buffer (`super::row_page`).
 pub(crate) mod v03 {
     pub(crate) mod connector_world {
         wasmtime::component::bindgen!({

@@ -40,6 +40,40 @@ pub struct ConnectorDescriptor {
     /// How the provider signs the webhooks it sends, when it sends any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSignature>,
+    /// Remediation actions on a device (contract 0.4).
+    #[serde(default)]
+    pub remediations: Vec<Remediation>,
+}
+
+/// What a remediation does, so a plan can choose one for a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RemediationKind {
+    UpdatePackage,
+    InstallPackage,
+    RunScript,
+    Reboot,
+}
+
+impl RemediationKind {
+    /// Whether it fixes vulnerable software by bringing it to a version.
+    pub fn moves_software(self) -> bool {
+        matches!(
+            self,
+            RemediationKind::UpdatePackage | RemediationKind::InstallPackage
+        )
+    }
+}
+
+/// A remediation action a connector declares (SDK 0.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Remediation {
+    pub name: String,
+    pub kind: RemediationKind,
+    pub summary: String,
+    /// JSON Schema of the inputs; the host checks a plan's inputs against it.
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
 }
 
 fn one() -> u32 {
@@ -531,6 +565,23 @@ impl ConnectorDescriptor {
                 jsonschema::validator_for(schema)
                     .map_err(|e| format!("action {}: schema is invalid: {e}", action.name))?;
             }
+        }
+        let mut remediations = std::collections::HashSet::new();
+        for remediation in &self.remediations {
+            if !shaped_name(&remediation.name) || !remediations.insert(remediation.name.as_str()) {
+                return Err(format!(
+                    "remediation {:?}: names are lower-case letters, digits, '_' and '-', each once",
+                    remediation.name
+                ));
+            }
+            if remediation.input_schema["type"] != "object" {
+                return Err(format!(
+                    "remediation {}: inputs must be an object schema",
+                    remediation.name
+                ));
+            }
+            jsonschema::validator_for(&remediation.input_schema)
+                .map_err(|e| format!("remediation {}: schema is invalid: {e}", remediation.name))?;
         }
         if let Some(pull) = &self.pull {
             if self.streams.contains(&pull.stream) {

@@ -1,13 +1,13 @@
 //! Instances of connectors and CSV providers by the contract each was
-//! built against: every call answers in v0.2's types (which v0.3 shares),
-//! except that a v0.3 component maps to one buffer of rows
+//! built against: every call answers in v0.2's types (which v0.3 and v0.4
+//! share), except that v0.3 and v0.4 components map to one buffer of rows
 //! (`super::row_page`); a v0.1 component answers through its adapter
-//! (`super::v01`).
+//! (`super::v01`). Only a v0.4 connector can remediate.
 
 use wasmtime::Store;
 
 use super::runtime::connector_world::cairn::plugin::types as wit;
-use super::runtime::{connector_world, csv_world, v01, v03, PluginState};
+use super::runtime::{connector_world, csv_world, v01, v03, v04, PluginState};
 
 /// A component's answer to `map-records` or `map-rows`, by its contract.
 pub enum Mapped {
@@ -19,7 +19,8 @@ pub enum Mapped {
 
 /// A connector ready to instantiate, by the contract it was built against.
 pub enum ConnectorPre {
-    Current(v03::connector_world::ConnectorPre<PluginState>),
+    Current(v04::connector_world::ConnectorPre<PluginState>),
+    V03(v03::connector_world::ConnectorPre<PluginState>),
     V02(connector_world::ConnectorPre<PluginState>),
     V01(v01::connector_world::ConnectorPre<PluginState>),
 }
@@ -27,7 +28,8 @@ pub enum ConnectorPre {
 /// One instance of a connector; calls answer in v0.2's types, which v0.3
 /// shares.
 pub enum ConnectorInstance {
-    Current(v03::connector_world::Connector),
+    Current(v04::connector_world::Connector),
+    V03(v03::connector_world::Connector),
     V02(connector_world::Connector),
     V01(v01::connector_world::Connector),
 }
@@ -38,6 +40,7 @@ impl ConnectorInstance {
     pub async fn describe(&self, store: &mut Store<PluginState>) -> wasmtime::Result<String> {
         match self {
             ConnectorInstance::Current(i) => i.call_describe(store).await,
+            ConnectorInstance::V03(i) => i.call_describe(store).await,
             ConnectorInstance::V02(i) => i.call_describe(store).await,
             ConnectorInstance::V01(i) => i.call_describe(store).await,
         }
@@ -50,6 +53,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Result<(), wit::PluginError>> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_check(store, config).await?,
+            ConnectorInstance::V03(i) => i.call_check(store, config).await?,
             ConnectorInstance::V02(i) => i.call_check(store, config).await?,
             ConnectorInstance::V01(i) => i
                 .call_check(store, config)
@@ -67,6 +71,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Fetched> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_fetch(store, config, stream, cursor).await?,
+            ConnectorInstance::V03(i) => i.call_fetch(store, config, stream, cursor).await?,
             ConnectorInstance::V02(i) => i.call_fetch(store, config, stream, cursor).await?,
             ConnectorInstance::V01(i) => i
                 .call_fetch(store, config, stream, cursor)
@@ -83,6 +88,9 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Mapped> {
         Ok(match self {
             ConnectorInstance::Current(i) => {
+                Mapped::Page(i.call_map_records(store, stream, records).await?)
+            }
+            ConnectorInstance::V03(i) => {
                 Mapped::Page(i.call_map_records(store, stream, records).await?)
             }
             ConnectorInstance::V02(i) => {
@@ -102,6 +110,7 @@ impl ConnectorInstance {
     ) -> wasmtime::Result<Result<String, wit::PluginError>> {
         Ok(match self {
             ConnectorInstance::Current(i) => i.call_invoke(store, config, request).await?,
+            ConnectorInstance::V03(i) => i.call_invoke(store, config, request).await?,
             ConnectorInstance::V02(i) => i.call_invoke(store, config, request).await?,
             // v0.1 actions took one JSON input and no path or query.
             ConnectorInstance::V01(i) => {
@@ -177,8 +186,45 @@ impl ConnectorPre {
             ConnectorPre::Current(pre) => {
                 ConnectorInstance::Current(pre.instantiate_async(store).await?)
             }
+            ConnectorPre::V03(pre) => ConnectorInstance::V03(pre.instantiate_async(store).await?),
             ConnectorPre::V02(pre) => ConnectorInstance::V02(pre.instantiate_async(store).await?),
             ConnectorPre::V01(pre) => ConnectorInstance::V01(pre.instantiate_async(store).await?),
         })
+    }
+}
+
+/// A remediation answered in the current contract's types.
+pub type RemediationState = v04::wit::RemediationState;
+
+impl ConnectorInstance {
+    /// Starts a remediation; `None` from a component built before v0.4,
+    /// which cannot remediate.
+    pub async fn remediate(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        request: &v04::wit::RemediationRequest,
+    ) -> wasmtime::Result<Option<Result<String, wit::PluginError>>> {
+        match self {
+            ConnectorInstance::Current(i) => {
+                Ok(Some(i.call_remediate(store, config, request).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Where a remediation stands; `None` as for [`Self::remediate`].
+    pub async fn remediation_status(
+        &self,
+        store: &mut Store<PluginState>,
+        config: &str,
+        handle: &str,
+    ) -> wasmtime::Result<Option<Result<RemediationState, wit::PluginError>>> {
+        match self {
+            ConnectorInstance::Current(i) => Ok(Some(
+                i.call_remediation_status(store, config, handle).await?,
+            )),
+            _ => Ok(None),
+        }
     }
 }

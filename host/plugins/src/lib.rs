@@ -67,11 +67,14 @@ mod v01;
 
 pub use descriptor::{
     Action, AuthScheme, Collection, ColumnAlias, ConfigFrom, ConnectorDescriptor, CsvDescriptor,
-    FieldType, Pull, View, WebhookSignature,
+    FieldType, Pull, Remediation, RemediationKind, View, WebhookSignature,
 };
-pub use loader::{ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, Skipped};
+pub use loader::{
+    ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, RemediationCall, RemediationStatus,
+    Skipped,
+};
 pub use rows::{InventoryRow, MappedRow, RecordRow, RowText};
 pub use runtime::{CallError, CallScope};
 
 /// SDK versions this host loads (major.minor of `cairn-sdk`).
-pub const SUPPORTED_SDK: &[&str] = &["0.1", "0.2", "0.3"];
+pub const SUPPORTED_SDK: &[&str] = &["0.1", "0.2", "0.3", "0.4"];

@@ -17,7 +17,7 @@ use super::outbound::{AddressRule, Credentials, HostPolicy, Outbound, TokenCache
 use super::rows::{MappedRow, RowCaps};
 use super::runtime::connector_world::cairn::plugin::types as wit;
 use super::runtime::{
-    self, connector_world, csv_world, v01, v03, CallError, CallLimits, CallScope, PluginState,
+    self, connector_world, csv_world, v01, v03, v04, CallError, CallLimits, CallScope, PluginState,
 };
 use cairn_core::settings::Settings;
 
@@ -39,6 +39,26 @@ impl ActionCall {
             ..ActionCall::default()
         }
     }
+}
+
+/// A remediation to start on one upstream device.
+#[derive(Debug, Clone)]
+pub struct RemediationCall {
+    /// The declared remediation's name.
+    pub action: String,
+    /// The device's key in the connector's device collection.
+    pub device: String,
+    pub inputs: Value,
+}
+
+/// Where an upstream remediation job stands, as the connector reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemediationStatus {
+    Pending,
+    Running,
+    /// The upstream's own words.
+    Succeeded(String),
+    Failed(String),
 }
 
 /// A file that was not loaded, and why.
@@ -172,8 +192,11 @@ impl Plugins {
             plugin: file.display().to_string(),
             ..CallScope::default()
         };
-        let connector = v03::connector_world::ConnectorPre::new(pre.clone())
+        let connector = v04::connector_world::ConnectorPre::new(pre.clone())
             .map(ConnectorPre::Current)
+            .or_else(|_| {
+                v03::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V03)
+            })
             .or_else(|_| connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V02))
             .or_else(|_| {
                 v01::connector_world::ConnectorPre::new(pre.clone()).map(ConnectorPre::V01)
@@ -204,6 +227,12 @@ impl Plugins {
             check_connector_id("area", &descriptor.area)?;
             descriptor.check_secret_fields()?;
             descriptor.check_declarations()?;
+            if !descriptor.remediations.is_empty() && !matches!(connector, ConnectorPre::Current(_))
+            {
+                return Err(
+                    "declares remediations but was built against a contract before 0.4, which cannot run them".into(),
+                );
+            }
             tracing::info!(id = %descriptor.id, area = %descriptor.area, version = %descriptor.version, sdk = %descriptor.sdk_version, "connector loaded");
             self.connectors.push(Arc::new(LoadedConnector {
                 descriptor,
@@ -475,6 +504,68 @@ impl Plugins {
         runtime::parse_json(&answer)
     }
 
+    /// Starts a remediation upstream; answers the upstream job's handle.
+    /// The caller checked the inputs against the declaration.
+    pub async fn remediate(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        config: &Value,
+        call: &RemediationCall,
+    ) -> Result<String, CallError> {
+        let outbound = self.outbound(connector, &scope, config);
+        let visible = Self::component_config(connector, config);
+        let request = v04::wit::RemediationRequest {
+            action: call.action.clone(),
+            device: call.device.clone(),
+            inputs: call.inputs.to_string(),
+        };
+        runtime::bounded(self.limits, &scope.plugin.clone(), "remediate", async {
+            let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+            instance
+                .remediate(&mut store, &visible.to_string(), &request)
+                .await
+                .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+                .ok_or_else(not_remediating)?
+                .map_err(CallError::from)
+        })
+        .await
+    }
+
+    /// Asks where the upstream job `handle` stands.
+    pub async fn remediation_status(
+        &self,
+        connector: &LoadedConnector,
+        scope: CallScope,
+        config: &Value,
+        handle: &str,
+    ) -> Result<RemediationStatus, CallError> {
+        let outbound = self.outbound(connector, &scope, config);
+        let visible = Self::component_config(connector, config);
+        let state = runtime::bounded(
+            self.limits,
+            &scope.plugin.clone(),
+            "remediation_status",
+            async {
+                let (mut store, instance) = self.instance(connector, scope, Some(outbound)).await?;
+                instance
+                    .remediation_status(&mut store, &visible.to_string(), handle)
+                    .await
+                    .map_err(|e| runtime::classify_trap(&store, e, self.limits))?
+                    .ok_or_else(not_remediating)?
+                    .map_err(CallError::from)
+            },
+        )
+        .await?;
+        use v04::wit::RemediationState as Wit;
+        Ok(match state {
+            Wit::Pending => RemediationStatus::Pending,
+            Wit::Running => RemediationStatus::Running,
+            Wit::Succeeded(words) => RemediationStatus::Succeeded(words),
+            Wit::Failed(words) => RemediationStatus::Failed(words),
+        })
+    }
+
     /// Runs `check` (test connection).
     pub async fn check(
         &self,
@@ -589,6 +680,7 @@ pub const RESERVED_IDS: &[&str] = &[
     "projects",
     "sla",
     "automation",
+    "remediation",
     "subscriptions",
     "threat-intel",
     "versions",
@@ -768,6 +860,10 @@ fn check_csv_descriptor(descriptor: &CsvDescriptor) -> Result<(), String> {
         return Err("a CSV provider needs at least one header signal".into());
     }
     Ok(())
+}
+
+fn not_remediating() -> CallError {
+    CallError::Config("this connector was built before contract 0.4 and cannot remediate".into())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::outbound::Outbound;
 
 pub use super::bindings::connector_world;
-pub(crate) use super::bindings::{csv_world, v01, v03};
+pub(crate) use super::bindings::{csv_world, v01, v03, v04};
 pub use super::outbound::CallScope;
 
 use connector_world::cairn::plugin::types as wit;

@@ -1148,6 +1148,8 @@ pub struct DueFacts {
     /// The product identified (absent for a scanner's own finding).
     pub vendor: Option<String>,
     pub product: Option<String>,
+    /// The lowest version that fixes it, when the CVE's data says.
+    pub fix_version: Option<String>,
 }
 
 /// The tenant's findings an SLA tracks: every open one the tenant's triage
@@ -1173,7 +1175,7 @@ pub async fn due_facts(
          f.fixed_at, c.severity, c.published, \
          CASE WHEN k.cve_id IS NULL THEN 0 ELSE 1 END AS kev, k.due_date AS kev_due_date, \
          e.score AS epss_score, c.cvss_score, NULLIF(f.vendor, '') AS vendor, \
-         NULLIF(f.product, '') AS product \
+         NULLIF(f.product, '') AS product, NULLIF(f.fix_version, '') AS fix_version \
          FROM {ALL_FINDINGS} f \
          LEFT JOIN vuln_cves c ON c.id = f.cve_id \
          LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \

@@ -627,6 +627,7 @@ mod tests {
             cvss_score: Some(8.8),
             vendor: Some("google".into()),
             product: Some("chrome".into()),
+            fix_version: None,
             tier: Tier::Standard,
             first_seen,
             fixed_at: None,

@@ -246,6 +246,7 @@ mod tests {
             cvss_score: None,
             vendor: None,
             product: None,
+            fix_version: None,
             tier: Tier::Standard,
             first_seen: 0,
             fixed_at,

@@ -224,6 +224,8 @@ pub struct TrackedFinding {
     /// The product identified (absent for a scanner's own finding).
     pub vendor: Option<String>,
     pub product: Option<String>,
+    /// The lowest version that fixes it, when known.
+    pub fix_version: Option<String>,
     /// The device's tier.
     pub tier: Tier,
     /// Unix ms.
@@ -289,6 +291,7 @@ fn track(
         cvss_score: facts.cvss_score,
         vendor: facts.vendor,
         product: facts.product,
+        fix_version: facts.fix_version,
         first_seen: facts.first_seen,
         fixed_at: facts.fixed_at,
     }

@@ -270,6 +270,7 @@ mod tests {
             cvss_score: None,
             vendor: Some("7-zip".into()),
             product: Some("7-zip".into()),
+            fix_version: None,
         }
     }
 

@@ -1,0 +1,515 @@
+//! Remediation over HTTP against the ConnectWise Automate fake: a plan for
+//! a Chrome CVE (a draft that sends nothing), its approval, the scripts
+//! scheduled through the rmm connector (contract 0.4), and the verdict of
+//! the next sync: fixed where the inventory shows the fixed version,
+//! `remediation_failed` where the RMM said success but the inventory did
+//! not change, and no device remediated beyond the attempt limit.
+//! Refusals, roles and isolation of every route.
+
+use std::time::Duration;
+
+use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, ScriptOutcome};
+use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
+use serde_json::{json, Value};
+
+use super::rmm::configure;
+use super::sla::days_from_now;
+use super::vulnerabilities::{loaded_with, scan};
+
+backend_tests!(a_plan_is_approved_run_and_verified_by_the_next_sync);
+
+const CVE: &str = "CVE-2023-2033";
+const VULNERABLE: &str = "112.0.5615.49";
+const UPDATE_SCRIPT: i64 = 6001;
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Six Acme computers with a vulnerable Chrome: 103 fails silently (its
+/// script reports success and changes nothing), 105 has not been heard
+/// from in ten days, 106 is excepted by the test.
+fn fake_data() -> RmmData {
+    let mut data = RmmData {
+        clients: vec![json!({"Id": 1, "Name": "Acme"})],
+        ..RmmData::default()
+    };
+    let recently = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    let long_ago = (chrono::Utc::now() - chrono::Duration::days(10))
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    for id in 101..=106 {
+        let mut found = computer(id, &format!("ACME-WS-0{}", id - 100), (1, "Acme"), &[]);
+        found["RemoteAgentLastContact"] = json!(if id == 105 { &long_ago } else { &recently });
+        data.computers.push(found);
+        data.software.insert(
+            id,
+            apps(&[
+                ("Google Chrome", VULNERABLE),
+                ("7-Zip 23.01 (x64)", "23.01"),
+            ]),
+        );
+    }
+    data.script_outcomes
+        .insert(103, ScriptOutcome::SilentlyFails);
+    data
+}
+
+async fn sync_and_match(app: &TestApp, admin: &Account) {
+    let started = app
+        .post("/api/v1/rmm/sync", &admin.bearer(), json!({}))
+        .await;
+    assert_eq!(started.status, 202, "{}", started.text);
+    let job = app
+        .wait_for_job(admin, started.body["job_id"].as_str().unwrap())
+        .await;
+    assert_eq!(job["status"], "success", "{job}");
+    app.rebuild(admin).await;
+    scan(app, admin, json!({})).await;
+}
+
+async fn plan(app: &TestApp, who: &Account, id: &str) -> Value {
+    let plan = app
+        .get(&format!("/api/v1/remediation/plans/{id}"), &who.bearer())
+        .await;
+    assert_eq!(plan.status, 200, "{}", plan.text);
+    plan.body
+}
+
+/// Each item's device and state, by device.
+fn states(plan: &Value) -> Vec<(String, String)> {
+    plan["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["device_name"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn item<'a>(plan: &'a Value, device: &str) -> &'a Value {
+    plan["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["device_name"] == device)
+        .unwrap_or_else(|| panic!("no item for {device} in {plan}"))
+}
+
+async fn new_plan(app: &TestApp, who: &Account) -> Value {
+    let made = app
+        .post(
+            "/api/v1/remediation/plans",
+            &who.bearer(),
+            json!({"cve_id": CVE}),
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    made.body
+}
+
+/// Approves the plan and waits until no item is under way upstream.
+async fn approve_and_wait(app: &TestApp, admin: &Account, id: &str) -> Value {
+    let approved = app
+        .post(
+            &format!("/api/v1/remediation/plans/{id}/approve"),
+            &admin.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    assert!(
+        ["approved", "running"].contains(&approved.body["plan"]["status"].as_str().unwrap()),
+        "{}",
+        approved.text
+    );
+    wait_until("the RMM's reports", LIMIT, async || {
+        let now = plan(app, admin, id).await;
+        let counts = &now["plan"]["counts"];
+        match (counts["planned"].as_i64(), counts["in_progress"].as_i64()) {
+            (Some(0), Some(0)) => Ok(now),
+            _ => Err(now.to_string()),
+        }
+    })
+    .await
+}
+
+/// Waits until the plan is done (every item settled by an inventory).
+async fn done(app: &TestApp, admin: &Account, id: &str) -> Value {
+    wait_until("the plan's verdicts", LIMIT, async || {
+        let now = plan(app, admin, id).await;
+        match now["plan"]["status"].as_str() {
+            Some("done") => Ok(now),
+            _ => Err(now.to_string()),
+        }
+    })
+    .await
+}
+
+async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) {
+    let rmm = FakeRmm::start(fake_data()).await;
+    let dir = connectors_dir(&["connectors/rmm"], &[]);
+    let Some((app, _nvd)) = loaded_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.remediation_sweep_ms = 200;
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+    let analyst = app
+        .add_member(&admin, "analyst@msp.example", "member")
+        .await;
+    let second = app.add_member(&admin, "second@msp.example", "admin").await;
+
+    // Before rmm is configured there is nothing to remediate through.
+    let refused = app
+        .post(
+            "/api/v1/remediation/plans",
+            &admin.bearer(),
+            json!({"cve_id": CVE}),
+        )
+        .await;
+    refused.assert_error(409);
+    assert!(refused.body["detail"].as_str().unwrap().contains("rmm"));
+
+    configure(
+        &app,
+        &admin,
+        &rmm,
+        json!({"update_script_id": UPDATE_SCRIPT}),
+    )
+    .await;
+    sync_and_match(&app, &admin).await;
+
+    // ACME-WS-06 is excepted.
+    let asked = app
+        .post(
+            "/api/v1/sla/exceptions",
+            &analyst.bearer(),
+            json!({"cve_id": CVE, "devices": ["ACME-WS-06"], "reason": "kiosk, replaced next month",
+                   "expires_at": days_from_now(&app, 30)}),
+        )
+        .await;
+    assert_eq!(asked.status, 201, "{}", asked.text);
+    let decided = app
+        .post(
+            &format!(
+                "/api/v1/sla/exceptions/{}/decision",
+                asked.body["id"].as_str().unwrap()
+            ),
+            &admin.bearer(),
+            json!({"approve": true}),
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+
+    // Refusals name the field and make nothing.
+    for (body, field) in [
+        (json!({}), "cve_id"),
+        (json!({"cve_id": "CVE-23-1"}), "cve_id"),
+        (json!({"cve_id": CVE, "extra": 1}), "extra"),
+        (
+            json!({"devices": {"kind": "group", "combinator": "and", "rules": [
+                {"kind": "rule", "field": "no_such_field", "operator": "equals", "value": "x"}]}}),
+            "devices",
+        ),
+    ] {
+        let refused = app
+            .post("/api/v1/remediation/plans", &analyst.bearer(), body)
+            .await;
+        refused.assert_error(422);
+        assert!(
+            refused.body["field"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(field),
+            "{}",
+            refused.text
+        );
+    }
+
+    // The analyst's plan is a dry run: each device's update or why not,
+    // and nothing sent to Automate.
+    let draft = new_plan(&app, &analyst).await;
+    let id = draft["plan"]["id"].as_str().unwrap().to_string();
+    assert_eq!(draft["plan"]["status"], "draft");
+    assert_eq!(draft["plan"]["counts"]["planned"], 4, "{draft}");
+    assert_eq!(draft["plan"]["counts"]["skipped"], 2, "{draft}");
+    let fixes = app
+        .get(
+            &format!("/api/v1/vulnerabilities/cve/{CVE}/devices"),
+            &admin.bearer(),
+        )
+        .await;
+    let fix_version = fixes.body["items"][0]["fix_version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the CVE's fix version: {}", fixes.text))
+        .to_string();
+    for n in [1, 2, 3, 4] {
+        let planned = item(&draft, &format!("ACME-WS-0{n}"));
+        assert_eq!(planned["state"], "planned", "{planned}");
+        assert_eq!(planned["action"], "update_package");
+        assert_eq!(planned["target_version"], fix_version.as_str());
+        assert_eq!(planned["version"], VULNERABLE);
+        assert_eq!(planned["cve_ids"], json!([CVE]));
+    }
+    let offline = item(&draft, "ACME-WS-05");
+    assert_eq!(offline["state"], "skipped");
+    assert!(
+        offline["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("offline: the RMM last heard from it"),
+        "{offline}"
+    );
+    let excepted = item(&draft, "ACME-WS-06");
+    assert_eq!(excepted["state"], "skipped");
+    assert!(
+        excepted["reason"].as_str().unwrap().starts_with("excepted"),
+        "{excepted}"
+    );
+    assert!(rmm.schedules().is_empty(), "a draft sends nothing");
+
+    // Only an admin approves; another tenant reaches none of it.
+    app.post(
+        &format!("/api/v1/remediation/plans/{id}/approve"),
+        &analyst.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(403);
+    let other = app.register("other@elsewhere.example").await;
+    for (method, path) in [
+        (
+            reqwest::Method::GET,
+            format!("/api/v1/remediation/plans/{id}"),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/remediation/plans/{id}/approve"),
+        ),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/remediation/plans/{id}/cancel"),
+        ),
+    ] {
+        app.call(method, &path, &other.bearer(), Some(json!({})))
+            .await
+            .assert_error(404);
+    }
+    let theirs = app.get("/api/v1/remediation/plans", &other.bearer()).await;
+    assert_eq!(theirs.body["total"], 0, "{}", theirs.text);
+    let refused = app
+        .post(
+            "/api/v1/remediation/plans",
+            &other.bearer(),
+            json!({"cve_id": CVE}),
+        )
+        .await;
+    refused.assert_error(409);
+    assert!(rmm.schedules().is_empty());
+
+    // Approved: four scripts scheduled, each once, with the package and
+    // the fixed version; Automate reports success for all four.
+    let reported = approve_and_wait(&app, &second, &id).await;
+    assert_eq!(reported["plan"]["approved_by"], "second@msp.example");
+    assert_eq!(
+        reported["plan"]["counts"]["awaiting_inventory"], 4,
+        "{reported}"
+    );
+    let schedules = rmm.schedules();
+    assert_eq!(schedules.len(), 4, "{schedules:?}");
+    let mut computers: Vec<i64> = schedules
+        .iter()
+        .map(|s| s["ComputerId"].as_i64().unwrap())
+        .collect();
+    computers.sort();
+    assert_eq!(computers, vec![101, 102, 103, 104]);
+    for schedule in &schedules {
+        assert_eq!(schedule["ScriptId"], UPDATE_SCRIPT);
+        assert_eq!(
+            schedule["Parameters"],
+            format!("Package=Google Chrome|Version={fix_version}")
+        );
+    }
+    assert!(item(&reported, "ACME-WS-03")["upstream_report"]
+        .as_str()
+        .unwrap()
+        .contains("updated"));
+    // Success reported is not a fix: the findings are open until an
+    // inventory shows otherwise.
+    let open = app
+        .get(
+            &format!("/api/v1/vulnerabilities/cve/{CVE}/devices?status=open"),
+            &admin.bearer(),
+        )
+        .await;
+    assert_eq!(open.body["total"], 6, "{}", open.text);
+
+    // The next sync decides: three fixed, one disproved with both facts.
+    sync_and_match(&app, &admin).await;
+    let verified = done(&app, &admin, &id).await;
+    let mut settled = states(&verified);
+    settled.sort();
+    assert_eq!(
+        settled,
+        [
+            ("ACME-WS-01", "fixed"),
+            ("ACME-WS-02", "fixed"),
+            ("ACME-WS-03", "remediation_failed"),
+            ("ACME-WS-04", "fixed"),
+            ("ACME-WS-05", "skipped"),
+            ("ACME-WS-06", "skipped"),
+        ]
+        .map(|(d, s)| (d.to_string(), s.to_string()))
+    );
+    let failed = item(&verified, "ACME-WS-03");
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the RMM reported success")
+            && reason.contains(&format!("still shows Google Chrome {VULNERABLE}")),
+        "{reason}"
+    );
+    assert!(failed["verified_at"].is_string());
+    let open = app
+        .get(
+            &format!("/api/v1/vulnerabilities/cve/{CVE}/devices?status=open"),
+            &admin.bearer(),
+        )
+        .await;
+    let mut still: Vec<&str> = open.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["device_name"].as_str().unwrap())
+        .collect();
+    still.sort();
+    assert_eq!(still, ["ACME-WS-03", "ACME-WS-05", "ACME-WS-06"]);
+
+    // A done plan is neither approved nor cancelled again.
+    app.post(
+        &format!("/api/v1/remediation/plans/{id}/approve"),
+        &admin.bearer(),
+        json!({}),
+    )
+    .await
+    .assert_error(409);
+
+    // No install loop: ACME-WS-03 is tried once more (the limit is two),
+    // then left out with the reason.
+    let again = new_plan(&app, &admin).await;
+    assert_eq!(item(&again, "ACME-WS-03")["state"], "planned", "{again}");
+    let second_id = again["plan"]["id"].as_str().unwrap().to_string();
+    approve_and_wait(&app, &second, &second_id).await;
+    sync_and_match(&app, &admin).await;
+    let verified = done(&app, &admin, &second_id).await;
+    assert_eq!(item(&verified, "ACME-WS-03")["state"], "remediation_failed");
+    let third = new_plan(&app, &admin).await;
+    let spent = item(&third, "ACME-WS-03");
+    assert_eq!(spent["state"], "skipped", "{third}");
+    assert!(
+        spent["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("remediated 2 times already without a fix"),
+        "{spent}"
+    );
+    let on_103 = rmm
+        .schedules()
+        .iter()
+        .filter(|s| s["ComputerId"] == 103)
+        .count();
+    assert_eq!(on_103, 2, "no more than the limit");
+
+    // A draft can be cancelled; the list shows the three plans, newest first.
+    let third_id = third["plan"]["id"].as_str().unwrap();
+    let cancelled = app
+        .post(
+            &format!("/api/v1/remediation/plans/{third_id}/cancel"),
+            &admin.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    assert_eq!(cancelled.body["plan"]["status"], "cancelled");
+    let listed = app
+        .get("/api/v1/remediation/plans?limit=2", &analyst.bearer())
+        .await;
+    assert_eq!(listed.body["total"], 3, "{}", listed.text);
+    assert_eq!(listed.body["items"][0]["id"], third_id);
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 2);
+    app.get("/api/v1/remediation/plans?limit=0", &admin.bearer())
+        .await
+        .assert_error(422);
+}
+
+/// Connectors written to the SDK guides of 0.3.0 (which declares its own
+/// allocator and lists every declaration field) and 0.3.1 compile against
+/// this SDK unchanged (the components build proves it) and load, built
+/// against the current contract; a connector without remediations
+/// declares none, and the rmm connector declares its two with their kinds
+/// and input schemas.
+#[tokio::test]
+async fn connectors_written_to_earlier_guides_load_beside_the_remediating_rmm() {
+    for (component, remediations) in [
+        ("guide-v0-3-0", vec![]),
+        ("guide-v0-3-1", vec![]),
+        (
+            "connectors/rmm",
+            vec![
+                ("update_package", "update_package"),
+                ("run_script", "run_script"),
+            ],
+        ),
+    ] {
+        let settings = cairn_core::settings::Settings {
+            connectors_dir: connectors_dir(&[component], &[]),
+            plugin_cache_dir: std::env::temp_dir()
+                .join(format!("cairn-cache-{}", uuid::Uuid::new_v4().simple())),
+            ..cairn_core::settings::Settings::default()
+        };
+        let plugins = cairn_plugins::Plugins::load(&settings).await.unwrap();
+        assert!(
+            plugins.skipped.is_empty(),
+            "{component}: {:?}",
+            plugins.skipped
+        );
+        assert_eq!(plugins.connectors.len(), 1, "{component}");
+        let descriptor = &plugins.connectors[0].descriptor;
+        assert!(
+            descriptor.sdk_version.starts_with("0.4."),
+            "{component}: {}",
+            descriptor.sdk_version
+        );
+        let declared: Vec<(String, String)> = descriptor
+            .remediations
+            .iter()
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    serde_json::to_value(r.kind)
+                        .unwrap()
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = remediations
+            .iter()
+            .map(|(n, k)| (n.to_string(), k.to_string()))
+            .collect();
+        assert_eq!(declared, expected, "{component}");
+        for remediation in &descriptor.remediations {
+            assert_eq!(remediation.input_schema["type"], "object");
+        }
+    }
+}
