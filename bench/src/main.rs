@@ -90,12 +90,13 @@ fn main() -> anyhow::Result<()> {
             "partner" => partner::main().await,
             "portal" => portal::main().await,
             "psa" => psa::main().await,
+            "remediation" => remediation::main().await,
             "scanner" => scanner::main().await,
             "sync" => sync::main().await,
             "vuln" => vuln::main().await,
             other => anyhow::bail!(
                 "unknown benchmark program {other:?}: csv, dashboards, edr, inventory, jobs, \
-                 load, mdm, partner, portal, psa, scanner, sync or vuln"
+                 load, mdm, partner, portal, psa, remediation, scanner, sync or vuln"
             ),
         }
     })

@@ -433,6 +433,33 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         kept.body[0]["conditions"]["devices"]["rules"][0]["value"],
         "WS-01"
     );
+    // A remediation planned from the CVE's page, then approved: one script
+    // scheduled on the computer, the RMM's words shown, the fix awaited.
+    assert!(
+        checks["remediation_draft"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("A draft: nothing has been sent."),
+        "{}",
+        checks["remediation_draft"]
+    );
+    let planned: Vec<String> =
+        serde_json::from_value(checks["remediation_planned"].clone()).unwrap();
+    assert_eq!(planned[..3], ["ACME-WS-01", "7-Zip 23.01 (x64)", "23.01"]);
+    assert_eq!(planned[4], "planned", "{planned:?}");
+    let sent: Vec<String> = serde_json::from_value(checks["remediation_sent"].clone()).unwrap();
+    assert_eq!(sent[4], "reported done; waiting for the next inventory");
+    assert!(
+        sent[5].starts_with("7-Zip 23.01 (x64) updated to"),
+        "{sent:?}"
+    );
+    let schedules = rmm.schedules();
+    assert_eq!(schedules.len(), 1, "{schedules:?}");
+    assert_eq!(schedules[0]["ComputerId"], 101);
+    assert_eq!(
+        schedules[0]["Parameters"],
+        format!("Package=7-Zip 23.01 (x64)|Version={}", planned[3])
+    );
     let outcomes: Vec<String> = serde_json::from_value(checks["automation_log"].clone()).unwrap();
     assert!(outcomes.contains(&"fired".to_string()), "{outcomes:?}");
     let sent: Vec<String> =
@@ -521,7 +548,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(
         checks["phone_overflow_elsewhere"],
         json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0, "/console/sla": 0,
-               "/console/automation": 0}),
+               "/console/automation": 0, "/console/remediation": 0}),
         "nothing wider than 390 px"
     );
     assert_eq!(checks["desktop_overflow"], 0, "nothing wider than 1280 px");
@@ -546,10 +573,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 22);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 23);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 23);
+    assert_eq!(listed.len(), 25);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

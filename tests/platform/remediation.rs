@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use cairn_tests::components::connectors_dir;
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, ScriptOutcome};
+use cairn_tests::fake_webhooks::FakeWebhooks;
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
@@ -152,11 +153,13 @@ async fn done(app: &TestApp, admin: &Account, id: &str) -> Value {
 
 async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) {
     let rmm = FakeRmm::start(fake_data()).await;
+    let hooks = FakeWebhooks::start("whsec-remediation-tests-0123456789").await;
     let dir = connectors_dir(&["connectors/rmm"], &[]);
     let Some((app, _nvd)) = loaded_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
         s.remediation_sweep_ms = 200;
+        s.automation_sweep_ms = 200;
         s.job_poll_interval_ms = 50;
     })
     .await
@@ -210,6 +213,18 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         )
         .await;
     assert_eq!(decided.status, 200, "{}", decided.text);
+
+    // Automation hears of a remediation the inventory disproves.
+    let slack = format!("{}/slack/services/T000/B000/XXXX", hooks.base);
+    let rule = app
+        .post(
+            "/api/v1/automation/rules",
+            &admin.bearer(),
+            json!({"name": "Failed remediations", "trigger": {"kind": "remediation_failed"},
+                   "actions": [{"type": "webhook", "url": slack, "format": "slack"}]}),
+        )
+        .await;
+    assert_eq!(rule.status, 201, "{}", rule.text);
 
     // Refusals name the field and make nothing.
     for (body, field) in [
@@ -393,6 +408,40 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         .collect();
     still.sort();
     assert_eq!(still, ["ACME-WS-03", "ACME-WS-05", "ACME-WS-06"]);
+
+    // The failure reaches the rule's Slack channel once (events are read
+    // on the automation's next run: any findings change, hourly, or asked).
+    for _ in 0..2 {
+        let queued = app
+            .post("/api/v1/automation/run", &admin.bearer(), json!({}))
+            .await;
+        assert_eq!(queued.status, 202, "{}", queued.text);
+        let job = app
+            .wait_for_job(&admin, queued.body["job_id"].as_str().unwrap())
+            .await;
+        assert_eq!(job["status"], "success", "{job}");
+    }
+    let told = wait_until("the rule's message", LIMIT, async || {
+        let about: Vec<String> = hooks
+            .received("slack")
+            .iter()
+            .filter_map(|p| p.body["text"].as_str())
+            .filter(|t| t.contains("ACME-WS-03"))
+            .map(String::from)
+            .collect();
+        match about.len() {
+            0 => Err("no message yet".to_string()),
+            _ => Ok(about),
+        }
+    })
+    .await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains(&format!(
+            "the remediation of Google Chrome {VULNERABLE} on ACME-WS-03 ({CVE}) failed"
+        )),
+        "{told:?}"
+    );
 
     // A done plan is neither approved nor cancelled again.
     app.post(

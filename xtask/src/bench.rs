@@ -23,6 +23,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some("edr") => per_backend("edr"),
         Some("scanner") => per_backend("scanner"),
         Some("psa") => per_backend("psa"),
+        Some("remediation") => per_backend("remediation"),
         Some("dashboards") => per_backend("dashboards"),
         Some("inventory") => per_backend("inventory"),
         Some("vuln") => per_backend("vuln"),
@@ -41,7 +42,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             process::run(BENCH_BINARY, &["portal"], &[])
         }
         _ => Err(
-            "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|dashboards|inventory|vuln|partner|csv|portal>"
+            "usage: cargo xtask bench <http|load|jobs|sync|mdm|edr|scanner|psa|remediation|dashboards|inventory|vuln|partner|csv|portal>"
                 .into(),
         ),
     }

@@ -11,6 +11,7 @@ pub mod mdm;
 pub mod partner;
 pub mod portal;
 pub mod psa;
+pub mod remediation;
 pub mod scanner;
 pub mod sync;
 pub mod vuln;

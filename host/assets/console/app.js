@@ -892,6 +892,11 @@ async function cve([, raw]) {
     // `history` here is the triage's.
     window.history.pushState(null, "", "/console/sla");
   });
+  const remediate = el("form", { class: "inline" }, el("button", { type: "submit" }, "Remediate"));
+  submits(remediate, async () => {
+    const made = await api("POST", "/remediation/plans", { cve_id: id });
+    window.history.pushState(null, "", `/console/remediation/${encodeURIComponent(made.plan.id)}`);
+  });
   return [
     el("h1", {}, id),
     el("p", {}, record.description ?? ""),
@@ -927,6 +932,9 @@ async function cve([, raw]) {
         ];
       }),
     ),
+    el("h2", {}, "Remediation"),
+    el("p", { class: "muted" }, "Plans the update to the fixed version on each affected device, through the RMM; nothing is sent before an admin approves the plan."),
+    remediate,
     el("h2", {}, "Exception"),
     el("p", { class: "muted" }, "Sets the CVE's findings aside from the SLA until it expires, once an admin other than you (or the customer, through the client portal) approves."),
     exception,
@@ -1662,6 +1670,8 @@ const ROUTES = [
   [/^\/console\/vulnerabilities$/, vulnerabilities, "Vulnerabilities"],
   [/^\/console\/sla$/, sla, "SLA"],
   [/^\/console\/automation$/, automation, "Automation"],
+  [/^\/console\/remediation$/, remediationPlans, "Remediation"],
+  [/^\/console\/remediation\/([^/]+)$/, remediationPlan, null],
   [/^\/console\/research$/, research, "Research"],
   [/^\/console\/cves\/([^/]+)$/, cve, null],
   [/^\/console\/integrations$/, integrations, "Integrations"],
@@ -1689,6 +1699,7 @@ const TRIGGER_CHOICES = [
   ["exception_expiring", "an exception is about to expire"],
   ["sync_failed", "a sync fails"],
   ["upload_failed", "an upload fails"],
+  ["remediation_failed", "a remediation fails or is disproved by the inventory"],
   ["subscription_match", "a followed vendor or product gets a CVE"],
 ];
 
@@ -1869,6 +1880,7 @@ const TRIGGER_WORDS = {
   exception_expiring: "an exception expiring",
   sync_failed: "a failed sync",
   upload_failed: "a failed upload",
+  remediation_failed: "a failed remediation",
   subscription_match: "a followed product's CVE",
 };
 
@@ -1887,6 +1899,129 @@ function actionWords(action) {
 
 function when(ms) {
   return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+}
+
+// ---- remediation ---------------------------------------------------------
+
+/** An item's state, as an analyst reads it. */
+const REMEDIATION_STATES = {
+  planned: "planned",
+  skipped: "left out",
+  starting: "starting",
+  pending: "sent to the RMM",
+  running: "running",
+  awaiting_inventory: "reported done; waiting for the next inventory",
+  fixed: "fixed: the inventory shows it",
+  remediation_failed: "not fixed: the inventory still shows it",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+function planCounts(counts) {
+  const parts = [
+    [counts.fixed, "fixed"],
+    [counts.remediation_failed, "not fixed after a reported success"],
+    [counts.failed, "failed"],
+    [counts.in_progress + counts.awaiting_inventory, "under way"],
+    [counts.planned, "planned"],
+    [counts.skipped, "left out"],
+  ];
+  return parts.filter(([n]) => n > 0).map(([n, words]) => `${n} ${words}`).join(", ") || "nothing to do";
+}
+
+/** Plans, newest first, and a new plan from a CVE. */
+async function remediationPlans() {
+  document.title = "Remediation - Cairn";
+  const page = await api("GET", "/remediation/plans?limit=50");
+  const form = el(
+    "form",
+    { class: "stack" },
+    field("CVE", { name: "cve_id", required: true, placeholder: "CVE-2023-2033" }),
+    el("button", { type: "submit" }, "Plan a remediation"),
+  );
+  submits(form, async (data) => {
+    const made = await api("POST", "/remediation/plans", { cve_id: data.cve_id.trim() });
+    window.history.pushState(null, "", `/console/remediation/${encodeURIComponent(made.plan.id)}`);
+  });
+  return [
+    el("h1", {}, "Remediation"),
+    el("p", { class: "muted" }, "A plan sends nothing until an admin approves it. A device counts as fixed only when a later inventory shows the fixed version, whatever the RMM reported."),
+    form,
+    el("h2", {}, "Plans"),
+    table(
+      [["Plan"], ["Status"], ["Devices"], ["Made"]],
+      page.items.map((p) => [
+        el("a", { href: `/console/remediation/${encodeURIComponent(p.id)}` }, p.cve_id ?? "devices from a search"),
+        p.status,
+        planCounts(p.counts),
+        `${when(Date.parse(p.created_at))} by ${p.created_by}`,
+      ]),
+    ),
+  ];
+}
+
+/** One plan: its items, approval, and progress while it runs. */
+async function remediationPlan([, raw]) {
+  const id = decodeURIComponent(raw);
+  const path = location.pathname;
+  const view = await api("GET", `/remediation/plans/${encodeURIComponent(id)}`);
+  const plan = view.plan;
+  document.title = `Remediation ${plan.cve_id ?? ""} - Cairn`;
+  const failed = el("div", { "aria-live": "polite" });
+  const act = (verb, label) => {
+    const button = el("button", { type: "button" }, label);
+    button.addEventListener("click", async () => {
+      try {
+        await api("POST", `/remediation/plans/${encodeURIComponent(id)}/${verb}`);
+        render();
+      } catch (error) {
+        failed.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+      }
+    });
+    return button;
+  };
+  const live = ["approved", "running"].includes(plan.status) || plan.counts.in_progress + plan.counts.awaiting_inventory > 0;
+  // Drawn again while the RMM works, as long as the page is still shown.
+  if (live) setTimeout(() => location.pathname === path && render(), 1500);
+  const c = plan.counts;
+  return [
+    el("h1", {}, `Remediation of ${plan.cve_id ?? "devices from a search"}`),
+    el(
+      "p",
+      { class: "muted" },
+      plan.status === "draft"
+        ? `A draft: nothing has been sent. Approving it sends each planned update through ${plan.connector}.`
+        : `${plan.status}${plan.approved_by ? `, approved by ${plan.approved_by}` : ""}.`,
+    ),
+    figures([
+      ["Planned", c.planned],
+      ["Left out", c.skipped],
+      ["Under way", c.in_progress],
+      ["Waiting for an inventory", c.awaiting_inventory],
+      ["Fixed", c.fixed],
+      ["Not fixed after a reported success", c.remediation_failed],
+      ["Failed", c.failed],
+    ]),
+    el(
+      "p",
+      { class: "inline" },
+      plan.status === "draft" ? act("approve", "Approve and send") : null,
+      " ",
+      ["draft", "approved", "running"].includes(plan.status) ? act("cancel", "Cancel the plan") : null,
+    ),
+    failed,
+    table(
+      [["Device"], ["Application"], ["Installed"], ["Target"], ["State"], ["Why, or what the RMM said"]],
+      view.items.map((i) => [
+        el("a", { href: `/console/devices/${encodeURIComponent(i.device_name)}` }, i.device_name),
+        i.application_name,
+        i.version,
+        i.target_version ?? "–",
+        REMEDIATION_STATES[i.state] ?? i.state,
+        i.reason ?? i.upstream_report ?? "",
+      ]),
+    ),
+  ];
 }
 
 async function automation() {
@@ -2012,6 +2147,7 @@ function navigation(me) {
     ["/console/vulnerabilities", "Vulnerabilities"],
     ["/console/sla", "SLA"],
     ["/console/automation", "Automation"],
+    ["/console/remediation", "Remediation"],
     ["/console/research", "Research"],
     ["/console/integrations", "Integrations"],
     ["/console/uploads", "Uploads"],

@@ -341,6 +341,32 @@ async fn events(
                 })
                 .collect()
         }
+        Trigger::RemediationFailed => {
+            let since = now - EVENTS_LOOKED_BACK_MS;
+            crate::remediation::storage::failed_since(&state.db, tenant, since, 500)
+                .await?
+                .into_iter()
+                .map(|i| {
+                    let cves = i.cves();
+                    let summary = format!(
+                        "the remediation of {} {} on {} ({}) failed: {}",
+                        i.application_name,
+                        i.version,
+                        i.device_name,
+                        cves.join(", "),
+                        i.reason.as_deref().unwrap_or("no reason given")
+                    );
+                    event(
+                        format!(
+                            "remediation:{}:{}:{}:{}",
+                            i.plan_id, i.device_name, i.application_name, i.version
+                        ),
+                        summary,
+                        cves.into_iter().next(),
+                    )
+                })
+                .collect()
+        }
         Trigger::SubscriptionMatch => over
             .subscriptions
             .0

@@ -50,6 +50,9 @@ pub enum Trigger {
     SyncFailed,
     UploadFailed,
     SubscriptionMatch,
+    /// A remediation the RMM reported done was disproved by the next
+    /// inventory, or the RMM reported it failed.
+    RemediationFailed,
 }
 
 fn week() -> u32 {
@@ -79,6 +82,7 @@ impl Trigger {
             Trigger::SyncFailed => "sync_failed",
             Trigger::UploadFailed => "upload_failed",
             Trigger::SubscriptionMatch => "subscription_match",
+            Trigger::RemediationFailed => "remediation_failed",
         }
     }
 
@@ -93,6 +97,7 @@ impl Trigger {
                 | Trigger::SyncFailed
                 | Trigger::UploadFailed
                 | Trigger::SubscriptionMatch
+                | Trigger::RemediationFailed
         )
     }
 
@@ -107,7 +112,8 @@ impl Trigger {
             | Trigger::ExceptionExpiring { .. }
             | Trigger::SyncFailed
             | Trigger::UploadFailed
-            | Trigger::SubscriptionMatch => Some("the rule's trigger is not about findings".into()),
+            | Trigger::SubscriptionMatch
+            | Trigger::RemediationFailed => Some("the rule's trigger is not about findings".into()),
             Trigger::KevAdded => {
                 (!finding.kev).then(|| "its CVE is not in CISA's KEV catalogue".to_string())
             }

@@ -36,7 +36,6 @@ pub struct PlanRequest {
     pub cve_id: Option<String>,
     /// A device search query (the query object of
     /// `POST /api/v1/devices/search`).
-    #[schema(value_type = Option<Object>)]
     pub devices: Option<Value>,
 }
 
@@ -89,7 +88,6 @@ pub struct PlanSummary {
     pub id: String,
     pub cve_id: Option<String>,
     /// The device search the plan was made from.
-    #[schema(value_type = Option<Object>)]
     pub devices: Option<Value>,
     /// The rmm connector that carries it out.
     pub connector: String,

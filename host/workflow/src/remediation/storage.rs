@@ -407,3 +407,24 @@ pub async fn items_in(
     .fetch_all(&db.pool)
     .await
 }
+
+/// Items that failed (the RMM said so, or the next inventory disproved its
+/// success) at or after `since`, newest first: automation's events.
+pub async fn failed_since(
+    db: &Db,
+    tenant: &TenantId,
+    since: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<ItemRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {ITEM_COLUMNS} FROM remediation_items \
+         WHERE tenant_id = $1 AND state IN ('failed', 'remediation_failed') \
+         AND COALESCE(verified_at, reported_at, started_at, 0) >= $2 \
+         ORDER BY COALESCE(verified_at, reported_at, started_at, 0) DESC LIMIT $3"
+    ))
+    .bind(tenant.as_str())
+    .bind(since)
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
