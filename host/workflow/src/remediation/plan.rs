@@ -251,7 +251,7 @@ mod tests {
             [(attempt_key("WS-04", "google chrome"), 2)].into();
         let context = Context {
             update: Some("update_package"),
-            connector: "connectwise-automate",
+            connector: "acme-rmm",
             devices: &devices,
             attempts: &attempts,
             max_attempts: 2,
@@ -376,7 +376,7 @@ mod tests {
         );
         assert_eq!(
             planned[0].skipped.as_deref(),
-            Some("the rmm connector connectwise-automate offers no package update")
+            Some("the rmm connector acme-rmm offers no package update")
         );
     }
 }
