@@ -14,11 +14,16 @@ use cairn_tests::fake_webhooks::FakeWebhooks;
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
+use super::partner::{act, customer};
+use super::portal::client_with_key;
 use super::rmm::configure;
 use super::sla::days_from_now;
 use super::vulnerabilities::{loaded_with, scan};
 
-backend_tests!(a_plan_is_approved_run_and_verified_by_the_next_sync);
+backend_tests!(
+    a_plan_is_approved_run_and_verified_by_the_next_sync,
+    a_customer_approves_its_plans_through_the_portal,
+);
 
 const CVE: &str = "CVE-2023-2033";
 const VULNERABLE: &str = "112.0.5615.49";
@@ -561,4 +566,143 @@ async fn connectors_written_to_earlier_guides_load_beside_the_remediating_rmm() 
             assert_eq!(remediation.input_schema["type"], "object");
         }
     }
+}
+
+/// A partner's customer that approves its own plans: the admin's approval
+/// waits for the client, whose portal key lists and decides the plans of
+/// its own company only; its approval sends the updates.
+async fn a_customer_approves_its_plans_through_the_portal(backend: Backend) {
+    let rmm = FakeRmm::start(fake_data()).await;
+    let dir = connectors_dir(&["connectors/rmm"], &[]);
+    let Some((app, _nvd)) = loaded_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.remediation_sweep_ms = 200;
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let owner = app.register("owner@msp.example").await;
+    let acme = customer(&app, &owner, "Acme").await;
+    let globex = customer(&app, &owner, "Globex").await;
+    let in_acme = act(&app, &owner, &acme).await;
+    configure(
+        &app,
+        &in_acme,
+        &rmm,
+        json!({"update_script_id": UPDATE_SCRIPT}),
+    )
+    .await;
+    sync_and_match(&app, &in_acme).await;
+    let set = app
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/remediation/settings",
+            &in_acme.bearer(),
+            Some(json!({"client_approval": true})),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    let shown = app
+        .get("/api/v1/remediation/settings", &in_acme.bearer())
+        .await;
+    assert_eq!(shown.body, json!({"client_approval": true}));
+
+    let draft = new_plan(&app, &in_acme).await;
+    let id = draft["plan"]["id"].as_str().unwrap().to_string();
+    let approved = app
+        .post(
+            &format!("/api/v1/remediation/plans/{id}/approve"),
+            &in_acme.bearer(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text);
+    assert_eq!(approved.body["plan"]["status"], "awaiting_client");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        rmm.schedules().is_empty(),
+        "nothing goes out before the client approves"
+    );
+
+    let (acme_client, acme_key) = client_with_key(&app, &owner, "Acme Ltd").await;
+    let (globex_client, globex_key) = client_with_key(&app, &owner, "Globex Ltd").await;
+    for (client, company) in [(&acme_client, &acme), (&globex_client, &globex)] {
+        let linked = app
+            .call(
+                reqwest::Method::PUT,
+                &format!("/api/v1/portal/clients/{client}/customer"),
+                &owner.bearer(),
+                Some(json!({"customer_id": company})),
+            )
+            .await;
+        assert_eq!(linked.status, 200, "{}", linked.text);
+    }
+    let decision = format!("/api/remediation-plans/{id}/decision");
+    assert_eq!(
+        app.get("/api/remediation-plans", &globex_key).await.body,
+        json!([])
+    );
+    app.post(&decision, &globex_key, json!({"approve": true}))
+        .await
+        .assert_error(404);
+    app.post(&decision, &acme_key, json!({"approve": "yes"}))
+        .await
+        .assert_error(422);
+    let listed = app.get("/api/remediation-plans", &acme_key).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.body[0]["id"], id.as_str());
+    assert_eq!(listed.body[0]["cveId"], CVE);
+    assert_eq!(listed.body[0]["status"], "awaiting_client");
+    // No exception here: five planned, the offline one left out.
+    assert_eq!(listed.body[0]["devicesPlanned"], 5, "{}", listed.text);
+    assert_eq!(listed.body[0]["devicesLeftOut"], 1, "{}", listed.text);
+    assert!(
+        rmm.schedules().is_empty(),
+        "another client's try sent nothing"
+    );
+
+    let decided = app
+        .post(
+            &decision,
+            &acme_key,
+            json!({"approve": true, "comment": "go ahead tonight"}),
+        )
+        .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    assert_eq!(decided.body["status"], "approved");
+    assert_eq!(decided.body["decidedBy"], "Acme Ltd (client portal)");
+    app.post(&decision, &acme_key, json!({"approve": false}))
+        .await
+        .assert_error(409);
+    let reported = wait_until("the RMM's reports", LIMIT, async || {
+        let now = plan(&app, &in_acme, &id).await;
+        match now["plan"]["counts"]["awaiting_inventory"].as_i64() {
+            Some(n) if n > 0 && now["plan"]["counts"]["planned"] == 0 => Ok(now),
+            _ => Err(now.to_string()),
+        }
+    })
+    .await;
+    assert_eq!(
+        reported["plan"]["client_decided_by"],
+        "Acme Ltd (client portal)"
+    );
+    assert_eq!(reported["plan"]["client_comment"], "go ahead tonight");
+    assert_eq!(rmm.schedules().len(), 5);
+
+    // A member (not an admin) cannot change who approves.
+    let analyst = app
+        .add_member(&owner, "analyst@msp.example", "member")
+        .await;
+    app.call(
+        reqwest::Method::PUT,
+        "/api/v1/remediation/settings",
+        &analyst.bearer(),
+        Some(json!({"client_approval": false})),
+    )
+    .await
+    .assert_error(403);
+    app.finish().await;
 }

@@ -331,12 +331,12 @@ async fn openapi_lists_every_route(backend: Backend) {
     assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
     assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
 
-    // The client portal API has its own document, interface version 0.2.0,
+    // The client portal API has its own document, interface version 0.3.0,
     // and is not mixed into the main one.
     let portal = app.get("/api/openapi.json", &Auth::None).await;
     assert_eq!(portal.status, 200);
     assert_eq!(portal.body["openapi"], "3.1.0");
-    assert_eq!(portal.body["info"]["version"], "0.2.0");
+    assert_eq!(portal.body["info"]["version"], "0.3.0");
     for (method, path) in [
         ("get", "/api/invoices"),
         ("get", "/api/invoices/{id}"),

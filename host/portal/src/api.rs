@@ -34,6 +34,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(file_content))
         .routes(routes!(list_exceptions))
         .routes(routes!(decide_exception))
+        .routes(routes!(list_remediation_plans))
+        .routes(routes!(decide_remediation_plan))
         // Uploads stream to disk and enforce their own limit.
         .layer(DefaultBodyLimit::disable())
 }
@@ -377,4 +379,112 @@ async fn decide_exception(
     };
     let row = exceptions::decide(&state.db, &company, &id, &decided).await?;
     Ok(Json(row.view(now).into()))
+}
+
+/// A remediation plan of the client's company that its provider asks it
+/// to approve (or that it decided), as the portal shows it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PortalRemediationPlan {
+    pub id: String,
+    /// The CVE it fixes; absent for a plan over devices from a search.
+    pub cve_id: Option<String>,
+    /// `awaiting_client`, then `approved`, `running`, `done`, `rejected`
+    /// or `cancelled`.
+    pub status: String,
+    /// The provider's admin who approved it first.
+    pub approved_by: Option<String>,
+    /// Devices it updates, and devices it leaves out.
+    pub devices_planned: i64,
+    pub devices_left_out: i64,
+    /// Devices a later inventory shows fixed so far.
+    pub devices_fixed: i64,
+    pub decided_by: Option<String>,
+    /// Unix epoch seconds.
+    pub decided_at: Option<i64>,
+    pub decision_comment: Option<String>,
+    /// Unix epoch seconds.
+    pub created_at: i64,
+}
+
+fn epoch_seconds(rfc3339: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.timestamp())
+        .unwrap_or_default()
+}
+
+impl From<cairn_workflow::remediation::PlanSummary> for PortalRemediationPlan {
+    fn from(plan: cairn_workflow::remediation::PlanSummary) -> PortalRemediationPlan {
+        let c = &plan.counts;
+        PortalRemediationPlan {
+            devices_planned: c.planned
+                + c.in_progress
+                + c.awaiting_inventory
+                + c.fixed
+                + c.remediation_failed
+                + c.failed,
+            devices_left_out: c.skipped,
+            devices_fixed: c.fixed,
+            created_at: epoch_seconds(&plan.created_at),
+            decided_at: plan.client_decided_at.as_deref().map(epoch_seconds),
+            id: plan.id,
+            cve_id: plan.cve_id,
+            status: plan.status,
+            approved_by: plan.approved_by,
+            decided_by: plan.client_decided_by,
+            decision_comment: plan.client_comment,
+        }
+    }
+}
+
+/// The remediation plans of the client's company awaiting its approval or
+/// decided by it, newest first (none unless the provider linked this
+/// client to its company and asks for its approval).
+#[utoipa::path(get, path = "/remediation-plans", tag = "remediation",
+    responses((status = 200, body = Vec<PortalRemediationPlan>), (status = 401, body = ErrorBody)))]
+async fn list_remediation_plans(
+    State(state): State<AppState>,
+    client: PortalClient,
+) -> ApiResult<Json<Vec<PortalRemediationPlan>>> {
+    let Some((company, _)) = company(&state, &client).await? else {
+        return Ok(Json(vec![]));
+    };
+    let plans = cairn_workflow::remediation::client_plans(&state, &company).await?;
+    Ok(Json(plans.into_iter().map(Into::into).collect()))
+}
+
+/// Approve (the plan's updates then go out) or reject a remediation plan
+/// of the client's company awaiting its approval.
+#[utoipa::path(post, path = "/remediation-plans/{id}/decision", tag = "remediation",
+    params(("id" = String, Path)), request_body = ExceptionDecision,
+    responses((status = 200, body = PortalRemediationPlan), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Not awaiting the client's decision"),
+        (status = 422, body = ErrorBody)))]
+async fn decide_remediation_plan(
+    State(state): State<AppState>,
+    client: PortalClient,
+    Path(id): Path<String>,
+    Json(decision): Json<ExceptionDecision>,
+) -> ApiResult<Json<PortalRemediationPlan>> {
+    if decision.comment.trim().chars().count() > 2000 {
+        return Err(ApiError::validation(
+            "comment",
+            "must be at most 2000 characters",
+        ));
+    }
+    let (company, name) = company(&state, &client)
+        .await?
+        .ok_or(ApiError::NotFound("remediation plan"))?;
+    let by = format!("{name} (client portal)");
+    let plan = cairn_workflow::remediation::client_decide(
+        &state,
+        &company,
+        &id,
+        decision.approve,
+        &by,
+        decision.comment.trim(),
+    )
+    .await?;
+    Ok(Json(plan.into()))
 }

@@ -48,10 +48,10 @@ pub fn api() -> (axum::Router<AppState>, OpenApi) {
         .info(
             InfoBuilder::new()
                 .title("Cairn client portal API")
-                .version("0.2.0")
+                .version("0.3.0")
                 .description(Some(
                     "Invoices, hosted payment links and documents of one client, and the SLA \
-                     exceptions its provider asks it to decide, for the holder of \
+                     exceptions and remediation plans its provider asks it to decide, for the holder of \
                      its API key (`Authorization: Bearer chp_live_...`). A missing, malformed, unknown \
                      or revoked key is 401; another client's invoice or file is 404. Errors are \
                      `{detail, type}` JSON; amounts are integer cents, `currency` an upper-case ISO \

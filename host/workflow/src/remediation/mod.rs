@@ -25,6 +25,8 @@ pub mod plan;
 mod routes;
 pub mod storage;
 
+pub use routes::{Counts, PlanSummary};
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -87,6 +89,59 @@ async fn sweep(state: &AppState) -> anyhow::Result<()> {
             .await?;
     }
     Ok(())
+}
+
+/// Queues the tenant's remediation job now.
+pub async fn run_soon(state: &AppState, tenant: &TenantId) -> sqlx::Result<()> {
+    cairn_jobs::enqueue_unless_live(&state.db, tenant, REMEDIATION_KIND, &json!({})).await?;
+    Ok(())
+}
+
+/// The plans of `tenant` its client decides through the client portal:
+/// awaiting its decision or decided by it, newest first.
+pub async fn client_plans(state: &AppState, tenant: &TenantId) -> sqlx::Result<Vec<PlanSummary>> {
+    let rows = storage::client_plans(&state.db, tenant).await?;
+    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let counts = storage::state_counts(&state.db, tenant, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let of = Counts::of(counts.get(&row.id));
+            PlanSummary::of(row, of)
+        })
+        .collect())
+}
+
+/// The client's decision on a plan of `tenant` awaiting it; an approval
+/// starts the plan. 404 for a plan of another tenant, 409 for one not
+/// awaiting the client.
+pub async fn client_decide(
+    state: &AppState,
+    tenant: &TenantId,
+    id: &str,
+    approve: bool,
+    by: &str,
+    comment: &str,
+) -> Result<PlanSummary, ApiError> {
+    let row = storage::plan(&state.db, tenant, id)
+        .await?
+        .ok_or(ApiError::NotFound("remediation plan"))?;
+    let now = state.clock.now_ms();
+    if !storage::client_decide(&state.db, tenant, id, approve, by, comment, now).await? {
+        return Err(ApiError::Conflict(format!(
+            "this plan is {}; only a plan awaiting the client's approval can be decided",
+            row.status
+        )));
+    }
+    if approve {
+        run_soon(state, tenant).await?;
+    }
+    let row = storage::plan(&state.db, tenant, id)
+        .await?
+        .ok_or(ApiError::NotFound("remediation plan"))?;
+    let counts = storage::state_counts(&state.db, tenant, std::slice::from_ref(&row.id)).await?;
+    let of = Counts::of(counts.get(&row.id));
+    Ok(PlanSummary::of(row, of))
 }
 
 /// The tenant's rmm connector, its full config, and its package update.

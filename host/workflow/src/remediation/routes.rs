@@ -24,6 +24,51 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_remediation_plan))
         .routes(routes!(approve_remediation_plan))
         .routes(routes!(cancel_remediation_plan))
+        .routes(routes!(remediation_settings, set_remediation_settings))
+}
+
+/// How the tenant's plans are approved.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RemediationSettings)]
+pub struct Settings {
+    /// After an admin approves a plan, the client approves it too, through
+    /// the client portal (`POST /api/remediation-plans/{id}/decision`, with
+    /// the key of a portal client linked to this tenant).
+    pub client_approval: bool,
+}
+
+/// How the tenant's plans are approved.
+#[utoipa::path(get, path = "/settings", tag = "remediation",
+    responses((status = 200, body = Settings)))]
+async fn remediation_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Settings>> {
+    Ok(Json(Settings {
+        client_approval: storage::client_approval(&state.db, &caller.tenant_id).await?,
+    }))
+}
+
+/// Sets how the tenant's plans are approved (admins; a partner's admin
+/// acting in its customer). Plans approved before keep their status.
+#[utoipa::path(put, path = "/settings", tag = "remediation", request_body = Settings,
+    responses((status = 200, body = Settings),
+              (status = 403, body = ErrorBody, description = "Not an admin"),
+              (status = 422, body = ErrorBody)))]
+async fn set_remediation_settings(
+    State(state): State<AppState>,
+    AdminCaller(caller): AdminCaller,
+    Json(settings): Json<Settings>,
+) -> ApiResult<Json<Settings>> {
+    storage::set_client_approval(
+        &state.db,
+        &caller.tenant_id,
+        settings.client_approval,
+        state.clock.now_ms(),
+    )
+    .await?;
+    Ok(Json(settings))
 }
 
 /// What a plan should fix: a CVE's open findings, the open findings of the
@@ -62,7 +107,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn of(by_state: Option<&std::collections::HashMap<String, i64>>) -> Counts {
+    pub fn of(by_state: Option<&std::collections::HashMap<String, i64>>) -> Counts {
         let mut counts = Counts::default();
         for (state, n) in by_state.into_iter().flatten() {
             let slot = match state.as_str() {
@@ -91,7 +136,9 @@ pub struct PlanSummary {
     pub devices: Option<Value>,
     /// The rmm connector that carries it out.
     pub connector: String,
-    /// `draft` (nothing sent: the dry run), `approved`, `running`, `done`
+    /// `draft` (nothing sent: the dry run), `awaiting_client` (approved
+    /// by an admin, waiting for the client's approval through the client
+    /// portal), `approved`, `running`, `done`, `rejected` (by the client)
     /// or `cancelled`.
     pub status: String,
     pub created_by: String,
@@ -100,11 +147,15 @@ pub struct PlanSummary {
     pub approved_by: Option<String>,
     pub approved_at: Option<String>,
     pub finished_at: Option<String>,
+    /// The client's decision through the client portal, when it gave one.
+    pub client_decided_by: Option<String>,
+    pub client_decided_at: Option<String>,
+    pub client_comment: Option<String>,
     pub counts: Counts,
 }
 
 impl PlanSummary {
-    fn of(row: PlanRow, counts: Counts) -> PlanSummary {
+    pub fn of(row: PlanRow, counts: Counts) -> PlanSummary {
         PlanSummary {
             id: row.id,
             cve_id: row.cve_id,
@@ -116,6 +167,9 @@ impl PlanSummary {
             approved_by: row.approved_by,
             approved_at: row.approved_at.map(to_rfc3339),
             finished_at: row.finished_at.map(to_rfc3339),
+            client_decided_by: row.client_decided_by,
+            client_decided_at: row.client_decided_at.map(to_rfc3339),
+            client_comment: row.client_comment,
             counts,
         }
     }
@@ -353,20 +407,20 @@ async fn approve_remediation_plan(
 ) -> ApiResult<Json<PlanView>> {
     let row = plan_of(&state, &caller.tenant_id, &id).await?;
     let now = state.clock.now_ms();
-    if !storage::approve(&state.db, &caller.tenant_id, &id, &caller.email, now).await? {
+    let to = if storage::client_approval(&state.db, &caller.tenant_id).await? {
+        "awaiting_client"
+    } else {
+        "approved"
+    };
+    if !storage::approve(&state.db, &caller.tenant_id, &id, &caller.email, to, now).await? {
         return Err(ApiError::Conflict(format!(
             "this plan is {}; only a draft can be approved",
             row.status
         )));
     }
-    state
-        .jobs
-        .enqueue(
-            &caller.tenant_id,
-            super::REMEDIATION_KIND,
-            &serde_json::json!({"plan_id": id}),
-        )
-        .await?;
+    if to == "approved" {
+        super::run_soon(&state, &caller.tenant_id).await?;
+    }
     let row = plan_of(&state, &caller.tenant_id, &id).await?;
     Ok(Json(view(&state, &caller.tenant_id, row).await?))
 }

@@ -22,6 +22,9 @@ pub struct PlanRow {
     pub approved_by: Option<String>,
     pub approved_at: Option<i64>,
     pub finished_at: Option<i64>,
+    pub client_decided_by: Option<String>,
+    pub client_decided_at: Option<i64>,
+    pub client_comment: Option<String>,
 }
 
 /// An item as stored.
@@ -55,7 +58,8 @@ impl ItemRow {
 pub const UNDER_WAY: &[&str] = &["starting", "pending", "running", "awaiting_inventory"];
 
 const PLAN_COLUMNS: &str = "id, tenant_id, cve_id, devices, connector_id, status, created_by, \
-     created_at, approved_by, approved_at, finished_at";
+     created_at, approved_by, approved_at, finished_at, client_decided_by, client_decided_at, \
+     client_comment";
 const ITEM_COLUMNS: &str = "plan_id, device_name, application_name, version, cve_ids, \
      target_version, action, inputs, device_key, state, reason, upstream_handle, \
      upstream_report, started_at, reported_at, verified_at";
@@ -193,22 +197,25 @@ pub async fn state_counts(
     Ok(counts)
 }
 
-/// Approves a draft; false when it is not a draft (any more).
+/// Approves a draft, into `to` (`approved`, or `awaiting_client` when the
+/// tenant's client approves too); false when it is not a draft (any more).
 pub async fn approve(
     db: &Db,
     tenant: &TenantId,
     id: &str,
     by: &str,
+    to: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
     Ok(sqlx::query(
-        "UPDATE remediation_plans SET status = 'approved', approved_by = $3, approved_at = $4 \
+        "UPDATE remediation_plans SET status = $5, approved_by = $3, approved_at = $4 \
          WHERE tenant_id = $1 AND id = $2 AND status = 'draft'",
     )
     .bind(tenant.as_str())
     .bind(id)
     .bind(by)
     .bind(now)
+    .bind(to)
     .execute(&db.pool)
     .await?
     .rows_affected()
@@ -222,7 +229,8 @@ pub async fn cancel(db: &Db, tenant: &TenantId, id: &str, now: i64) -> sqlx::Res
     let mut tx = db.pool.begin().await?;
     let cancelled = sqlx::query(
         "UPDATE remediation_plans SET status = 'cancelled', finished_at = $3 \
-         WHERE tenant_id = $1 AND id = $2 AND status IN ('draft', 'approved', 'running')",
+         WHERE tenant_id = $1 AND id = $2 \
+         AND status IN ('draft', 'awaiting_client', 'approved', 'running')",
     )
     .bind(tenant.as_str())
     .bind(id)
@@ -427,4 +435,89 @@ pub async fn failed_since(
     .bind(limit)
     .fetch_all(&db.pool)
     .await
+}
+
+/// Whether the tenant's plans need its client's approval too.
+pub async fn client_approval(db: &Db, tenant: &TenantId) -> sqlx::Result<bool> {
+    let set: Option<i64> =
+        sqlx::query_scalar("SELECT client_approval FROM remediation_settings WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(set.unwrap_or(0) != 0)
+}
+
+pub async fn set_client_approval(
+    db: &Db,
+    tenant: &TenantId,
+    on: bool,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO remediation_settings (tenant_id, client_approval, updated_at) \
+         VALUES ($1, $2, $3) ON CONFLICT (tenant_id) DO UPDATE SET \
+         client_approval = excluded.client_approval, updated_at = excluded.updated_at",
+    )
+    .bind(tenant.as_str())
+    .bind(i64::from(on))
+    .bind(now)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}
+
+/// The tenant's plans its client sees: awaiting its decision or decided
+/// by it, newest first.
+pub async fn client_plans(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<PlanRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {PLAN_COLUMNS} FROM remediation_plans WHERE tenant_id = $1 \
+         AND (status = 'awaiting_client' OR client_decided_at IS NOT NULL) \
+         ORDER BY created_at DESC, id DESC LIMIT 500"
+    ))
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// The client's decision on a plan awaiting it; false when it is not
+/// awaiting one. A rejection cancels the plan's items.
+pub async fn client_decide(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+    approve: bool,
+    by: &str,
+    comment: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let mut tx = db.pool.begin().await?;
+    let decided = sqlx::query(
+        "UPDATE remediation_plans SET status = $3, client_decided_by = $4, \
+         client_decided_at = $5, client_comment = $6, finished_at = $7 \
+         WHERE tenant_id = $1 AND id = $2 AND status = 'awaiting_client'",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .bind(if approve { "approved" } else { "rejected" })
+    .bind(by)
+    .bind(now)
+    .bind((!comment.is_empty()).then_some(comment))
+    .bind((!approve).then_some(now))
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if decided && !approve {
+        sqlx::query(
+            "UPDATE remediation_items SET state = 'cancelled', \
+             reason = 'the client rejected the plan' \
+             WHERE tenant_id = $1 AND plan_id = $2 AND state = 'planned'",
+        )
+        .bind(tenant.as_str())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(decided)
 }
