@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::partner::{act, customer};
 use super::portal::client_with_key;
+use super::reports::{download, generate, pdf_text};
 use super::rmm::configure;
 use super::sla::days_from_now;
 use super::vulnerabilities::{loaded_with, scan};
@@ -503,6 +504,130 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
     app.get("/api/v1/remediation/plans?limit=0", &admin.bearer())
         .await
         .assert_error(422);
+
+    evidence_pack_matches_the_api(&app, &admin).await;
+}
+
+/// The evidence pack, read back from its PDF (pdftotext) and its XLSX
+/// (calamine), says what the API says: the SLA standing, the exceptions
+/// in force and the remediation outcomes summed over the plans.
+async fn evidence_pack_matches_the_api(app: &TestApp, admin: &Account) {
+    let standing = app
+        .get("/api/v1/sla/standing?days=90", &admin.bearer())
+        .await;
+    assert_eq!(standing.status, 200, "{}", standing.text);
+    let plans = app
+        .get("/api/v1/remediation/plans", &admin.bearer())
+        .await
+        .body;
+    let summed = |state: &str| -> i64 {
+        plans["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                p["plan"]["counts"][state]
+                    .as_i64()
+                    .or(p["counts"][state].as_i64())
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    let exceptions = app.get("/api/v1/sla/exceptions", &admin.bearer()).await;
+    let in_force = exceptions
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["status"] == "approved")
+        .count();
+    let expected: Vec<(&str, String)> = vec![
+        (
+            "Open findings overdue",
+            standing.body["overdue"].to_string(),
+        ),
+        (
+            "Open findings excepted",
+            standing.body["excepted"].to_string(),
+        ),
+        ("Exceptions in force", in_force.to_string()),
+        (
+            "Remediations verified fixed by inventory",
+            summed("fixed").to_string(),
+        ),
+        (
+            "Remediations the next inventory disproved",
+            summed("remediation_failed").to_string(),
+        ),
+        (
+            "Remediations started in the last 90 days",
+            (summed("fixed") + summed("remediation_failed") + summed("failed")).to_string(),
+        ),
+    ];
+    assert_eq!(summed("fixed"), 3);
+    assert_eq!(summed("remediation_failed"), 2);
+    for format in ["pdf", "xlsx"] {
+        let made = generate(
+            app,
+            admin,
+            json!({"report_type": "evidence_pack", "format": format, "scope": {"period_days": 90}}),
+        )
+        .await;
+        assert_eq!(made["status"], "success", "{made}");
+        let (_, _, bytes) = download(app, admin, made["id"].as_str().unwrap()).await;
+        let read: Vec<(String, String)> = match format {
+            "pdf" => {
+                let text = pdf_text(&bytes);
+                for heading in [
+                    "Vulnerability management evidence",
+                    "SLA compliance by severity",
+                    "SLA compliance by tier",
+                    "Remediation outcomes",
+                    "Coverage",
+                    "What each figure answers",
+                    "A.8.8 Management of technical",
+                ] {
+                    assert!(text.contains(heading), "{heading:?} in {text}");
+                }
+                expected
+                    .iter()
+                    .map(|(label, _)| {
+                        let line = text
+                            .lines()
+                            .find(|l| l.trim_start().starts_with(label))
+                            .unwrap_or_else(|| panic!("{label:?} in {text}"));
+                        let value = line.trim_start()[label.len()..].trim().to_string();
+                        (label.to_string(), value)
+                    })
+                    .collect()
+            }
+            _ => {
+                use calamine::Reader;
+                let mut workbook: calamine::Xlsx<_> =
+                    calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).unwrap();
+                let summary = workbook.worksheet_range("Summary").unwrap();
+                let sheets = workbook.sheet_names();
+                for sheet in ["Remediation outcomes", "Coverage"] {
+                    assert!(sheets.iter().any(|s| s == sheet), "{sheet} in {sheets:?}");
+                }
+                expected
+                    .iter()
+                    .map(|(label, _)| {
+                        let row = summary
+                            .rows()
+                            .find(|r| r.first().map(|c| c.to_string()).as_deref() == Some(label))
+                            .unwrap_or_else(|| panic!("{label:?} in the summary sheet"));
+                        (label.to_string(), row[1].to_string())
+                    })
+                    .collect()
+            }
+        };
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(l, v)| (l.to_string(), v.clone()))
+            .collect();
+        assert_eq!(read, expected, "{format}");
+    }
 }
 
 /// Connectors written to the SDK guides of 0.3.0 (which declares its own

@@ -40,6 +40,14 @@ pub enum ReportType {
     /// compensating control, who asked and when, who decided, when and
     /// why, and until when.
     ExceptionRegister,
+    /// Evidence for a customer or an insurer over a period
+    /// (`scope.period_days`, default 90): SLA compliance by severity and
+    /// tier, KEV exposure and time to fix, open and overdue findings, the
+    /// exception register, remediation attempts and outcomes, coverage
+    /// (EDR, MDM, backup, a recent inventory), and each figure mapped to
+    /// insurers' questions, CIS Controls v8 control 7 and ISO/IEC
+    /// 27001:2022 A.8.8.
+    EvidencePack,
 }
 
 impl ReportType {
@@ -52,6 +60,7 @@ impl ReportType {
             ReportType::Device => "Device report",
             ReportType::CustomerReview => "Security review",
             ReportType::ExceptionRegister => "SLA exception register",
+            ReportType::EvidencePack => "Vulnerability management evidence",
         }
     }
 
@@ -64,6 +73,7 @@ impl ReportType {
             ReportType::Device => "device",
             ReportType::CustomerReview => "security-review",
             ReportType::ExceptionRegister => "exception-register",
+            ReportType::EvidencePack => "evidence-pack",
         }
     }
 }
@@ -118,11 +128,17 @@ impl Scope {
                     "must be between 7 and 730",
                 ))
             }
-            (ReportType::CustomerReview, _) | (_, None) => {}
+            (ReportType::EvidencePack, Some(days)) if !(7..=365).contains(&days) => {
+                return Err(ApiError::validation(
+                    "scope.period_days",
+                    "must be between 7 and 365",
+                ))
+            }
+            (ReportType::CustomerReview | ReportType::EvidencePack, _) | (_, None) => {}
             (_, Some(_)) => {
                 return Err(ApiError::validation(
                     "scope.period_days",
-                    "only a customer_review takes a period",
+                    "only a customer_review or an evidence_pack takes a period",
                 ))
             }
         }
@@ -331,7 +347,7 @@ pub async fn gather(
     }
     if matches!(
         report_type,
-        ReportType::ExecutiveSummary | ReportType::CustomerReview
+        ReportType::ExecutiveSummary | ReportType::CustomerReview | ReportType::EvidencePack
     ) {
         let days = scope.period_days.unwrap_or(REVIEW_DAYS);
         figures.extend(sla_figures(db, tenant, now, days).await?);
@@ -470,6 +486,15 @@ pub async fn gather(
             tables.push(cve_table("Top risks", &cves, 15, Shown::Everywhere));
             tables.push(outdated_table(&findings, 50));
         }
+        ReportType::EvidencePack => {
+            let days = scope
+                .period_days
+                .unwrap_or(REVIEW_DAYS)
+                .min(cairn_workflow::sla::kept::MAX_PERIOD_DAYS);
+            let evidence = evidence(db, tenant, &assets, now, days).await?;
+            figures.extend(evidence.figures);
+            tables.extend(evidence.tables);
+        }
         ReportType::ExceptionRegister => {
             let exceptions = cairn_workflow::sla::exceptions::list(db, tenant).await?;
             let views: Vec<_> = exceptions.into_iter().map(|e| e.view(now)).collect();
@@ -507,6 +532,266 @@ pub async fn gather(
         },
         tables,
     })
+}
+
+/// What an evidence pack adds to the common figures.
+struct Evidence {
+    figures: Vec<(String, String)>,
+    tables: Vec<Table>,
+}
+
+/// `n of total (p %)`.
+fn share(n: i64, total: i64) -> String {
+    match total {
+        0 => format!("{n} of 0"),
+        _ => format!("{n} of {total} ({:.1} %)", n as f64 * 100.0 / total as f64),
+    }
+}
+
+/// The evidence pack's mapping of figures to insurers' questions and
+/// controls, as data (`evidence_mapping.json`).
+#[derive(Deserialize)]
+struct Mapping {
+    figures: Vec<MappedFigure>,
+}
+
+#[derive(Deserialize)]
+struct MappedFigure {
+    figure: String,
+    insurer_question: String,
+    cis_v8: String,
+    iso_27001_2022: String,
+}
+
+fn mapping_table() -> Table {
+    let mapping: Mapping = serde_json::from_str(include_str!("evidence_mapping.json"))
+        .unwrap_or(Mapping { figures: vec![] });
+    Table {
+        name: "What each figure answers".into(),
+        columns: vec![
+            "Figure",
+            "Insurer's question",
+            "CIS Controls v8",
+            "ISO/IEC 27001:2022",
+        ],
+        rows: mapping
+            .figures
+            .into_iter()
+            .map(|m| {
+                vec![
+                    text(m.figure),
+                    text(m.insurer_question),
+                    text(m.cis_v8),
+                    text(m.iso_27001_2022),
+                ]
+            })
+            .collect(),
+        shown: Shown::Everywhere,
+    }
+}
+
+/// SLA compliance of `tracked` findings grouped by `key`: those with a
+/// due date fixed in the period and on time, those open and overdue.
+fn compliance_by(
+    name: &str,
+    tracked: &[cairn_workflow::sla::TrackedFinding],
+    key: impl Fn(&cairn_workflow::sla::TrackedFinding) -> String,
+) -> Table {
+    use cairn_workflow::sla::policy::SlaState;
+    let mut groups: BTreeMap<String, (i64, i64, i64, i64)> = BTreeMap::new();
+    for finding in tracked {
+        let entry = groups.entry(key(finding)).or_default();
+        match finding.fixed_on_time {
+            Some(on_time) => {
+                entry.0 += 1;
+                entry.1 += i64::from(on_time);
+            }
+            None if finding.status == "open" && finding.exception_id.is_none() => {
+                entry.2 += 1;
+                entry.3 += i64::from(finding.sla_state == Some(SlaState::Overdue));
+            }
+            None => {}
+        }
+    }
+    Table {
+        name: name.into(),
+        columns: vec![
+            "",
+            "Fixed with a due date",
+            "On time",
+            "Share on time",
+            "Open",
+            "Overdue",
+        ],
+        rows: groups
+            .into_iter()
+            .map(|(group, (fixed, on_time, open, overdue))| {
+                vec![
+                    text(group),
+                    Cell::Integer(fixed),
+                    Cell::Integer(on_time),
+                    match fixed {
+                        0 => Cell::Empty,
+                        _ => Cell::Number((on_time as f64 * 1000.0 / fixed as f64).round() / 10.0),
+                    },
+                    Cell::Integer(open),
+                    Cell::Integer(overdue),
+                ]
+            })
+            .collect(),
+        shown: Shown::Everywhere,
+    }
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+async fn evidence(
+    db: &Db,
+    tenant: &TenantId,
+    assets: &Assets<'_>,
+    now: i64,
+    days: i64,
+) -> Result<Evidence, ApiError> {
+    let since = now - days * DAY_MS;
+    let policy = cairn_workflow::sla::applied(db, tenant).await?.policy;
+    let tracked = cairn_workflow::sla::tracked_with(db, tenant, &policy, now, since).await?;
+    let mut figures = vec![];
+    let mut tables = vec![
+        compliance_by("SLA compliance by severity", &tracked, |f| {
+            f.severity.clone().unwrap_or_else(|| "unknown".into())
+        }),
+        compliance_by("SLA compliance by tier", &tracked, |f| {
+            f.tier.as_str().to_string()
+        }),
+    ];
+
+    // KEV: open now, fixed in the period and how fast.
+    let kev_open = tracked
+        .iter()
+        .filter(|f| f.kev && f.status == "open" && f.exception_id.is_none())
+        .count();
+    let kev_fixed: Vec<i64> = tracked
+        .iter()
+        .filter(|f| f.kev && f.status == "fixed")
+        .filter_map(|f| f.fixed_at.map(|at| at - f.first_seen))
+        .collect();
+    figures.push(("Open KEV findings".into(), kev_open.to_string()));
+    figures.push((
+        format!("KEV findings fixed in the last {days} days"),
+        kev_fixed.len().to_string(),
+    ));
+    figures.push((
+        "Mean days to fix a KEV finding".into(),
+        match kev_fixed.len() {
+            0 => "nothing fixed".into(),
+            n => format!(
+                "{:.1}",
+                kev_fixed.iter().sum::<i64>() as f64 / n as f64 / DAY_MS as f64
+            ),
+        },
+    ));
+
+    // Exceptions in force now, and the register.
+    let exceptions: Vec<_> = cairn_workflow::sla::exceptions::list(db, tenant)
+        .await?
+        .into_iter()
+        .map(|e| e.view(now))
+        .collect();
+    figures.push((
+        "Exceptions in force".into(),
+        exceptions
+            .iter()
+            .filter(|e| e.status == "approved")
+            .count()
+            .to_string(),
+    ));
+    tables.push(exception_table(&exceptions));
+
+    // Remediation attempts of the period and what became of them.
+    let outcomes = cairn_workflow::remediation::storage::outcomes_since(db, tenant, since).await?;
+    let of = |state: &str| outcomes.get(state).copied().unwrap_or(0);
+    let started: i64 = outcomes.values().sum();
+    figures.push((
+        format!("Remediations started in the last {days} days"),
+        started.to_string(),
+    ));
+    figures.push((
+        "Remediations verified fixed by inventory".into(),
+        of("fixed").to_string(),
+    ));
+    figures.push((
+        "Remediations the next inventory disproved".into(),
+        of("remediation_failed").to_string(),
+    ));
+    figures.push((
+        "Remediations the RMM reported failed".into(),
+        of("failed").to_string(),
+    ));
+    tables.push(Table {
+        name: "Remediation outcomes".into(),
+        columns: vec!["Outcome", "Devices"],
+        rows: [
+            ("fixed, verified by inventory", of("fixed")),
+            (
+                "reported done, disproved by inventory",
+                of("remediation_failed"),
+            ),
+            ("failed upstream", of("failed")),
+            (
+                "under way",
+                of("starting") + of("pending") + of("running") + of("awaiting_inventory"),
+            ),
+        ]
+        .into_iter()
+        .map(|(outcome, n)| vec![text(outcome), Cell::Integer(n)])
+        .collect(),
+        shown: Shown::Everywhere,
+    });
+
+    // Coverage: the share of devices each kind of source sees.
+    let total = device_figures::count(db, tenant, assets).await?;
+    let by_source: BTreeMap<String, i64> = device_figures::by_source(db, tenant, assets)
+        .await?
+        .into_iter()
+        .collect();
+    let recent = total - device_figures::stale(db, tenant, now - 7 * DAY_MS, assets).await?;
+    let coverage = [
+        (
+            "Devices seen by EDR",
+            by_source.get("edr").copied().unwrap_or(0),
+        ),
+        (
+            "Devices seen by MDM",
+            by_source.get("mdm").copied().unwrap_or(0),
+        ),
+        (
+            "Devices seen by backup",
+            by_source.get("backup").copied().unwrap_or(0),
+        ),
+        ("Devices inventoried in the last 7 days", recent),
+    ];
+    tables.push(Table {
+        name: "Coverage".into(),
+        columns: vec!["", "Devices", "Of", "Share"],
+        rows: coverage
+            .iter()
+            .map(|(label, n)| {
+                vec![
+                    text(*label),
+                    Cell::Integer(*n),
+                    Cell::Integer(total),
+                    match total {
+                        0 => Cell::Empty,
+                        _ => Cell::Number((*n as f64 * 1000.0 / total as f64).round() / 10.0),
+                    },
+                ]
+            })
+            .collect(),
+        shown: Shown::Everywhere,
+    });
+    figures.extend(coverage.map(|(label, n)| (label.to_string(), share(n, total))));
+    tables.push(mapping_table());
+    Ok(Evidence { figures, tables })
 }
 
 /// Application versions with open findings, most devices first: what to

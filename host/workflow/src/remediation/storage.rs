@@ -521,3 +521,21 @@ pub async fn client_decide(
     tx.commit().await?;
     Ok(decided)
 }
+
+/// The tenant's items started at or after `since`, counted by state: the
+/// attempts of a period and what became of them.
+pub async fn outcomes_since(
+    db: &Db,
+    tenant: &TenantId,
+    since: i64,
+) -> sqlx::Result<HashMap<String, i64>> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT state, COUNT(*) FROM remediation_items \
+         WHERE tenant_id = $1 AND started_at >= $2 GROUP BY state",
+    )
+    .bind(tenant.as_str())
+    .bind(since)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
