@@ -448,6 +448,17 @@ try {
     await page.waitForTimeout(500);
   }
   await shot(page, "15-remediation-sent");
+  // From the device's page: a plan over its findings, which leaves out
+  // what is already under way.
+  await page.goto(`${base}/console/devices/ACME-WS-01`);
+  await drawn(page);
+  await page.getByRole("button", { name: "Remediate this device" }).click();
+  await page.getByRole("heading", { name: "Remediation of devices from a search" }).waitFor();
+  await drawn(page);
+  result.checks.remediation_device_plan = await page
+    .locator("main table tbody tr", { hasText: "ACME-WS-01" })
+    .locator("td")
+    .allTextContents();
 
   result.checks.storage_keys = await page.evaluate(() => localStorage.length + sessionStorage.length);
   result.checks.page_mentions_token = (await page.content()).includes("access_token");

@@ -453,6 +453,14 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         sent[5].starts_with("7-Zip 23.01 (x64) updated to"),
         "{sent:?}"
     );
+    let again: Vec<String> =
+        serde_json::from_value(checks["remediation_device_plan"].clone()).unwrap();
+    assert_eq!(again[..3], ["ACME-WS-01", "7-Zip 23.01 (x64)", "23.01"]);
+    assert_eq!(again[4], "left out", "{again:?}");
+    assert!(
+        again[5].starts_with("a remediation of it is under way"),
+        "{again:?}"
+    );
     let schedules = rmm.schedules();
     assert_eq!(schedules.len(), 1, "{schedules:?}");
     assert_eq!(schedules[0]["ComputerId"], 101);

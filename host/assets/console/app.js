@@ -482,8 +482,16 @@ async function device([, raw]) {
   document.title = `${name} - Cairn`;
   const asset = await api("GET", `/devices/by-name/${encodeURIComponent(name)}`);
   const findings = await api("GET", `/vulnerabilities/?device=${encodeURIComponent(asset.device_name)}&limit=100`);
+  // A plan over this one device's open findings, through the device search.
+  const remediate = el("form", { class: "inline" }, el("button", { type: "submit" }, "Remediate this device"));
+  submits(remediate, async () => {
+    const devices = { kind: "group", combinator: "and", rules: [{ kind: "rule", field: "device_name", operator: "equals", value: asset.device_name }] };
+    const made = await api("POST", "/remediation/plans", { devices });
+    window.history.pushState(null, "", `/console/remediation/${encodeURIComponent(made.plan.id)}`);
+  });
   return [
     el("h1", {}, asset.device_name),
+    remediate,
     figures([
       ["Tier", asset.tier],
       ["Platform", asset.os_platform],

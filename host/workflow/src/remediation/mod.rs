@@ -269,11 +269,13 @@ pub async fn build(
     )
     .await?;
     let attempts = storage::attempts(&state.db, tenant).await?;
+    let under_way = storage::under_way(&state.db, tenant).await?;
     let context = plan::Context {
         update: rmm.update(),
         connector: &rmm.connector.descriptor.id,
         devices: &devices,
         attempts: &attempts,
+        under_way: &under_way,
         max_attempts: state.settings.remediation_max_attempts.max(1),
         now,
         offline_after_ms: state.settings.remediation_offline_hours.max(1) * 3_600_000,

@@ -24,8 +24,11 @@ pub struct Context<'a> {
     pub connector: &'a str,
     /// The RMM's devices by [`device_key`] of their names.
     pub devices: &'a HashMap<String, RmmDevice>,
-    /// Failed or disproved attempts so far, by [`attempt_key`].
+    /// Attempts so far (under way, failed or disproved), by
+    /// [`attempt_key`].
     pub attempts: &'a HashMap<(String, String), i64>,
+    /// Those under way now, by [`attempt_key`]: not planned twice at once.
+    pub under_way: &'a std::collections::HashSet<(String, String)>,
     pub max_attempts: i64,
     pub now: i64,
     pub offline_after_ms: i64,
@@ -166,14 +169,14 @@ fn item(
             return planned;
         }
     }
-    let tried = context
-        .attempts
-        .get(&attempt_key(
-            &planned.device_name,
-            &planned.application_name,
-        ))
-        .copied()
-        .unwrap_or(0);
+    let key = attempt_key(&planned.device_name, &planned.application_name);
+    if context.under_way.contains(&key) {
+        planned.skipped = Some(
+            "a remediation of it is under way; it is judged by the next inventory first".into(),
+        );
+        return planned;
+    }
+    let tried = context.attempts.get(&key).copied().unwrap_or(0);
     if tried >= context.max_attempts {
         planned.skipped = Some(attempts_spent(tried, context.max_attempts));
         return planned;
@@ -234,6 +237,7 @@ mod tests {
             ("ws-02", Some(NOW - 240 * HOUR)),
             ("ws-03", None),
             ("ws-04", Some(NOW)),
+            ("ws-07", Some(NOW)),
         ]
         .into_iter()
         .enumerate()
@@ -247,13 +251,19 @@ mod tests {
             )
         })
         .collect();
-        let attempts: HashMap<(String, String), i64> =
-            [(attempt_key("WS-04", "google chrome"), 2)].into();
+        let attempts: HashMap<(String, String), i64> = [
+            (attempt_key("WS-04", "google chrome"), 2),
+            (attempt_key("WS-07", "google chrome"), 1),
+        ]
+        .into();
+        let under_way: std::collections::HashSet<(String, String)> =
+            [attempt_key("WS-07", "Google Chrome")].into();
         let context = Context {
             update: Some("update_package"),
             connector: "acme-rmm",
             devices: &devices,
             attempts: &attempts,
+            under_way: &under_way,
             max_attempts: 2,
             now: NOW,
             offline_after_ms: 24 * HOUR,
@@ -322,6 +332,19 @@ mod tests {
                     "WS-06",
                     Some("119.0.6045.199"),
                     Some("not managed by the RMM"),
+                )],
+            ),
+            (
+                vec![finding(
+                    "WS-07",
+                    "119.0",
+                    "CVE-2023-6345",
+                    Some("119.0.6045.199"),
+                )],
+                vec![(
+                    "WS-07",
+                    Some("119.0.6045.199"),
+                    Some("a remediation of it is under way"),
                 )],
             ),
             (

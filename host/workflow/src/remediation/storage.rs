@@ -539,3 +539,22 @@ pub async fn outcomes_since(
     .await?;
     Ok(rows.into_iter().collect())
 }
+
+/// The device and application of every item under way now, by
+/// [`attempt_key`].
+pub async fn under_way(
+    db: &Db,
+    tenant: &TenantId,
+) -> sqlx::Result<std::collections::HashSet<(String, String)>> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT DISTINCT device_name, application_name FROM remediation_items \
+         WHERE tenant_id = $1 AND state IN ('starting', 'pending', 'running', 'awaiting_inventory')",
+    )
+    .bind(tenant.as_str())
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(rows
+        .iter()
+        .map(|(device, application)| attempt_key(device, application))
+        .collect())
+}
