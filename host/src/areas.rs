@@ -16,7 +16,7 @@ pub const AREAS: &[AreaFn] = &[
     cairn_intelligence::advisories::area,
     cairn_reporting::dashboards::area,
     cairn_reporting::partner::area,
-    cairn_reporting::reports::area,
+    |state| cairn_reporting::reports::area(state, crate::shelf::portal_documents(state)),
     cairn_workflow::tags::area,
     cairn_workflow::projects::area,
     cairn_workflow::sla::area,

@@ -7,3 +7,4 @@ pub mod areas;
 pub mod http;
 pub mod logging;
 pub mod server;
+pub mod shelf;

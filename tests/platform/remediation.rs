@@ -166,6 +166,7 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         s.plugin_plain_http_hosts = "127.0.0.1".into();
         s.remediation_sweep_ms = 200;
         s.automation_sweep_ms = 200;
+        s.report_schedule_sweep_ms = 200;
         s.job_poll_interval_ms = 50;
     })
     .await
@@ -506,6 +507,89 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         .assert_error(422);
 
     evidence_pack_matches_the_api(&app, &admin).await;
+    evidence_pack_reaches_the_client_on_a_schedule(&app, &admin).await;
+}
+
+/// A monthly evidence pack published to a portal client: the first is
+/// written now and joins that client's documents, which it downloads with
+/// its key; another client sees none of it.
+async fn evidence_pack_reaches_the_client_on_a_schedule(app: &TestApp, admin: &Account) {
+    let (client, key) = client_with_key(app, admin, "Acme Ltd").await;
+    let (_, other_key) = client_with_key(app, admin, "Globex Ltd").await;
+    let schedule = |publish_to: &str| {
+        json!({"report_type": "evidence_pack", "format": "pdf", "every_days": 30,
+               "scope": {"period_days": 90}, "publish_to_portal_client": publish_to})
+    };
+    let refused = app
+        .post(
+            "/api/v1/reports/schedules",
+            &admin.bearer(),
+            schedule("no-such-client"),
+        )
+        .await;
+    refused.assert_error(422);
+    assert_eq!(refused.body["field"], "publish_to_portal_client");
+    let made = app
+        .post(
+            "/api/v1/reports/schedules",
+            &admin.bearer(),
+            schedule(&client),
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let file = wait_until("the published evidence pack", LIMIT, async || {
+        let files = app.get("/api/files", &key).await;
+        match files.body.as_array().and_then(|f| f.first()) {
+            Some(file) => Ok(file.clone()),
+            None => Err(files.text),
+        }
+    })
+    .await;
+    assert!(
+        file["name"].as_str().unwrap().starts_with("evidence-pack-"),
+        "{file}"
+    );
+    assert_eq!(app.get("/api/files", &other_key).await.body, json!([]));
+    let id = file["id"].as_str().unwrap();
+    app.get(&format!("/api/files/{id}/download"), &other_key)
+        .await
+        .assert_error(404);
+    let redirect = app.get(&format!("/api/files/{id}/download"), &key).await;
+    assert_eq!(redirect.status, 302, "{}", redirect.text);
+    let location = redirect.headers["location"].to_str().unwrap().to_string();
+    let fetched = app
+        .http
+        .get(format!("{}{location}", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fetched.status(), 200);
+    let text = pdf_text(&fetched.bytes().await.unwrap());
+    assert!(text.contains("Vulnerability management evidence"), "{text}");
+    assert!(
+        text.contains("Remediations verified fixed by inventory"),
+        "{text}"
+    );
+    // The report records where it went; the schedule's next one is a month on.
+    let reports = app.get("/api/v1/reports/", &admin.bearer()).await;
+    let published = reports.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["publish_to_portal_client"] == client.as_str())
+        .unwrap_or_else(|| panic!("{}", reports.text))
+        .clone();
+    assert_eq!(published["published_document_id"], id, "{published}");
+    let schedules = app.get("/api/v1/reports/schedules", &admin.bearer()).await;
+    let next = schedules.body[0]["next_at"].as_str().unwrap();
+    let next = chrono::DateTime::parse_from_rfc3339(next).unwrap();
+    let days = (next.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_days();
+    assert!((29..=30).contains(&days), "{}", schedules.text);
+    assert_eq!(
+        app.get("/api/v1/reports/", &admin.bearer()).await.body["total"],
+        reports.body["total"],
+        "one report per period, not one per sweep"
+    );
 }
 
 /// The evidence pack, read back from its PDF (pdftotext) and its XLSX

@@ -120,6 +120,8 @@ pub struct Settings {
     /// A device the RMM has not heard from for this many hours is offline
     /// and left out of a plan.
     pub remediation_offline_hours: i64,
+    /// How often report schedules are looked at for a report that is due.
+    pub report_schedule_sweep_ms: u64,
     /// Directory of connector and CSV provider `.wasm` files; by default
     /// `$XDG_DATA_HOME/cairn/components`, where `cargo xtask install`
     /// puts them.
@@ -293,6 +295,7 @@ impl Default for Settings {
             remediation_sweep_ms: 10_000,
             remediation_max_attempts: 2,
             remediation_offline_hours: 24,
+            report_schedule_sweep_ms: 60_000,
             connectors_dir: standard_dir().join("components"),
             plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,

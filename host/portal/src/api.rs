@@ -157,28 +157,14 @@ async fn keep_upload(
     client: PortalClient,
     received: uploads::Received,
 ) -> ApiResult<File> {
-    let id = uuid::Uuid::now_v7().to_string();
-    let key = format!("{}/{}", client.tenant_id.as_str(), id);
-    let kept = state.blobs.portal.keep(&received, &key).await?;
-    let inserted = files::insert(
+    files::keep(
         &state.db,
+        &state.blobs.portal,
         &client.tenant_id,
         &client.client_id,
-        &id,
         &received,
-        &key,
-        &kept,
     )
-    .await;
-    match inserted {
-        Ok(file) => Ok(file),
-        Err(err) => {
-            if let Err(cleanup) = state.blobs.portal.remove(&key).await {
-                tracing::error!(error = %cleanup, key, "removing a stored upload without a row failed");
-            }
-            Err(err.into())
-        }
-    }
+    .await
 }
 
 /// Redirects (302) to a download link valid for `portal_download_ttl_secs`:

@@ -169,6 +169,31 @@ impl LinkSigner {
     }
 }
 
+/// Keeps `received` (its temporary file is moved) in the portal's store as
+/// a document of `client_id`, a client of `tenant`, and records it; on any
+/// failure neither the object nor the row remains. Uploads through the
+/// portal API and reports the provider publishes both come here.
+pub async fn keep(
+    db: &Db,
+    store: &cairn_core::blobs::BlobStore,
+    tenant: &TenantId,
+    client_id: &str,
+    received: &Received,
+) -> Result<File, cairn_core::http::error::ApiError> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let key = format!("{}/{}", tenant.as_str(), id);
+    let kept = store.keep(received, &key).await?;
+    match insert(db, tenant, client_id, &id, received, &key, &kept).await {
+        Ok(file) => Ok(file),
+        Err(err) => {
+            if let Err(cleanup) = store.remove(&key).await {
+                tracing::error!(error = %cleanup, key, "removing a stored document without a row failed");
+            }
+            Err(err.into())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

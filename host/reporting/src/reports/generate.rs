@@ -18,6 +18,8 @@ pub struct GenerateHandler {
     /// The service's clock: a report reads the SLA's states as the API
     /// does at the same moment.
     pub clock: cairn_core::clock::Clock,
+    /// Where a report asked to be published goes (the client portal).
+    pub shelf: super::publish::Shelves,
 }
 
 #[async_trait]
@@ -89,6 +91,16 @@ impl JobHandler for GenerateHandler {
                 &cairn_core::db::to_rfc3339(cairn_core::db::now_ms())[..10],
                 format.extension()
             );
+            // A copy for the portal, taken before the store moves the file.
+            let publish_to = storage::publish_to(db, tenant, &id).await?;
+            let copy = self.store.tmp_dir().join(format!("{id}.publish"));
+            if publish_to.is_some() {
+                if let Err(err) = std::fs::copy(&partial, &copy) {
+                    return Err(JobFailure::Failed(format!(
+                        "copying the report to publish: {err}"
+                    )));
+                }
+            }
             let outgoing = Outgoing {
                 file: &partial,
                 size,
@@ -113,7 +125,33 @@ impl JobHandler for GenerateHandler {
                     tracing::warn!(report_id = %id, error = %err, "removing an unrecorded report failed");
                 }
             }
-            kept?;
+            let kept = kept?;
+            if let Some(client) = publish_to {
+                let outcome = match kept {
+                    true => {
+                        let file = cairn_core::uploads::Received {
+                            tmp: copy.clone(),
+                            name: file_name.clone(),
+                            size,
+                            content_type: format.content_type().to_string(),
+                        };
+                        self.shelf
+                            .publish(tenant, &client, file)
+                            .await
+                            .map_err(|e| format!("{e:#}"))
+                    }
+                    false => Err("the report was deleted while it was written".to_string()),
+                };
+                // Whatever happened, the copy is not left behind.
+                let _ = std::fs::remove_file(&copy);
+                match &outcome {
+                    Ok(document) => storage::published(db, tenant, &id, Ok(document)).await?,
+                    Err(why) => {
+                        tracing::warn!(report_id = %id, error = %why, "publishing a report to the portal failed");
+                        storage::published(db, tenant, &id, Err(why)).await?
+                    }
+                }
+            }
             ctx.progress("done", 3, 3, "steps", &id).await?;
         }
         Ok(())

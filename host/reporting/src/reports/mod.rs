@@ -21,8 +21,10 @@
 mod content;
 mod generate;
 mod partner_routes;
+pub mod publish;
 mod render;
 mod routes;
+mod schedules;
 mod storage;
 
 use std::time::Duration;
@@ -37,26 +39,39 @@ use cairn_platform::area::Area;
 pub use partner_routes::router as partner_router;
 pub use routes::router;
 
-/// Registers the writing job.
-pub fn area(state: &AppState) -> anyhow::Result<Area> {
+/// Registers the writing job; `shelf` publishes written reports into the
+/// client portal's documents.
+pub fn area(state: &AppState, shelf: publish::Shelves) -> anyhow::Result<Area> {
     let mut jobs = Registry::default();
     jobs.register(
         generate::GENERATE_KIND,
         generate::GenerateHandler {
             store: state.blobs.reports.clone(),
             clock: state.clock.clone(),
+            shelf: shelf.clone(),
         },
         Duration::from_secs(600),
     );
     Ok(Area::new("reports")
-        .routes("/api/v1/reports/", router())
+        .routes("/api/v1/reports/", router().layer(axum::Extension(shelf)))
         .routes("/api/v1/partner", partner_router())
         .jobs(jobs)
+        .schedule(schedules_sweep(state))
         .schedule(retention(
             state.db.clone(),
             state.blobs.reports.clone(),
             state.settings.report_retention_days,
         )))
+}
+
+/// Asks for the reports of due schedules.
+fn schedules_sweep(state: &AppState) -> Schedule {
+    let state = state.clone();
+    let every = Duration::from_millis(state.settings.report_schedule_sweep_ms.max(50));
+    Schedule::every("report schedules", every, move || {
+        let state = state.clone();
+        async move { schedules::sweep(&state).await }
+    })
 }
 
 /// Every hour, deletes the reports (and files) finished more than

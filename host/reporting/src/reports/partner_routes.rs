@@ -90,6 +90,7 @@ async fn generate_reviews(
             ReportType::CustomerReview,
             body.format,
             &scope,
+            None,
         )
         .await?;
         started.push(ReviewStarted {

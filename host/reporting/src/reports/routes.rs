@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::content::{ReportType, Scope};
 use super::generate::GENERATE_KIND;
+use super::publish::Shelves;
 use super::render::Format;
 use super::storage::{self, NewReport, ReportView};
 use cairn_core::blobs::StoreError;
@@ -27,6 +28,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(report_status))
         .routes(routes!(download_report))
         .routes(routes!(delete_report))
+        .routes(routes!(
+            super::schedules::list_report_schedules,
+            super::schedules::create_report_schedule
+        ))
+        .routes(routes!(super::schedules::delete_report_schedule))
 }
 
 /// The tenant's reports, newest first.
@@ -51,6 +57,11 @@ pub struct GenerateRequest {
     /// Default: the whole tenant.
     #[serde(default)]
     scope: Scope,
+    /// One of the tenant's portal clients: once written, the file also
+    /// joins that client's documents in the client portal, for the client
+    /// to download with its key.
+    #[serde(default)]
+    publish_to_portal_client: Option<String>,
 }
 
 /// Ask for a report. It is written in the background by a durable job;
@@ -62,10 +73,15 @@ pub struct GenerateRequest {
               (status = 422, body = ErrorBody, description = "A bad type, format or scope; `field` names it")))]
 async fn generate_report(
     State(state): State<AppState>,
+    axum::Extension(shelf): axum::Extension<Shelves>,
     caller: Caller,
     Json(request): Json<GenerateRequest>,
 ) -> ApiResult<(StatusCode, Json<ReportView>)> {
     request.scope.check(request.report_type)?;
+    let publish_to = request.publish_to_portal_client.as_deref();
+    if let Some(client) = publish_to {
+        check_client(&shelf, &caller.tenant_id, client).await?;
+    }
     let view = create(
         &state,
         &caller.tenant_id,
@@ -73,13 +89,30 @@ async fn generate_report(
         request.report_type,
         request.format,
         &request.scope,
+        publish_to,
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(view)))
 }
 
+/// 422 unless `client` is one of the tenant's portal clients.
+pub(super) async fn check_client(
+    shelf: &Shelves,
+    tenant: &cairn_core::ids::TenantId,
+    client: &str,
+) -> ApiResult<()> {
+    if shelf.knows(tenant, client).await? {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "publish_to_portal_client",
+            "must be one of your portal clients",
+        ))
+    }
+}
+
 /// Records a report request of `tenant` and wakes its writing job; the
-/// scope was checked.
+/// scope (and the portal client to publish to) was checked.
 pub(super) async fn create(
     state: &AppState,
     tenant: &cairn_core::ids::TenantId,
@@ -87,6 +120,7 @@ pub(super) async fn create(
     report_type: ReportType,
     format: Format,
     scope: &Scope,
+    publish_to: Option<&str>,
 ) -> ApiResult<ReportView> {
     let scope = serde_json::to_value(scope).map_err(anyhow::Error::from)?;
     let type_name = serde_json::to_value(report_type).map_err(anyhow::Error::from)?;
@@ -100,6 +134,7 @@ pub(super) async fn create(
             scope: &scope,
             title: report_type.title(),
             created_by,
+            publish_to,
         },
     )
     .await?;

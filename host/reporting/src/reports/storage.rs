@@ -13,7 +13,8 @@ use cairn_jobs::{JobContext, JobFailure};
 pub struct ReportView {
     pub id: String,
     /// `executive_summary`, `vulnerabilities`, `software_inventory`,
-    /// `version_compliance` or `device`.
+    /// `version_compliance`, `device`, `customer_review`,
+    /// `exception_register` or `evidence_pack`.
     pub report_type: String,
     /// `pdf`, `csv` or `xlsx`.
     pub format: String,
@@ -31,10 +32,17 @@ pub struct ReportView {
     pub created_by: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// The portal client whose documents the written file joins.
+    pub publish_to_portal_client: Option<String>,
+    /// The document's id among that client's files, once published.
+    pub published_document_id: Option<String>,
+    /// Why publishing failed, when it did (the report itself is written).
+    pub publish_error: Option<String>,
 }
 
 const COLUMNS: &str = "id, report_type, format, scope, title, status, error, file_name, \
-    size_bytes, row_count, created_by, created_at, finished_at";
+    size_bytes, row_count, created_by, created_at, finished_at, publish_to, published_file_id, \
+    publish_error";
 
 fn view(r: sqlx::any::AnyRow) -> sqlx::Result<ReportView> {
     Ok(ReportView {
@@ -51,6 +59,9 @@ fn view(r: sqlx::any::AnyRow) -> sqlx::Result<ReportView> {
         created_by: r.try_get("created_by")?,
         created_at: to_rfc3339(r.try_get("created_at")?),
         finished_at: r.try_get::<Option<i64>, _>("finished_at")?.map(to_rfc3339),
+        publish_to_portal_client: r.try_get("publish_to")?,
+        published_document_id: r.try_get("published_file_id")?,
+        publish_error: r.try_get("publish_error")?,
     })
 }
 
@@ -60,6 +71,8 @@ pub struct NewReport<'a> {
     pub scope: &'a serde_json::Value,
     pub title: &'a str,
     pub created_by: &'a str,
+    /// A portal client of the tenant (checked) to publish the file to.
+    pub publish_to: Option<&'a str>,
 }
 
 pub async fn create(db: &Db, tenant: &TenantId, report: NewReport<'_>) -> sqlx::Result<String> {
@@ -67,7 +80,7 @@ pub async fn create(db: &Db, tenant: &TenantId, report: NewReport<'_>) -> sqlx::
     let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO reports (id, tenant_id, report_type, format, scope, title, status, \
-         created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
+         created_by, created_at, publish_to) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9)",
     )
     .bind(&id)
     .bind(tenant.as_str())
@@ -77,9 +90,47 @@ pub async fn create(db: &Db, tenant: &TenantId, report: NewReport<'_>) -> sqlx::
     .bind(report.title)
     .bind(report.created_by)
     .bind(now_ms())
+    .bind(report.publish_to)
     .execute(&db.pool)
     .await?;
     Ok(id)
+}
+
+/// The portal client a report is published to, if any.
+pub async fn publish_to(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT publish_to FROM reports WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await?
+            .flatten(),
+    )
+}
+
+/// Records where a report was published, or why it was not.
+pub async fn published(
+    db: &Db,
+    tenant: &TenantId,
+    id: &str,
+    outcome: Result<&str, &str>,
+) -> sqlx::Result<()> {
+    let (file, error) = match outcome {
+        Ok(file) => (Some(file), None),
+        Err(error) => (None, Some(error)),
+    };
+    let _turn = db.write_turn().await;
+    sqlx::query(
+        "UPDATE reports SET published_file_id = $3, publish_error = $4 \
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(id)
+    .bind(file)
+    .bind(error)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
 }
 
 pub async fn list(
