@@ -774,6 +774,58 @@ async fn connectors_written_to_earlier_guides_load_beside_the_remediating_rmm() 
         for remediation in &descriptor.remediations {
             assert_eq!(remediation.input_schema["type"], "object");
         }
+        if descriptor.remediations.is_empty() {
+            continue;
+        }
+        // The host checks a call against the declaration before the
+        // component runs (no upstream is configured, so none is reached).
+        let connector = &plugins.connectors[0];
+        let scope = cairn_plugins::CallScope::default();
+        let config = json!({"base_url": "https://automate.example.com/cwa/api/v1"});
+        for (action, inputs, refused) in [
+            (
+                "update_package",
+                json!({"package": "Google Chrome"}),
+                "inputs.version",
+            ),
+            (
+                "update_package",
+                json!({"package": "x", "version": "1", "colour": "red"}),
+                "inputs.colour",
+            ),
+            (
+                "run_script",
+                json!({"script_id": "six"}),
+                "inputs.script_id",
+            ),
+        ] {
+            let call = cairn_plugins::RemediationCall {
+                action: action.into(),
+                device: "101".into(),
+                inputs,
+            };
+            let err = plugins
+                .remediate(connector, scope.clone(), &config, &call)
+                .await
+                .expect_err("refused");
+            assert!(
+                matches!(&err, cairn_plugins::CallError::InvalidInput { field, .. } if field == refused),
+                "{action}: {err:?}"
+            );
+        }
+        let unknown = cairn_plugins::RemediationCall {
+            action: "reboot".into(),
+            device: "101".into(),
+            inputs: json!({}),
+        };
+        let err = plugins
+            .remediate(connector, scope, &config, &unknown)
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&err, cairn_plugins::CallError::NotFound(m) if m.contains("declares no remediation reboot")),
+            "{err:?}"
+        );
     }
 }
 

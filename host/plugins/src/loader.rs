@@ -513,6 +513,7 @@ impl Plugins {
         config: &Value,
         call: &RemediationCall,
     ) -> Result<String, CallError> {
+        check_remediation(connector, call)?;
         let outbound = self.outbound(connector, &scope, config);
         let visible = Self::component_config(connector, config);
         let request = v04::wit::RemediationRequest {
@@ -858,6 +859,43 @@ fn check_csv_descriptor(descriptor: &CsvDescriptor) -> Result<(), String> {
     }
     if descriptor.header_signals.is_empty() {
         return Err("a CSV provider needs at least one header signal".into());
+    }
+    Ok(())
+}
+
+/// A remediation call the connector declared, with inputs its schema
+/// accepts; else the problem, naming the field.
+fn check_remediation(connector: &LoadedConnector, call: &RemediationCall) -> Result<(), CallError> {
+    let declared = connector
+        .descriptor
+        .remediations
+        .iter()
+        .find(|r| r.name == call.action)
+        .ok_or_else(|| {
+            CallError::NotFound(format!(
+                "connector {} declares no remediation {}",
+                connector.descriptor.id, call.action
+            ))
+        })?;
+    let validator = jsonschema::validator_for(&declared.input_schema)
+        .map_err(|e| CallError::Protocol(format!("the declared inputs schema is invalid: {e}")))?;
+    if let Some(error) = validator.iter_errors(&call.inputs).next() {
+        use jsonschema::error::ValidationErrorKind;
+        let named = match error.kind() {
+            ValidationErrorKind::Required { property } => property.as_str().map(String::from),
+            ValidationErrorKind::AdditionalProperties { unexpected } => unexpected.first().cloned(),
+            _ => serde_json::to_value(error.instance_path())
+                .ok()
+                .and_then(|p| {
+                    p.as_str()
+                        .map(|p| p.trim_start_matches('/').replace('/', "."))
+                })
+                .filter(|p| !p.is_empty()),
+        };
+        return Err(CallError::InvalidInput {
+            field: named.map_or_else(|| "inputs".into(), |f| format!("inputs.{f}")),
+            message: error.to_string(),
+        });
     }
     Ok(())
 }
