@@ -925,6 +925,18 @@ async fn a_customer_approves_its_plans_through_the_portal(backend: Backend) {
         "another client's try sent nothing"
     );
 
+    // A process that died while asking the RMM to start ACME-WS-02 left
+    // its item `starting`: whether the RMM took it is unknown, so it is
+    // never sent again.
+    let orphaned = sqlx::query(
+        "UPDATE remediation_items SET state = 'starting' WHERE plan_id = $1 AND device_name = $2",
+    )
+    .bind(&id)
+    .bind("ACME-WS-02")
+    .execute(&app.db().pool)
+    .await
+    .unwrap();
+    assert_eq!(orphaned.rows_affected(), 1);
     let decided = app
         .post(
             &decision,
@@ -951,7 +963,19 @@ async fn a_customer_approves_its_plans_through_the_portal(backend: Backend) {
         "Acme Ltd (client portal)"
     );
     assert_eq!(reported["plan"]["client_comment"], "go ahead tonight");
-    assert_eq!(rmm.schedules().len(), 5);
+    let orphan = item(&reported, "ACME-WS-02");
+    assert_eq!(orphan["state"], "failed", "{orphan}");
+    assert!(
+        orphan["reason"].as_str().unwrap().contains("not repeated"),
+        "{orphan}"
+    );
+    let computers: Vec<i64> = rmm
+        .schedules()
+        .iter()
+        .map(|s| s["ComputerId"].as_i64().unwrap())
+        .collect();
+    assert_eq!(computers.len(), 4, "{computers:?}");
+    assert!(!computers.contains(&102), "{computers:?}");
 
     // A member (not an admin) cannot change who approves.
     let analyst = app
