@@ -363,16 +363,15 @@ async fn start(
     plan: &PlanRow,
 ) -> anyhow::Result<()> {
     let max = state.settings.remediation_max_attempts.max(1);
+    // Read once: this job is the tenant's only one, so the attempts it
+    // starts are the only ones added meanwhile, and it counts them itself.
+    let mut attempts = storage::attempts(&state.db, tenant).await?;
     for item in storage::items_in(&state.db, tenant, &plan.id, "planned").await? {
         let key = ItemKey::from(&item);
-        let tried = storage::attempts(&state.db, tenant)
-            .await?
-            .get(&plan::attempt_key(
-                &item.device_name,
-                &item.application_name,
-            ))
-            .copied()
-            .unwrap_or(0);
+        let counted = attempts
+            .entry(plan::attempt_key(&item.device_name, &item.application_name))
+            .or_default();
+        let tried = *counted;
         if tried >= max {
             let to = Transition {
                 state: "skipped",
@@ -394,6 +393,7 @@ async fn start(
         if !storage::move_item(&state.db, &key, "planned", &starting).await? {
             continue;
         }
+        *counted += 1;
         let call = RemediationCall {
             action: action.clone(),
             device: device.clone(),
