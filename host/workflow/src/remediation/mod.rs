@@ -198,30 +198,56 @@ fn last_seen_of(fields: &Value) -> Option<i64> {
         })
 }
 
-/// The RMM's devices among `names`, by device key.
+/// The RMM's devices among `names`, by device key. A name finds the RMM's
+/// device of the same name ignoring case, else of the same 15-character
+/// NetBIOS form, else of the same short host name (before the first dot),
+/// as the inventory joins records to devices; every RMM device record is
+/// read once.
 async fn rmm_devices(
     state: &AppState,
     tenant: &TenantId,
     names: impl Iterator<Item = &str>,
 ) -> sqlx::Result<HashMap<String, plan::RmmDevice>> {
-    let mut devices = HashMap::new();
-    for name in names {
-        let key = cairn_inventory::tiers::device_key(name);
-        if devices.contains_key(&key) {
+    use futures::TryStreamExt;
+    let netbios = |name: &str| name.to_lowercase().chars().take(15).collect::<String>();
+    let short = |name: &str| {
+        name.to_lowercase()
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (mut exact, mut by_netbios, mut by_short) =
+        (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut records =
+        cairn_inventory::records::collections::typed_records(&state.db, tenant, "device");
+    while let Some(record) = records.try_next().await? {
+        if record.source != RMM {
             continue;
         }
-        if let Some(record) = cairn_inventory::records::collections::typed_by_device_name(
-            &state.db, tenant, RMM, "device", name,
-        )
-        .await?
-        {
-            devices.insert(
-                key,
-                plan::RmmDevice {
-                    key: record.record_key,
-                    last_seen: last_seen_of(&record.fields.0),
-                },
-            );
+        let Some(name) = record.device_name.as_deref() else {
+            continue;
+        };
+        let device = plan::RmmDevice {
+            key: record.record_key.clone(),
+            last_seen: last_seen_of(&record.fields.0),
+        };
+        by_netbios
+            .entry(netbios(name))
+            .or_insert_with(|| device.clone());
+        by_short
+            .entry(short(name))
+            .or_insert_with(|| device.clone());
+        exact.entry(name.to_lowercase()).or_insert(device);
+    }
+    let mut devices = HashMap::new();
+    for name in names {
+        let found = exact
+            .get(&name.to_lowercase())
+            .or_else(|| by_netbios.get(&netbios(name)))
+            .or_else(|| by_short.get(&short(name)));
+        if let Some(device) = found {
+            devices.insert(cairn_inventory::tiers::device_key(name), device.clone());
         }
     }
     Ok(devices)
