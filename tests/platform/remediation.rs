@@ -508,6 +508,7 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
 
     evidence_pack_matches_the_api(&app, &admin).await;
     evidence_pack_reaches_the_client_on_a_schedule(&app, &admin).await;
+    app.finish().await;
 }
 
 /// A monthly evidence pack published to a portal client: the first is
