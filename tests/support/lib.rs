@@ -399,6 +399,10 @@ impl TestApp {
             Backend::Postgres => {
                 let database = PostgresDatabase::create_migrated().await?;
                 settings.database_url = database.url.clone();
+                // Six tests run at once against one server of 100
+                // connections, each service with its job workers and its
+                // sweeps: 16 apiece (the default) left no room.
+                settings.database_max_connections = 12;
                 postgres = Some(database);
             }
             Backend::Sqlite => {
