@@ -332,6 +332,20 @@ pub struct ExceptionDecision {
     comment: String,
 }
 
+impl ExceptionDecision {
+    /// The comment, trimmed; 422 past 2,000 characters.
+    fn comment(&self) -> ApiResult<&str> {
+        let comment = self.comment.trim();
+        if comment.chars().count() > 2000 {
+            return Err(ApiError::validation(
+                "comment",
+                "must be at most 2000 characters",
+            ));
+        }
+        Ok(comment)
+    }
+}
+
 /// Approve or reject a pending exception of the client's company.
 #[utoipa::path(post, path = "/exceptions/{id}/decision", tag = "exceptions",
     params(("id" = String, Path)), request_body = ExceptionDecision,
@@ -345,12 +359,7 @@ async fn decide_exception(
     Path(id): Path<String>,
     Json(decision): Json<ExceptionDecision>,
 ) -> ApiResult<Json<PortalException>> {
-    if decision.comment.trim().chars().count() > 2000 {
-        return Err(ApiError::validation(
-            "comment",
-            "must be at most 2000 characters",
-        ));
-    }
+    let comment = decision.comment()?;
     let (company, name) = company(&state, &client)
         .await?
         .ok_or(ApiError::NotFound("exception"))?;
@@ -360,7 +369,7 @@ async fn decide_exception(
         approve: decision.approve,
         by: &by,
         user_id: None,
-        comment: decision.comment.trim(),
+        comment,
         at: now,
     };
     let row = exceptions::decide(&state.db, &company, &id, &decided).await?;
@@ -453,12 +462,7 @@ async fn decide_remediation_plan(
     Path(id): Path<String>,
     Json(decision): Json<ExceptionDecision>,
 ) -> ApiResult<Json<PortalRemediationPlan>> {
-    if decision.comment.trim().chars().count() > 2000 {
-        return Err(ApiError::validation(
-            "comment",
-            "must be at most 2000 characters",
-        ));
-    }
+    let comment = decision.comment()?;
     let (company, name) = company(&state, &client)
         .await?
         .ok_or(ApiError::NotFound("remediation plan"))?;
@@ -469,7 +473,7 @@ async fn decide_remediation_plan(
         &id,
         decision.approve,
         &by,
-        decision.comment.trim(),
+        comment,
     )
     .await?;
     Ok(Json(plan.into()))
