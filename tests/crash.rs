@@ -77,6 +77,10 @@ impl Server {
             .env("CAIRN_JOB_REAPER_INTERVAL_SECS", "1")
             .env("CAIRN_JOB_POLL_INTERVAL_MS", "100")
             .env("CAIRN_JOB_RETRY_BACKOFF_MS", "0")
+            // Six test threads, some with two processes each, share one
+            // PostgreSQL of 100 connections: each process keeps a small
+            // pool (and its bookkeeping pool half of that).
+            .env("CAIRN_DATABASE_MAX_CONNECTIONS", "6")
             .envs(settings.iter().copied())
             .stdout(Stdio::piped())
             .stderr(log_file)
@@ -1381,9 +1385,6 @@ async fn automation_acts_once_across_a_kill_and_two_processes(backend: Backend) 
         ("CAIRN_EPSS_API_URL", epss_api.as_str()),
         ("CAIRN_AUTOMATION_SWEEP_MS", "100"),
         ("CAIRN_AUTOMATION_RETRY_MS", "200"),
-        // Three processes of this test beside the other tests' on one
-        // PostgreSQL (100 connections): a few each is plenty.
-        ("CAIRN_DATABASE_MAX_CONNECTIONS", "6"),
     ];
     let spawn =
         |log: &str| Server::spawn_with(&scratch.url, &scratch.dir, &connectors, log, &settings);

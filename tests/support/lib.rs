@@ -68,6 +68,29 @@ macro_rules! backend_tests {
 
 const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+/// A direct connection to the test server, waiting (up to a minute) while
+/// the server is full: six test threads, each with a service's pools, can
+/// hold most of PostgreSQL's 100 connections for a moment, and a test must
+/// not fail for another test's moment. Pools already wait so (sqlx retries
+/// `too_many_connections` while connecting); this does the same for the
+/// harness's own connections.
+pub async fn admin_connection(url: &str) -> Result<PgConnection, sqlx::Error> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        match PgConnection::connect(url).await {
+            Err(sqlx::Error::Database(error))
+                if error.code().as_deref() == Some("53300")
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The admin URL of the PostgreSQL server the tests use, or `None` when that
 /// backend is skipped. `CAIRN_TEST_POSTGRES_URL=skip` skips it;
 /// `CAIRN_REQUIRE_POSTGRES=1` turns an unreachable server into a failure.
@@ -82,7 +105,7 @@ async fn postgres_admin_url() -> Option<String> {
         );
         return None;
     }
-    match PgConnection::connect(&url).await {
+    match admin_connection(&url).await {
         Ok(conn) => {
             let _ = conn.close().await;
             Some(url)
@@ -310,7 +333,7 @@ impl PostgresDatabase {
             true => Some(templates::postgres_template(&admin).await),
             false => None,
         };
-        let mut conn = PgConnection::connect(&admin)
+        let mut conn = admin_connection(&admin)
             .await
             .expect("connect to PostgreSQL");
         match template {
@@ -330,7 +353,7 @@ impl PostgresDatabase {
     }
 
     pub async fn drop(self) {
-        if let Ok(mut conn) = PgConnection::connect(&self.admin).await {
+        if let Ok(mut conn) = admin_connection(&self.admin).await {
             let _ = conn
                 .execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
                 .await;
@@ -401,8 +424,9 @@ impl TestApp {
                 settings.database_url = database.url.clone();
                 // Six tests run at once against one server of 100
                 // connections, each service with its job workers and its
-                // sweeps: 16 apiece (the default) left no room.
-                settings.database_max_connections = 12;
+                // sweeps: 16 apiece (the default) left no room; 10 and its
+                // bookkeeping pool's 5 keep six tests under 100.
+                settings.database_max_connections = 10;
                 postgres = Some(database);
             }
             Backend::Sqlite => {
@@ -447,7 +471,7 @@ impl TestApp {
         let Some(database) = &self.postgres else {
             return false;
         };
-        let mut conn = PgConnection::connect(&database.admin)
+        let mut conn = admin_connection(&database.admin)
             .await
             .expect("connect to PostgreSQL");
         conn.execute(

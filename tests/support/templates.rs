@@ -41,7 +41,7 @@ pub async fn postgres_template(admin_url: &str) -> &'static str {
     TEMPLATE
         .get_or_init(|| async {
             let name = format!("cairn_tpl_{}", migrations_hash("postgres"));
-            let mut admin = PgConnection::connect(admin_url)
+            let mut admin = super::admin_connection(admin_url)
                 .await
                 .expect("connect to PostgreSQL");
             if !exists(&mut admin, &name).await {

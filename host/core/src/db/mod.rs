@@ -124,7 +124,10 @@ impl Db {
             Backend::Postgres => {
                 let separator = if url.contains('?') { '&' } else { '?' };
                 let url = format!("{url}{separator}options=-c%20synchronous_commit%3Doff");
-                Self::pool(&url, backend, max_connections.clamp(1, 8)).await?
+                // Heartbeats and progress: short statements, so half the
+                // main pool (at most 8) is plenty, and a service told to
+                // keep few connections keeps few in all.
+                Self::pool(&url, backend, (max_connections / 2).clamp(2, 8)).await?
             }
         };
         Ok(Db {
@@ -228,6 +231,23 @@ impl Db {
                 .fetch_one(&self.pool)
                 .await?;
         Ok(applied > 0)
+    }
+
+    /// When this database was set up (its first migration applied), as
+    /// Unix milliseconds: the start of any "never happened since" clock
+    /// that must outlive a restart.
+    pub async fn set_up_at(&self) -> sqlx::Result<Option<i64>> {
+        let sql = match self.backend {
+            Backend::Sqlite => {
+                "SELECT CAST(strftime('%s', MIN(installed_on)) AS BIGINT) * 1000 \
+                 FROM _sqlx_migrations"
+            }
+            Backend::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM MIN(installed_on)) * 1000 AS BIGINT) \
+                 FROM _sqlx_migrations"
+            }
+        };
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await
     }
 
     /// One real round trip, for `/health`.
