@@ -54,7 +54,7 @@ async fn start(backend: Backend, smtp: &FakeSmtp) -> Option<TestApp> {
     Some(app)
 }
 
-fn psa_config(site: &str) -> Value {
+pub fn psa_config(site: &str) -> Value {
     json!({"site": site, "company_id": COMPANY, "public_key": PUBLIC_KEY,
            "private_key": PRIVATE_KEY, "client_id": CLIENT_ID})
 }
@@ -108,7 +108,7 @@ async fn deliveries(app: &TestApp, who: &Account) -> Vec<Value> {
 }
 
 /// The tickets the fake holds whose summary names the CVE.
-fn tickets_of(psa: &FakePsa, cve: &str) -> Vec<Value> {
+pub fn tickets_of(psa: &FakePsa, cve: &str) -> Vec<Value> {
     psa.data
         .lock()
         .unwrap()
@@ -119,7 +119,7 @@ fn tickets_of(psa: &FakePsa, cve: &str) -> Vec<Value> {
         .collect()
 }
 
-fn notes_of(psa: &FakePsa, ticket: &Value) -> Vec<Value> {
+pub fn notes_of(psa: &FakePsa, ticket: &Value) -> Vec<Value> {
     let id = ticket["id"].as_u64().unwrap();
     psa.data
         .lock()

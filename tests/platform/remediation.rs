@@ -9,11 +9,13 @@
 use std::time::Duration;
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_psa::{FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, ScriptOutcome};
 use cairn_tests::fake_webhooks::FakeWebhooks;
 use cairn_tests::{backend_tests, wait_until, Account, Backend, TestApp};
 use serde_json::{json, Value};
 
+use super::automation::{notes_of, psa_config, tickets_of};
 use super::partner::{act, customer};
 use super::portal::client_with_key;
 use super::reports::{download, generate, pdf_text};
@@ -160,7 +162,8 @@ async fn done(app: &TestApp, admin: &Account, id: &str) -> Value {
 async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) {
     let rmm = FakeRmm::start(fake_data()).await;
     let hooks = FakeWebhooks::start("whsec-remediation-tests-0123456789").await;
-    let dir = connectors_dir(&["connectors/rmm"], &[]);
+    let psa = FakePsa::start(PsaData::default()).await;
+    let dir = connectors_dir(&["connectors/rmm", "connectors/psa"], &[]);
     let Some((app, _nvd)) = loaded_with(backend, move |s| {
         s.connectors_dir = dir;
         s.plugin_plain_http_hosts = "127.0.0.1".into();
@@ -232,6 +235,29 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         )
         .await;
     assert_eq!(rule.status, 201, "{}", rule.text);
+    // And the PSA ticket a KEV rule opened for the CVE hears how each
+    // device's remediation ended.
+    let saved = app
+        .post("/api/v1/psa/config", &admin.bearer(), psa_config(&psa.site))
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    let rule = app
+        .post(
+            "/api/v1/automation/rules",
+            &admin.bearer(),
+            json!({"name": "KEV tickets", "trigger": {"kind": "kev_added"},
+                   "include_existing": true, "max_tickets_per_run": 100,
+                   "actions": [{"type": "ticket", "company_id": 2, "close_status_id": 5}]}),
+        )
+        .await;
+    assert_eq!(rule.status, 201, "{}", rule.text);
+    let ticket = wait_until("the CVE's ticket", LIMIT, async || {
+        match tickets_of(&psa, CVE).as_slice() {
+            [ticket] => Ok(ticket.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     // Refusals name the field and make nothing.
     for (body, field) in [
@@ -400,7 +426,7 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
             && reason.contains(&format!("still shows Google Chrome {VULNERABLE}")),
         "{reason}"
     );
-    assert!(failed["verified_at"].is_string());
+    assert!(failed["verified_at"].is_string() && failed["decided_at"].is_string());
     let open = app
         .get(
             &format!("/api/v1/vulnerabilities/cve/{CVE}/devices?status=open"),
@@ -449,6 +475,42 @@ async fn a_plan_is_approved_run_and_verified_by_the_next_sync(backend: Backend) 
         )),
         "{told:?}"
     );
+    // The ticket: one note with the four verdicts (excepted and offline
+    // devices were never tried); it stays open, ACME-WS-03 still has it.
+    let note = wait_until("the ticket's note", LIMIT, async || {
+        let texts: Vec<String> = notes_of(&psa, &ticket)
+            .iter()
+            .filter_map(|n| n["text"].as_str())
+            .filter(|t| t.starts_with("Cairn remediation"))
+            .map(String::from)
+            .collect();
+        match texts.as_slice() {
+            [] => Err("no note yet".to_string()),
+            _ => Ok(texts),
+        }
+    })
+    .await;
+    assert_eq!(note.len(), 1, "{note:?}");
+    for device in ["ACME-WS-01", "ACME-WS-02", "ACME-WS-04"] {
+        assert!(
+            note[0].contains(&format!("Google Chrome {VULNERABLE} on {device}: fixed")),
+            "{device}: {note:?}"
+        );
+    }
+    assert!(
+        note[0].contains(&format!(
+            "Google Chrome {VULNERABLE} on ACME-WS-03: remediation failed: the RMM reported success"
+        )),
+        "{note:?}"
+    );
+    assert!(!note[0].contains("ACME-WS-05") && !note[0].contains("ACME-WS-06"));
+    let closing = notes_of(&psa, &ticket).iter().any(|n| {
+        n["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("fixed or excepted")
+    });
+    assert!(!closing, "ACME-WS-03 keeps the ticket open");
 
     // A done plan is neither approved nor cancelled again.
     app.post(

@@ -43,6 +43,21 @@ pub struct Memory {
     /// What it matched after its last run, and whether it fired for each.
     pub matches: HashMap<MatchKey, bool>,
     pub tickets: HashMap<String, KeptTicket>,
+    /// The keys of what it fired on once: an event trigger's events, or
+    /// the remediation verdicts its tickets were told of.
+    pub noted: HashSet<String>,
+}
+
+/// A remediation item's verdict, as a rule's ticket for one of its CVEs is
+/// told of it.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// What is noted once: plan, device, application, version and state.
+    pub key: String,
+    pub cve_ids: Vec<String>,
+    pub device_name: String,
+    /// The verdict as a line of the note.
+    pub line: String,
 }
 
 /// A finding as the log and messages name it.
@@ -113,7 +128,7 @@ pub fn plan_events(
     events: &[Event],
     seen: &std::collections::HashSet<String>,
 ) -> Plan {
-    let Over { tenant, state } = over;
+    let Over { tenant, state, .. } = over;
     let fresh: Vec<&Event> = events.iter().filter(|e| !seen.contains(&e.key)).collect();
     let mut out = Plan {
         seen_until: state.seen_until,
@@ -208,6 +223,8 @@ pub fn period(every: DigestEvery, now: i64) -> String {
 pub struct Over<'a> {
     pub tenant: &'a str,
     pub state: &'a RunState,
+    /// The tenant's recent remediation verdicts (for a rule with tickets).
+    pub verdicts: &'a [Verdict],
 }
 
 /// Decides one run of `rule` over `over.tenant`'s open findings at `now`.
@@ -221,7 +238,11 @@ pub fn plan(
     now: i64,
 ) -> Plan {
     let input = &rule.input;
-    let Over { tenant, state } = over;
+    let Over {
+        tenant,
+        state,
+        verdicts,
+    } = over;
     let first_run = state.version.is_none();
     let since = state.seen_until.unwrap_or(i64::MAX);
     let mut out = Plan {
@@ -334,6 +355,11 @@ pub fn plan(
                 tickets_after.insert(cve.clone(), (kept.devices.clone(), false));
             }
         }
+        // Before the closings: a ticket closed by this run's fixes tells
+        // how they were made first.
+        let (notes, noted) = verdict_notes(action, tenant, memory, verdicts);
+        ticket_deliveries.splice(0..0, notes);
+        out.events_after = Some(noted);
     }
     if opens > input.max_tickets_per_run as usize {
         out.stopped = Some(format!(
@@ -341,8 +367,9 @@ pub fn plan(
              opened or sent. Raise max_tickets_per_run or narrow the conditions",
             input.max_tickets_per_run
         ));
-        // Nothing is remembered either: the same findings fire once the
-        // limit allows.
+        // Nothing is remembered either: the same findings fire (and the
+        // same verdicts are noted) once the limit allows.
+        out.events_after = None;
         out.fired = fired_now.iter().map(|f| Named::of(f)).collect();
         out.matches_after = memory
             .matches
@@ -462,6 +489,53 @@ fn ticket_note(
         target: cve.into(),
         payload,
     }
+}
+
+/// A note on each ticket the rule kept open for a verdict's CVE and device
+/// that it was not told of yet; answers the notes and the verdicts told
+/// of, before or now (a verdict no longer recent is forgotten, and is not
+/// among `verdicts` again either).
+fn verdict_notes(
+    action: &Action,
+    tenant: &str,
+    memory: &Memory,
+    verdicts: &[Verdict],
+) -> (Vec<Planned>, Vec<String>) {
+    let mut lines: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut noted = vec![];
+    for verdict in verdicts {
+        if memory.noted.contains(&verdict.key) {
+            noted.push(verdict.key.clone());
+            continue;
+        }
+        let mut told = false;
+        for cve in &verdict.cve_ids {
+            let Some(kept) = memory.tickets.get(cve) else {
+                continue;
+            };
+            if kept.open && kept.devices.contains(&verdict.device_name) {
+                lines.entry(cve).or_default().push(&verdict.line);
+                told = true;
+            }
+        }
+        if told {
+            noted.push(verdict.key.clone());
+        }
+    }
+    let notes = lines
+        .into_iter()
+        .map(|(cve, lines)| {
+            let mut payload = ticket_fields(action, tenant);
+            payload["cve_id"] = json!(cve);
+            payload["text"] = json!(format!("Cairn remediation:\n{}", lines.join("\n")));
+            Planned {
+                action: "ticket_update".into(),
+                target: cve.into(),
+                payload,
+            }
+        })
+        .collect();
+    (notes, noted)
 }
 
 fn ticket_close(action: &Action, tenant: &str, cve: &str, devices: &BTreeSet<String>) -> Planned {
@@ -681,6 +755,7 @@ mod tests {
         Memory {
             matches: HashMap::new(),
             tickets: HashMap::new(),
+            noted: HashSet::new(),
         }
     }
 
@@ -702,6 +777,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            noted: plan.events_after.iter().flatten().cloned().collect(),
         }
     }
 
@@ -719,6 +795,7 @@ mod tests {
         Over {
             tenant: "t1",
             state,
+            verdicts: &[],
         }
     }
 
@@ -944,6 +1021,62 @@ mod tests {
         assert_eq!(period(DigestEvery::Weekly, NOW), "2027-W02");
     }
 
+    fn verdict(device: &str, state: &str) -> Verdict {
+        Verdict {
+            key: format!("p1:{device}:Chrome:118.0:{state}"),
+            cve_ids: vec![CVE.into()],
+            device_name: device.into(),
+            line: format!("{device}: {state}"),
+        }
+    }
+
+    #[test]
+    fn remediation_verdicts_are_noted_once_on_the_cves_open_ticket() {
+        let rule = rule(Trigger::KevAdded, vec![ticket()], true);
+        let both = [
+            finding("WEB01", CVE, true, NOW),
+            finding("LAPTOP-9", CVE, true, NOW),
+        ];
+        let web = &both[..1];
+        let plan1 = plan(&rule, over(&never()), &both, &empty(), ALL, NOW);
+        assert_eq!(actions(&plan1), [("ticket_create", CVE)]);
+        let state = ran(&never(), &plan1);
+        // WEB01's update failed, LAPTOP-9's worked (its finding is gone);
+        // a device the ticket does not cover is not its business.
+        let verdicts = [
+            verdict("WEB01", "remediation_failed"),
+            verdict("LAPTOP-9", "fixed"),
+            verdict("PC-77", "fixed"),
+        ];
+        let with = |state| Over {
+            tenant: "t1",
+            state,
+            verdicts: &verdicts,
+        };
+        let plan2 = plan(&rule, with(&state), web, &after(&plan1), ALL, NOW);
+        assert_eq!(actions(&plan2), [("ticket_update", CVE)]);
+        let text = plan2.deliveries[0].payload["text"].as_str().unwrap();
+        assert!(text.contains("WEB01: remediation_failed"), "{text}");
+        assert!(text.contains("LAPTOP-9: fixed"), "{text}");
+        assert!(!text.contains("PC-77"), "{text}");
+        // Told once.
+        let state = ran(&state, &plan2);
+        let plan3 = plan(&rule, with(&state), web, &after(&plan2), ALL, NOW);
+        assert!(plan3.deliveries.is_empty(), "{:?}", actions(&plan3));
+        // WEB01 fixed at last: the note comes before the closing.
+        let verdicts = [verdict("WEB01", "fixed")];
+        let over = Over {
+            tenant: "t1",
+            state: &ran(&state, &plan3),
+            verdicts: &verdicts,
+        };
+        let plan4 = plan(&rule, over, &[], &after(&plan3), ALL, NOW);
+        assert_eq!(
+            actions(&plan4),
+            [("ticket_update", CVE), ("ticket_close", CVE)]
+        );
+    }
+
     #[test]
     fn a_partners_ticket_goes_to_each_customers_company() {
         let mut rule = rule(Trigger::KevAdded, vec![ticket()], true);
@@ -962,6 +1095,7 @@ mod tests {
             let over = Over {
                 tenant,
                 state: &never(),
+                verdicts: &[],
             };
             let plan = plan(&rule, over, &open, &empty(), ALL, NOW);
             assert_eq!(

@@ -38,7 +38,7 @@ pub mod rules;
 pub mod storage;
 pub mod subscriptions;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -48,7 +48,7 @@ use cairn_core::ids::TenantId;
 use cairn_jobs::{JobContext, JobFailure, Registry};
 use cairn_platform::app::AppState;
 use evaluate::{Memory, Plan};
-use rules::StoredRule;
+use rules::{Action, StoredRule};
 
 /// The job that runs a tenant's rules and sends its due deliveries.
 pub const AUTOMATION_KIND: &str = "automation";
@@ -118,12 +118,26 @@ async fn sweep(state: &AppState) -> anyhow::Result<()> {
     }
     let known = storage::tenant_stamps(&state.db).await?;
     let stamps = cairn_vulnerabilities::findings::posture::stamps(&state.db, &tenants).await?;
+    // A remediation verdict is news for tickets and triggers although the
+    // findings it follows from were written (and evaluated) before it.
+    let verdicts: HashMap<String, i64> =
+        crate::remediation::latest_verdicts(&state.db, now - RECHECK_MS)
+            .await?
+            .into_iter()
+            .collect();
     for tenant in tenants {
+        let verdict_after = |evaluated: i64| {
+            verdicts
+                .get(tenant.as_str())
+                .is_some_and(|decided| *decided >= evaluated)
+        };
         let needed = due.contains(tenant.as_str())
             || match known.get(tenant.as_str()) {
                 None => true,
                 Some((writes, reference, at)) => {
-                    (*writes, *reference) != stamps.of(&tenant) || now - at >= RECHECK_MS
+                    (*writes, *reference) != stamps.of(&tenant)
+                        || now - at >= RECHECK_MS
+                        || verdict_after(*at)
                 }
             };
         if needed {
@@ -343,7 +357,7 @@ async fn events(
         }
         Trigger::RemediationFailed => {
             let since = now - EVENTS_LOOKED_BACK_MS;
-            crate::remediation::storage::failed_since(&state.db, tenant, since, 500)
+            crate::remediation::decided_since(&state.db, tenant, false, since, 500)
                 .await?
                 .into_iter()
                 .map(|i| {
@@ -396,6 +410,49 @@ async fn events(
     })
 }
 
+/// The tenant's remediation verdicts of the last week, as a ticket's note
+/// tells them.
+async fn verdicts(
+    state: &AppState,
+    tenant: &TenantId,
+    now: i64,
+) -> anyhow::Result<Vec<evaluate::Verdict>> {
+    let since = now - EVENTS_LOOKED_BACK_MS;
+    let items = crate::remediation::decided_since(&state.db, tenant, true, since, 500).await?;
+    Ok(items
+        .into_iter()
+        .map(|i| {
+            let what = format!("{} {} on {}", i.application_name, i.version, i.device_name);
+            let line =
+                match i.state.as_str() {
+                    "fixed" => format!(
+                    "- {what}: fixed; the inventory synced at {} shows {} no longer vulnerable{}.",
+                    i.verified_at.map(cairn_core::db::to_rfc3339).unwrap_or_default(),
+                    i.application_name,
+                    i.target_version
+                        .as_deref()
+                        .map(|t| format!(" (updated toward {t})"))
+                        .unwrap_or_default()
+                ),
+                    _ => format!(
+                        "- {what}: {}: {}",
+                        i.state.replace('_', " "),
+                        i.reason.as_deref().unwrap_or("no reason given")
+                    ),
+                };
+            evaluate::Verdict {
+                key: format!(
+                    "verdict:{}:{}:{}:{}:{}",
+                    i.plan_id, i.device_name, i.application_name, i.version, i.state
+                ),
+                cve_ids: i.cves(),
+                device_name: i.device_name,
+                line,
+            }
+        })
+        .collect())
+}
+
 /// A rule's plan over `tenant`: its device query answered, then
 /// [`evaluate::plan`]; for an event trigger, its events, then
 /// [`evaluate::plan_events`].
@@ -410,16 +467,26 @@ async fn plan_rule(
     let tenant = over.tenant;
     if rule.input.trigger.is_event() {
         let events = events(state, &over, &rule.input.trigger, now).await?;
-        let seen = storage::seen(&state.db, tenant, &rule.id).await?;
         let over = evaluate::Over {
             tenant: tenant.as_str(),
             state: over.run,
+            verdicts: &[],
         };
-        return Ok(evaluate::plan_events(rule, over, &events, &seen));
+        return Ok(evaluate::plan_events(rule, over, &events, &memory.noted));
     }
+    let verdicts = match rule
+        .input
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::Ticket { .. }))
+    {
+        true => verdicts(state, tenant, now).await?,
+        false => vec![],
+    };
     let over = evaluate::Over {
         tenant: tenant.as_str(),
         state: over.run,
+        verdicts: &verdicts,
     };
     let devices: Option<HashSet<String>> = match &rule.input.conditions.devices {
         None => None,

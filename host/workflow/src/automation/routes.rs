@@ -420,6 +420,7 @@ async fn dry_run_automation_draft(
     let memory = Memory {
         matches: Default::default(),
         tickets: Default::default(),
+        noted: Default::default(),
     };
     let mut runs = vec![];
     for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {

@@ -62,11 +62,17 @@ pub async fn memory(db: &Db, tenant: &TenantId, rule_id: &str) -> sqlx::Result<M
             ))
         })
         .collect::<sqlx::Result<HashMap<_, _>>>()?;
-    Ok(Memory { matches, tickets })
+    let noted = seen(db, tenant, rule_id).await?;
+    Ok(Memory {
+        matches,
+        tickets,
+        noted,
+    })
 }
 
-/// The events an event trigger's rule has seen over `tenant`.
-pub async fn seen(
+/// The events an event trigger's rule has seen over `tenant` (for a rule
+/// with tickets, the remediation verdicts its tickets were told of).
+async fn seen(
     db: &Db,
     tenant: &TenantId,
     rule_id: &str,

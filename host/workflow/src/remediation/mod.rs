@@ -91,6 +91,8 @@ async fn sweep(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub use storage::{decided_since, latest_verdicts};
+
 /// Queues the tenant's remediation job now.
 pub async fn run_soon(state: &AppState, tenant: &TenantId) -> sqlx::Result<()> {
     cairn_jobs::enqueue_unless_live(&state.db, tenant, REMEDIATION_KIND, &json!({})).await?;
@@ -334,6 +336,7 @@ async fn run_tenant(state: &AppState, tenant: &TenantId) -> anyhow::Result<()> {
                     ),
                     ..Transition::default()
                 },
+                state.clock.now_ms(),
             )
             .await?;
         }
@@ -350,6 +353,7 @@ async fn run_tenant(state: &AppState, tenant: &TenantId) -> anyhow::Result<()> {
                             reason: Some("rmm is no longer configured for this tenant".into()),
                             ..Transition::default()
                         },
+                        state.clock.now_ms(),
                     )
                     .await?;
                 }
@@ -404,7 +408,7 @@ async fn start(
                 reason: Some(plan::attempts_spent(tried, max)),
                 ..Transition::default()
             };
-            storage::move_item(&state.db, &key, "planned", &to).await?;
+            storage::move_item(&state.db, &key, "planned", &to, state.clock.now_ms()).await?;
             continue;
         }
         let (Some(action), Some(device)) = (&item.action, &item.device_key) else {
@@ -416,7 +420,7 @@ async fn start(
             started_at: Some(now),
             ..Transition::default()
         };
-        if !storage::move_item(&state.db, &key, "planned", &starting).await? {
+        if !storage::move_item(&state.db, &key, "planned", &starting, now).await? {
             continue;
         }
         *counted += 1;
@@ -445,7 +449,7 @@ async fn start(
                 ..Transition::default()
             },
         };
-        storage::move_item(&state.db, &key, "starting", &to).await?;
+        storage::move_item(&state.db, &key, "starting", &to, state.clock.now_ms()).await?;
     }
     Ok(())
 }
@@ -497,7 +501,7 @@ async fn follow(
             ..Transition::default()
         },
     };
-    storage::move_item(&state.db, &ItemKey::from(item), from, &to).await?;
+    storage::move_item(&state.db, &ItemKey::from(item), from, &to, now).await?;
     Ok(())
 }
 
@@ -566,7 +570,15 @@ async fn verify(state: &AppState, tenant: &TenantId, plan: &PlanRow) -> anyhow::
                 ..Transition::default()
             }
         };
-        storage::move_item(&state.db, &ItemKey::from(&item), "awaiting_inventory", &to).await?;
+        let now = state.clock.now_ms();
+        storage::move_item(
+            &state.db,
+            &ItemKey::from(&item),
+            "awaiting_inventory",
+            &to,
+            now,
+        )
+        .await?;
     }
     Ok(())
 }

@@ -204,6 +204,8 @@ pub struct ItemView {
     /// When the inventory that decided `fixed` or `remediation_failed`
     /// was synced.
     pub verified_at: Option<String>,
+    /// When it reached `fixed`, `remediation_failed` or `failed`.
+    pub decided_at: Option<String>,
 }
 
 impl From<ItemRow> for ItemView {
@@ -221,6 +223,7 @@ impl From<ItemRow> for ItemView {
             started_at: row.started_at.map(to_rfc3339),
             reported_at: row.reported_at.map(to_rfc3339),
             verified_at: row.verified_at.map(to_rfc3339),
+            decided_at: row.decided_at.map(to_rfc3339),
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct ItemRow {
     pub started_at: Option<i64>,
     pub reported_at: Option<i64>,
     pub verified_at: Option<i64>,
+    /// When it reached its verdict (`fixed`, `failed`,
+    /// `remediation_failed`).
+    pub decided_at: Option<i64>,
 }
 
 impl ItemRow {
@@ -53,6 +56,9 @@ impl ItemRow {
         serde_json::from_str(&self.cve_ids).unwrap_or_default()
     }
 }
+
+/// An item's final states, which a later inventory or the RMM decided.
+pub const VERDICTS: &[&str] = &["fixed", "failed", "remediation_failed"];
 
 /// States in which an item is still under way.
 pub const UNDER_WAY: &[&str] = &["starting", "pending", "running", "awaiting_inventory"];
@@ -62,7 +68,7 @@ const PLAN_COLUMNS: &str = "id, tenant_id, cve_id, devices, connector_id, status
      client_comment";
 const ITEM_COLUMNS: &str = "plan_id, device_name, application_name, version, cve_ids, \
      target_version, action, inputs, device_key, state, reason, upstream_handle, \
-     upstream_report, started_at, reported_at, verified_at";
+     upstream_report, started_at, reported_at, verified_at, decided_at";
 
 /// What a new plan is about.
 pub struct NewPlan<'a> {
@@ -359,12 +365,15 @@ pub async fn move_item(
     key: &ItemKey<'_>,
     from: &str,
     to: &Transition<'_>,
+    now: i64,
 ) -> sqlx::Result<bool> {
+    let decided = VERDICTS.contains(&to.state).then_some(now);
     Ok(sqlx::query(&format!(
         "UPDATE remediation_items SET state = $6, \
          reason = COALESCE($7, reason), upstream_handle = COALESCE($8, upstream_handle), \
          upstream_report = COALESCE($9, upstream_report), started_at = COALESCE($10, started_at), \
-         reported_at = COALESCE($11, reported_at), verified_at = COALESCE($12, verified_at) \
+         reported_at = COALESCE($11, reported_at), verified_at = COALESCE($12, verified_at), \
+         decided_at = COALESCE($13, decided_at) \
          WHERE {ITEM_KEY} AND state = $5"
     ))
     .bind(key.plan_id)
@@ -379,6 +388,7 @@ pub async fn move_item(
     .bind(to.started_at)
     .bind(to.reported_at)
     .bind(to.verified_at)
+    .bind(decided)
     .execute(&db.pool)
     .await?
     .rows_affected()
@@ -416,23 +426,37 @@ pub async fn items_in(
     .await
 }
 
-/// Items that failed (the RMM said so, or the next inventory disproved its
-/// success) at or after `since`, newest first: automation's events.
-pub async fn failed_since(
+/// Items that reached a verdict at or after `since`, newest first, the
+/// failed ones only unless `fixed_too`: automation's events and its
+/// tickets' notes.
+pub async fn decided_since(
     db: &Db,
     tenant: &TenantId,
+    fixed_too: bool,
     since: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<ItemRow>> {
     sqlx::query_as(&format!(
         "SELECT {ITEM_COLUMNS} FROM remediation_items \
-         WHERE tenant_id = $1 AND state IN ('failed', 'remediation_failed') \
-         AND COALESCE(verified_at, reported_at, started_at, 0) >= $2 \
-         ORDER BY COALESCE(verified_at, reported_at, started_at, 0) DESC LIMIT $3"
+         WHERE tenant_id = $1 AND decided_at >= $2 \
+         AND (state IN ('failed', 'remediation_failed') OR ($4 = 1 AND state = 'fixed')) \
+         ORDER BY decided_at DESC LIMIT $3"
     ))
     .bind(tenant.as_str())
     .bind(since)
     .bind(limit)
+    .bind(i64::from(fixed_too))
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// Each tenant's latest verdict at or after `since`.
+pub async fn latest_verdicts(db: &Db, since: i64) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT tenant_id, MAX(decided_at) FROM remediation_items \
+         WHERE decided_at >= $1 GROUP BY tenant_id",
+    )
+    .bind(since)
     .fetch_all(&db.pool)
     .await
 }
