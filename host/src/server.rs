@@ -38,12 +38,15 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     let state = AppState::new(settings).await?;
     let areas = assemble(&state, crate::areas::AREAS, jobs)?;
     seed_default_tenant(&state).await?;
-    let (router, _) = crate::http::router(&state, areas.routes);
+    let (router, documents) = crate::http::router(&state, areas.routes);
+    let spellings = documents.either_spelling();
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
     let app = tower::Layer::layer(
-        &tower::util::MapRequestLayer::new(cairn_core::http::middleware::without_encoded_nul),
+        &tower::util::MapRequestLayer::new(move |request| {
+            spellings.route(cairn_core::http::middleware::without_encoded_nul(request))
+        }),
         router,
     );
     let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<

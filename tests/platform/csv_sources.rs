@@ -547,6 +547,65 @@ async fn bad_uploads_are_refused_with_a_reason(backend: Backend) {
         assert_eq!(resp.body["field"], check, "{name}: {}", resp.text);
     }
 
+    // A refusal decided before the body is read (the file's name, the
+    // source, the token) is answered once the body is in: a client that
+    // sends it all before reading (Node's fetch, reqwest) gets the typed
+    // answer, not a broken pipe. Larger than the sockets' buffers.
+    let big = vec![b'a'; 20 * 1024 * 1024];
+    let cases = [
+        (
+            "/api/v1/inventory/upload",
+            admin.access_token.as_str(),
+            "x.pdf",
+            400,
+            "upload_rejected",
+        ),
+        (
+            "/api/v1/csv-sources/software-inventory/upload",
+            admin.access_token.as_str(),
+            "x.pdf",
+            400,
+            "upload_rejected",
+        ),
+        (
+            "/api/v1/csv-sources/no-such-source/upload",
+            admin.access_token.as_str(),
+            "x.csv",
+            404,
+            "not_found",
+        ),
+        (
+            "/api/v1/inventory/upload",
+            "not-a-token",
+            "x.csv",
+            401,
+            "not_authenticated",
+        ),
+        (
+            "/api/v1/csv-sources/software-inventory/upload",
+            "not-a-token",
+            "x.csv",
+            401,
+            "not_authenticated",
+        ),
+    ];
+    for (path, token, name, status, kind) in cases {
+        for attempt in 0..3 {
+            let part = reqwest::multipart::Part::bytes(big.clone()).file_name(name);
+            let sent = app
+                .http
+                .post(format!("{}{path}", app.url))
+                .bearer_auth(token)
+                .multipart(reqwest::multipart::Form::new().part("file", part))
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("{path} {name} #{attempt}: {e:?}"));
+            assert_eq!(sent.status().as_u16(), status, "{path} {name}");
+            let body: Value = sent.json().await.expect("a JSON answer");
+            assert_eq!(body["type"], kind, "{path} {name}: {body}");
+        }
+    }
+
     // Accepted, then failed by the parse with the reason.
     let no_header = "Name,Size\nreport.docx,12\n";
     let one_line = vec![b'x'; 50 * 1024 * 1024];

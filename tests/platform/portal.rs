@@ -522,6 +522,19 @@ async fn uploads_are_validated_and_downloads_are_signed(backend: Backend) {
         assert_eq!(resp.body["type"], "upload_rejected", "{name}");
         assert_eq!(resp.body["field"], check, "{name}: {}", resp.text);
     }
+    // Refused before the body is read (its name, the key), the answer
+    // still comes after the body: larger than the sockets' buffers.
+    let bad_key = Auth::Bearer("chp_live_not-a-key".into());
+    for (key, name, status, kind) in [
+        (&key, "tool.exe", 400, "upload_rejected"),
+        (&bad_key, "report.pdf", 401, "not_authenticated"),
+    ] {
+        for _ in 0..3 {
+            let resp = upload(&app, key, name, vec![b'a'; 20 * 1024 * 1024]).await;
+            assert_eq!(resp.status, status, "{name}: {}", resp.text);
+            assert_eq!(resp.body["type"], kind, "{name}: {}", resp.text);
+        }
+    }
     let hostile = upload(&app, &key, "../../etc/pa\tsswd.txt", b"hello".to_vec()).await;
     assert_eq!(hostile.status, 201, "{}", hostile.text);
     assert_eq!(hostile.body["name"], "passwd.txt");

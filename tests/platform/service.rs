@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use cairn_tests::{backend_tests, Auth, Backend, TestApp};
+use cairn_tests::{backend_tests, wait_until, Auth, Backend, TestApp};
+
+const LIMIT: Duration = Duration::from_secs(30);
 use serde_json::{json, Value};
 
 backend_tests!(
@@ -440,6 +442,27 @@ async fn metrics_by_route_and_address(backend: Backend) {
     assert!(metrics
         .text
         .contains("http_request_duration_seconds_bucket"));
+    // No CVE source has loaded here, yet each has its age (since the
+    // database was set up), so "CVE data too old" can alert on a service
+    // that never loaded any.
+    let ages = wait_until("the CVE source ages", LIMIT, async || {
+        let metrics = app.get("/metrics", &Auth::None).await;
+        let ages: Vec<(String, f64)> = metrics
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("cairn_cve_source_age_seconds{"))
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(labels, value)| (labels.to_string(), value.parse().unwrap()))
+            .collect();
+        match ages.len() {
+            3 => Ok(ages),
+            _ => Err(metrics.text),
+        }
+    })
+    .await;
+    for (source, age) in ages {
+        assert!((0.0..3600.0).contains(&age), "{source}: {age}");
+    }
     app.finish().await;
 
     let Some(closed) =
@@ -552,6 +575,43 @@ async fn every_route_answers_callers_as_its_document_says(backend: Backend) {
             wrong.push(format!(
                 "{method} {path} as a member: {} {}",
                 signed_in.status, signed_in.text
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // Either spelling of a documented path, with the trailing slash or
+    // without, reaches its route: the same status and the same words.
+    let portal = app.get("/api/openapi.json", &Auth::None).await.body;
+    let mut reads: Vec<(String, Auth)> = operations
+        .iter()
+        .filter(|(method, path, _)| method == "GET" && !path.contains(unknown))
+        .map(|(_, path, _)| (path.clone(), member.bearer()))
+        .collect();
+    reads.extend(
+        portal["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|path| !path.contains('{') && path.ends_with('s'))
+            .map(|path| (path.clone(), Auth::None)),
+    );
+    assert!(
+        reads.iter().filter(|(path, _)| path.ends_with('/')).count() >= 8,
+        "the collection paths the spec spells with a slash"
+    );
+    for (path, auth) in &reads {
+        let other = match path.strip_suffix('/') {
+            Some(without) => without.to_string(),
+            None => format!("{path}/"),
+        };
+        let (canonical, respelled) = (app.get(path, auth).await, app.get(&other, auth).await);
+        if (canonical.status, &canonical.body["detail"])
+            != (respelled.status, &respelled.body["detail"])
+        {
+            wrong.push(format!(
+                "GET {path}: {} but {other}: {} {}",
+                canonical.status, respelled.status, respelled.text
             ));
         }
     }

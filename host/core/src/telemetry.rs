@@ -88,7 +88,7 @@ pub fn describe() {
     describe_counter!(PLUGIN_CALLS, "Calls into components, by plugin, operation and outcome (ok, error, timeout, trap, memory).");
     describe_counter!(OUTBOUND_REQUESTS, "Outbound HTTP requests through the one outbound path, by caller and status class (failed: no answer).");
     describe_counter!(OUTBOUND_THROTTLED, "Upstream answers asking to wait (429, 503) that the outbound path waited out, by caller and status.");
-    describe_gauge!(CVE_SOURCE_AGE, Unit::Seconds, "Seconds since each CVE source (nvd, kev, epss) last loaded successfully; absent until it has.");
+    describe_gauge!(CVE_SOURCE_AGE, Unit::Seconds, "Seconds since each CVE source (nvd, kev, epss) last loaded successfully, or, if it never has, since the database was set up.");
     describe_gauge!(CVE_SOURCE_RECORDS, "Records each CVE source holds.");
     describe_gauge!(
         CVE_SOURCE_FAILING,

@@ -34,6 +34,20 @@ use cairn_platform::http::{metrics, rate_limit};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The largest upload any route takes, with room for its form's other
+/// parts; a refused upload is read up to that before its answer.
+fn read_before_answering(
+    settings: &cairn_core::settings::Settings,
+) -> middleware::ReadBeforeAnswering {
+    let largest_mb = settings
+        .csv_max_upload_mb
+        .max(settings.portal_max_upload_mb);
+    middleware::ReadBeforeAnswering {
+        max_bytes: (largest_mb + 1) * 1024 * 1024,
+        max_wait: std::time::Duration::from_secs(60),
+    }
+}
+
 /// Every route of the service, and the OpenAPI documents describing them:
 /// `areas` (the areas' routes, `cairn_platform::area::assemble`) under
 /// the default rate limit, the service's own, the portal API and the
@@ -101,6 +115,10 @@ pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Docu
         .layer(from_fn(metrics::track))
         .layer(from_fn(middleware::internal_errors))
         .layer(from_fn(middleware::log_requests))
+        .layer(from_fn_with_state(
+            read_before_answering(&state.settings),
+            middleware::read_before_answering,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
@@ -148,6 +166,18 @@ impl Documents {
             api: openapi::finish(&api, &searches),
             portal: openapi::finish(&portal, &[]),
         }
+    }
+}
+
+impl Documents {
+    /// Every documented path of both APIs, answered with or without its
+    /// trailing slash.
+    pub fn either_spelling(&self) -> middleware::EitherSpelling {
+        let paths = [&self.api, &self.portal]
+            .into_iter()
+            .filter_map(|doc| doc["paths"].as_object())
+            .flat_map(|paths| paths.keys().map(String::as_str));
+        middleware::EitherSpelling::new(paths)
     }
 }
 

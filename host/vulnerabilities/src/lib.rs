@@ -59,6 +59,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
     Ok(area
         .jobs(jobs(&state.settings)?)
         .schedule(scan_sweep(state.db.clone()))
+        .schedule(reference::sources::gauges(state.db.clone()))
         .schedule_if(state.settings.vuln_schedule, || {
             reference::sources::schedule(state.db.clone(), state.settings.clone())
         }))

@@ -93,3 +93,131 @@ pub fn without_encoded_nul(mut request: Request) -> Request {
     }
     request
 }
+
+/// The documented paths without parameters (`/api/v1/tags/`,
+/// `/api/v1/jobs`): a request for one of them spelled with the trailing
+/// slash added or left off is routed to it, so both spellings answer
+/// alike. It wraps the whole router, since routing reads the path.
+#[derive(Debug, Clone, Default)]
+pub struct EitherSpelling(std::sync::Arc<std::collections::HashSet<String>>);
+
+impl EitherSpelling {
+    pub fn new<'a>(documented: impl IntoIterator<Item = &'a str>) -> EitherSpelling {
+        EitherSpelling(std::sync::Arc::new(
+            documented
+                .into_iter()
+                .filter(|path| !path.contains('{') && *path != "/")
+                .map(String::from)
+                .collect(),
+        ))
+    }
+
+    pub fn route(&self, mut request: Request) -> Request {
+        let path = request.uri().path();
+        if self.0.contains(path) {
+            return request;
+        }
+        let other = match path.strip_suffix('/') {
+            Some(without) => without.to_string(),
+            None => format!("{path}/"),
+        };
+        if !self.0.contains(&other) {
+            return request;
+        }
+        let path_and_query = match request.uri().query() {
+            Some(query) => format!("{other}?{query}"),
+            None => other,
+        };
+        let mut parts = request.uri().clone().into_parts();
+        if let Ok(routed) = path_and_query.parse() {
+            parts.path_and_query = Some(routed);
+            if let Ok(routed) = axum::http::Uri::from_parts(parts) {
+                *request.uri_mut() = routed;
+            }
+        }
+        request
+    }
+}
+
+/// How much of a request's body is still read after its answer is
+/// decided: see [`read_before_answering`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReadBeforeAnswering {
+    /// Beyond this many bytes the rest is not read and the connection
+    /// closes after the answer (the largest upload allowed, and some).
+    pub max_bytes: u64,
+    /// A client that sends slower than this is not waited for.
+    pub max_wait: std::time::Duration,
+}
+
+/// Reads what is left of a request's body before answering: a refusal
+/// decided before the body was read (a bad token, an unknown source, a
+/// wrong file extension, a file over the size limit) would otherwise be
+/// answered while the client is still sending, and the server's closing
+/// of the connection reaches the client as a broken pipe instead of the
+/// answer. HTTP clients (Node's fetch among them) read no answer before
+/// their request is sent.
+pub async fn read_before_answering(
+    axum::extract::State(limits): axum::extract::State<ReadBeforeAnswering>,
+    request: Request,
+    next: Next,
+) -> Response {
+    use futures::StreamExt;
+    use std::sync::Arc;
+    let has_body = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v != "0")
+        || request
+            .headers()
+            .contains_key(axum::http::header::TRANSFER_ENCODING);
+    if !has_body {
+        return next.run(request).await;
+    }
+    // A client that waits for `100 Continue` has sent nothing until the
+    // body is first read: if the handler never read it, the answer goes
+    // out as is and the body is never sent.
+    let waits_to_send = request
+        .headers()
+        .get(axum::http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    // The handler reads through `shared`; what it leaves is read here.
+    let (parts, body) = request.into_parts();
+    let shared = Arc::new(tokio::sync::Mutex::new((body.into_data_stream(), false)));
+    let handed = futures::stream::unfold(shared.clone(), |shared| async move {
+        let chunk = {
+            let mut body = shared.lock().await;
+            body.1 = true;
+            body.0.next().await
+        };
+        chunk.map(|chunk| (chunk, shared))
+    });
+    let request = Request::from_parts(parts, axum::body::Body::from_stream(handed));
+    let mut response = next.run(request).await;
+    let mut body = shared.lock().await;
+    let (rest, read_from) = &mut *body;
+    if waits_to_send && !*read_from {
+        return response;
+    }
+    let read_all = tokio::time::timeout(limits.max_wait, async {
+        let mut read = 0u64;
+        while let Some(chunk) = rest.next().await {
+            let Ok(chunk) = chunk else { return false };
+            read += chunk.len() as u64;
+            if read > limits.max_bytes {
+                return false;
+            }
+        }
+        true
+    })
+    .await
+    .unwrap_or(false);
+    if !read_all {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}

@@ -672,6 +672,10 @@ impl JobHandler for SourceHandler {
 pub async fn record_gauges(db: &Db) {
     use cairn_core::telemetry;
     let now = cairn_core::db::now_ms();
+    // A source that never loaded is as old as the database: the age series
+    // exists from the start, so "CVE data too old" also alerts on a
+    // service that never loaded any.
+    let set_up_at = db.set_up_at().await.ok().flatten();
     for source in SOURCES {
         // Only the source's own table: the match rows and CPE dictionary
         // are far larger and not needed here.
@@ -695,7 +699,7 @@ pub async fn record_gauges(db: &Db) {
                 .flatten()
                 .map(|s| s.updated_at),
         };
-        if let Some(at) = last_success {
+        if let Some(at) = last_success.or(set_up_at) {
             metrics::gauge!(telemetry::CVE_SOURCE_AGE, "source" => source)
                 .set(((now - at).max(0) / 1000) as f64);
         }
@@ -734,8 +738,21 @@ pub async fn enqueue_due(db: &Db, settings: &Settings) -> sqlx::Result<()> {
             cairn_jobs::enqueue(db, &reference_tenant(), &job_kind(source), &json!({})).await?;
         }
     }
-    record_gauges(db).await;
     Ok(())
+}
+
+/// The CVE sources' gauges, at start and every minute, in every process
+/// (each answers its own `/metrics`), whether or not the service loads the
+/// sources itself.
+pub fn gauges(db: Db) -> Schedule {
+    Schedule::every("CVE source gauges", Duration::from_secs(60), move || {
+        let db = db.clone();
+        async move {
+            record_gauges(&db).await;
+            Ok::<(), std::convert::Infallible>(())
+        }
+    })
+    .per_process()
 }
 
 /// The schedule: checks every minute which sources are due.
