@@ -9,7 +9,9 @@ drives the service through the generated code only: register and log in,
 a CSV upload and its job's progress, the applications list, a nested
 device search with a version comparison, a PDF report checked byte for
 byte, and the portal's invoices, payment link, document upload and
-download. A fake payments provider (Stripe's Checkout Sessions, as the
+download. Then the same journey through a TypeScript client
+(node-client/: openapi-typescript types, openapi-fetch, `tsc --strict`),
+with refused uploads answered by their typed errors. A fake payments provider (Stripe's Checkout Sessions, as the
 payments connector speaks it) answers on 127.0.0.1.
 
 Usage: client_test.py VENV SERVER_BINARY CONNECTORS_DIR
@@ -254,6 +256,35 @@ def drive(base, payments_url):
           "device search, PDF report, portal invoices, pay, document upload and download")
 
 
+NODE_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node-client")
+
+
+def drive_typescript(base, payments_url, documents):
+    """Generates TypeScript types of both documents (openapi-typescript),
+    type-checks the journey against them with `tsc --strict`, and runs it
+    (openapi-fetch on Node's fetch)."""
+    tools = os.path.join(NODE_CLIENT, "node_modules", ".bin")
+    generated = os.path.join(NODE_CLIENT, "generated")
+    os.makedirs(generated, exist_ok=True)
+    for document, name in documents:
+        out = os.path.join(generated, name)
+        run = subprocess.run([os.path.join(tools, "openapi-typescript"), document, "-o", out],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit("openapi-typescript on %s:\n%s%s" % (document, run.stdout, run.stderr))
+    print("== generated TypeScript types of both documents")
+    run = subprocess.run([os.path.join(tools, "tsc"), "-p", NODE_CLIENT],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("tsc --strict on the TypeScript journey:\n%s%s" % (run.stdout, run.stderr))
+    print("== the TypeScript journey type-checks (tsc --strict)")
+    run = subprocess.run(["node", os.path.join(NODE_CLIENT, "build", "journey.js"), base,
+                          payments_url], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("the TypeScript journey:\n%s%s" % (run.stdout, run.stderr))
+    print(run.stdout.strip())
+
+
 def main():
     venv, binary, connectors = (os.path.abspath(p) for p in sys.argv[1:4])
     payments = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeCheckout)
@@ -268,17 +299,21 @@ def main():
     )
     failed = True
     try:
-        for path, name, package in [("/openapi.json", "openapi.json", "api_client"),
-                                    ("/api/openapi.json", "portal-openapi.json", "portal_client")]:
+        documents = []
+        for path, name, package, types in [
+                ("/openapi.json", "openapi.json", "api_client", "api.d.ts"),
+                ("/api/openapi.json", "portal-openapi.json", "portal_client", "portal.d.ts")]:
             document = os.path.join(service.data, name)
             with urllib.request.urlopen(service.base + path) as response, \
                     open(document, "wb") as f:
                 f.write(response.read())
             validate(venv, document)
             generate(venv, document, package, service.data)
+            documents.append((document, types))
         sys.path.insert(0, service.data)
         importlib.invalidate_caches()
         drive(service.base, payments_url)
+        drive_typescript(service.base, payments_url, documents)
         failed = False
     finally:
         service.stop()

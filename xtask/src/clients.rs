@@ -1,8 +1,9 @@
 //! Clients generated from the service's own OpenAPI documents, driven
 //! against the running service (`xtask/client_test.py` drives the run):
 //! openapi-python-client and openapi-generator are installed into
-//! `target/client-venv` from PyPI on first use, pinned so every run
-//! generates the same code.
+//! `target/client-venv` from PyPI on first use, and openapi-typescript,
+//! openapi-fetch and TypeScript into `xtask/node-client` from npm, pinned
+//! so every run generates the same code.
 
 use std::path::Path;
 
@@ -17,18 +18,40 @@ const GENERATORS: [&str; 3] = [
 ];
 const VENV: &str = "target/client-venv";
 
-/// Installs the generators into their venv unless they are there. Returns
-/// whether they are usable; fails only when the client test is required
+/// The TypeScript client's packages (openapi-typescript, openapi-fetch,
+/// TypeScript 5), pinned by its package-lock.json.
+const NODE_CLIENT: &str = "xtask/node-client";
+
+/// Installs the generators into their venv unless they are there, and the
+/// TypeScript client's packages from the npm registry. Returns whether
+/// they are usable; fails only when the client test is required
 /// (`CAIRN_REQUIRE_CLIENTS=1`). Mostly downloads, so `test` runs it
 /// alongside a build.
 pub fn install() -> Result<bool, String> {
-    process::python_tools(
+    let python = process::python_tools(
         VENV,
         &GENERATORS,
         "openapi-generator-cli",
         "CAIRN_REQUIRE_CLIENTS",
         "the generated-client test",
-    )
+    )?;
+    if !python {
+        return Ok(false);
+    }
+    if Path::new(NODE_CLIENT).join("node_modules/.bin/tsc").is_file() {
+        return Ok(true);
+    }
+    let args = ["ci", "--no-audit", "--no-fund", "--prefix", NODE_CLIENT];
+    match process::run("npm", &args, &[]) {
+        Ok(()) => Ok(true),
+        Err(err) if std::env::var("CAIRN_REQUIRE_CLIENTS").is_ok_and(|v| v == "1") => Err(
+            format!("the TypeScript client's packages could not be installed: {err}"),
+        ),
+        Err(err) => {
+            println!("== SKIPPED the generated-client test: npm ci failed ({err})");
+            Ok(false)
+        }
+    }
 }
 
 /// Generates both clients from the service binary built with `env` and
