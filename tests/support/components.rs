@@ -81,3 +81,28 @@ pub fn connectors_dir(components: &[&str], extra: &[(&str, &[u8])]) -> PathBuf {
     }
     dir
 }
+
+/// Every connector and CSV provider the repository ships.
+pub const SHIPPED: [&str; 15] = [
+    "connectors/abuseipdb",
+    "connectors/directory",
+    "connectors/edr",
+    "connectors/mdm",
+    "connectors/payments",
+    "connectors/psa",
+    "connectors/qualys",
+    "connectors/rmm",
+    "connectors/tenable",
+    "connectors/virustotal",
+    "csv-providers/asset-register",
+    "csv-providers/badge-roster",
+    "csv-providers/intune-discovered-apps",
+    "csv-providers/nessus-findings",
+    "csv-providers/software-inventory",
+];
+
+/// A fresh directory holding every shipped component, as an operator's
+/// full install.
+pub fn all_connectors_dir() -> PathBuf {
+    connectors_dir(&SHIPPED, &[])
+}

@@ -25,6 +25,23 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(cancel_job))
 }
 
+/// How far a job is, as its handler last reported (`JobView.progress`,
+/// kept as the JSON the job wrote): the shape of that JSON.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct JobProgress {
+    /// What the job is doing now (`parsing`, `fetching`...).
+    phase: Option<String>,
+    done: Option<i64>,
+    total: Option<i64>,
+    /// What `done` and `total` count (`rows`, `records`, `steps`...).
+    unit: Option<String>,
+    /// What is being worked on.
+    detail: Option<String>,
+    /// When the phase started, Unix milliseconds.
+    phase_started_at: Option<i64>,
+}
+
 /// A background job (sync, file parse, ...), as stored.
 #[derive(Clone, Serialize, ToSchema)]
 pub struct JobView {
@@ -34,10 +51,10 @@ pub struct JobView {
     #[schema(value_type = Object)]
     pub args: Value,
     pub status: JobStatus,
-    /// `{phase, done, total, unit, detail, phase_started_at}`: `done` of
-    /// `total` `unit`s (rows, CVE records, steps...) in `phase`; `total`
-    /// is exact or an estimate in the same unit, never below `done`.
-    #[schema(value_type = Object)]
+    /// `done` of `total` `unit`s (rows, CVE records, steps...) in
+    /// `phase`; `total` is exact or an estimate in the same unit, never
+    /// below `done`. Empty until the job first reports.
+    #[schema(value_type = JobProgress)]
     pub progress: Value,
     /// How far the current phase is, 0 to 100, while the job runs.
     pub percent: Option<f64>,

@@ -180,8 +180,15 @@ fn error_response(description: &str) -> RefOr<Response> {
 ///   the enum of its allow-list (`searches`: schema prefix, the searches'
 ///   fields, and the operations taking it); device queries held elsewhere
 ///   (dashboard filters, report scopes) use the device schemas.
-pub fn finish(doc: &utoipa::openapi::OpenApi, searches: &[Search]) -> Value {
+pub fn finish(
+    doc: &utoipa::openapi::OpenApi,
+    searches: &[Search],
+    closed: &[super::closed_sets::ClosedSet],
+) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
+    closed_sets(&mut doc, closed);
+    timestamps_as_date_time(&mut doc["components"]);
+    timestamps_as_date_time(&mut doc["paths"]);
     if let Some(paths) = doc["paths"].as_object_mut() {
         for item in paths.values_mut().filter_map(Value::as_object_mut) {
             for operation in item.values_mut().filter_map(Value::as_object_mut) {
@@ -191,9 +198,203 @@ pub fn finish(doc: &utoipa::openapi::OpenApi, searches: &[Search]) -> Value {
     }
     if !searches.is_empty() {
         search_schemas(&mut doc, searches);
+        for at in super::closed_sets::DEVICE_QUERIES {
+            let (schema, property) = at.split_once('.').unwrap_or_default();
+            let pointer = format!("/components/schemas/{schema}/properties/{property}");
+            let field = doc.pointer_mut(&pointer);
+            let field = field.unwrap_or_else(|| panic!("device query {at} is not in the document"));
+            let mut query = serde_json::json!({"$ref": "#/components/schemas/DeviceQueryGroup"});
+            if let Some(description) = field.get("description") {
+                query["description"] = description.clone();
+            }
+            *field = query;
+        }
     }
     any_value_as_empty(&mut doc);
+    let mut matched = vec![false; super::closed_sets::OPEN_OBJECTS.len()];
+    for root in ["components", "paths"] {
+        declare_open(&mut doc[root], root.to_string(), &mut matched);
+    }
+    // The portal's document has none of these; the service's must use
+    // each pattern, or the table holds a stale line.
+    if searches.is_empty() {
+        return doc;
+    }
+    for ((pattern, _), used) in super::closed_sets::OPEN_OBJECTS.iter().zip(matched) {
+        assert!(
+            used,
+            "open object pattern {pattern} matches nothing in the document"
+        );
+    }
     doc
+}
+
+/// Whether a schema is an object that names no member and says nothing of
+/// the others: a generator makes it an object with no readable field.
+pub fn is_bare_object(schema: &Map<String, Value>) -> bool {
+    let is_object = match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        _ => false,
+    };
+    is_object
+        && ![
+            "properties",
+            "additionalProperties",
+            "allOf",
+            "oneOf",
+            "anyOf",
+            "$ref",
+            "patternProperties",
+        ]
+        .iter()
+        .any(|k| schema.contains_key(*k))
+}
+
+/// Declares open each bare object [`super::closed_sets::OPEN_OBJECTS`]
+/// names; `at` is the location of `value` (members joined by `.`, the
+/// `properties` level left out).
+fn declare_open(value: &mut Value, at: String, matched: &mut [bool]) {
+    match value {
+        Value::Object(map) => {
+            if is_bare_object(map) {
+                let pattern = super::closed_sets::OPEN_OBJECTS
+                    .iter()
+                    .position(|(pattern, _)| glob(pattern, &at));
+                if let Some(index) = pattern {
+                    map.insert("additionalProperties".into(), Value::Bool(true));
+                    matched[index] = true;
+                }
+            }
+            for (key, member) in map.iter_mut() {
+                let at = match key.as_str() {
+                    "properties" => at.clone(),
+                    _ => format!("{at}.{key}"),
+                };
+                declare_open(member, at, matched);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                declare_open(item, at.clone(), matched);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `text` against `pattern`, where `*` stands for any text.
+fn glob(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(found) => rest = &rest[found + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// Makes each closed set a shared component and points its fields and
+/// parameters at it. A place that names no field or parameter of the
+/// document is a mistake of the table, and fails every start (and so
+/// every test).
+fn closed_sets(doc: &mut Value, sets: &[super::closed_sets::ClosedSet]) {
+    for set in sets {
+        if let Some(values) = set.values {
+            doc["components"]["schemas"][set.name] = serde_json::json!({
+                "type": "string",
+                "enum": values,
+            });
+        }
+        assert!(
+            doc["components"]["schemas"][set.name].is_object(),
+            "closed set {}: no such component",
+            set.name
+        );
+        let reference = format!("#/components/schemas/{}", set.name);
+        for at in set.at {
+            let mut found = 0;
+            match at.split_once(" ?") {
+                Some((operation, parameter)) => {
+                    let (method, path) = operation.split_once(' ').unwrap_or_default();
+                    let parameters = &mut doc["paths"][path][method.to_lowercase()]["parameters"];
+                    for p in parameters.as_array_mut().into_iter().flatten() {
+                        if p["name"] == parameter {
+                            p["schema"] = to_closed(&p["schema"], &reference);
+                            found += 1;
+                        }
+                    }
+                }
+                None => {
+                    let (schema, property) = at.split_once('.').unwrap_or_default();
+                    for owner in [
+                        format!("/components/schemas/{schema}"),
+                        format!("/components/schemas/Page_{schema}/properties/items/items"),
+                    ] {
+                        let pointer = format!("{owner}/properties/{property}");
+                        if let Some(field) = doc.pointer_mut(&pointer) {
+                            *field = to_closed(field, &reference);
+                            found += 1;
+                        }
+                    }
+                }
+            }
+            assert!(
+                found > 0,
+                "closed set {}: {at} is not in the document",
+                set.name
+            );
+        }
+    }
+}
+
+/// A string schema (maybe nullable) as a reference to `reference`,
+/// keeping its description.
+fn to_closed(schema: &Value, reference: &str) -> Value {
+    let nullable = schema["type"]
+        .as_array()
+        .is_some_and(|types| types.iter().any(|t| t == "null"));
+    let mut closed = match nullable {
+        true => serde_json::json!({"oneOf": [{"type": "null"}, {"$ref": reference}]}),
+        false => serde_json::json!({"$ref": reference}),
+    };
+    if let Some(description) = schema.get("description") {
+        closed["description"] = description.clone();
+    }
+    closed
+}
+
+/// Every string property named as a moment (`*_at`) is RFC 3339 in this
+/// service's answers: it says so with `format: date-time`.
+fn timestamps_as_date_time(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    let is_string = match &property["type"] {
+                        Value::String(t) => t == "string",
+                        Value::Array(types) => types.iter().any(|t| t == "string"),
+                        _ => false,
+                    };
+                    if name.ends_with("_at") && is_string && property.get("format").is_none() {
+                        property["format"] = Value::from("date-time");
+                    }
+                }
+            }
+            map.values_mut().for_each(timestamps_as_date_time);
+        }
+        Value::Array(items) => items.iter_mut().for_each(timestamps_as_date_time),
+        _ => {}
+    }
 }
 
 /// A schema whose `type` lists every JSON type is "any value", which

@@ -275,9 +275,12 @@ pub struct VulnerabilityParams {
 
 const SEVERITIES: [&str; 6] = ["critical", "high", "medium", "low", "none", "unknown"];
 
+/// What the findings lists' `status` filter takes.
+pub const STATUS_FILTERS: [&str; 4] = ["open", "accepted", "fixed", "all"];
+
 fn status_param(status: Option<String>) -> ApiResult<String> {
     let status = status.unwrap_or_else(|| writes::OPEN.into());
-    if !["open", "accepted", "fixed", "all"].contains(&status.as_str()) {
+    if !STATUS_FILTERS.contains(&status.as_str()) {
         return Err(ApiError::validation(
             "status",
             "status must be open, accepted, fixed or all",

@@ -17,6 +17,7 @@ pub const QUEUED: &str = "queued";
 pub const PARSING: &str = "parsing";
 pub const SUCCESS: &str = "success";
 pub const ERROR: &str = "error";
+pub const STATUSES: [&str; 4] = [QUEUED, PARSING, SUCCESS, ERROR];
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UploadRow {
@@ -94,10 +95,10 @@ pub struct UploadView {
     /// The first rejected rows and why.
     pub rejections: Vec<Rejection>,
     /// The first data rows, keyed by column.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<HashMap<String, Value>>)]
     pub sample_rows: Vec<Value>,
     /// Share of data rows with a non-blank value, per column (0 to 1).
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, f64>)]
     pub fill_rate: Value,
     pub created_at: String,
     pub started_at: Option<String>,

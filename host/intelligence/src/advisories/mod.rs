@@ -25,6 +25,8 @@ mod routes;
 mod send;
 mod storage;
 
+pub use storage::STATUSES;
+
 use std::time::Duration;
 
 use cairn_jobs::Registry;

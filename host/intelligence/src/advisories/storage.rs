@@ -11,6 +11,9 @@ use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db, StoredJson};
 use cairn_core::ids::TenantId;
 
 /// Times a recipient's message is tried before it is `failed`.
+/// An advisory's states: being sent, sent to everyone, failed for
+/// everyone, or sent to some.
+pub const STATUSES: [&str; 4] = ["sending", "sent", "failed", "partial"];
 pub const MAX_ATTEMPTS: i64 = 3;
 
 /// A recipient to record.
@@ -138,14 +141,15 @@ fn advisory_view(r: sqlx::any::AnyRow) -> sqlx::Result<AdvisoryView> {
         r.try_get("sent")?,
         r.try_get("failed")?,
     );
+    let [sending, all_sent, all_failed, partial] = STATUSES;
     let status = if sent + failed < count {
-        "sending"
+        sending
     } else if failed == 0 {
-        "sent"
+        all_sent
     } else if sent == 0 {
-        "failed"
+        all_failed
     } else {
-        "partial"
+        partial
     };
     Ok(AdvisoryView {
         id: r.try_get("id")?,

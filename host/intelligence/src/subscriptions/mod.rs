@@ -20,6 +20,8 @@ mod routes;
 mod storage;
 mod sync;
 
+pub use storage::SUB_TYPES;
+
 use std::time::Duration;
 
 use cairn_core::db::Db;

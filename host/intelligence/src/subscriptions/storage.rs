@@ -13,6 +13,8 @@ use cairn_core::ids::TenantId;
 
 pub const VENDOR: &str = "vendor";
 pub const PRODUCT: &str = "product";
+/// What a subscription follows.
+pub const SUB_TYPES: [&str; 2] = [VENDOR, PRODUCT];
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SubscriptionView {

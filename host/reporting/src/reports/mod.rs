@@ -38,6 +38,7 @@ use cairn_platform::area::Area;
 
 pub use partner_routes::router as partner_router;
 pub use routes::router;
+pub use storage::STATUSES;
 
 /// Registers the writing job; `shelf` publishes written reports into the
 /// client portal's documents.

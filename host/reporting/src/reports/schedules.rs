@@ -45,7 +45,7 @@ pub struct ScheduleView {
     pub report_type: String,
     pub format: String,
     #[sqlx(try_from = "String")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::content::Scope)]
     pub scope: cairn_core::db::StoredJson,
     pub every_days: i64,
     #[sqlx(rename = "publish_to")]

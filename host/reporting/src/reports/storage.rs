@@ -9,6 +9,9 @@ use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_jobs::{JobContext, JobFailure};
 
+/// A report's states, in the jobs' words.
+pub const STATUSES: [&str; 4] = ["queued", "running", "success", "error"];
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReportView {
     pub id: String,
@@ -18,10 +21,11 @@ pub struct ReportView {
     pub report_type: String,
     /// `pdf`, `csv` or `xlsx`.
     pub format: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::content::Scope)]
     pub scope: serde_json::Value,
     pub title: String,
-    /// `queued`, `running`, `success` or `error` (the jobs' words).
+    /// `queued`, `running`, `success` or `error` (the jobs' words):
+    /// [`STATUSES`].
     pub status: String,
     pub error: Option<String>,
     /// The download's file name, once written.

@@ -96,6 +96,22 @@ const TRIAGE_STATUS: &str = "COALESCE((SELECT t.status FROM vuln_triage t \
     AND t.product = f.product), 'to_evaluate')";
 
 /// Sort keys of the list, as SQL over the aggregate's columns.
+/// The sorts of the vulnerabilities list: each column, `-` for descending.
+pub const SORTS: [&str; 12] = [
+    "-cvss_score",
+    "cvss_score",
+    "-epss_score",
+    "epss_score",
+    "-device_count",
+    "device_count",
+    "-published",
+    "published",
+    "cve_id",
+    "-cve_id",
+    "-first_seen",
+    "first_seen",
+];
+
 pub fn sort_sql(sort: &str) -> Option<&'static str> {
     Some(match sort {
         "-cvss_score" | "" => "cvss_score DESC NULLS LAST, f.cve_id",
@@ -484,7 +500,7 @@ pub struct ScanView {
     /// Open findings this scan no longer found (now fixed).
     pub fixed_findings: i64,
     /// Distinct CVEs found, by severity.
-    #[schema(value_type = Object)]
+    #[schema(value_type = HashMap<String, i64>)]
     pub by_severity: Value,
     /// How the scan ran: `full` (the whole inventory), `changes` (a
     /// whole-inventory scan that re-matched only the software and products

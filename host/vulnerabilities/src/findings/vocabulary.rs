@@ -17,6 +17,10 @@ use cairn_inventory::software::SoftwareScope;
 
 /// A finding that is open (its status).
 pub const OPEN: &str = "open";
+/// A finding's states: open, or fixed (a later inventory no longer has it).
+pub const FINDING_STATUSES: [&str; 2] = [OPEN, "fixed"];
+/// A scan's states, in the jobs' words.
+pub const SCAN_STATUSES: [&str; 4] = ["queued", "running", "success", "error"];
 
 /// What a scan covers; stored on the scan as JSON.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

@@ -38,6 +38,8 @@ pub mod rules;
 pub mod storage;
 pub mod subscriptions;
 
+pub use routes::DELIVERY_STATUSES;
+
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 

@@ -565,6 +565,10 @@ pub struct DeliveriesQuery {
     limit: Option<i64>,
 }
 
+/// A delivery's states: waiting (or retrying), being sent, sent, or
+/// given up after its attempts.
+pub const DELIVERY_STATUSES: [&str; 4] = ["pending", "sending", "delivered", "dead"];
+
 /// The tenant's deliveries with their attempts and the upstream's last
 /// answer, newest first.
 #[utoipa::path(get, path = "/deliveries", tag = "automation", params(DeliveriesQuery),
@@ -576,7 +580,7 @@ async fn automation_deliveries(
 ) -> ApiResult<Json<Vec<DeliveryView>>> {
     let limit = paging(query.skip, query.limit)?;
     if let Some(status) = &query.status {
-        if !["pending", "sending", "delivered", "dead"].contains(&status.as_str()) {
+        if !DELIVERY_STATUSES.contains(&status.as_str()) {
             return Err(ApiError::validation(
                 "status",
                 "must be pending, sending, delivered or dead",

@@ -57,6 +57,32 @@ impl ItemRow {
     }
 }
 
+/// A plan's states: a draft (the dry run), waiting for its client,
+/// approved, running, done, rejected by the client, or cancelled.
+pub const PLAN_STATUSES: [&str; 7] = [
+    "draft",
+    "awaiting_client",
+    "approved",
+    "running",
+    "done",
+    "rejected",
+    "cancelled",
+];
+
+/// An item's states, from planned (or skipped) to its verdict.
+pub const ITEM_STATES: [&str; 10] = [
+    "planned",
+    "skipped",
+    "starting",
+    "pending",
+    "running",
+    "awaiting_inventory",
+    "fixed",
+    "remediation_failed",
+    "failed",
+    "cancelled",
+];
+
 /// An item's final states, which a later inventory or the RMM decided.
 pub const VERDICTS: &[&str] = &["fixed", "failed", "remediation_failed"];
 

@@ -10,6 +10,9 @@ use cairn_core::db::{Db, StoredJson};
 use cairn_core::ids::TenantId;
 
 /// An exception as stored.
+/// An exception's states as its views show them.
+pub const STATUSES: [&str; 4] = ["pending", "approved", "rejected", "expired"];
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ExceptionRow {
     pub id: String,
@@ -41,7 +44,7 @@ pub struct ExceptionView {
     /// Unix ms.
     pub expires_at: i64,
     /// `pending`, `approved`, `rejected`, or `expired` (approved, and
-    /// past its expiry: the findings are due again).
+    /// past its expiry: the findings are due again): [`STATUSES`].
     pub status: String,
     pub requested_by: String,
     /// Unix ms.
