@@ -161,8 +161,8 @@ pub fn portal() -> Vec<ClosedSet> {
 /// The objects whose members are not the service's to name, each declared
 /// open (`additionalProperties: true`, which a generator makes a map of
 /// any value) with the reason. A bare object anywhere else fails the
-/// schema check (`tests/platform/service.rs`); a pattern that matches
-/// nothing fails every start. Patterns are the document's locations
+/// schema check (`tests/platform/service.rs`), which also bounds how many
+/// are open. Patterns are the document's locations
 /// (`components.schemas.Name.property`, `paths./route.get.responses...`),
 /// `*`
 /// standing for any text.
