@@ -357,7 +357,7 @@ pub fn plan(
         }
         // Before the closings: a ticket closed by this run's fixes tells
         // how they were made first.
-        let (notes, noted) = verdict_notes(action, tenant, memory, verdicts);
+        let (notes, noted) = verdict_notes(action, tenant, memory, verdicts, in_devices);
         ticket_deliveries.splice(0..0, notes);
         out.events_after = Some(noted);
     }
@@ -491,15 +491,19 @@ fn ticket_note(
     }
 }
 
-/// A note on each ticket the rule kept open for a verdict's CVE and device
-/// that it was not told of yet; answers the notes and the verdicts told
-/// of, before or now (a verdict no longer recent is forgotten, and is not
-/// among `verdicts` again either).
+/// A note on each ticket the rule kept open for a verdict's CVE, of the
+/// verdicts on devices the rule covers that it was not told of yet;
+/// answers the notes and the verdicts told of, before or now (a verdict
+/// no longer recent is forgotten, and is not among `verdicts` again
+/// either). A fixed device may have left the ticket's devices already (a
+/// run between the sync and the verdict), so the rule's device query
+/// decides, not the ticket's current devices.
 fn verdict_notes(
     action: &Action,
     tenant: &str,
     memory: &Memory,
     verdicts: &[Verdict],
+    in_devices: &dyn Fn(&str) -> bool,
 ) -> (Vec<Planned>, Vec<String>) {
     let mut lines: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut noted = vec![];
@@ -513,7 +517,7 @@ fn verdict_notes(
             let Some(kept) = memory.tickets.get(cve) else {
                 continue;
             };
-            if kept.open && kept.devices.contains(&verdict.device_name) {
+            if kept.open && in_devices(&verdict.device_name) {
                 lines.entry(cve).or_default().push(&verdict.line);
                 told = true;
             }
@@ -1041,8 +1045,9 @@ mod tests {
         let plan1 = plan(&rule, over(&never()), &both, &empty(), ALL, NOW);
         assert_eq!(actions(&plan1), [("ticket_create", CVE)]);
         let state = ran(&never(), &plan1);
-        // WEB01's update failed, LAPTOP-9's worked (its finding is gone);
-        // a device the ticket does not cover is not its business.
+        // WEB01's update failed, LAPTOP-9's worked (its finding is gone,
+        // and may have left the ticket's devices before its verdict); a
+        // device outside the rule's device query is not its business.
         let verdicts = [
             verdict("WEB01", "remediation_failed"),
             verdict("LAPTOP-9", "fixed"),
@@ -1053,7 +1058,16 @@ mod tests {
             state,
             verdicts: &verdicts,
         };
-        let plan2 = plan(&rule, with(&state), web, &after(&plan1), ALL, NOW);
+        const NOT_PC77: &dyn Fn(&str) -> bool = &|d| d != "PC-77";
+        // LAPTOP-9 left the ticket's devices on a run before its verdict.
+        let mut before = after(&plan1);
+        before
+            .tickets
+            .get_mut(CVE)
+            .unwrap()
+            .devices
+            .remove("LAPTOP-9");
+        let plan2 = plan(&rule, with(&state), web, &before, NOT_PC77, NOW);
         assert_eq!(actions(&plan2), [("ticket_update", CVE)]);
         let text = plan2.deliveries[0].payload["text"].as_str().unwrap();
         assert!(text.contains("WEB01: remediation_failed"), "{text}");
@@ -1061,7 +1075,7 @@ mod tests {
         assert!(!text.contains("PC-77"), "{text}");
         // Told once.
         let state = ran(&state, &plan2);
-        let plan3 = plan(&rule, with(&state), web, &after(&plan2), ALL, NOW);
+        let plan3 = plan(&rule, with(&state), web, &after(&plan2), NOT_PC77, NOW);
         assert!(plan3.deliveries.is_empty(), "{:?}", actions(&plan3));
         // WEB01 fixed at last: the note comes before the closing.
         let verdicts = [verdict("WEB01", "fixed")];
