@@ -14,7 +14,7 @@ const require = createRequire(import.meta.url);
 const base = process.env.CAIRN_URL;
 const shots = process.env.CAIRN_SCREENSHOTS;
 const hostile = process.env.CAIRN_HOSTILE;
-const result = { screenshots: [], dialogs: [], csp_violations: [], checks: {}, axe: [] };
+const result = { screenshots: [], dialogs: [], csp_violations: [], checks: { words_of_code: [] }, axe: [] };
 
 const browser = await chromium.launch({
   executablePath: process.env.CAIRN_CHROMIUM || "/usr/bin/chromium",
@@ -33,6 +33,12 @@ async function drawn(page) {
   // A locator, not a function: the page's policy allows no eval.
   const url = new URL(page.url());
   await page.locator(`main[data-page="${url.pathname}${url.search}"]`).waitFor();
+  // A value the page failed to put in words.
+  const text = await page.locator("main").innerText();
+  for (const found of text.matchAll(/\b(null|undefined|NaN)\b|\[object \w+\]/g)) {
+    const around = text.slice(Math.max(0, found.index - 40), found.index + 20).replaceAll("\n", " | ");
+    result.checks.words_of_code.push(`${url.pathname}${url.search}: ${around}`);
+  }
 }
 
 async function shot(page, name) {
@@ -122,7 +128,8 @@ try {
   await page.getByRole("heading", { name: "WS-01", exact: true }).waitFor();
   await drawn(page);
   result.checks.device_cves = await page.locator("main table").first().locator("tbody tr td:first-child").allTextContents();
-  result.checks.device_software = await page.locator("main table").nth(1).locator("tbody td").allTextContents();
+  result.checks.device_software = await page.locator("main table").nth(1).locator("tbody tr").first().locator("td").allTextContents();
+  result.checks.device_cve_columns = await page.locator("main table").first().locator("thead th").allTextContents();
   await shot(page, "05b-device");
   // The structured search's own rules, nested under the quick fields.
   await page.getByRole("link", { name: "Devices", exact: true }).click();
@@ -175,6 +182,7 @@ try {
   await page.getByRole("heading", { name: "CVE-2023-2033", exact: true }).waitFor();
   await drawn(page);
   result.checks.cve_due_row = await page.locator("main table").nth(1).locator("tbody tr").first().locator("td").allTextContents();
+  result.checks.cve_device_link = await page.locator("main table").nth(1).getByRole("link", { name: "WS-01", exact: true }).getAttribute("href");
   const exceptionForm = page.locator("form", { has: page.getByRole("button", { name: "Request an exception" }) });
   await exceptionForm.getByLabel("Reason").fill("kiosk, replaced in March");
   await exceptionForm.getByLabel("Expires", { exact: true }).fill("2020-01-01");
@@ -289,7 +297,7 @@ try {
   await shot(page, "07-partner-overview");
   // Acting in the customer from its row, and back.
   await page.getByRole("button", { name: "Act in Acme Dental" }).click();
-  await page.getByText(/^Acting in a customer as/).waitFor();
+  await page.getByText(/^Acting in Acme Dental as/).waitFor();
   await page.getByRole("link", { name: "Applications", exact: true }).click();
   await drawn(page);
   result.checks.acting_applications = await page.locator("main tbody tr").allTextContents();
@@ -333,16 +341,23 @@ try {
   // An upload, followed to its end.
   await page.getByRole("link", { name: "Uploads" }).click();
   await page.getByLabel("Kind of file").selectOption("software-inventory");
+  result.checks.replace_warning = await page.locator("#replace-warning").textContent();
   await page.getByLabel(/CSV or Excel file/).setInputFiles({
     name: "software.csv",
     mimeType: "text/csv",
-    buffer: Buffer.from("Device,Application,Version\nUP-01,Notepad++,8.6.2\nUP-02,Notepad++,8.6.2\n"),
+    buffer: Buffer.from("Device,Application,Version\nUP-01,Notepad++,8.6.2\nUP-02,Notepad++,8.6.2\n,Notepad++,8.6.2\n"),
   });
   await page.getByRole("button", { name: "Upload" }).click();
   await page.getByText("software.csv: succeeded").waitFor({ timeout: 30000 });
   result.checks.upload_figures = await page.locator("#upload-status dd").allTextContents();
-  result.checks.fill_rates = await page.locator("#upload-status tbody tr").allTextContents();
+  result.checks.upload_rejections = await page.locator("#upload-status table").first().locator("tbody tr").allTextContents();
   await shot(page, "09-uploads");
+  // The page again: the upload among the past ones, with its reason.
+  await page.goto(`${base}/console/uploads`);
+  await drawn(page);
+  result.checks.past_uploads = await page.locator("main table").last().locator("tbody tr").first().locator("td").allTextContents();
+  result.checks.replace_warning_after = await page.locator("#replace-warning").textContent();
+  await shot(page, "09b-past-uploads");
 
   // A report, generated and downloaded.
   await page.getByRole("link", { name: "Reports" }).click();

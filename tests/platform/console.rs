@@ -77,8 +77,20 @@ async fn the_console_is_served_with_its_policy(backend: Backend) {
         .unwrap()
         .starts_with("text/javascript"));
 
+    // The icon a browser asks for at the root, and the one the page names.
+    for path in ["/favicon.ico", "/console/favicon.svg"] {
+        let icon = app
+            .http
+            .get(format!("{}{path}", app.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(icon.status(), 200, "{path}");
+        assert_eq!(icon.headers()["content-type"], "image/svg+xml", "{path}");
+    }
+
     // Nothing is loaded from another origin.
-    for file in ["index.html", "app.js", "style.css"] {
+    for file in ["index.html", "app.js", "style.css", "favicon.svg"] {
         // The SVG namespace is a name, not an address anything loads.
         let text = std::fs::read_to_string(console_dir().join(file))
             .unwrap()
@@ -303,6 +315,35 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         "{}",
         result["csp_violations"]
     );
+    // An upload says first what it replaces, then which rows it refused
+    // and why; the page keeps it among the past uploads.
+    let warning = checks["replace_warning"].as_str().unwrap_or_default();
+    assert!(warning.contains("holds nothing yet"), "{warning}");
+    let warning = checks["replace_warning_after"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("replaces what Software inventory holds now (2 rows on 2 devices"),
+        "{warning}"
+    );
+    let refused = checks["upload_rejections"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?} {}", checks["upload_figures"]);
+    assert!(refused[0].as_str().unwrap().starts_with('4'), "{refused:?}");
+    let past = checks["past_uploads"].as_array().unwrap();
+    assert_eq!(
+        past[1..4],
+        [
+            json!("Software inventory"),
+            json!("software.csv"),
+            json!("succeeded")
+        ],
+        "{past:?}"
+    );
+    assert!(past[6].as_str().unwrap().starts_with("row 4: "), "{past:?}");
+    // No page shows a value the console failed to put in words.
+    assert_eq!(
+        checks["words_of_code"],
+        json!([]),
+        "pages showing null, undefined or NaN"
+    );
     assert_eq!(checks["filtered_rows"], 1);
     let versions = checks["chrome_versions"].as_str().unwrap_or_default();
     assert!(
@@ -330,7 +371,28 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     );
     assert_eq!(checks["cve_devices"], 1, "WS-01 only");
     assert_eq!(checks["device_cves"], json!(["CVE-2023-2033"]));
-    assert_eq!(checks["device_software"], json!(["Google Chrome"]));
+    // Each application with its version, publisher and source; each
+    // finding with its EPSS and triage beside severity, KEV and SLA.
+    let software = checks["device_software"].as_array().unwrap();
+    assert_eq!(
+        software[..3],
+        [
+            json!("Google Chrome"),
+            json!("112.0.5615.49"),
+            json!("Google LLC")
+        ],
+        "{software:?}"
+    );
+    for column in ["Severity", "KEV", "EPSS", "SLA", "Triage"] {
+        assert!(
+            checks["device_cve_columns"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(column)),
+            "{column}: {}",
+            checks["device_cve_columns"]
+        );
+    }
     assert_eq!(checks["triage_error"], "not_affected needs a justification");
     assert!(checks["triage_error_described"].is_string());
     assert_eq!(checks["triage_status_shown"], "not_affected");
@@ -361,6 +423,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // CISA's date, long past; the exception's requester may not approve it.
     let due_row: Vec<String> = serde_json::from_value(checks["cve_due_row"].clone()).unwrap();
     assert_eq!(due_row[0], "WS-01", "{due_row:?}");
+    assert_eq!(checks["cve_device_link"], "/console/devices/WS-01");
     assert_eq!(due_row[3], "standard", "{due_row:?}");
     assert_eq!(due_row[4].len(), 10, "a date: {due_row:?}");
     assert!(due_row[5].starts_with("overdue ("), "{due_row:?}");
@@ -584,7 +647,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(result["axe"].as_array().unwrap().len(), 23);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 25);
+    assert_eq!(listed.len(), 26);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }
@@ -594,7 +657,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
 /// The console's files gzipped, in bytes.
 fn compressed_assets() -> usize {
     let mut total = 0;
-    for file in ["index.html", "app.js", "style.css"] {
+    for file in ["index.html", "app.js", "style.css", "favicon.svg"] {
         let bytes = std::fs::read(console_dir().join(file)).unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(&bytes).unwrap();

@@ -999,6 +999,18 @@ async fn bad_input_is_refused_with_the_field(backend: Backend) {
         resp.assert_error(422);
         assert_eq!(resp.body["field"], field, "{path}: {}", resp.text);
     }
+    // A value serde cannot read is refused in a sentence naming it.
+    let resp = app
+        .get("/api/v1/vulnerabilities/?epss_min=high", &owner.bearer())
+        .await;
+    resp.assert_error(422);
+    assert_eq!(resp.body["field"], "epss_min", "{}", resp.text);
+    let detail = resp.body["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("The query parameter epss_min is not valid")
+            && !detail.contains("Failed to"),
+        "{detail}"
+    );
     let resp = app
         .call(
             reqwest::Method::PUT,

@@ -38,15 +38,18 @@ pub fn install() -> Result<bool, String> {
     if !python {
         return Ok(false);
     }
-    if Path::new(NODE_CLIENT).join("node_modules/.bin/tsc").is_file() {
+    if Path::new(NODE_CLIENT)
+        .join("node_modules/.bin/tsc")
+        .is_file()
+    {
         return Ok(true);
     }
     let args = ["ci", "--no-audit", "--no-fund", "--prefix", NODE_CLIENT];
     match process::run("npm", &args, &[]) {
         Ok(()) => Ok(true),
-        Err(err) if std::env::var("CAIRN_REQUIRE_CLIENTS").is_ok_and(|v| v == "1") => Err(
-            format!("the TypeScript client's packages could not be installed: {err}"),
-        ),
+        Err(err) if std::env::var("CAIRN_REQUIRE_CLIENTS").is_ok_and(|v| v == "1") => Err(format!(
+            "the TypeScript client's packages could not be installed: {err}"
+        )),
         Err(err) => {
             println!("== SKIPPED the generated-client test: npm ci failed ({err})");
             Ok(false)

@@ -269,7 +269,7 @@ async function acceptInvite([, raw]) {
   });
   return [
     el("h1", {}, `Join ${invite.organization}`),
-    el("p", {}, `You are invited as ${invite.role.replaceAll("_", " ")}. The invite expires at ${invite.expires_at}.`),
+    el("p", {}, `You are invited as ${invite.role.replaceAll("_", " ")}. The invite expires on ${when(Date.parse(invite.expires_at))}.`),
     form,
   ];
 }
@@ -292,12 +292,12 @@ function barChart(title, items) {
     viewBox: `0 0 400 ${items.length * row + 4}`,
     width: "100%",
     role: "img",
-    "aria-label": `${title}: ${items.map((i) => `${i.label} ${i.value}`).join(", ")}`,
+    "aria-label": `${title}: ${items.map((i) => `${i.label ?? "unknown"} ${i.value}`).join(", ")}`,
   });
   items.forEach((item, n) => {
     const y = n * row + 2;
     chart.append(
-      svg("text", { x: 0, y: y + 14, "font-size": 12, fill: "#1b1f24" }, document.createTextNode(item.label)),
+      svg("text", { x: 0, y: y + 14, "font-size": 12, fill: "#1b1f24" }, document.createTextNode(item.label ?? "unknown")),
       svg("rect", { x: 140, y, width: Math.max(1, (item.value / max) * 200), height: 16, fill: "#0b5cad" }),
       svg("text", { x: 346, y: y + 14, "font-size": 12, fill: "#1b1f24" }, document.createTextNode(String(item.value))),
     );
@@ -391,10 +391,12 @@ function addWidgetForm(dashboard, metrics, types) {
 
 async function home(_match, _params, me) {
   document.title = "Overview - Cairn";
-  const [dashboard, metrics, types] = await Promise.all([
+  const [dashboard, metrics, types, tenant] = await Promise.all([
     api("GET", "/dashboards/default"),
     api("GET", "/dashboards/catalog/metrics"),
     api("GET", "/dashboards/catalog/widget-types"),
+    // While acting, the banner names the customer acted in.
+    me.acting ? api("GET", "/tenant/me") : null,
   ]);
   const widgets = await Promise.all(
     (dashboard.widgets || []).map(async (w) => {
@@ -422,7 +424,7 @@ async function home(_match, _params, me) {
     el(
       "p",
       { class: "muted" },
-      me.acting ? `Acting in a customer as ${me.email} (${me.role}); every change is audited.` : `Signed in as ${me.email} (${me.role}).`,
+      tenant ? `Acting in ${tenant.name} as ${me.email} (${me.role}); every change is audited.` : `Signed in as ${me.email} (${me.role}).`,
     ),
     el("h2", {}, "Research a CVE"),
     lookup,
@@ -481,7 +483,10 @@ async function device([, raw]) {
   const name = decodeURIComponent(raw);
   document.title = `${name} - Cairn`;
   const asset = await api("GET", `/devices/by-name/${encodeURIComponent(name)}`);
-  const findings = await api("GET", `/vulnerabilities/?device=${encodeURIComponent(asset.device_name)}&limit=100`);
+  const [findings, software] = await Promise.all([
+    api("GET", `/vulnerabilities/?device=${encodeURIComponent(asset.device_name)}&limit=100`),
+    api("GET", `/inventory/items?device_name=${encodeURIComponent(asset.device_name)}&limit=500`),
+  ]);
   // A plan over this one device's open findings, through the device search.
   const remediate = el("form", { class: "inline" }, el("button", { type: "submit" }, "Remediate this device"));
   submits(remediate, async () => {
@@ -500,22 +505,32 @@ async function device([, raw]) {
       ["Applications", asset.application_count],
       ["Sources", (asset.sources || []).join(", ")],
       ["RMM groups", (asset.group_ids || []).join(", ") || "none"],
-      ["Last seen", asset.last_seen],
+      ["Last seen", moment(asset.last_seen)],
     ]),
     el("h2", {}, "Open vulnerabilities"),
     table(
-      [["CVE"], ["Severity"], ["KEV"], ["SLA"], ["Applications"], ["Fixed in"]],
+      [["CVE"], ["Severity"], ["KEV"], ["EPSS", "num"], ["SLA"], ["Triage"], ["Applications"], ["Fixed in"]],
       findings.items.map((v) => [
         el("a", { href: `/console/cves/${encodeURIComponent(v.cve_id)}` }, v.cve_id),
         badge("sev", v.severity),
         v.kev ? "yes" : "",
+        v.epss_score === null || v.epss_score === undefined ? "" : `${(v.epss_score * 100).toFixed(1)} %`,
         cveSla(v.sla),
+        (v.triage_statuses || []).map((t) => t.replaceAll("_", " ")).join(", "),
         (v.applications || []).join(", "),
         (v.fix_versions || []).join(", "),
       ]),
     ),
     el("h2", {}, "Installed software"),
-    table([["Application"]], (asset.applications || []).map((a) => [a])),
+    table(
+      [["Application"], ["Version"], ["Publisher"], ["Source"]],
+      software.items.map((i) => [
+        el("a", { href: `/console/research?${new URLSearchParams({ application: i.application_name })}` }, i.application_name),
+        i.version ?? "",
+        i.publisher ?? "",
+        i.source,
+      ]),
+    ),
     record("the mdm", asset.mdm),
     record("the edr", asset.edr),
     record("the scanner", asset.scan),
@@ -909,10 +924,10 @@ async function cve([, raw]) {
     el("h1", {}, id),
     el("p", {}, record.description ?? ""),
     figures([
-      ["Severity", record.severity],
+      ["Severity", badge("sev", record.severity)],
       ["CVSS", record.cvss_score],
       ["Known exploited (KEV)", record.kev ? "yes" : "no"],
-      ["EPSS", record.epss_score],
+      ["EPSS", record.epss_score === null || record.epss_score === undefined ? null : `${(record.epss_score * 100).toFixed(1)} %`],
       ["Devices affected", record.affected_device_count],
     ]),
     el("h2", {}, "Affected versions"),
@@ -931,7 +946,7 @@ async function cve([, raw]) {
       (record.affected_findings || []).map((f) => {
         const sla = dueOf.get(`${f.device_name}|${f.application_name}|${f.version}`);
         return [
-          f.device_name,
+          el("a", { href: `/console/devices/${encodeURIComponent(f.device_name)}` }, f.device_name),
           f.application_name,
           f.version,
           sla ? sla.tier : "",
@@ -952,7 +967,7 @@ async function cve([, raw]) {
     table(
       [["When"], ["Who"], ["Product"], ["From"], ["To"], ["Justification"], ["Comment"]],
       history.map((h) => [
-        h.changed_at ?? "",
+        moment(h.changed_at),
         h.changed_by ?? "",
         `${h.vendor ?? ""} ${h.product ?? ""}`.trim(),
         (h.from_status ?? "").replaceAll("_", " "),
@@ -1118,7 +1133,7 @@ async function partnerGroups() {
         c.name,
         c.member_count,
         c.group_ids.map((id) => groups.find((g) => g.id === id)?.name ?? "").join(", "),
-        c.created_at,
+        moment(c.created_at),
       ]),
     ),
     addCustomer,
@@ -1165,7 +1180,7 @@ async function partnerApplications(_match, params) {
       a.name,
       a.device_count,
       a.newest_version ?? "",
-      a.versions.map((v) => `${v.version} (${v.count})`).join(", "),
+      a.versions.map((v) => `${v.version ?? "no version"} (${v.count})`).join(", "),
     ]),
   );
   return [
@@ -1217,10 +1232,10 @@ async function partnerAudit(_match, params) {
     table(
       [["When"], ["Who"], ["Customer"], ["Write"], ["Status", "num"]],
       audit.items.map((a) => [
-        a.at,
+        moment(a.at),
         a.user_email,
         a.customer_id ? (names.get(a.customer_id) ?? a.customer_id) : "(partner)",
-        `${a.method} ${a.path}`,
+        [a.method, a.path].filter(Boolean).join(" "),
         a.status,
       ]),
     ),
@@ -1274,6 +1289,21 @@ async function uploads() {
     drop,
     el("button", { type: "submit" }, "Upload"),
   );
+  // What an upload replaces, said before it does.
+  const warning = el("p", { class: "warning", id: "replace-warning" });
+  const sourceSelect = form.querySelector("select[name=source]");
+  const warn = () => {
+    const chosen = sources.find((s) => s.key === sourceSelect.value);
+    const held = chosen && chosen.stats ? chosen.stats : null;
+    warning.replaceChildren(
+      held && held.rows
+        ? `A successful upload replaces what ${chosen.name} holds now (${held.rows} rows on ${held.devices} devices, from ${held.uploads} uploads): a file of 2 devices leaves 2 devices. A failed one changes nothing.`
+        : `${chosen ? chosen.name : "This kind of file"} holds nothing yet; a successful upload becomes its data.`,
+    );
+  };
+  sourceSelect.addEventListener("change", warn);
+  warn();
+  form.insertBefore(warning, form.querySelector("button[type=submit]"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const source = new FormData(form).get("source");
@@ -1303,6 +1333,7 @@ async function uploads() {
         ["Duplicates", upload.duplicates],
       ]),
       upload.error ? el("p", { class: "error" }, upload.error) : null,
+      ...rejections(upload),
       el("h2", {}, "How full each column is"),
       table(
         [["Column"], ["Rows with a value", "num"]],
@@ -1310,7 +1341,41 @@ async function uploads() {
       ),
     );
   });
-  return [el("h1", {}, "Uploads"), form, el("h2", {}, "Progress"), status];
+  // Every kind's past uploads, newest first, each with its rejected rows.
+  const pasts = await Promise.all(
+    sources.map(async (s) => [s, await api("GET", `/csv-sources/${encodeURIComponent(s.key)}/uploads?limit=20`)]),
+  );
+  const history = pasts.flatMap(([s, page]) => (page.items || []).map((u) => [s, u]));
+  history.sort(([, a], [, b]) => (a.created_at < b.created_at ? 1 : -1));
+  return [
+    el("h1", {}, "Uploads"),
+    form,
+    el("h2", {}, "Progress"),
+    status,
+    el("h2", {}, "Past uploads"),
+    table(
+      [["When"], ["Kind"], ["File"], ["Result"], ["Rows imported", "num"], ["Rows rejected", "num"], ["Why"]],
+      history.map(([s, u]) => [
+        moment(u.created_at),
+        s.name,
+        u.filename,
+        statusWords(u.status),
+        u.rows_imported,
+        u.rows_rejected,
+        u.error ?? (u.rejections || []).slice(0, 3).map((r) => `row ${r.row}: ${r.reason}`).join("; "),
+      ]),
+    ),
+  ];
+}
+
+/** An upload's rejected rows and why, as far as the service kept them. */
+function rejections(upload) {
+  const rows = upload.rejections || [];
+  if (!rows.length) return [];
+  return [
+    el("h2", {}, "Rejected rows"),
+    table([["Row", "num"], ["Why"]], rows.map((r) => [r.row, r.reason])),
+  ];
 }
 
 const REPORT_TYPES = ["executive_summary", "vulnerabilities", "software_inventory", "version_compliance", "customer_review", "exception_register"];
@@ -1466,7 +1531,7 @@ async function reports() {
         r.title,
         r.format,
         r.error ? `${statusWords(r.status)}: ${r.error}` : statusWords(r.status),
-        r.created_at,
+        moment(r.created_at),
         r.status === "success"
           ? el("a", { href: `/api/v1/reports/${r.id}/download`, download: r.file_name }, `Download ${r.file_name}`)
           : "",
@@ -1488,7 +1553,7 @@ async function jobs(_match, params) {
         j.kind.replaceAll("_", " "),
         statusWords(j.status),
         j.percent === null || j.percent === undefined ? (j.progress && j.progress.phase) || "" : `${Math.round(j.percent)} %`,
-        j.started_at ?? j.created_at ?? "",
+        moment(j.started_at ?? j.created_at),
         j.error ?? "",
       ]),
     ),
@@ -1530,12 +1595,12 @@ async function members() {
   const pending = (Array.isArray(invites) ? invites : invites.items || []).filter((i) => i.status === "pending");
   return [
     el("h1", {}, "Members"),
-    table([["Email"], ["Name"], ["Role"], ["Joined"]], people.map((m) => [m.email, m.name ?? "", m.role.replaceAll("_", " "), m.joined_at])),
+    table([["Email"], ["Name"], ["Role"], ["Joined"]], people.map((m) => [m.email, m.name ?? "", m.role.replaceAll("_", " "), moment(m.joined_at)])),
     el("h2", {}, "Invite someone"),
     form,
     created ? inviteLink(created) : null,
     el("h2", {}, "Pending invites"),
-    table([["Email"], ["Role"], ["Expires"]], pending.map((i) => [i.email, i.role.replaceAll("_", " "), i.expires_at])),
+    table([["Email"], ["Role"], ["Expires"]], pending.map((i) => [i.email, i.role.replaceAll("_", " "), moment(i.expires_at)])),
   ];
 }
 
@@ -1906,7 +1971,15 @@ function actionWords(action) {
 }
 
 function when(ms) {
-  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+  return new Date(ms).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }) + " UTC";
+}
+
+/** An RFC 3339 moment as a person reads it, machine-readable underneath;
+ * nothing for none. */
+function moment(iso) {
+  if (!iso) return "";
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? iso : el("time", { datetime: iso }, when(ms));
 }
 
 // ---- remediation ---------------------------------------------------------
@@ -2205,7 +2278,8 @@ async function render() {
     const content = route
       ? await route[1](path.match(route[0]), new URLSearchParams(location.search), me)
       : [el("h1", {}, "Not found"), el("p", {}, "No page here."), el("a", { href: "/console/" }, "Overview")];
-    main.replaceChildren(...[content].flat());
+    // A page's parts, without the ones it left out (null), never as text.
+    main.replaceChildren(...[content].flat(Infinity).filter((part) => part !== null && part !== undefined && part !== false));
   } catch (error) {
     main.replaceChildren(el("h1", {}, "Something went wrong"), el("p", { class: "error", role: "alert" }, error.message));
   }

@@ -15,7 +15,7 @@ use cairn_core::http::error::ApiError;
 use cairn_platform::app::AppState;
 
 /// The console's files: (name, content type, bytes).
-const FILES: [(&str, &str, &[u8]); 3] = [
+const FILES: [(&str, &str, &[u8]); 4] = [
     (
         "index.html",
         "text/html; charset=utf-8",
@@ -31,6 +31,11 @@ const FILES: [(&str, &str, &[u8]); 3] = [
         "text/css; charset=utf-8",
         include_bytes!("../../assets/console/style.css"),
     ),
+    (
+        "favicon.svg",
+        "image/svg+xml",
+        include_bytes!("../../assets/console/favicon.svg"),
+    ),
 ];
 
 /// Only this origin's files and API; no inline script or style, no
@@ -43,6 +48,8 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/console", get(|| async { file("index.html") }))
         .route("/console/", get(|| async { file("index.html") }))
+        // Browsers ask for it at the root whatever the page says.
+        .route("/favicon.ico", get(|| async { file("favicon.svg") }))
         .route(
             "/console/{*path}",
             get(|Path(path): Path<String>| async move { file(&path) }),

@@ -119,7 +119,23 @@ pub struct Query<T>(pub T);
 
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
-        ApiError::validation("query", rejection.body_text())
+        query_refusal(&rejection.body_text())
+    }
+}
+
+/// serde's words for a query it could not read ("Failed to deserialize
+/// query string: epss_min: invalid float literal") as a sentence naming
+/// the parameter.
+fn query_refusal(text: &str) -> ApiError {
+    let reason = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(text);
+    match reason.split_once(": ") {
+        Some((name, why)) if !name.is_empty() && !name.contains(' ') => ApiError::validation(
+            name,
+            format!("The query parameter {name} is not valid: {why}."),
+        ),
+        _ => ApiError::validation("query", format!("The query string is not valid: {reason}.")),
     }
 }
 
@@ -166,7 +182,30 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::without_nul;
+    use super::{query_refusal, without_nul, ApiError};
+
+    #[test]
+    fn a_refused_query_names_its_parameter_in_a_sentence() {
+        for (text, field, detail) in [
+            (
+                "Failed to deserialize query string: epss_min: invalid float literal",
+                "epss_min",
+                "The query parameter epss_min is not valid: invalid float literal.",
+            ),
+            (
+                "Failed to deserialize query string: expected `,` or `}`",
+                "query",
+                "The query string is not valid: expected `,` or `}`.",
+            ),
+        ] {
+            match query_refusal(text) {
+                ApiError::Validation { field: f, message } => {
+                    assert_eq!((f.as_str(), message.as_str()), (field, detail));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn nul_characters_leave_strings_and_keys() {

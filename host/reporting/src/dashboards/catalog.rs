@@ -165,7 +165,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         name: "sla_compliance",
-        description: "Percent of the findings with a due date fixed in the last `days` days that were fixed by it; null when none was",
+        description: "Percent of the findings with a due date fixed in the last `days` days that were fixed by it; empty when none was",
         shape: Shape::Number,
         parameters: &[SLA_DAYS],
         filterable: false,
@@ -179,7 +179,7 @@ pub const METRICS: &[Metric] = &[
     },
     Metric {
         name: "mean_time_to_fix",
-        description: "Mean days from a finding's first sighting to its fix, over the findings fixed in the last `days` days; null when none was",
+        description: "Mean days from a finding's first sighting to its fix, over the findings fixed in the last `days` days; empty when none was",
         shape: Shape::Number,
         parameters: &[Parameter {
             name: "days",
