@@ -156,6 +156,15 @@ try {
   result.checks.ruled_devices = await page.locator("main tbody tr td:first-child").allTextContents();
   result.checks.ruled_rules_kept = await page.getByLabel("Rule 2 value").inputValue();
   await shot(page, "05d-devices-rules");
+  // Who runs Chrome below a version, from the quick fields.
+  await page.getByRole("link", { name: "Devices", exact: true }).click();
+  await drawn(page);
+  await page.getByLabel("Has an application containing").fill("chrome");
+  await page.getByLabel("Of a version below").fill("112.0.5615.100");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.waitForURL(/below=/);
+  await drawn(page);
+  result.checks.below_version = await page.locator("main tbody tr td:first-child").allTextContents();
 
   // Research an application from its row.
   await page.getByRole("link", { name: "Applications", exact: true }).click();
@@ -489,7 +498,7 @@ try {
   await shot(phone, "08-applications-390px");
   // The pages with the widest forms, too.
   result.checks.phone_overflow_elsewhere = {};
-  for (const path of ["/console/", "/console/devices", "/console/partner/groups", "/console/sla", "/console/automation", "/console/remediation"]) {
+  for (const path of ["/console/", "/console/devices", "/console/devices/WS-01", "/console/members", "/console/uploads", "/console/partner/groups", "/console/sla", "/console/automation", "/console/remediation"]) {
     await phone.goto(`${base}${path}`);
     await phone.locator("main h1").waitFor();
     await drawn(phone);

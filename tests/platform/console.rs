@@ -365,6 +365,9 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // Name contains WS-0 and (an application starting 7-zip, or macOS).
     assert_eq!(checks["rules_renumbered"], json!([1, 0]));
     assert_eq!(checks["ruled_devices"], json!(["WS-02"]));
+    // Chrome below 112.0.5615.100 in version order: WS-01's .49, not
+    // WS-02's .121 (as text, .121 sorts first).
+    assert_eq!(checks["below_version"], json!(["WS-01"]));
     assert_eq!(
         checks["ruled_rules_kept"], "macos",
         "the rules stay in the form"
@@ -618,8 +621,9 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(checks["phone_overflow"], 0, "nothing wider than 390 px");
     assert_eq!(
         checks["phone_overflow_elsewhere"],
-        json!({"/console/": 0, "/console/devices": 0, "/console/partner/groups": 0, "/console/sla": 0,
-               "/console/automation": 0, "/console/remediation": 0}),
+        json!({"/console/": 0, "/console/devices": 0, "/console/devices/WS-01": 0,
+               "/console/members": 0, "/console/uploads": 0, "/console/partner/groups": 0,
+               "/console/sla": 0, "/console/automation": 0, "/console/remediation": 0}),
         "nothing wider than 390 px"
     );
     assert_eq!(checks["desktop_overflow"], 0, "nothing wider than 1280 px");

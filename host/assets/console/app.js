@@ -333,10 +333,23 @@ function widgetBody(title, data) {
     case "series":
       return data.points.length ? lineChart(title, data.points) : el("p", { class: "muted" }, "Nothing yet.");
     case "rows":
-      return table(data.columns.map((c) => [c.replaceAll("_", " ")]), data.rows.map((r) => r.map((v) => (v === null ? "" : String(v)))));
+      return table(
+        data.columns.map((c) => [c.replaceAll("_", " ")]),
+        data.rows.map((r) => r.map((v, i) => widgetCell(data.columns[i], v))),
+      );
     default:
       return el("p", { class: "muted" }, "This widget's shape is not shown here.");
   }
+}
+
+/** A widget table's cell; a CVE or a device links to its page. */
+function widgetCell(column, value) {
+  if (value === null || value === undefined) return "";
+  const text = String(value);
+  if (column === "cve_id") return el("a", { href: `/console/cves/${encodeURIComponent(text)}` }, text);
+  if (column === "device_name") return el("a", { href: `/console/devices/${encodeURIComponent(text)}` }, text);
+  if (column.endsWith("_at")) return moment(text);
+  return text;
 }
 
 /** A widget's remove button: the dashboard is drawn again without it. */
@@ -739,12 +752,18 @@ async function devices(_match, params) {
   const name = params.get("name") || "";
   const platform = params.get("platform") || "";
   const application = params.get("application") || "";
+  const below = params.get("below") || "";
   const extra = rulesFrom(params);
   const rules = [];
   const rule = (field, operator, value) => ({ kind: "rule", field, operator, value });
   if (name) rules.push(rule("device_name", "contains", name));
   if (platform) rules.push(rule("os_platform", "equals", platform));
-  if (application) rules.push(rule("application_name", "contains", application));
+  if (below) {
+    // The same application below the version (compared in version order).
+    const same = [rule("application_version", "lt", below)];
+    if (application) same.unshift(rule("application_name", "contains", application));
+    rules.push({ kind: "group", combinator: "and", rules: same });
+  } else if (application) rules.push(rule("application_name", "contains", application));
   if (extra.rules.length) {
     // Nested: the quick fields all hold, and the rules as their combinator says.
     rules.push({
@@ -778,6 +797,7 @@ async function devices(_match, params) {
       field("Device name contains", { name: "name", value: name }),
       field("Platform is", { name: "platform", value: platform, placeholder: "windows" }),
       field("Has an application containing", { name: "application", value: application }),
+      field("Of a version below", { name: "below", value: below, placeholder: "120" }),
     ),
     el(
       "fieldset",
@@ -797,7 +817,7 @@ async function devices(_match, params) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const next = new URLSearchParams();
-    for (const key of ["name", "platform", "application"]) {
+    for (const key of ["name", "platform", "application", "below"]) {
       const value = form.elements[key].value.trim();
       if (value) next.set(key, value);
     }
