@@ -487,6 +487,7 @@ async fn openapi_lists_every_route(backend: Backend) {
     assert_eq!(portal.status, 200);
     assert_eq!(portal.body["openapi"], "3.1.0");
     assert_eq!(portal.body["info"]["version"], "0.3.0");
+    assert_eq!(portal.body["info"]["license"]["identifier"], "Apache-2.0");
     for (method, path) in [
         ("get", "/api/invoices"),
         ("get", "/api/invoices/{id}"),
@@ -688,17 +689,21 @@ async fn every_route_answers_callers_as_its_document_says(backend: Backend) {
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             let public = operation["security"] == json!([]);
+            let declared: Vec<String> = operation["responses"]
+                .as_object()
+                .map(|r| r.keys().cloned().collect())
+                .unwrap_or_default();
             let concrete = path
                 .split('/')
                 .map(|part| if part.starts_with('{') { unknown } else { part })
                 .collect::<Vec<_>>()
                 .join("/");
-            operations.push((method.to_uppercase(), concrete, public));
+            operations.push((method.to_uppercase(), concrete, public, declared));
         }
     }
     assert!(operations.len() > 150, "{} operations", operations.len());
     let mut wrong = vec![];
-    for (method, path, public) in &operations {
+    for (method, path, public, declared) in &operations {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let body = (method != reqwest::Method::GET && method != reqwest::Method::DELETE)
             .then(|| json!({}));
@@ -725,6 +730,12 @@ async fn every_route_answers_callers_as_its_document_says(backend: Backend) {
                 signed_in.status, signed_in.text
             ));
         }
+        // Every answer given is one the document declares.
+        for status in [anonymous.status, signed_in.status] {
+            if !declared.contains(&status.to_string()) {
+                wrong.push(format!("{method} {path}: {status} is not declared"));
+            }
+        }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 
@@ -733,8 +744,8 @@ async fn every_route_answers_callers_as_its_document_says(backend: Backend) {
     let portal = app.get("/api/openapi.json", &Auth::None).await.body;
     let mut reads: Vec<(String, Auth)> = operations
         .iter()
-        .filter(|(method, path, _)| method == "GET" && !path.contains(unknown))
-        .map(|(_, path, _)| (path.clone(), member.bearer()))
+        .filter(|(method, path, _, _)| method == "GET" && !path.contains(unknown))
+        .map(|(_, path, _, _)| (path.clone(), member.bearer()))
         .collect();
     reads.extend(
         portal["paths"]

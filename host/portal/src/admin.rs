@@ -167,7 +167,7 @@ async fn revoke_key(
 /// Creates a draft invoice for the client.
 #[utoipa::path(post, path = "/clients/{client_id}/invoices", tag = "portal",
     params(("client_id" = String, Path)), request_body = InvoiceInput,
-    responses((status = 201, body = AdminInvoice), (status = 404, body = ErrorBody),
+    responses((status = 403, body = ErrorBody, description = "Not an admin of the tenant"), (status = 201, body = AdminInvoice), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn create_invoice(
     State(state): State<AppState>,
@@ -213,7 +213,7 @@ async fn list_invoices(
 /// One invoice of the tenant.
 #[utoipa::path(get, path = "/invoices/{invoice_id}", tag = "portal",
     params(("invoice_id" = String, Path)),
-    responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody)))]
+    responses((status = 403, body = ErrorBody, description = "Not an admin of the tenant"), (status = 200, body = AdminInvoice), (status = 404, body = ErrorBody)))]
 async fn get_invoice(
     State(state): State<AppState>,
     caller: AdminCaller,
@@ -233,7 +233,7 @@ async fn get_invoice(
 /// Changes a draft invoice (other statuses are final documents: 409).
 #[utoipa::path(patch, path = "/invoices/{invoice_id}", tag = "portal",
     params(("invoice_id" = String, Path)), request_body = InvoiceInput,
-    responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody),
+    responses((status = 403, body = ErrorBody, description = "Not an admin of the tenant"), (status = 200, body = AdminInvoice), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn update_invoice(
     State(state): State<AppState>,
@@ -256,7 +256,7 @@ pub struct StatusChange {
 /// Any other move is 409.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/status", tag = "portal",
     params(("invoice_id" = String, Path)), request_body = StatusChange,
-    responses((status = 200, body = AdminInvoice), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 403, body = ErrorBody, description = "Not an admin of the tenant"), (status = 200, body = AdminInvoice), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn set_status(
     State(state): State<AppState>,
     caller: AdminCaller,

@@ -49,6 +49,12 @@ pub fn api() -> (axum::Router<AppState>, OpenApi) {
             InfoBuilder::new()
                 .title("Cairn client portal API")
                 .version("0.3.0")
+                .license(Some(
+                    utoipa::openapi::LicenseBuilder::new()
+                        .name("Apache-2.0")
+                        .identifier(Some("Apache-2.0"))
+                        .build(),
+                ))
                 .description(Some(
                     "Invoices, hosted payment links and documents of one client, and the SLA \
                      exceptions and remediation plans its provider asks it to decide, for the holder of \
