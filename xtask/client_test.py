@@ -219,7 +219,7 @@ def drive(base, payments_url):
     key = check(mint_key.sync_detailed(customer.id, client=client, body=models.NewKey(
         label="generated")), 201, "portal key")
     invoice = check(create_invoice.sync_detailed(customer.id, client=client,
-                                                 body=models.InvoiceInput.from_dict({
+                                                 body=models.NewInvoice.from_dict({
         "number": "INV-1", "description": "Managed services", "amount_cents": 125000,
         "currency": "EUR"})), 201, "invoice")
     check(set_status.sync_detailed(invoice.id, client=client, body=models.StatusChange(

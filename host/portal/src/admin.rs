@@ -166,7 +166,7 @@ async fn revoke_key(
 
 /// Creates a draft invoice for the client.
 #[utoipa::path(post, path = "/clients/{client_id}/invoices", tag = "portal",
-    params(("client_id" = String, Path)), request_body = InvoiceInput,
+    params(("client_id" = String, Path)), request_body = crate::invoices::NewInvoice,
     responses((status = 403, body = ErrorBody, description = "Not an admin of the tenant"), (status = 201, body = AdminInvoice), (status = 404, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn create_invoice(

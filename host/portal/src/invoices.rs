@@ -141,9 +141,10 @@ impl InvoiceRow {
 const COLUMNS: &str = "id, client_id, number, description, amount_cents, currency, status, \
     payment_url, payment_session_id, payment_expires_at, due_at, paid_at, created_at";
 
-/// What an admin sends to create or change an invoice. The camelCase
-/// spellings of earlier versions (`amountCents`, `dueAt`) are still read
-/// (deprecated).
+/// What an admin sends to change an invoice: the fields to change (a
+/// creation is read the same way; `NewInvoice` says which fields it
+/// requires). The camelCase spellings of earlier versions
+/// (`amountCents`, `dueAt`) are still read (deprecated).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvoiceInput {
@@ -156,6 +157,25 @@ pub struct InvoiceInput {
     /// Unix epoch seconds.
     #[serde(alias = "dueAt")]
     pub due_at: Option<i64>,
+}
+
+/// What an admin sends to create an invoice: every field but `due_at` is
+/// required, and a missing one is refused naming it (`number is
+/// required`). The handler reads it as an `InvoiceInput`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct NewInvoice {
+    /// 1 to 64 characters, unique for the client.
+    number: String,
+    /// At most 2000 characters.
+    description: String,
+    /// A positive number of cents.
+    amount_cents: i64,
+    /// ISO 4217, e.g. `USD` (stored upper-case).
+    currency: String,
+    /// Unix epoch seconds.
+    due_at: Option<i64>,
 }
 
 pub struct Checked {
