@@ -433,6 +433,27 @@ fn finish_operation(operation: &mut Map<String, Value>) {
     {
         operation.insert("security".into(), json!([]));
     }
+    // An optional body (`Option<T>`): it may be left out, not sent as
+    // `null`, so its schema is T's.
+    if let Some(body) = operation.get_mut("requestBody") {
+        if body.get("required").is_none() {
+            for media in body["content"]
+                .as_object_mut()
+                .into_iter()
+                .flat_map(|c| c.values_mut())
+            {
+                let alternatives = media["schema"]["oneOf"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if let [null, schema] = alternatives.as_slice() {
+                    if null == &json!({"type": "null"}) {
+                        media["schema"] = schema.clone();
+                    }
+                }
+            }
+        }
+    }
     let Some(responses) = operation
         .get_mut("responses")
         .and_then(Value::as_object_mut)

@@ -99,7 +99,7 @@ fn non_empty(field: &str, value: Option<String>) -> ApiResult<Option<String>> {
 /// vendor) against the CVE knowledge base. Runs in the background; poll
 /// the returned scan.
 #[utoipa::path(post, path = "/scan", tag = "vulnerabilities",
-    request_body = ScanRequest,
+    request_body(content = Option<ScanRequest>, description = "Optional: no body scans the whole inventory"),
     responses((status = 202, body = ScanView), (status = 422, body = ErrorBody)))]
 async fn start_scan(
     State(state): State<AppState>,

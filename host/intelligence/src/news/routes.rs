@@ -232,7 +232,7 @@ pub struct ClassifyBatch {
 /// endpoint when it answers well, else by the rules; each item records
 /// which (`classified_by`) and why the model was not used.
 #[utoipa::path(post, path = "/classify", tag = "news-feeds",
-    request_body(content = ClassifyBatch, description = "Optional"),
+    request_body(content = Option<ClassifyBatch>, description = "Optional"),
     responses((status = 202, body = JobQueued),
               (status = 404, body = ErrorBody, description = "An item id is not the tenant's"),
               (status = 422, body = ErrorBody)))]
@@ -377,7 +377,7 @@ pub struct ReadMark {
 /// Mark an item read (or unread) for the caller.
 #[utoipa::path(put, path = "/items/{item_id}/read", tag = "news-feeds",
     params(("item_id" = String, Path)),
-    request_body(content = ReadMark, description = "Optional"),
+    request_body(content = Option<ReadMark>, description = "Optional"),
     responses((status = 200, body = ItemView), (status = 404, body = ErrorBody)))]
 async fn mark_read(
     State(state): State<AppState>,

@@ -360,7 +360,7 @@ pub struct CloneRequest {
 /// dashboard of theirs.
 #[utoipa::path(post, path = "/{dashboard_id}/clone", tag = "dashboards",
     params(("dashboard_id" = String, Path)),
-    request_body(content = CloneRequest, description = "Optional"),
+    request_body(content = Option<CloneRequest>, description = "Optional"),
     responses((status = 201, body = DashboardView), (status = 404, body = ErrorBody)))]
 async fn clone_dashboard(
     State(state): State<AppState>,
