@@ -139,6 +139,31 @@ pub fn api() -> Vec<ClosedSet> {
             values: None,
             at: &["AssetTierView.tier"],
         },
+        ClosedSet {
+            name: "NewsCategory",
+            values: Some(cairn_intelligence::news::CATEGORIES),
+            at: &["GET /api/v1/news-feeds/items ?category"],
+        },
+        ClosedSet {
+            name: "NewsSeverity",
+            values: Some(cairn_intelligence::news::SEVERITIES),
+            at: &["GET /api/v1/news-feeds/items ?severity"],
+        },
+        ClosedSet {
+            name: "ResearchKind",
+            values: Some(&cairn_intelligence::research::HISTORY_KINDS),
+            at: &["HistoryEntry.kind", "GET /api/v1/research/history ?kind"],
+        },
+        ClosedSet {
+            name: "PartnerOverviewSort",
+            values: Some(&cairn_reporting::partner::OVERVIEW_SORTS),
+            at: &["GET /api/v1/partner/overview ?sort"],
+        },
+        ClosedSet {
+            name: "SortOrder",
+            values: Some(&cairn_reporting::partner::ORDERS),
+            at: &["GET /api/v1/partner/overview ?order"],
+        },
     ]
 }
 

@@ -36,6 +36,7 @@ use cairn_jobs::Registry;
 use cairn_platform::app::AppState;
 use cairn_platform::area::Area;
 
+pub use classify::{CATEGORIES, SEVERITIES};
 pub use routes::router;
 
 /// Registers the refresh and classification jobs.

@@ -9,6 +9,8 @@ use cairn_core::ids::TenantId;
 
 pub const CVE: &str = "cve";
 pub const PRODUCT: &str = "product";
+/// What a research was of.
+pub const KINDS: [&str; 2] = [CVE, PRODUCT];
 
 pub async fn record(
     db: &Db,

@@ -27,6 +27,7 @@ mod versions;
 mod weaknesses;
 
 pub use cve::{research_cve, CveResearch};
+pub use history::KINDS as HISTORY_KINDS;
 pub use routes::router;
 
 /// The area's routes; it has no jobs or schedules.

@@ -190,7 +190,7 @@ async fn research_history(
     let bounds = page_bounds(params.skip, params.limit)?;
     let kind = match params.kind.as_deref() {
         None | Some("") => None,
-        Some(k @ (history::CVE | history::PRODUCT)) => Some(k),
+        Some(k) if history::KINDS.contains(&k) => Some(k),
         Some(_) => return Err(ApiError::validation("kind", "must be cve or product")),
     };
     let user = params

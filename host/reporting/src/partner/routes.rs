@@ -100,6 +100,25 @@ pub struct Overview {
 /// are kept per customer until its findings, triage or the CVE data change
 /// (at most five minutes), so a partner with hundreds of customers reads
 /// in one pass.
+/// What the partner overview sorts by.
+pub const OVERVIEW_SORTS: [&str; 12] = [
+    "name",
+    "devices",
+    "open_findings",
+    "critical",
+    "high",
+    "kev_findings",
+    "high_epss_findings",
+    "oldest_open_kev_days",
+    "last_data_at",
+    "overdue",
+    "due_soon",
+    "sla_compliance",
+];
+
+/// A sort's direction.
+pub const ORDERS: [&str; 2] = ["asc", "desc"];
+
 #[utoipa::path(get, path = "/overview", tag = "partner", params(OverviewQuery),
     responses(
         (status = 200, body = Overview),
@@ -113,20 +132,7 @@ async fn overview(
     Query(query): Query<OverviewQuery>,
 ) -> ApiResult<Json<Overview>> {
     let sort = query.sort.as_deref().unwrap_or("name");
-    let keys = [
-        "name",
-        "devices",
-        "open_findings",
-        "critical",
-        "high",
-        "kev_findings",
-        "high_epss_findings",
-        "oldest_open_kev_days",
-        "last_data_at",
-        "overdue",
-        "due_soon",
-        "sla_compliance",
-    ];
+    let keys = OVERVIEW_SORTS;
     if !keys.contains(&sort) {
         return Err(ApiError::validation(
             "sort",
@@ -135,8 +141,8 @@ async fn overview(
     }
     let descending = match query.order.as_deref() {
         None => sort != "name",
-        Some("asc") => false,
-        Some("desc") => true,
+        Some(order) if order == ORDERS[0] => false,
+        Some(order) if order == ORDERS[1] => true,
         Some(_) => return Err(ApiError::validation("order", "must be asc or desc")),
     };
     let sla_days = query.sla_days.unwrap_or(30);
