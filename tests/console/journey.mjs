@@ -122,6 +122,13 @@ try {
   await drawn(page);
   await page.getByRole("cell", { name: "WS-01", exact: true }).waitFor({ timeout: 5000 }).catch(() => null);
   result.checks.devices = await page.locator("main tbody tr").allTextContents();
+  result.checks.device_columns = await page.locator("main thead th").allTextContents();
+  result.checks.device_exposure = await Promise.all(
+    (await page.locator("main tbody tr").all()).map(async (row) => {
+      const cells = await row.locator("td").allTextContents();
+      return [cells[0], cells[5], cells[6]];
+    }),
+  );
   result.checks.devices_errors = await page.locator("main .error, main .field-error").allTextContents();
   await shot(page, "05-devices");
   await page.getByRole("link", { name: "WS-01", exact: true }).click();
@@ -165,6 +172,17 @@ try {
   await page.waitForURL(/below=/);
   await drawn(page);
   result.checks.below_version = await page.locator("main tbody tr td:first-child").allTextContents();
+  // The riskiest devices first.
+  await page.getByRole("link", { name: "Devices", exact: true }).click();
+  await drawn(page);
+  await page.getByLabel("Sort").selectOption("risk");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.waitForURL(/sort=risk/);
+  await drawn(page);
+  result.checks.risky_devices = await Promise.all(
+    (await page.locator("main tbody tr").all()).map((row) => row.locator("td").allTextContents()),
+  );
+  await shot(page, "05e-devices-by-risk");
 
   // Research an application from its row.
   await page.getByRole("link", { name: "Applications", exact: true }).click();

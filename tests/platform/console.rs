@@ -368,6 +368,21 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // Chrome below 112.0.5615.100 in version order: WS-01's .49, not
     // WS-02's .121 (as text, .121 sorts first).
     assert_eq!(checks["below_version"], json!(["WS-01"]));
+    // Each device's open and KEV CVEs beside it; by risk, the devices
+    // with open findings, WS-01 (its KEV CVE) first.
+    let columns = checks["device_columns"].as_array().unwrap();
+    assert_eq!(
+        columns[5..7],
+        [json!("Open CVEs"), json!("KEV CVEs")],
+        "{columns:?}"
+    );
+    let exposure = checks["device_exposure"].as_array().unwrap();
+    let ws01 = exposure.iter().find(|row| row[0] == "WS-01").unwrap();
+    assert_ne!(ws01[1], "0", "{exposure:?}");
+    assert_eq!(ws01[2], "1", "{exposure:?}");
+    let risky = checks["risky_devices"].as_array().unwrap();
+    assert_eq!(risky[0][0], "WS-01", "{risky:?}");
+    assert_eq!(risky[0][1], "1", "{risky:?}");
     assert_eq!(
         checks["ruled_rules_kept"], "macos",
         "the rules stay in the form"
@@ -651,7 +666,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert_eq!(result["axe"].as_array().unwrap().len(), 23);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 26);
+    assert_eq!(listed.len(), 27);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

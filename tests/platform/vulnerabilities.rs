@@ -918,9 +918,54 @@ async fn vulnerability_routes_are_scoped_by_tenant(backend: Backend) {
         )
         .await;
     assert_eq!(put.status, 200);
+    // The devices' exposure: A-PC's one KEV CVE, rated high; a device
+    // without an open finding is not listed, even by name.
+    let exposure = app
+        .get("/api/v1/vulnerabilities/devices", &a.bearer())
+        .await;
+    assert_eq!(exposure.status, 200, "{}", exposure.text);
+    assert_eq!(exposure.body["total"], 1, "{}", exposure.text);
+    let pc = &exposure.body["items"][0];
+    assert_eq!(
+        (
+            &pc["device_name"],
+            &pc["open_cves"],
+            &pc["kev"],
+            &pc["high"],
+            &pc["critical"]
+        ),
+        (&json!("A-PC"), &json!(1), &json!(1), &json!(1), &json!(0)),
+        "{pc}"
+    );
+    let named = app
+        .get(
+            "/api/v1/vulnerabilities/devices?names=A-LNX,A-PC",
+            &a.bearer(),
+        )
+        .await;
+    assert_eq!(
+        named.body["items"], exposure.body["items"],
+        "{}",
+        named.text
+    );
+    let none = app
+        .get("/api/v1/vulnerabilities/devices?names=A-LNX", &a.bearer())
+        .await;
+    assert_eq!(none.body["total"], 0, "{}", none.text);
+    let many = vec!["PC"; 501].join(",");
+    let refused = app
+        .get(
+            &format!("/api/v1/vulnerabilities/devices?names={many}"),
+            &a.bearer(),
+        )
+        .await;
+    refused.assert_error(422);
+    assert_eq!(refused.body["field"], "names");
     // B sees none of it, through every route.
     for path in [
         "/api/v1/vulnerabilities/".to_string(),
+        "/api/v1/vulnerabilities/devices".to_string(),
+        "/api/v1/vulnerabilities/devices?names=A-PC".to_string(),
         "/api/v1/vulnerabilities/cve/CVE-2023-2033/devices".to_string(),
         "/api/v1/vulnerabilities/scans".to_string(),
         "/api/v1/vulnerabilities/unmatched".to_string(),

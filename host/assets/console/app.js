@@ -753,6 +753,7 @@ async function devices(_match, params) {
   const platform = params.get("platform") || "";
   const application = params.get("application") || "";
   const below = params.get("below") || "";
+  const byRisk = params.get("sort") === "risk";
   const extra = rulesFrom(params);
   const rules = [];
   const rule = (field, operator, value) => ({ kind: "rule", field, operator, value });
@@ -798,6 +799,17 @@ async function devices(_match, params) {
       field("Platform is", { name: "platform", value: platform, placeholder: "windows" }),
       field("Has an application containing", { name: "application", value: application }),
       field("Of a version below", { name: "below", value: below, placeholder: "120" }),
+      el(
+        "label",
+        {},
+        "Sort",
+        el(
+          "select",
+          { name: "sort" },
+          el("option", { value: "" }, "by name"),
+          el("option", { value: "risk", selected: byRisk }, "by risk: KEV, critical, high, EPSS"),
+        ),
+      ),
     ),
     el(
       "fieldset",
@@ -817,7 +829,7 @@ async function devices(_match, params) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const next = new URLSearchParams();
-    for (const key of ["name", "platform", "application", "below"]) {
+    for (const key of ["name", "platform", "application", "below", "sort"]) {
       const value = form.elements[key].value.trim();
       if (value) next.set(key, value);
     }
@@ -826,19 +838,44 @@ async function devices(_match, params) {
     go(`/console/devices${next.size ? `?${next}` : ""}`);
   });
   const out = [el("h1", {}, "Devices"), form];
+  const deviceLink = (name) => el("a", { href: `/console/devices/${encodeURIComponent(name)}` }, name);
+  const epss = (score) => (score === null || score === undefined ? "" : `${(score * 100).toFixed(1)} %`);
+  if (byRisk) {
+    // Every device with an open finding, the riskiest first.
+    const risky = await api("GET", `/vulnerabilities/devices?skip=${(page - 1) * limit}&limit=${limit}`);
+    out.push(
+      el("p", { class: "muted" }, "Devices with open findings, the riskiest first; the search fields do not apply to this order."),
+      table(
+        [["Device"], ["KEV CVEs", "num"], ["Critical", "num"], ["High", "num"], ["Open CVEs", "num"], ["Highest EPSS", "num"]],
+        risky.items.map((d) => [deviceLink(d.device_name), d.kev, d.critical, d.high, d.open_cves, epss(d.max_epss)]),
+      ),
+      pager(page, params, risky.total, limit),
+    );
+    return out;
+  }
   try {
     const result = await api("POST", "/devices/devices/search", body);
+    const names = result.items.map((d) => d.device_name);
+    const exposure = names.length
+      ? await api("GET", `/vulnerabilities/devices?limit=500&names=${encodeURIComponent(names.join(","))}`)
+      : { items: [] };
+    const exposed = new Map(exposure.items.map((e) => [e.device_name, e]));
     out.push(
       table(
-        [["Device"], ["Platform"], ["OS version"], ["User"], ["Applications", "num"], ["Sources"]],
-        result.items.map((d) => [
-          el("a", { href: `/console/devices/${encodeURIComponent(d.device_name)}` }, d.device_name),
-          d.os_platform ?? "",
-          d.os_version ?? "",
-          d.user_email ?? d.user_name ?? "",
-          d.application_count,
-          (d.sources || []).join(", "),
-        ]),
+        [["Device"], ["Platform"], ["OS version"], ["User"], ["Applications", "num"], ["Open CVEs", "num"], ["KEV CVEs", "num"], ["Sources"]],
+        result.items.map((d) => {
+          const e = exposed.get(d.device_name);
+          return [
+            deviceLink(d.device_name),
+            d.os_platform ?? "",
+            d.os_version ?? "",
+            d.user_email ?? d.user_name ?? "",
+            d.application_count,
+            e ? e.open_cves : 0,
+            e ? e.kev : 0,
+            (d.sources || []).join(", "),
+          ];
+        }),
       ),
       pager(page, params, result.total, limit),
     );

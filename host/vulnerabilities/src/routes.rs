@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::scan::{ScanScope, SCAN_KIND};
 use crate::findings::due::SlaDueDates;
 use crate::findings::views::{
-    self, AffectedDevice, FindingView, NotAssessed, ScanView, ScanVulnerability,
+    self, AffectedDevice, DeviceExposure, FindingView, NotAssessed, ScanView, ScanVulnerability,
     UnmatchedApplication, VulnerabilityFilter, VulnerabilityPage, VulnerabilityStats,
 };
 use crate::findings::writes::{self, MappingView};
@@ -35,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(scan_cve_devices))
         .routes(routes!(list_vulnerabilities))
         .routes(routes!(cve_devices))
+        .routes(routes!(device_exposure))
         .routes(routes!(vulnerability_stats))
         .routes(routes!(unmatched_applications))
         .routes(routes!(not_assessed))
@@ -231,6 +232,49 @@ async fn scan_cve_devices(
         .skip(skip as usize)
         .take(limit as usize)
         .collect();
+    Ok(Json(page(items, total, skip, limit)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExposureParams {
+    /// Only these devices (exact names, comma-separated, at most 500);
+    /// otherwise every device with an open finding.
+    names: Option<String>,
+    /// Default 0.
+    #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// Default 50, at most 500.
+    #[param(minimum = 1)]
+    limit: Option<i64>,
+}
+
+/// The tenant's devices with open findings, the riskiest first (most KEV
+/// CVEs, then critical, high, highest EPSS), each with its counts; with
+/// `names`, those devices only (a device without open findings is left
+/// out).
+#[utoipa::path(get, path = "/devices", tag = "vulnerabilities",
+    params(ExposureParams),
+    responses((status = 200, body = Page<DeviceExposure>), (status = 422, body = ErrorBody)))]
+async fn device_exposure(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ExposureParams>,
+) -> ApiResult<Json<Page<DeviceExposure>>> {
+    let (skip, limit) = bounds(params.skip, params.limit)?;
+    let names: Option<Vec<String>> = params.names.as_deref().map(|names| {
+        names
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect()
+    });
+    if names.as_ref().is_some_and(|n| n.len() > 500) {
+        return Err(ApiError::validation("names", "at most 500 device names"));
+    }
+    let (items, total) =
+        views::device_exposure(&state.db, &caller.tenant_id, names.as_deref(), skip, limit).await?;
     Ok(Json(page(items, total, skip, limit)))
 }
 

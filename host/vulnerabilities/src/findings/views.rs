@@ -1028,6 +1028,70 @@ pub async fn open_cves_by_application(
     Ok(out)
 }
 
+/// A device's open findings at a glance: what a device list shows beside
+/// each device, and sorts the riskiest first by.
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+pub struct DeviceExposure {
+    pub device_name: String,
+    /// Distinct CVEs with an open finding on the device.
+    pub open_cves: i64,
+    /// Of them, rated critical.
+    pub critical: i64,
+    /// Of them, rated high.
+    pub high: i64,
+    /// Of them, in CISA's Known Exploited Vulnerabilities catalog.
+    pub kev: i64,
+    /// The highest EPSS probability among them (0 to 1), when any has one.
+    pub max_epss: Option<f64>,
+}
+
+/// The open exposure of the tenant's devices with an open finding, the
+/// riskiest first (most KEV CVEs, then critical, high, highest EPSS,
+/// name), or of the devices `names` only; and how many there are.
+pub async fn device_exposure(
+    db: &Db,
+    tenant: &TenantId,
+    names: Option<&[String]>,
+    skip: i64,
+    limit: i64,
+) -> sqlx::Result<(Vec<DeviceExposure>, i64)> {
+    let from_where = format!(
+        "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
+         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
+         WHERE f.tenant_id = $1 AND {} AND ($2 = 1 OR f.device_name IN ({}))",
+        counts_open_sql(db.backend, false),
+        cairn_core::db::json_text_values(db.backend, 3)
+    );
+    let every = i64::from(names.is_none());
+    let names = serde_json::to_string(names.unwrap_or_default()).unwrap_or_default();
+    let total: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(DISTINCT f.device_name) {from_where}"
+    ))
+    .bind(tenant.as_str())
+    .bind(every)
+    .bind(&names)
+    .fetch_one(&db.pool)
+    .await?;
+    let items = sqlx::query_as(&format!(
+        "SELECT f.device_name AS device_name, COUNT(DISTINCT f.cve_id) AS open_cves, \
+         COUNT(DISTINCT CASE WHEN c.severity = 'critical' THEN f.cve_id END) AS critical, \
+         COUNT(DISTINCT CASE WHEN c.severity = 'high' THEN f.cve_id END) AS high, \
+         COUNT(DISTINCT CASE WHEN k.cve_id IS NOT NULL THEN f.cve_id END) AS kev, \
+         MAX(e.score) AS max_epss {from_where} GROUP BY f.device_name \
+         ORDER BY kev DESC, critical DESC, high DESC, max_epss DESC NULLS LAST, device_name \
+         LIMIT $4 OFFSET $5"
+    ))
+    .bind(tenant.as_str())
+    .bind(every)
+    .bind(&names)
+    .bind(limit)
+    .bind(skip)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok((items, total))
+}
+
 /// Distinct devices with an open finding, per CVE of `cve_ids` (upper
 /// case) that has any.
 pub async fn open_device_counts(
