@@ -82,6 +82,7 @@ try {
   await drawn(page);
   result.checks.widgets = await page.locator("section.widget h2").allTextContents();
   result.checks.charts = await page.locator("section.widget svg[role=img]").count();
+  result.checks.widget_headers = await page.locator("section.widget thead th").allTextContents();
   await shot(page, "02-overview");
   // The dashboard changed from the page: a widget added, then removed.
   await page.getByLabel("Title").fill("Where devices come from");

@@ -368,6 +368,23 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // Chrome below 112.0.5615.100 in version order: WS-01's .49, not
     // WS-02's .121 (as text, .121 sorts first).
     assert_eq!(checks["below_version"], json!(["WS-01"]));
+    // Widget tables head their columns in words, not field names.
+    assert_eq!(
+        checks["widget_headers"],
+        json!([
+            "CVE ID",
+            "EPSS score",
+            "EPSS percentile",
+            "Devices",
+            "Area",
+            "Connector",
+            "Health",
+            "Last status",
+            "Last run",
+            "Last success",
+            "Last error"
+        ])
+    );
     // Each device's open and KEV CVEs beside it; by risk, the devices
     // with open findings, WS-01 (its KEV CVE) first.
     let columns = checks["device_columns"].as_array().unwrap();

@@ -334,12 +334,22 @@ function widgetBody(title, data) {
       return data.points.length ? lineChart(title, data.points) : el("p", { class: "muted" }, "Nothing yet.");
     case "rows":
       return table(
-        data.columns.map((c) => [c.replaceAll("_", " ")]),
+        data.columns.map((c) => [words(c)]),
         data.rows.map((r) => r.map((v, i) => widgetCell(data.columns[i], v))),
       );
     default:
       return el("p", { class: "muted" }, "This widget's shape is not shown here.");
   }
+}
+
+const ACRONYMS = { cve: "CVE", epss: "EPSS", kev: "KEV", id: "ID", sla: "SLA", os: "OS", edr: "EDR", mdm: "MDM", rmm: "RMM", cvss: "CVSS" };
+
+/** A field's name as a heading: words, acronyms in capitals, a moment
+ * without its `_at`: `last_run_at` reads "Last run", `cve_id` "CVE ID". */
+function words(name) {
+  const parts = name.split("_").filter((part, i, all) => !(part === "at" && i === all.length - 1 && i > 0));
+  const text = parts.map((part) => ACRONYMS[part] ?? part).join(" ");
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** A widget table's cell; a CVE or a device links to its page. */
@@ -488,7 +498,7 @@ function record(name, value) {
   if (!value || typeof value !== "object") return null;
   const rows = Object.entries(value)
     .filter(([, v]) => v !== null && typeof v !== "object")
-    .map(([k, v]) => [k.replaceAll("_", " "), String(v)]);
+    .map(([k, v]) => [words(k), String(v)]);
   return [el("h2", {}, `As ${name} sees it`), table([["Field"], ["Value"]], rows)];
 }
 
