@@ -105,6 +105,14 @@ try {
   await page.getByRole("cell", { name: hostile, exact: true }).waitFor();
   result.checks.images_in_main = await page.locator("main img").count();
   await shot(page, "03-applications");
+  // Sorted from a heading: by devices, most first, then by name.
+  const heading = (name) => page.locator("main thead").getByRole("button", { name: new RegExp(`^${name}`) });
+  await heading("Devices").click();
+  await heading("Devices").click();
+  result.checks.sorted_by_devices = await page.locator("main tbody tr td:nth-child(3)").allTextContents();
+  result.checks.devices_sort_state = await page.locator("main thead th").nth(2).getAttribute("aria-sort");
+  await heading("Application").click();
+  result.checks.sorted_by_name = await page.locator("main tbody tr td:first-child").allTextContents();
   await page.getByLabel("Name contains").fill("chrome");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/search=chrome/);

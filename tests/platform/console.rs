@@ -368,6 +368,26 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // Chrome below 112.0.5615.100 in version order: WS-01's .49, not
     // WS-02's .121 (as text, .121 sorts first).
     assert_eq!(checks["below_version"], json!(["WS-01"]));
+    // A heading sorts the rows shown: twice on Devices, most first.
+    let counts: Vec<i64> = checks["sorted_by_devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        counts.len() > 1 && counts.windows(2).all(|w| w[0] >= w[1]),
+        "{counts:?}"
+    );
+    assert_eq!(checks["devices_sort_state"], "descending");
+    // Then by name (the browser's collation): 7-Zip before Google Chrome,
+    // which led by devices.
+    let names: Vec<String> = serde_json::from_value(checks["sorted_by_name"].clone()).unwrap();
+    let at = |name: &str| names.iter().position(|n| n.starts_with(name));
+    assert!(
+        at("7-Zip") < at("Google Chrome") && at("7-Zip").is_some(),
+        "{names:?}"
+    );
     // Widget tables head their columns in words, not field names.
     assert_eq!(
         checks["widget_headers"],

@@ -109,23 +109,46 @@ function field(label, attrs) {
 }
 
 function table(columns, rows) {
+  const body = el(
+    "tbody",
+    {},
+    rows.length
+      ? rows.map((cells) => el("tr", {}, cells.map((cell, i) => el("td", { class: columns[i][1] }, cell))))
+      : el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, "Nothing here yet.")),
+  );
+  // Two rows or more sort by any column from its heading (the rows shown:
+  // a page of a longer list sorts within the page).
+  const headings = columns.map(([name, cls], i) => {
+    const th = el("th", { scope: "col", class: cls });
+    if (rows.length < 2) {
+      th.append(name);
+      return th;
+    }
+    const button = el("button", { type: "button", class: "sort" }, name);
+    button.addEventListener("click", () => {
+      const ascending = th.getAttribute("aria-sort") !== "ascending";
+      for (const other of th.parentNode.children) other.removeAttribute("aria-sort");
+      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+      const key = (row) => row.children[i].textContent.trim();
+      const numeric = cls === "num";
+      const sorted = [...body.children].sort((a, b) => {
+        const [x, y] = [key(a), key(b)];
+        const order = numeric
+          ? (Number.parseFloat(x) || 0) - (Number.parseFloat(y) || 0)
+          : x.localeCompare(y, undefined, { numeric: true, sensitivity: "base" });
+        return ascending ? order : -order;
+      });
+      body.append(...sorted);
+    });
+    th.append(button);
+    return th;
+  });
   return el(
     "div",
     // Focusable, so that a keyboard can scroll a table wider than the
     // screen.
     { class: "table-wrap", tabindex: 0 },
-    el(
-      "table",
-      {},
-      el("thead", {}, el("tr", {}, columns.map(([name, cls]) => el("th", { scope: "col", class: cls }, name)))),
-      el(
-        "tbody",
-        {},
-        rows.length
-          ? rows.map((cells) => el("tr", {}, cells.map((cell, i) => el("td", { class: columns[i][1] }, cell))))
-          : el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, "Nothing here yet.")),
-      ),
-    ),
+    el("table", {}, el("thead", {}, el("tr", {}, headings)), body),
   );
 }
 
