@@ -624,8 +624,10 @@ async fn metrics_by_route_and_address(backend: Backend) {
         }
     })
     .await;
+    // Counted from the database's setup: on PostgreSQL the tests copy a
+    // template migrated once per machine, maybe hours ago.
     for (source, age) in ages {
-        assert!((0.0..3600.0).contains(&age), "{source}: {age}");
+        assert!((0.0..30.0 * 86_400.0).contains(&age), "{source}: {age}");
     }
     app.finish().await;
 
