@@ -368,6 +368,11 @@ try {
   result.checks.audit_rows = await page.locator("main tbody tr").allTextContents();
   await shot(page, "07d-partner-audit");
 
+  // A CVE no one knows: said in a sentence, not as an upstream error.
+  await page.goto(`${base}/console/cves/CVE-2020-0001`);
+  await drawn(page);
+  result.checks.unknown_cve = await page.locator("main").innerText();
+
   // A bookmarked URL opens its page directly.
   await page.goto(`${base}/console/applications?search=7-zip`);
   await drawn(page);

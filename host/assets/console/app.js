@@ -933,7 +933,23 @@ const TRIAGE = [
 async function cve([, raw]) {
   const id = decodeURIComponent(raw);
   document.title = `${id} - Cairn`;
-  const record = await api("GET", `/research/cve/${encodeURIComponent(id)}`);
+  let record;
+  try {
+    record = await api("GET", `/research/cve/${encodeURIComponent(id)}`);
+  } catch (error) {
+    // A CVE the service does not hold, and NVD does not know or cannot be
+    // asked now: said as such, the upstream's own words kept aside.
+    if (!(error instanceof ApiError) || ![404, 502, 503].includes(error.status)) throw error;
+    const why =
+      error.status === 404
+        ? `${id} is not in this service's CVE data, and NVD does not know it either. Check the id.`
+        : `${id} is not in this service's CVE data, and NVD could not be reached to look it up. Try again later, or load the CVE data offline (cairn vuln import).`;
+    return [
+      el("h1", {}, id),
+      el("p", { role: "status" }, why),
+      error.status === 404 ? null : el("details", {}, el("summary", {}, "What the service said"), el("p", {}, error.message)),
+    ];
+  }
   const triage = await api("GET", `/vulnerabilities/cve/${encodeURIComponent(id)}/triage`).catch(() => null);
   // The form opens on the product's current status and terms, so saving it
   // unchanged changes nothing; with several products, one is chosen.
