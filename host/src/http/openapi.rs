@@ -222,7 +222,7 @@ pub fn finish(
 
 /// Whether a schema is an object that names no member and says nothing of
 /// the others: a generator makes it an object with no readable field.
-pub fn is_bare_object(schema: &Map<String, Value>) -> bool {
+fn is_bare_object(schema: &Map<String, Value>) -> bool {
     let is_object = match schema.get("type") {
         Some(Value::String(t)) => t == "object",
         Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
