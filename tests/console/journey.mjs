@@ -422,6 +422,8 @@ try {
   await page.getByLabel("Email").fill("colleague@example.com");
   await page.getByRole("button", { name: "Invite" }).click();
   await page.getByRole("cell", { name: "colleague@example.com" }).waitFor();
+  result.checks.member_joined = await page.locator("main table").first().locator("tbody tr td:nth-child(4)").first().textContent();
+  result.checks.invite_expires = await page.locator("main table").last().locator("tbody tr td:nth-child(3)").first().textContent();
   await shot(page, "12-members");
   // The invite's link opens the console's page for it; joining signs in.
   const inviteHref = await page.locator("a.invite-link").getAttribute("href");

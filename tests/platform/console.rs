@@ -347,6 +347,20 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             && !unknown.contains("Something went wrong"),
         "{unknown}"
     );
+    // Moments read as a person reads them, not as RFC 3339.
+    for moment in [&checks["member_joined"], &checks["invite_expires"]] {
+        let text = moment.as_str().unwrap_or_default();
+        // "30 Nov 2026, 09:20 UTC"
+        let (date, time) = text.split_once(", ").unwrap_or_default();
+        let date: Vec<&str> = date.split(' ').collect();
+        assert!(
+            date.len() == 3
+                && date[1].chars().all(char::is_alphabetic)
+                && time.len() == 9
+                && time.ends_with(" UTC"),
+            "{text}"
+        );
+    }
     // No page shows a value the console failed to put in words.
     assert_eq!(
         checks["words_of_code"],
