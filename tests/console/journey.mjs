@@ -204,6 +204,9 @@ try {
 
   // Vulnerabilities filtered to KEV, a link to the CVE's page.
   await page.getByRole("link", { name: "Vulnerabilities", exact: true }).click();
+  await drawn(page);
+  // Unfiltered, known exploited first.
+  result.checks.vulnerabilities_kev_column = await page.locator("main tbody tr td:nth-child(4)").allTextContents();
   await page.getByLabel("Known exploited").selectOption("true");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/kev=true/);

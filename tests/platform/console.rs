@@ -391,6 +391,15 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     // Chrome below 112.0.5615.100 in version order: WS-01's .49, not
     // WS-02's .121 (as text, .121 sorts first).
     assert_eq!(checks["below_version"], json!(["WS-01"]));
+    // The vulnerabilities open with the known exploited first: every
+    // KEV row before every other.
+    let kev: Vec<String> =
+        serde_json::from_value(checks["vulnerabilities_kev_column"].clone()).unwrap();
+    let first_other = kev.iter().position(|k| k != "yes").unwrap_or(kev.len());
+    assert!(
+        first_other > 0 && kev[first_other..].iter().all(|k| k != "yes"),
+        "{kev:?}"
+    );
     // A heading sorts the rows shown: twice on Devices, most first.
     let counts: Vec<i64> = checks["sorted_by_devices"]
         .as_array()

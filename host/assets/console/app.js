@@ -651,6 +651,9 @@ async function vulnerabilities(_match, params) {
   for (const key of ["severity", "kev", "epss_min", "status", "sla_state", "search"]) {
     if (params.get(key)) query.set(key, params.get(key));
   }
+  // Known exploited first unless asked otherwise: a KEV CVE without a
+  // CVSS score is still among the first.
+  query.set("sort", params.get("sort") || "-kev");
   const select = (name, label, options) =>
     el(
       "label",
@@ -667,6 +670,7 @@ async function vulnerabilities(_match, params) {
     select("status", "Status", [["", "open"], ["accepted", "triaged away"], ["fixed", "fixed"], ["all", "all"]]),
     select("sla_state", "SLA", [["", "any"], ["overdue", "overdue"], ["due_soon", "due soon"], ["within", "within SLA"], ["excepted", "excepted"]]),
     field("CVE or text", { name: "search", value: params.get("search") || "" }),
+    select("sort", "Sort", [["", "KEV first"], ["-cvss_score", "CVSS, highest first"], ["-epss_score", "EPSS, highest first"], ["-published", "newest first"], ["-device_count", "most devices first"]]),
     el("button", { type: "submit" }, "Filter"),
   );
   form.addEventListener("submit", (event) => {

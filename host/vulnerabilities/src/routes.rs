@@ -305,6 +305,7 @@ pub struct VulnerabilityParams {
     /// Only CVEs with an open finding in this SLA state now (`within`,
     /// `due_soon`, `overdue`, `excepted`; see `/api/v1/sla`).
     sla_state: Option<String>,
+    /// `-kev` (KEV first, then CVSS and EPSS, highest first),
     /// `-cvss_score` (default), `cvss_score`, `-epss_score`,
     /// `epss_score`, `-device_count`, `device_count`, `-published`,
     /// `published`, `cve_id`, `-cve_id`, `-first_seen`, `first_seen`.

@@ -97,7 +97,8 @@ const TRIAGE_STATUS: &str = "COALESCE((SELECT t.status FROM vuln_triage t \
 
 /// Sort keys of the list, as SQL over the aggregate's columns.
 /// The sorts of the vulnerabilities list: each column, `-` for descending.
-pub const SORTS: [&str; 12] = [
+pub const SORTS: [&str; 13] = [
+    "-kev",
     "-cvss_score",
     "cvss_score",
     "-epss_score",
@@ -114,6 +115,8 @@ pub const SORTS: [&str; 12] = [
 
 pub fn sort_sql(sort: &str) -> Option<&'static str> {
     Some(match sort {
+        // KEV first (a KEV CVE without a CVSS score too), then CVSS, EPSS.
+        "-kev" => "kev DESC, cvss_score DESC NULLS LAST, epss_score DESC NULLS LAST, f.cve_id",
         "-cvss_score" | "" => "cvss_score DESC NULLS LAST, f.cve_id",
         "cvss_score" => "cvss_score ASC NULLS LAST, f.cve_id",
         "-epss_score" => "epss_score DESC NULLS LAST, f.cve_id",
