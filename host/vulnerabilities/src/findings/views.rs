@@ -142,6 +142,12 @@ async fn matched_at(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<i64>> {
         .await
 }
 
+/// A finding `f` with its CVE record `c` (which it must have), KEV entry
+/// `k` and EPSS score `e` (which it may).
+const SCORED: &str = "JOIN vuln_cves c ON c.id = f.cve_id \
+     LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
+     LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id";
+
 /// A finding's last sighting: its own stamp, or for an open one the last
 /// whole-inventory match if later (such a match confirms open findings
 /// without rewriting each).
@@ -187,11 +193,7 @@ pub async fn vulnerabilities(
          AND (CAST($10 AS TEXT) IS NULL OR {TRIAGE_STATUS} = $10) \
          AND (CAST($11 AS TEXT) IS NULL OR f.cve_id IN ({cves_in}))"
     );
-    let from = format!(
-        "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
-         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
-         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id"
-    );
+    let from = format!("FROM {ALL_FINDINGS} f {SCORED}");
     fn bind_all<'q>(
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
         status: &'static str,
@@ -1059,9 +1061,7 @@ pub async fn device_exposure(
     limit: i64,
 ) -> sqlx::Result<(Vec<DeviceExposure>, i64)> {
     let from_where = format!(
-        "FROM {ALL_FINDINGS} f JOIN vuln_cves c ON c.id = f.cve_id \
-         LEFT JOIN vuln_kev k ON k.cve_id = f.cve_id \
-         LEFT JOIN vuln_epss e ON e.cve_id = f.cve_id \
+        "FROM {ALL_FINDINGS} f {SCORED} \
          WHERE f.tenant_id = $1 AND {} AND ($2 = 1 OR f.device_name IN ({}))",
         counts_open_sql(db.backend, false),
         cairn_core::db::json_text_values(db.backend, 3)

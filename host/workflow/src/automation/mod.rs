@@ -203,6 +203,7 @@ async fn run_tenant(
         } else {
             vec![]
         };
+        let verdicts = verdicts_for(state, tenant, &rules, now).await?;
         for rule in &rules {
             let run = rules::run_state(&state.db, &rule.id, tenant).await?;
             let memory = storage::memory(&state.db, tenant, &rule.id).await?;
@@ -210,6 +211,7 @@ async fn run_tenant(
                 tenant,
                 run: &run,
                 subscriptions,
+                verdicts: &verdicts,
             };
             let plan = plan_rule(state, over, rule, &findings, &memory, now).await?;
             let applied =
@@ -242,11 +244,13 @@ async fn open_findings(
 const EVENTS_LOOKED_BACK_MS: i64 = 30 * 86_400_000;
 
 /// What a rule's run is over: the tenant, where the rule's runs over it
-/// stand, and the subscriptions' source.
+/// stand, the subscriptions' source, and the tenant's recent remediation
+/// verdicts (read once per tenant, for rules with tickets).
 pub(crate) struct Over<'a> {
     pub tenant: &'a TenantId,
     pub run: &'a rules::RunState,
     pub subscriptions: &'a subscriptions::Subscriptions,
+    pub verdicts: &'a [evaluate::Verdict],
 }
 
 /// The events an event trigger fires on, as they stand for `tenant` now.
@@ -412,6 +416,26 @@ async fn events(
     })
 }
 
+/// The tenant's remediation verdicts of the last week when one of `rules`
+/// keeps tickets (only tickets are told of them), else none.
+pub(crate) async fn verdicts_for(
+    state: &AppState,
+    tenant: &TenantId,
+    rules: &[StoredRule],
+    now: i64,
+) -> anyhow::Result<Vec<evaluate::Verdict>> {
+    let tickets = rules.iter().any(|r| {
+        r.input
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Ticket { .. }))
+    });
+    match tickets {
+        true => verdicts(state, tenant, now).await,
+        false => Ok(vec![]),
+    }
+}
+
 /// The tenant's remediation verdicts of the last week, as a ticket's note
 /// tells them.
 async fn verdicts(
@@ -476,19 +500,10 @@ async fn plan_rule(
         };
         return Ok(evaluate::plan_events(rule, over, &events, &memory.noted));
     }
-    let verdicts = match rule
-        .input
-        .actions
-        .iter()
-        .any(|a| matches!(a, Action::Ticket { .. }))
-    {
-        true => verdicts(state, tenant, now).await?,
-        false => vec![],
-    };
     let over = evaluate::Over {
         tenant: tenant.as_str(),
         state: over.run,
-        verdicts: &verdicts,
+        verdicts: over.verdicts,
     };
     let devices: Option<HashSet<String>> = match &rule.input.conditions.devices {
         None => None,

@@ -376,10 +376,15 @@ async fn dry_run_automation_rule(
     for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
         let run = rules::run_state(&state.db, &id, &tenant).await?;
         let memory = storage::memory(&state.db, &tenant, &id).await?;
+        let now = state.clock.now_ms();
+        let verdicts = super::verdicts_for(&state, &tenant, std::slice::from_ref(&rule), now)
+            .await
+            .map_err(ApiError::Internal)?;
         let over = super::Over {
             tenant: &tenant,
             run: &run,
             subscriptions: &subscriptions,
+            verdicts: &verdicts,
         };
         runs.push(dry_run(&state, over, &rule, &memory).await?);
     }
@@ -424,10 +429,15 @@ async fn dry_run_automation_draft(
     };
     let mut runs = vec![];
     for tenant in tenants_of(&state, &caller.tenant_id, &rule).await? {
+        let now = state.clock.now_ms();
+        let verdicts = super::verdicts_for(&state, &tenant, std::slice::from_ref(&rule), now)
+            .await
+            .map_err(ApiError::Internal)?;
         let over = super::Over {
             tenant: &tenant,
             run: &run,
             subscriptions: &subscriptions,
+            verdicts: &verdicts,
         };
         runs.push(dry_run(&state, over, &rule, &memory).await?);
     }
