@@ -242,6 +242,9 @@ pub struct Related {
     pub field: String,
 }
 
+/// The roles an action may require of its caller.
+pub const ACTION_ROLES: [&str; 2] = ["member", "admin"];
+
 /// A live action `invoke` serves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Action {
@@ -549,7 +552,7 @@ impl ConnectorDescriptor {
                     ACTION_METHODS.join(", ")
                 ));
             }
-            if !["member", "admin"].contains(&action.role.as_str()) {
+            if !ACTION_ROLES.contains(&action.role.as_str()) {
                 return Err(format!(
                     "action {}: role must be member or admin",
                     action.name

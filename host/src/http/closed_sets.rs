@@ -164,6 +164,119 @@ pub fn api() -> Vec<ClosedSet> {
             values: Some(&cairn_reporting::partner::ORDERS),
             at: &["GET /api/v1/partner/overview ?order"],
         },
+        ClosedSet {
+            name: "PartnerTriageStatus",
+            values: Some(&cairn_reporting::partner::PARTNER_TRIAGE_STATUSES),
+            at: &["PartnerTriageRequest.status"],
+        },
+        ClosedSet {
+            name: "TrackedSlaState",
+            values: Some(&cairn_workflow::sla::policy::SlaState::TRACKED),
+            at: &["GET /api/v1/sla/findings ?state"],
+        },
+        ClosedSet {
+            name: "SlaPolicyScope",
+            values: Some(&cairn_workflow::sla::storage::Scope::NAMES),
+            at: &["SlaPolicyChange.scope", "SlaPolicyView.scope"],
+        },
+        ClosedSet {
+            name: "SlaPolicySourceScope",
+            values: Some(&cairn_workflow::sla::storage::Scope::SOURCES),
+            at: &["SlaPolicySource.scope"],
+        },
+        ClosedSet {
+            name: "ComplianceFilter",
+            values: Some(&cairn_intelligence::research::COMPLIANCE_FILTERS),
+            at: &["GET /api/v1/versions/compliance ?status"],
+        },
+        ClosedSet {
+            name: "ActionRole",
+            values: Some(&cairn_plugins::descriptor::ACTION_ROLES),
+            at: &["Action.role"],
+        },
+        ClosedSet {
+            name: "AutomationAction",
+            values: Some(&cairn_workflow::automation::storage::DELIVERY_ACTIONS),
+            at: &[
+                "AutomationDelivery.action",
+                "AutomationPlannedDelivery.action",
+            ],
+        },
+        ClosedSet {
+            name: "AutomationTriggerKind",
+            values: Some(&cairn_workflow::automation::rules::Trigger::KINDS),
+            at: &["AutomationEvent.kind"],
+        },
+        ClosedSet {
+            name: "AutomationLogOutcome",
+            values: Some(&cairn_workflow::automation::storage::LOG_OUTCOMES),
+            at: &["AutomationLogLine.outcome"],
+        },
+        ClosedSet {
+            name: "CveRecordSource",
+            values: Some(&cairn_vulnerabilities::reference::records::RECORD_SOURCES),
+            at: &["CveDetail.record_source"],
+        },
+        ClosedSet {
+            name: "DraftedBy",
+            values: Some(&cairn_intelligence::advisories::DRAFTED_BY),
+            at: &["Draft.drafted_by"],
+        },
+        ClosedSet {
+            name: "RecipientStatus",
+            values: Some(&cairn_intelligence::advisories::RECIPIENT_STATUSES),
+            at: &["RecipientView.status"],
+        },
+        ClosedSet {
+            name: "FeedFormat",
+            values: Some(&cairn_intelligence::news::FEED_FORMATS),
+            at: &["FeedView.format"],
+        },
+        ClosedSet {
+            name: "FeedFetchStatus",
+            values: Some(&cairn_intelligence::news::FETCH_STATUSES),
+            at: &["FeedView.last_status"],
+        },
+        ClosedSet {
+            name: "RelevanceKind",
+            values: Some(&cairn_intelligence::news::RELEVANCE_KINDS),
+            at: &["Relevance.kind"],
+        },
+        ClosedSet {
+            name: "SubscriptionSyncStatus",
+            values: Some(&cairn_intelligence::subscriptions::SYNC_STATUSES),
+            at: &["SubscriptionView.last_status"],
+        },
+        ClosedSet {
+            name: "ThreatIntelLookup",
+            values: Some(&cairn_intelligence::threat_intel::LOOKUPS),
+            at: &["LookupAnswer.lookup"],
+        },
+        ClosedSet {
+            name: "CveRefreshStatus",
+            values: Some(&cairn_intelligence::threat_intel::REFRESH_STATUSES),
+            at: &["SourceOutcome.status"],
+        },
+        ClosedSet {
+            name: "TicketSource",
+            values: Some(&cairn_workflow::ticketing::TICKET_SOURCES),
+            at: &["FullTicket.source"],
+        },
+        ClosedSet {
+            name: "UploadFormat",
+            values: Some(&cairn_integrations::csv_sources::UPLOAD_FORMATS),
+            at: &["UploadView.format"],
+        },
+        ClosedSet {
+            name: "DatabaseBackend",
+            values: Some(&cairn_core::db::Backend::NAMES),
+            at: &["Health.backend"],
+        },
+        ClosedSet {
+            name: "ReadinessCheckName",
+            values: Some(&super::service::READINESS_CHECKS),
+            at: &["ReadinessCheck.name"],
+        },
     ]
 }
 

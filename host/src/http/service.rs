@@ -117,6 +117,16 @@ async fn health_live() -> axum::Json<Liveness> {
     axum::Json(Liveness { status: "ok" })
 }
 
+/// The readiness checks, by name: one per blob store (shelf).
+pub const READINESS_CHECKS: [&str; 6] = [
+    "database",
+    "migrations",
+    "connectors",
+    "blob_store:portal",
+    "blob_store:uploads",
+    "blob_store:reports",
+];
+
 /// One readiness check.
 #[derive(Serialize, ToSchema)]
 pub struct ReadinessCheck {
@@ -194,6 +204,7 @@ async fn health_ready(State(state): State<AppState>) -> Response {
     ];
     for (shelf, store) in stores {
         let probed = store.probe().await;
+        debug_assert!(READINESS_CHECKS.contains(&format!("blob_store:{shelf}").as_str()));
         checks.push(ReadinessCheck {
             name: format!("blob_store:{shelf}"),
             ok: probed.is_ok(),

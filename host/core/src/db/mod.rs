@@ -42,6 +42,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every [`Backend::name`].
+    pub const NAMES: [&'static str; 2] = ["sqlite", "postgres"];
+
     pub fn name(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",

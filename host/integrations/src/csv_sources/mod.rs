@@ -32,6 +32,8 @@ pub mod storage;
 use std::time::Duration;
 
 pub use ingest::{CsvParseHandler, CSV_PARSE_KIND};
+/// The formats an upload is read as.
+pub const UPLOAD_FORMATS: [&str; 2] = parse::Format::NAMES;
 pub use routes::router;
 
 use cairn_core::db::Db;

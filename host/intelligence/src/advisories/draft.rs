@@ -42,6 +42,10 @@ pub struct AffectedApplication {
     pub versions: Vec<String>,
 }
 
+/// Who wrote a draft: the language model, or the built-in template when
+/// no model is set or it failed.
+pub const DRAFTED_BY: [&str; 2] = ["model", "template"];
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Draft {
     pub subject: String,

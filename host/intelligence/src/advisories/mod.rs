@@ -25,7 +25,8 @@ mod routes;
 mod send;
 mod storage;
 
-pub use storage::STATUSES;
+pub use draft::DRAFTED_BY;
+pub use storage::{RECIPIENT_STATUSES, STATUSES};
 
 use std::time::Duration;
 

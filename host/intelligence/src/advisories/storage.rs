@@ -10,10 +10,13 @@ use utoipa::ToSchema;
 use cairn_core::db::{now_ms, stored_json, to_rfc3339, Db, StoredJson};
 use cairn_core::ids::TenantId;
 
-/// Times a recipient's message is tried before it is `failed`.
 /// An advisory's states: being sent, sent to everyone, failed for
 /// everyone, or sent to some.
 pub const STATUSES: [&str; 4] = ["sending", "sent", "failed", "partial"];
+/// A recipient's states: to send, sent, or given up after
+/// [`MAX_ATTEMPTS`].
+pub const RECIPIENT_STATUSES: [&str; 3] = ["pending", "sent", "failed"];
+/// Times a recipient's message is tried before it is `failed`.
 pub const MAX_ATTEMPTS: i64 = 3;
 
 /// A recipient to record.

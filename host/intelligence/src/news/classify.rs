@@ -48,6 +48,9 @@ const MIN_NAME_CHARS: usize = 4;
 pub const BY_MODEL: &str = "model";
 pub const BY_RULES: &str = "rules";
 
+/// What a relevance names.
+pub const RELEVANCE_KINDS: [&str; 3] = ["application", "vendor", "cve"];
+
 /// What the tenant runs that an item names.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema, PartialEq)]
 pub struct Relevance {

@@ -36,8 +36,9 @@ use cairn_jobs::Registry;
 use cairn_platform::app::AppState;
 use cairn_platform::area::Area;
 
-pub use classify::{CATEGORIES, SEVERITIES};
+pub use classify::{CATEGORIES, RELEVANCE_KINDS, SEVERITIES};
 pub use routes::router;
+pub use storage::{FEED_FORMATS, FETCH_STATUSES};
 
 /// Registers the refresh and classification jobs.
 pub fn area(state: &AppState) -> anyhow::Result<Area> {

@@ -11,6 +11,11 @@ use cairn_core::db::{now_ms, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 use cairn_inventory::search::escape_like;
 
+/// The formats a feed is read in.
+pub const FEED_FORMATS: [&str; 3] = ["rss", "atom", "json"];
+/// How a feed's last fetch went.
+pub const FETCH_STATUSES: [&str; 3] = ["success", "not_modified", "error"];
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FeedView {
     pub id: String,

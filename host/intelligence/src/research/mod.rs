@@ -28,7 +28,7 @@ mod weaknesses;
 
 pub use cve::{research_cve, CveResearch};
 pub use history::KINDS as HISTORY_KINDS;
-pub use routes::router;
+pub use routes::{router, COMPLIANCE_FILTERS};
 
 /// The area's routes; it has no jobs or schedules.
 pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {

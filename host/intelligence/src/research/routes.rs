@@ -244,6 +244,9 @@ async fn version_summary(
     Ok(Json(Page::new(items, matching.len() as i64, (skip, limit))))
 }
 
+/// Which applications the compliance view lists.
+pub const COMPLIANCE_FILTERS: [&str; 3] = ["compliant", "non_compliant", "all"];
+
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ComplianceParams {

@@ -20,7 +20,7 @@ mod routes;
 mod storage;
 mod sync;
 
-pub use storage::SUB_TYPES;
+pub use storage::{SUB_TYPES, SYNC_STATUSES};
 
 use std::time::Duration;
 

@@ -16,6 +16,9 @@ pub const PRODUCT: &str = "product";
 /// What a subscription follows.
 pub const SUB_TYPES: [&str; 2] = [VENDOR, PRODUCT];
 
+/// How a subscription's last sync went.
+pub const SYNC_STATUSES: [&str; 2] = ["success", "error"];
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SubscriptionView {
     pub id: String,

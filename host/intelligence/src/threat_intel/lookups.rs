@@ -213,6 +213,9 @@ pub(super) async fn set_threat_intel_config(
     Ok(Json(current(&state, tenant).await?))
 }
 
+/// What a lookup is of: an IP address or a file hash.
+pub const LOOKUPS: [&str; 2] = ["ip", "hash"];
+
 #[derive(Serialize, ToSchema)]
 pub struct LookupAnswer {
     /// `ip` or `hash`.

@@ -23,7 +23,8 @@
 mod lookups;
 mod routes;
 
-pub use routes::router;
+pub use lookups::LOOKUPS;
+pub use routes::{router, REFRESH_STATUSES};
 
 /// The area's routes; it has no jobs or schedules.
 pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {

@@ -220,6 +220,9 @@ async fn high_risk_by_epss(
     ))
 }
 
+/// How refreshing a CVE from one source went.
+pub const REFRESH_STATUSES: [&str; 3] = ["ok", "not_found", "error"];
+
 #[derive(Serialize, ToSchema)]
 pub struct SourceOutcome {
     /// `nvd`, `kev` or `epss`.

@@ -11,7 +11,7 @@
 
 mod routes;
 
-pub use routes::{router, ORDERS, OVERVIEW_SORTS};
+pub use routes::{router, ORDERS, OVERVIEW_SORTS, PARTNER_TRIAGE_STATUSES};
 
 /// The area's routes; it has no jobs or schedules.
 pub fn area(_state: &cairn_platform::app::AppState) -> anyhow::Result<cairn_platform::area::Area> {

@@ -448,6 +448,9 @@ async fn applications(
     }))
 }
 
+/// The triage statuses a partner sets across customers at once.
+pub const PARTNER_TRIAGE_STATUSES: [&str; 2] = [NOT_AFFECTED, RISK_ACCEPTED];
+
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PartnerTriageRequest {
@@ -506,7 +509,7 @@ async fn partner_triage(
         _ => {
             return Err(ApiError::validation(
                 "status",
-                "must be not_affected or risk_accepted",
+                format!("must be {}", PARTNER_TRIAGE_STATUSES.join(" or ")),
             ))
         }
     };

@@ -12,6 +12,8 @@ pub use crate::reference::cpe::{cna_slug, MatchRow};
 pub const SOURCE_NVD: &str = "nvd";
 pub const SOURCE_CNA: &str = "cna";
 pub const SOURCE_CVE5: &str = "cve5";
+/// Where a stored CVE record came from.
+pub const RECORD_SOURCES: [&str; 2] = [SOURCE_NVD, SOURCE_CVE5];
 /// The `source` of what distribution advisories (OSV) say, and of the
 /// findings they open.
 pub const SOURCE_OSV: &str = "osv";

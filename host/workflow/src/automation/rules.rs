@@ -68,6 +68,23 @@ pub enum DigestEvery {
 }
 
 impl Trigger {
+    /// Every kind [`Trigger::as_str`] names, for the API's document.
+    pub const KINDS: [&'static str; 13] = [
+        "new_finding",
+        "kev_added",
+        "epss_crossed",
+        "due_soon",
+        "overdue",
+        "digest",
+        "exception_requested",
+        "exception_approved",
+        "exception_expiring",
+        "sync_failed",
+        "upload_failed",
+        "subscription_match",
+        "remediation_failed",
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             Trigger::NewFinding => "new_finding",

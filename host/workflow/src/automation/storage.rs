@@ -319,6 +319,30 @@ fn company_of(rule: &StoredRule, tenant: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Every outcome a log line has (docs/src/automation.md says what each
+/// means).
+pub const LOG_OUTCOMES: [&str; 10] = [
+    "fired",
+    "skipped",
+    "baseline",
+    "stopped",
+    "queued",
+    "delivered",
+    "failed",
+    "dead",
+    "rate_limited",
+    "disabled",
+];
+
+/// What a delivery does upstream.
+pub const DELIVERY_ACTIONS: [&str; 5] = [
+    "ticket_create",
+    "ticket_update",
+    "ticket_close",
+    "email",
+    "webhook",
+];
+
 /// One line of the log to write.
 #[derive(Debug, Clone)]
 pub struct LogLine {
@@ -331,6 +355,10 @@ pub struct LogLine {
 
 impl LogLine {
     pub fn rule(outcome: &'static str, reason: String) -> LogLine {
+        debug_assert!(
+            LOG_OUTCOMES.contains(&outcome),
+            "{outcome} is not in LOG_OUTCOMES"
+        );
         LogLine {
             outcome,
             reason,
@@ -341,6 +369,10 @@ impl LogLine {
     }
 
     fn finding(outcome: &'static str, reason: &str, cve: &str, device: &str) -> LogLine {
+        debug_assert!(
+            LOG_OUTCOMES.contains(&outcome),
+            "{outcome} is not in LOG_OUTCOMES"
+        );
         LogLine {
             outcome,
             reason: reason.to_string(),

@@ -221,6 +221,10 @@ pub enum SlaState {
 }
 
 impl SlaState {
+    /// The states the SLA findings list filters on: an excepted finding
+    /// is not tracked against a due date.
+    pub const TRACKED: [&'static str; 3] = ["within", "due_soon", "overdue"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SlaState::Within => "within",

@@ -20,6 +20,12 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The words [`Scope::parts`] names a stored policy's scope with.
+    pub const NAMES: [&'static str; 3] = ["default", "group", "customer"];
+    /// The scope of the policy that applies to a finding: a stored one's,
+    /// or the service's own when none is stored.
+    pub const SOURCES: [&'static str; 4] = ["default", "group", "customer", "built_in"];
+
     pub fn parts(&self) -> (&'static str, &str) {
         match self {
             Scope::Default => ("default", ""),

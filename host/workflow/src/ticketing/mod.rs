@@ -34,6 +34,10 @@ use cairn_integrations::areas;
 use cairn_platform::app::AppState;
 use cairn_plugins::{ActionCall, Plugins};
 
+/// Where a full ticket came from: asked of the PSA now, or kept by the
+/// ticket sync or a bulk pull.
+pub const TICKET_SOURCES: [&str; 3] = ["live", "synced", "bulk"];
+
 /// The area whose connectors hold tickets.
 pub const PSA_AREA: &str = "psa";
 /// The area whose device records are endpoint agents.

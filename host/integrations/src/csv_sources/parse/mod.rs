@@ -49,6 +49,9 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every [`Format::as_str`].
+    pub const NAMES: [&'static str; 2] = ["csv", "xlsx"];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Csv => "csv",
