@@ -98,6 +98,22 @@ try {
   await page.getByRole("region", { name: "Where devices come from" }).waitFor({ state: "detached" });
   await drawn(page);
   result.checks.widgets_after_removal = await page.locator("section.widget h2").count();
+  // Counters read in words ("1 application", never "1 applications");
+  // the sync health table spans the row rather than clip its columns.
+  result.checks.counters = await page.locator("section.widget p.big").allTextContents();
+  const syncHealth = page.getByRole("region", { name: "Sync health" });
+  result.checks.sync_health_fits = {
+    widget: (await syncHealth.boundingBox()).width,
+    table: (await syncHealth.locator("table").boundingBox()).width,
+  };
+  // The KEV counter opens the KEV findings it counts.
+  await page.getByRole("region", { name: "Known exploited (KEV) findings" }).getByRole("link").click();
+  await page.waitForURL(/\/console\/vulnerabilities\?kev=true/);
+  await drawn(page);
+  result.checks.kev_widget_opened = new URL(page.url()).pathname + new URL(page.url()).search;
+  await page.goto(`${base}/console/`);
+  await page.getByRole("heading", { name: "Overview", exact: true }).waitFor();
+  await drawn(page);
 
   // Applications, the hostile name rendered as text.
   await page.getByRole("link", { name: "Applications", exact: true }).click();
@@ -334,6 +350,15 @@ try {
   await drawn(page);
   result.checks.customers = await page.locator("main tbody tr").allTextContents();
   await shot(page, "07-partner-overview");
+  // A customer's name opens its page.
+  await page.getByRole("link", { name: "Acme Dental", exact: true }).click();
+  await page.getByRole("heading", { name: "Acme Dental", exact: true }).waitFor();
+  await drawn(page);
+  result.checks.customer_page = await page.locator("main").innerText();
+  await shot(page, "07-partner-customer");
+  await page.getByRole("link", { name: "By customer" }).click();
+  await page.getByRole("heading", { name: "By customer", exact: true }).waitFor();
+  await drawn(page);
   // Acting in the customer from its row, and back.
   await page.getByRole("button", { name: "Act in Acme Dental" }).click();
   await page.getByText(/^Acting in Acme Dental as/).waitFor();
@@ -370,6 +395,40 @@ try {
   await drawn(page);
   result.checks.audit_rows = await page.locator("main tbody tr").allTextContents();
   await shot(page, "07d-partner-audit");
+
+  // An analyst nobody granted a customer is told so, not shown empty
+  // tables; an admin grants Acme Dental from the access page.
+  const analystContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const analyst = await analystContext.newPage();
+  watch(analyst);
+  await analyst.goto(`${base}/console/login`);
+  await analyst.getByLabel("Email").fill("partner.analyst@msp.example");
+  await analyst.getByLabel("Password").fill(process.env.CAIRN_PASSWORD);
+  await analyst.getByRole("button", { name: "Sign in" }).click();
+  await analyst.getByRole("heading", { name: "Overview", exact: true }).waitFor();
+  await analyst.goto(`${base}/console/partner`);
+  await drawn(analyst);
+  result.checks.analyst_unassigned = await analyst.getByRole("status").innerText();
+  await page.getByRole("link", { name: "Analyst access" }).click();
+  await page.getByRole("heading", { name: "Analyst access", exact: true }).waitFor();
+  await drawn(page);
+  const grant = page.getByRole("form", { name: "Access of partner.analyst@msp.example" });
+  await grant.getByRole("checkbox", { name: "Acme Dental" }).check();
+  const [saved] = await Promise.all([
+    page.waitForResponse((r) => r.url().includes("/partner/access/") && r.request().method() === "PUT"),
+    grant.getByRole("button", { name: "Save the access of partner.analyst@msp.example" }).click(),
+  ]);
+  result.checks.access_status = saved.status();
+  await drawn(page);
+  result.checks.access_saved = await page
+    .getByRole("form", { name: "Access of partner.analyst@msp.example" })
+    .getByRole("checkbox", { name: "Acme Dental" })
+    .isChecked();
+  await shot(page, "07e-partner-access");
+  await analyst.reload();
+  await drawn(analyst);
+  result.checks.analyst_customers = await analyst.locator("main tbody tr").allTextContents();
+  await analystContext.close();
 
   // A CVE no one knows: said in a sentence, not as an upstream error.
   await page.goto(`${base}/console/cves/CVE-2020-0001`);
@@ -578,6 +637,7 @@ try {
     "/console/partner",
     "/console/partner/groups",
     "/console/partner/audit",
+    "/console/partner/access",
     "/console/partner/applications?name=chrome",
     "/console/uploads",
     "/console/reports",

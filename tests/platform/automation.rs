@@ -96,7 +96,7 @@ async fn log(app: &TestApp, who: &Account, query: &str) -> Vec<Value> {
         .get(&format!("/api/v1/automation/log{query}"), &who.bearer())
         .await;
     assert_eq!(log.status, 200, "{}", log.text);
-    log.body.as_array().unwrap().clone()
+    log.body["items"].as_array().unwrap().clone()
 }
 
 async fn deliveries(app: &TestApp, who: &Account) -> Vec<Value> {
@@ -104,7 +104,7 @@ async fn deliveries(app: &TestApp, who: &Account) -> Vec<Value> {
         .get("/api/v1/automation/deliveries", &who.bearer())
         .await;
     assert_eq!(list.status, 200, "{}", list.text);
-    list.body.as_array().unwrap().clone()
+    list.body["items"].as_array().unwrap().clone()
 }
 
 /// The tickets the fake holds whose summary names the CVE.

@@ -218,6 +218,7 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
         )
         .await;
     assert_eq!(customer.status, 201, "{}", customer.text);
+    let customer_id = customer.body["id"].as_str().unwrap().to_string();
     // The customer's own inventory, reached by acting in it.
     let acme = super::partner::act(&app, &owner, customer.body["id"].as_str().unwrap()).await;
     let acme_rows = vec![software(
@@ -229,6 +230,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     )];
     app.seed(&acme, "rmm", &acme_rows).await;
     app.rebuild(&acme).await;
+
+    // A partner analyst nobody has granted a customer yet.
+    app.add_member(&owner, "partner.analyst@msp.example", "partner_analyst")
+        .await;
 
     // A pending invite, for the accessibility check of its page.
     let pending = app
@@ -419,6 +424,61 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     assert!(
         at("7-Zip") < at("Google Chrome") && at("7-Zip").is_some(),
         "{names:?}"
+    );
+    // Counters read in words: a unit agrees with its figure.
+    let counters: Vec<String> = serde_json::from_value(checks["counters"].clone()).unwrap();
+    assert!(
+        counters
+            .iter()
+            .any(|c| c.ends_with(" application") || c.ends_with(" applications")),
+        "{counters:?}"
+    );
+    for counter in &counters {
+        let (figure, unit) = counter.split_once(' ').unwrap_or((counter, ""));
+        assert!(
+            figure != "1" || !unit.ends_with('s'),
+            "{counter} in {counters:?}"
+        );
+    }
+    // The sync health table is not clipped by its widget at 1280 px, and
+    // the KEV counter opens the KEV findings.
+    let fits = &checks["sync_health_fits"];
+    assert!(
+        fits["table"].as_f64() <= fits["widget"].as_f64() && fits["widget"].as_f64() > Some(900.0),
+        "{fits}"
+    );
+    assert_eq!(
+        checks["kev_widget_opened"],
+        "/console/vulnerabilities?kev=true"
+    );
+    // A customer's name opens its page: its figures and syncs.
+    let customer = checks["customer_page"].as_str().unwrap_or_default();
+    assert!(
+        customer.contains("Devices\n1")
+            && customer.contains("Inventory last rebuilt")
+            && customer.contains("In no group."),
+        "{customer}"
+    );
+    // An analyst with no customer is told why; once granted from the
+    // access page, Acme Dental is the one customer it sees.
+    let unassigned = checks["analyst_unassigned"].as_str().unwrap_or_default();
+    assert!(
+        unassigned.starts_with("You reach no customer yet"),
+        "{unassigned}"
+    );
+    assert_eq!(checks["access_status"], 200);
+    assert_eq!(checks["access_saved"], true);
+    let theirs: Vec<String> = serde_json::from_value(checks["analyst_customers"].clone()).unwrap();
+    assert!(
+        theirs.len() == 1 && theirs[0].starts_with("Acme Dental"),
+        "{theirs:?}"
+    );
+    let granted = app.get("/api/v1/partner/access", &owner.bearer()).await;
+    assert_eq!(
+        granted.body[0]["access"]["customer_ids"],
+        json!([customer_id]),
+        "{}",
+        granted.text
     );
     // Widget tables head their columns in words, not field names.
     assert_eq!(
@@ -629,9 +689,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
     );
     // Each finding fired once over the whole journey (later uploads add
     // findings of their own, which fire then).
-    let lines = app.get("/api/v1/automation/log", &owner.bearer()).await;
-    let mut fired: Vec<(String, String)> = lines
-        .body
+    let lines = app
+        .get("/api/v1/automation/log?limit=500", &owner.bearer())
+        .await;
+    let mut fired: Vec<(String, String)> = lines.body["items"]
         .as_array()
         .unwrap()
         .iter()
@@ -732,10 +793,10 @@ async fn an_analyst_works_through_the_console_in_a_browser(backend: Backend) {
             }
         }
     }
-    assert_eq!(result["axe"].as_array().unwrap().len(), 23);
+    assert_eq!(result["axe"].as_array().unwrap().len(), 24);
     assert!(serious.is_empty(), "{serious:#?}");
     let listed: Vec<String> = serde_json::from_value(result["screenshots"].clone()).unwrap();
-    assert_eq!(listed.len(), 27);
+    assert_eq!(listed.len(), 29);
     for name in listed {
         assert!(shots.join(&name).exists(), "{name}");
     }

@@ -116,28 +116,41 @@ async fn psa_live_actions_and_ticket_sync(backend: Backend) {
     assert_eq!(priorities.body["items"].as_array().unwrap().len(), 2);
 
     // Tickets: filtered, paged by the Link header, recent ones.
-    let page = app
-        .get(
-            "/api/v1/psa/tickets?board_id=1&search=chrome&page_size=2",
-            &owner.bearer(),
-        )
-        .await;
+    let tickets = |query: &str| format!("/api/v1/psa/tickets?board_id=1&search=chrome&{query}");
+    let page = app.get(&tickets("limit=2"), &owner.bearer()).await;
     assert_eq!(page.status, 200, "{}", page.text);
     assert_eq!(page.body["items"].as_array().unwrap().len(), 2);
-    assert_eq!(page.body["has_more"], true);
-    let last = app
-        .get(
-            "/api/v1/psa/tickets?board_id=1&search=chrome&page_size=2&page=3",
-            &owner.bearer(),
-        )
-        .await;
     assert_eq!(
-        last.body["items"].as_array().unwrap().len(),
-        1,
-        "{}",
-        last.text
+        (&page.body["skip"], &page.body["limit"]),
+        (&json!(0), &json!(2))
     );
+    assert_eq!(page.body["has_more"], true);
+    let ids = |body: &Value| -> Vec<Value> {
+        body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect()
+    };
+    let all = app.get(&tickets("limit=10"), &owner.bearer()).await;
+    assert_eq!(ids(&all.body).len(), 5, "{}", all.text);
+    assert_eq!(all.body["has_more"], false);
+    // A skip across ConnectWise's pages reads both and answers the items
+    // in between; the deprecated page and page_size still answer.
+    let across = app.get(&tickets("skip=1&limit=2"), &owner.bearer()).await;
+    assert_eq!(ids(&across.body), ids(&all.body)[1..3], "{}", across.text);
+    assert_eq!(across.body["has_more"], true);
+    let last = app.get(&tickets("skip=4&limit=2"), &owner.bearer()).await;
+    assert_eq!(ids(&last.body), ids(&all.body)[4..], "{}", last.text);
     assert_eq!(last.body["has_more"], false);
+    let old = app
+        .get(&tickets("page_size=2&page=3"), &owner.bearer())
+        .await;
+    assert_eq!(ids(&old.body), ids(&all.body)[4..], "{}", old.text);
+    app.get(&tickets("limit=501"), &owner.bearer())
+        .await
+        .assert_error(422);
     let recent = app
         .get(
             "/api/v1/psa/service/tickets/recent?days=3&page_size=50",

@@ -689,8 +689,7 @@ async fn evidence_pack_matches_the_api(app: &TestApp, admin: &Account) {
             .sum()
     };
     let exceptions = app.get("/api/v1/sla/exceptions", &admin.bearer()).await;
-    let in_force = exceptions
-        .body
+    let in_force = exceptions.body["items"]
         .as_array()
         .unwrap()
         .iter()

@@ -473,7 +473,7 @@ async fn research_answers_from_the_store_and_from_nvd(backend: Backend) {
     assert_eq!(product.status, 200, "{}", product.text);
     assert_eq!(product.body["products"], json!(["google:chrome"]));
     assert_eq!(product.body["applications"], json!(["Google Chrome"]));
-    let ids = cve_ids(&product.body["cves"]);
+    let ids = cve_ids(&product.body["cves"]["items"]);
     assert!(
         ids.contains(&"CVE-2023-2033".to_string()),
         "{}",

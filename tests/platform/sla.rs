@@ -334,8 +334,7 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
         .get("/api/v1/sla/policies/changes", &owner.bearer())
         .await;
     assert_eq!(audit.status, 200, "{}", audit.text);
-    let trail: Vec<(Value, Value, Value)> = audit
-        .body
+    let trail: Vec<(Value, Value, Value)> = audit.body["items"]
         .as_array()
         .unwrap()
         .iter()
@@ -355,8 +354,12 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
             (json!("default"), json!(5), json!("owner@msp.example")),
         ]
     );
-    assert_eq!(audit.body[0]["before"]["rules"], json!([{"days": 20}]));
-    assert!(audit.body[2]["before"].is_null());
+    assert_eq!(
+        audit.body["items"][0]["before"]["rules"],
+        json!([{"days": 20}])
+    );
+    assert!(audit.body["items"][2]["before"].is_null());
+    assert_eq!(audit.body["total"], 3);
 
     // Refusals name the field and change nothing.
     for (body, field) in [
@@ -412,7 +415,7 @@ async fn due_dates_follow_the_narrowest_policy_and_the_clock(backend: Backend) {
         .get("/api/v1/sla/policies/changes", &owner.bearer())
         .await;
     assert_eq!(
-        audit_after.body.as_array().unwrap().len(),
+        audit_after.body["items"].as_array().unwrap().len(),
         3,
         "nothing recorded"
     );
@@ -554,7 +557,8 @@ async fn exceptions_need_another_approver_and_expire(backend: Backend) {
         assert_eq!(refused.body["field"], field, "{}", refused.text);
     }
     let listed = app.get("/api/v1/sla/exceptions", &owner.bearer()).await;
-    assert_eq!(listed.body, json!([]), "{}", listed.text);
+    assert_eq!(listed.body["items"], json!([]), "{}", listed.text);
+    assert_eq!(listed.body["total"], 0, "{}", listed.text);
 
     // The analyst asks for WS-01; only another admin may decide.
     let asked = app
@@ -754,7 +758,8 @@ async fn exceptions_need_another_approver_and_expire(backend: Backend) {
         .await
         .assert_error(404);
     let theirs = app.get("/api/v1/sla/exceptions", &other.bearer()).await;
-    assert_eq!(theirs.body, json!([]));
+    assert_eq!(theirs.body["items"], json!([]));
+    assert_eq!(theirs.body["total"], 0);
     app.finish().await;
 }
 

@@ -1,6 +1,9 @@
-//! The live actions: thin, typed calls of the ConnectWise API. Lists answer
-//! one page (`page`, `page_size` up to 1,000) as `{"items", "page",
-//! "has_more"}` with ConnectWise's own objects.
+//! The live actions: thin, typed calls of the ConnectWise API. Lists take
+//! the service's paging (`skip`, `limit` up to 500; `page` and
+//! `page_size` are the deprecated spellings) and answer
+//! `{"items", "skip", "limit", "has_more"}` with ConnectWise's own
+//! objects: ConnectWise counts a list only on a second call, so `has_more`
+//! stands for the total.
 
 use cairn_sdk::{json, Action, ActionRequest, Config, Error, Value};
 
@@ -29,11 +32,16 @@ fn action(
     }
 }
 
+/// The largest page of the service's paging rule.
+const MAX_LIMIT: u64 = 500;
+
 /// The paging parameters every list takes, with `extra` ones.
 fn paged(extra: Value) -> Value {
     let mut properties = json!({
-        "page": {"type": "integer", "minimum": 1, "description": "1-based (default 1)"},
-        "page_size": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "default 25"}
+        "skip": {"type": "integer", "minimum": 0, "description": "items to skip (default 0)"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "page size (default 25)"},
+        "page": {"type": "integer", "minimum": 1, "deprecated": true, "description": "Deprecated: use skip. 1-based (default 1)"},
+        "page_size": {"type": "integer", "minimum": 1, "maximum": 1000, "deprecated": true, "description": "Deprecated: use limit (default 25)"}
     });
     if let (Some(all), Some(more)) = (properties.as_object_mut(), extra.as_object()) {
         all.extend(more.clone());
@@ -142,19 +150,53 @@ fn list(
     conditions: &[String],
     order_by: &str,
 ) -> Result<Value, Error> {
-    let page = number(request, "page")?.unwrap_or(1).max(1);
-    let size = number(request, "page_size")?
-        .unwrap_or(DEFAULT_PAGE_SIZE)
-        .clamp(1, api::MAX_PAGE_SIZE);
-    let mut pairs = vec![("page", page.to_string()), ("pageSize", size.to_string())];
+    let (skip, limit) = match (number(request, "skip")?, number(request, "limit")?) {
+        (None, None) if request_has(request, "page") || request_has(request, "page_size") => {
+            let size = number(request, "page_size")?
+                .unwrap_or(DEFAULT_PAGE_SIZE)
+                .clamp(1, api::MAX_PAGE_SIZE);
+            let page = number(request, "page")?.unwrap_or(1).max(1);
+            ((page - 1) * size, size)
+        }
+        (skip, limit) => (skip.unwrap_or(0), limit.unwrap_or(DEFAULT_PAGE_SIZE)),
+    };
+    if !(1..=api::MAX_PAGE_SIZE).contains(&limit) {
+        return Err(Error::InvalidInput {
+            field: "limit".into(),
+            message: format!("limit must be 1 to {MAX_LIMIT}"),
+        });
+    }
+    let mut filters = vec![];
     if !conditions.is_empty() {
-        pairs.push(("conditions", conditions.join(" and ")));
+        filters.push(("conditions", conditions.join(" and ")));
     }
     if !order_by.is_empty() {
-        pairs.push(("orderBy", order_by.to_string()));
+        filters.push(("orderBy", order_by.to_string()));
     }
-    let (items, next) = api::page(config, &api::url(config, path, &pairs)?)?;
-    Ok(json!({"items": items, "page": page, "has_more": next.is_some()}))
+    // ConnectWise pages by number: the pages of `limit` items that hold
+    // items skip..skip+limit (two when skip is not a multiple of limit).
+    let first = skip / limit + 1;
+    let mut items = vec![];
+    let mut more = false;
+    for page in [first, first + 1] {
+        let mut pairs = vec![("page", page.to_string()), ("pageSize", limit.to_string())];
+        pairs.extend(filters.iter().cloned());
+        let (found, next) = api::page(config, &api::url(config, path, &pairs)?)?;
+        items.extend(found);
+        more = next.is_some();
+        if skip % limit == 0 || !more {
+            break;
+        }
+    }
+    let (at, read) = ((skip % limit) as usize, items.len());
+    let page: Vec<Value> = items.into_iter().skip(at).take(limit as usize).collect();
+    // Items read past the page, or a further page upstream.
+    let has_more = more || at + page.len() < read;
+    Ok(json!({"items": page, "skip": skip, "limit": limit, "has_more": has_more}))
+}
+
+fn request_has(request: &ActionRequest, name: &str) -> bool {
+    query(request, name).is_some()
 }
 
 fn call(config: &Config, method: &str, path: &str, body: Option<&Value>) -> Result<Value, Error> {

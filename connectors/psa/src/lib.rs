@@ -35,7 +35,7 @@ impl Connector for ConnectWisePsa {
             id: "connectwise-psa".into(),
             area: "psa".into(),
             name: "ConnectWise PSA".into(),
-            version: "0.2.0".into(),
+            version: "0.3.0".into(),
             sdk_version: String::new(),
             config_schema: json!({
                 "type": "object",

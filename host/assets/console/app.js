@@ -347,10 +347,21 @@ function lineChart(title, points) {
   );
 }
 
-function widgetBody(title, data) {
+/** The page behind a figure: a number widget links to the list it counts. */
+const METRIC_PAGES = {
+  kev_findings: "/console/vulnerabilities?kev=true",
+  stale_devices: "/console/devices",
+  sla_compliance: "/console/sla",
+  mean_time_to_fix: "/console/sla",
+};
+
+function widgetBody(title, data, metric) {
   switch (data.shape) {
-    case "number":
-      return el("p", { class: "big" }, data.value === null ? "–" : `${data.value}${data.unit && data.unit !== "count" ? ` ${data.unit}` : ""}`);
+    case "number": {
+      const figure = data.value === null ? "–" : quantity(data.value, data.unit);
+      const page = data.value === null ? null : METRIC_PAGES[metric];
+      return el("p", { class: "big" }, page ? el("a", { href: page, "aria-label": `${title}: ${figure}` }, figure) : figure);
+    }
     case "categories":
       return data.items.length ? barChart(title, data.items) : el("p", { class: "muted" }, "Nothing yet.");
     case "series":
@@ -363,6 +374,14 @@ function widgetBody(title, data) {
     default:
       return el("p", { class: "muted" }, "This widget's shape is not shown here.");
   }
+}
+
+/** A figure with its unit in words: "1 application", "3 devices", "87 %". */
+function quantity(value, unit) {
+  if (!unit || unit === "count") return String(value);
+  if (unit === "percent") return `${value} %`;
+  const one = unit.endsWith("ies") ? `${unit.slice(0, -3)}y` : unit.replace(/s$/, "");
+  return `${value} ${value === 1 ? one : unit}`;
 }
 
 const ACRONYMS = { cve: "CVE", epss: "EPSS", kev: "KEV", id: "ID", sla: "SLA", os: "OS", edr: "EDR", mdm: "MDM", rmm: "RMM", cvss: "CVSS" };
@@ -449,7 +468,10 @@ async function home(_match, _params, me) {
       const heading = el("div", { class: "widget-head" }, el("h2", {}, w.title), removeWidget(dashboard, w));
       try {
         const data = await api("POST", `/dashboards/widgets/${w.id}/data`);
-        return el("section", { class: "widget", "aria-label": w.title, tabindex: 0 }, heading, widgetBody(w.title, data.data));
+        // A table of more than three columns takes the grid's whole width
+        // rather than clip its columns (sync health has seven).
+        const wide = data.data.shape === "rows" && data.data.columns.length > 3;
+        return el("section", { class: wide ? "widget wide" : "widget", "aria-label": w.title, tabindex: 0 }, heading, widgetBody(w.title, data.data, w.data_source.metric));
       } catch (error) {
         return el("section", { class: "widget" }, heading, el("p", { class: "error" }, error.message));
       }
@@ -627,10 +649,10 @@ async function research(_match, params) {
           v.fix_version ?? "",
         ]),
       ),
-      el("h2", {}, `CVEs of the product (${found.cve_total})`),
+      el("h2", {}, `CVEs of the product (${found.cves.total})`),
       table(
         [["CVE"], ["Your devices", "num"]],
-        found.cves.map((c) => [
+        found.cves.items.map((c) => [
           el("a", { href: `/console/cves/${encodeURIComponent(c.cve_id)}` }, c.cve_id),
           c.device_count,
         ]),
@@ -1101,10 +1123,12 @@ function partnerLinks() {
     el("a", { href: "/console/partner/applications" }, "Applications across customers"),
     " · ",
     el("a", { href: "/console/partner/audit" }, "Audit"),
+    " · ",
+    el("a", { href: "/console/partner/access" }, "Analyst access"),
   );
 }
 
-async function partnerOverview(_match, params) {
+async function partnerOverview(_match, params, me) {
   document.title = "Customers - Cairn";
   const groups = await api("GET", "/partner/groups");
   const group = params.get("group_id") || "";
@@ -1142,9 +1166,15 @@ async function partnerOverview(_match, params) {
     event.preventDefault();
     go(`/console/partner/cves/${encodeURIComponent(new FormData(lookup).get("cve").trim())}`);
   });
+  // An analyst nobody granted a customer yet would see empty tables.
+  const unassigned =
+    me.role === "partner_analyst" && !overview.customers.length
+      ? el("p", { class: "warning", role: "status" }, "You reach no customer yet: a partner admin grants analysts their customers under Analyst access.")
+      : null;
   return [
     el("h1", {}, "Customers"),
     partnerLinks(),
+    unassigned,
     byGroup,
     figures([
       ["Customers", overview.customers.length],
@@ -1169,7 +1199,7 @@ async function partnerOverview(_match, params) {
         ["Data"],
       ],
       overview.customers.map((c) => [
-        el("span", {}, c.name, " ", actButton(c)),
+        el("span", {}, el("a", { href: `/console/partner/customers/${encodeURIComponent(c.customer_id)}` }, c.name), " ", actButton(c)),
         c.devices,
         c.critical,
         c.high,
@@ -1181,6 +1211,86 @@ async function partnerOverview(_match, params) {
         c.freshness.replaceAll("_", " "),
       ]),
     ),
+  ];
+}
+
+/** One customer: its figures, syncs and groups, and the way in. */
+async function partnerCustomer([, id]) {
+  const [customer, overview, groups] = await Promise.all([
+    api("GET", `/partner/customers/${encodeURIComponent(id)}`),
+    api("GET", "/partner/overview"),
+    api("GET", "/partner/groups"),
+  ]);
+  document.title = `${customer.name} - Cairn`;
+  const row = overview.customers.find((c) => c.customer_id === customer.id);
+  const inGroups = groups.filter((g) => customer.group_ids.includes(g.id));
+  return [
+    el("h1", {}, customer.name),
+    partnerLinks(),
+    el("p", {}, actButton({ customer_id: customer.id, name: customer.name }), " ", el("a", { href: `/console/partner/audit?customer_id=${encodeURIComponent(customer.id)}` }, "Writes made in it")),
+    row
+      ? figures([
+          ["Devices", row.devices],
+          ["Open findings", row.open_findings],
+          ["Critical", row.critical],
+          ["KEV findings", row.kev_findings],
+          ["Overdue", row.sla.overdue],
+        ])
+      : null,
+    el("h2", {}, "Data"),
+    el("p", {}, row && row.last_data_at ? ["Inventory last rebuilt ", moment(row.last_data_at), ` (${row.freshness.replaceAll("_", " ")}).`] : "No data yet: no sync or upload has landed."),
+    table(
+      [["Area"], ["Last successful sync"]],
+      (row ? row.syncs : []).map((s) => [s.area.toUpperCase(), moment(s.last_success_at)]),
+    ),
+    el("h2", {}, "Groups"),
+    inGroups.length
+      ? el("ul", {}, inGroups.map((g) => el("li", {}, el("a", { href: `/console/partner?group_id=${encodeURIComponent(g.id)}` }, g.name))))
+      : el("p", { class: "muted" }, "In no group."),
+    el("p", { class: "muted" }, `Time zone ${customer.timezone}; ${customer.member_count} of its own ${customer.member_count === 1 ? "user" : "users"}; a customer since `, moment(customer.created_at), "."),
+  ];
+}
+
+/** Which customers each partner analyst reaches, set by a partner admin. */
+async function partnerAccess() {
+  document.title = "Analyst access - Cairn";
+  const [analysts, customers, groups] = await Promise.all([
+    api("GET", "/partner/access"),
+    api("GET", "/partner/customers"),
+    api("GET", "/partner/groups"),
+  ]);
+  const forms = analysts.map((analyst) => {
+    const { access } = analyst;
+    const box = (name, value, label, checked) =>
+      el("label", { class: "check" }, el("input", { type: "checkbox", name, value, checked }), label);
+    const form = el(
+      "form",
+      { class: "stack wide", "aria-label": `Access of ${analyst.email}` },
+      el(
+        "fieldset",
+        {},
+        el("legend", {}, analyst.email),
+        box("all_customers", "yes", "Every customer, now and later", access.all_customers),
+        el("p", { class: "muted" }, "Or these customers:"),
+        customers.length ? customers.map((c) => box("customer_ids", c.id, c.name, access.customer_ids.includes(c.id))) : el("p", { class: "muted" }, "No customers yet."),
+        el("p", { class: "muted" }, "And the customers of these groups, as the groups change:"),
+        groups.length ? groups.map((g) => box("group_ids", g.id, g.name, access.group_ids.includes(g.id))) : el("p", { class: "muted" }, "No groups yet."),
+      ),
+      el("button", { type: "submit" }, `Save the access of ${analyst.email}`),
+    );
+    return submits(form, (_fields, data) =>
+      api("PUT", `/partner/access/${encodeURIComponent(analyst.user_id)}`, {
+        all_customers: data.get("all_customers") === "yes",
+        customer_ids: data.getAll("customer_ids"),
+        group_ids: data.getAll("group_ids"),
+      }),
+    );
+  });
+  return [
+    el("h1", {}, "Analyst access"),
+    partnerLinks(),
+    el("p", {}, "A partner analyst works only in the customers granted here; a change takes effect on the analyst's next request."),
+    forms.length ? forms : el("p", { class: "muted" }, "No partner analysts yet: invite one with the role partner analyst under Members."),
   ];
 }
 
@@ -1306,7 +1416,7 @@ async function partnerAudit(_match, params) {
   const customers = await api("GET", "/partner/customers");
   const names = new Map(customers.map((c) => [c.id, c.name]));
   const query = new URLSearchParams();
-  for (const key of ["customer_id", "before"]) if (params.get(key)) query.set(key, params.get(key));
+  for (const key of ["customer_id", "skip"]) if (params.get(key)) query.set(key, params.get(key));
   const audit = await api("GET", `/partner/audit?${query}`);
   const filter = el(
     "form",
@@ -1330,9 +1440,9 @@ async function partnerAudit(_match, params) {
     go(chosen ? `/console/partner/audit?customer_id=${encodeURIComponent(chosen)}` : "/console/partner/audit");
   });
   let older = null;
-  if (audit.next_before) {
+  if (audit.skip + audit.items.length < audit.total) {
     const next = new URLSearchParams(query);
-    next.set("before", audit.next_before);
+    next.set("skip", String(audit.skip + audit.items.length));
     older = el("nav", { class: "pager", "aria-label": "Pages" }, el("a", { href: `/console/partner/audit?${next}` }, "Older writes"));
   }
   return [
@@ -1524,7 +1634,7 @@ async function sla(_match, params) {
   const standing = await api("GET", "/sla/standing?days=30");
   const applied = await api("GET", "/sla/policy");
   const findings = await api("GET", `/sla/findings?limit=200${state ? `&state=${encodeURIComponent(state)}` : ""}`);
-  const exceptions = await api("GET", "/sla/exceptions");
+  const { items: exceptions } = await api("GET", "/sla/exceptions?limit=500");
   const rules = await api("GET", "/sla/tier-rules");
   const filter = el(
     "form",
@@ -1868,6 +1978,8 @@ const ROUTES = [
   [/^\/console\/partner\/groups$/, partnerGroups, null],
   [/^\/console\/partner\/applications$/, partnerApplications, null],
   [/^\/console\/partner\/audit$/, partnerAudit, null],
+  [/^\/console\/partner\/access$/, partnerAccess, null],
+  [/^\/console\/partner\/customers\/([^/]+)$/, partnerCustomer, null],
 ];
 
 const TRIGGER_CHOICES = [
@@ -2217,7 +2329,7 @@ async function remediationPlan([, raw]) {
 
 async function automation() {
   document.title = "Automation - Cairn";
-  const [rules, log, deliveries] = await Promise.all([
+  const [rules, { items: log }, { items: deliveries }] = await Promise.all([
     api("GET", "/automation/rules"),
     api("GET", "/automation/log?limit=50"),
     api("GET", "/automation/deliveries?limit=50"),

@@ -13,10 +13,8 @@ use crate::auth::Caller;
 use cairn_core::db::to_rfc3339;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::http::paging;
 use cairn_jobs::storage::{self, CancelOutcome, JobFilter, JobRow, JobStatus};
-
-pub const DEFAULT_PAGE: i64 = 50;
-pub const MAX_PAGE: i64 = 200;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -152,8 +150,8 @@ pub struct JobQuery {
     kind: Option<String>,
     /// Only jobs in this status.
     status: Option<JobStatus>,
-    /// Page size, 1 to 200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
+    /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
     /// Jobs to skip (default 0).
     #[param(minimum = 0)]
@@ -182,20 +180,15 @@ async fn list_jobs(
     caller: Caller,
     Query(query): Query<JobQuery>,
 ) -> ApiResult<Json<JobPage>> {
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::validation(
-            "limit",
-            format!("must be between 1 and {MAX_PAGE}"),
-        ));
+    // `offset` is the deprecated spelling of `skip`.
+    if query.skip.is_none() && query.offset.is_some_and(|o| o < 0) {
+        return Err(ApiError::validation("offset", "must be 0 or more"));
     }
-    let (offset, named) = match (query.skip, query.offset) {
-        (Some(skip), _) => (skip, "skip"),
-        (None, offset) => (offset.unwrap_or(0), "offset"),
-    };
-    if offset < 0 {
-        return Err(ApiError::validation(named, "must not be negative"));
-    }
+    let (offset, limit) = paging::bounds(
+        query.skip.or(query.offset),
+        query.limit,
+        paging::DEFAULT_LIMIT,
+    )?;
     let filter = JobFilter {
         kind: query.kind.as_deref(),
         status: query.status,

@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -14,6 +14,7 @@ use super::invoices::{self, AdminInvoice, InvoiceInput, InvoiceStatus, Reader};
 use super::payments::{self, WebhookOutcome};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::http::paging;
 use cairn_core::ids::TenantId;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::AdminCaller;
@@ -188,17 +189,37 @@ async fn create_invoice(
 pub struct InvoiceFilter {
     /// Only this client's invoices.
     client_id: Option<String>,
+    /// Invoices to skip (default 0).
+    #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
 }
 
-/// The tenant's invoices, newest first.
+/// A page of the tenant's invoices.
+#[derive(Serialize, ToSchema)]
+pub struct AdminInvoicePage {
+    items: Vec<AdminInvoice>,
+    /// Invoices the filter keeps, over every page.
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+/// The tenant's invoices, newest first, a page at a time. (The client
+/// portal's own `/api/invoices` answers the client's whole list, as its
+/// specification says.)
 #[utoipa::path(get, path = "/invoices", tag = "portal",
     params(InvoiceFilter),
-    responses((status = 200, body = Vec<AdminInvoice>), (status = 403, body = ErrorBody)))]
+    responses((status = 200, body = AdminInvoicePage), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
 async fn list_invoices(
     State(state): State<AppState>,
     caller: AdminCaller,
     Query(filter): Query<InvoiceFilter>,
-) -> ApiResult<Json<Vec<AdminInvoice>>> {
+) -> ApiResult<Json<AdminInvoicePage>> {
+    let (skip, limit) = paging::bounds(filter.skip, filter.limit, paging::DEFAULT_LIMIT)?;
     let rows = invoices::list(
         &state.db,
         &caller.0.tenant_id,
@@ -207,7 +228,13 @@ async fn list_invoices(
         },
     )
     .await?;
-    Ok(Json(rows.into_iter().map(|r| r.admin_view()).collect()))
+    let (rows, total) = paging::slice(rows, (skip, limit));
+    Ok(Json(AdminInvoicePage {
+        items: rows.into_iter().map(|r| r.admin_view()).collect(),
+        total,
+        skip,
+        limit,
+    }))
 }
 
 /// One invoice of the tenant.

@@ -17,6 +17,11 @@ pub struct ClosedSet {
     pub at: &'static [&'static str],
 }
 
+/// The sets whose locations are in the document only while a connector of
+/// their area is loaded (ticketing's routes with a psa connector, the
+/// lookups with a threat-intel one).
+pub const WITH_CONNECTORS: &[&str] = &["TicketSource", "ThreatIntelLookup"];
+
 /// The sets of `/openapi.json`.
 pub fn api() -> Vec<ClosedSet> {
     use cairn_vulnerabilities::findings::{triage, views, vocabulary};

@@ -77,7 +77,7 @@ impl Modify for SecuritySchemes {
 /// The interface version of `/api/v1`, apart from the service's own: it
 /// follows what a client sees (semver; a 0.x minor step may break), and
 /// CHANGELOG.md says what changed.
-pub const API_VERSION: &str = "0.6.0";
+pub const API_VERSION: &str = "0.7.0";
 
 pub fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
@@ -338,8 +338,11 @@ fn closed_sets(doc: &mut Value, sets: &[super::closed_sets::ClosedSet]) {
                     }
                 }
             }
+            // A location of a connector's area is there only while such a
+            // connector is loaded; a prose-only string left behind still
+            // fails the schema check, which loads every connector.
             assert!(
-                found > 0,
+                found > 0 || super::closed_sets::WITH_CONNECTORS.contains(&set.name),
                 "closed set {}: {at} is not in the document",
                 set.name
             );

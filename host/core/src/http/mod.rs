@@ -5,3 +5,4 @@
 pub mod error;
 pub mod json;
 pub mod middleware;
+pub mod paging;

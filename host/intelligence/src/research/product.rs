@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
-use cairn_inventory::search::fold;
+use cairn_inventory::search::{fold, Page};
 use cairn_inventory::storage::application_summaries;
 use cairn_inventory::version::compare_versions;
 use cairn_vulnerabilities::findings::views::{open_cves_of_applications, open_device_counts};
@@ -60,9 +60,9 @@ pub struct ProductResearch {
     pub products: Vec<String>,
     /// The tenant's applications (as installed) identified as them.
     pub applications: Vec<String>,
-    /// The products' CVEs in the CVE store, newest first (a page).
-    pub cves: Vec<ProductCve>,
-    pub cve_total: i64,
+    /// The products' CVEs in the CVE store, newest first, a page at a
+    /// time (`skip`, `limit`).
+    pub cves: Page<ProductCve>,
     /// The versions of those applications the tenant runs, newest first.
     pub versions: Vec<RunVersion>,
     /// The newest of them.
@@ -109,6 +109,7 @@ pub async fn research_product(
             cve,
         })
         .collect();
+    let cves = Page::new(cves, cve_total, bounds);
 
     let names: Vec<String> = applications.iter().cloned().collect();
     let folded: BTreeSet<String> = names.iter().map(|n| fold(n)).collect();
@@ -148,7 +149,6 @@ pub async fn research_product(
         products: products.iter().map(ProductKey::text).collect(),
         applications: names,
         cves,
-        cve_total,
         newest_version_in_use: versions.first().map(|v| v.version.clone()),
         versions,
     })

@@ -158,7 +158,7 @@ async fn research_a_product(
         caller.user_id.as_str(),
         history::PRODUCT,
         &query.text(),
-        answer.cve_total,
+        answer.cves.total,
     )
     .await?;
     Ok(Json(answer))

@@ -128,7 +128,7 @@ pub struct PageParams {
     #[param(minimum = 0)]
     pub skip: Option<i64>,
     /// Default 50, at most 500.
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
 }
 
@@ -152,18 +152,19 @@ impl<T> Page<T> {
     }
 }
 
-/// `skip` and `limit` checked: negative values are refused, limits above
-/// [`MAX_LIMIT`] cut to it.
+/// `skip` and `limit` checked by the one paging rule
+/// ([`cairn_core::http::paging`]): a negative skip, or a limit outside 1
+/// to [`MAX_LIMIT`], is refused.
 pub fn page_bounds(skip: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), SearchError> {
     let skip = skip.unwrap_or(0);
     if skip < 0 {
-        return Err(SearchError::Page("skip must not be negative"));
+        return Err(SearchError::Page("skip must be 0 or more"));
     }
     let limit = limit.unwrap_or(DEFAULT_LIMIT);
-    if limit < 1 {
-        return Err(SearchError::Page("limit must be at least 1"));
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(SearchError::Page("limit must be 1 to 500"));
     }
-    Ok((skip, limit.min(MAX_LIMIT)))
+    Ok((skip, limit))
 }
 
 /// The request's free text as a group: any text field containing it.

@@ -7,9 +7,9 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::ToSchema;
 
 /// Default page size of every inventory list and search.
-pub const DEFAULT_LIMIT: i64 = 50;
-/// Largest page a caller may ask for; larger limits are cut to it.
-pub const MAX_LIMIT: i64 = 500;
+pub const DEFAULT_LIMIT: i64 = cairn_core::http::paging::DEFAULT_LIMIT;
+/// Largest page a caller may ask for; a larger limit is refused.
+pub const MAX_LIMIT: i64 = cairn_core::http::paging::MAX_LIMIT;
 
 /// A structured search: a query tree, optional free text, a sort and a page.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -23,7 +23,7 @@ pub struct SearchRequest {
     /// Rows to skip; default 0.
     #[schema(minimum = 0)]
     pub skip: Option<i64>,
-    /// Page size; default 50, at most 500 (larger values are cut to 500).
+    /// Page size; default 50, at most 500 (a larger one is refused).
     #[schema(minimum = 1)]
     pub limit: Option<i64>,
     /// A field of the allow-list, optionally with a leading `-` for

@@ -17,6 +17,7 @@ use crate::auth::{storage as users, Role};
 use cairn_core::db::{is_unique_violation, to_rfc3339};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::http::paging;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -594,9 +595,14 @@ pub struct AuditQuery {
     customer_id: Option<String>,
     /// Only this partner user's rows.
     user_id: Option<String>,
-    /// The `next_before` of the previous page.
+    /// Deprecated (use `skip`): only rows older than this id, the
+    /// `next_before` of the previous page.
     before: Option<String>,
-    /// 1 to 200; default 50.
+    /// Rows to skip (default 0).
+    #[param(minimum = 0)]
+    skip: Option<i64>,
+    /// 1 to 500; default 50.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
@@ -617,7 +623,13 @@ pub struct AuditEntry {
 #[derive(Serialize, ToSchema)]
 pub struct AuditPage {
     items: Vec<AuditEntry>,
-    /// Pass as `before` for the next (older) page; null on the last.
+    /// Rows the filters keep, over every page.
+    total: i64,
+    skip: i64,
+    limit: i64,
+    /// Deprecated (use `skip`): pass as `before` for the next (older)
+    /// page; null on the last.
+    #[schema(deprecated)]
     next_before: Option<String>,
 }
 
@@ -636,10 +648,7 @@ async fn list_audit(
     partner: PartnerCaller,
     Query(query): Query<AuditQuery>,
 ) -> ApiResult<Json<AuditPage>> {
-    let limit = query.limit.unwrap_or(50);
-    if !(1..=200).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be between 1 and 200"));
-    }
+    let (skip, limit) = paging::bounds(query.skip, query.limit, paging::DEFAULT_LIMIT)?;
     let customers: Option<Vec<String>> = match (&query.customer_id, &partner.scope) {
         (Some(id), _) => {
             partner.customer(&state.db, id).await?;
@@ -648,20 +657,20 @@ async fn list_audit(
         (None, super::CustomerScope::All) => None,
         (None, super::CustomerScope::Only(ids)) => Some(ids.iter().cloned().collect()),
     };
-    let rows = storage::audit(
-        &state.db,
-        &partner.partner,
-        customers.as_deref(),
-        query.user_id.as_deref(),
-        query.before.as_deref(),
-        limit,
-    )
-    .await?;
-    let next_before = (rows.len() as i64 == limit)
+    let filter = storage::AuditFilter {
+        customers: customers.as_deref(),
+        user_id: query.user_id.as_deref(),
+        before: query.before.as_deref(),
+    };
+    let (rows, total) = storage::audit(&state.db, &partner.partner, &filter, (skip, limit)).await?;
+    let next_before = (skip + (rows.len() as i64) < total)
         .then(|| rows.last().map(|r| r.id.clone()))
         .flatten();
     Ok(Json(AuditPage {
         items: rows.into_iter().map(audit_entry).collect(),
+        total,
+        skip,
+        limit,
         next_before,
     }))
 }

@@ -442,31 +442,51 @@ pub async fn record_audit(db: &Db, partner: &TenantId, row: &AuditRow) -> sqlx::
     Ok(())
 }
 
-/// The newest audit rows of `partner` before the id `before`, narrowed to
-/// `customers` when given (an analyst's reach).
+/// Which audit rows of a partner to read: narrowed to `customers` when
+/// given (an analyst's reach), to one user, and to rows older than the id
+/// `before` (the deprecated cursor).
+pub struct AuditFilter<'a> {
+    pub customers: Option<&'a [String]>,
+    pub user_id: Option<&'a str>,
+    pub before: Option<&'a str>,
+}
+
+/// A page of the newest audit rows of `partner` the filter keeps, at
+/// (`skip`, `limit`), and how many it keeps in all.
 pub async fn audit(
     db: &Db,
     partner: &TenantId,
-    customers: Option<&[String]>,
-    user_id: Option<&str>,
-    before: Option<&str>,
-    limit: i64,
-) -> sqlx::Result<Vec<AuditRow>> {
-    let customers_json = customers.map(|c| serde_json::to_string(c).unwrap_or_default());
-    sqlx::query_as(&format!(
-        "SELECT id, customer_id, user_id, user_email, method, path, status, at FROM partner_audit \
-         WHERE partner_id = $1 AND ($2 IS NULL OR customer_id IN ({})) \
-         AND ($3 IS NULL OR user_id = $3) AND ($4 IS NULL OR id < $4) \
-         ORDER BY id DESC LIMIT $5",
+    filter: &AuditFilter<'_>,
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<AuditRow>, i64)> {
+    let customers_json = filter
+        .customers
+        .map(|c| serde_json::to_string(c).unwrap_or_default());
+    let kept = format!(
+        "FROM partner_audit WHERE partner_id = $1 AND ($2 IS NULL OR customer_id IN ({})) \
+         AND ($3 IS NULL OR user_id = $3) AND ($4 IS NULL OR id < $4)",
         json_text_values(db.backend, 2)
+    );
+    let rows = sqlx::query_as(&format!(
+        "SELECT id, customer_id, user_id, user_email, method, path, status, at {kept} \
+         ORDER BY id DESC LIMIT $5 OFFSET $6"
     ))
     .bind(partner.as_str())
-    .bind(customers_json)
-    .bind(user_id)
-    .bind(before)
+    .bind(&customers_json)
+    .bind(filter.user_id)
+    .bind(filter.before)
     .bind(limit)
+    .bind(skip)
     .fetch_all(&db.pool)
-    .await
+    .await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {kept}"))
+        .bind(partner.as_str())
+        .bind(&customers_json)
+        .bind(filter.user_id)
+        .bind(filter.before)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows, total))
 }
 
 /// The partner's name, logo and colours on its reports.

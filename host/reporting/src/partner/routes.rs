@@ -93,13 +93,6 @@ pub struct Overview {
     generated_at: String,
 }
 
-/// Per customer the caller reaches: devices, open critical and high
-/// findings, KEV and high-EPSS findings, the oldest open KEV finding's age,
-/// the last successful sync per area, how fresh the data is, and where its
-/// open findings stand against their SLA due dates. Figures
-/// are kept per customer until its findings, triage or the CVE data change
-/// (at most five minutes), so a partner with hundreds of customers reads
-/// in one pass.
 /// What the partner overview sorts by.
 pub const OVERVIEW_SORTS: [&str; 12] = [
     "name",
@@ -119,6 +112,13 @@ pub const OVERVIEW_SORTS: [&str; 12] = [
 /// A sort's direction.
 pub const ORDERS: [&str; 2] = ["asc", "desc"];
 
+/// Per customer the caller reaches: devices, open critical and high
+/// findings, KEV and high-EPSS findings, the oldest open KEV finding's age,
+/// the last successful sync per area, how fresh the data is, and where its
+/// open findings stand against their SLA due dates. Figures
+/// are kept per customer until its findings, triage or the CVE data change
+/// (at most five minutes), so a partner with hundreds of customers reads
+/// in one pass.
 #[utoipa::path(get, path = "/overview", tag = "partner", params(OverviewQuery),
     responses(
         (status = 200, body = Overview),

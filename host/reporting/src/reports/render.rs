@@ -514,8 +514,43 @@ fn chars_in(width: f32) -> usize {
 
 /// Column widths in mm: by the longest text (header included, first 200
 /// rows), scaled to the page. A short column (a status, a date) gets its
-/// whole text first, so that only the long ones wrap.
+/// whole text first, so that only the long ones wrap; every column is at
+/// least as wide as its heading's longest word, so that a heading wraps
+/// between words and is never cut ("Sev...").
 fn widths(table: &Table) -> Vec<f32> {
+    let char_mm = TABLE_PT * CHAR_MM_PER_PT;
+    let floors: Vec<f32> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let word = c.split(' ').map(|w| w.chars().count()).max().unwrap_or(0);
+            (word + 2) as f32 * char_mm
+        })
+        .collect();
+    let mut widths = text_widths(table);
+    let deficit: f32 = widths
+        .iter()
+        .zip(&floors)
+        .map(|(w, f)| (f - w).max(0.0))
+        .sum();
+    let slack: f32 = widths
+        .iter()
+        .zip(&floors)
+        .map(|(w, f)| (w - f).max(0.0))
+        .sum();
+    if deficit > 0.0 && slack >= deficit {
+        for (w, f) in widths.iter_mut().zip(&floors) {
+            *w = match *w < *f {
+                true => *f,
+                false => *w - deficit * (*w - *f) / slack,
+            };
+        }
+    }
+    widths
+}
+
+/// The widths by the columns' text alone.
+fn text_widths(table: &Table) -> Vec<f32> {
     let mut longest: Vec<usize> = table.columns.iter().map(|c| c.len()).collect();
     for row in table.rows.iter().take(200) {
         for (i, cell) in row.iter().enumerate() {
@@ -563,14 +598,23 @@ const SHORT_COLUMN: usize = 12;
 
 fn pdf_table(pdf: &mut Pdf, table: &Table) {
     let widths = widths(table);
+    let headings: Vec<Vec<String>> = table
+        .columns
+        .iter()
+        .zip(&widths)
+        .map(|(column, width)| wrap(column, chars_in(*width)))
+        .collect();
     let header = |pdf: &mut Pdf| {
         pdf.y -= ROW_H;
         let mut x = MARGIN;
-        for (column, width) in table.columns.iter().zip(&widths) {
-            pdf.text(&fit(column, chars_in(*width)), TABLE_PT, x, pdf.y, true);
+        for (lines, width) in headings.iter().zip(&widths) {
+            for (i, line) in lines.iter().enumerate() {
+                pdf.text(line, TABLE_PT, x, pdf.y - i as f32 * WRAP_LINE_H, true);
+            }
             x += width;
         }
-        pdf.y -= 1.0;
+        let lines = headings.iter().map(Vec::len).max().unwrap_or(1);
+        pdf.y -= (lines - 1) as f32 * WRAP_LINE_H + 1.0;
     };
     pdf.line(
         &format!("{} ({} rows)", table.name, table.rows.len()),
@@ -641,6 +685,50 @@ mod tests {
         let lines = wrap(&"a".repeat(100), 5);
         assert_eq!(lines.len(), MAX_CELL_LINES);
         assert!(lines.last().unwrap().ends_with("..."));
+    }
+
+    #[test]
+    fn headings_wrap_between_words_and_are_never_cut() {
+        // Two long columns among many short ones, as a findings list: the
+        // page is shared out by text length, and the short columns'
+        // headings were cut to "Sev..." and "De...".
+        let long = Cell::Text("Mozilla Firefox ESR (x64 en-US) 115.5.0esr, for every user".into());
+        let short = Cell::Text("2026-11-30".into());
+        let columns = vec![
+            "Device",
+            "Application",
+            "Version",
+            "CVE",
+            "Severity",
+            "CVSS",
+            "EPSS",
+            "KEV",
+            "Due date",
+            "Devices",
+            "First seen",
+            "Status",
+        ];
+        let row: Vec<Cell> = (0..columns.len())
+            .map(|i| if i < 2 { long.clone() } else { short.clone() })
+            .collect();
+        let table = Table {
+            name: "Findings".into(),
+            rows: vec![row; 3],
+            columns,
+            shown: Shown::Everywhere,
+        };
+        let widths = widths(&table);
+        let usable = PAGE_W - 2.0 * MARGIN;
+        assert!(widths.iter().sum::<f32>() <= usable + 0.01, "{widths:?}");
+        for (column, width) in table.columns.iter().zip(&widths) {
+            let lines = wrap(column, chars_in(*width));
+            for word in column.split(' ') {
+                assert!(
+                    lines.iter().any(|l| l.split(' ').any(|w| w == word)),
+                    "{column} in {width} mm: {lines:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use axum::Extension;
 use cairn_core::db::to_rfc3339;
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::http::paging;
 use cairn_core::ids::TenantId;
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
@@ -498,22 +499,37 @@ pub struct LogQuery {
     since: Option<String>,
     /// RFC 3339; lines at or before.
     until: Option<String>,
-    #[serde(default)]
-    skip: i64,
+    #[param(minimum = 0)]
+    skip: Option<i64>,
     /// 1 to 500; default 100.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
-fn paging(skip: i64, limit: Option<i64>) -> ApiResult<i64> {
-    let limit = limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be 1 to 500"));
-    }
-    if skip < 0 {
-        return Err(ApiError::validation("skip", "must be 0 or more"));
-    }
-    Ok(limit)
+/// A page of the log, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AutomationLogPage)]
+pub struct LogPage {
+    items: Vec<LogRow>,
+    /// Lines the filters keep, over every page.
+    total: i64,
+    skip: i64,
+    limit: i64,
 }
+
+/// A page of deliveries, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AutomationDeliveryPage)]
+pub struct DeliveryPage {
+    items: Vec<DeliveryView>,
+    /// Deliveries the filters keep, over every page.
+    total: i64,
+    skip: i64,
+    limit: i64,
+}
+
+/// Both lists' page size when none is asked for.
+const DEFAULT_LIMIT: i64 = 100;
 
 fn instant(field: &str, value: &Option<String>) -> ApiResult<Option<i64>> {
     value
@@ -536,13 +552,13 @@ fn instant(field: &str, value: &Option<String>) -> ApiResult<Option<i64>> {
 /// the condition that was false), baseline, stopped (a limit), queued,
 /// delivered, failed (with the upstream's answer), dead, rate-limited.
 #[utoipa::path(get, path = "/log", tag = "automation", params(LogQuery),
-    responses((status = 200, body = Vec<LogRow>), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = LogPage), (status = 422, body = ErrorBody)))]
 async fn automation_log(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<LogQuery>,
-) -> ApiResult<Json<Vec<LogRow>>> {
-    let limit = paging(query.skip, query.limit)?;
+) -> ApiResult<Json<LogPage>> {
+    let (skip, limit) = paging::bounds(query.skip, query.limit, DEFAULT_LIMIT)?;
     let cve = query
         .cve_id
         .as_deref()
@@ -558,9 +574,14 @@ async fn automation_log(
         since: instant("since", &query.since)?,
         until: instant("until", &query.until)?,
     };
-    Ok(Json(
-        storage::read_log(&state.db, &caller.tenant_id, &filter, query.skip, limit).await?,
-    ))
+    let (items, total) =
+        storage::read_log(&state.db, &caller.tenant_id, &filter, (skip, limit)).await?;
+    Ok(Json(LogPage {
+        items,
+        total,
+        skip,
+        limit,
+    }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -569,9 +590,10 @@ pub struct DeliveriesQuery {
     rule_id: Option<String>,
     /// `pending`, `sending`, `delivered` or `dead`.
     status: Option<String>,
-    #[serde(default)]
-    skip: i64,
+    #[param(minimum = 0)]
+    skip: Option<i64>,
     /// 1 to 500; default 100.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
@@ -582,13 +604,13 @@ pub const DELIVERY_STATUSES: [&str; 4] = ["pending", "sending", "delivered", "de
 /// The tenant's deliveries with their attempts and the upstream's last
 /// answer, newest first.
 #[utoipa::path(get, path = "/deliveries", tag = "automation", params(DeliveriesQuery),
-    responses((status = 200, body = Vec<DeliveryView>), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = DeliveryPage), (status = 422, body = ErrorBody)))]
 async fn automation_deliveries(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<DeliveriesQuery>,
-) -> ApiResult<Json<Vec<DeliveryView>>> {
-    let limit = paging(query.skip, query.limit)?;
+) -> ApiResult<Json<DeliveryPage>> {
+    let (skip, limit) = paging::bounds(query.skip, query.limit, DEFAULT_LIMIT)?;
     if let Some(status) = &query.status {
         if !DELIVERY_STATUSES.contains(&status.as_str()) {
             return Err(ApiError::validation(
@@ -597,16 +619,20 @@ async fn automation_deliveries(
             ));
         }
     }
-    let rows = storage::deliveries(
+    let (rows, total) = storage::deliveries(
         &state.db,
         &caller.tenant_id,
         query.rule_id.as_deref(),
         query.status.as_deref(),
-        query.skip,
-        limit,
+        (skip, limit),
     )
     .await?;
-    Ok(Json(rows.into_iter().map(DeliveryView::from).collect()))
+    Ok(Json(DeliveryPage {
+        items: rows.into_iter().map(DeliveryView::from).collect(),
+        total,
+        skip,
+        limit,
+    }))
 }
 
 /// Queues a dead delivery again (admins); its attempts start over.

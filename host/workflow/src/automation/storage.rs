@@ -737,14 +737,13 @@ pub async fn deliveries(
     tenant: &TenantId,
     rule_id: Option<&str>,
     status: Option<&str>,
-    skip: i64,
-    limit: i64,
-) -> sqlx::Result<Vec<DeliveryRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {DELIVERY_COLUMNS} FROM automation_deliveries WHERE owner_id = $1 \
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<DeliveryRow>, i64)> {
+    const KEPT: &str = "FROM automation_deliveries WHERE owner_id = $1 \
          AND (CAST($2 AS TEXT) IS NULL OR rule_id = $2) \
-         AND (CAST($3 AS TEXT) IS NULL OR status = $3) \
-         ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
+         AND (CAST($3 AS TEXT) IS NULL OR status = $3)";
+    let rows = sqlx::query_as(&format!(
+        "SELECT {DELIVERY_COLUMNS} {KEPT} ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
     ))
     .bind(tenant.as_str())
     .bind(rule_id)
@@ -752,7 +751,14 @@ pub async fn deliveries(
     .bind(limit)
     .bind(skip)
     .fetch_all(&db.pool)
-    .await
+    .await?;
+    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) {KEPT}"))
+        .bind(tenant.as_str())
+        .bind(rule_id)
+        .bind(status)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows, total))
 }
 
 /// A dead delivery of the tenant's rules queued again (its attempts start
@@ -825,18 +831,17 @@ pub async fn read_log(
     db: &Db,
     tenant: &TenantId,
     filter: &LogFilter<'_>,
-    skip: i64,
-    limit: i64,
-) -> sqlx::Result<Vec<LogRow>> {
-    sqlx::query_as(
-        "SELECT id, tenant_id, rule_id, at, outcome, reason, cve_id, device_name, delivery_id \
-         FROM automation_log WHERE owner_id = $1 \
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<LogRow>, i64)> {
+    const KEPT: &str = "FROM automation_log WHERE owner_id = $1 \
          AND (CAST($2 AS TEXT) IS NULL OR rule_id = $2) \
          AND (CAST($3 AS TEXT) IS NULL OR cve_id = $3) \
          AND (CAST($4 AS TEXT) IS NULL OR LOWER(device_name) = LOWER($4)) \
-         AND at >= $5 AND at <= $6 \
-         ORDER BY at DESC, id DESC LIMIT $7 OFFSET $8",
-    )
+         AND at >= $5 AND at <= $6";
+    let rows = sqlx::query_as(&format!(
+        "SELECT id, tenant_id, rule_id, at, outcome, reason, cve_id, device_name, delivery_id \
+         {KEPT} ORDER BY at DESC, id DESC LIMIT $7 OFFSET $8"
+    ))
     .bind(tenant.as_str())
     .bind(filter.rule_id)
     .bind(filter.cve_id)
@@ -846,7 +851,17 @@ pub async fn read_log(
     .bind(limit)
     .bind(skip)
     .fetch_all(&db.pool)
-    .await
+    .await?;
+    let total = sqlx::query_scalar(&format!("SELECT COUNT(*) {KEPT}"))
+        .bind(tenant.as_str())
+        .bind(filter.rule_id)
+        .bind(filter.cve_id)
+        .bind(filter.device_name)
+        .bind(filter.since.unwrap_or(0))
+        .bind(filter.until.unwrap_or(i64::MAX))
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows, total))
 }
 
 // ---- when to evaluate ---------------------------------------------------

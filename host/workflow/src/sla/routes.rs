@@ -15,7 +15,9 @@ use super::storage::{self, PolicyChange, Scope};
 use super::{Applied, Standing, TrackedFinding};
 use cairn_core::http::error::{ApiError, ApiResult, ErrorBody};
 use cairn_core::http::json::{Json, Path, Query};
+use cairn_core::http::paging;
 use cairn_core::ids::TenantId;
+use cairn_inventory::search::{Page, PageParams};
 use cairn_inventory::tiers::{self, DeviceTier, Tier, TierRule};
 use cairn_platform::app::AppState;
 use cairn_platform::auth::{AdminCaller, Caller};
@@ -248,18 +250,20 @@ async fn delete_customer_sla_policy(
     change(&state, &partner.partner, scope, None, &partner.caller.email).await
 }
 
-/// Every change of the tenant's policies, newest first: who, when, the
-/// policy before and after, and how many due dates it moved (admin or
-/// owner). The last 500.
-#[utoipa::path(get, path = "/policies/changes", tag = "sla",
-    responses((status = 200, body = Vec<PolicyChange>), (status = 403, body = ErrorBody)))]
+/// Every change of the tenant's policies, newest first, a page at a
+/// time: who, when, the policy before and after, and how many due dates
+/// it moved (admin or owner).
+#[utoipa::path(get, path = "/policies/changes", tag = "sla", params(PageParams),
+    responses((status = 200, body = Page<PolicyChange>), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
 async fn sla_policy_changes(
     State(state): State<AppState>,
     AdminCaller(caller): AdminCaller,
-) -> ApiResult<Json<Vec<PolicyChange>>> {
-    Ok(Json(
-        storage::changes(&state.db, &caller.tenant_id, 500).await?,
-    ))
+    Query(page): Query<PageParams>,
+) -> ApiResult<Json<Page<PolicyChange>>> {
+    let bounds = page.bounds()?;
+    let (items, total) = storage::changes(&state.db, &caller.tenant_id, bounds).await?;
+    Ok(Json(Page::new(items, total, bounds)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -267,9 +271,10 @@ async fn sla_policy_changes(
 pub struct FindingsQuery {
     /// `within`, `due_soon` or `overdue`; every open finding when absent.
     state: Option<String>,
-    #[serde(default)]
-    skip: i64,
+    #[param(minimum = 0)]
+    skip: Option<i64>,
     /// 1 to 500; default 100.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
@@ -281,6 +286,8 @@ pub struct TrackedPage {
     /// last.
     pub items: Vec<TrackedFinding>,
     pub total: i64,
+    pub skip: i64,
+    pub limit: i64,
     /// The policy the due dates come from.
     pub policy: Applied,
 }
@@ -306,13 +313,7 @@ async fn sla_findings(
             ))
         }
     };
-    let limit = query.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be 1 to 500"));
-    }
-    if query.skip < 0 {
-        return Err(ApiError::validation("skip", "must be 0 or more"));
-    }
+    let (skip, limit) = paging::bounds(query.skip, query.limit, 100)?;
     let policy = super::applied(&state.db, &caller.tenant_id).await?;
     let now = state.clock.now_ms();
     let mut items: Vec<TrackedFinding> =
@@ -322,15 +323,12 @@ async fn sla_findings(
             .filter(|f| wanted.is_none() || f.sla_state == wanted)
             .collect();
     items.sort_by_key(|f| (f.due_at.is_none(), f.due_at));
-    let total = items.len() as i64;
-    let items = items
-        .into_iter()
-        .skip(query.skip as usize)
-        .take(limit as usize)
-        .collect();
+    let (items, total) = paging::slice(items, (skip, limit));
     Ok(Json(TrackedPage {
         items,
         total,
+        skip,
+        limit,
         policy,
     }))
 }
@@ -612,16 +610,23 @@ async fn set_asset_tier_rules(
     tier_rules_of(&state, &caller.tenant_id).await
 }
 
-/// The tenant's exceptions, newest first.
-#[utoipa::path(get, path = "/exceptions", tag = "sla",
-    responses((status = 200, body = Vec<ExceptionView>)))]
+/// The tenant's exceptions, newest first, a page at a time.
+#[utoipa::path(get, path = "/exceptions", tag = "sla", params(PageParams),
+    responses((status = 200, body = Page<ExceptionView>), (status = 422, body = ErrorBody)))]
 async fn list_sla_exceptions(
     State(state): State<AppState>,
     caller: Caller,
-) -> ApiResult<Json<Vec<ExceptionView>>> {
+    Query(page): Query<PageParams>,
+) -> ApiResult<Json<Page<ExceptionView>>> {
+    let bounds = page.bounds()?;
     let now = state.clock.now_ms();
     let rows = exceptions::list(&state.db, &caller.tenant_id).await?;
-    Ok(Json(rows.into_iter().map(|row| row.view(now)).collect()))
+    let (rows, total) = paging::slice(rows, bounds);
+    Ok(Json(Page::new(
+        rows.into_iter().map(|row| row.view(now)).collect(),
+        total,
+        bounds,
+    )))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -180,16 +180,27 @@ impl TryFrom<Option<String>> for OptionalPolicy {
     }
 }
 
-/// `owner`'s policy changes, newest first.
-pub async fn changes(db: &Db, owner: &TenantId, limit: i64) -> sqlx::Result<Vec<PolicyChange>> {
-    sqlx::query_as(
+/// A page of `owner`'s policy changes, newest first, and how many there are.
+pub async fn changes(
+    db: &Db,
+    owner: &TenantId,
+    (skip, limit): (i64, i64),
+) -> sqlx::Result<(Vec<PolicyChange>, i64)> {
+    let rows = sqlx::query_as(
         "SELECT scope, scope_id, changed_by, changed_at, before, after, moved \
-         FROM sla_policy_changes WHERE owner_id = $1 ORDER BY changed_at DESC, id DESC LIMIT $2",
+         FROM sla_policy_changes WHERE owner_id = $1 ORDER BY changed_at DESC, id DESC \
+         LIMIT $2 OFFSET $3",
     )
     .bind(owner.as_str())
     .bind(limit)
+    .bind(skip)
     .fetch_all(&db.pool)
-    .await
+    .await?;
+    let total = sqlx::query_scalar("SELECT COUNT(*) FROM sla_policy_changes WHERE owner_id = $1")
+        .bind(owner.as_str())
+        .fetch_one(&db.pool)
+        .await?;
+    Ok((rows, total))
 }
 
 /// Policy changes ever recorded, by anyone: every change of a policy

@@ -94,7 +94,7 @@ pub async fn ticket_context(
             affected_total,
         });
     }
-    let query = [("page_size", CONFIGURATIONS_READ.to_string())];
+    let query = [("limit", CONFIGURATIONS_READ.to_string())];
     let linked = call(
         &state,
         tenant,

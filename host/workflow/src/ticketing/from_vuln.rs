@@ -246,7 +246,7 @@ async fn link_devices(
         let query = [
             ("search", short(device)),
             ("company_id", request.company_id.to_string()),
-            ("page_size", "25".to_string()),
+            ("limit", "25".to_string()),
         ];
         let found = match call(
             state,

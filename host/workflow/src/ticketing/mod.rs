@@ -144,7 +144,7 @@ pub async fn find_open_ticket(
         ("company_id", company_id.to_string()),
         ("search", prefix.to_string()),
         ("closed", "false".to_string()),
-        ("page_size", "25".to_string()),
+        ("limit", "25".to_string()),
     ];
     let answer = call(
         state,
