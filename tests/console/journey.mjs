@@ -594,12 +594,15 @@ try {
   await shot(phone, "08-applications-390px");
   // The pages with the widest forms, too.
   result.checks.phone_overflow_elsewhere = {};
-  for (const path of ["/console/", "/console/devices", "/console/devices/WS-01", "/console/members", "/console/uploads", "/console/partner/groups", "/console/sla", "/console/automation", "/console/remediation"]) {
+  for (const path of ["/console/", "/console/devices", "/console/devices/WS-01", "/console/members", "/console/uploads", "/console/partner/groups", "/console/partner", "/console/partner/access", "/console/sla", "/console/automation", "/console/remediation"]) {
     await phone.goto(`${base}${path}`);
     await phone.locator("main h1").waitFor();
     await drawn(phone);
     result.checks.phone_overflow_elsewhere[path] = await overflow();
   }
+  await phone.goto(`${base}/console/partner/access`);
+  await drawn(phone);
+  await shot(phone, "08b-partner-access-390px");
   // And at 1280 px, the overview with its widget form.
   await page.goto(`${base}/console/`);
   await drawn(page);
