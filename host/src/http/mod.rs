@@ -105,6 +105,9 @@ pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Docu
         .layer(Extension(cairn_integrations::directory(
             state.plugins.clone(),
         )))
+        .layer(axum::middleware::from_fn(
+            cairn_platform::auth::kept::forget_after_writes,
+        ))
         .layer(from_fn_with_state(
             state.clone(),
             cairn_platform::partner::audit_partner_writes,
