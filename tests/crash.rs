@@ -1304,6 +1304,36 @@ async fn rate_limits_hold_across_processes(backend: Backend) {
         let mut expected = vec![401; 10];
         expected.extend([429, 429]);
         assert_eq!(statuses, expected, "{store}");
+        // Each keeps its files on its own disk while the other serves the
+        // database: each says so, in /health/ready and in its log (the
+        // first store's killed processes count among the others a while).
+        for (server, n, log) in [(&first, 1, "first.log"), (&second, 2, "second.log")] {
+            let log = scratch.dir.join(format!("{store}-{n}")).join(log);
+            wait_until(
+                "the process to say it shares the database",
+                Duration::from_secs(60),
+                async || {
+                    let ready: Value = server
+                        .http
+                        .get(format!("{}/health/ready", server.url))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    let said = std::fs::read_to_string(&log).unwrap_or_default();
+                    match (
+                        ready["status"].as_str(),
+                        said.contains("this database, but this one keeps its files"),
+                    ) {
+                        (Some("degraded"), true) => Ok(()),
+                        other => Err(format!("{other:?} {ready}")),
+                    }
+                },
+            )
+            .await;
+        }
         first.kill();
         second.kill();
     }

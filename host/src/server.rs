@@ -77,6 +77,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
             shutdown.clone(),
         ));
     }
+    // Said alive beside the others, with whether its files are only its own.
+    background.push(cairn_platform::processes::spawn(
+        state.db.clone(),
+        state.jobs.worker_id.clone(),
+        state.blobs.any_local(),
+        shutdown.clone(),
+    ));
     let workers = (workers > 0).then(|| state.jobs.spawn_pool(workers, shutdown.clone()));
     tracing::info!(%addr, backend = state.db.backend.name(), worker_id = %state.jobs.worker_id, "cairn listening");
     Ok(RunningServer {

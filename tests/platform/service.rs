@@ -237,12 +237,40 @@ async fn readiness_names_what_is_missing_and_recovers(backend: Backend) {
         "blob_store:portal",
         "blob_store:uploads",
         "blob_store:reports",
+        "shared_files",
     ];
     let (status, checks, body) = readiness(&app).await;
     assert_eq!((status, checks), (200, all_ok(&names)), "{body}");
     assert_eq!(body["status"], "ready");
     let connectors = body["checks"][2]["detail"].as_str().unwrap();
     assert!(connectors.contains("broken.wasm"), "{connectors}");
+
+    // Another process alive on the database while this one keeps its
+    // files on a local disk: still serving (200), degraded, and why.
+    let db = &app.server.state.db;
+    let now = cairn_core::db::now_ms();
+    cairn_platform::processes::beat(db, "another-process", true, now)
+        .await
+        .unwrap();
+    let (status, checks, body) = readiness(&app).await;
+    assert_eq!(
+        (status, &body["status"]),
+        (200, &json!("degraded")),
+        "{body}"
+    );
+    assert_eq!(checks.last(), Some(&("shared_files".to_string(), false)));
+    let why = body["checks"][6]["detail"].as_str().unwrap();
+    assert!(
+        why.starts_with("1 other process serves this database"),
+        "{why}"
+    );
+    // Gone silent for longer than a heartbeat allows: ready again.
+    sqlx::query("UPDATE processes SET heartbeat_at = $1 WHERE id = 'another-process'")
+        .bind(now - 60_000)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(readiness(&app).await.2["status"], "ready");
 
     // The uploads store takes no file: its directory is a file now.
     let root = app

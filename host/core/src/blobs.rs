@@ -190,6 +190,14 @@ pub struct Blobs {
 }
 
 impl Blobs {
+    /// Whether a file of any shelf is kept on this machine's disk, where
+    /// another process cannot read it.
+    pub fn any_local(&self) -> bool {
+        [&self.portal, &self.uploads, &self.reports]
+            .iter()
+            .any(|store| store.kind() == StoreKind::Local)
+    }
+
     pub fn from_settings(settings: &Settings) -> Result<Blobs, StoreError> {
         Ok(Blobs {
             portal: BlobStore::from_settings(settings, Shelf::Portal)?,

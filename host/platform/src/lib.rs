@@ -6,7 +6,7 @@
 //! - Owns `tenants`, `users`, `sessions`, `refresh_tokens`, `invites`,
 //!   `rate_limit_windows` and the partner tables (`partner_groups`,
 //!   `partner_group_members`, `partner_analyst_scopes`, `partner_audit`,
-//!   `partner_branding`).
+//!   `partner_branding`) and `processes` (who serves the database).
 //! - Faces: [`area()`] (its routes and schedules), the `Caller` and
 //!   `PartnerCaller` extractors, `tenancy::exists`, `partner::acting_role`.
 //! - Calls: the vocabulary, the job queue and the plugin host only.
@@ -18,6 +18,7 @@ pub mod http;
 pub mod invites;
 pub mod jobs_routes;
 pub mod partner;
+pub mod processes;
 pub mod tenancy;
 
 use std::time::Duration;

@@ -282,6 +282,11 @@ pub fn api() -> Vec<ClosedSet> {
             values: Some(&super::service::READINESS_CHECKS),
             at: &["ReadinessCheck.name"],
         },
+        ClosedSet {
+            name: "ReadinessStatus",
+            values: Some(&super::service::READINESS_STATUSES),
+            at: &["Readiness.status"],
+        },
     ]
 }
 

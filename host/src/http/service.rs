@@ -118,14 +118,19 @@ async fn health_live() -> axum::Json<Liveness> {
 }
 
 /// The readiness checks, by name: one per blob store (shelf).
-pub const READINESS_CHECKS: [&str; 6] = [
+pub const READINESS_CHECKS: [&str; 7] = [
     "database",
     "migrations",
     "connectors",
     "blob_store:portal",
     "blob_store:uploads",
     "blob_store:reports",
+    "shared_files",
 ];
+
+/// What readiness answers: every check passed; an advisory one failed
+/// (the process serves, with a warning: 200); a required one failed (503).
+pub const READINESS_STATUSES: [&str; 3] = ["ready", "degraded", "not_ready"];
 
 /// One readiness check.
 #[derive(Serialize, ToSchema)]
@@ -140,7 +145,9 @@ pub struct ReadinessCheck {
 
 #[derive(Serialize, ToSchema)]
 pub struct Readiness {
-    /// `ready`, or `not_ready` when a check failed.
+    /// `ready`; `degraded` when only an advisory check failed
+    /// (`shared_files`: the process serves, and a load balancer should keep
+    /// it); `not_ready` when a required one failed.
     status: &'static str,
     checks: Vec<ReadinessCheck>,
 }
@@ -149,9 +156,11 @@ pub struct Readiness {
 /// database answers a round trip, the newest migration of this build is
 /// applied, the connector modules were loaded (files skipped are named,
 /// and do not fail it), and each blob store takes a file (one is written
-/// and removed). 503 naming the failed check otherwise.
+/// and removed). 503 naming the failed check otherwise. A process keeping
+/// its files on a local disk while other processes serve the database is
+/// `degraded` (200, with the `shared_files` check saying why).
 #[utoipa::path(get, path = "/health/ready", tag = "service", security(()),
-    responses((status = 200, body = Readiness),
+    responses((status = 200, body = Readiness, description = "Ready, or degraded"),
               (status = 503, body = Readiness, description = "A check failed")))]
 async fn health_ready(State(state): State<AppState>) -> Response {
     let mut checks = vec![];
@@ -215,12 +224,31 @@ async fn health_ready(State(state): State<AppState>) -> Response {
         });
     }
     let ready = checks.iter().all(|c| c.ok);
-    let status = match ready {
-        true => StatusCode::OK,
-        false => StatusCode::SERVICE_UNAVAILABLE,
+    // Advisory: files on a local disk while other processes serve the
+    // database (docs: deployment). Only with the database answering.
+    let mut degraded = false;
+    if database && state.blobs.any_local() {
+        let now = cairn_core::db::now_ms();
+        let id = &state.jobs.worker_id;
+        let others = cairn_platform::processes::others_alive(&state.db, id, now).await;
+        degraded = matches!(others, Ok(n) if n > 0);
+        checks.push(ReadinessCheck {
+            name: "shared_files".into(),
+            ok: !degraded,
+            detail: match others {
+                Ok(0) => "no other process serves this database".into(),
+                Ok(n) => cairn_platform::processes::sharing_warning(n),
+                Err(err) => format!("the other processes could not be read: {err}"),
+            },
+        });
+    }
+    let (status, words) = match (ready, degraded) {
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+        (true, true) => (StatusCode::OK, "degraded"),
+        (true, false) => (StatusCode::OK, "ready"),
     };
     let body = Readiness {
-        status: if ready { "ready" } else { "not_ready" },
+        status: words,
         checks,
     };
     (status, axum::Json(body)).into_response()
