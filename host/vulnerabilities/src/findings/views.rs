@@ -846,17 +846,6 @@ pub async fn stats(
     })
 }
 
-/// The page at `skip`, `limit` of a list built whole, and its length.
-fn page_of<T>(items: Vec<T>, skip: i64, limit: i64) -> (Vec<T>, i64) {
-    let total = items.len() as i64;
-    let items = items
-        .into_iter()
-        .skip(skip.max(0) as usize)
-        .take(limit.max(0) as usize)
-        .collect();
-    (items, total)
-}
-
 /// An installation no match judges, and why: a distribution's build on a
 /// device whose distribution release is not known.
 // Which installations: `matching::packages::not_assessable`.
@@ -905,7 +894,7 @@ pub async fn not_assessed(
         (&a.device_name, &a.application_name, &a.version)
             == (&b.device_name, &b.application_name, &b.version)
     });
-    Ok(page_of(items, skip, limit))
+    Ok(cairn_core::http::paging::slice(items, (skip, limit)))
 }
 
 /// An application the matcher could not map.
@@ -979,7 +968,7 @@ pub async fn unmatched(
             .cmp(&a.device_count)
             .then_with(|| a.application.cmp(&b.application))
     });
-    Ok(page_of(items, skip, limit))
+    Ok(cairn_core::http::paging::slice(items, (skip, limit)))
 }
 
 /// Distinct open CVEs of the tenant.
