@@ -1210,6 +1210,19 @@ async fn processes_share_files_through_the_object_store(backend: Backend) {
         );
     }
 
+    // One bucket for both: neither says it is degraded.
+    for server in [&api, &worker] {
+        let ready: Value = server
+            .http
+            .get(format!("{}/health/ready", server.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(ready["status"], "ready", "{ready}");
+    }
     api.kill();
     worker.kill();
     scratch.remove().await;
