@@ -17,6 +17,7 @@ const ALIVE_FOR_MS: i64 = 30_000;
 
 /// Says `id` is alive now; its first call registers it.
 pub async fn beat(db: &Db, id: &str, local_files: bool, now: i64) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO processes (id, started_at, heartbeat_at, local_files) VALUES ($1, $2, $2, $3) \
          ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
@@ -31,6 +32,7 @@ pub async fn beat(db: &Db, id: &str, local_files: bool, now: i64) -> sqlx::Resul
 
 /// `id` leaves (a shutdown), and processes silent for long are forgotten.
 async fn leave(db: &Db, id: &str) -> sqlx::Result<()> {
+    let _turn = db.write_turn().await;
     sqlx::query("DELETE FROM processes WHERE id = $1 OR heartbeat_at < $2")
         .bind(id)
         .bind(now_ms() - 10 * ALIVE_FOR_MS)
