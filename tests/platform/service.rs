@@ -27,6 +27,36 @@ async fn openapi_schemas_are_shaped_and_closed() {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| l.split('\t').next().unwrap().trim().to_string())
         .collect();
+    // Triage's fields required by one status are in the schema, not only
+    // in its prose.
+    let api = app.get("/openapi.json", &Auth::None).await.body;
+    for schema in ["TriageRequest", "PartnerTriageRequest"] {
+        let conditions: Vec<(String, String)> = api["components"]["schemas"][schema]["allOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["if"]["properties"]["status"]["const"].to_string(),
+                    c["then"]["required"][0].to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            conditions,
+            [
+                (
+                    "\"not_affected\"".to_string(),
+                    "\"justification\"".to_string()
+                ),
+                (
+                    "\"risk_accepted\"".to_string(),
+                    "\"expires_at\"".to_string()
+                ),
+            ],
+            "{schema}"
+        );
+    }
     let mut found = Found::default();
     for path in ["/openapi.json", "/api/openapi.json"] {
         let doc = app.get(path, &Auth::None).await.body;

@@ -433,6 +433,30 @@ pub const OPEN_OBJECTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Fields a request requires only with one value of another: `(schema,
+/// field, value, required)`, written into the schema as JSON Schema's
+/// `if`/`then`, so that a validator or generator that reads them knows
+/// what the prose says.
+pub const CONDITIONAL_REQUIREMENTS: &[(&str, &str, &str, &str)] = {
+    use cairn_vulnerabilities::findings::triage::{NOT_AFFECTED, RISK_ACCEPTED};
+    &[
+        ("TriageRequest", "status", NOT_AFFECTED, "justification"),
+        ("TriageRequest", "status", RISK_ACCEPTED, "expires_at"),
+        (
+            "PartnerTriageRequest",
+            "status",
+            NOT_AFFECTED,
+            "justification",
+        ),
+        (
+            "PartnerTriageRequest",
+            "status",
+            RISK_ACCEPTED,
+            "expires_at",
+        ),
+    ]
+};
+
 /// Device queries kept as the caller sent them: the device search's query
 /// schema.
 pub const DEVICE_QUERIES: &[&str] = &["AssetTierRule.query", "AssetTierSearchChange.query"];

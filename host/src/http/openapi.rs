@@ -187,6 +187,7 @@ pub fn finish(
 ) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
     closed_sets(&mut doc, closed);
+    conditional_requirements(&mut doc["components"]["schemas"]);
     timestamps_as_date_time(&mut doc["components"]);
     timestamps_as_date_time(&mut doc["paths"]);
     if let Some(paths) = doc["paths"].as_object_mut() {
@@ -346,6 +347,26 @@ fn closed_sets(doc: &mut Value, sets: &[super::closed_sets::ClosedSet]) {
                 "closed set {}: {at} is not in the document",
                 set.name
             );
+        }
+    }
+}
+
+/// [`super::closed_sets::CONDITIONAL_REQUIREMENTS`] as `if`/`then` in the
+/// schemas of this document that have them.
+fn conditional_requirements(schemas: &mut Value) {
+    for (schema, field, value, required) in super::closed_sets::CONDITIONAL_REQUIREMENTS {
+        let Some(schema) = schemas.get_mut(*schema).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let condition = serde_json::json!({
+            "if": {"properties": {*field: {"const": value}}, "required": [field]},
+            "then": {"required": [required], "properties": {*required: {"not": {"type": "null"}}}},
+        });
+        let all = schema
+            .entry("allOf")
+            .or_insert_with(|| Value::Array(vec![]));
+        if let Some(all) = all.as_array_mut() {
+            all.push(condition);
         }
     }
 }
