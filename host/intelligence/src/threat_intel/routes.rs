@@ -184,10 +184,7 @@ async fn high_risk_by_epss(
     if !(0.0..=1.0).contains(&threshold) {
         return Err(ApiError::validation("threshold", "must be between 0 and 1"));
     }
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be between 1 and 500"));
-    }
+    let (_, limit) = cairn_core::http::paging::bounds(None, params.limit, 50)?;
     let tenant = &caller.tenant_id;
     let scored: Vec<ScoredCve> = if params.in_tenant.unwrap_or(false) {
         let risks: Vec<EpssRisk> =

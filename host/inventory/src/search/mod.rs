@@ -39,6 +39,9 @@ pub enum SearchError {
     Sort(String),
     #[error("{0}")]
     Page(&'static str),
+    /// `skip` or `limit` outside the paging rule.
+    #[error(transparent)]
+    Bounds(cairn_core::http::error::ApiError),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
 }
@@ -156,15 +159,7 @@ impl<T> Page<T> {
 /// ([`cairn_core::http::paging`]): a negative skip, or a limit outside 1
 /// to [`MAX_LIMIT`], is refused.
 pub fn page_bounds(skip: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), SearchError> {
-    let skip = skip.unwrap_or(0);
-    if skip < 0 {
-        return Err(SearchError::Page("skip must be 0 or more"));
-    }
-    let limit = limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(SearchError::Page("limit must be 1 to 500"));
-    }
-    Ok((skip, limit))
+    cairn_core::http::paging::bounds(skip, limit, DEFAULT_LIMIT).map_err(SearchError::Bounds)
 }
 
 /// The request's free text as a group: any text field containing it.
@@ -422,15 +417,9 @@ impl From<SearchError> for cairn_core::http::error::ApiError {
                 cairn_core::http::error::ApiError::validation("sort", err.to_string())
             }
             SearchError::Page(message) => {
-                let field = if message.starts_with("skip") {
-                    "skip"
-                } else if message.starts_with("limit") {
-                    "limit"
-                } else {
-                    "query"
-                };
-                cairn_core::http::error::ApiError::validation(field, message)
+                cairn_core::http::error::ApiError::validation("query", message)
             }
+            SearchError::Bounds(err) => err,
             SearchError::Database(err) => err.into(),
         }
     }

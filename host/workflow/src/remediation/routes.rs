@@ -289,14 +289,8 @@ async fn list_remediation_plans(
     caller: Caller,
     Query(query): Query<PlanListQuery>,
 ) -> ApiResult<Json<PlanPage>> {
-    let limit = query.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::validation("limit", "must be 1 to 500"));
-    }
-    if query.skip < 0 {
-        return Err(ApiError::validation("skip", "must be 0 or more"));
-    }
-    let (rows, total) = storage::plans(&state.db, &caller.tenant_id, query.skip, limit).await?;
+    let (skip, limit) = cairn_core::http::paging::bounds(Some(query.skip), query.limit, 100)?;
+    let (rows, total) = storage::plans(&state.db, &caller.tenant_id, skip, limit).await?;
     let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
     let counts = storage::state_counts(&state.db, &caller.tenant_id, &ids).await?;
     Ok(Json(PlanPage {
@@ -308,7 +302,7 @@ async fn list_remediation_plans(
             })
             .collect(),
         total,
-        skip: query.skip,
+        skip,
         limit,
     }))
 }
