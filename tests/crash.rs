@@ -6,6 +6,8 @@
 //! once; the next process resumes them from their checkpoints. Automation
 //! killed between the findings' write and the webhook's delivery, with two
 //! processes running the rules at once, delivers each action once.
+//! Connectors replaced, broken and removed while two processes serve, each
+//! from a directory of its own.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -33,6 +35,7 @@ backend_tests!(
     rate_limits_hold_across_processes,
     automation_acts_once_across_a_kill_and_two_processes,
     revocations_reach_every_process,
+    connectors_reload_on_every_process,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -1768,4 +1771,235 @@ async fn revocations_reach_every_process(backend: Backend) {
     first.kill();
     second.kill();
     scratch.remove().await;
+}
+
+/// `bytes` (a component) with a custom section appended: another file,
+/// another SHA-256, the same connector.
+fn another_build(bytes: &[u8], note: &str) -> Vec<u8> {
+    fn leb128(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"cairn-test-build";
+    let mut section = Vec::new();
+    leb128(name.len(), &mut section);
+    section.extend_from_slice(name);
+    section.extend_from_slice(note.as_bytes());
+    let mut out = bytes.to_vec();
+    out.push(0); // a custom section
+    leb128(section.len(), &mut out);
+    out.extend_from_slice(&section);
+    out
+}
+
+fn short_sha(bytes: &[u8]) -> String {
+    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))[..12].to_string()
+}
+
+/// What `POST /api/v1/admin/connectors/reload` answers, with its status.
+async fn reload(server: &Server, token: Option<&str>) -> (u16, Value) {
+    let mut request = server
+        .http
+        .post(format!("{}/api/v1/admin/connectors/reload", server.url));
+    if let Some(token) = token {
+        request = request.header("x-cairn-admin-token", token);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The connectors a process lists.
+async fn listed_connectors(server: &Server, token: &str) -> Vec<String> {
+    let list = server.get("/api/v1/integrations/", token).await;
+    list["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["descriptor"]["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Live connector reload on two processes, each with a connectors directory
+/// of its own (processes need not share a disk): the first watches its
+/// directory, the second only follows the reloads the database counts.
+/// The rmm connector is replaced while a sync runs (the run ends on the
+/// module it began with, the next sync uses the new one); a broken file
+/// leaves the module loaded before serving; a removed connector's routes
+/// are gone from both processes.
+async fn connectors_reload_on_every_process(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let components = ["connectors/rmm", "connectors/psa"];
+    let (dir_a, dir_b) = (
+        connectors_dir(&components, &[]),
+        connectors_dir(&components, &[]),
+    );
+    let operator = "an operator's token for the test";
+    let settings = |watch: &'static str| {
+        [
+            (
+                "CAIRN_JWT_SECRET",
+                "a shared signing secret for both processes",
+            ),
+            ("CAIRN_ADMIN_TOKEN", operator),
+            ("CAIRN_CONNECTORS_WATCH", watch),
+        ]
+    };
+    let first = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("first"),
+        &dir_a,
+        "first.log",
+        &settings("true"),
+    );
+    let second = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("second"),
+        &dir_b,
+        "second.log",
+        &settings("false"),
+    );
+    let (token, _) = first.register_owner().await;
+
+    // The operator's route wants the operator's token.
+    assert_eq!(reload(&second, None).await.0, 401);
+    let (status, refused) = reload(&second, Some("a guess")).await;
+    assert_eq!((status, refused["type"].as_str()), (403, Some("forbidden")));
+
+    // 1. A sync held on its third page while the module is replaced.
+    let rmm = FakeRmm::start(rmm_data()).await;
+    first
+        .post(
+            "/api/v1/rmm/config",
+            &token,
+            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
+                   "client_id": "integrator-42", "page_size": 2}),
+        )
+        .await;
+    rmm.hold_from_page(3);
+    let sync = first.post("/api/v1/rmm/sync", &token, json!({})).await;
+    let held_id = sync["job_id"].as_str().unwrap().to_string();
+    wait_for(
+        "the sync to reach page 3",
+        Duration::from_secs(60),
+        async || rmm.held() > 0,
+    )
+    .await;
+    let old = std::fs::read(dir_a.join("rmm.wasm")).unwrap();
+    let new = another_build(&old, "replaced while a sync runs");
+    // The second's directory first: it does not watch, it follows the
+    // count the first advances once its watcher saw its own file change.
+    // Written beside and renamed over, as an operator should.
+    for dir in [&dir_b, &dir_a] {
+        std::fs::write(dir.join("rmm.wasm.part"), &new).unwrap();
+        std::fs::rename(dir.join("rmm.wasm.part"), dir.join("rmm.wasm")).unwrap();
+    }
+    let (old_sha, new_sha) = (short_sha(&old), short_sha(&new));
+    for server in [&first, &second] {
+        wait_until(
+            "each process to serve the new rmm module",
+            Duration::from_secs(30),
+            async || {
+                let list = server.get("/api/v1/integrations/", &token).await;
+                let rmm = list["connectors"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["descriptor"]["id"] == "connectwise-automate")
+                    .cloned()
+                    .unwrap_or_default();
+                match rmm["sha256"].as_str() {
+                    Some(sha) if sha.starts_with(&new_sha) => Ok(()),
+                    other => Err(format!("serving {other:?}")),
+                }
+            },
+        )
+        .await;
+    }
+    rmm.release();
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    wait_for(
+        "the held sync to finish",
+        Duration::from_secs(60),
+        async || ["success", "error"].contains(&job_status(&db, &held_id).await.as_str()),
+    )
+    .await;
+    let held = first.get(&format!("/api/v1/jobs/{held_id}"), &token).await;
+    assert_eq!(held["status"], "success", "{held}");
+    assert!(
+        held.to_string().contains(&format!("(module {old_sha})")),
+        "the held run ended on the module it began with: {held}"
+    );
+    let next = first.post("/api/v1/rmm/sync", &token, json!({})).await;
+    let next_id = next["job_id"].as_str().unwrap().to_string();
+    wait_for(
+        "the next sync to finish",
+        Duration::from_secs(60),
+        async || ["success", "error"].contains(&job_status(&db, &next_id).await.as_str()),
+    )
+    .await;
+    let next = second.get(&format!("/api/v1/jobs/{next_id}"), &token).await;
+    assert!(
+        next.to_string().contains(&format!("(module {new_sha})")),
+        "the next run used the new module: {next}"
+    );
+
+    // 2. A broken file: the module loaded before keeps serving, and the
+    // reload says why the file was not loaded.
+    std::fs::write(dir_b.join("rmm.wasm"), b"not a component").unwrap();
+    let (status, reloaded) = reload(&second, Some(operator)).await;
+    assert_eq!(status, 200, "{reloaded}");
+    let skipped = reloaded["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s["file"].as_str().unwrap().ends_with("rmm.wasm")
+                && s["reason"].as_str().unwrap().contains("keeps serving")),
+        "{reloaded}"
+    );
+    assert!(listed_connectors(&second, &token)
+        .await
+        .contains(&"connectwise-automate".to_string()));
+    let stats = second.get("/api/v1/rmm/stats", &token).await;
+    assert_eq!(stats["devices"], 10, "{stats}");
+
+    // 3. Removed, and reloaded through the route on the first: the psa
+    // routes are gone from both processes, and from their documents.
+    let psa_id = "connectwise-psa";
+    assert!(listed_connectors(&second, &token)
+        .await
+        .contains(&psa_id.to_string()));
+    for dir in [&dir_a, &dir_b] {
+        std::fs::remove_file(dir.join("psa.wasm")).unwrap();
+    }
+    let (status, reloaded) = reload(&first, Some(operator)).await;
+    assert_eq!(status, 200, "{reloaded}");
+    assert_eq!(
+        reloaded["changes"]["removed"][0]["id"], psa_id,
+        "{reloaded}"
+    );
+    for server in [&first, &second] {
+        wait_for(
+            "each process to unmount the psa routes",
+            Duration::from_secs(30),
+            async || status_of(server, "/api/v1/psa/config", &token).await == 404,
+        )
+        .await;
+        assert!(!listed_connectors(server, &token)
+            .await
+            .contains(&psa_id.to_string()));
+        let doc = server.get("/openapi.json", "").await;
+        let paths = doc["paths"].as_object().unwrap();
+        assert!(!paths.keys().any(|p| p.starts_with("/api/v1/psa/")));
+        assert!(paths.contains_key("/api/v1/admin/connectors/reload"));
+    }
 }

@@ -132,7 +132,7 @@ fn scope() -> CallScope {
 async fn misbehaving_calls_are_contained() {
     let upstream = fake_upstream().await;
     let app = sandbox_app("127.0.0.1").await;
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins
         .connector("misbehave")
         .expect("misbehave loads")
@@ -196,7 +196,7 @@ async fn misbehaving_calls_are_contained() {
 async fn guests_parked_in_host_calls_are_stopped_at_the_deadline() {
     let stalled = staller().await;
     let app = sandbox_app("127.0.0.1").await;
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.connector("misbehave").unwrap().clone();
     let config = json!({
         "base_url": stalled,
@@ -235,7 +235,7 @@ async fn busy_guests_do_not_pin_the_runtime_workers() {
     })
     .await
     .expect("sqlite runs");
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.connector("misbehave").unwrap().clone();
     let config = json!({"base_url": "https://upstream.example.com", "api_token": TOKEN});
     // More spinning guests than the runtime has worker threads.
@@ -257,7 +257,7 @@ async fn busy_guests_do_not_pin_the_runtime_workers() {
 async fn plain_http_needs_the_operators_grant() {
     let upstream = fake_upstream().await;
     let app = sandbox_app("").await;
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.connector("misbehave").unwrap().clone();
     let err = plugins
         .fetch(
@@ -307,7 +307,7 @@ async fn requests_reach_only_the_granted_origin() {
     let upstream = fake_upstream().await;
     let trap = tripwire().await;
     let app = sandbox_app("127.0.0.1").await;
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.connector("misbehave").unwrap().clone();
     let port = |url: &str| url.rsplit(':').next().unwrap().to_string();
     let denied = |target: String, base: &str| {
@@ -399,7 +399,7 @@ async fn private_addresses_need_the_operators_grant() {
     assert!(resp.text.contains("user information"), "{}", resp.text);
 
     // At connect time: a stored config whose name now resolves to loopback.
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.connector("misbehave").unwrap().clone();
     let err = plugins
         .fetch(
@@ -520,7 +520,7 @@ async fn a_page_of_large_records_maps_intact() {
     let app = TestApp::start_with(Backend::Sqlite, move |s| s.connectors_dir = dir)
         .await
         .expect("sqlite runs");
-    let plugins = app.server.state.plugins.clone();
+    let plugins = app.server.state.plugins();
     let connector = plugins.area_connectors("rmm")[0].clone();
     let application = |id: i64, i: usize| format!("Application {i} of {id} {}", "x".repeat(300));
     let records: Vec<String> = (1..=1000i64)

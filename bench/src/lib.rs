@@ -196,7 +196,9 @@ impl SyncBench {
             ..Default::default()
         }
         .prepare()?;
-        let plugins = std::sync::Arc::new(cairn_plugins::Plugins::load(&service).await?);
+        let plugins = std::sync::Arc::new(cairn_plugins::LivePlugins::new(
+            cairn_plugins::Plugins::load(&service).await?,
+        ));
         let secret_box = SecretBox::new(&service.encryption_key)?;
         let tenant = cairn_core::ids::TenantId(uuid::Uuid::now_v7().to_string());
         sqlx::query("INSERT INTO tenants (id, name, timezone, created_at, updated_at) VALUES ($1, 'bench', 'UTC', 0, 0)")
@@ -238,7 +240,7 @@ impl SyncBench {
             db,
             url,
             tenant,
-            plugins,
+            plugins: plugins.current(),
             queue,
             kind,
         })

@@ -6,5 +6,6 @@ pub mod allocator;
 pub mod areas;
 pub mod http;
 pub mod logging;
+pub mod reload;
 pub mod server;
 pub mod shelf;

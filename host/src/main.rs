@@ -344,7 +344,12 @@ async fn openapi(mut settings: Settings, portal: bool) -> anyhow::Result<()> {
             cairn::areas::AREAS,
             cairn_jobs::Registry::default(),
         )?;
-        let documents = cairn::http::router(&state, areas.routes).1;
+        let documents = cairn::http::router(
+            &state,
+            areas.routes,
+            cairn::http::admin::Reloads::detached(),
+        )
+        .1;
         state.db.close().await;
         let doc = if portal {
             documents.portal

@@ -36,22 +36,17 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
     let listen = settings.listen_addr()?;
     let workers = settings.job_workers;
     let state = AppState::new(settings).await?;
-    let areas = assemble(&state, crate::areas::AREAS, jobs)?;
+    let areas = assemble(&state, crate::areas::AREAS, jobs.clone())?;
     seed_default_tenant(&state).await?;
-    let (router, documents) = crate::http::router(&state, areas.routes);
-    let spellings = documents.either_spelling();
+    let (reloads, asks) = crate::http::admin::channel();
+    let (router, documents) = crate::http::router(&state, areas.routes, reloads.clone());
+    let served = crate::reload::ServedApp::new(router, documents.either_spelling());
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
-    let app = tower::Layer::layer(
-        &tower::util::MapRequestLayer::new(move |request| {
-            spellings.route(cairn_core::http::middleware::without_encoded_nul(request))
-        }),
-        router,
-    );
     let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
         SocketAddr,
-    >(app);
+    >(served.clone());
     let http_shutdown = shutdown.clone();
     let http = tokio::spawn(async move {
         axum::serve(listener, app)
@@ -63,6 +58,15 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         holder: state.jobs.worker_id.clone(),
     };
     let mut background = cairn_jobs::schedule::run(areas.schedules, Some(leases), shutdown.clone());
+    // Connectors added, replaced or removed while it runs.
+    background.extend(crate::reload::spawn(
+        &state,
+        jobs,
+        served,
+        reloads,
+        asks,
+        shutdown.clone(),
+    ));
     if state.db.backend == Backend::Postgres {
         background.push(cairn_jobs::Wakeup::spawn_postgres_listener(
             state.settings.database_url.clone(),
@@ -103,7 +107,7 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
         return Ok(());
     }
     let seeds = cairn_integrations::seed::with_derived(
-        &state.plugins,
+        &state.plugins(),
         cairn_integrations::seed::seed_configs(&settings.seed_configs)?,
     );
     let tenant = cairn_core::ids::TenantId(settings.default_tenant_id.clone());
@@ -117,7 +121,7 @@ async fn seed_default_tenant(state: &AppState) -> anyhow::Result<()> {
     cairn_integrations::seed::seed_default_tenant(
         &state.db,
         &state.secrets,
-        &state.plugins,
+        &state.plugins(),
         &tenant,
         &seeds,
     )

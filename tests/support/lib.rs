@@ -404,6 +404,10 @@ impl TestApp {
             // No components unless a test names them (not those an
             // operator installed on this machine).
             connectors_dir: data_dir.join("components"),
+            // Many services start in one test process; a watcher each would
+            // spend the system's inotify instances. The reload test turns
+            // it on.
+            connectors_watch: false,
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,

@@ -126,6 +126,13 @@ pub struct Settings {
     /// `$XDG_DATA_HOME/cairn/components`, where `cargo xtask install`
     /// puts them.
     pub connectors_dir: PathBuf,
+    /// Watch `connectors_dir` and reload the connectors when a file is
+    /// added, replaced or removed (off: only `POST
+    /// /api/v1/admin/connectors/reload` or another process's reload does).
+    pub connectors_watch: bool,
+    /// The operator's token for `/api/v1/admin/...` (sent as
+    /// `X-Cairn-Admin-Token`); empty: those routes answer 403.
+    pub admin_token: String,
     /// Where compiled components are cached, keyed by the file's hash and the
     /// engine; empty: `<data_dir>/plugin-cache`. Processes may share one.
     pub plugin_cache_dir: PathBuf,
@@ -297,6 +304,8 @@ impl Default for Settings {
             remediation_offline_hours: 24,
             report_schedule_sweep_ms: 60_000,
             connectors_dir: standard_dir().join("components"),
+            connectors_watch: true,
+            admin_token: String::new(),
             plugin_cache_dir: PathBuf::new(),
             plugin_memory_mb: 256,
             plugin_perf_map: false,

@@ -76,7 +76,7 @@ pub(crate) async fn configured(
     areas::tenant_connector(
         &state.db,
         &state.secrets,
-        &state.plugins,
+        &state.plugins(),
         &caller.tenant_id,
         area,
     )

@@ -71,7 +71,7 @@ pub async fn invoke(
     call: &cairn_plugins::ActionCall,
 ) -> Result<serde_json::Value, ApiError> {
     let (connector, config) =
-        tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, area)
+        tenant_connector(&state.db, &state.secrets, &state.plugins(), tenant, area)
             .await?
             .ok_or_else(|| {
                 ApiError::Conflict(format!("{area} is not configured for this tenant"))
@@ -82,7 +82,7 @@ pub async fn invoke(
         job_id: None,
     };
     state
-        .plugins
+        .plugins()
         .invoke(&connector, scope, &config.full(), call)
         .await
         .map_err(super::call_error)

@@ -139,18 +139,18 @@ pub async fn store_config(
     mut fields: Map<String, Value>,
     merge: Merge,
 ) -> ApiResult<ConfigView> {
-    if state.plugins.area_connectors(area).is_empty() {
+    if state.plugins().area_connectors(area).is_empty() {
         return Err(ApiError::NotFound("integration"));
     }
     let existing = storage::config(&state.db, &state.secrets, &caller.tenant_id, area).await?;
     let connector = chosen_connector(
-        &state.plugins,
+        &state.plugins(),
         area,
         fields.remove("connector"),
         existing.as_ref(),
     )?;
     let switching = existing.as_ref().is_some_and(|e| {
-        areas::resolve(&state.plugins, area, e.connector.as_deref())
+        areas::resolve(&state.plugins(), area, e.connector.as_deref())
             .map_or(true, |old| old.descriptor.id != connector.descriptor.id)
     });
     // Another connector's settings and secrets mean nothing to this one,
@@ -193,7 +193,7 @@ pub async fn store_config(
     HostPolicy::check_config(
         &connector.descriptor,
         &candidate.full(),
-        &state.plugins.addresses,
+        &state.plugins().addresses,
     )
     .await
     .map_err(|(field, reason)| ApiError::validation(&field, reason))?;

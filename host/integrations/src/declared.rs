@@ -172,11 +172,11 @@ async fn serve(
     // the whole config (secrets included) below.
     let choice = storage::area_choice(&state.db, &caller.tenant_id, area).await?;
     let connector = match &choice {
-        Some(chosen) => areas::resolve(&state.plugins, area, chosen.as_deref())?,
+        Some(chosen) => areas::resolve(&state.plugins(), area, chosen.as_deref())?,
         // An unconfigured tenant has no synced data in the area: any
         // connector declaring the route says what the (empty) answer is.
         None => state
-            .plugins
+            .plugins()
             .area_connectors(area)
             .into_iter()
             .find(|c| declared_at(&c.descriptor, &route.method, &route.path).is_some())
@@ -206,7 +206,7 @@ async fn serve(
             };
             // Saved between the two reads: the action belongs to the other
             // product now.
-            if areas::resolve(&state.plugins, area, stored.connector.as_deref())?
+            if areas::resolve(&state.plugins(), area, stored.connector.as_deref())?
                 .descriptor
                 .id
                 != descriptor.id
@@ -232,7 +232,7 @@ async fn serve(
                 job_id: None,
             };
             state
-                .plugins
+                .plugins()
                 .invoke(&connector, scope, &stored.full(), &call)
                 .await
                 .map(|answer| Json(answer).into_response())

@@ -129,7 +129,7 @@ async fn cancel_area_jobs(
 pub fn area(state: &AppState) -> anyhow::Result<Area> {
     Ok(Area::new("integrations")
         .routes("/api/v1/integrations/", plugin_routes::router())
-        .routes("/api/v1", router(&state.plugins))
+        .routes("/api/v1", router(&state.plugins()))
         .routes("/api/v1/partner", shared::router())
         .jobs(jobs(state)))
 }
@@ -141,13 +141,13 @@ fn jobs(state: &AppState) -> cairn_jobs::Registry {
     let settings = &state.settings;
     // The spec's stale-sync guard.
     let stall = std::time::Duration::from_secs(settings.sync_stall_secs.max(1));
-    for area in state.plugins.areas() {
+    for area in state.plugins().areas() {
         for (kind, mode) in [
             (sync_kind(area), sync::RunMode::Sync),
             (pull_kind(area), sync::RunMode::Pull),
         ] {
             let handler = sync::SyncHandler {
-                plugins: state.plugins.clone(),
+                plugins: state.live_plugins.clone(),
                 secrets: state.secrets.clone(),
                 area: area.to_string(),
                 caps: sync::SyncCaps::from_settings(settings),

@@ -58,7 +58,7 @@ async fn list_integrations(
     State(state): State<AppState>,
     caller: Caller,
 ) -> ApiResult<Json<IntegrationList>> {
-    let plugins = &state.plugins;
+    let plugins = &state.plugins();
     let configured = crate::storage::configured_areas(&state.db, &caller.tenant_id).await?;
     let choice = |area: &str| -> (bool, Option<String>) {
         let stored = configured.iter().find(|(a, _)| a == area);

@@ -103,7 +103,7 @@ async fn get_config(
 ) -> ApiResult<Json<ConfigView>> {
     let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &area).await?;
     let connector = areas::resolve(
-        &state.plugins,
+        &state.plugins(),
         &area,
         stored.as_ref().and_then(|s| s.connector.as_deref()),
     )
@@ -196,7 +196,10 @@ async fn auto_config(
             "deployment settings configure only the deployment's default tenant".into(),
         ));
     }
-    let seeds = seed::with_derived(&state.plugins, seed::seed_configs(&settings.seed_configs)?);
+    let seeds = seed::with_derived(
+        &state.plugins(),
+        seed::seed_configs(&settings.seed_configs)?,
+    );
     let Some(Value::Object(fields)) = seeds.get(&area) else {
         return Err(ApiError::Conflict(format!(
             "the deployment settings hold no {area} config"
@@ -205,7 +208,8 @@ async fn auto_config(
     let existing = storage::config(&state.db, &state.secrets, &caller.tenant_id, &area).await?;
     let (seeded, config) = match existing {
         Some(stored) => {
-            let connector = areas::resolve(&state.plugins, &area, stored.connector.as_deref()).ok();
+            let connector =
+                areas::resolve(&state.plugins(), &area, stored.connector.as_deref()).ok();
             (
                 false,
                 redacted_view(&area, connector.as_deref(), Some(&stored)),
@@ -245,7 +249,7 @@ async fn test_connection(
         job_id: None,
     };
     state
-        .plugins
+        .plugins()
         .check(&connector, scope, &stored.full())
         .await
         .map_err(call_error)?;
@@ -339,7 +343,7 @@ async fn get_credentials(
     let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &platform)
         .await?
         .ok_or(ApiError::NotFound("credentials"))?;
-    let connector = areas::resolve(&state.plugins, &platform, stored.connector.as_deref()).ok();
+    let connector = areas::resolve(&state.plugins(), &platform, stored.connector.as_deref()).ok();
     Ok(Json(redacted_view(
         &platform,
         connector.as_deref(),
@@ -360,7 +364,7 @@ async fn delete_credentials(
     let stored = storage::config(&state.db, &state.secrets, &caller.tenant_id, &platform)
         .await?
         .ok_or(ApiError::NotFound("credentials"))?;
-    let connector = areas::resolve(&state.plugins, &platform, stored.connector.as_deref())?;
+    let connector = areas::resolve(&state.plugins(), &platform, stored.connector.as_deref())?;
     storage::save_config(
         &state.db,
         &state.secrets,

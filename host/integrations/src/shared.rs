@@ -64,7 +64,7 @@ pub struct PartnerShares {
 }
 
 fn known_area(state: &AppState, area: &str) -> ApiResult<()> {
-    if state.plugins.area_connectors(area).is_empty() {
+    if state.plugins().area_connectors(area).is_empty() {
         return Err(ApiError::NotFound("integration"));
     }
     Ok(())
@@ -183,7 +183,7 @@ async fn put_share(
             "configure {area} for the partner first (PUT /api/v1/{area}/config); shares use its connector and secrets"
         ))
     })?;
-    let connector = areas::resolve(&state.plugins, &area, own.connector.as_deref())?;
+    let connector = areas::resolve(&state.plugins(), &area, own.connector.as_deref())?;
     if let Some(field) = body
         .scope
         .keys()

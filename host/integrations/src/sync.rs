@@ -22,11 +22,13 @@ use cairn_core::settings::Settings;
 use cairn_inventory::seen;
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
 use cairn_plugins::{
-    CallError, CallScope, ConnectorDescriptor, LoadedConnector, MappedRow, Plugins,
+    CallError, CallScope, ConnectorDescriptor, LivePlugins, LoadedConnector, MappedRow, Plugins,
 };
 
 pub struct SyncHandler {
-    pub plugins: Arc<Plugins>,
+    /// Read once per run: a run ends on the module it started with, even if
+    /// the connectors are reloaded meanwhile.
+    pub plugins: Arc<LivePlugins>,
     pub secrets: SecretBox,
     /// The area this handler syncs; rows are stored under it.
     pub area: String,
@@ -149,12 +151,13 @@ impl JobHandler for SyncHandler {
         let db = ctx.db();
         let tenant = ctx.tenant_id();
         let area = self.area.as_str();
+        let plugins = self.plugins.current();
         let stored = storage::config(db, &self.secrets, tenant, area)
             .await?
             .ok_or_else(|| {
                 JobFailure::Failed(format!("{area} is not configured for this tenant"))
             })?;
-        let connector = areas::resolve(&self.plugins, area, stored.connector.as_deref())
+        let connector = areas::resolve(&plugins, area, stored.connector.as_deref())
             .map_err(|e| JobFailure::Permanent(e.to_string()))?;
         let (streams, config) = match self.mode {
             RunMode::Sync => (connector.descriptor.streams.clone(), stored.full()),
@@ -194,7 +197,7 @@ impl JobHandler for SyncHandler {
         // the upstream's latency and the database's overlap. A prefetch
         // left behind (a cap, a failure, a canceled run) is aborted.
         let fetcher = PageFetcher {
-            plugins: self.plugins.clone(),
+            plugins: plugins.clone(),
             connector: connector.clone(),
             scope: scope.clone(),
             config: config.clone(),
@@ -294,8 +297,7 @@ impl JobHandler for SyncHandler {
                     tokio::spawn(async move { fetcher.fetch(&stream, cursor.as_deref()).await });
                 prefetched = Some((position, AbortOnDropHandle::new(handle)));
             }
-            let mapped = self
-                .plugins
+            let mapped = plugins
                 .map_records(&connector, scope.clone(), stream, &records)
                 .await
                 .map_err(failure)?;
@@ -356,7 +358,12 @@ impl JobHandler for SyncHandler {
         }
         if self.mode == RunMode::Pull {
             seen::forget_run(db, ctx, tenant, area, &at.run).await?;
-            let message = format!("{} rows, {} records rejected", at.rows, at.rejected);
+            let message = format!(
+                "{} rows, {} records rejected, {}",
+                at.rows,
+                at.rejected,
+                ran_by(&connector)
+            );
             ctx.progress("done", at.rows, at.rows, "rows", &message)
                 .await?;
             return Ok(());
@@ -375,14 +382,27 @@ impl JobHandler for SyncHandler {
             at.rows,
             "rows",
             &format!(
-                "{} rows, {} records rejected, pruned {items} items and {records} records",
-                at.rows, at.rejected
+                "{} rows, {} records rejected, pruned {items} items and {records} records, {}",
+                at.rows,
+                at.rejected,
+                ran_by(&connector)
             ),
         )
         .await?;
         cairn_inventory::rollup::request(db, tenant, ctx.kind()).await?;
         Ok(())
     }
+}
+
+/// The module a run used, in its last words: connectors may be reloaded
+/// while it runs, and it ends on the module it began with.
+fn ran_by(connector: &LoadedConnector) -> String {
+    format!(
+        "by {} {} (module {})",
+        connector.descriptor.id,
+        connector.descriptor.version,
+        &connector.sha256[..12.min(connector.sha256.len())]
+    )
 }
 
 /// What the sync loop waited for first: the page it is fetching, or the

@@ -105,7 +105,7 @@ pub use cairn_inventory::devices::DirectoryUser;
 
 /// The integrations' user collections as the devices' directory
 /// ([`cairn_inventory::devices::UserDirectory`]).
-pub struct Directories(pub std::sync::Arc<cairn_plugins::Plugins>);
+pub struct Directories(pub std::sync::Arc<cairn_plugins::LivePlugins>);
 
 #[async_trait::async_trait]
 impl cairn_inventory::devices::UserDirectory for Directories {
@@ -115,13 +115,13 @@ impl cairn_inventory::devices::UserDirectory for Directories {
         tenant: &TenantId,
         addresses: &[String],
     ) -> sqlx::Result<HashMap<String, DirectoryUser>> {
-        directory_users_named(db, &self.0, tenant, addresses).await
+        directory_users_named(db, &self.0.current(), tenant, addresses).await
     }
 }
 
 /// The handle the composition root gives the device routes.
 pub fn directory(
-    plugins: std::sync::Arc<cairn_plugins::Plugins>,
+    plugins: std::sync::Arc<cairn_plugins::LivePlugins>,
 ) -> cairn_inventory::devices::Directory {
     cairn_inventory::devices::Directory(std::sync::Arc::new(Directories(plugins)))
 }

@@ -1,9 +1,11 @@
 //! The worker pool: claims jobs, runs their handlers, keeps their leases
 //! alive and records how they ended.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
 use futures::FutureExt;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -25,9 +27,12 @@ pub struct Queue {
     pub worker_id: String,
     pub wakeup: Wakeup,
     pub running: RunningJobs,
-    /// The handlers, fixed once: at `new`, or by `install` when the areas
-    /// that define them are built from the state that holds this queue.
-    handlers: OnceLock<Handlers>,
+    /// The handlers: set at `new`, or by `install` when the areas that
+    /// define them are built from the state that holds this queue; replaced
+    /// whole when the connectors are reloaded (a run keeps the handler it
+    /// started with).
+    handlers: ArcSwapOption<Handlers>,
+    installed: AtomicBool,
 }
 
 struct Handlers {
@@ -69,7 +74,8 @@ impl Queue {
         );
         Queue {
             db,
-            handlers: OnceLock::new(),
+            handlers: ArcSwapOption::empty(),
+            installed: AtomicBool::new(false),
             timing,
             worker_id,
             wakeup: Wakeup::default(),
@@ -77,25 +83,38 @@ impl Queue {
         }
     }
 
-    /// Fixes the handlers; once only, before the workers start.
+    /// Sets the handlers; once only, before the workers start.
     pub fn install(&self, registry: Registry) -> Result<(), AlreadyInstalled> {
+        if self.installed.swap(true, Ordering::SeqCst) {
+            return Err(AlreadyInstalled);
+        }
+        self.replace(registry);
+        Ok(())
+    }
+
+    /// Replaces the handlers (the connectors were reloaded and the areas
+    /// they serve changed). Runs in progress keep the handler they started
+    /// with; the next claim takes only the new registry's kinds.
+    pub fn replace(&self, registry: Registry) {
         let kinds = registry.kinds();
         self.handlers
-            .set(Handlers { registry, kinds })
-            .map_err(|_| AlreadyInstalled)
+            .store(Some(Arc::new(Handlers { registry, kinds })));
     }
 
     /// The handlers by kind (none before [`Queue::install`]).
-    pub fn registry(&self) -> &Registry {
-        static NONE: OnceLock<Registry> = OnceLock::new();
-        match self.handlers.get() {
-            Some(handlers) => &handlers.registry,
-            None => NONE.get_or_init(Registry::default),
-        }
+    pub fn registry(&self) -> Registry {
+        self.handlers
+            .load_full()
+            .map(|h| h.registry.clone())
+            .unwrap_or_default()
     }
 
-    fn kinds(&self) -> &[String] {
-        self.handlers.get().map_or(&[], |h| h.kinds.as_slice())
+    fn kinds(&self) -> Vec<String> {
+        self.handlers
+            .load()
+            .as_ref()
+            .map(|h| h.kinds.clone())
+            .unwrap_or_default()
     }
 
     fn lease_ms(&self) -> i64 {
@@ -139,9 +158,10 @@ impl Queue {
     /// Claims one job and runs it to its end. For tests and tools; the pool
     /// does the same continuously.
     pub async fn run_one(self: &Arc<Self>) -> sqlx::Result<Option<(String, RunOutcome)>> {
-        let Some(job) = storage::claim(&self.db, &self.worker_id, self.kinds(), 1, self.lease_ms())
-            .await?
-            .pop()
+        let Some(job) =
+            storage::claim(&self.db, &self.worker_id, &self.kinds(), 1, self.lease_ms())
+                .await?
+                .pop()
         else {
             return Ok(None);
         };
@@ -189,7 +209,7 @@ impl Queue {
             let claimed = storage::claim(
                 &self.db,
                 &self.worker_id,
-                self.kinds(),
+                &self.kinds(),
                 permits.len() as i64,
                 self.lease_ms(),
             )
@@ -257,7 +277,12 @@ impl Queue {
         shutdown: &CancellationToken,
         slot: Option<Slot<'_>>,
     ) -> RunOutcome {
-        let Some(registration) = self.registry().get(ctx.kind()).cloned() else {
+        let registration = self
+            .handlers
+            .load()
+            .as_ref()
+            .and_then(|h| h.registry.get(ctx.kind()).cloned());
+        let Some(registration) = registration else {
             let message = format!("no handler for job kind {}", ctx.kind());
             return self.record_failure(&ctx, &message).await;
         };

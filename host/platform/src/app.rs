@@ -15,7 +15,7 @@ use cairn_core::mail::Mailer;
 use cairn_core::secrets::SecretBox;
 use cairn_core::settings::Settings;
 use cairn_jobs::{Queue, QueueTiming};
-use cairn_plugins::Plugins;
+use cairn_plugins::{LivePlugins, Plugins};
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -29,7 +29,8 @@ pub struct Inner {
     pub metrics: PrometheusHandle,
     pub metrics_allow: Vec<IpNet>,
     pub jobs: Arc<Queue>,
-    pub plugins: Arc<Plugins>,
+    /// The plugins serving now; read through [`Inner::plugins`].
+    pub live_plugins: Arc<LivePlugins>,
     /// Encrypts integration secrets at rest.
     pub secrets: SecretBox,
     /// Where uploads, reports and portal documents are kept.
@@ -42,6 +43,14 @@ impl Deref for AppState {
     type Target = Inner;
     fn deref(&self) -> &Inner {
         &self.0
+    }
+}
+
+impl Inner {
+    /// The plugin set serving now. Hold it for one piece of work (a request,
+    /// a run): a reload meanwhile does not change the modules it calls.
+    pub fn plugins(&self) -> Arc<Plugins> {
+        self.live_plugins.current()
     }
 }
 
@@ -58,11 +67,11 @@ impl AppState {
         crate::auth::kept::watch();
         let db = Db::connect(&settings.database_url, settings.database_max_connections).await?;
         db.migrate().await?;
-        let plugins = Arc::new(Plugins::load(&settings).await?);
+        let live_plugins = Arc::new(LivePlugins::new(Plugins::load(&settings).await?));
         let secrets = SecretBox::new(&settings.encryption_key)?;
         let blobs = Blobs::from_settings(&settings)?;
         let inner = Inner {
-            plugins,
+            live_plugins,
             secrets,
             jobs: Arc::new(Queue::without_handlers(
                 db.clone(),

@@ -89,8 +89,31 @@ pub struct Assembled {
 pub fn assemble(
     state: &AppState,
     areas: &[AreaFn],
-    mut extra_jobs: Registry,
+    extra_jobs: Registry,
 ) -> anyhow::Result<Assembled> {
+    let (assembled, jobs) = build(state, areas, extra_jobs)?;
+    state.jobs.install(jobs)?;
+    Ok(assembled)
+}
+
+/// Builds `areas` from `state` again (the plugins serving changed): their
+/// merged routes and their job handlers with `extra_jobs`, for the caller
+/// to put in place (`Queue::replace`) once everything built. Schedules are
+/// left as they were; none depends on the plugins.
+pub fn rebuild(
+    state: &AppState,
+    areas: &[AreaFn],
+    extra_jobs: Registry,
+) -> anyhow::Result<(OpenApiRouter<AppState>, Registry)> {
+    let (assembled, jobs) = build(state, areas, extra_jobs)?;
+    Ok((assembled.routes, jobs))
+}
+
+fn build(
+    state: &AppState,
+    areas: &[AreaFn],
+    mut extra_jobs: Registry,
+) -> anyhow::Result<(Assembled, Registry)> {
     let mut routes = OpenApiRouter::new();
     let mut schedules = Vec::new();
     for build in areas {
@@ -101,6 +124,5 @@ pub fn assemble(
         routes = routes.merge(area.routes);
         schedules.extend(area.schedules);
     }
-    state.jobs.install(extra_jobs)?;
-    Ok(Assembled { routes, schedules })
+    Ok((Assembled { routes, schedules }, extra_jobs))
 }

@@ -6,7 +6,8 @@
 //! - Owns `tenants`, `users`, `sessions`, `refresh_tokens`, `invites`,
 //!   `rate_limit_windows` and the partner tables (`partner_groups`,
 //!   `partner_group_members`, `partner_analyst_scopes`, `partner_audit`,
-//!   `partner_branding`) and `processes` (who serves the database).
+//!   `partner_branding`), `processes` (who serves the database) and
+//!   `connector_reloads` (the reload count every process follows).
 //! - Faces: [`area()`] (its routes and schedules), the `Caller` and
 //!   `PartnerCaller` extractors, `tenancy::exists`, `partner::acting_role`.
 //! - Calls: the vocabulary, the job queue and the plugin host only.
@@ -14,6 +15,7 @@
 pub mod app;
 pub mod area;
 pub mod auth;
+pub mod connector_reloads;
 pub mod http;
 pub mod invites;
 pub mod jobs_routes;

@@ -38,12 +38,18 @@ pub fn new_engine(perf_map: bool) -> anyhow::Result<Engine> {
 
 /// Compiles `bytes`, or loads the artifact cached under `cache_dir` for this
 /// engine and this exact file. Returns the component and the file's SHA-256.
+/// The hex SHA-256 of a module's bytes: what names it in listings and in the
+/// artifact cache.
+pub fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
 pub fn compile_cached(
     engine: &Engine,
     cache_dir: &Path,
     bytes: &[u8],
 ) -> anyhow::Result<(Component, String)> {
-    let sha256 = hex::encode(Sha256::digest(bytes));
+    let sha256 = sha256(bytes);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let artifact: PathBuf = cache_dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));

@@ -1,10 +1,12 @@
-//! WebAssembly plugins: connectors and CSV providers loaded at start from a
-//! directory, each call in a fresh sandboxed instance.
+//! WebAssembly plugins: connectors and CSV providers loaded from a directory
+//! at start and again on reload, each call in a fresh sandboxed instance.
 //!
 //! - [`loader`] scans the directory, compiles (with an on-disk cache keyed by
 //!   the engine's compatibility hash and the file's SHA-256), type-checks,
 //!   reads each descriptor and checks its SDK version. A bad file is logged
-//!   and skipped.
+//!   and skipped. [`Plugins::reload`] reads the directory again on the same
+//!   engine, keeping unchanged modules and, for a file that no longer loads,
+//!   the module loaded from it before; [`live`] holds the set serving now.
 //! - [`runtime`] runs one call: a new store with a memory cap, WASI with no
 //!   filesystem, environment or sockets, and the host imports (`send`, `log`,
 //!   `now-ms`). A running guest yields its thread every epoch tick; the whole
@@ -58,6 +60,7 @@ mod bindings;
 pub mod descriptor;
 mod engine;
 mod instances;
+pub mod live;
 pub mod loader;
 pub mod outbound;
 mod row_page;
@@ -69,6 +72,7 @@ pub use descriptor::{
     Action, AuthScheme, Collection, ColumnAlias, ConfigFrom, ConnectorDescriptor, CsvDescriptor,
     FieldType, Pull, Remediation, RemediationKind, View, WebhookSignature,
 };
+pub use live::{ChangedModule, LivePlugins, PluginChanges};
 pub use loader::{
     ActionCall, LoadedConnector, LoadedCsvProvider, Plugins, RemediationCall, RemediationStatus,
     Skipped,

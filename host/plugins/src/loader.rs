@@ -104,6 +104,31 @@ impl Plugins {
     /// file skip that file; only an unusable engine is an error.
     pub async fn load(settings: &Settings) -> anyhow::Result<Plugins> {
         let engine = super::engine::new_engine(settings.plugin_perf_map)?;
+        Plugins::load_beside(engine, Arc::default(), settings, None).await
+    }
+
+    /// The connectors directory read again, on this set's engine: a file
+    /// whose bytes did not change keeps its loaded module (no compile, no
+    /// `describe`), a changed or new file is loaded, a removed file is
+    /// gone, and a file that no longer loads keeps the module loaded from
+    /// it before, listed in `skipped` with the reason. Calls under way keep
+    /// the set they started with.
+    pub async fn reload(&self, settings: &Settings) -> anyhow::Result<Plugins> {
+        Plugins::load_beside(
+            self.engine.clone(),
+            self.tokens.clone(),
+            settings,
+            Some(self),
+        )
+        .await
+    }
+
+    async fn load_beside(
+        engine: Engine,
+        tokens: Arc<TokenCache>,
+        settings: &Settings,
+        before: Option<&Plugins>,
+    ) -> anyhow::Result<Plugins> {
         let linker = runtime::linker(&engine)?;
         let mut plugins = Plugins {
             engine,
@@ -123,12 +148,25 @@ impl Plugins {
             addresses: AddressRule::new(settings.outbound_private_network_list()?),
             max_response_bytes: settings.plugin_max_response_mb * 1024 * 1024,
             http_timeout: Duration::from_secs(settings.plugin_http_timeout_secs.max(1)),
-            tokens: Arc::default(),
+            tokens,
             max_concurrency: settings.plugin_max_concurrent_requests.max(1),
         };
         let cache_dir = &settings.plugin_cache_dir;
         for file in wasm_files(&settings.connectors_dir) {
-            if let Err(reason) = plugins.load_file(&linker, cache_dir, &file).await {
+            let bytes = std::fs::read(&file).map_err(|e| format!("unreadable: {e}"));
+            if let (Ok(bytes), Some(before)) = (&bytes, before) {
+                if plugins.keep_unchanged(before, &file, bytes) {
+                    continue;
+                }
+            }
+            let loaded = match bytes {
+                Ok(bytes) => plugins.load_file(&linker, cache_dir, &file, &bytes).await,
+                Err(reason) => Err(reason),
+            };
+            if let Err(mut reason) = loaded {
+                if before.is_some_and(|before| plugins.keep_previous(before, &file)) {
+                    reason.push_str("; the module loaded from it before keeps serving");
+                }
                 tracing::warn!(file = %file.display(), %reason, "plugin skipped");
                 plugins.skipped.push(Skipped {
                     file: file.display().to_string(),
@@ -176,14 +214,47 @@ impl Plugins {
         Ok(plugins)
     }
 
+    /// Keeps what `before` loaded from `file` when its bytes are the same.
+    fn keep_unchanged(&mut self, before: &Plugins, file: &Path, bytes: &[u8]) -> bool {
+        let sha256 = super::engine::sha256(bytes);
+        let same =
+            |loaded_file: &Path, loaded_sha: &str| loaded_file == file && loaded_sha == sha256;
+        if let Some(c) = before.connectors.iter().find(|c| same(&c.file, &c.sha256)) {
+            self.connectors.push(c.clone());
+            return true;
+        }
+        if let Some(p) = before
+            .csv_providers
+            .iter()
+            .find(|p| same(&p.file, &p.sha256))
+        {
+            self.csv_providers.push(p.clone());
+            return true;
+        }
+        false
+    }
+
+    /// Keeps what `before` loaded from `file`, whatever the file holds now.
+    fn keep_previous(&mut self, before: &Plugins, file: &Path) -> bool {
+        if let Some(c) = before.connectors.iter().find(|c| c.file == file) {
+            self.connectors.push(c.clone());
+            return true;
+        }
+        if let Some(p) = before.csv_providers.iter().find(|p| p.file == file) {
+            self.csv_providers.push(p.clone());
+            return true;
+        }
+        false
+    }
+
     async fn load_file(
         &mut self,
         linker: &Linker<PluginState>,
         cache_dir: &Path,
         file: &Path,
+        bytes: &[u8],
     ) -> Result<(), String> {
-        let bytes = std::fs::read(file).map_err(|e| format!("unreadable: {e}"))?;
-        let (component, sha256) = super::engine::compile_cached(&self.engine, cache_dir, &bytes)
+        let (component, sha256) = super::engine::compile_cached(&self.engine, cache_dir, bytes)
             .map_err(|e| format!("not a valid component: {e:#}"))?;
         let pre: InstancePre<PluginState> = linker
             .instantiate_pre(&component)

@@ -142,7 +142,7 @@ pub async fn receive_webhook(
     let (connector, config) = areas::tenant_connector(
         &state.db,
         &state.secrets,
-        &state.plugins,
+        &state.plugins(),
         tenant,
         integration,
     )
@@ -177,7 +177,7 @@ pub async fn receive_webhook(
         job_id: None,
     };
     let parsed = state
-        .plugins
+        .plugins()
         .invoke(
             &connector,
             scope,

@@ -11,6 +11,7 @@
 //! xtask test`, driven by `xtask/fuzz.py`, holds the documents to what the
 //! service answers).
 
+pub mod admin;
 mod closed_sets;
 pub mod console;
 mod openapi;
@@ -50,11 +51,17 @@ fn read_before_answering(
 }
 
 /// Every route of the service, and the OpenAPI documents describing them:
-/// `areas` (the areas' routes, `cairn_platform::area::assemble`) under
-/// the default rate limit, the service's own, the portal API and the
-/// console.
-pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Documents) {
-    let api = areas.layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
+/// `areas` (the areas' routes, `cairn_platform::area::assemble`) and the
+/// operator's under the default rate limit, the service's own, the portal
+/// API and the console. `reloads` is what the reload route asks.
+pub fn router(
+    state: &AppState,
+    areas: OpenApiRouter<AppState>,
+    reloads: admin::Reloads,
+) -> (Router, Documents) {
+    let api = areas
+        .nest(admin::ADMIN_PREFIX, admin::router())
+        .layer(from_fn_with_state(state.clone(), rate_limit::default_limit));
     let (routes, doc) = OpenApiRouter::with_openapi(openapi::base())
         .merge(service::router())
         .merge(api)
@@ -100,10 +107,11 @@ pub fn router(state: &AppState, areas: OpenApiRouter<AppState>) -> (Router, Docu
                 .into_response()
         })
         .layer(Extension(service::OpenApiJson(Arc::new(doc_json))))
+        .layer(Extension(reloads))
         .layer(Extension(cairn_vulnerabilities::exposure()))
         .layer(Extension(cairn_workflow::sla::due_dates()))
         .layer(Extension(cairn_integrations::directory(
-            state.plugins.clone(),
+            state.live_plugins.clone(),
         )))
         .layer(axum::middleware::from_fn(
             cairn_platform::auth::kept::forget_after_writes,

@@ -36,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         (name = "partner", description = "A managed service provider's partner tenant over its customer tenants: customers, groups, analysts' access, audit, branding, and views across customers"),
         (name = "jobs", description = "Background jobs: syncs and file parsing"),
         (name = "integrations", description = "Loaded connectors and CSV providers"),
+        (name = "admin", description = "The operator's routes: reloading the connectors directory"),
         (name = "inventory", description = "Software rollup, items, vendors and structured search"),
         (name = "devices", description = "Assets (NetBIOS view), device names and asset search"),
         (name = "portal", description = "Running the client portal: clients, keys, invoices, payment webhooks"),
@@ -66,6 +67,13 @@ impl Modify for SecuritySchemes {
             ),
         );
         components.add_security_scheme(
+            "operator_token",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                super::admin::ADMIN_TOKEN_HEADER,
+                "The operator's token, the `admin_token` setting (CAIRN_ADMIN_TOKEN)",
+            ))),
+        );
+        components.add_security_scheme(
             "session_cookie",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(
                 cairn_platform::auth::SESSION_COOKIE,
@@ -77,7 +85,7 @@ impl Modify for SecuritySchemes {
 /// The interface version of `/api/v1`, apart from the service's own: it
 /// follows what a client sees (semver; a 0.x minor step may break), and
 /// CHANGELOG.md says what changed.
-pub const API_VERSION: &str = "0.7.0";
+pub const API_VERSION: &str = "0.7.1";
 
 pub fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();

@@ -187,7 +187,7 @@ async fn health_ready(State(state): State<AppState>) -> Response {
             Err(err) => format!("the applied migrations could not be read: {err}"),
         },
     });
-    let plugins = &state.plugins;
+    let plugins = &state.plugins();
     let skipped: Vec<String> = plugins
         .skipped
         .iter()

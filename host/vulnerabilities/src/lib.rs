@@ -48,7 +48,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
     // The research of a scanner's finding, when a loaded connector serves
     // that area (the path is the area's, never the host's own).
     let area = if state
-        .plugins
+        .plugins()
         .areas()
         .contains(&reference::research_routes::SCANNER_AREA)
     {

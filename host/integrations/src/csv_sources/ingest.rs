@@ -20,7 +20,7 @@ use cairn_core::ids::TenantId;
 use cairn_inventory::normalize::DeviceOs;
 use cairn_jobs::{JobContext, JobFailure, JobHandler, LeaseLost, StopReason};
 use cairn_plugins::rows::{InventoryRow, MappedRow, RowText};
-use cairn_plugins::{CallScope, LoadedCsvProvider, Plugins};
+use cairn_plugins::{CallScope, LivePlugins, LoadedCsvProvider};
 
 pub const CSV_PARSE_KIND: &str = "csv_parse";
 /// Rows per call into the provider.
@@ -34,7 +34,7 @@ const LAST_ATTEMPT: i64 = 3;
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct CsvParseHandler {
-    pub plugins: Arc<Plugins>,
+    pub plugins: Arc<LivePlugins>,
     /// Where uploads wait for their parse (shared by every process).
     pub uploads: BlobStore,
     /// This process's staged rows (see `staging`): a run taken over by
@@ -157,6 +157,7 @@ impl CsvParseHandler {
     ) -> Result<(), Outcome> {
         let provider = self
             .plugins
+            .current()
             .csv_provider(&upload.source_key)
             .cloned()
             .ok_or_else(|| {
@@ -306,6 +307,9 @@ impl CsvParseHandler {
         report: &mut ParseReport,
     ) -> Result<(), Outcome> {
         let mut chunks = spawn_reader(provider, path, format, upload.sheet.clone());
+        // Every set shares one engine, so `provider` (read at the start of
+        // the parse) runs in the set serving now as in its own.
+        let plugins = self.plugins.current();
         let scope = CallScope {
             plugin: provider.descriptor.key.clone(),
             tenant_id: Some(ctx.tenant_id().as_str().to_string()),
@@ -353,8 +357,7 @@ impl CsvParseHandler {
                 clean.push(cells);
             }
             if !clean.is_empty() {
-                let mapped = self
-                    .plugins
+                let mapped = plugins
                     .map_rows(provider, scope.clone(), &columns, &clean)
                     .await
                     .map_err(|e| Outcome::Rejected(format!("the provider failed: {e}")))?;

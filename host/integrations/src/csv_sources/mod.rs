@@ -54,7 +54,7 @@ pub fn area(state: &AppState) -> anyhow::Result<Area> {
     jobs.register(
         CSV_PARSE_KIND,
         CsvParseHandler {
-            plugins: state.plugins.clone(),
+            plugins: state.live_plugins.clone(),
             uploads: state.blobs.uploads.clone(),
             staging_dir: state.settings.csv_uploads_dir.join("staging"),
         },

@@ -69,7 +69,7 @@ pub struct UploadOptions {
 
 fn provider(state: &AppState, key: &str) -> ApiResult<std::sync::Arc<LoadedCsvProvider>> {
     state
-        .plugins
+        .plugins()
         .csv_provider(key)
         .cloned()
         .ok_or(ApiError::NotFound("CSV source"))
@@ -100,7 +100,7 @@ async fn list_sources(
     caller: Caller,
 ) -> ApiResult<Json<Vec<CsvSource>>> {
     let mut sources = vec![];
-    for provider in &state.plugins.csv_providers {
+    for provider in &state.plugins().csv_providers {
         sources.push(describe(&state, &caller, provider).await?);
     }
     Ok(Json(sources))

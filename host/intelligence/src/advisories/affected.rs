@@ -204,7 +204,7 @@ pub async fn affected(state: &AppState, tenant: &TenantId, target: &Target) -> A
         linked_devices.insert(spellings.canonical(&device));
     }
     let emails: Vec<String> = users.keys().cloned().collect();
-    let directory = directory_users_named(db, &state.plugins, tenant, &emails).await?;
+    let directory = directory_users_named(db, &state.plugins(), tenant, &emails).await?;
     let users = users
         .into_iter()
         .filter(|(email, _)| email.contains('@'))

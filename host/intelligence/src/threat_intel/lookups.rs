@@ -123,7 +123,7 @@ pub struct ThreatIntelConfig {
 async fn current(state: &AppState, tenant: &TenantId) -> ApiResult<ThreatIntelConfig> {
     let view = |area: &'static str| async move {
         let found =
-            areas::tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, area)
+            areas::tenant_connector(&state.db, &state.secrets, &state.plugins(), tenant, area)
                 .await?;
         Ok::<_, ApiError>(found.map(|(connector, stored)| {
             cairn_integrations::redacted_view(area, Some(&connector), Some(&stored))
@@ -131,7 +131,7 @@ async fn current(state: &AppState, tenant: &TenantId) -> ApiResult<ThreatIntelCo
     };
     let available = |area: &str| -> Vec<String> {
         state
-            .plugins
+            .plugins()
             .area_connectors(area)
             .iter()
             .map(|c| c.descriptor.id.clone())
@@ -257,7 +257,7 @@ async fn look_up(
         }
     }
     let (connector, _) =
-        areas::tenant_connector(&state.db, &state.secrets, &state.plugins, tenant, area)
+        areas::tenant_connector(&state.db, &state.secrets, &state.plugins(), tenant, area)
             .await?
             .ok_or_else(|| {
                 ApiError::Conflict(format!(

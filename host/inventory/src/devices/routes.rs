@@ -70,7 +70,7 @@ async fn unique_devices(
 ) -> ApiResult<Json<Page<DeviceView>>> {
     let (skip, limit) = page_bounds(params.skip, params.limit)?;
     let enrichment: Vec<String> = state
-        .plugins
+        .plugins()
         .csv_providers
         .iter()
         .filter(|p| p.descriptor.target == "device")

@@ -164,7 +164,7 @@ async fn overview(
     .await?;
     let briefs = cairn_inventory::tenants::briefs(&state.db, &tenants).await?;
     let kinds: Vec<String> = state
-        .plugins
+        .plugins()
         .areas()
         .into_iter()
         .map(cairn_integrations::sync_kind)

@@ -157,7 +157,7 @@ impl Rmm {
         Ok(cairn_integrations::areas::tenant_connector(
             &state.db,
             &state.secrets,
-            &state.plugins,
+            &state.plugins(),
             tenant,
             RMM,
         )
@@ -434,7 +434,7 @@ async fn start(
                 .unwrap_or_else(|| json!({})),
         };
         let started = state
-            .plugins
+            .plugins()
             .remediate(&rmm.connector, rmm.scope(tenant, None), &rmm.config, &call)
             .await;
         let to = match &started {
@@ -466,7 +466,7 @@ async fn follow(
         return Ok(());
     };
     let status = state
-        .plugins
+        .plugins()
         .remediation_status(&rmm.connector, rmm.scope(tenant, None), &rmm.config, handle)
         .await;
     let now = state.clock.now_ms();

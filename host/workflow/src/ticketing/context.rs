@@ -231,7 +231,7 @@ async fn kept(
     let pulled: Vec<String> = cairn_integrations::areas::tenant_connector(
         &state.db,
         &state.secrets,
-        &state.plugins,
+        &state.plugins(),
         tenant,
         PSA_AREA,
     )

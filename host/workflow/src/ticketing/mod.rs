@@ -46,7 +46,10 @@ const EDR_AREA: &str = "edr";
 /// Ticketing: its routes, mounted under `/api/v1/psa` when a loaded
 /// connector serves that area.
 pub fn area(state: &AppState) -> anyhow::Result<cairn_platform::area::Area> {
-    Ok(cairn_platform::area::Area::new("ticketing").routes("/api/v1/psa", router(&state.plugins)))
+    Ok(
+        cairn_platform::area::Area::new("ticketing")
+            .routes("/api/v1/psa", router(&state.plugins())),
+    )
 }
 
 fn router(plugins: &Plugins) -> OpenApiRouter<AppState> {
