@@ -7,7 +7,8 @@
 //! killed between the findings' write and the webhook's delivery, with two
 //! processes running the rules at once, delivers each action once.
 //! Connectors replaced, broken and removed while two processes serve, each
-//! from a directory of its own.
+//! from a directory of its own. Uploads kept on two processes' own disks,
+//! each parsed by the process that keeps it.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -36,6 +37,7 @@ backend_tests!(
     automation_acts_once_across_a_kill_and_two_processes,
     revocations_reach_every_process,
     connectors_reload_on_every_process,
+    uploads_on_local_disks_are_parsed_where_their_files_are,
 );
 
 /// A `cairn-test-server` process and the address it listens on.
@@ -2001,5 +2003,58 @@ async fn connectors_reload_on_every_process(backend: Backend) {
         let paths = doc["paths"].as_object().unwrap();
         assert!(!paths.keys().any(|p| p.starts_with("/api/v1/psa/")));
         assert!(paths.contains_key("/api/v1/admin/connectors/reload"));
+    }
+}
+
+/// Two processes on one database, each keeping its files on its own disk
+/// (not the recommended deployment, which the readiness check calls
+/// degraded, but one an operator may run): an upload's parse is claimed
+/// only by the process whose disk keeps the file, so every upload is
+/// parsed, whichever process is free first.
+async fn uploads_on_local_disks_are_parsed_where_their_files_are(backend: Backend) {
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&["csv-providers/software-inventory"], &[]);
+    let shared = [(
+        "CAIRN_JWT_SECRET",
+        "a shared signing secret for both processes",
+    )];
+    let first = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("first"),
+        &connectors,
+        "first.log",
+        &shared,
+    );
+    let second = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir.join("second"),
+        &connectors,
+        "second.log",
+        &shared,
+    );
+    let (token, _) = first.register_owner().await;
+    let mut uploads = vec![];
+    for n in 1..=6 {
+        let server = if n % 2 == 1 { &first } else { &second };
+        let (upload_id, job_id) = server.upload_software(&token, 100 * n).await;
+        uploads.push((upload_id, job_id, 100 * n, server.child.id()));
+    }
+    for (upload_id, job_id, rows, pid) in &uploads {
+        let path = format!("/api/v1/csv-sources/software-inventory/uploads/{upload_id}");
+        wait_for("the upload to be parsed", HEAVY_PHASE, async || {
+            let upload = first.get(&path, &token).await;
+            assert_ne!(upload["status"], "error", "{upload}");
+            upload["status"] == "success"
+        })
+        .await;
+        let upload = second.get(&path, &token).await;
+        assert_eq!(upload["rows_imported"], *rows, "{upload}");
+        // Its parse ran in the process that keeps its file (a worker id
+        // is `<host>-<pid>-<random>`).
+        let job = first.get(&format!("/api/v1/jobs/{job_id}"), &token).await;
+        let worker = job["worker_id"].as_str().unwrap_or_default();
+        assert!(worker.contains(&format!("-{pid}-")), "{job} for {pid}");
     }
 }

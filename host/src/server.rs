@@ -88,7 +88,13 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         state.blobs.any_local(),
         shutdown.clone(),
     ));
-    let workers = (workers > 0).then(|| state.jobs.spawn_pool(workers, shutdown.clone()));
+    // On threads of their own, below the request threads.
+    let job_runtime = cairn_jobs::runtime::handle(state.settings.job_threads);
+    let workers = (workers > 0).then(|| {
+        state
+            .jobs
+            .spawn_pool_on(&job_runtime, workers, shutdown.clone())
+    });
     tracing::info!(%addr, backend = state.db.backend.name(), worker_id = %state.jobs.worker_id, "cairn listening");
     Ok(RunningServer {
         addr,

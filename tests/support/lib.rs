@@ -408,6 +408,9 @@ impl TestApp {
             // spend the system's inotify instances. The reload test turns
             // it on.
             connectors_watch: false,
+            // The job runtime is one per process, shared by every service
+            // a test binary starts: more threads than one service needs.
+            job_threads: 4,
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,

@@ -237,6 +237,17 @@ impl BlobStore {
         }
     }
 
+    /// Who can read this store's files: empty when every process can (a
+    /// bucket); for a local directory, its id, kept in the directory, so
+    /// processes sharing the directory share it. Work that needs a file
+    /// goes to a process holding its store.
+    pub fn holder(&self) -> Result<String, StoreError> {
+        match self {
+            BlobStore::Local(local) => Ok(local.id()?),
+            BlobStore::S3(_) => Ok(String::new()),
+        }
+    }
+
     /// Where uploads wait while they are checked, and where objects are
     /// fetched to: on this machine, whichever store keeps the files.
     pub fn tmp_dir(&self) -> PathBuf {
@@ -443,6 +454,29 @@ impl LocalStore {
     /// Inside the store, so keeping an upload locally is a rename.
     pub fn tmp_dir(&self) -> PathBuf {
         self.root.join("tmp")
+    }
+
+    /// The directory's id (`.store-id` in it), made by the first process
+    /// to ask: written beside and linked into place, so two processes
+    /// starting at once read the same one.
+    fn id(&self) -> std::io::Result<String> {
+        let file = self.root.join(".store-id");
+        if let Ok(id) = std::fs::read_to_string(&file) {
+            return Ok(id.trim().to_string());
+        }
+        std::fs::create_dir_all(&self.root)?;
+        let id = format!("local-{}", uuid::Uuid::new_v4().simple());
+        let beside = self.root.join(format!(".store-id.{id}"));
+        std::fs::write(&beside, &id)?;
+        let linked = std::fs::hard_link(&beside, &file);
+        let _ = std::fs::remove_file(&beside);
+        match linked {
+            Ok(()) => Ok(id),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok(std::fs::read_to_string(&file)?.trim().to_string())
+            }
+            Err(err) => Err(err),
+        }
     }
 
     async fn put(&self, file: &Path, key: &str) -> Result<(), StoreError> {

@@ -88,6 +88,10 @@ pub struct Settings {
     pub smtp_security: String,
     /// Concurrent job runners in this process; 0 runs none (API only).
     pub job_workers: usize,
+    /// Threads the jobs run on, apart from the request threads, at a lower
+    /// priority; 0: one fewer than the cores, at least one. Requests keep
+    /// a core while uploads and syncs run.
+    pub job_threads: usize,
     /// A claimed job's lease, extended by each heartbeat.
     pub job_lease_secs: u64,
     pub job_heartbeat_secs: u64,
@@ -289,6 +293,7 @@ impl Default for Settings {
             smtp_from: "Cairn <no-reply@localhost>".into(),
             smtp_security: "starttls".into(),
             job_workers: 4,
+            job_threads: 0,
             job_lease_secs: 60,
             job_heartbeat_secs: 15,
             job_reaper_interval_secs: 60,

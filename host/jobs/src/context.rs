@@ -52,6 +52,7 @@ struct Inner {
     job_id: String,
     tenant_id: TenantId,
     kind: String,
+    affinity: String,
     args: Value,
     checkpoint: Option<Value>,
     attempt: i64,
@@ -87,6 +88,7 @@ impl JobContext {
                 job_id: job.id.clone(),
                 tenant_id: TenantId(job.tenant_id.clone()),
                 kind: job.kind.clone(),
+                affinity: job.affinity.clone(),
                 args: parse(&job.args),
                 checkpoint: job.checkpoint.as_deref().map(parse),
                 attempt: job.attempts,
@@ -115,6 +117,11 @@ impl JobContext {
 
     pub fn kind(&self) -> &str {
         &self.inner.kind
+    }
+
+    /// The blob store the run needs ([`crate::storage::JobRow::affinity`]).
+    pub fn affinity(&self) -> &str {
+        &self.inner.affinity
     }
 
     pub fn args(&self) -> &Value {

@@ -35,6 +35,7 @@
 mod context;
 mod finishes;
 pub mod reaper;
+pub mod runtime;
 pub mod schedule;
 pub mod storage;
 mod wake;
@@ -46,7 +47,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 pub use context::{JobContext, LeaseLost, StopReason};
-pub use storage::{enqueue, enqueue_unless_live, Enqueued, JobRow, JobStatus};
+pub use storage::{
+    enqueue, enqueue_held_unless_live, enqueue_unless_live, Enqueued, JobRow, JobStatus,
+};
 pub use wake::Wakeup;
 pub use worker::{AlreadyInstalled, Queue, RunOutcome};
 

@@ -91,6 +91,9 @@ pub struct JobRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub superseded_by: Option<String>,
+    /// The blob store a run needs (its file is kept there): only a process
+    /// holding that store claims the job. Empty: any process.
+    pub affinity: String,
 }
 
 impl JobRow {
@@ -101,7 +104,7 @@ impl JobRow {
 
 const COLUMNS: &str = "id, tenant_id, kind, args, status, progress, checkpoint, attempts, max_attempts, \
     cancel_requested, worker_id, heartbeat_at, lease_until, run_after, error, created_at, started_at, finished_at, \
-    superseded_by";
+    superseded_by, affinity";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueued {
@@ -122,11 +125,24 @@ pub async fn enqueue(
     kind: &str,
     args: &Value,
 ) -> sqlx::Result<Enqueued> {
+    enqueue_held(db, tenant, kind, args, "").await
+}
+
+/// [`enqueue`] of a job only a process holding the blob store `affinity`
+/// may run ([`JobRow::affinity`]; empty: any). One job is queued per
+/// tenant, kind and affinity.
+pub async fn enqueue_held(
+    db: &Db,
+    tenant: &TenantId,
+    kind: &str,
+    args: &Value,
+    affinity: &str,
+) -> sqlx::Result<Enqueued> {
     let _turn = db.write_turn().await;
     let id = uuid::Uuid::now_v7().to_string();
-    let upsert = "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at) \
-         VALUES ($1, $2, $3, $4, 'queued', '{}', 0, 3, {now}, {now}) \
-         ON CONFLICT (tenant_id, kind) WHERE status = 'queued' \
+    let upsert = "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at, affinity) \
+         VALUES ($1, $2, $3, $4, 'queued', '{}', 0, 3, {now}, {now}, $5) \
+         ON CONFLICT (tenant_id, kind, affinity) WHERE status = 'queued' \
          DO UPDATE SET kind = excluded.kind RETURNING id";
     let statement = match db.backend {
         // A new job wakes idle workers of other processes (ours are woken by
@@ -142,6 +158,7 @@ pub async fn enqueue(
         .bind(tenant.as_str())
         .bind(kind)
         .bind(args.to_string())
+        .bind(affinity)
         .fetch_one(&db.pool)
         .await?;
     Ok(Enqueued {
@@ -161,12 +178,24 @@ pub async fn enqueue_unless_live(
     kind: &str,
     args: &Value,
 ) -> sqlx::Result<Option<Enqueued>> {
+    enqueue_held_unless_live(db, tenant, kind, args, "").await
+}
+
+/// [`enqueue_unless_live`] for the blob store `affinity`.
+pub async fn enqueue_held_unless_live(
+    db: &Db,
+    tenant: &TenantId,
+    kind: &str,
+    args: &Value,
+    affinity: &str,
+) -> sqlx::Result<Option<Enqueued>> {
     let live: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM jobs WHERE tenant_id = $1 AND kind = $2 \
+        "SELECT 1 FROM jobs WHERE tenant_id = $1 AND kind = $2 AND affinity = $3 \
          AND status IN ('queued', 'running') LIMIT 1",
     )
     .bind(tenant.as_str())
     .bind(kind)
+    .bind(affinity)
     .fetch_optional(&db.pool)
     .await?;
     // A job that ends between this look and the insert leaves a queued
@@ -174,7 +203,9 @@ pub async fn enqueue_unless_live(
     if live.is_some() {
         return Ok(None);
     }
-    enqueue(db, tenant, kind, args).await.map(Some)
+    enqueue_held(db, tenant, kind, args, affinity)
+        .await
+        .map(Some)
 }
 
 /// Claims up to `limit` claimable jobs of the given kinds, oldest first, for
@@ -183,6 +214,19 @@ pub async fn enqueue_unless_live(
 pub async fn claim(
     db: &Db,
     worker_id: &str,
+    kinds: &[String],
+    limit: i64,
+    lease_ms: i64,
+) -> sqlx::Result<Vec<JobRow>> {
+    claim_holding(db, (worker_id, ""), kinds, limit, lease_ms).await
+}
+
+/// [`claim`] by a process holding the blob store `holder` (empty: none of
+/// its own): it claims jobs any process may run and jobs that need that
+/// store.
+pub async fn claim_holding(
+    db: &Db,
+    (worker_id, holder): (&str, &str),
     kinds: &[String],
     limit: i64,
     lease_ms: i64,
@@ -217,6 +261,7 @@ pub async fn claim(
     // kind never overlap.
     let pick = format!(
         "SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.run_after <= {{now}} AND {kind_filter} \
+         AND q.affinity IN ('', $5) \
          AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.tenant_id = q.tenant_id AND r.kind = q.kind \
                          AND r.status = 'running') \
          ORDER BY q.created_at, q.id LIMIT $3"
@@ -241,6 +286,7 @@ pub async fn claim(
         .bind(lease_ms)
         .bind(limit)
         .bind(kind_param)
+        .bind(holder)
         .fetch_all(&db.bookkeeping)
         .await?;
     rows.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
@@ -496,11 +542,11 @@ pub async fn finish_canceled(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
 /// The id of the job of the same kind queued behind, if any.
 const BEHIND_ID: &str =
     "(SELECT behind.id FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
-     AND behind.kind = jobs.kind AND behind.status = 'queued')";
+     AND behind.kind = jobs.kind AND behind.affinity = jobs.affinity AND behind.status = 'queued')";
 
 const NONE_QUEUED_BEHIND: &str =
     "NOT EXISTS (SELECT 1 FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
-     AND behind.kind = jobs.kind AND behind.status = 'queued')";
+     AND behind.kind = jobs.kind AND behind.affinity = jobs.affinity AND behind.status = 'queued')";
 
 /// Runs a statement that may send a running job back to the queue once
 /// more when it lost a race on PostgreSQL: a job queued behind it between
@@ -737,7 +783,8 @@ pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
              AND running.worker_id = $2 AND running.attempts = $3) \
          WHERE status = 'queued' AND checkpoint IS NULL \
            AND tenant_id = (SELECT tenant_id FROM jobs WHERE id = $1) \
-           AND kind = (SELECT kind FROM jobs WHERE id = $1)",
+           AND kind = (SELECT kind FROM jobs WHERE id = $1) \
+           AND affinity = (SELECT affinity FROM jobs WHERE id = $1)",
     )
     .bind(&fence.job_id)
     .bind(&fence.worker_id)

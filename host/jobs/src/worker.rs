@@ -27,6 +27,10 @@ pub struct Queue {
     pub worker_id: String,
     pub wakeup: Wakeup,
     pub running: RunningJobs,
+    /// The blob store only this process (and those sharing its directory)
+    /// can read, whose jobs it claims beside everyone's; empty when its
+    /// files are in a store every process reads.
+    pub holder: String,
     /// The handlers: set at `new`, or by `install` when the areas that
     /// define them are built from the state that holds this queue; replaced
     /// whole when the connectors are reloaded (a run keeps the handler it
@@ -80,7 +84,15 @@ impl Queue {
             worker_id,
             wakeup: Wakeup::default(),
             running: RunningJobs::default(),
+            holder: String::new(),
         }
+    }
+
+    /// The queue of a process holding the blob store `holder` (see
+    /// [`Queue::holder`]).
+    pub fn holding(mut self, holder: String) -> Queue {
+        self.holder = holder;
+        self
     }
 
     /// Sets the handlers; once only, before the workers start.
@@ -148,7 +160,19 @@ impl Queue {
         kind: &str,
         args: &Value,
     ) -> sqlx::Result<Enqueued> {
-        let enqueued = storage::enqueue(&self.db, tenant, kind, args).await?;
+        self.enqueue_held(tenant, kind, args, "").await
+    }
+
+    /// [`Queue::enqueue`] of a job that needs the blob store `affinity`
+    /// (this process's [`Queue::holder`] for a file it just kept).
+    pub async fn enqueue_held(
+        &self,
+        tenant: &TenantId,
+        kind: &str,
+        args: &Value,
+        affinity: &str,
+    ) -> sqlx::Result<Enqueued> {
+        let enqueued = storage::enqueue_held(&self.db, tenant, kind, args, affinity).await?;
         if enqueued.created {
             self.wakeup.wake();
         }
@@ -158,11 +182,15 @@ impl Queue {
     /// Claims one job and runs it to its end. For tests and tools; the pool
     /// does the same continuously.
     pub async fn run_one(self: &Arc<Self>) -> sqlx::Result<Option<(String, RunOutcome)>> {
-        let Some(job) =
-            storage::claim(&self.db, &self.worker_id, &self.kinds(), 1, self.lease_ms())
-                .await?
-                .pop()
-        else {
+        let Some(job) = storage::claim_holding(
+            &self.db,
+            (&self.worker_id, &self.holder),
+            &self.kinds(),
+            1,
+            self.lease_ms(),
+        )
+        .await?
+        .pop() else {
             return Ok(None);
         };
         let id = job.id.clone();
@@ -182,6 +210,18 @@ impl Queue {
         shutdown: CancellationToken,
     ) -> JoinHandle<()> {
         tokio::spawn(self.clone().dispatch(slots.max(1), shutdown))
+    }
+
+    /// [`Queue::spawn_pool`] on `runtime` (the service's: the process's job
+    /// runtime, [`crate::runtime::handle`]): the pool, its runs and their
+    /// heartbeats run there, apart from the requests.
+    pub fn spawn_pool_on(
+        self: &Arc<Self>,
+        runtime: &tokio::runtime::Handle,
+        slots: usize,
+        shutdown: CancellationToken,
+    ) -> JoinHandle<()> {
+        runtime.spawn(self.clone().dispatch(slots.max(1), shutdown))
     }
 
     async fn dispatch(self: Arc<Self>, slots: usize, shutdown: CancellationToken) {
@@ -206,9 +246,9 @@ impl Queue {
                 permits.push(more);
             }
             while running.try_join_next().is_some() {}
-            let claimed = storage::claim(
+            let claimed = storage::claim_holding(
                 &self.db,
-                &self.worker_id,
+                (&self.worker_id, &self.holder),
                 &self.kinds(),
                 permits.len() as i64,
                 self.lease_ms(),

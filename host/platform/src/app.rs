@@ -73,10 +73,11 @@ impl AppState {
         let inner = Inner {
             live_plugins,
             secrets,
-            jobs: Arc::new(Queue::without_handlers(
-                db.clone(),
-                QueueTiming::from_settings(&settings),
-            )),
+            // An upload's parse goes to a process holding its file.
+            jobs: Arc::new(
+                Queue::without_handlers(db.clone(), QueueTiming::from_settings(&settings))
+                    .holding(blobs.uploads.holder()?),
+            ),
             jwt: JwtKeys::new(&settings.jwt_secret),
             limits: RateLimits::new(&settings, &db).await?,
             mailer: Mailer::from_settings(&settings)?,

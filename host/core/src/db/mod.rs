@@ -154,10 +154,23 @@ impl Db {
 
     async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
         let options = AnyConnectOptions::from_str(url)?;
-        let pool = AnyPoolOptions::new()
+        let max_connections = max_connections.max(2);
+        let mut pool = AnyPoolOptions::new()
             // A reader streaming beside a writer's transaction needs two.
-            .max_connections(max_connections.max(2))
-            .acquire_timeout(Duration::from_secs(30))
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(30));
+        if backend == Backend::Sqlite {
+            // Every connection opened now, by this thread, and kept: a
+            // SQLite connection works on a thread of its own, which takes
+            // the priority of the thread that opened it, and one opened
+            // from a job thread (`cairn_jobs::runtime`, niced) would serve
+            // requests slowly ever after.
+            pool = pool
+                .min_connections(max_connections)
+                .idle_timeout(None)
+                .max_lifetime(None);
+        }
+        let pool = pool
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {

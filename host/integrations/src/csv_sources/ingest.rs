@@ -93,7 +93,9 @@ impl JobHandler for CsvParseHandler {
         // their reasons, as each upload does, not `success` (the uploads it
         // parsed are in and stay in).
         let mut refused: Vec<String> = vec![];
-        while let Some(upload) = storage::next_waiting(ctx.db(), ctx.tenant_id()).await? {
+        while let Some(upload) =
+            storage::next_waiting(ctx.db(), ctx.tenant_id(), ctx.affinity()).await?
+        {
             let key = upload_key(ctx.tenant_id(), &upload.id);
             let mut report = ParseReport::default();
             match self.parse(ctx, &upload, &key, &mut report).await {

@@ -75,13 +75,15 @@ pub fn sweep(db: Db, every: Duration) -> Schedule {
     Schedule::every("csv upload sweep", every, move || {
         let db = db.clone();
         async move {
-            for tenant in storage::tenants_waiting(&db, every.as_millis() as i64).await? {
+            for (tenant, store) in storage::tenants_waiting(&db, every.as_millis() as i64).await? {
                 let tenant = TenantId(tenant);
-                let queued = cairn_jobs::enqueue_unless_live(
+                // For the process holding the upload's file.
+                let queued = cairn_jobs::enqueue_held_unless_live(
                     &db,
                     &tenant,
                     CSV_PARSE_KIND,
                     &serde_json::json!({}),
+                    &store,
                 )
                 .await;
                 if let Err(err) = queued {

@@ -173,6 +173,7 @@ async fn accept(
             received: &received,
             sheet,
             uploaded_by: caller.user_id.as_str(),
+            store: &state.jobs.holder,
         },
     )
     .await;
@@ -183,10 +184,16 @@ async fn accept(
         return Err(err.into());
     }
     // One parse job per tenant works through its waiting uploads in order;
-    // while one runs, this queues another to start when it ends.
+    // while one runs, this queues another to start when it ends. Only a
+    // process holding the store that keeps the file claims it.
     let job = state
         .jobs
-        .enqueue(&caller.tenant_id, CSV_PARSE_KIND, &serde_json::json!({}))
+        .enqueue_held(
+            &caller.tenant_id,
+            CSV_PARSE_KIND,
+            &serde_json::json!({}),
+            &state.jobs.holder,
+        )
         .await?;
     storage::set_job(&state.db, &caller.tenant_id, &id, &job.job_id).await?;
     let upload = storage::get(&state.db, &caller.tenant_id, &provider.descriptor.key, &id)

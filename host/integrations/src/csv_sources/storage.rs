@@ -140,13 +140,17 @@ pub struct NewUpload<'a> {
     pub received: &'a Received,
     pub sheet: Option<&'a str>,
     pub uploaded_by: &'a str,
+    /// The store keeping its file (`cairn_jobs::Queue::holder`; empty: a
+    /// store every process reads).
+    pub store: &'a str,
 }
 
 pub async fn insert(db: &Db, tenant: &TenantId, upload: NewUpload<'_>) -> sqlx::Result<()> {
     let _turn = db.write_turn().await;
     sqlx::query(
         "INSERT INTO csv_uploads (id, tenant_id, source_key, filename, size_bytes, content_type, \
-         sheet, status, uploaded_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+         sheet, status, uploaded_by, created_at, store) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(upload.id)
     .bind(tenant.as_str())
@@ -158,6 +162,7 @@ pub async fn insert(db: &Db, tenant: &TenantId, upload: NewUpload<'_>) -> sqlx::
     .bind(QUEUED)
     .bind(upload.uploaded_by)
     .bind(now_ms())
+    .bind(upload.store)
     .execute(&db.pool)
     .await?;
     Ok(())
@@ -178,23 +183,29 @@ pub async fn set_job(db: &Db, tenant: &TenantId, id: &str, job_id: &str) -> sqlx
 /// The tenant's oldest upload still waiting. One parse job runs per tenant,
 /// so an upload found `parsing` here was left by a run that died: it
 /// starts over.
-pub async fn next_waiting(db: &Db, tenant: &TenantId) -> sqlx::Result<Option<UploadRow>> {
+pub async fn next_waiting(
+    db: &Db,
+    tenant: &TenantId,
+    store: &str,
+) -> sqlx::Result<Option<UploadRow>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM csv_uploads WHERE tenant_id = $1 AND status IN ($2, $3) \
-         ORDER BY created_at, id LIMIT 1"
+         AND store = $4 ORDER BY created_at, id LIMIT 1"
     ))
     .bind(tenant.as_str())
     .bind(QUEUED)
     .bind(PARSING)
+    .bind(store)
     .fetch_optional(&db.pool)
     .await
 }
 
-/// Tenants with an upload queued for longer than `older_than_ms`: the
-/// sweeper makes sure each has a parse job.
-pub async fn tenants_waiting(db: &Db, older_than_ms: i64) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT DISTINCT tenant_id FROM csv_uploads WHERE status IN ($1, $2) AND created_at < $3",
+/// Tenants with an upload queued for longer than `older_than_ms`, with the
+/// store keeping it: the sweeper makes sure each has a parse job there.
+pub async fn tenants_waiting(db: &Db, older_than_ms: i64) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT DISTINCT tenant_id, store FROM csv_uploads WHERE status IN ($1, $2) \
+         AND created_at < $3",
     )
     .bind(QUEUED)
     .bind(PARSING)
