@@ -135,11 +135,24 @@ pub fn build_all() -> Result<Vec<PathBuf>, String> {
 
 /// [`build_all`] with `env` (the lints of [`lint::while_building`]).
 pub fn build_all_with(env: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
+    build_and_install(|m| m.component, env)
+}
+
+/// Builds and installs the connectors and CSV providers only, not the test
+/// components: what `serve` and `install` load.
+pub fn build_products() -> Result<Vec<PathBuf>, String> {
+    build_and_install(|m| m.component && m.product, &[])
+}
+
+fn build_and_install(
+    select: impl Fn(&Member) -> bool,
+    env: &[(String, String)],
+) -> Result<Vec<PathBuf>, String> {
     ensure_target()?;
     println!("== building the components (wasm32-wasip2, release)");
     per_world(
         &["build", "--release", "--target", TARGET],
-        |m| m.component,
+        select,
         &[],
         env,
     )?;

@@ -67,7 +67,7 @@ fn main() -> ExitCode {
 /// `./data`, the components where the build put them (either overridden
 /// by `CAIRN_DATA_DIR` and `CAIRN_CONNECTORS_DIR`).
 fn serve(extra: &[String]) -> Result<(), String> {
-    components::build_all()?;
+    components::build_products()?;
     let mut args = vec!["run", "--release", "-p", "cairn", "--", "serve"];
     args.extend(extra.iter().map(String::as_str));
     let here = std::env::current_dir().map_err(|e| e.to_string())?;
@@ -89,7 +89,7 @@ fn serve(extra: &[String]) -> Result<(), String> {
 /// components into the standard directory every command reads by default
 /// (`$XDG_DATA_HOME/cairn/components`, else `~/.local/share/cairn/components`).
 fn install() -> Result<(), String> {
-    let built = components::build_all()?;
+    let built = components::build_products()?;
     let dir = components::standard_install_dir()?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for file in &built {

@@ -31,6 +31,8 @@ pub struct Queue {
     /// can read, whose jobs it claims beside everyone's; empty when its
     /// files are in a store every process reads.
     pub holder: String,
+    /// What runs query through (see [`Queue::running_on`]).
+    run_db: Db,
     /// The handlers: set at `new`, or by `install` when the areas that
     /// define them are built from the state that holds this queue; replaced
     /// whole when the connectors are reloaded (a run keeps the handler it
@@ -77,6 +79,7 @@ impl Queue {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
         Queue {
+            run_db: db.clone(),
             db,
             handlers: ArcSwapOption::empty(),
             installed: AtomicBool::new(false),
@@ -92,6 +95,14 @@ impl Queue {
     /// [`Queue::holder`]).
     pub fn holding(mut self, holder: String) -> Queue {
         self.holder = holder;
+        self
+    }
+
+    /// The queue whose runs query through `db` (the same database, with a
+    /// pool of its own: `Db::with_pool_of_its_own`); enqueues, claims and
+    /// the runs' bookkeeping stay on the queue's own handle.
+    pub fn running_on(mut self, db: Db) -> Queue {
+        self.run_db = db;
         self
     }
 
@@ -194,7 +205,7 @@ impl Queue {
             return Ok(None);
         };
         let id = job.id.clone();
-        let ctx = JobContext::new(self.db.clone(), &job, self.lease_ms());
+        let ctx = JobContext::new(self.run_db.clone(), &job, self.lease_ms());
         let outcome = self.run_in(ctx, &CancellationToken::new(), None).await;
         Ok(Some((id, outcome)))
     }
@@ -262,7 +273,7 @@ impl Queue {
                         let shutdown = shutdown.clone();
                         let finishes = finishes.clone();
                         running.spawn(async move {
-                            let ctx = JobContext::new(queue.db.clone(), &job, queue.lease_ms());
+                            let ctx = JobContext::new(queue.run_db.clone(), &job, queue.lease_ms());
                             let slot = Slot {
                                 permit,
                                 finishes: &finishes,

@@ -10,7 +10,7 @@ use crate::auth::JwtKeys;
 use crate::http::limits::RateLimits;
 use cairn_core::blobs::Blobs;
 use cairn_core::clock::Clock;
-use cairn_core::db::Db;
+use cairn_core::db::{Backend, Db};
 use cairn_core::mail::Mailer;
 use cairn_core::secrets::SecretBox;
 use cairn_core::settings::Settings;
@@ -70,14 +70,27 @@ impl AppState {
         let live_plugins = Arc::new(LivePlugins::new(Plugins::load(&settings).await?));
         let secrets = SecretBox::new(&settings.encryption_key)?;
         let blobs = Blobs::from_settings(&settings)?;
+        let jobs = Queue::without_handlers(db.clone(), QueueTiming::from_settings(&settings))
+            // An upload's parse goes to a process holding its file.
+            .holding(blobs.uploads.holder()?);
+        let jobs = match db.backend {
+            // The runs' SQL on connections opened by a job thread, so that
+            // it runs below the requests' too (`Db::with_pool_of_its_own`).
+            Backend::Sqlite if settings.job_workers > 0 => {
+                let (db, url) = (db.clone(), settings.database_url.clone());
+                let max = (settings.job_workers as u32 * 2)
+                    .clamp(2, settings.database_max_connections.max(2));
+                let run_db = cairn_jobs::runtime::handle(settings.job_threads)
+                    .spawn(async move { db.with_pool_of_its_own(&url, max).await })
+                    .await??;
+                jobs.running_on(run_db)
+            }
+            _ => jobs,
+        };
         let inner = Inner {
             live_plugins,
             secrets,
-            // An upload's parse goes to a process holding its file.
-            jobs: Arc::new(
-                Queue::without_handlers(db.clone(), QueueTiming::from_settings(&settings))
-                    .holding(blobs.uploads.holder()?),
-            ),
+            jobs: Arc::new(jobs),
             jwt: JwtKeys::new(&settings.jwt_secret),
             limits: RateLimits::new(&settings, &db).await?,
             mailer: Mailer::from_settings(&settings)?,

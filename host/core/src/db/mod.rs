@@ -68,6 +68,18 @@ pub enum DbError {
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
 
+/// A SQLite file is created when missing, unless the URL says otherwise
+/// (`mode=ro`, `mode=rw`).
+fn normalized(url: &str, backend: Backend) -> String {
+    match backend {
+        Backend::Sqlite if !url.contains("mode=") => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}mode=rwc")
+        }
+        _ => url.to_string(),
+    }
+}
+
 #[derive(Clone)]
 pub struct Db {
     pub pool: AnyPool,
@@ -103,15 +115,7 @@ impl Db {
         } else {
             return Err(DbError::UnsupportedUrl);
         };
-        // A SQLite file is created when missing, unless the URL says
-        // otherwise (`mode=ro`, `mode=rw`).
-        let url = match backend {
-            Backend::Sqlite if !url.contains("mode=") => {
-                let separator = if url.contains('?') { '&' } else { '?' };
-                format!("{url}{separator}mode=rwc")
-            }
-            _ => url.to_string(),
-        };
+        let url = normalized(url, backend);
         let url = url.as_str();
         let pool = Self::pool(url, backend, max_connections)
             .await
@@ -143,6 +147,33 @@ impl Db {
                 static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
+        })
+    }
+
+    /// On SQLite, this handle with a pool of its own for its queries
+    /// (`max_connections`), its connections opened by the calling thread;
+    /// the write turn, the bookkeeping pool and the instance stay shared.
+    /// A SQLite connection works on a thread of its own, which takes the
+    /// priority of the thread that opened it: the job runtime opens the
+    /// pool its runs query through, so their SQL runs below the requests'.
+    /// On PostgreSQL, where the server does that work, this handle.
+    pub async fn with_pool_of_its_own(
+        &self,
+        url: &str,
+        max_connections: u32,
+    ) -> Result<Db, DbError> {
+        if self.backend == Backend::Postgres {
+            return Ok(self.clone());
+        }
+        let pool = Self::pool(
+            &normalized(url, self.backend),
+            self.backend,
+            max_connections,
+        )
+        .await?;
+        Ok(Db {
+            pool,
+            ..self.clone()
         })
     }
 
