@@ -73,6 +73,9 @@ impl Server {
             .env("CAIRN_VULN_SCHEDULE", "false")
             .env("CAIRN_LISTEN", "127.0.0.1:0")
             .env("CAIRN_JOB_WORKERS", "2")
+            // The tests wait for these jobs while the fuzzer and other
+            // tests load the cores (see tests/support: job_niceness).
+            .env("CAIRN_JOB_NICENESS", "0")
             // Long enough that a live process keeps its jobs while other
             // tests and the fuzzer load both cores (a 3 s lease was lost to
             // a 7 s wait for a pool connection, and the rollup was taken
@@ -1846,11 +1849,17 @@ async fn connectors_reload_on_every_process(backend: Backend) {
         connectors_dir(&components, &[]),
     );
     let operator = "an operator's token for the test";
+    // Either process may run a sync: they share the key its config's
+    // secrets are sealed with.
     let settings = |watch: &'static str| {
         [
             (
                 "CAIRN_JWT_SECRET",
                 "a shared signing secret for both processes",
+            ),
+            (
+                "CAIRN_ENCRYPTION_KEY",
+                "6f1c0a9e3b7d2f4a8c5e1b9d7a3f6c2e4b8d0a7c9e1f3b5d7a9c2e4f6b8d0a1c",
             ),
             ("CAIRN_ADMIN_TOKEN", operator),
             ("CAIRN_CONNECTORS_WATCH", watch),

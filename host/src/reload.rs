@@ -86,7 +86,9 @@ struct Rebuild {
     reloads: Reloads,
 }
 
-/// A new handle and the task answering it; the task runs until `shutdown`.
+/// The reload task answering `asks` (and following the other processes'
+/// reloads), and the directory's watcher when the settings want it; both
+/// run until `shutdown`.
 pub fn spawn(
     state: &AppState,
     extra_jobs: Registry,
@@ -118,6 +120,8 @@ async fn run(rebuild: Rebuild, mut asks: mpsc::Receiver<Ask>, shutdown: Cancella
     let mut seen = connector_reloads::generation(&db).await.unwrap_or(0);
     let mut poll = tokio::time::interval(connector_reloads::POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Said once per outage, not every second.
+    let mut unreadable = false;
     loop {
         let ask = tokio::select! {
             ask = asks.recv() => match ask {
@@ -125,10 +129,21 @@ async fn run(rebuild: Rebuild, mut asks: mpsc::Receiver<Ask>, shutdown: Cancella
                 None => return,
             },
             _ = poll.tick() => match connector_reloads::generation(&db).await {
-                Ok(now) if now > seen => Ask { cause: Cause::Elsewhere(now), reply: None },
-                Ok(_) => continue,
+                Ok(now) => {
+                    unreadable = false;
+                    if now <= seen {
+                        continue;
+                    }
+                    // Followed once, even if this directory cannot be read
+                    // now: the next change or reload tries again.
+                    seen = now;
+                    Ask { cause: Cause::Elsewhere(now), reply: None }
+                }
                 Err(err) => {
-                    tracing::warn!(error = %err, "reading the connector reload count failed");
+                    if !unreadable {
+                        tracing::warn!(error = %err, "reading the connector reload count failed");
+                    }
+                    unreadable = true;
                     continue;
                 }
             },

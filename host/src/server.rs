@@ -89,7 +89,8 @@ pub async fn start_with_jobs(settings: Settings, jobs: Registry) -> anyhow::Resu
         shutdown.clone(),
     ));
     // On threads of their own, below the request threads.
-    let job_runtime = cairn_jobs::runtime::handle(state.settings.job_threads);
+    let job_runtime =
+        cairn_jobs::runtime::handle(state.settings.job_threads, state.settings.job_niceness);
     let workers = (workers > 0).then(|| {
         state
             .jobs

@@ -411,6 +411,10 @@ impl TestApp {
             // The job runtime is one per process, shared by every service
             // a test binary starts: more threads than one service needs.
             job_threads: 4,
+            // Tests wait for jobs while other tests load the cores; the
+            // niceness is the operator's trade, not the tests' (the load
+            // benchmark measures it).
+            job_niceness: 0,
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,

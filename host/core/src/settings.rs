@@ -92,6 +92,9 @@ pub struct Settings {
     /// priority; 0: one fewer than the cores, at least one. Requests keep
     /// a core while uploads and syncs run.
     pub job_threads: usize,
+    /// How much lower than the request threads the job threads run (Linux
+    /// `nice`, 0 to 19; 0: the same).
+    pub job_niceness: i32,
     /// A claimed job's lease, extended by each heartbeat.
     pub job_lease_secs: u64,
     pub job_heartbeat_secs: u64,
@@ -294,6 +297,7 @@ impl Default for Settings {
             smtp_security: "starttls".into(),
             job_workers: 4,
             job_threads: 0,
+            job_niceness: 10,
             job_lease_secs: 60,
             job_heartbeat_secs: 15,
             job_reaper_interval_secs: 60,

@@ -1,9 +1,9 @@
 //! The job runtime: the threads jobs run on, apart from the ones that
 //! answer requests. It has fewer threads than the machine has cores (by
 //! default one fewer, at least one), and on Linux they run at a lower
-//! priority (nice 10), so a parse, a sync or a rollup never takes every
-//! core from the requests: the scheduler gives the request threads the
-//! core first, and jobs what is left.
+//! priority (nice 10 by default, `job_niceness`), so a parse, a sync or a
+//! rollup never takes every core from the requests: the scheduler gives
+//! the request threads the core first, and jobs what is left.
 //!
 //! One per process, made by the first queue that starts a pool (the tests
 //! start many services in one process; they share it).
@@ -12,12 +12,10 @@ use std::sync::OnceLock;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-/// How much lower than the request threads job threads run (`nice`).
-pub const NICENESS: i32 = 10;
-
-/// The process's job runtime, made with `threads` workers (0: one fewer
-/// than the cores, at least one) on first use.
-pub fn handle(threads: usize) -> Handle {
+/// The process's job runtime, made on first use with `threads` workers
+/// (0: one fewer than the cores, at least one) running `niceness` below
+/// the request threads (0 to 19).
+pub fn handle(threads: usize, niceness: i32) -> Handle {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -28,7 +26,7 @@ pub fn handle(threads: usize) -> Handle {
             Builder::new_multi_thread()
                 .worker_threads(threads)
                 .thread_name("cairn-jobs")
-                .on_thread_start(lower_priority)
+                .on_thread_start(move || lower_priority(niceness.clamp(0, 19)))
                 .enable_all()
                 .build()
                 .unwrap_or_else(|e| panic!("the job runtime cannot start: {e}"))
@@ -47,13 +45,16 @@ pub fn default_threads() -> usize {
 
 /// Lowers the calling thread's priority; threads it starts (a database
 /// connection's worker, a blocking task) inherit it.
-fn lower_priority() {
+fn lower_priority(niceness: i32) {
+    if niceness == 0 {
+        return;
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: `gettid` and `setpriority` take and return plain integers;
     // on Linux a thread's nice value is its own, so this changes only the
     // calling thread. A refusal (a sandbox forbidding it) is harmless.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, NICENESS);
+        libc::setpriority(libc::PRIO_PROCESS, tid, niceness);
     }
 }

@@ -80,9 +80,10 @@ impl AppState {
                 let (db, url) = (db.clone(), settings.database_url.clone());
                 let max = (settings.job_workers as u32 * 2)
                     .clamp(2, settings.database_max_connections.max(2));
-                let run_db = cairn_jobs::runtime::handle(settings.job_threads)
-                    .spawn(async move { db.with_pool_of_its_own(&url, max).await })
-                    .await??;
+                let run_db =
+                    cairn_jobs::runtime::handle(settings.job_threads, settings.job_niceness)
+                        .spawn(async move { db.with_pool_of_its_own(&url, max).await })
+                        .await??;
                 jobs.running_on(run_db)
             }
             _ => jobs,

@@ -217,30 +217,27 @@ impl Plugins {
     /// Keeps what `before` loaded from `file` when its bytes are the same.
     fn keep_unchanged(&mut self, before: &Plugins, file: &Path, bytes: &[u8]) -> bool {
         let sha256 = super::engine::sha256(bytes);
-        let same =
-            |loaded_file: &Path, loaded_sha: &str| loaded_file == file && loaded_sha == sha256;
-        if let Some(c) = before.connectors.iter().find(|c| same(&c.file, &c.sha256)) {
+        self.keep(before, file, |loaded| loaded == sha256)
+    }
+
+    /// Keeps what `before` loaded from `file`, whatever the file holds now.
+    fn keep_previous(&mut self, before: &Plugins, file: &Path) -> bool {
+        self.keep(before, file, |_| true)
+    }
+
+    /// Keeps the module `before` loaded from `file` if `wanted` takes its
+    /// SHA-256.
+    fn keep(&mut self, before: &Plugins, file: &Path, wanted: impl Fn(&str) -> bool) -> bool {
+        let from = |loaded: &Path, sha256: &str| loaded == file && wanted(sha256);
+        if let Some(c) = before.connectors.iter().find(|c| from(&c.file, &c.sha256)) {
             self.connectors.push(c.clone());
             return true;
         }
         if let Some(p) = before
             .csv_providers
             .iter()
-            .find(|p| same(&p.file, &p.sha256))
+            .find(|p| from(&p.file, &p.sha256))
         {
-            self.csv_providers.push(p.clone());
-            return true;
-        }
-        false
-    }
-
-    /// Keeps what `before` loaded from `file`, whatever the file holds now.
-    fn keep_previous(&mut self, before: &Plugins, file: &Path) -> bool {
-        if let Some(c) = before.connectors.iter().find(|c| c.file == file) {
-            self.connectors.push(c.clone());
-            return true;
-        }
-        if let Some(p) = before.csv_providers.iter().find(|p| p.file == file) {
             self.csv_providers.push(p.clone());
             return true;
         }

@@ -52,9 +52,21 @@ pub enum Cause {
     Elsewhere(i64),
 }
 
+/// A reload asked of the reload task, and where its answer goes.
 pub struct Ask {
     pub cause: Cause,
     pub reply: Option<oneshot::Sender<Result<Reloaded, String>>>,
+}
+
+/// Why a reload asked for did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("the service is stopping; ask again once it has started")]
+    Stopping,
+    /// The directory could not be read or the service built again from it;
+    /// the plugins loaded before keep serving.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// The way to ask the reload task for a reload.
@@ -73,17 +85,19 @@ impl Reloads {
         Reloads::channel().0
     }
 
-    pub async fn ask(&self, cause: Cause) -> Result<Reloaded, String> {
+    pub async fn ask(&self, cause: Cause) -> Result<Reloaded, ReloadError> {
         let (reply, answer) = oneshot::channel();
-        let stopping = || "the service is stopping; ask again once it has started".to_string();
         self.0
             .send(Ask {
                 cause,
                 reply: Some(reply),
             })
             .await
-            .map_err(|_| stopping())?;
-        answer.await.map_err(|_| stopping())?
+            .map_err(|_| ReloadError::Stopping)?;
+        answer
+            .await
+            .map_err(|_| ReloadError::Stopping)?
+            .map_err(ReloadError::Failed)
     }
 }
 
@@ -123,11 +137,12 @@ async fn reload_connectors(
     headers: HeaderMap,
 ) -> ApiResult<Json<Reloaded>> {
     operator(&state, &headers, caller.is_some())?;
-    reloads
-        .ask(Cause::Asked)
-        .await
-        .map(Json)
-        .map_err(ApiError::Conflict)
+    match reloads.ask(Cause::Asked).await {
+        Ok(reloaded) => Ok(Json(reloaded)),
+        Err(stopping @ ReloadError::Stopping) => Err(ApiError::Conflict(stopping.to_string())),
+        // Logged with its reason; the plugins loaded before keep serving.
+        Err(ReloadError::Failed(reason)) => Err(ApiError::Internal(anyhow::anyhow!(reason))),
+    }
 }
 
 /// The caller holds the operator's token. A tenant's user without it is
