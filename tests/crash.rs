@@ -400,6 +400,39 @@ async fn count(db: &Db, sql: &str, tenant: &str) -> i64 {
 /// a debug build sharing two cores with other tests and the fuzzer.
 const HEAVY_PHASE: Duration = Duration::from_secs(300);
 
+/// Waits until the job ended, `success` or `error`: a job a dead process
+/// held goes back to `queued` before another takes it, so "not running"
+/// is not the end.
+async fn wait_for_end(db: &Db, job_id: &str, what: &str, limit: Duration) {
+    wait_for(what, limit, async || {
+        ["success", "error"].contains(&job_status(db, job_id).await.as_str())
+    })
+    .await;
+}
+
+/// Configures `server`'s rmm area on `rmm` (pages of two computers),
+/// starts a sync and waits until it is held asking for page 3: the sync's
+/// job id.
+async fn held_rmm_sync(server: &Server, token: &str, rmm: &FakeRmm) -> String {
+    server
+        .post(
+            "/api/v1/rmm/config",
+            token,
+            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
+                   "client_id": "integrator-42", "page_size": 2}),
+        )
+        .await;
+    rmm.hold_from_page(3);
+    let sync = server.post("/api/v1/rmm/sync", token, json!({})).await;
+    wait_for(
+        "the sync to reach page 3",
+        Duration::from_secs(60),
+        async || rmm.held() > 0,
+    )
+    .await;
+    sync["job_id"].as_str().unwrap().to_string()
+}
+
 async fn job_status(db: &Db, job_id: &str) -> String {
     sqlx::query_scalar("SELECT status FROM jobs WHERE id = $1")
         .bind(job_id)
@@ -420,23 +453,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
 
     // 1. An rmm sync killed while its third page is on the wire: pages one
     // and two are written with their checkpoint.
-    server
-        .post(
-            "/api/v1/rmm/config",
-            &token,
-            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
-                   "client_id": "integrator-42", "page_size": 2}),
-        )
-        .await;
-    rmm.hold_from_page(3);
-    let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
-    let sync_id = sync["job_id"].as_str().unwrap().to_string();
-    wait_for(
-        "the sync to reach page 3",
-        Duration::from_secs(60),
-        async || rmm.held() > 0,
-    )
-    .await;
+    let sync_id = held_rmm_sync(&server, &token, &rmm).await;
     // Pages are written while the next is fetched: let the second page's
     // write and checkpoint land before the kill.
     wait_for_pages(&db, &sync_id, 2, "the checkpoint after page 2").await;
@@ -453,10 +470,7 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
     // The reaper hands the dead process's job back ("queued") before the
     // new process claims it: wait for an end, not for "not running".
-    wait_for("the sync to finish", Duration::from_secs(60), async || {
-        ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
-    })
-    .await;
+    wait_for_end(&db, &sync_id, "the sync to finish", Duration::from_secs(60)).await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
     assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
@@ -492,10 +506,11 @@ async fn killed_sync_parse_and_rollup_each_finish_once(backend: Backend) {
     server.kill();
     rmm.release();
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2b.log");
-    wait_for(
+    wait_for_end(
+        &db,
+        &resync_id,
         "the second sync to finish",
         Duration::from_secs(60),
-        async || ["success", "error"].contains(&job_status(&db, &resync_id).await.as_str()),
     )
     .await;
     let job = server
@@ -667,24 +682,8 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     };
 
     // 1. A sync waiting for its third page.
-    server
-        .post(
-            "/api/v1/rmm/config",
-            &token,
-            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
-                   "client_id": "integrator-42", "page_size": 2}),
-        )
-        .await;
-    rmm.hold_from_page(3);
-    let sync = server.post("/api/v1/rmm/sync", &token, json!({})).await;
-    let sync_id = sync["job_id"].as_str().unwrap().to_string();
+    let sync_id = held_rmm_sync(&server, &token, &rmm).await;
     wait_for_pages(&db, &sync_id, 2, "the checkpoint after page 2").await;
-    wait_for(
-        "the sync to wait for page 3",
-        Duration::from_secs(60),
-        async || rmm.held() > 0,
-    )
-    .await;
     assert!(server.terminate().await.success(), "a clean exit");
     let (sync_id, checkpoint) = handed_back(&sync_id, "the sync").await;
     assert!(
@@ -945,10 +944,7 @@ async fn killed_scanner_sync_resumes_its_export(backend: Backend) {
     tenable.data.lock().unwrap().hold_from_chunk = None;
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
-    wait_for("the sync to finish", Duration::from_secs(60), async || {
-        ["success", "error"].contains(&job_status(&db, &sync_id).await.as_str())
-    })
-    .await;
+    wait_for_end(&db, &sync_id, "the sync to finish", Duration::from_secs(60)).await;
     let job = server.get(&format!("/api/v1/jobs/{sync_id}"), &token).await;
     assert_eq!(job["status"], "success", "{job}");
     assert_eq!(job["attempts"], 2, "{job}");
@@ -1031,9 +1027,12 @@ async fn killed_bulk_pull_resumes_from_its_checkpoint(backend: Backend) {
     psa.data.lock().unwrap().hold_from_page = None;
 
     let server = Server::spawn(&scratch.url, &scratch.dir, &connectors, "2.log");
-    wait_for("the pull to finish", Duration::from_secs(120), async || {
-        ["success", "error"].contains(&job_status(&db, &pull_id).await.as_str())
-    })
+    wait_for_end(
+        &db,
+        &pull_id,
+        "the pull to finish",
+        Duration::from_secs(120),
+    )
     .await;
     let job = server.get(&format!("/api/v1/jobs/{pull_id}"), &token).await;
     assert_eq!(job["status"], "success", "{job}");
@@ -1888,23 +1887,7 @@ async fn connectors_reload_on_every_process(backend: Backend) {
 
     // 1. A sync held on its third page while the module is replaced.
     let rmm = FakeRmm::start(rmm_data()).await;
-    first
-        .post(
-            "/api/v1/rmm/config",
-            &token,
-            json!({"base_url": rmm.base_url, "username": USERNAME, "password": PASSWORD,
-                   "client_id": "integrator-42", "page_size": 2}),
-        )
-        .await;
-    rmm.hold_from_page(3);
-    let sync = first.post("/api/v1/rmm/sync", &token, json!({})).await;
-    let held_id = sync["job_id"].as_str().unwrap().to_string();
-    wait_for(
-        "the sync to reach page 3",
-        Duration::from_secs(60),
-        async || rmm.held() > 0,
-    )
-    .await;
+    let held_id = held_rmm_sync(&first, &token, &rmm).await;
     let old = std::fs::read(dir_a.join("rmm.wasm")).unwrap();
     let new = another_build(&old, "replaced while a sync runs");
     // The second's directory first: it does not watch, it follows the
@@ -1938,10 +1921,11 @@ async fn connectors_reload_on_every_process(backend: Backend) {
     }
     rmm.release();
     let db = Db::connect(&scratch.url, 2).await.expect("connect");
-    wait_for(
+    wait_for_end(
+        &db,
+        &held_id,
         "the held sync to finish",
         Duration::from_secs(60),
-        async || ["success", "error"].contains(&job_status(&db, &held_id).await.as_str()),
     )
     .await;
     let held = first.get(&format!("/api/v1/jobs/{held_id}"), &token).await;
@@ -1952,10 +1936,11 @@ async fn connectors_reload_on_every_process(backend: Backend) {
     );
     let next = first.post("/api/v1/rmm/sync", &token, json!({})).await;
     let next_id = next["job_id"].as_str().unwrap().to_string();
-    wait_for(
+    wait_for_end(
+        &db,
+        &next_id,
         "the next sync to finish",
         Duration::from_secs(60),
-        async || ["success", "error"].contains(&job_status(&db, &next_id).await.as_str()),
     )
     .await;
     let next = second.get(&format!("/api/v1/jobs/{next_id}"), &token).await;

@@ -71,7 +71,7 @@ impl tower::Service<Request> for ServedApp {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let app = self.0.load_full();
+        let app = self.0.load();
         let request = app.spellings.route(without_encoded_nul(request));
         Box::pin(app.router.clone().oneshot(request))
     }
@@ -137,7 +137,7 @@ async fn run(rebuild: Rebuild, mut asks: mpsc::Receiver<Ask>, shutdown: Cancella
                     // Followed once, even if this directory cannot be read
                     // now: the next change or reload tries again.
                     seen = now;
-                    Ask { cause: Cause::Elsewhere(now), reply: None }
+                    Ask { cause: Cause::Elsewhere, reply: None }
                 }
                 Err(err) => {
                     if !unreadable {
@@ -185,7 +185,7 @@ impl Rebuild {
             }
         }
         match cause {
-            Cause::Elsewhere(generation) => *seen = generation,
+            Cause::Elsewhere => {}
             Cause::Asked => *seen = self.advance().await?,
             Cause::Directory if !changes.is_empty() => *seen = self.advance().await?,
             Cause::Directory => {}

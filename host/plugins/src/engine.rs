@@ -36,20 +36,20 @@ pub fn new_engine(perf_map: bool) -> anyhow::Result<Engine> {
     Ok(engine)
 }
 
-/// Compiles `bytes`, or loads the artifact cached under `cache_dir` for this
-/// engine and this exact file. Returns the component and the file's SHA-256.
 /// The hex SHA-256 of a module's bytes: what names it in listings and in the
 /// artifact cache.
 pub fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Compiles `bytes` (whose [`sha256`] is `sha256`), or loads the artifact
+/// cached under `cache_dir` for this engine and this exact file.
 pub fn compile_cached(
     engine: &Engine,
     cache_dir: &Path,
     bytes: &[u8],
-) -> anyhow::Result<(Component, String)> {
-    let sha256 = sha256(bytes);
+    sha256: &str,
+) -> anyhow::Result<Component> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let artifact: PathBuf = cache_dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
@@ -64,7 +64,7 @@ pub fn compile_cached(
         // engine with the same compatibility hash (it is in the file name),
         // into a directory only this service writes.
         match unsafe { Component::deserialize_file(engine, &artifact) } {
-            Ok(component) => return Ok((component, sha256)),
+            Ok(component) => return Ok(component),
             Err(err) => {
                 tracing::warn!(path = %artifact.display(), error = %err, "discarding unreadable cached artifact")
             }
@@ -86,7 +86,7 @@ pub fn compile_cached(
             }
         }
     }
-    Ok((component, sha256))
+    Ok(component)
 }
 
 /// Holds an exclusive lock on `<artifact>.lock` until dropped, or `None`

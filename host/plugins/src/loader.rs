@@ -153,15 +153,17 @@ impl Plugins {
         };
         let cache_dir = &settings.plugin_cache_dir;
         for file in wasm_files(&settings.connectors_dir) {
-            let bytes = std::fs::read(&file).map_err(|e| format!("unreadable: {e}"));
-            if let (Ok(bytes), Some(before)) = (&bytes, before) {
-                if plugins.keep_unchanged(before, &file, bytes) {
-                    continue;
+            let loaded = match std::fs::read(&file) {
+                Ok(bytes) => {
+                    let sha256 = super::engine::sha256(&bytes);
+                    if before.is_some_and(|before| plugins.keep_unchanged(before, &file, &sha256)) {
+                        continue;
+                    }
+                    plugins
+                        .load_file(&linker, cache_dir, &file, &bytes, sha256)
+                        .await
                 }
-            }
-            let loaded = match bytes {
-                Ok(bytes) => plugins.load_file(&linker, cache_dir, &file, &bytes).await,
-                Err(reason) => Err(reason),
+                Err(e) => Err(format!("unreadable: {e}")),
             };
             if let Err(mut reason) = loaded {
                 if before.is_some_and(|before| plugins.keep_previous(before, &file)) {
@@ -214,9 +216,8 @@ impl Plugins {
         Ok(plugins)
     }
 
-    /// Keeps what `before` loaded from `file` when its bytes are the same.
-    fn keep_unchanged(&mut self, before: &Plugins, file: &Path, bytes: &[u8]) -> bool {
-        let sha256 = super::engine::sha256(bytes);
+    /// Keeps what `before` loaded from `file` when it is the same module.
+    fn keep_unchanged(&mut self, before: &Plugins, file: &Path, sha256: &str) -> bool {
         self.keep(before, file, |loaded| loaded == sha256)
     }
 
@@ -250,8 +251,9 @@ impl Plugins {
         cache_dir: &Path,
         file: &Path,
         bytes: &[u8],
+        sha256: String,
     ) -> Result<(), String> {
-        let (component, sha256) = super::engine::compile_cached(&self.engine, cache_dir, bytes)
+        let component = super::engine::compile_cached(&self.engine, cache_dir, bytes, &sha256)
             .map_err(|e| format!("not a valid component: {e:#}"))?;
         let pre: InstancePre<PluginState> = linker
             .instantiate_pre(&component)

@@ -49,7 +49,7 @@ pub enum Cause {
     /// The watcher saw the directory change: others follow if it did.
     Directory,
     /// Another process reloaded: read this one's directory, tell no one.
-    Elsewhere(i64),
+    Elsewhere,
 }
 
 /// A reload asked of the reload task, and where its answer goes.
@@ -74,15 +74,9 @@ pub enum ReloadError {
 pub struct Reloads(pub(crate) mpsc::Sender<Ask>);
 
 impl Reloads {
-    /// A handle and the receiver its task reads.
-    fn channel() -> (Reloads, mpsc::Receiver<Ask>) {
-        let (sender, receiver) = mpsc::channel(16);
-        (Reloads(sender), receiver)
-    }
-
     /// A handle no task answers (the `openapi` command's router).
     pub fn detached() -> Reloads {
-        Reloads::channel().0
+        channel().0
     }
 
     pub async fn ask(&self, cause: Cause) -> Result<Reloaded, ReloadError> {
@@ -106,8 +100,8 @@ pub struct Receiver(pub(crate) mpsc::Receiver<Ask>);
 
 /// A handle for the router and the receiver for `crate::reload::spawn`.
 pub fn channel() -> (Reloads, Receiver) {
-    let (reloads, receiver) = Reloads::channel();
-    (reloads, Receiver(receiver))
+    let (sender, receiver) = mpsc::channel(16);
+    (Reloads(sender), Receiver(receiver))
 }
 
 /// The operator's routes, mounted at [`ADMIN_PREFIX`].
