@@ -31,6 +31,7 @@ backend_tests!(
     a_sweep_queues_no_job_behind_a_live_one,
     a_queue_runs_nothing_until_its_handlers_are_installed,
     a_stopping_process_hands_back_the_jobs_it_still_holds,
+    a_job_needing_a_store_is_still_the_one_queued_for_its_kind,
 );
 
 /// A process that stops hands back every job still running under its
@@ -930,6 +931,95 @@ async fn a_run_sent_back_gives_way_to_the_job_queued_behind_it(backend: Backend)
             .await
             .unwrap(),
         Some(JobStatus::Queued)
+    );
+    test_db.finish().await;
+}
+
+/// A job may need one process's blob store (a parse of a file on its
+/// disk), yet the queue keeps one queued job per tenant and kind, as the
+/// spec says of every job: a request for another store gets the queued
+/// job's id, only a process holding a job's store claims it, and a run
+/// handed back gives way to the job queued behind it without passing its
+/// checkpoint to a job of another store.
+async fn a_job_needing_a_store_is_still_the_one_queued_for_its_kind(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let tenant = test_db.tenant("t").await;
+    let other = test_db.tenant("u").await;
+    let db = &test_db.db;
+    let parse = "parse";
+    let first = storage::enqueue_held(db, &tenant, parse, &json!({}), "disk-a")
+        .await
+        .unwrap();
+    assert!(first.created);
+    let cases: [(&TenantId, &str, bool); 4] = [
+        (&tenant, "disk-b", false),
+        (&tenant, "disk-a", false),
+        (&tenant, "", false),
+        (&other, "disk-b", true),
+    ];
+    for (who, store, created) in cases {
+        let asked = storage::enqueue_held(db, who, parse, &json!({}), store)
+            .await
+            .unwrap();
+        assert_eq!(asked.created, created, "{} {store}", who.as_str());
+        if !created {
+            assert_eq!(asked.job_id, first.job_id, "the one queued job's id");
+        }
+    }
+    assert_eq!(
+        storage::enqueue_held_unless_live(db, &tenant, parse, &json!({}), "disk-b")
+            .await
+            .unwrap(),
+        None,
+        "a sweep queues nothing while a job of the kind is queued, whatever its store"
+    );
+    let holding = async |store: &str| {
+        storage::claim_holding(db, ("w", store), &kinds(&[parse]), 10, 60_000)
+            .await
+            .unwrap()
+    };
+    assert!(
+        holding("disk-b")
+            .await
+            .iter()
+            .all(|j| j.tenant_id != tenant.as_str()),
+        "not its store"
+    );
+    let claimed = holding("disk-a").await;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, first.job_id);
+    let fence = Fence {
+        job_id: first.job_id.clone(),
+        worker_id: "w".into(),
+        attempts: claimed[0].attempts,
+    };
+    let mut tx = db.pool.begin().await.unwrap();
+    let checkpoint = json!({"upload": "u1", "row": 400});
+    assert!(
+        storage::set_checkpoint(&mut tx, db.backend, &fence, &checkpoint, 60_000)
+            .await
+            .unwrap()
+    );
+    tx.commit().await.unwrap();
+    // While disk-a's parse runs, disk-b's is queued behind it.
+    let behind = storage::enqueue_held(db, &tenant, parse, &json!({}), "disk-b")
+        .await
+        .unwrap();
+    assert!(behind.created);
+    assert!(storage::release(db, &fence).await.unwrap());
+    let handed_back = job(&test_db, &tenant, &first.job_id).await;
+    assert_eq!(handed_back.status(), JobStatus::Superseded);
+    assert_eq!(
+        handed_back.superseded_by.as_deref(),
+        Some(behind.job_id.as_str())
+    );
+    let behind = job(&test_db, &tenant, &behind.job_id).await;
+    assert_eq!(behind.affinity, "disk-b");
+    assert_eq!(
+        behind.checkpoint, None,
+        "another store's checkpoint means nothing there"
     );
     test_db.finish().await;
 }

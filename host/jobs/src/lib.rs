@@ -48,7 +48,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 pub use context::{JobContext, LeaseLost, StopReason};
 pub use storage::{
-    enqueue, enqueue_held_unless_live, enqueue_unless_live, Enqueued, JobRow, JobStatus,
+    enqueue, enqueue_held, enqueue_held_unless_live, enqueue_unless_live, Enqueued, JobRow,
+    JobStatus,
 };
 pub use wake::Wakeup;
 pub use worker::{AlreadyInstalled, Queue, RunOutcome};

@@ -129,8 +129,10 @@ pub async fn enqueue(
 }
 
 /// [`enqueue`] of a job only a process holding the blob store `affinity`
-/// may run ([`JobRow::affinity`]; empty: any). One job is queued per
-/// tenant, kind and affinity.
+/// may run ([`JobRow::affinity`]; empty: any). One job is queued per tenant
+/// and kind, whatever its store: when one is queued for another store, its
+/// id is returned and the work for `affinity` waits for it to end (the
+/// caller hands it on then; see `csv_sources`).
 pub async fn enqueue_held(
     db: &Db,
     tenant: &TenantId,
@@ -142,7 +144,7 @@ pub async fn enqueue_held(
     let id = uuid::Uuid::now_v7().to_string();
     let upsert = "INSERT INTO jobs (id, tenant_id, kind, args, status, progress, attempts, max_attempts, run_after, created_at, affinity) \
          VALUES ($1, $2, $3, $4, 'queued', '{}', 0, 3, {now}, {now}, $5) \
-         ON CONFLICT (tenant_id, kind, affinity) WHERE status = 'queued' \
+         ON CONFLICT (tenant_id, kind) WHERE status = 'queued' \
          DO UPDATE SET kind = excluded.kind RETURNING id";
     let statement = match db.backend {
         // A new job wakes idle workers of other processes (ours are woken by
@@ -181,7 +183,8 @@ pub async fn enqueue_unless_live(
     enqueue_held_unless_live(db, tenant, kind, args, "").await
 }
 
-/// [`enqueue_unless_live`] for the blob store `affinity`.
+/// [`enqueue_unless_live`] for the blob store `affinity`: `None` while any
+/// job of the kind is queued or running for the tenant, whatever its store.
 pub async fn enqueue_held_unless_live(
     db: &Db,
     tenant: &TenantId,
@@ -190,12 +193,11 @@ pub async fn enqueue_held_unless_live(
     affinity: &str,
 ) -> sqlx::Result<Option<Enqueued>> {
     let live: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM jobs WHERE tenant_id = $1 AND kind = $2 AND affinity = $3 \
+        "SELECT 1 FROM jobs WHERE tenant_id = $1 AND kind = $2 \
          AND status IN ('queued', 'running') LIMIT 1",
     )
     .bind(tenant.as_str())
     .bind(kind)
-    .bind(affinity)
     .fetch_optional(&db.pool)
     .await?;
     // A job that ends between this look and the insert leaves a queued
@@ -542,11 +544,11 @@ pub async fn finish_canceled(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
 /// The id of the job of the same kind queued behind, if any.
 const BEHIND_ID: &str =
     "(SELECT behind.id FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
-     AND behind.kind = jobs.kind AND behind.affinity = jobs.affinity AND behind.status = 'queued')";
+     AND behind.kind = jobs.kind AND behind.status = 'queued')";
 
 const NONE_QUEUED_BEHIND: &str =
     "NOT EXISTS (SELECT 1 FROM jobs behind WHERE behind.tenant_id = jobs.tenant_id \
-     AND behind.kind = jobs.kind AND behind.affinity = jobs.affinity AND behind.status = 'queued')";
+     AND behind.kind = jobs.kind AND behind.status = 'queued')";
 
 /// Runs a statement that may send a running job back to the queue once
 /// more when it lost a race on PostgreSQL: a job queued behind it between
@@ -772,9 +774,9 @@ pub async fn list(
 
 /// Hands a job back to the queue without counting the attempt (graceful
 /// shutdown); when a newer job of its kind is queued, that one takes over,
-/// from this one's checkpoint when it has none of its own (the same work
-/// goes on rather than starting over), and this one ends `superseded` by
-/// it. False when the lease was already lost.
+/// from this one's checkpoint when it has none of its own and needs the
+/// same store (the same work goes on rather than starting over), and this
+/// one ends `superseded` by it. False when the lease was already lost.
 pub async fn release(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
     sqlx::query(

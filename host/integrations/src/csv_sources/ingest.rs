@@ -123,6 +123,22 @@ impl JobHandler for CsvParseHandler {
                 tracing::warn!(upload_id = %upload.id, error = %err, "removing a parsed upload's file failed");
             }
         }
+        // One parse is queued per tenant, whatever the store keeping its
+        // files, so an upload kept by another process's store waited for
+        // this run: queue its parse now (it starts when this one ends)
+        // rather than at the next sweep.
+        if let Some(store) =
+            storage::other_store_waiting(ctx.db(), ctx.tenant_id(), ctx.affinity()).await?
+        {
+            cairn_jobs::enqueue_held(
+                ctx.db(),
+                ctx.tenant_id(),
+                CSV_PARSE_KIND,
+                &json!({}),
+                &store,
+            )
+            .await?;
+        }
         match refused.as_slice() {
             [] => Ok(()),
             // Logged per upload by `fail`; another attempt would refuse the

@@ -200,6 +200,25 @@ pub async fn next_waiting(
     .await
 }
 
+/// A store other than `store` keeping an upload of the tenant that waits
+/// for its parse: the parse that ends queues the next one there.
+pub async fn other_store_waiting(
+    db: &Db,
+    tenant: &TenantId,
+    store: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT store FROM csv_uploads WHERE tenant_id = $1 AND status IN ($2, $3) \
+         AND store <> $4 ORDER BY created_at, id LIMIT 1",
+    )
+    .bind(tenant.as_str())
+    .bind(QUEUED)
+    .bind(PARSING)
+    .bind(store)
+    .fetch_optional(&db.pool)
+    .await
+}
+
 /// Tenants with an upload queued for longer than `older_than_ms`, with the
 /// store keeping it: the sweeper makes sure each has a parse job there.
 pub async fn tenants_waiting(db: &Db, older_than_ms: i64) -> sqlx::Result<Vec<(String, String)>> {
