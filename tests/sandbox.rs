@@ -288,7 +288,7 @@ async fn corrupt_files_are_skipped_and_listed() {
     );
     assert_eq!(
         listed.body["connectors"][0]["descriptor"]["sdk_version"],
-        "0.4.0"
+        "0.4.1"
     );
     let skipped = &listed.body["skipped"][0];
     assert!(skipped["file"].as_str().unwrap().ends_with("corrupt.wasm"));

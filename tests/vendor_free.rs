@@ -32,6 +32,8 @@ const PRODUCTS: &[&str] = &[
     "labtech",
     "stripe",
     "kaseya",
+    "ninjaone",
+    "ninjarmm",
     "datto",
     "jamf",
     "okta",

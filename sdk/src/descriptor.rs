@@ -453,6 +453,21 @@ pub enum AuthScheme {
         private_key_field: Option<String>,
         scope: String,
     },
+    /// OAuth 2.0 client credentials with a client secret, at a token URL the
+    /// connector names (SDK 0.4.1), e.g. NinjaOne's
+    /// `"{base_url}/ws/oauth/token"`: `{field}` in `token_url` is the config
+    /// field's value, and the URL must fall under `requested_hosts`. The
+    /// host posts `grant_type=client_credentials`, the client id and secret
+    /// and `scope` as a form, sends the answer's `access_token` as
+    /// `Authorization: Bearer`, and keeps it for its `expires_in` seconds
+    /// (an hour when absent).
+    ClientCredentials {
+        token_url: String,
+        client_id_field: String,
+        client_secret_field: String,
+        /// Space-separated scopes; empty sends none.
+        scope: String,
+    },
 }
 
 /// What a CSV provider accepts and produces. `Default` gives empty texts

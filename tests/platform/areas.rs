@@ -125,16 +125,18 @@ async fn an_outside_connector_is_mounted_from_its_descriptor(backend: Backend) {
         ["application/json"]["schema"];
     assert_eq!(config_body["oneOf"].as_array().unwrap().len(), 2);
 
-    // Two products serve the area: a config must say which.
-    let unnamed = app
-        .post(
-            "/api/v1/backup/config",
-            &owner.bearer(),
-            json!({"base_url": upstream.url, "api_key": ACME_KEY}),
-        )
-        .await;
-    unnamed.assert_error(422);
-    assert_eq!(unnamed.body["field"], "connector");
+    // Two products serve the area: a config that fits neither product's
+    // schema alone, or both, must say which.
+    for body in [
+        json!({"base_url": upstream.url}),
+        json!({"base_url": upstream.url, "api_key": ACME_KEY, "token": "zenith-token"}),
+    ] {
+        let unnamed = app
+            .post("/api/v1/backup/config", &owner.bearer(), body)
+            .await;
+        unnamed.assert_error(422);
+        assert_eq!(unnamed.body["field"], "connector", "{}", unnamed.text);
+    }
     let wrong = app
         .post(
             "/api/v1/backup/config",

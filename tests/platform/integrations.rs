@@ -93,7 +93,8 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
     .unwrap();
     db.close().await;
 
-    let dir = connectors_dir(&["misbehave", "connectors/rmm"], &[]);
+    // Two connectors serve rmm; the seed's fields are Automate's.
+    let dir = connectors_dir(&["misbehave", "connectors/rmm", "connectors/ninjaone"], &[]);
     let seeds = json!({
         "rmm": {"base_url": "https://automate.example.com/cwa/api/v1", "username": "svc", "password": "seeded-secret"},
         "misbehave": {"base_url": "http://127.0.0.1:9", "api_token": "would-overwrite", "site": "Seeded"},
@@ -117,6 +118,7 @@ async fn startup_seeds_empty_configs_of_the_default_tenant(backend: Backend) {
         .await
         .unwrap()
         .expect("rmm seeded");
+    assert_eq!(rmm.connector.as_deref(), Some("connectwise-automate"));
     assert_eq!(rmm.settings["username"], "svc");
     assert_eq!(rmm.secrets["password"], "seeded-secret");
     assert!(

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use cairn_tests::components::connectors_dir;
+use cairn_tests::fake_ninjaone::{self, FakeNinjaOne, NinjaData};
 use cairn_tests::fake_psa::{FakePsa, PsaData};
 use cairn_tests::fake_rmm::{apps, computer, FakeRmm, RmmData, ScriptOutcome};
 use cairn_tests::fake_webhooks::FakeWebhooks;
@@ -26,6 +27,7 @@ use super::vulnerabilities::{loaded_with, scan};
 backend_tests!(
     a_plan_is_approved_run_and_verified_by_the_next_sync,
     a_customer_approves_its_plans_through_the_portal,
+    a_second_rmm_remediates_through_ninjaone,
 );
 
 const CVE: &str = "CVE-2023-2033";
@@ -1060,4 +1062,196 @@ async fn a_customer_approves_its_plans_through_the_portal(backend: Backend) {
     .await
     .assert_error(403);
     app.finish().await;
+}
+
+/// The second RMM, NinjaOne, beside Automate in one connectors directory:
+/// its config chosen by its fields alone, five devices of one organization
+/// synced (one not heard from in ten days), a dry run that sends nothing,
+/// and after approval four scripts run through `/v2/device/{id}/script/run`;
+/// the fake upgrades three and fails one silently, and the next sync
+/// decides: three fixed, one `remediation_failed`, nothing run twice.
+async fn a_second_rmm_remediates_through_ninjaone(backend: Backend) {
+    let now = chrono::Utc::now().timestamp() as f64;
+    let mut data = NinjaData {
+        organizations: vec![
+            json!({"id": 7, "name": "Acme", "nodeApprovalMode": "AUTOMATIC"}),
+            json!({"id": 8, "name": "Globex", "nodeApprovalMode": "AUTOMATIC"}),
+        ],
+        ..NinjaData::default()
+    };
+    for id in 41..=45 {
+        let seen = if id == 45 {
+            now - 10.0 * 86_400.0
+        } else {
+            now - 600.0
+        };
+        data.devices.push(fake_ninjaone::device(
+            id,
+            &format!("NJ-WS-0{}", id - 40),
+            7,
+            seen,
+        ));
+        data.software.insert(
+            id,
+            fake_ninjaone::software(&[("Google Chrome", VULNERABLE), ("7-Zip", "23.01")]),
+        );
+    }
+    // Another organization's device is outside the tenant's scope.
+    data.devices
+        .push(fake_ninjaone::device(90, "GLOBEX-WS-01", 8, now));
+    data.outcomes.insert(43, ScriptOutcome::SilentlyFails);
+    let ninja = FakeNinjaOne::start(data).await;
+    let dir = connectors_dir(&["connectors/rmm", "connectors/ninjaone"], &[]);
+    let Some((app, _nvd)) = loaded_with(backend, move |s| {
+        s.connectors_dir = dir;
+        s.plugin_plain_http_hosts = "127.0.0.1".into();
+        s.remediation_sweep_ms = 200;
+        s.job_poll_interval_ms = 50;
+    })
+    .await
+    else {
+        return;
+    };
+    let admin = app.register("admin@msp.example").await;
+
+    // Two connectors serve rmm: a config that fits neither alone names one.
+    let unclear = app
+        .post(
+            "/api/v1/rmm/config",
+            &admin.bearer(),
+            json!({"base_url": ninja.base_url}),
+        )
+        .await;
+    unclear.assert_error(422);
+    assert_eq!(unclear.body["field"], "connector", "{}", unclear.text);
+    assert!(unclear.body["detail"]
+        .as_str()
+        .unwrap()
+        .contains("connectwise-automate, ninjaone"));
+    // NinjaOne's fields are NinjaOne's config. A wrong secret is refused at
+    // the token endpoint, in NinjaOne's words, with a hint.
+    let wrong = app
+        .post(
+            "/api/v1/rmm/config",
+            &admin.bearer(),
+            json!({"base_url": ninja.base_url, "client_id": fake_ninjaone::CLIENT_ID,
+                   "client_secret": "not-the-secret"}),
+        )
+        .await;
+    assert_eq!(wrong.status, 200, "{}", wrong.text);
+    let tested = app
+        .post("/api/v1/rmm/test-connection", &admin.bearer(), json!({}))
+        .await;
+    tested.assert_error(502);
+    assert_eq!(
+        tested.body["type"], "upstream_auth_error",
+        "{}",
+        tested.text
+    );
+    assert!(tested.body["detail"]
+        .as_str()
+        .unwrap()
+        .contains("Bad client credentials"));
+    assert!(tested.body["permission_hint"]
+        .as_str()
+        .unwrap()
+        .contains("client credentials grant"));
+    let saved = app
+        .post(
+            "/api/v1/rmm/config",
+            &admin.bearer(),
+            json!({"base_url": ninja.base_url, "client_id": fake_ninjaone::CLIENT_ID,
+                   "client_secret": fake_ninjaone::CLIENT_SECRET, "page_size": 2,
+                   "scope_organization_ids": [7],
+                   "update_script_id": fake_ninjaone::UPDATE_SCRIPT}),
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.text);
+    assert_eq!(saved.body["connector"], "ninjaone", "{}", saved.text);
+    assert_eq!(saved.body["config"]["client_secret"], "********");
+    let checked = app
+        .post("/api/v1/rmm/test-connection", &admin.bearer(), json!({}))
+        .await;
+    assert_eq!(checked.status, 200, "{}", checked.text);
+    let clients = app.get("/api/v1/rmm/clients", &admin.bearer()).await;
+    assert_eq!(clients.status, 200, "{}", clients.text);
+    assert_eq!(
+        clients.body.as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        clients.text
+    );
+
+    sync_and_match(&app, &admin).await;
+    let mut names = super::rmm::device_names(&app, &admin).await;
+    names.sort();
+    assert_eq!(
+        names,
+        ["NJ-WS-01", "NJ-WS-02", "NJ-WS-03", "NJ-WS-04", "NJ-WS-05"]
+    );
+    {
+        let data = ninja.data.lock().unwrap();
+        assert!(
+            data.filters.iter().all(|f| f == "org in (7)"),
+            "{:?}",
+            data.filters
+        );
+        let form = &data.token_requests[0];
+        assert_eq!(form["grant_type"], "client_credentials");
+        assert_eq!(form["scope"], "monitoring management");
+    }
+
+    // The dry run: four updates and the device not heard from; nothing sent.
+    let draft = new_plan(&app, &admin).await;
+    let id = draft["plan"]["id"].as_str().unwrap().to_string();
+    assert_eq!(draft["plan"]["counts"]["planned"], 4, "{draft}");
+    assert_eq!(draft["plan"]["counts"]["skipped"], 1, "{draft}");
+    assert!(item(&draft, "NJ-WS-05")["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("offline: the RMM last heard from it"));
+    assert!(ninja.runs().is_empty(), "a draft sends nothing");
+
+    let reported = approve_and_wait(&app, &admin, &id).await;
+    assert_eq!(
+        reported["plan"]["counts"]["awaiting_inventory"], 4,
+        "{reported}"
+    );
+    let target = item(&reported, "NJ-WS-01")["target_version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let runs = ninja.runs();
+    let mut devices: Vec<u64> = runs.iter().map(|(device, _)| *device).collect();
+    devices.sort();
+    assert_eq!(devices, [41, 42, 43, 44], "each device once");
+    for (_, body) in &runs {
+        assert_eq!(
+            body,
+            &json!({"type": "SCRIPT", "id": fake_ninjaone::UPDATE_SCRIPT,
+                    "parameters": format!("-Package \"Google Chrome\" -Version \"{target}\""),
+                    "runAs": "system"})
+        );
+    }
+    assert!(item(&reported, "NJ-WS-03")["upstream_report"]
+        .as_str()
+        .unwrap()
+        .contains("upgraded"));
+
+    sync_and_match(&app, &admin).await;
+    let verified = done(&app, &admin, &id).await;
+    let mut settled = states(&verified);
+    settled.sort();
+    assert_eq!(
+        settled,
+        [
+            ("NJ-WS-01", "fixed"),
+            ("NJ-WS-02", "fixed"),
+            ("NJ-WS-03", "remediation_failed"),
+            ("NJ-WS-04", "fixed"),
+            ("NJ-WS-05", "skipped"),
+        ]
+        .map(|(d, s)| (d.to_string(), s.to_string()))
+    );
+    assert_eq!(ninja.runs().len(), 4, "nothing ran twice");
 }

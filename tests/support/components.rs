@@ -83,11 +83,12 @@ pub fn connectors_dir(components: &[&str], extra: &[(&str, &[u8])]) -> PathBuf {
 }
 
 /// Every connector and CSV provider the repository ships.
-pub const SHIPPED: [&str; 15] = [
+pub const SHIPPED: [&str; 16] = [
     "connectors/abuseipdb",
     "connectors/directory",
     "connectors/edr",
     "connectors/mdm",
+    "connectors/ninjaone",
     "connectors/payments",
     "connectors/psa",
     "connectors/qualys",

@@ -8,6 +8,7 @@ pub mod fake_feeds;
 pub mod fake_graph;
 pub mod fake_inventory;
 pub mod fake_model;
+pub mod fake_ninjaone;
 pub mod fake_nvd;
 pub mod fake_oauth;
 pub mod fake_payments;

@@ -80,20 +80,24 @@ pub enum Merge {
 }
 
 /// The connector a save uses: the one named in the body, else the one the
-/// stored config uses, else the area's only one.
+/// stored config uses, else the area's only one, else the one connector of
+/// the area whose config schema accepts the body ([`accepting`]).
 fn chosen_connector(
     plugins: &Plugins,
     area: &str,
     named: Option<Value>,
     existing: Option<&StoredConfig>,
+    body: &Map<String, Value>,
 ) -> ApiResult<Arc<LoadedConnector>> {
     let serving = || {
-        plugins
+        let mut ids = plugins
             .area_connectors(area)
             .iter()
             .map(|c| c.descriptor.id.clone())
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect::<Vec<_>>();
+        // Sorted, so the message reads the same on every start.
+        ids.sort_unstable();
+        ids.join(", ")
     };
     match named {
         Some(Value::String(id)) => plugins
@@ -115,15 +119,18 @@ fn chosen_connector(
             .and_then(|e| areas::resolve(plugins, area, e.connector.as_deref()).ok())
             .map_or_else(
                 || {
-                    areas::resolve(plugins, area, None).map_err(|_| {
-                        ApiError::validation(
-                            "connector",
-                            format!(
-                                "several connectors serve {area}; name one of: {}",
-                                serving()
-                            ),
-                        )
-                    })
+                    areas::resolve(plugins, area, None)
+                        .or_else(|_| accepting(plugins, area, body).ok_or(()))
+                        .map_err(|_| {
+                            ApiError::validation(
+                                "connector",
+                                format!(
+                                    "several connectors serve {area} and the config does not say \
+                                     which; name one of: {}",
+                                    serving()
+                                ),
+                            )
+                        })
                 },
                 Ok,
             ),
@@ -143,12 +150,8 @@ pub async fn store_config(
         return Err(ApiError::NotFound("integration"));
     }
     let existing = storage::config(&state.db, &state.secrets, &caller.tenant_id, area).await?;
-    let connector = chosen_connector(
-        &state.plugins(),
-        area,
-        fields.remove("connector"),
-        existing.as_ref(),
-    )?;
+    let named = fields.remove("connector");
+    let connector = chosen_connector(&state.plugins(), area, named, existing.as_ref(), &fields)?;
     let switching = existing.as_ref().is_some_and(|e| {
         areas::resolve(&state.plugins(), area, e.connector.as_deref())
             .map_or(true, |old| old.descriptor.id != connector.descriptor.id)
@@ -233,6 +236,28 @@ pub fn check_schema(schema: &Value, value: &Value, prefix: &str) -> ApiResult<()
             Err(ApiError::validation(&field, message))
         }
         None => Ok(()),
+    }
+}
+
+/// The one connector serving `area` whose config schema accepts `config`,
+/// when exactly one does: a config written for one connector's fields (the
+/// spec's rmm config of a user name and password, say) needs no
+/// `connector` even when another connector serves the area too.
+pub fn accepting(
+    plugins: &Plugins,
+    area: &str,
+    config: &Map<String, Value>,
+) -> Option<Arc<LoadedConnector>> {
+    let config = Value::Object(config.clone());
+    let mut fitting = plugins.area_connectors(area).into_iter().filter(|c| {
+        matches!(
+            schema_problem(&c.descriptor.config_schema, &config),
+            Ok(None)
+        )
+    });
+    match (fitting.next(), fitting.next()) {
+        (Some(only), None) => Some(only.clone()),
+        _ => None,
     }
 }
 

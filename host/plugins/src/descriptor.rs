@@ -409,6 +409,13 @@ pub enum AuthScheme {
         private_key_field: Option<String>,
         scope: String,
     },
+    /// OAuth 2.0 client credentials at a token URL template (SDK 0.4.1).
+    ClientCredentials {
+        token_url: String,
+        client_id_field: String,
+        client_secret_field: String,
+        scope: String,
+    },
 }
 
 /// The config fields a header template names (`{name}`), in order.
@@ -433,6 +440,10 @@ impl ConnectorDescriptor {
             AuthScheme::Basic { password_field, .. }
             | AuthScheme::BasicTemplate { password_field, .. } => vec![password_field],
             AuthScheme::TokenExchange { password_field, .. } => vec![password_field],
+            AuthScheme::ClientCredentials {
+                client_secret_field,
+                ..
+            } => vec![client_secret_field],
             AuthScheme::OauthClientCredentials {
                 client_secret_field,
                 private_key_field,

@@ -238,7 +238,9 @@ impl Outbound {
                 &expand(username, credentials)?,
                 credentials.field(password_field)?,
             ))),
-            AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. } => {
+            AuthScheme::TokenExchange { .. }
+            | AuthScheme::OauthClientCredentials { .. }
+            | AuthScheme::ClientCredentials { .. } => {
                 let token = match credentials
                     .cache
                     .valid(&credentials.cache_key)
@@ -247,6 +249,9 @@ impl Outbound {
                     Some(token) => token,
                     None if matches!(credentials.scheme, AuthScheme::TokenExchange { .. }) => {
                         self.exchange_token(credentials).await?
+                    }
+                    None if matches!(credentials.scheme, AuthScheme::ClientCredentials { .. }) => {
+                        self.templated_client_credentials_token(credentials).await?
                     }
                     None => self.client_credentials_token(credentials).await?,
                 };
@@ -313,10 +318,68 @@ impl Outbound {
                 form.push(("client_assertion", assertion));
             }
         }
+        self.request_client_credentials_token(
+            credentials,
+            url,
+            &form,
+            "check the app registration's client id, secret or certificate, and that admin consent was granted",
+        )
+        .await
+    }
+
+    /// OAuth 2.0 client credentials with a client secret at the scheme's
+    /// `token_url` template (e.g. `{base_url}/oauth/token`).
+    async fn templated_client_credentials_token(
+        &self,
+        credentials: &Credentials,
+    ) -> Result<String, wit::PluginError> {
+        let AuthScheme::ClientCredentials {
+            token_url,
+            client_id_field,
+            client_secret_field,
+            scope,
+        } = &credentials.scheme
+        else {
+            return Err(wit::PluginError::Config("not an OAuth scheme".into()));
+        };
+        let token_url = expand(token_url, credentials)?;
+        let url = url::Url::parse(&token_url).map_err(|e| {
+            wit::PluginError::Config(format!("the token URL {token_url} is not a URL: {e}"))
+        })?;
+        self.policy.check(&url).map_err(wit::PluginError::Config)?;
+        let mut form: Vec<(&str, String)> = vec![
+            ("grant_type", "client_credentials".into()),
+            ("client_id", credentials.field(client_id_field)?.into()),
+            (
+                "client_secret",
+                credentials.field(client_secret_field)?.into(),
+            ),
+        ];
+        if !scope.is_empty() {
+            form.push(("scope", scope.clone()));
+        }
+        self.request_client_credentials_token(
+            credentials,
+            url,
+            &form,
+            "check the API client's id and secret, and that it is allowed the client credentials grant and these scopes",
+        )
+        .await
+    }
+
+    /// Posts a client credentials `form` to `url` and keeps the answer's
+    /// `access_token` for its `expires_in`.
+    async fn request_client_credentials_token(
+        &self,
+        credentials: &Credentials,
+        url: url::Url,
+        form: &[(&str, String)],
+        permission_hint: &str,
+    ) -> Result<String, wit::PluginError> {
         let response = self
             .client
             .post(url)
-            .form(&form)
+            .form(form)
             .send()
             .await
             .map_err(transport_error)?;
@@ -329,8 +392,11 @@ impl Outbound {
                 .unwrap_or("refused");
             return Err(wit::PluginError::Auth(wit::AuthFailure {
                 status: if status == 403 { 403 } else { 401 },
-                message: format!("token request refused: {}", reason.chars().take(300).collect::<String>()),
-                permission_hint: "check the app registration's client id, secret or certificate, and that admin consent was granted".into(),
+                message: format!(
+                    "token request refused: {}",
+                    reason.chars().take(300).collect::<String>()
+                ),
+                permission_hint: permission_hint.into(),
             }));
         }
         if !(200..300).contains(&status) {
@@ -556,7 +622,11 @@ impl Outbound {
         let mut relogged = false;
         let exchanges_tokens = matches!(
             self.credentials.as_deref().map(|c| &c.scheme),
-            Some(AuthScheme::TokenExchange { .. } | AuthScheme::OauthClientCredentials { .. })
+            Some(
+                AuthScheme::TokenExchange { .. }
+                    | AuthScheme::OauthClientCredentials { .. }
+                    | AuthScheme::ClientCredentials { .. }
+            )
         );
         loop {
             // A credential goes only to the origin the request started at.
