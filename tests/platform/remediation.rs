@@ -1173,8 +1173,12 @@ async fn a_second_rmm_remediates_through_ninjaone(backend: Backend) {
         .post("/api/v1/rmm/test-connection", &admin.bearer(), json!({}))
         .await;
     assert_eq!(checked.status, 200, "{}", checked.text);
+    // A token NinjaOne stopped honouring is asked for again, once.
+    let tokens = ninja.token_requests();
+    ninja.expire_tokens();
     let clients = app.get("/api/v1/rmm/clients", &admin.bearer()).await;
     assert_eq!(clients.status, 200, "{}", clients.text);
+    assert_eq!(ninja.token_requests(), tokens + 1);
     assert_eq!(
         clients.body.as_array().map(Vec::len),
         Some(2),

@@ -550,7 +550,7 @@ async fn openapi_lists_every_route(backend: Backend) {
         );
     }
     // Its interface version, which CHANGELOG.md follows.
-    assert_eq!(doc.body["info"]["version"], "0.7.1");
+    assert_eq!(doc.body["info"]["version"], "0.7.2");
     assert!(doc.body["components"]["securitySchemes"]["bearer"].is_object());
     assert!(doc.body["components"]["schemas"]["ErrorBody"].is_object());
 

@@ -102,6 +102,18 @@ impl FakeNinjaOne {
         }
     }
 
+    /// Every issued token stops working, as after its `expires_in`.
+    pub fn expire_tokens(&self) {
+        for expiry in self.data.lock().unwrap().tokens.values_mut() {
+            *expiry = now_ms() - 1;
+        }
+    }
+
+    /// How many token requests were made.
+    pub fn token_requests(&self) -> usize {
+        self.data.lock().unwrap().token_requests.len()
+    }
+
     /// Every script run asked for: the device and the request body.
     pub fn runs(&self) -> Vec<(u64, Value)> {
         self.data.lock().unwrap().runs.clone()
@@ -257,12 +269,16 @@ async fn devices(
             }
         }
     };
-    let of_scope = data.devices.iter().cloned().filter(|d| {
-        organizations.as_ref().is_none_or(|ids| {
-            ids.iter()
-                .any(|id| d["organizationId"].as_u64() == Some(*id))
+    let of_scope = data
+        .devices
+        .iter()
+        .filter(|d| {
+            organizations.as_ref().is_none_or(|ids| {
+                ids.iter()
+                    .any(|id| d["organizationId"].as_u64() == Some(*id))
+            })
         })
-    });
+        .cloned();
     axum::Json(page(of_scope, &paging)).into_response()
 }
 

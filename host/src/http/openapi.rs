@@ -85,7 +85,7 @@ impl Modify for SecuritySchemes {
 /// The interface version of `/api/v1`, apart from the service's own: it
 /// follows what a client sees (semver; a 0.x minor step may break), and
 /// CHANGELOG.md says what changed.
-pub const API_VERSION: &str = "0.7.1";
+pub const API_VERSION: &str = "0.7.2";
 
 pub fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
