@@ -99,17 +99,16 @@ pub async fn seed_default_tenant(
     let mut seeded = vec![];
     for (integration, seed) in seeds {
         let named = seed.get("connector").and_then(Value::as_str);
-        let accepting = || {
-            seed.as_object()
-                .and_then(|fields| super::config::accepting(plugins, integration, fields))
-                .ok_or(())
-        };
-        let chosen = match named {
-            Some(_) => super::areas::resolve(plugins, integration, named).map_err(|_| ()),
-            None => super::areas::resolve(plugins, integration, None).or_else(|_| accepting()),
-        };
-        let Ok(connector) = chosen else {
-            tracing::warn!(%integration, "seed config for an area no loaded connector serves (or several do and the seed names none); skipped");
+        // Several connectors may serve the area: a seed naming none is for
+        // the one whose schema alone accepts it.
+        let chosen = super::areas::resolve(plugins, integration, named)
+            .ok()
+            .or_else(|| {
+                let fields = seed.as_object().filter(|_| named.is_none())?;
+                super::config::accepting(plugins, integration, fields)
+            });
+        let Some(connector) = chosen else {
+            tracing::warn!(%integration, "seed config for an area no loaded connector serves (or several do, and the seed names none and fits not exactly one of their schemas); skipped");
             continue;
         };
         if storage::config(db, secret_box, tenant, integration)

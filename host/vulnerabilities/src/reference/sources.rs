@@ -646,6 +646,10 @@ impl JobHandler for SourceHandler {
                 Ok(())
             }
             Err(SourceError::Stopped) => Err(JobFailure::Failed("stopped".into())),
+            // A database error is this machine's (a lock another process on
+            // the same SQLite file held, say): the queue tries again soon,
+            // as for any job. The growing pause below spares the upstream.
+            Err(SourceError::Db(err)) => Err(err.into()),
             Err(err) => {
                 let error = err.to_string();
                 let (failures, pause) =
