@@ -27,6 +27,7 @@ mod remediation;
 pub mod row_page;
 mod rows;
 pub mod scanner;
+pub mod time;
 
 #[doc(hidden)]
 pub mod __private;

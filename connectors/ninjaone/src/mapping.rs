@@ -28,28 +28,7 @@ fn platform(device: &Value, os_name: Option<&str>) -> Option<String> {
 /// A time NinjaOne gives in seconds since the epoch (with a fraction), as
 /// RFC 3339 UTC: the form the host reads a device's `last_seen` in.
 pub fn rfc3339_of_epoch(seconds: f64) -> Option<String> {
-    if !seconds.is_finite() || seconds < 0.0 {
-        return None;
-    }
-    let total = seconds as i64;
-    let (days, rest) = (total.div_euclid(86_400), total.rem_euclid(86_400));
-    // Days to a civil date (proleptic Gregorian), after H. Hinnant's
-    // `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
-    ))
+    (seconds.is_finite() && seconds >= 0.0).then(|| cairn_sdk::time::rfc3339_utc(seconds as i64))
 }
 
 pub fn map_device(device: &Value) -> Result<Vec<Row>, String> {
