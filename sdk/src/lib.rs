@@ -41,7 +41,9 @@ pub use descriptor::{
     Descriptor, Field, FieldType, Pull, Related, View, WebhookSignature,
 };
 pub use error::{base_url, text_of, without_keys, Error};
-pub use remediation::{Remediation, RemediationKind, RemediationRequest, RemediationState};
+pub use remediation::{
+    package_inputs, Remediation, RemediationKind, RemediationRequest, RemediationState,
+};
 pub use rows::{InventoryItem, Row, SourceRecord};
 /// The JSON crate the SDK speaks, so a connector needs no dependency of
 /// its own for it (`cairn_sdk::serde_json::from_str`).

@@ -28,6 +28,23 @@ pub enum RemediationKind {
     Reboot,
 }
 
+/// The inputs the host sends a [`RemediationKind::UpdatePackage`] or
+/// [`RemediationKind::InstallPackage`] action, as the JSON Schema to
+/// declare for it (SDK 0.4.1): `package` and `version` required, `vendor`
+/// optional, nothing else.
+pub fn package_inputs() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["package", "version"],
+        "properties": {
+            "package": {"type": "string", "minLength": 1, "maxLength": 200},
+            "version": {"type": "string", "minLength": 1, "maxLength": 100},
+            "vendor": {"type": "string", "maxLength": 200}
+        },
+        "additionalProperties": false
+    })
+}
+
 /// A remediation action the connector offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Remediation {

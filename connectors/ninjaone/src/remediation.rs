@@ -14,8 +14,8 @@
 //! `-Package "<name>" -Version "<version>"`.
 
 use cairn_sdk::{
-    base_url, http, json, text_of, Config, Error, Remediation, RemediationKind, RemediationRequest,
-    RemediationState, Value,
+    base_url, http, json, package_inputs, text_of, Config, Error, Remediation, RemediationKind,
+    RemediationRequest, RemediationState, Value,
 };
 
 pub const UPDATE_PACKAGE: &str = "update_package";
@@ -29,16 +29,7 @@ pub fn declared() -> Vec<Remediation> {
             summary:
                 "Run the configured update script (update_script_id) for a package and version"
                     .into(),
-            input_schema: json!({
-                "type": "object",
-                "required": ["package", "version"],
-                "properties": {
-                    "package": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "version": {"type": "string", "minLength": 1, "maxLength": 100},
-                    "vendor": {"type": "string", "maxLength": 200}
-                },
-                "additionalProperties": false
-            }),
+            input_schema: package_inputs(),
         },
         Remediation {
             name: RUN_SCRIPT.into(),

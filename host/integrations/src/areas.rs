@@ -29,19 +29,26 @@ pub fn resolve(
                 ))
             }),
         None => match serving.as_slice() {
-            // Sorted ids, so the message reads the same on every start.
             [only] => Ok((*only).clone()),
             [] => Err(ApiError::NotFound("integration")),
-            several => {
-                let mut ids: Vec<&str> = several.iter().map(|c| c.descriptor.id.as_str()).collect();
-                ids.sort_unstable();
-                Err(ApiError::Conflict(format!(
-                    "several connectors serve {area} ({}); the tenant's config must name one",
-                    ids.join(", ")
-                )))
-            }
+            _ => Err(ApiError::Conflict(format!(
+                "several connectors serve {area} ({}); the tenant's config must name one",
+                serving_ids(plugins, area)
+            ))),
         },
     }
+}
+
+/// The ids of the connectors serving `area`, sorted so a message naming
+/// them reads the same on every start: `a, b`.
+pub fn serving_ids(plugins: &Plugins, area: &str) -> String {
+    let mut ids: Vec<String> = plugins
+        .area_connectors(area)
+        .iter()
+        .map(|c| c.descriptor.id.clone())
+        .collect();
+    ids.sort_unstable();
+    ids.join(", ")
 }
 
 /// The tenant's config for `area` and the connector it uses; `None` when

@@ -89,16 +89,7 @@ fn chosen_connector(
     existing: Option<&StoredConfig>,
     body: &Map<String, Value>,
 ) -> ApiResult<Arc<LoadedConnector>> {
-    let serving = || {
-        let mut ids = plugins
-            .area_connectors(area)
-            .iter()
-            .map(|c| c.descriptor.id.clone())
-            .collect::<Vec<_>>();
-        // Sorted, so the message reads the same on every start.
-        ids.sort_unstable();
-        ids.join(", ")
-    };
+    let serving = || areas::serving_ids(plugins, area);
     match named {
         Some(Value::String(id)) => plugins
             .area_connectors(area)

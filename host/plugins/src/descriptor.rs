@@ -418,6 +418,19 @@ pub enum AuthScheme {
     },
 }
 
+impl AuthScheme {
+    /// Whether the host fetches a token for it (kept until it expires,
+    /// fetched again once after a 401).
+    pub fn fetches_tokens(&self) -> bool {
+        matches!(
+            self,
+            AuthScheme::TokenExchange { .. }
+                | AuthScheme::OauthClientCredentials { .. }
+                | AuthScheme::ClientCredentials { .. }
+        )
+    }
+}
+
 /// The config fields a header template names (`{name}`), in order.
 pub fn template_fields(template: &str) -> Vec<&str> {
     template

@@ -247,13 +247,15 @@ impl Outbound {
                     .filter(|_| !fresh)
                 {
                     Some(token) => token,
-                    None if matches!(credentials.scheme, AuthScheme::TokenExchange { .. }) => {
-                        self.exchange_token(credentials).await?
-                    }
-                    None if matches!(credentials.scheme, AuthScheme::ClientCredentials { .. }) => {
-                        self.templated_client_credentials_token(credentials).await?
-                    }
-                    None => self.client_credentials_token(credentials).await?,
+                    None => match &credentials.scheme {
+                        AuthScheme::TokenExchange { .. } => {
+                            self.exchange_token(credentials).await?
+                        }
+                        AuthScheme::ClientCredentials { .. } => {
+                            self.templated_client_credentials_token(credentials).await?
+                        }
+                        _ => self.client_credentials_token(credentials).await?,
+                    },
                 };
                 Ok(Some(("Authorization".into(), format!("Bearer {token}"))))
             }
@@ -620,14 +622,10 @@ impl Outbound {
         let mut redirects = 0;
         let mut auth = self.auth_header(false).await?;
         let mut relogged = false;
-        let exchanges_tokens = matches!(
-            self.credentials.as_deref().map(|c| &c.scheme),
-            Some(
-                AuthScheme::TokenExchange { .. }
-                    | AuthScheme::OauthClientCredentials { .. }
-                    | AuthScheme::ClientCredentials { .. }
-            )
-        );
+        let exchanges_tokens = self
+            .credentials
+            .as_deref()
+            .is_some_and(|c| c.scheme.fetches_tokens());
         loop {
             // A credential goes only to the origin the request started at.
             let same_origin = Origin::of(&url).is_ok_and(|o| o == origin);
