@@ -90,6 +90,17 @@ fn per_world(
     trailing: &[&str],
     env: &[(String, String)],
 ) -> Result<(), String> {
+    per_world_logged(command, select, trailing, env, None)
+}
+
+/// [`per_world`], cargo's messages appended to `log` when one is given.
+fn per_world_logged(
+    command: &[&str],
+    select: impl Fn(&Member) -> bool,
+    trailing: &[&str],
+    env: &[(String, String)],
+    log: Option<&Path>,
+) -> Result<(), String> {
     let members = members();
     for world in [World::Connector, World::CsvProvider] {
         let mut args: Vec<&str> = command.to_vec();
@@ -105,7 +116,7 @@ fn per_world(
             args.extend(["-p", member.name.as_str()]);
         }
         args.extend(trailing);
-        process::run("cargo", &args, &lint::pairs(env))?;
+        process::run_logged("cargo", &args, &lint::pairs(env), log)?;
     }
     Ok(())
 }
@@ -135,26 +146,29 @@ pub fn build_all() -> Result<Vec<PathBuf>, String> {
 
 /// [`build_all`] with `env` (the lints of [`lint::while_building`]).
 pub fn build_all_with(env: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
-    build_and_install(|m| m.component, env)
+    build_and_install(|m| m.component, env, None)
 }
 
 /// Builds and installs the connectors and CSV providers only, not the test
-/// components: what `serve` and `install` load.
-pub fn build_products() -> Result<Vec<PathBuf>, String> {
-    build_and_install(|m| m.component && m.product, &[])
+/// components: what `serve` and `install` load. Cargo's messages go to
+/// `log` when one is given.
+pub fn build_products(log: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    build_and_install(|m| m.component && m.product, &[], log)
 }
 
 fn build_and_install(
     select: impl Fn(&Member) -> bool,
     env: &[(String, String)],
+    log: Option<&Path>,
 ) -> Result<Vec<PathBuf>, String> {
     ensure_target()?;
     println!("== building the components (wasm32-wasip2, release)");
-    per_world(
+    per_world_logged(
         &["build", "--release", "--target", TARGET],
         select,
         &[],
         env,
+        log,
     )?;
     let built = Path::new(BUILD_DIR).join(TARGET).join("release");
     std::fs::create_dir_all(INSTALL_DIR).map_err(|e| format!("{INSTALL_DIR}: {e}"))?;

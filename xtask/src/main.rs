@@ -67,7 +67,7 @@ fn main() -> ExitCode {
 /// `./data`, the components where the build put them (either overridden
 /// by `CAIRN_DATA_DIR` and `CAIRN_CONNECTORS_DIR`).
 fn serve(extra: &[String]) -> Result<(), String> {
-    components::build_products()?;
+    release_builds()?;
     let mut args = vec!["run", "--release", "-p", "cairn", "--", "serve"];
     args.extend(extra.iter().map(String::as_str));
     let here = std::env::current_dir().map_err(|e| e.to_string())?;
@@ -85,11 +85,34 @@ fn serve(extra: &[String]) -> Result<(), String> {
     process::run("cargo", &args, &env)
 }
 
+/// The service's release build and its components' side by side, the
+/// installed components returned. Each build has stretches where one crate
+/// keeps one core busy (the host crates, a component's link-time
+/// optimisation) that the other fills: on two cores a fresh clone waits
+/// for the longer of the two rather than their sum. The components' cargo
+/// messages go to a log, printed after, so the terminal shows one build.
+fn release_builds() -> Result<Vec<std::path::PathBuf>, String> {
+    let log = process::step_log("components");
+    let components = {
+        let log = log.clone();
+        std::thread::spawn(move || components::build_products(Some(&log)))
+    };
+    let host = process::run("cargo", &["build", "--release", "-p", "cairn"], &[]);
+    let built = components
+        .join()
+        .unwrap_or_else(|_| Err("the components' build panicked".into()));
+    if built.is_err() {
+        process::replay("the components' build", &log);
+    }
+    host?;
+    built
+}
+
 /// Installs `cairn` on PATH (`cargo install`, into `~/.cargo/bin`) and its
 /// components into the standard directory every command reads by default
 /// (`$XDG_DATA_HOME/cairn/components`, else `~/.local/share/cairn/components`).
 fn install() -> Result<(), String> {
-    let built = components::build_products()?;
+    let built = release_builds()?;
     let dir = components::standard_install_dir()?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for file in &built {

@@ -22,9 +22,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use hashlink::LruCache;
-use sqlx::any::{AnyArguments, AnyRow};
-use sqlx::{Arguments, FromRow, Row};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use sqlx::any::AnyArguments;
+use sqlx::{Arguments, Row};
 
+use super::ordered::{decode_error, packed_rows};
 use super::{SearchError, Table};
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
@@ -167,7 +170,7 @@ pub(super) async fn answer<'a, T, A, C, F>(
     count: C,
 ) -> Result<Answer<T>, SearchError>
 where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    T: DeserializeOwned,
     A: Fn() -> AnyArguments<'a>,
     C: Fn() -> F,
     F: std::future::Future<Output = Result<i64, sqlx::Error>>,
@@ -226,7 +229,7 @@ async fn from_kept<T>(
     (skip, limit): (i64, i64),
 ) -> Result<Option<Answer<T>>, SearchError>
 where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    T: DeserializeOwned,
 {
     // The lock is let go before any await.
     let found = store().get(key);
@@ -278,7 +281,7 @@ async fn by_id<T>(
     writes_then: i64,
 ) -> Result<Option<Vec<T>>, SearchError>
 where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    T: DeserializeOwned,
 {
     if ids.is_empty() {
         let now = writes(db, tenant, kept).await?;
@@ -292,10 +295,15 @@ where
         Backend::Sqlite => format!("+{}", table.tenant_column),
         Backend::Postgres => table.tenant_column.to_string(),
     };
+    // The rows packed by the engine into one value, as the ordered pages
+    // are (one message from SQLite's connection thread rather than one a
+    // row, and no `AnyRow` conversion of every column), with their ids
+    // packed in the same order beside them.
     let select = format!(
-        "SELECT {}, {} AS kept_id, ({}) AS kept_writes FROM {} WHERE {tenant_column} = $1 AND {} IN ({})",
-        table.columns,
-        kept.id,
+        "SELECT {} AS page, {} AS page_ids, ({}) AS kept_writes FROM {} \
+         WHERE {tenant_column} = $1 AND {} IN ({})",
+        packed_rows(db.backend, table.columns, kept.id),
+        packed_rows(db.backend, kept.id, kept.id),
         kept.writes,
         table.from,
         kept.id,
@@ -305,23 +313,29 @@ where
     for id in ids {
         query = query.bind(*id);
     }
-    let rows = query.fetch_all(&db.pool).await?;
-    if rows.len() != ids.len() {
+    let packed = query.fetch_one(&db.pool).await?;
+    if packed.try_get::<Option<i64>, _>("kept_writes")? != Some(writes_then) {
         return Ok(None);
     }
-    let mut by_id = HashMap::with_capacity(rows.len());
-    for row in rows {
-        if row.try_get::<Option<i64>, _>("kept_writes")? != Some(writes_then) {
-            return Ok(None);
-        }
-        by_id.insert(row.try_get::<i64, _>("kept_id")?, row);
+    let (Some(rows), Some(row_ids)) = (
+        packed.try_get::<Option<String>, _>("page")?,
+        packed.try_get::<Option<String>, _>("page_ids")?,
+    ) else {
+        return Ok(None);
+    };
+    let rows: Vec<&RawValue> = serde_json::from_str(&rows).map_err(decode_error)?;
+    // Each id was packed as a one-element array (`packed_rows` packs rows).
+    let row_ids: Vec<(i64,)> = serde_json::from_str(&row_ids).map_err(decode_error)?;
+    if rows.len() != ids.len() || row_ids.len() != ids.len() {
+        return Ok(None);
     }
+    let by_id: HashMap<i64, &RawValue> = row_ids.into_iter().map(|(id,)| id).zip(rows).collect();
     let mut items = Vec::with_capacity(ids.len());
     for id in ids {
         let Some(row) = by_id.get(id) else {
             return Ok(None);
         };
-        items.push(T::from_row(row)?);
+        items.push(serde_json::from_str(row.get()).map_err(decode_error)?);
     }
     Ok(Some(items))
 }

@@ -204,7 +204,7 @@ where
     Ok(Some((rows, total)))
 }
 
-fn decode_error(err: serde_json::Error) -> SearchError {
+pub(super) fn decode_error(err: serde_json::Error) -> SearchError {
     SearchError::Database(sqlx::Error::ColumnDecode {
         index: "page".into(),
         source: Box::new(err),
@@ -215,7 +215,7 @@ fn decode_error(err: serde_json::Error) -> SearchError {
 /// order of `place`, the array of `columns`' values (text as strings,
 /// numbers as numbers, NULL as null), which a row struct whose fields
 /// follow `columns` decodes from. NULL when there is no row.
-fn packed_rows(backend: Backend, columns: &str, place: &str) -> String {
+pub(super) fn packed_rows(backend: Backend, columns: &str, place: &str) -> String {
     match backend {
         Backend::Sqlite => format!(
             "CASE WHEN COUNT(*) = 0 THEN NULL ELSE json_group_array(json_array({columns}) ORDER BY {place}) END"
