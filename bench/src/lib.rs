@@ -430,7 +430,14 @@ impl Client {
             request = request.json(body);
         }
         let started = Instant::now();
-        let value: Value = request.send().await?.error_for_status()?.json().await?;
+        let response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            // The service's error body says what went wrong.
+            let body = response.text().await.unwrap_or_default();
+            anyhow::bail!("{path} answered {status}: {body}");
+        }
+        let value: Value = response.json().await?;
         Ok((started.elapsed(), value))
     }
 }

@@ -77,6 +77,11 @@ fn main() -> anyhow::Result<()> {
         runtime.worker_threads(2);
     }
     PROGRAM.get_or_init(|| program.clone());
+    // The services a benchmark starts in this process log as `cairn` does
+    // when asked (`CAIRN_LOG=warn`): a failing request says why.
+    if std::env::var_os("CAIRN_LOG").is_some() {
+        cairn::logging::init("text");
+    }
     runtime.build()?.block_on(async {
         use programs::*;
         match program.as_str() {

@@ -271,14 +271,23 @@ fn searchable(asset: &Asset) -> SearchDocument {
     doc
 }
 
+/// Every column of an asset, in [`AssetRow`]'s order. The applications
+/// come last so that pages can leave them out ([`PAGE_COLUMNS`]).
 pub const COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
     a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
-    a.last_seen, a.applications, a.os_name, a.os_build, a.tier, a.group_ids";
+    a.last_seen, a.os_name, a.os_build, a.tier, a.group_ids, a.applications";
+
+/// [`COLUMNS`] as pages of assets read them: without the applications,
+/// which a page does not show (a device with hundreds of applications
+/// holds kilobytes of them).
+const PAGE_COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.os_platform, \
+    a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
+    a.last_seen, a.os_name, a.os_build, a.tier, a.group_ids";
 
 pub fn table() -> Table<'static> {
     Table {
         from: "assets a",
-        columns: COLUMNS,
+        columns: PAGE_COLUMNS,
         document: "a.search_doc",
         tenant_column: "a.tenant_id",
         catalog: &AssetFields,
@@ -312,11 +321,15 @@ pub struct AssetRow {
     pub edr: Option<String>,
     pub scan: Option<String>,
     pub last_seen: i64,
-    pub applications: String,
     pub os_name: Option<String>,
     pub os_build: Option<String>,
     /// `critical`, `high`, `standard` or `low` (see [`crate::rollup::tiers`]).
     pub tier: String,
     /// A JSON array of the RMM group ids its rows name.
     pub group_ids: String,
+    /// A JSON array of the applications; empty when read by
+    /// [`PAGE_COLUMNS`], which leave it out.
+    #[sqlx(default)]
+    #[serde(default)]
+    pub applications: String,
 }
