@@ -4,7 +4,8 @@ use serde_json::Value;
 
 use crate::rollup::build::Asset;
 use crate::search::{
-    Catalog, Column, Field, FieldType, KeptMatches, Part, SearchDocument, Table, Term, Terms,
+    kept_rows, Catalog, Column, Field, FieldType, KeptMatches, KeptRows, Part, SearchDocument,
+    Table, Term, Terms,
 };
 
 use FieldType::{Boolean, Number, Text};
@@ -284,6 +285,9 @@ const PAGE_COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.
     a.os_version, a.user_email, a.user_name, a.application_count, a.sources, a.mdm, a.edr, a.scan, \
     a.last_seen, a.os_name, a.os_build, a.tier, a.group_ids";
 
+/// Pages of asset searches: every write of assets is a rollup write.
+static PAGES: KeptRows = kept_rows(crate::rollup::store::ROLLUP_TOPIC);
+
 pub fn table() -> Table<'static> {
     Table {
         from: "assets a",
@@ -299,6 +303,7 @@ pub fn table() -> Table<'static> {
         kept_matches: Some(KeptMatches {
             id: "a.id",
             writes: "SELECT writes FROM rollup_state WHERE tenant_id = $1",
+            pages: &PAGES,
         }),
     }
 }

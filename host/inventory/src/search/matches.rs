@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Duration;
 
 use hashlink::LruCache;
 use serde::de::DeserializeOwned;
@@ -29,6 +30,7 @@ use sqlx::{Arguments, Row};
 
 use super::ordered::{decode_error, packed_rows};
 use super::{SearchError, Table};
+use cairn_core::db::changes;
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 
@@ -41,6 +43,25 @@ pub struct KeptMatches {
     /// moves in every transaction that writes its rows; no row, nothing is
     /// kept.
     pub writes: &'static str,
+    /// The pages read by id, kept while the topic counting every write of
+    /// the table's rows is unchanged (see [`kept_rows`]): a page asked
+    /// again is answered without a round trip to the database.
+    pub pages: &'static KeptRows,
+}
+
+/// A page's rows as the engine packed them, in the page's order.
+pub type PageRows = Arc<[Box<RawValue>]>;
+
+/// Pages of kept matches, per search (statement and values) and bounds.
+pub type KeptRows = changes::Kept<PageRows, (String, String, i64, i64)>;
+
+/// The pages of a table whose every committed write is counted under
+/// `topic` ([`cairn_core::db::changes`]).
+pub const fn kept_rows(topic: &'static str) -> KeptRows {
+    // Every tenant's pages together stay under 32 MiB (a page of 50
+    // assets is some 30 KB); the age bounds a page kept across a write
+    // nothing counted (a hand edit in the database).
+    changes::Kept::new(topic, Duration::from_secs(60), 32 << 20)
 }
 
 /// Matches one search keeps as ids; above it, only their number (the
@@ -239,11 +260,34 @@ where
     Ok(match found.matches {
         Matches::Ids(ids) => {
             let len = ids.len() as i64;
-            let from = skip.min(len) as usize;
-            let to = skip.saturating_add(limit).min(len) as usize;
-            by_id(db, tenant, table, kept, &ids[from..to], found.writes)
-                .await?
-                .map(|items| Answer::Page(super::Page::new(items, len, (skip, limit))))
+            let question = (key.statement.clone(), key.values.clone(), skip, limit);
+            // Kept at a stamp taken before the rows were read, and the
+            // rows were read at the write count the ids were kept with: an
+            // unchanged stamp means neither moved since.
+            let rows = match kept.pages.get(db, tenant.as_str(), &question) {
+                Ok(rows) => Some(rows),
+                Err(stamp) => {
+                    let from = skip.min(len) as usize;
+                    let to = skip.saturating_add(limit).min(len) as usize;
+                    let rows = by_id(db, tenant, table, kept, &ids[from..to], found.writes).await?;
+                    if let (Some(stamp), Some(rows)) = (stamp, &rows) {
+                        let weight = rows.iter().map(|row| row.get().len()).sum();
+                        kept.pages
+                            .keep(db, tenant.as_str(), question, stamp, rows.clone(), weight);
+                    }
+                    rows
+                }
+            };
+            match rows {
+                Some(rows) => {
+                    let items = rows
+                        .iter()
+                        .map(|row| serde_json::from_str(row.get()).map_err(decode_error))
+                        .collect::<Result<Vec<T>, _>>()?;
+                    Some(Answer::Page(super::Page::new(items, len, (skip, limit))))
+                }
+                None => None,
+            }
         }
         Matches::Counted(total) => {
             (writes(db, tenant, kept).await? == Some(found.writes)).then_some(Answer::Total(total))
@@ -270,22 +314,20 @@ async fn writes(db: &Db, tenant: &TenantId, kept: &KeptMatches) -> sqlx::Result<
         .await
 }
 
-/// The rows of `ids`, in that order, when the tenant's write count is
-/// still `writes`, read in one statement with the count.
-async fn by_id<T>(
+/// The rows of `ids` as the engine packed them, in that order, when the
+/// tenant's write count is still `writes`, read in one statement with the
+/// count.
+async fn by_id(
     db: &Db,
     tenant: &TenantId,
     table: &Table<'_>,
     kept: &KeptMatches,
     ids: &[i64],
     writes_then: i64,
-) -> Result<Option<Vec<T>>, SearchError>
-where
-    T: DeserializeOwned,
-{
+) -> Result<Option<PageRows>, SearchError> {
     if ids.is_empty() {
         let now = writes(db, tenant, kept).await?;
-        return Ok((now == Some(writes_then)).then(Vec::new));
+        return Ok((now == Some(writes_then)).then(|| Arc::from(Vec::new())));
     }
     let placeholders: Vec<String> = (2..ids.len() + 2).map(|n| format!("${n}")).collect();
     // Without statistics SQLite prefers the tenant's index to the ids and
@@ -323,19 +365,20 @@ where
     ) else {
         return Ok(None);
     };
-    let rows: Vec<&RawValue> = serde_json::from_str(&rows).map_err(decode_error)?;
+    let rows: Vec<Box<RawValue>> = serde_json::from_str(&rows).map_err(decode_error)?;
     // Each id was packed as a one-element array (`packed_rows` packs rows).
     let row_ids: Vec<(i64,)> = serde_json::from_str(&row_ids).map_err(decode_error)?;
     if rows.len() != ids.len() || row_ids.len() != ids.len() {
         return Ok(None);
     }
-    let by_id: HashMap<i64, &RawValue> = row_ids.into_iter().map(|(id,)| id).zip(rows).collect();
-    let mut items = Vec::with_capacity(ids.len());
+    let mut by_id: HashMap<i64, Box<RawValue>> =
+        row_ids.into_iter().map(|(id,)| id).zip(rows).collect();
+    let mut ordered = Vec::with_capacity(ids.len());
     for id in ids {
-        let Some(row) = by_id.get(id) else {
+        let Some(row) = by_id.remove(id) else {
             return Ok(None);
         };
-        items.push(serde_json::from_str(row.get()).map_err(decode_error)?);
+        ordered.push(row);
     }
-    Ok(Some(items))
+    Ok(Some(ordered.into()))
 }

@@ -18,7 +18,7 @@ pub use compile::{
     escape_like, Catalog, Column, Compiler, Field, FieldType, Part, SkippedRule, Terms,
 };
 pub use document::{fold, SearchDocument, Term, TermValue};
-pub use matches::KeptMatches;
+pub use matches::{kept_rows, KeptMatches, KeptRows};
 pub use ordered::{kept_pages, KeptOrder, KeptPages};
 pub use query::{
     Combinator, GroupKind, ListParams, Operator, QueryGroup, QueryNode, QueryRule, SearchRequest,
