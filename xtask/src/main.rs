@@ -86,11 +86,10 @@ fn serve(extra: &[String]) -> Result<(), String> {
 }
 
 /// The service's release build and its components' side by side, the
-/// installed components returned. Each build has stretches where one crate
-/// keeps one core busy (the host crates, a component's link-time
-/// optimisation) that the other fills: on two cores a fresh clone waits
-/// for the longer of the two rather than their sum. The components' cargo
-/// messages go to a log, printed after, so the terminal shows one build.
+/// installed components returned: the components' build (some 40 s on two
+/// cores) overlaps the service's, whose last stretch compiles one crate at
+/// a time. The components' cargo messages go to a log, printed if they
+/// fail, so the terminal shows one build.
 fn release_builds() -> Result<Vec<std::path::PathBuf>, String> {
     let log = process::step_log("components");
     let components = {
