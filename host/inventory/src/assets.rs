@@ -286,7 +286,7 @@ const PAGE_COLUMNS: &str = "a.asset_key, a.device_name, a.names, a.device_id, a.
     a.last_seen, a.os_name, a.os_build, a.tier, a.group_ids";
 
 /// Pages of asset searches: every write of assets is a rollup write.
-static PAGES: KeptRows = kept_rows(crate::rollup::store::ROLLUP_TOPIC);
+static PAGES: KeptRows = kept_rows(crate::changes::ROLLUP_TOPIC);
 
 pub fn table() -> Table<'static> {
     Table {

@@ -141,3 +141,8 @@ mod tests {
         );
     }
 }
+
+/// The change topic ([`cairn_core::db::changes`]) counting every committed
+/// write of rolled-up rows (`rollup::store::hold`); here, below both the
+/// rollup that counts it and the tables whose kept pages read it.
+pub const ROLLUP_TOPIC: &str = "rollup";

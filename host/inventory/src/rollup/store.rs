@@ -876,8 +876,7 @@ pub async fn write(
     Ok(())
 }
 
-/// The [`changes`] topic every committed write of rolled-up rows moves.
-pub const ROLLUP_TOPIC: &str = "rollup";
+pub use crate::changes::ROLLUP_TOPIC;
 
 /// Opens a transaction that holds the tenant's `rollup_state` row while
 /// `rollup_at` is its latest rebuild; on PostgreSQL the row lock also makes
