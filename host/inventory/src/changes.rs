@@ -128,6 +128,11 @@ pub async fn consume_from(
     Ok(())
 }
 
+/// The change topic ([`cairn_core::db::changes`]) counting every committed
+/// write of rolled-up rows (`rollup::store::hold`); here, below both the
+/// rollup that counts it and the tables whose kept pages read it.
+pub const ROLLUP_TOPIC: &str = "rollup";
+
 #[cfg(test)]
 mod tests {
     use super::runs;
@@ -141,8 +146,3 @@ mod tests {
         );
     }
 }
-
-/// The change topic ([`cairn_core::db::changes`]) counting every committed
-/// write of rolled-up rows (`rollup::store::hold`); here, below both the
-/// rollup that counts it and the tables whose kept pages read it.
-pub const ROLLUP_TOPIC: &str = "rollup";
