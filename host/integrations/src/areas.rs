@@ -39,16 +39,21 @@ pub fn resolve(
     }
 }
 
-/// The ids of the connectors serving `area`, sorted so a message naming
-/// them reads the same on every start: `a, b`.
-pub fn serving_ids(plugins: &Plugins, area: &str) -> String {
+/// The ids of the connectors serving `area`, sorted so a list or message
+/// naming them reads the same on every start.
+pub fn serving_id_list(plugins: &Plugins, area: &str) -> Vec<String> {
     let mut ids: Vec<String> = plugins
         .area_connectors(area)
         .iter()
         .map(|c| c.descriptor.id.clone())
         .collect();
     ids.sort_unstable();
-    ids.join(", ")
+    ids
+}
+
+/// [`serving_id_list`] for a message: `a, b`.
+pub fn serving_ids(plugins: &Plugins, area: &str) -> String {
+    serving_id_list(plugins, area).join(", ")
 }
 
 /// The tenant's config for `area` and the connector it uses; `None` when

@@ -74,12 +74,7 @@ async fn list_integrations(
             .into_iter()
             .map(|area| {
                 let (configured, connector) = choice(area);
-                let mut connectors: Vec<String> = plugins
-                    .area_connectors(area)
-                    .iter()
-                    .map(|c| c.descriptor.id.clone())
-                    .collect();
-                connectors.sort();
+                let connectors = crate::areas::serving_id_list(plugins, area);
                 AreaView {
                     area: area.to_string(),
                     connectors,
