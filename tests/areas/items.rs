@@ -11,7 +11,8 @@ use serde_json::json;
 
 backend_tests!(
     each_replace_rule_keeps_the_row_it_documents,
-    each_replace_rule_keeps_the_record_it_documents
+    each_replace_rule_keeps_the_record_it_documents,
+    a_long_array_is_written_whole_in_order
 );
 
 /// The two stamped tables, through their owners' functions.
@@ -45,17 +46,24 @@ impl Table {
         now: i64,
     ) {
         let backend = test_db.db.backend;
-        let rows = json!(rows).to_string();
         let scope = (tenant, "src");
         let mut tx = test_db.db.pool.begin().await.unwrap();
         match self {
             Table::Items => {
                 let statement = items::upsert_sql(backend, rule);
-                items::upsert(&mut tx, &statement, scope, stamp, &rows, now).await
+                let mut staged = items::StagedRows::new(backend);
+                for row in rows {
+                    staged.push_json(&row.to_string()).unwrap();
+                }
+                items::upsert(&mut tx, &statement, scope, stamp, &staged, now).await
             }
             Table::Records => {
                 let statement = records::upsert_sql(backend, rule);
-                records::upsert(&mut tx, &statement, scope, stamp, &rows, now).await
+                let mut staged = records::StagedRows::new(backend);
+                for row in rows {
+                    staged.push_json(&row.to_string()).unwrap();
+                }
+                records::upsert(&mut tx, &statement, scope, stamp, &staged, now).await
             }
         }
         .unwrap();
@@ -251,4 +259,78 @@ async fn each_replace_rule_keeps_the_record_it_documents(backend: Backend) {
         .unwrap();
     assert_eq!(counts.records, 0);
     test_db.finish().await;
+}
+
+/// An array longer than any one statement the engine binds (1,234 rows:
+/// SQLite writes it in statements of 500, 50, 5 and 1 rows) is stored
+/// whole, each value as it was staged (null, quotes, a backslash, text
+/// beyond ASCII); under `FirstOfStamp` a key repeated across those
+/// statements keeps its first row. (`ChangedContent` arrays hold each key
+/// once: the sync keeps the last row of a key before it stages.)
+async fn a_long_array_is_written_whole_in_order(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    let db = &test_db.db;
+    let backend = db.backend;
+    let version = |i: usize| format!("{i}.0 \"quoted\" C:\\path é");
+    for (rule, repeats) in [(FirstOfStamp, true), (ChangedContent, false)] {
+        // Row 499 ends the first statement of 500 rows, row 1233 is the
+        // last one, written alone; with `repeats` both repeat key 0's.
+        let key = |i: usize| match i {
+            499 | 1233 if repeats => "key-0000".to_string(),
+            i => format!("key-{i:04}"),
+        };
+        let tenant = test_db.tenant(&format!("{rule:?}")).await;
+        let mut staged = items::StagedRows::new(backend);
+        for i in 0..1234 {
+            let (key, version) = (key(i), version(i));
+            let mut row = [None; 15];
+            row[0] = Some(key.as_str());
+            row[1] = Some("HOST-1");
+            row[7] = Some("7-Zip");
+            row[9] = Some(version.as_str());
+            row[12] = Some("[]");
+            staged.push(row);
+        }
+        assert_eq!(staged.len(), 1234);
+        let mut tx = db.pool.begin().await.unwrap();
+        items::upsert(
+            &mut tx,
+            &items::upsert_sql(backend, rule),
+            (&tenant, "src"),
+            "stamp",
+            &staged,
+            5,
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let stored: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT item_key, version, user_email FROM inventory_items \
+             WHERE tenant_id = $1 ORDER BY item_key",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+        let expected: Vec<(String, Option<String>, Option<String>)> = (0..1234)
+            .filter(|&i| !(repeats && (i == 499 || i == 1233)))
+            .map(|i| (key(i), Some(version(i)), None))
+            .collect();
+        assert_eq!(stored.len(), expected.len(), "{rule:?}");
+        assert_eq!(stored, expected, "{rule:?}");
+    }
+
+    // A staged line of the wrong width is refused, not written short.
+    let mut staged = records::StagedRows::new(backend);
+    let refused = staged
+        .push_json(r#"["device", "device", "k"]"#)
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "a staged row holds 3 values where the table's layout has 8"
+    );
+    assert!(staged.push_json("not json").is_err());
+    assert!(staged.is_empty());
 }

@@ -361,7 +361,7 @@ fn item_key(item: &InventoryRow) -> String {
     .replace('\0', "")
 }
 
-/// Rows per statement: a page's rows travel as one bound JSON array, so a
+/// Rows per staged array: on PostgreSQL one bound JSON array each, so a
 /// page of thousands is a few statements, not hundreds.
 const UPSERT_CHUNK: usize = 5000;
 
@@ -379,17 +379,17 @@ fn text(value: Option<&str>) -> Option<Cow<'_, str>> {
 }
 
 /// A page's rows made ready for the database: one row per key (the last
-/// one), in key order, the hashes of what the page saw, and the JSON arrays
-/// the upsert statements read. Preparing is CPU work only, so a sync
-/// prepares a page before it waits for its turn to write.
+/// one), in key order, the hashes of what the page saw, and the rows
+/// staged as `backend`'s upserts take them. Preparing is CPU work only, so
+/// a sync prepares a page before it waits for its turn to write.
 pub struct PreparedPage {
     hashes: Vec<u8>,
-    items: Vec<String>,
-    records: Vec<String>,
+    items: Vec<items::StagedRows>,
+    records: Vec<records::StagedRows>,
 }
 
-/// Prepares `rows` for [`write_prepared`].
-pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
+/// Prepares `rows` for [`write_prepared`] on `backend`.
+pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
     let mut items: Vec<(String, &InventoryRow)> = vec![];
     let mut records: Vec<&cairn_plugins::RecordRow> = vec![];
     let mut seen_items = std::collections::HashMap::new();
@@ -432,53 +432,61 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
             &record.key.replace('\0', ""),
         ));
     }
-    // Each staged row is written as JSON text straight from a tuple, with
-    // no JSON tree in between; an item's tuple is the layout of
-    // `cairn_inventory::items`.
+    // An item's values are the layout of `cairn_inventory::items`, a
+    // record's of `cairn_inventory::records`.
     let items = items
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            json_array(chunk.iter().map(|(key, item)| {
+            let mut staged = items::StagedRows::new(backend);
+            for (key, item) in chunk {
                 let os = DeviceOs::of(
                     item.os_platform.as_deref(),
                     item.os_version.as_deref(),
                     item.os_name.as_deref(),
                 );
-                serde_json::to_string(&(
-                    key,
-                    text(item.device_name.as_deref()),
-                    text(item.device_id.as_deref()),
-                    text(os.platform),
-                    text(os.version.as_deref()),
-                    text(item.user_email.as_deref()),
-                    text(item.user_name.as_deref()),
-                    text(item.application_name.as_deref()),
-                    text(item.vendor.as_deref()),
-                    text(item.version.as_deref()),
-                    text(item.publisher.as_deref()),
-                    text(item.client_id.as_deref()),
-                    serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into()),
-                    text(os.name.as_deref()),
-                    text(item.os_build.as_deref()),
-                ))
-            }))
+                let group_ids =
+                    serde_json::to_string(&item.group_ids).unwrap_or_else(|_| "[]".into());
+                staged.push([
+                    Some(key.as_str()),
+                    text(item.device_name.as_deref()).as_deref(),
+                    text(item.device_id.as_deref()).as_deref(),
+                    text(os.platform).as_deref(),
+                    text(os.version.as_deref()).as_deref(),
+                    text(item.user_email.as_deref()).as_deref(),
+                    text(item.user_name.as_deref()).as_deref(),
+                    text(item.application_name.as_deref()).as_deref(),
+                    text(item.vendor.as_deref()).as_deref(),
+                    text(item.version.as_deref()).as_deref(),
+                    text(item.publisher.as_deref()).as_deref(),
+                    text(item.client_id.as_deref()).as_deref(),
+                    Some(group_ids.as_str()),
+                    text(os.name.as_deref()).as_deref(),
+                    text(item.os_build.as_deref()).as_deref(),
+                ]);
+            }
+            staged
         })
         .collect();
     let records = records
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            json_array(chunk.iter().map(|record| {
-                serde_json::to_string(&(
-                    &record.collection,
-                    &record.record_type,
-                    text(Some(&record.key)),
-                    text(record.device_name.as_deref()),
-                    text(record.client_id.as_deref()),
-                    serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into()),
-                    record.fields.to_string(),
-                    &record.body,
-                ))
-            }))
+            let mut staged = records::StagedRows::new(backend);
+            for record in chunk {
+                let group_ids =
+                    serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into());
+                let (fields, body) = (record.fields.to_string(), record.body.to_string());
+                staged.push([
+                    Some(record.collection.as_str()),
+                    Some(record.record_type.as_str()),
+                    text(Some(&record.key)).as_deref(),
+                    text(record.device_name.as_deref()).as_deref(),
+                    text(record.client_id.as_deref()).as_deref(),
+                    Some(group_ids.as_str()),
+                    Some(fields.as_str()),
+                    Some(body.as_str()),
+                ]);
+            }
+            staged
         })
         .collect();
     PreparedPage {
@@ -486,20 +494,6 @@ pub fn prepare_rows(rows: &[MappedRow]) -> PreparedPage {
         items,
         records,
     }
-}
-
-/// `[a,b,...]` of JSON texts; a row that failed to serialize (it cannot:
-/// every part is text) is left out.
-fn json_array(rows: impl Iterator<Item = serde_json::Result<String>>) -> String {
-    let mut out = String::from("[");
-    for row in rows.flatten() {
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(&row);
-    }
-    out.push(']');
-    out
 }
 
 /// Upserts page `page` of `run`, inside the caller's transaction: new rows
@@ -515,7 +509,8 @@ pub async fn upsert_rows(
     at: (&str, i64),
     rows: &[MappedRow],
 ) -> sqlx::Result<()> {
-    write_prepared(tx, tenant, source, at, prepare_rows(rows)).await
+    let backend = cairn_core::db::backend_of(tx);
+    write_prepared(tx, tenant, source, at, prepare_rows(backend, rows)).await
 }
 
 /// [`upsert_rows`] of a page prepared beforehand.

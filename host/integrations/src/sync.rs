@@ -429,7 +429,8 @@ impl PageWrite {
         // Prepared before the page waits for its turn, so on SQLite it
         // overlaps the page being written.
         let rows = self.rows;
-        let prepared = tokio::task::spawn_blocking(move || storage::prepare_rows(&rows))
+        let backend = self.ctx.db().backend;
+        let prepared = tokio::task::spawn_blocking(move || storage::prepare_rows(backend, &rows))
             .await
             .map_err(|e| JobFailure::Failed(format!("preparing a page stopped: {e}")))?;
         let db = self.ctx.db();

@@ -1,9 +1,9 @@
 //! The one writer of `inventory_items`: the rows every source (a
 //! connector's sync, a CSV upload) reports, upserted under an explicit
 //! [`ReplaceRule`], pruned, counted and removed with their source. Other
-//! areas hand rows in as a bound JSON array and never name the table.
+//! areas hand rows in staged ([`StagedRows`]) and never name the table.
 //!
-//! A row of the array is a JSON array of text (or null) in this order:
+//! A row is 15 values, each text or null, in this order:
 //! `item_key, device_name, device_id, os_platform, os_version, user_email,
 //! user_name, application_name, vendor, version, publisher, client_id,
 //! group_ids, os_name, os_build` (15 values; `group_ids` a JSON array as
@@ -15,8 +15,8 @@ use sqlx::{Any, Transaction};
 use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 
-pub use crate::stamped::ReplaceRule;
 use crate::stamped::{self, StampedTable};
+pub use crate::stamped::{ReplaceRule, StagedRowError, Upsert};
 
 const ITEMS: StampedTable = StampedTable {
     name: "inventory_items",
@@ -56,23 +56,25 @@ const ITEMS: StampedTable = StampedTable {
     delete_source: "DELETE FROM inventory_items WHERE tenant_id = $1 AND source = $2",
 };
 
-/// The upsert of one bound JSON array of rows (the module's layout): `$1`
-/// tenant, `$2` source, `$3` the stamp (`seen_run`: a run or an upload),
-/// `$4` the rows, `$5` now.
-pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> String {
-    stamped::upsert_sql(&ITEMS, backend, rule)
+/// Rows of the module's layout staged for [`upsert`].
+pub type StagedRows = crate::stamped::StagedRows<15>;
+
+/// The upsert of staged rows (the module's layout) under `rule` on
+/// `backend`, built once by a caller that writes many.
+pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> Upsert {
+    stamped::upsert_sql::<15>(&ITEMS, backend, rule)
 }
 
-/// Upserts `rows` (a JSON array in the module's layout) for `source`
+/// Upserts `rows` (staged in the module's layout) for `source`
 /// under `rule`, stamped `stamp`, inside `tx`. `statement` is
 /// [`upsert_sql`] for the transaction's backend and `rule`, built once by
 /// a caller that writes many arrays.
 pub async fn upsert(
     tx: &mut Transaction<'_, Any>,
-    statement: &str,
+    statement: &Upsert,
     scope: (&TenantId, &str),
     stamp: &str,
-    rows: &str,
+    rows: &StagedRows,
     now: i64,
 ) -> sqlx::Result<u64> {
     stamped::upsert(tx, statement, scope, stamp, rows, now).await

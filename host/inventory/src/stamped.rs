@@ -5,6 +5,7 @@
 //! spelled out, so `tests/table_owners.rs` reads who writes it) and face
 //! the other areas; this module builds and runs the statements.
 
+use serde_json::value::RawValue;
 use sqlx::{Any, Transaction};
 
 use cairn_core::db::{delete_unstamped_in_batches, json_array_rows, Backend, Db};
@@ -48,10 +49,172 @@ pub(crate) struct StampedTable {
     pub delete_source: &'static str,
 }
 
-/// The upsert of one bound JSON array of `table`'s rows: `$1` tenant, `$2`
-/// source, `$3` the stamp (`seen_run`: a run or an upload), `$4` the rows,
-/// `$5` now.
-pub(crate) fn upsert_sql(table: &StampedTable, backend: Backend, rule: ReplaceRule) -> String {
+/// Rows per SQLite statement, largest first: an array is written in
+/// statements of these sizes, so a connection prepares a handful of
+/// statements and keeps them. 500 rows of 15 values stay far below
+/// SQLite's 32,766 bound parameters.
+const SQLITE_ROWS_PER_STATEMENT: [usize; 4] = [500, 50, 5, 1];
+
+/// Rows of a stamped table staged for one upsert: `N` values a row, each
+/// text or null, in the owning module's layout. They are held in the form
+/// the engine takes best. SQLite gets the values themselves, bound as
+/// parameters of multi-row `VALUES` statements: it unpacks a bound JSON
+/// array through `json_each` and `->>` about twice as slowly as it binds
+/// the same values (measured on 500,000 items: 9.1 s against 5.3 s, with
+/// the table's indexes and triggers). PostgreSQL gets one JSON array per
+/// statement, which `jsonb_array_elements` unpacks at no such cost and
+/// which spares a round trip per few hundred rows.
+#[derive(Debug, Clone)]
+pub struct StagedRows<const N: usize> {
+    rows: usize,
+    form: Staged,
+}
+
+#[derive(Debug, Clone)]
+enum Staged {
+    /// Every row's values, row after row.
+    Values(Vec<Option<String>>),
+    /// `[row,row,...]` without its closing bracket, each row a JSON array.
+    Json(String),
+}
+
+/// A staged row that is not a JSON array of the table's values.
+#[derive(Debug, thiserror::Error)]
+pub enum StagedRowError {
+    #[error("a staged row is not a JSON array: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("a staged row holds {found} values where the table's layout has {expected}")]
+    Width { found: usize, expected: usize },
+}
+
+impl<const N: usize> StagedRows<N> {
+    /// No rows yet, staged for `backend`.
+    pub fn new(backend: Backend) -> Self {
+        let form = match backend {
+            Backend::Sqlite => Staged::Values(Vec::new()),
+            Backend::Postgres => Staged::Json(String::new()),
+        };
+        StagedRows { rows: 0, form }
+    }
+
+    /// How many rows are staged.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Stages one row.
+    pub fn push(&mut self, row: [Option<&str>; N]) {
+        match &mut self.form {
+            Staged::Values(values) => values.extend(row.map(|v| v.map(str::to_string))),
+            Staged::Json(json) => {
+                json.push(if self.rows == 0 { '[' } else { ',' });
+                // An array of strings and nulls always serializes.
+                if let Ok(text) = serde_json::to_string(row.as_slice()) {
+                    json.push_str(&text);
+                }
+            }
+        }
+        self.rows += 1;
+    }
+
+    /// Stages one row given as a JSON array of `N` values (a line of a
+    /// staging file): a string is its text, a null is null, and any other
+    /// value (a record's `body` object) is its JSON text, as `->>` reads
+    /// them on both engines.
+    pub fn push_json(&mut self, row: &str) -> Result<(), StagedRowError> {
+        let values: Vec<&RawValue> = serde_json::from_str(row)?;
+        if values.len() != N {
+            return Err(StagedRowError::Width {
+                found: values.len(),
+                expected: N,
+            });
+        }
+        match &mut self.form {
+            Staged::Values(staged) => {
+                for value in values {
+                    staged.push(text_of(value)?);
+                }
+            }
+            Staged::Json(json) => {
+                json.push(if self.rows == 0 { '[' } else { ',' });
+                json.push_str(row.trim());
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The rows' values, row after row, whichever form holds them.
+    fn values(&self) -> Result<std::borrow::Cow<'_, [Option<String>]>, StagedRowError> {
+        match &self.form {
+            Staged::Values(values) => Ok(values.as_slice().into()),
+            Staged::Json(_) => {
+                let array = self.json();
+                let rows: Vec<Vec<&RawValue>> = serde_json::from_str(&array)?;
+                let mut values = Vec::with_capacity(rows.len() * N);
+                for value in rows.into_iter().flatten() {
+                    values.push(text_of(value)?);
+                }
+                Ok(values.into())
+            }
+        }
+    }
+
+    /// The rows as one JSON array, whichever form holds them.
+    fn json(&self) -> String {
+        match &self.form {
+            Staged::Json(json) if self.rows > 0 => format!("{json}]"),
+            Staged::Json(_) => "[]".into(),
+            Staged::Values(values) => {
+                let rows: Vec<&[Option<String>]> = values.chunks(N).collect();
+                serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into())
+            }
+        }
+    }
+}
+
+/// A staged value as `->>` reads it: a string's text, null, or the JSON
+/// text of anything else.
+fn text_of(value: &RawValue) -> serde_json::Result<Option<String>> {
+    let raw = value.get();
+    Ok(match raw.as_bytes().first() {
+        Some(b'"') => Some(serde_json::from_str(raw)?),
+        Some(b'n') => None,
+        _ => Some(raw.to_string()),
+    })
+}
+
+/// A stamped table's upsert under one [`ReplaceRule`] on one engine,
+/// built once by a caller that writes many arrays: `tenant`, `source`, the
+/// stamp (`seen_run`: a run or an upload), now, and the rows.
+#[derive(Debug, Clone)]
+pub struct Upsert {
+    form: UpsertForm,
+}
+
+#[derive(Debug, Clone)]
+enum UpsertForm {
+    /// PostgreSQL: `$1` tenant, `$2` source, `$3` stamp, `$4` the rows as
+    /// one JSON array, `$5` now.
+    Json(String),
+    /// SQLite: per size of [`SQLITE_ROWS_PER_STATEMENT`], a statement
+    /// binding tenant, source, stamp and now, then that many rows' values.
+    /// Only anonymous `?` parameters: SQLite finds a numbered or named
+    /// parameter's name by a walk of every parameter, which sqlx does for
+    /// each one it binds (seconds per statement of thousands).
+    Values(Vec<(usize, String)>),
+}
+
+/// The upsert of `table`'s rows of `N` values under `rule` on `backend`.
+pub(crate) fn upsert_sql<const N: usize>(
+    table: &StampedTable,
+    backend: Backend,
+    rule: ReplaceRule,
+) -> Upsert {
     let name = table.name;
     let set = table
         .content
@@ -75,41 +238,93 @@ pub(crate) fn upsert_sql(table: &StampedTable, backend: Backend, rule: ReplaceRu
     );
     let (insert, values) = (table.insert, table.values);
     // `WHERE true` keeps SQLite from reading ON CONFLICT as a join clause.
-    match (backend, rule) {
+    let form = match (backend, rule) {
+        // SQLite applies rows in turn, so a key repeated in one array keeps
+        // what the rule says (under `FirstOfStamp` the stamp leaves the
+        // later rows alone), across statements as within one.
+        (Backend::Sqlite, _) => {
+            let columns = (1..=N)
+                .map(|i| format!("column{i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let row = format!("({})", vec!["?"; N].join(", "));
+            UpsertForm::Values(
+                SQLITE_ROWS_PER_STATEMENT
+                    .iter()
+                    .map(|&rows| {
+                        let statement = format!(
+                            "{insert} SELECT ?, ?, {columns}, ?, ? FROM (VALUES {}) \
+                             WHERE true ON CONFLICT {conflict}",
+                            vec![row.as_str(); rows].join(", ")
+                        );
+                        (rows, statement)
+                    })
+                    .collect(),
+            )
+        }
         // One array may repeat a key: PostgreSQL keeps its first row, since
-        // one statement may not update a row twice there (SQLite applies
-        // them in turn, and the stamp leaves the later ones alone).
-        (Backend::Postgres, ReplaceRule::FirstOfStamp) => format!(
+        // one statement may not update a row twice there.
+        (Backend::Postgres, ReplaceRule::FirstOfStamp) => UpsertForm::Json(format!(
             "{insert} SELECT DISTINCT ON ({key}) {values} \
              FROM jsonb_array_elements(CAST($4 AS jsonb)) WITH ORDINALITY AS staged(value, n) \
              ORDER BY {key}, n ON CONFLICT {conflict}",
             key = table.staged_key
-        ),
-        _ => format!(
-            "{insert} SELECT {values} FROM {} WHERE true ON CONFLICT {conflict}",
+        )),
+        (Backend::Postgres, ReplaceRule::ChangedContent) => UpsertForm::Json(format!(
+            "{insert} SELECT {values} FROM {} ON CONFLICT {conflict}",
             json_array_rows(backend, 4)
-        ),
-    }
+        )),
+    };
+    Upsert { form }
 }
 
-/// Runs an [`upsert_sql`] statement on `rows`, inside `tx`.
-pub(crate) async fn upsert(
+/// Runs an [`upsert_sql`] upsert on `rows`, inside `tx`. Returns the rows
+/// inserted or rewritten.
+pub(crate) async fn upsert<const N: usize>(
     tx: &mut Transaction<'_, Any>,
-    statement: &str,
+    upsert: &Upsert,
     (tenant, source): (&TenantId, &str),
     stamp: &str,
-    rows: &str,
+    rows: &StagedRows<N>,
     now: i64,
 ) -> sqlx::Result<u64> {
-    Ok(sqlx::query(statement)
-        .bind(tenant.as_str())
-        .bind(source)
-        .bind(stamp)
-        .bind(rows)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected())
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    match &upsert.form {
+        UpsertForm::Json(statement) => Ok(sqlx::query(statement)
+            .bind(tenant.as_str())
+            .bind(source)
+            .bind(stamp)
+            .bind(rows.json())
+            .bind(now)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected()),
+        UpsertForm::Values(statements) => {
+            let values = rows
+                .values()
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            let mut written = 0;
+            let mut left: &[Option<String>] = &values;
+            for (size, statement) in statements {
+                while left.len() >= size * N {
+                    let (these, rest) = left.split_at(size * N);
+                    let mut query = sqlx::query(statement)
+                        .bind(tenant.as_str())
+                        .bind(source)
+                        .bind(stamp)
+                        .bind(now);
+                    for value in these {
+                        query = query.bind(value.as_deref());
+                    }
+                    written += query.execute(&mut **tx).await?.rows_affected();
+                    left = rest;
+                }
+            }
+            Ok(written)
+        }
+    }
 }
 
 /// After an upload swapped in: deletes the source's rows it did not stamp,

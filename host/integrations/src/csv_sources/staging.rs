@@ -17,9 +17,8 @@ use cairn_inventory::records;
 use cairn_jobs::{JobContext, JobFailure, LeaseLost};
 use cairn_plugins::rows::{InventoryRow, RecordRow};
 
-/// Rows per upsert at most (fewer on SQLite, see [`WriteBatches`]): each
-/// statement binds one JSON array, so the count is not limited by bound
-/// parameters.
+/// Rows per upsert at most (fewer on SQLite, see [`WriteBatches`]): the
+/// inventory's writers split them into statements as their engine needs.
 const INSERT_BATCH: usize = 5000;
 
 /// Which table a staging file fills.
@@ -201,8 +200,7 @@ impl Staging {
         let upsert = upsert_statement(db.backend, self.destination);
         let now = now_ms();
         let mut sizes = WriteBatches::new(db.backend, 200, INSERT_BATCH);
-        let mut batch = String::with_capacity(INSERT_BATCH * 200);
-        let mut in_batch = 0;
+        let mut batch = Batch::new(db.backend, self.destination);
         let mut line_number = 0u64;
         let mut replaced = from_line;
         let labels = [
@@ -223,15 +221,15 @@ impl Staging {
                 if line_number <= from_line {
                     continue;
                 }
-                batch.push(if in_batch == 0 { '[' } else { ',' });
-                batch.push_str(line);
-                in_batch += 1;
+                batch.push(line).map_err(|e| {
+                    JobFailure::Failed(format!("staged line {line_number} cannot be read: {e}"))
+                })?;
             }
+            let in_batch = batch.len();
             if in_batch > 0 && (in_batch >= sizes.rows() || line.is_none()) {
                 if let Some(reason) = ctx.stop_reason() {
                     return Err(LeaseLost(reason).into());
                 }
-                batch.push(']');
                 replaced += in_batch as u64;
                 let checkpoint = ReplaceCheckpoint {
                     upload_id: upload_id.to_string(),
@@ -242,12 +240,12 @@ impl Staging {
                 let started = Instant::now();
                 let mut tx = db.pool.begin().await?;
                 let rows = (tenant, source);
-                match self.destination {
-                    Destination::Items => {
-                        items::upsert(&mut tx, &upsert, rows, upload_id, &batch, now).await?
+                match &batch {
+                    Batch::Items(batch) => {
+                        items::upsert(&mut tx, &upsert, rows, upload_id, batch, now).await?
                     }
-                    Destination::Records => {
-                        records::upsert(&mut tx, &upsert, rows, upload_id, &batch, now).await?
+                    Batch::Records(batch) => {
+                        records::upsert(&mut tx, &upsert, rows, upload_id, batch, now).await?
                     }
                 };
                 ctx.save_checkpoint_in(&mut tx, &checkpoint.to_value())
@@ -257,8 +255,7 @@ impl Staging {
                 sizes.record(in_batch, started.elapsed());
                 metrics::counter!(cairn_core::telemetry::ROWS_WRITTEN, &labels)
                     .increment(in_batch as u64);
-                batch.clear();
-                in_batch = 0;
+                batch = Batch::new(db.backend, self.destination);
                 ctx.progress("replacing", replaced as i64, self.rows as i64, "rows", "")
                     .await?;
             }
@@ -277,6 +274,36 @@ impl Staging {
         storage::write_report(ctx, upload_id, report, Some((SUCCESS, None))).await?;
         let _ = tokio::fs::remove_file(&self.path).await;
         Ok(kept)
+    }
+}
+
+/// The staged lines of one transaction, as the destination's writer
+/// takes them.
+enum Batch {
+    Items(items::StagedRows),
+    Records(records::StagedRows),
+}
+
+impl Batch {
+    fn new(backend: Backend, destination: Destination) -> Batch {
+        match destination {
+            Destination::Items => Batch::Items(items::StagedRows::new(backend)),
+            Destination::Records => Batch::Records(records::StagedRows::new(backend)),
+        }
+    }
+
+    fn push(&mut self, line: &str) -> Result<(), items::StagedRowError> {
+        match self {
+            Batch::Items(rows) => rows.push_json(line),
+            Batch::Records(rows) => rows.push_json(line),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Batch::Items(rows) => rows.len(),
+            Batch::Records(rows) => rows.len(),
+        }
     }
 }
 
@@ -309,7 +336,7 @@ fn io_failure(err: std::io::Error) -> JobFailure {
 /// The destination's upsert: each table's one writer, under
 /// `ReplaceRule::FirstOfStamp` (a row this upload already stamped is left
 /// alone, so a repeated key keeps its first row).
-fn upsert_statement(backend: Backend, destination: Destination) -> String {
+fn upsert_statement(backend: Backend, destination: Destination) -> items::Upsert {
     match destination {
         Destination::Items => items::upsert_sql(backend, ReplaceRule::FirstOfStamp),
         Destination::Records => records::upsert_sql(backend, ReplaceRule::FirstOfStamp),

@@ -2,13 +2,12 @@
 //! report beside inventory items (devices, users, threats, findings, ...),
 //! upserted under an explicit [`ReplaceRule`], pruned, counted, removed
 //! with their source, and read by the declared views (`collections`).
-//! Other areas hand rows in as a bound JSON array and never name the
+//! Other areas hand rows in staged ([`StagedRows`]) and never name the
 //! table.
 //!
-//! A row of the array is a JSON array in this order: `kind, record_type,
-//! record_key, device_name, client_id, group_ids, fields, body` (8
-//! values; `group_ids` a JSON array as text, `fields` a JSON object as
-//! text, `body` a JSON object). Triggers on the table queue every change
+//! A row is 8 values in this order: `kind, record_type, record_key,
+//! device_name, client_id, group_ids, fields, body` (`group_ids` a JSON
+//! array as text, `fields` and `body` JSON objects as text). Triggers on the table queue every change
 //! for the rollup, whichever rule wrote it.
 
 pub mod collections;
@@ -20,8 +19,8 @@ use utoipa::ToSchema;
 use cairn_core::db::{Backend, Db, StoredJson};
 use cairn_core::ids::TenantId;
 
-pub use crate::stamped::ReplaceRule;
 use crate::stamped::{self, StampedTable};
+pub use crate::stamped::{ReplaceRule, StagedRowError, Upsert};
 
 const RECORDS: StampedTable = StampedTable {
     name: "source_records",
@@ -51,23 +50,26 @@ const RECORDS: StampedTable = StampedTable {
     delete_source: "DELETE FROM source_records WHERE tenant_id = $1 AND source = $2",
 };
 
-/// The upsert of one bound JSON array of rows (the module's layout): `$1`
-/// tenant, `$2` source, `$3` the stamp (`seen_run`: a run or an upload),
-/// `$4` the rows, `$5` now. A record's key is (`kind`, `record_key`).
-pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> String {
-    stamped::upsert_sql(&RECORDS, backend, rule)
+/// Rows of the module's layout staged for [`upsert`].
+pub type StagedRows = crate::stamped::StagedRows<8>;
+
+/// The upsert of staged rows (the module's layout) under `rule` on
+/// `backend`, built once by a caller that writes many. A record's key is
+/// (`kind`, `record_key`).
+pub fn upsert_sql(backend: Backend, rule: ReplaceRule) -> Upsert {
+    stamped::upsert_sql::<8>(&RECORDS, backend, rule)
 }
 
-/// Upserts `rows` (a JSON array in the module's layout) for `source`,
+/// Upserts `rows` (staged in the module's layout) for `source`,
 /// stamped `stamp`, inside `tx`. `statement` is [`upsert_sql`] for the
 /// transaction's backend and the caller's rule, built once by a caller
 /// that writes many arrays.
 pub async fn upsert(
     tx: &mut Transaction<'_, Any>,
-    statement: &str,
+    statement: &Upsert,
     scope: (&TenantId, &str),
     stamp: &str,
-    rows: &str,
+    rows: &StagedRows,
     now: i64,
 ) -> sqlx::Result<u64> {
     stamped::upsert(tx, statement, scope, stamp, rows, now).await
