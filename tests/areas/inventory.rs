@@ -499,10 +499,12 @@ async fn a_rebuild_reads_every_row_of_a_large_inventory(backend: Backend) {
 }
 
 /// The queue the vulnerability matcher reads (filled by triggers, per row on
-/// SQLite and per statement on PostgreSQL) holds, through the sync's own
-/// upsert and prune: each inserted and each deleted row's key, both keys of
-/// a row whose device was renamed, nothing for a change matching does not
-/// read or for a row without an application, and nothing of another tenant.
+/// SQLite and per statement on PostgreSQL) holds nothing for a tenant until
+/// its queue is turned on (before the tenant's first whole match); from
+/// then on it holds, through the sync's own upsert and prune: each inserted
+/// and each deleted row's key, both keys of a row whose device was renamed,
+/// nothing for a change matching does not read or for a row without an
+/// application, and nothing of another tenant.
 async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
     use cairn_integrations::storage;
     use cairn_inventory::changes;
@@ -539,6 +541,20 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
     no_application.application_name = None;
     let beta = full_item("WS-01", "Beta", "Acme", "2.0");
 
+    // Before the queue is on, a sync queues nothing: the first whole
+    // match reads everything.
+    write(
+        tenant.clone(),
+        "run-0",
+        vec![item("WS-00", "Zeta", "Acme", "0.1", "windows")],
+    )
+    .await;
+    assert_eq!(changes::pending_count(db, &tenant).await.unwrap(), 0);
+    changes::start_recording(db, &tenant).await.unwrap();
+    changes::start_recording(db, &other).await.unwrap();
+    // Turning it on twice changes nothing.
+    changes::start_recording(db, &tenant).await.unwrap();
+
     write(
         tenant.clone(),
         "run-1",
@@ -550,16 +566,18 @@ async fn the_change_queue_holds_the_key_of_each_changed_row(backend: Backend) {
         ],
     )
     .await;
+    // run-0's row, which run-1 no longer has, is pruned and queued.
     let (ids, keys) = changes::pending(db, &tenant).await.unwrap();
     assert_eq!(
         keys,
         [
+            key("WS-00", "Zeta", "0.1"),
             key("WS-01", "Alpha", "1.0"),
             key("WS-01", "Beta", "2.0"),
             key("WS-02", "Gamma", "3.0")
         ]
     );
-    assert_eq!(ids.len(), 3);
+    assert_eq!(ids.len(), 4);
     let mut tx = db.pool.begin().await.unwrap();
     changes::consume(&mut tx, db.backend, &tenant, &ids)
         .await

@@ -160,8 +160,8 @@ async fn sync_twice(
     let (secs, outcome) = bench.run().await?;
     let changes = bench.count("inventory_changes").await?;
     println!(
-        "  again, nothing changed: outcome {outcome:?}, {:.1} s, {:.0} rows/s, {changes} change \
-         entries in all (one per inserted item)",
+        "  again, nothing changed: outcome {outcome:?}, {:.1} s, {:.0} rows/s, {changes} entries \
+         in the matcher's change queue (none before a tenant's first match)",
         secs,
         rows / secs
     );

@@ -7,12 +7,48 @@
 //! current rows of those keys, and deletes exactly the entries it read in
 //! the transaction that records its result, so an entry added meanwhile is
 //! kept for the next run.
+//!
+//! A tenant's queue is filled only once [`start_recording`] turned it on
+//! (migration 0064): the matcher does so before its first whole match,
+//! which reads everything anyway, so a tenant's first syncs queue nothing.
 
 use sqlx::{Any, Row, Transaction};
 
 use super::software::SoftwareKey;
-use cairn_core::db::Db;
+use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
+
+/// Turns the tenant's queue on, if it is not yet. A consumer that reads
+/// the whole inventory calls it before it reads the queue: once it returns,
+/// every write that queued nothing (the queue was off) has committed, and
+/// every later write queues its keys.
+pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
+    let recording: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM inventory_changes_recording WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
+    if recording.is_some() {
+        return Ok(());
+    }
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    if db.backend == Backend::Postgres {
+        // Waits for every writer that looked while it was off to commit.
+        sqlx::query("SELECT CAST(pg_advisory_xact_lock(9, hashtext($1)) AS TEXT)")
+            .bind(tenant.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO inventory_changes_recording (tenant_id) VALUES ($1) \
+         ON CONFLICT (tenant_id) DO NOTHING",
+    )
+    .bind(tenant.as_str())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
 
 /// Queue entries waiting for `tenant`.
 pub async fn pending_count(db: &Db, tenant: &TenantId) -> sqlx::Result<i64> {

@@ -190,7 +190,12 @@ async fn plan(
         // The queue is read before the inventory, so every entry consumed
         // is reflected in what is read.
         let consumed = match scope.covers_everything() {
-            true => changes::pending_ids(db, tenant).await?,
+            true => {
+                // From here on every write of the inventory queues its keys
+                // for the matches after this one.
+                changes::start_recording(db, tenant).await?;
+                changes::pending_ids(db, tenant).await?
+            }
             false => vec![],
         };
         let software = software::installed_software(db, tenant, &scope.software()).await?;
