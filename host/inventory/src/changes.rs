@@ -15,7 +15,7 @@
 use sqlx::{Any, Row, Transaction};
 
 use super::software::SoftwareKey;
-use cairn_core::db::Db;
+use cairn_core::db::{Backend, Db};
 use cairn_core::ids::TenantId;
 
 /// Turns the tenant's queue on, if it is not yet. A consumer that reads
@@ -23,23 +23,31 @@ use cairn_core::ids::TenantId;
 /// every write that queued nothing (the queue was off) has committed, and
 /// every later write queues its keys.
 pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
-    let recording: Option<i64> = sqlx::query_scalar(
-        "SELECT CAST(1 AS BIGINT) FROM inventory_changes_recording WHERE tenant_id = $1",
-    )
-    .bind(tenant.as_str())
-    .fetch_optional(&db.pool)
-    .await?;
+    let recording: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM inventory_changes_recording WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
     if recording.is_some() {
         return Ok(());
     }
-    // 9 is the lock the queue's triggers share (migration 0064).
-    db.turn_on_queue(
-        9,
-        tenant.as_str(),
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    if db.backend == Backend::Postgres {
+        // Waits for every writer that looked while it was off to commit.
+        sqlx::query("SELECT CAST(pg_advisory_xact_lock(9, hashtext($1)) AS TEXT)")
+            .bind(tenant.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
         "INSERT INTO inventory_changes_recording (tenant_id) VALUES ($1) \
          ON CONFLICT (tenant_id) DO NOTHING",
     )
-    .await
+    .bind(tenant.as_str())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
 }
 
 /// Queue entries waiting for `tenant`.

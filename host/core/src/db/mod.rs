@@ -241,36 +241,6 @@ impl Db {
         }
     }
 
-    /// Turns on a queue that triggers fill for `tenant` only once it is on
-    /// (the rollup's, the matcher's): runs `statement`, which binds the
-    /// tenant as `$1`, in its own transaction and write turn. Triggers look
-    /// at such a switch under a shared advisory lock `(lock, tenant)` held
-    /// to their commit; on PostgreSQL the switch is turned under the
-    /// exclusive one, so once this returns every write that saw it off has
-    /// committed and every later write fills the queue. (SQLite has one
-    /// writer at a time.)
-    pub async fn turn_on_queue(
-        &self,
-        lock: i32,
-        tenant: &str,
-        statement: &str,
-    ) -> sqlx::Result<()> {
-        let _turn = self.write_turn().await;
-        let mut tx = self.pool.begin().await?;
-        if self.backend == Backend::Postgres {
-            sqlx::query("SELECT CAST(pg_advisory_xact_lock($1, hashtext($2)) AS TEXT)")
-                .bind(lock)
-                .bind(tenant)
-                .fetch_one(&mut *tx)
-                .await?;
-        }
-        sqlx::query(statement)
-            .bind(tenant)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
-    }
-
     /// Writers waiting for their turn now (always 0 on PostgreSQL).
     pub fn writers_waiting(&self) -> usize {
         self.write_waiting

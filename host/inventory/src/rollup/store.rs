@@ -52,14 +52,23 @@ pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
     if recording == Some(1) {
         return Ok(());
     }
-    // 27 is the lock the queue's triggers share (migration 0027).
-    db.turn_on_queue(
-        27,
-        tenant.as_str(),
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    if db.backend == Backend::Postgres {
+        // Waits for every writer that looked while it was off to commit.
+        sqlx::query("SELECT CAST(pg_advisory_xact_lock(27, hashtext($1)) AS TEXT)")
+            .bind(tenant.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
         "INSERT INTO rollup_state (tenant_id, requested, built, recording) VALUES ($1, 0, 0, 1) \
          ON CONFLICT (tenant_id) DO UPDATE SET recording = 1",
     )
-    .await
+    .bind(tenant.as_str())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
 }
 
 /// The columns of [`ItemRow`], in its order.
