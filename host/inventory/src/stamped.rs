@@ -74,7 +74,8 @@ pub struct StagedRows<const N: usize> {
 enum Staged {
     /// Every row's values, row after row.
     Values(Vec<Option<String>>),
-    /// `[row,row,...]` without its closing bracket, each row a JSON array.
+    /// `[row,row,...]`, each row a JSON array: kept whole, so binding it
+    /// copies nothing.
     Json(String),
 }
 
@@ -110,11 +111,10 @@ impl<const N: usize> StagedRows<N> {
     pub fn push(&mut self, row: [Option<&str>; N]) {
         match &mut self.form {
             Staged::Values(values) => values.extend(row.map(|v| v.map(str::to_string))),
+            // An array of strings and nulls always serializes.
             Staged::Json(json) => {
-                json.push(if self.rows == 0 { '[' } else { ',' });
-                // An array of strings and nulls always serializes.
                 if let Ok(text) = serde_json::to_string(row.as_slice()) {
-                    json.push_str(&text);
+                    append_row(json, &text);
                 }
             }
         }
@@ -139,10 +139,7 @@ impl<const N: usize> StagedRows<N> {
                     staged.push(text_of(value)?);
                 }
             }
-            Staged::Json(json) => {
-                json.push(if self.rows == 0 { '[' } else { ',' });
-                json.push_str(row.trim());
-            }
+            Staged::Json(json) => append_row(json, row.trim()),
         }
         self.rows += 1;
         Ok(())
@@ -154,7 +151,7 @@ impl<const N: usize> StagedRows<N> {
             Staged::Values(values) => Ok(values.as_slice().into()),
             Staged::Json(_) => {
                 let array = self.json();
-                let rows: Vec<Vec<&RawValue>> = serde_json::from_str(&array)?;
+                let rows: Vec<Vec<&RawValue>> = serde_json::from_str(array.as_ref())?;
                 let mut values = Vec::with_capacity(rows.len() * N);
                 for value in rows.into_iter().flatten() {
                     values.push(text_of(value)?);
@@ -165,16 +162,29 @@ impl<const N: usize> StagedRows<N> {
     }
 
     /// The rows as one JSON array, whichever form holds them.
-    fn json(&self) -> String {
+    fn json(&self) -> std::borrow::Cow<'_, str> {
         match &self.form {
-            Staged::Json(json) if self.rows > 0 => format!("{json}]"),
+            Staged::Json(json) if self.rows > 0 => json.as_str().into(),
             Staged::Json(_) => "[]".into(),
             Staged::Values(values) => {
                 let rows: Vec<&[Option<String>]> = values.chunks(N).collect();
-                serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into())
+                serde_json::to_string(&rows)
+                    .unwrap_or_else(|_| "[]".into())
+                    .into()
             }
         }
     }
+}
+
+/// Appends one row's JSON to a staged array, which stays closed.
+fn append_row(array: &mut String, row: &str) {
+    if array.pop().is_some() {
+        array.push(',');
+    } else {
+        array.push('[');
+    }
+    array.push_str(row);
+    array.push(']');
 }
 
 /// A staged value as `->>` reads it: a string's text, null, or the JSON
@@ -292,15 +302,18 @@ pub(crate) async fn upsert<const N: usize>(
         return Ok(0);
     }
     match &upsert.form {
-        UpsertForm::Json(statement) => Ok(sqlx::query(statement)
-            .bind(tenant.as_str())
-            .bind(source)
-            .bind(stamp)
-            .bind(rows.json())
-            .bind(now)
-            .execute(&mut **tx)
-            .await?
-            .rows_affected()),
+        UpsertForm::Json(statement) => {
+            let json = rows.json();
+            Ok(sqlx::query(statement)
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(stamp)
+                .bind(json.as_ref())
+                .bind(now)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected())
+        }
         UpsertForm::Values(statements) => {
             let values = rows
                 .values()
