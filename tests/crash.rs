@@ -76,6 +76,8 @@ impl Server {
             // The tests wait for these jobs while the fuzzer and other
             // tests load the cores (see tests/support: job_niceness).
             .env("CAIRN_JOB_NICENESS", "0")
+            // Nor do their writes yield to the tests' own requests.
+            .env("CAIRN_JOB_WRITE_SHARE", "1")
             // Long enough that a live process keeps its jobs while other
             // tests and the fuzzer load both cores (a 3 s lease was lost to
             // a 7 s wait for a pool connection, and the rollup was taken

@@ -416,6 +416,10 @@ impl TestApp {
             // niceness is the operator's trade, not the tests' (the load
             // benchmark measures it).
             job_niceness: 0,
+            // Tests ask after their jobs while they run; the jobs' writes
+            // yielding to those requests is the operator's trade too (the
+            // pacing has its own tests, the load benchmark measures it).
+            job_write_share: 1.0,
             // Tests make many requests from one address; the default limit has
             // its own test.
             rate_limit_per_minute: 0,

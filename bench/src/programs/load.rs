@@ -56,6 +56,12 @@ pub async fn main() -> anyhow::Result<()> {
         data_dir: data_dir.clone(),
         connectors_dir: connectors,
         rate_limit_per_minute: 0,
+        // The operator's trade between requests and jobs, as they would set
+        // it (`CAIRN_JOB_WRITE_SHARE=1`: jobs never wait).
+        job_write_share: std::env::var("CAIRN_JOB_WRITE_SHARE")
+            .ok()
+            .and_then(|share| share.parse().ok())
+            .unwrap_or(cairn_core::settings::Settings::default().job_write_share),
         ..Default::default()
     }
     .prepare()?;
@@ -66,8 +72,10 @@ pub async fn main() -> anyhow::Result<()> {
         base: server.base_url(),
     };
     println!(
-        "cairn load benchmark: {backend}, release build, wrk -t2 -c{CONNECTIONS} -d{SECONDS}, {} cores",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        "cairn load benchmark: {backend}, release build, wrk -t2 -c{CONNECTIONS} -d{SECONDS}, {} cores, \
+         jobs' write share {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        server.state.settings.job_write_share
     );
 
     // One tenant with 30,000 applications, one with 100,000 assets.

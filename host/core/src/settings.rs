@@ -95,6 +95,10 @@ pub struct Settings {
     /// How much lower than the request threads the job threads run (Linux
     /// `nice`, 0 to 19; 0: the same).
     pub job_niceness: i32,
+    /// The share of the time jobs' writes may take while requests are in
+    /// flight (0.01 to 1; 1: jobs never wait). The database server does a
+    /// write's work, out of reach of the job threads' niceness.
+    pub job_write_share: f64,
     /// A claimed job's lease, extended by each heartbeat.
     pub job_lease_secs: u64,
     pub job_heartbeat_secs: u64,
@@ -298,6 +302,7 @@ impl Default for Settings {
             job_workers: 4,
             job_threads: 0,
             job_niceness: 10,
+            job_write_share: 0.1,
             job_lease_secs: 60,
             job_heartbeat_secs: 15,
             job_reaper_interval_secs: 60,

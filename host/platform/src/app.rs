@@ -73,21 +73,21 @@ impl AppState {
         let jobs = Queue::without_handlers(db.clone(), QueueTiming::from_settings(&settings))
             // An upload's parse goes to a process holding its file.
             .holding(blobs.uploads.holder()?);
-        let jobs = match db.backend {
-            // The runs' SQL on connections opened by a job thread, so that
-            // it runs below the requests' too (`Db::with_pool_of_its_own`).
+        // The runs' SQL on connections opened by a job thread, so that on
+        // SQLite it runs below the requests' too (`Db::with_pool_of_its_own`),
+        // and their write turns yield to requests on both engines.
+        let run_db = match db.backend {
             Backend::Sqlite if settings.job_workers > 0 => {
                 let (db, url) = (db.clone(), settings.database_url.clone());
                 let max = (settings.job_workers as u32 * 2)
                     .clamp(2, settings.database_max_connections.max(2));
-                let run_db =
-                    cairn_jobs::runtime::handle(settings.job_threads, settings.job_niceness)
-                        .spawn(async move { db.with_pool_of_its_own(&url, max).await })
-                        .await??;
-                jobs.running_on(run_db)
+                cairn_jobs::runtime::handle(settings.job_threads, settings.job_niceness)
+                    .spawn(async move { db.with_pool_of_its_own(&url, max).await })
+                    .await??
             }
-            _ => jobs,
+            _ => db.clone(),
         };
+        let jobs = jobs.running_on(run_db.paced(settings.job_write_share));
         let inner = Inner {
             live_plugins,
             secrets,

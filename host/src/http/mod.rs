@@ -128,6 +128,10 @@ pub fn router(
         .layer(from_fn(middleware::internal_errors))
         .layer(from_fn(middleware::log_requests))
         .layer(from_fn_with_state(
+            state.db.clone(),
+            middleware::count_in_flight,
+        ))
+        .layer(from_fn_with_state(
             read_before_answering(&state.settings),
             middleware::read_before_answering,
         ))

@@ -17,6 +17,7 @@
 mod batches;
 pub mod changes;
 pub mod fence;
+pub mod pacing;
 mod sqlite_extensions;
 mod sqlite_lower;
 pub mod sqlite_writes;
@@ -95,6 +96,10 @@ pub struct Db {
     write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Writers waiting at the gate now (for the metrics).
     write_waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Requests this process is answering now.
+    requests: pacing::InFlight,
+    /// On the handle jobs run on: their write turns yield to requests.
+    pacing: Option<std::sync::Arc<pacing::Pacing>>,
     /// Which database this handle opened: what a cache in this process
     /// keys its answers by, so two databases (tests open many) never share
     /// one.
@@ -143,6 +148,8 @@ impl Db {
             bookkeeping,
             write_gate: Default::default(),
             write_waiting: Default::default(),
+            requests: Default::default(),
+            pacing: None,
             instance: {
                 static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -227,9 +234,14 @@ impl Db {
     /// On SQLite, waits for this process's turn to write. SQLite has one
     /// writer at a time; concurrent writers otherwise meet in its busy
     /// handler, which sleeps in milliseconds. Hot write paths (the job queue)
-    /// take the gate so they queue in memory instead. `None` on PostgreSQL.
-    pub async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        match self.backend {
+    /// take the gate so they queue in memory instead. On a [`Db::paced`]
+    /// handle, on both engines, the turn first waits what the jobs' writes
+    /// owe the requests in flight.
+    pub async fn write_turn(&self) -> WriteTurn<'_> {
+        if let Some(pacing) = &self.pacing {
+            pacing.wait().await;
+        }
+        let gate = match self.backend {
             Backend::Sqlite => {
                 use std::sync::atomic::Ordering;
                 self.write_waiting.fetch_add(1, Ordering::Relaxed);
@@ -238,6 +250,31 @@ impl Db {
                 Some(turn)
             }
             Backend::Postgres => None,
+        };
+        WriteTurn {
+            _gate: gate,
+            paced: self
+                .pacing
+                .as_deref()
+                .map(|pacing| (pacing, tokio::time::Instant::now())),
+        }
+    }
+
+    /// Counts a request this process answers until the guard drops: jobs'
+    /// write turns yield while any is in flight.
+    pub fn serving(&self) -> pacing::Serving {
+        self.requests.start()
+    }
+
+    /// This handle, for jobs: its write turns keep the jobs' writes to
+    /// `share` of the time while requests are in flight (1: never wait).
+    pub fn paced(&self, share: f64) -> Db {
+        Db {
+            pacing: Some(std::sync::Arc::new(pacing::Pacing::new(
+                share,
+                self.requests.clone(),
+            ))),
+            ..self.clone()
         }
     }
 
@@ -523,6 +560,23 @@ fn sqlite_without_memory_statistics() {
             );
         }
     });
+}
+
+/// A turn to write ([`Db::write_turn`]): on SQLite the process's one
+/// writer; on a paced handle, the time it is held counts against the jobs'
+/// share.
+#[must_use]
+pub struct WriteTurn<'a> {
+    _gate: Option<tokio::sync::MutexGuard<'a, ()>>,
+    paced: Option<(&'a pacing::Pacing, tokio::time::Instant)>,
+}
+
+impl Drop for WriteTurn<'_> {
+    fn drop(&mut self) {
+        if let Some((pacing, began)) = self.paced {
+            pacing.ended(began);
+        }
+    }
 }
 
 #[cfg(test)]

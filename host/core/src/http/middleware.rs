@@ -38,6 +38,17 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
     response
 }
 
+/// Counts the request among the process's requests in flight while it is
+/// answered: jobs' write turns yield to them (`Db::paced`).
+pub async fn count_in_flight(
+    axum::extract::State(db): axum::extract::State<crate::db::Db>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let _serving = db.serving();
+    next.run(request).await
+}
+
 pub async fn internal_errors(request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     let response = match AssertUnwindSafe(next.run(request)).catch_unwind().await {
