@@ -46,16 +46,20 @@ fn sender(instance: u64) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     writes: u64,
-    /// Moves when the listener (re)connects: writes it may have missed.
+    /// Moves when the counts start over.
     epoch: u64,
+    /// Moves when this database's listener (re)connects or drops: writes
+    /// it may have missed. Another database's listener leaves it alone.
+    connects: u64,
 }
 
 #[derive(Default)]
 struct Counts {
     /// Per (database instance, topic, tenant).
     writes: Mutex<HashMap<(u64, String, String), u64>>,
-    /// Per database instance: listener connected.
-    listening: Mutex<HashMap<u64, bool>>,
+    /// Per database instance: listener connected, and its connects and
+    /// drops so far.
+    listening: Mutex<HashMap<u64, (bool, u64)>>,
     epoch: AtomicU64,
 }
 
@@ -72,12 +76,16 @@ const MAX_COUNTED: usize = 200_000;
 /// other processes could go unseen.
 pub fn stamp(db: &Db, topic: &str, tenant: &str) -> Option<Stamp> {
     let counts = counts();
-    if db.backend == Backend::Postgres {
-        let listening = counts.listening.lock().unwrap_or_else(|e| e.into_inner());
-        if listening.get(&db.instance()) != Some(&true) {
-            return None;
+    let connects = match db.backend {
+        Backend::Postgres => {
+            let listening = counts.listening.lock().unwrap_or_else(|e| e.into_inner());
+            match listening.get(&db.instance()) {
+                Some(&(true, connects)) => connects,
+                _ => return None,
+            }
         }
-    }
+        Backend::Sqlite => 0,
+    };
     let writes = counts.writes.lock().unwrap_or_else(|e| e.into_inner());
     Some(Stamp {
         writes: writes
@@ -85,6 +93,7 @@ pub fn stamp(db: &Db, topic: &str, tenant: &str) -> Option<Stamp> {
             .copied()
             .unwrap_or(0),
         epoch: counts.epoch.load(Ordering::SeqCst),
+        connects,
     })
 }
 
@@ -136,13 +145,10 @@ pub fn spawn_listener(
     let own = sender(instance);
     let set_listening = move |on: bool| {
         let counts = counts();
-        counts
-            .listening
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(instance, on);
         // Whatever was kept before may have missed a write meanwhile.
-        counts.epoch.fetch_add(1, Ordering::SeqCst);
+        let mut listening = counts.listening.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = listening.entry(instance).or_default();
+        *entry = (on, entry.1 + 1);
     };
     tokio::spawn(async move {
         loop {
