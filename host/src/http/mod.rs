@@ -128,7 +128,7 @@ pub fn router(
         .layer(from_fn(middleware::internal_errors))
         .layer(from_fn(middleware::log_requests))
         .layer(from_fn_with_state(
-            state.db.clone(),
+            state.db.requests_in_flight().clone(),
             middleware::count_in_flight,
         ))
         .layer(from_fn_with_state(

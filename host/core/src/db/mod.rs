@@ -260,10 +260,11 @@ impl Db {
         }
     }
 
-    /// Counts a request this process answers until the guard drops: jobs'
-    /// write turns yield while any is in flight.
-    pub fn serving(&self) -> pacing::Serving {
-        self.requests.start()
+    /// The requests this process is answering, as the HTTP layer counts
+    /// them (`count_in_flight`): jobs' write turns yield while any is in
+    /// flight.
+    pub fn requests_in_flight(&self) -> &pacing::InFlight {
+        &self.requests
     }
 
     /// This handle, for jobs: its write turns keep the jobs' writes to

@@ -41,11 +41,11 @@ pub async fn log_requests(request: Request, next: Next) -> Response {
 /// Counts the request among the process's requests in flight while it is
 /// answered: jobs' write turns yield to them (`Db::paced`).
 pub async fn count_in_flight(
-    axum::extract::State(db): axum::extract::State<crate::db::Db>,
+    axum::extract::State(requests): axum::extract::State<crate::db::pacing::InFlight>,
     request: Request,
     next: Next,
 ) -> Response {
-    let _serving = db.serving();
+    let _serving = requests.start();
     next.run(request).await
 }
 
