@@ -23,59 +23,30 @@ use cairn_core::ids::TenantId;
 /// every write that queued nothing (the queue was off) has committed, and
 /// every later write queues its keys.
 pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
-    turn_on_queue(
-        db,
-        tenant,
-        QueueSwitch {
-            is_on: "SELECT 1 FROM inventory_changes_recording WHERE tenant_id = $1",
-            lock: "SELECT CAST(pg_advisory_xact_lock(9, hashtext($1)) AS TEXT)",
-            turn_on: "INSERT INTO inventory_changes_recording (tenant_id) VALUES ($1) \
-                      ON CONFLICT (tenant_id) DO NOTHING",
-        },
-    )
-    .await
-}
-
-/// A queue that triggers fill for a tenant only once it is on (the
-/// matcher's here, the rollup's in `rollup::store`), as its owner spells
-/// it; each statement binds the tenant as `$1`.
-pub(crate) struct QueueSwitch {
-    /// Answers a row when the tenant's queue is on.
-    pub is_on: &'static str,
-    /// Takes, on PostgreSQL, the exclusive advisory lock the queue's
-    /// triggers take shared while they look at the switch.
-    pub lock: &'static str,
-    pub turn_on: &'static str,
-}
-
-/// Turns a [`QueueSwitch`] on for `tenant`, if it is not yet, in its own
-/// transaction and write turn. On PostgreSQL under its lock, which waits
-/// for every writer that looked while it was off to commit; SQLite has
-/// one writer at a time.
-pub(crate) async fn turn_on_queue(
-    db: &Db,
-    tenant: &TenantId,
-    switch: QueueSwitch,
-) -> sqlx::Result<()> {
-    let on: Option<i64> = sqlx::query_scalar(switch.is_on)
-        .bind(tenant.as_str())
-        .fetch_optional(&db.pool)
-        .await?;
-    if on.is_some() {
+    let recording: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM inventory_changes_recording WHERE tenant_id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&db.pool)
+            .await?;
+    if recording.is_some() {
         return Ok(());
     }
     let _turn = db.write_turn().await;
     let mut tx = db.pool.begin().await?;
     if db.backend == Backend::Postgres {
-        sqlx::query(switch.lock)
+        // Waits for every writer that looked while it was off to commit.
+        sqlx::query("SELECT CAST(pg_advisory_xact_lock(9, hashtext($1)) AS TEXT)")
             .bind(tenant.as_str())
             .fetch_one(&mut *tx)
             .await?;
     }
-    sqlx::query(switch.turn_on)
-        .bind(tenant.as_str())
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO inventory_changes_recording (tenant_id) VALUES ($1) \
+         ON CONFLICT (tenant_id) DO NOTHING",
+    )
+    .bind(tenant.as_str())
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await
 }
 

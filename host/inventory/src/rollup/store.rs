@@ -43,17 +43,32 @@ pub async fn snapshot(db: &Db) -> sqlx::Result<Transaction<'_, Any>> {
 /// called before a whole rebuild's snapshot, so every change that snapshot
 /// misses is recorded (migration 0027 explains the lock on PostgreSQL).
 pub async fn start_recording(db: &Db, tenant: &TenantId) -> sqlx::Result<()> {
-    crate::changes::turn_on_queue(
-        db,
-        tenant,
-        crate::changes::QueueSwitch {
-            is_on: "SELECT 1 FROM rollup_state WHERE tenant_id = $1 AND recording = 1",
-            lock: "SELECT CAST(pg_advisory_xact_lock(27, hashtext($1)) AS TEXT)",
-            turn_on: "INSERT INTO rollup_state (tenant_id, requested, built, recording) \
-                      VALUES ($1, 0, 0, 1) ON CONFLICT (tenant_id) DO UPDATE SET recording = 1",
-        },
+    let recording: Option<i64> = sqlx::query_scalar(
+        "SELECT CAST(recording AS BIGINT) FROM rollup_state WHERE tenant_id = $1",
     )
-    .await
+    .bind(tenant.as_str())
+    .fetch_optional(&db.pool)
+    .await?;
+    if recording == Some(1) {
+        return Ok(());
+    }
+    let _turn = db.write_turn().await;
+    let mut tx = db.pool.begin().await?;
+    if db.backend == Backend::Postgres {
+        // Waits for every writer that looked while it was off to commit.
+        sqlx::query("SELECT CAST(pg_advisory_xact_lock(27, hashtext($1)) AS TEXT)")
+            .bind(tenant.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO rollup_state (tenant_id, requested, built, recording) VALUES ($1, 0, 0, 1) \
+         ON CONFLICT (tenant_id) DO UPDATE SET recording = 1",
+    )
+    .bind(tenant.as_str())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
 }
 
 /// The columns of [`ItemRow`], in its order.
