@@ -12,7 +12,8 @@ use serde_json::json;
 backend_tests!(
     each_replace_rule_keeps_the_row_it_documents,
     each_replace_rule_keeps_the_record_it_documents,
-    a_long_array_is_written_whole_in_order
+    a_long_array_is_written_whole_in_order,
+    new_keys_refuse_a_stored_key_and_write_nothing
 );
 
 /// The two stamped tables, through their owners' functions.
@@ -41,10 +42,24 @@ impl Table {
         self,
         test_db: &TestDb,
         tenant: &TenantId,
-        (rule, stamp): (ReplaceRule, &str),
+        at: (ReplaceRule, &str),
         rows: &[serde_json::Value],
         now: i64,
     ) {
+        self.try_write(test_db, tenant, at, rows, now)
+            .await
+            .unwrap();
+    }
+
+    /// [`Table::write`], committed only if every statement succeeds.
+    async fn try_write(
+        self,
+        test_db: &TestDb,
+        tenant: &TenantId,
+        (rule, stamp): (ReplaceRule, &str),
+        rows: &[serde_json::Value],
+        now: i64,
+    ) -> sqlx::Result<()> {
         let backend = test_db.db.backend;
         let scope = (tenant, "src");
         let mut tx = test_db.db.pool.begin().await.unwrap();
@@ -65,9 +80,8 @@ impl Table {
                 }
                 records::upsert(&mut tx, &statement, scope, stamp, &staged, now).await
             }
-        }
-        .unwrap();
-        tx.commit().await.unwrap();
+        }?;
+        tx.commit().await
     }
 
     /// (version, seen_run, updated_at) of the tenant's row keyed `k`.
@@ -138,7 +152,7 @@ type Write = (&'static str, &'static [&'static str], i64);
 /// The row kept: (version, stamp, updated_at).
 type Kept = (&'static str, &'static str, i64);
 
-use ReplaceRule::{ChangedContent, FirstOfStamp};
+use ReplaceRule::{ChangedContent, FirstOfStamp, NewKeys};
 
 /// The rules' cases, the same for both tables.
 const CASES: &[(&str, ReplaceRule, &[Write], Kept)] = &[
@@ -171,6 +185,12 @@ const CASES: &[(&str, ReplaceRule, &[Write], Kept)] = &[
         FirstOfStamp,
         &[("upload-1", &["1.0"], 10), ("upload-2", &["1.0"], 20)],
         ("1.0", "upload-2", 20),
+    ),
+    (
+        "a first sync: a new key is inserted and stamped",
+        NewKeys,
+        &[("run-1", &["1.0"], 10)],
+        ("1.0", "run-1", 10),
     ),
 ];
 
@@ -274,7 +294,11 @@ async fn a_long_array_is_written_whole_in_order(backend: Backend) {
     let db = &test_db.db;
     let backend = db.backend;
     let version = |i: usize| format!("{i}.0 \"quoted\" C:\\path é");
-    for (rule, repeats) in [(FirstOfStamp, true), (ChangedContent, false)] {
+    for (rule, repeats) in [
+        (FirstOfStamp, true),
+        (ChangedContent, false),
+        (NewKeys, false),
+    ] {
         // Row 499 ends the first statement of 500 rows, row 1233 is the
         // last one, written alone; with `repeats` both repeat key 0's.
         let key = |i: usize| match i {
@@ -333,4 +357,45 @@ async fn a_long_array_is_written_whole_in_order(backend: Backend) {
     );
     assert!(staged.push_json("not json").is_err());
     assert!(staged.is_empty());
+}
+
+/// `NewKeys` (a first sync's plain inserts) over a key the source already
+/// holds fails as a unique violation, which the sync answers by writing
+/// the page again as an upsert; the failed write leaves nothing, not even
+/// its new keys, and the stored row as it was.
+async fn new_keys_refuse_a_stored_key_and_write_nothing(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    for table in [Table::Items, Table::Records] {
+        let tenant = test_db.tenant(&format!("{}", table as u8)).await;
+        let first = [table.row("k", "1.0")];
+        table
+            .write(&test_db, &tenant, (NewKeys, "run-1"), &first, 10)
+            .await;
+        let page = [table.row("a-new-key", "1.0"), table.row("k", "2.0")];
+        let err = table
+            .try_write(&test_db, &tenant, (NewKeys, "run-2"), &page, 20)
+            .await
+            .expect_err("a stored key refused");
+        assert!(
+            cairn_core::db::is_unique_violation(&err),
+            "a unique violation, which the sync answers: {err}"
+        );
+        assert_eq!(table.counts(&test_db, &tenant).await.0, 1);
+        assert_eq!(
+            table.stored(&test_db, &tenant).await,
+            ("1.0".to_string(), "run-1".to_string(), 10)
+        );
+        // The page again as the sync writes it then.
+        table
+            .write(&test_db, &tenant, (ChangedContent, "run-2"), &page, 20)
+            .await;
+        assert_eq!(table.counts(&test_db, &tenant).await.0, 2);
+        assert_eq!(
+            table.stored(&test_db, &tenant).await,
+            ("2.0".to_string(), "run-2".to_string(), 20)
+        );
+    }
+    test_db.finish().await;
 }

@@ -510,29 +510,43 @@ pub async fn upsert_rows(
     rows: &[MappedRow],
 ) -> sqlx::Result<()> {
     let backend = cairn_core::db::backend_of(tx);
-    write_prepared(tx, tenant, source, at, prepare_rows(backend, rows)).await
+    let prepared = prepare_rows(backend, rows);
+    write_prepared(
+        tx,
+        tenant,
+        source,
+        at,
+        &prepared,
+        ReplaceRule::ChangedContent,
+    )
+    .await
 }
 
-/// [`upsert_rows`] of a page prepared beforehand.
+/// [`upsert_rows`] of a page prepared beforehand, under `rule`:
+/// [`ReplaceRule::ChangedContent`], or [`ReplaceRule::NewKeys`] while the
+/// source is expected to hold none of the page's keys (a key it holds then
+/// fails the write as a unique violation, and nothing of the page stays
+/// once the caller drops the transaction).
 pub async fn write_prepared(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
     (run, page): (&str, i64),
-    prepared: PreparedPage,
+    prepared: &PreparedPage,
+    rule: ReplaceRule,
 ) -> sqlx::Result<()> {
     let now = now_ms();
-    seen::record_page(tx, tenant, source, run, page, prepared.hashes).await?;
+    seen::record_page(tx, tenant, source, run, page, prepared.hashes.clone()).await?;
     let backend = cairn_core::db::backend_of(tx);
     // Items and records go through the inventory's writers; a page's rows
     // are one per key already (`prepare_rows` keeps the last).
-    let statement = items::upsert_sql(backend, ReplaceRule::ChangedContent);
-    for chunk in prepared.items {
-        items::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
+    let statement = items::upsert_sql(backend, rule);
+    for chunk in &prepared.items {
+        items::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
     }
-    let statement = records::upsert_sql(backend, ReplaceRule::ChangedContent);
-    for chunk in prepared.records {
-        records::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
+    let statement = records::upsert_sql(backend, rule);
+    for chunk in &prepared.records {
+        records::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! with the user's parameters merged into the config; it prunes nothing,
 //! and a sync's prune keeps the pull's collections.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -16,9 +17,10 @@ use serde_json::{json, Value};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{areas, storage};
-use cairn_core::db::Backend;
+use cairn_core::db::{is_unique_violation, Backend};
 use cairn_core::secrets::SecretBox;
 use cairn_core::settings::Settings;
+use cairn_inventory::items::ReplaceRule;
 use cairn_inventory::seen;
 use cairn_jobs::{JobContext, JobFailure, JobHandler};
 use cairn_plugins::{
@@ -216,6 +218,13 @@ impl JobHandler for SyncHandler {
         // The connector API says nothing of how many rows are coming: the
         // rows the source holds from its last run are the estimate.
         let (items, records) = storage::row_counts(db, tenant, area).await?;
+        // A source that holds nothing yet gets plain inserts on PostgreSQL,
+        // which otherwise looks each key up before inserting it (see
+        // `ReplaceRule::NewKeys`). SQLite's upsert checks a key as part of
+        // its insert; it keeps the one path.
+        let new_keys = Arc::new(AtomicBool::new(
+            db.backend == Backend::Postgres && items + records == 0,
+        ));
         let mut writes = PageWrites {
             pending: Default::default(),
             estimate: items + records,
@@ -346,6 +355,7 @@ impl JobHandler for SyncHandler {
                     run: at.run.clone(),
                     page: at.pages as i64 - 1,
                     rows,
+                    new_keys: new_keys.clone(),
                 },
                 stream.clone(),
                 next_at.clone(),
@@ -422,20 +432,52 @@ struct PageWrite {
     /// The page's number in the run (pages fetched before it).
     page: i64,
     rows: Vec<MappedRow>,
+    /// Whether the run's pages may be plain inserts
+    /// ([`ReplaceRule::NewKeys`]): the source held no rows when the run
+    /// began, on PostgreSQL. Shared by the run's pages; the first page
+    /// that meets a stored key turns it off for the rest.
+    new_keys: Arc<AtomicBool>,
 }
 
 impl PageWrite {
-    async fn write(self) -> Result<(), JobFailure> {
+    async fn write(mut self) -> Result<(), JobFailure> {
         // Prepared before the page waits for its turn, so on SQLite it
         // overlaps the page being written.
-        let rows = self.rows;
+        let rows = std::mem::take(&mut self.rows);
         let backend = self.ctx.db().backend;
         let prepared = tokio::task::spawn_blocking(move || storage::prepare_rows(backend, &rows))
             .await
             .map_err(|e| JobFailure::Failed(format!("preparing a page stopped: {e}")))?;
+        let _turn = self.ctx.db().write_turn().await;
+        if !self.new_keys.load(Ordering::Relaxed) {
+            return Ok(self
+                .attempt(&prepared, ReplaceRule::ChangedContent)
+                .await??);
+        }
+        let written = match self.attempt(&prepared, ReplaceRule::NewKeys).await? {
+            // The source holds one of the page's keys after all (a key two
+            // pages share, or another writer): the attempt's transaction is
+            // gone, and this page and the run's later ones upsert.
+            Err(err) if is_unique_violation(&err) => {
+                self.new_keys.store(false, Ordering::Relaxed);
+                tracing::debug!(run = %self.run, page = self.page, "a key of a first sync's page was stored; upserting from here");
+                self.attempt(&prepared, ReplaceRule::ChangedContent).await?
+            }
+            written => written,
+        };
+        Ok(written?)
+    }
+
+    /// Writes the page under `rule` in a transaction of its own. The outer
+    /// error stops the run (the config or the job's lease changed); the
+    /// inner one is the rows' own, which the caller may answer.
+    async fn attempt(
+        &self,
+        prepared: &storage::PreparedPage,
+        rule: ReplaceRule,
+    ) -> Result<sqlx::Result<()>, JobFailure> {
         let db = self.ctx.db();
         let tenant = self.ctx.tenant_id();
-        let _turn = db.write_turn().await;
         let mut tx = db.pool.begin().await?;
         if !storage::hold_config(&mut tx, tenant, &self.area, self.config_updated_at).await? {
             return Err(JobFailure::Permanent(
@@ -445,16 +487,14 @@ impl PageWrite {
             ));
         }
         self.ctx.check_lease_in(&mut tx).await?;
-        storage::write_prepared(
-            &mut tx,
-            tenant,
-            &self.area,
-            (&self.run, self.page),
-            prepared,
-        )
-        .await?;
+        let at = (self.run.as_str(), self.page);
+        if let Err(err) =
+            storage::write_prepared(&mut tx, tenant, &self.area, at, prepared, rule).await
+        {
+            return Ok(Err(err));
+        }
         tx.commit().await?;
-        Ok(())
+        Ok(Ok(()))
     }
 }
 
