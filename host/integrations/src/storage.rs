@@ -536,7 +536,7 @@ pub async fn write_prepared(
     rule: ReplaceRule,
 ) -> sqlx::Result<()> {
     let now = now_ms();
-    seen::record_page(tx, tenant, source, run, page, prepared.hashes.clone()).await?;
+    seen::record_page(tx, tenant, source, run, page, &prepared.hashes).await?;
     let backend = cairn_core::db::backend_of(tx);
     // Items and records go through the inventory's writers; a page's rows
     // are one per key already (`prepare_rows` keeps the last).

@@ -74,7 +74,7 @@ pub async fn record_page(
     source: &str,
     run: &str,
     page: i64,
-    hashes: Vec<u8>,
+    hashes: &[u8],
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO sync_seen (tenant_id, source, run, page, hashes) VALUES ($1, $2, $3, $4, $5) \
