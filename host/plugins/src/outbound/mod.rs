@@ -500,13 +500,16 @@ impl Outbound {
 
     /// Sends every request, at most `concurrency` at once, each as
     /// [`Outbound::send`] would (its own 429 waits and redirects), and
-    /// answers in the order given. A token scheme logs in once before the
-    /// batch, so the requests do not each exchange a token.
+    /// answers in the order given. A request is sent as soon as any of
+    /// those in flight is answered, not only the oldest: one slow answer
+    /// does not hold the others' places. A token scheme logs in once
+    /// before the batch, so the requests do not each exchange a token.
     ///
     /// The batch's answers together are held to the cap of one response:
-    /// once their bodies pass it, the rest are not sent and answer a
-    /// config error saying so, so a batch cannot hold more of the host's
-    /// memory than one large response.
+    /// once their bodies pass it, the requests still unanswered are given
+    /// up (those not yet sent are never sent) and answer a config error
+    /// saying so, so a batch cannot hold more of the host's memory than
+    /// one large response.
     pub async fn send_all(
         &self,
         scope: &CallScope,
@@ -516,27 +519,32 @@ impl Outbound {
         if let Err(err) = self.auth_header(false).await {
             return requests.iter().map(|_| Err(err.clone())).collect();
         }
-        let mut answers = Vec::with_capacity(count);
+        let mut answers: Vec<Option<Result<wit::HttpResponse, wit::PluginError>>> =
+            (0..count).map(|_| None).collect();
         let mut held = 0usize;
-        let mut sent = futures::stream::iter(requests)
-            .map(|request| self.send(scope, request))
-            .buffered(self.concurrency);
-        while let Some(answer) = sent.next().await {
+        let mut sent = futures::stream::iter(requests.into_iter().enumerate())
+            .map(|(index, request)| async move { (index, self.send(scope, request).await) })
+            .buffer_unordered(self.concurrency);
+        while let Some((index, answer)) = sent.next().await {
             held += answer.as_ref().map_or(0, |r| r.body.len());
-            answers.push(answer);
+            answers[index] = Some(answer);
             if held > self.max_response_bytes {
                 break;
             }
         }
         drop(sent);
-        while answers.len() < count {
-            answers.push(Err(wit::PluginError::Config(format!(
-                "not sent: the batch's answers passed the response cap of {} MiB; send fewer \
-                 requests at once",
-                self.max_response_bytes / (1024 * 1024)
-            ))));
-        }
         answers
+            .into_iter()
+            .map(|answer| {
+                answer.unwrap_or_else(|| {
+                    Err(wit::PluginError::Config(format!(
+                        "not answered: the batch's answers passed the response cap of {} MiB; \
+                         send fewer requests at once",
+                        self.max_response_bytes / (1024 * 1024)
+                    )))
+                })
+            })
+            .collect()
     }
 
     /// POST `{base_url}{path}` with the user name and password under the
@@ -917,5 +925,66 @@ mod tests {
             .send_all(&scope, (0..2).map(|n| get(&url, n)).collect())
             .await;
         assert!(answers.iter().all(Result::is_ok));
+    }
+
+    #[tokio::test]
+    async fn a_slow_answer_does_not_hold_the_batchs_other_places() {
+        // `/item/0` is answered only once every other request of the batch
+        // has arrived (or after ten seconds, saying so): with two places, a
+        // batch that waited for its oldest answer would send no third.
+        const BATCH: usize = 6;
+        let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let app = axum::Router::new().route(
+            "/item/{n}",
+            axum::routing::get({
+                let arrived = arrived.clone();
+                move |axum::extract::Path(n): axum::extract::Path<usize>| async move {
+                    use std::sync::atomic::Ordering;
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    if n != 0 {
+                        return n.to_string();
+                    }
+                    for _ in 0..1000 {
+                        if arrived.load(Ordering::SeqCst) == BATCH {
+                            return "0 after the others".to_string();
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    "0 alone".to_string()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let url = url::Url::parse(&format!("http://{addr}/")).unwrap();
+        let policy = HostPolicy::for_urls(
+            &[&url],
+            &["127.0.0.1".to_string()],
+            AddressRule::new(vec!["127.0.0.0/8".parse().unwrap()]),
+        );
+        let outbound = Outbound::new(
+            policy,
+            None,
+            Duration::from_secs(30),
+            1 << 20,
+            Duration::ZERO,
+        )
+        .with_concurrency(2);
+        let answers = outbound
+            .send_all(
+                &CallScope::default(),
+                (0..BATCH).map(|n| get(&url, n)).collect(),
+            )
+            .await;
+        let bodies: Vec<String> = answers
+            .into_iter()
+            .map(|a| String::from_utf8(a.unwrap().body).unwrap())
+            .collect();
+        assert_eq!(
+            bodies,
+            ["0 after the others", "1", "2", "3", "4", "5"],
+            "answers in the order of the requests, the first held until the others came"
+        );
     }
 }
