@@ -381,7 +381,10 @@ fn text(value: Option<&str>) -> Option<Cow<'_, str>> {
 /// A page's rows made ready for the database: one row per key (the last
 /// one), in key order, the hashes of what the page saw, and the rows
 /// staged as `backend`'s upserts take them. Preparing is CPU work only, so
-/// a sync prepares a page before it waits for its turn to write.
+/// a sync prepares a page before it waits for its turn to write. A clone
+/// is a second copy of every staged value: only a write that may have to
+/// be tried again keeps one.
+#[derive(Clone)]
 pub struct PreparedPage {
     hashes: Vec<u8>,
     items: Vec<items::StagedRows>,
@@ -516,7 +519,7 @@ pub async fn upsert_rows(
         tenant,
         source,
         at,
-        &prepared,
+        prepared,
         ReplaceRule::ChangedContent,
     )
     .await
@@ -526,13 +529,15 @@ pub async fn upsert_rows(
 /// [`ReplaceRule::ChangedContent`], or [`ReplaceRule::NewKeys`] while the
 /// source is expected to hold none of the page's keys (a key it holds then
 /// fails the write as a unique violation, and nothing of the page stays
-/// once the caller drops the transaction).
+/// once the caller drops the transaction). Each chunk of rows is dropped
+/// once written: on SQLite a page's staged values are a good part of a
+/// sync's peak memory.
 pub async fn write_prepared(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
     (run, page): (&str, i64),
-    prepared: &PreparedPage,
+    prepared: PreparedPage,
     rule: ReplaceRule,
 ) -> sqlx::Result<()> {
     let now = now_ms();
@@ -541,12 +546,12 @@ pub async fn write_prepared(
     // Items and records go through the inventory's writers; a page's rows
     // are one per key already (`prepare_rows` keeps the last).
     let statement = items::upsert_sql(backend, rule);
-    for chunk in &prepared.items {
-        items::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
+    for chunk in prepared.items {
+        items::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
     }
     let statement = records::upsert_sql(backend, rule);
-    for chunk in &prepared.records {
-        records::upsert(tx, &statement, (tenant, source), run, chunk, now).await?;
+    for chunk in prepared.records {
+        records::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
     }
     Ok(())
 }

@@ -451,17 +451,19 @@ impl PageWrite {
         let _turn = self.ctx.db().write_turn().await;
         if !self.new_keys.load(Ordering::Relaxed) {
             return Ok(self
-                .attempt(&prepared, ReplaceRule::ChangedContent)
+                .attempt(prepared, ReplaceRule::ChangedContent)
                 .await??);
         }
-        let written = match self.attempt(&prepared, ReplaceRule::NewKeys).await? {
+        // The plain inserts may have to give way to an upsert of the same
+        // page, so they write a copy of it.
+        let written = match self.attempt(prepared.clone(), ReplaceRule::NewKeys).await? {
             // The source holds one of the page's keys after all (a key two
             // pages share, or another writer): the attempt's transaction is
             // gone, and this page and the run's later ones upsert.
             Err(err) if is_unique_violation(&err) => {
                 self.new_keys.store(false, Ordering::Relaxed);
                 tracing::debug!(run = %self.run, page = self.page, "a key of a first sync's page was stored; upserting from here");
-                self.attempt(&prepared, ReplaceRule::ChangedContent).await?
+                self.attempt(prepared, ReplaceRule::ChangedContent).await?
             }
             written => written,
         };
@@ -473,7 +475,7 @@ impl PageWrite {
     /// inner one is the rows' own, which the caller may answer.
     async fn attempt(
         &self,
-        prepared: &storage::PreparedPage,
+        prepared: storage::PreparedPage,
         rule: ReplaceRule,
     ) -> Result<sqlx::Result<()>, JobFailure> {
         let db = self.ctx.db();
