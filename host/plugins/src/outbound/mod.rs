@@ -879,11 +879,24 @@ mod tests {
 
     /// A server on 127.0.0.1 answering every path with `size` bytes.
     async fn serving(size: usize) -> url::Url {
-        let app = axum::Router::new().fallback(move || async move { vec![b'x'; size] });
+        serving_app(axum::Router::new().fallback(move || async move { vec![b'x'; size] })).await
+    }
+
+    /// `app` served on 127.0.0.1, at the returned base URL.
+    async fn serving_app(app: axum::Router) -> url::Url {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         url::Url::parse(&format!("http://{addr}/")).unwrap()
+    }
+
+    /// A policy that lets requests reach `url` on the loopback network.
+    fn loopback_policy(url: &url::Url) -> HostPolicy {
+        HostPolicy::for_urls(
+            &[url],
+            &["127.0.0.1".to_string()],
+            AddressRule::new(vec!["127.0.0.0/8".parse().unwrap()]),
+        )
     }
 
     fn get(url: &url::Url, n: usize) -> wit::HttpRequest {
@@ -898,11 +911,7 @@ mod tests {
     #[tokio::test]
     async fn a_batch_answers_in_order_and_stops_at_the_response_cap() {
         let url = serving(400).await;
-        let policy = HostPolicy::for_urls(
-            &[&url],
-            &["127.0.0.1".to_string()],
-            AddressRule::new(vec!["127.0.0.0/8".parse().unwrap()]),
-        );
+        let policy = loopback_policy(&url);
         // Room for two 400-byte answers and a third that passes the cap.
         let outbound = Outbound::new(policy, None, Duration::from_secs(5), 1000, Duration::ZERO)
             .with_concurrency(1);
@@ -954,17 +963,9 @@ mod tests {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let url = url::Url::parse(&format!("http://{addr}/")).unwrap();
-        let policy = HostPolicy::for_urls(
-            &[&url],
-            &["127.0.0.1".to_string()],
-            AddressRule::new(vec!["127.0.0.0/8".parse().unwrap()]),
-        );
+        let url = serving_app(app).await;
         let outbound = Outbound::new(
-            policy,
+            loopback_policy(&url),
             None,
             Duration::from_secs(30),
             1 << 20,
