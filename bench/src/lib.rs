@@ -166,6 +166,13 @@ pub struct SyncBench {
     pub plugins: std::sync::Arc<cairn_plugins::Plugins>,
     queue: std::sync::Arc<cairn_jobs::Queue>,
     kind: String,
+    /// The job runtime, with the service's default threads and niceness:
+    /// a sync runs there as in the service (on two cores, one thread
+    /// below the request threads' priority).
+    jobs: tokio::runtime::Handle,
+    area: String,
+    /// The area's settings and secrets together, as a run passes them.
+    config: serde_json::Value,
 }
 
 impl SyncBench {
@@ -243,6 +250,16 @@ impl SyncBench {
             plugins: plugins.current(),
             queue,
             kind,
+            jobs: cairn_jobs::runtime::handle(service.job_threads, service.job_niceness),
+            area: area.into(),
+            config: {
+                let mut config = settings.clone();
+                if let (Some(config), Some(secrets)) = (config.as_object_mut(), secrets.as_object())
+                {
+                    config.extend(secrets.clone());
+                }
+                config
+            },
         })
     }
 
@@ -252,10 +269,11 @@ impl SyncBench {
             .enqueue(&self.tenant, &self.kind, &serde_json::json!({}))
             .await?;
         let started = std::time::Instant::now();
+        let queue = self.queue.clone();
         let (job_id, outcome) = self
-            .queue
-            .run_one()
-            .await?
+            .jobs
+            .spawn(async move { queue.run_one().await })
+            .await??
             .ok_or_else(|| anyhow::anyhow!("no sync job to run"))?;
         let secs = started.elapsed().as_secs_f64();
         let error: Option<String> = sqlx::query_scalar("SELECT error FROM jobs WHERE id = $1")
@@ -266,6 +284,36 @@ impl SyncBench {
             Some(error) => anyhow::bail!("the sync failed: {error}"),
             None => Ok((secs, outcome)),
         }
+    }
+
+    /// Seconds the connector takes to fetch every page of its streams one
+    /// after another, as a sync's fetches follow each other (each cursor
+    /// comes with the page before), with nothing mapped or written: the
+    /// floor of a sync of this upstream.
+    pub async fn fetch_alone_secs(&self) -> anyhow::Result<f64> {
+        let connector = self.plugins.area_connectors(&self.area)[0].clone();
+        let started = Instant::now();
+        for stream in &connector.descriptor.streams {
+            let mut cursor: Option<String> = None;
+            loop {
+                let (records, next) = self
+                    .plugins
+                    .fetch(
+                        &connector,
+                        cairn_plugins::CallScope::default(),
+                        &self.config,
+                        stream,
+                        cursor.as_deref(),
+                    )
+                    .await?;
+                drop(records);
+                match next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+        }
+        Ok(started.elapsed().as_secs_f64())
     }
 
     /// `SELECT COUNT(*)` of `table`.

@@ -1,8 +1,10 @@
 //! Syncs a fake rmm (ConnectWise Automate) serving 20,000 computers with 25
 //! applications each through the real pipeline (WASM connector, host HTTP,
-//! upserts with checkpoints); prints rows/s, seconds and the service's peak
-//! memory (the fake runs in a child process of its own), and the per-record
-//! cost of `map` in WASM against the same mapping compiled natively.
+//! upserts with checkpoints) on the job runtime, as the service runs a sync;
+//! prints rows/s, seconds, how long the connector's fetches alone take and
+//! the service's peak memory (the fake runs in a child process of its own),
+//! and the per-record cost of `map` in WASM against the same mapping
+//! compiled natively.
 //! Usage: cairn-bench sync sqlite|postgres [computers]; `BENCH_ONLY=map` skips
 //! the syncs, `BENCH_MAP_ROUNDS` (10) sets how often the map batch runs.
 //! (`cairn-bench sync fake-rmm <computers>` is the child: it prints its URL and
@@ -153,6 +155,13 @@ async fn sync_twice(
          {raw:.1} s, {:.0} rows/s; the sync runs at {:.0} % of that",
         rows / raw,
         rows / secs / (rows / raw) * 100.0
+    );
+
+    let fetch = bench.fetch_alone_secs().await?;
+    println!(
+        "  fetch alone: the connector's pages one after another, nothing mapped or written, \
+         {fetch:.1} s ({:.0} % of the sync's time)",
+        fetch / secs * 100.0
     );
 
     // The same sync again, nothing changed upstream: every row is seen

@@ -524,6 +524,9 @@ struct PendingPage {
     /// meets the stale-sync guard.
     moved: bool,
     write: AbortOnDropHandle<Result<(), JobFailure>>,
+    /// Cancels the write when the page is dropped (a blocking thread's
+    /// work is not stopped by an abort).
+    _cancel: tokio_util::sync::DropGuard,
 }
 
 impl PageWrites {
@@ -535,12 +538,34 @@ impl PageWrites {
         self.pending.is_empty()
     }
 
+    /// Starts a page's write on a thread of its own: a blocking-pool thread
+    /// that drives it to the end, so its statements go out back to back.
+    /// As a task of the job runtime, whose one worker (on two cores) the
+    /// run's own guest calls hold an epoch tick at a time, the write waited
+    /// for that worker between statements and the database sat idle
+    /// (measured: SQLite's first sync 11.0-11.3 s against 8.1-9.7 s off the
+    /// job runtime). Dropping the page cancels its write, as dropping a task
+    /// would: its transaction is rolled back.
     fn start(&mut self, write: PageWrite, stream: String, after: Checkpoint, moved: bool) {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let canceled = cancel.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let write = tokio::task::spawn_blocking(move || {
+            runtime.block_on(async move {
+                tokio::select! {
+                    written = write.write() => written,
+                    () = canceled.cancelled() => {
+                        Err(JobFailure::Failed("the page's write was canceled".into()))
+                    }
+                }
+            })
+        });
         self.pending.push_back(PendingPage {
             stream,
             after,
             moved,
-            write: AbortOnDropHandle::new(tokio::spawn(write.write())),
+            write: AbortOnDropHandle::new(write),
+            _cancel: cancel.drop_guard(),
         });
     }
 

@@ -335,26 +335,50 @@ pub(crate) async fn upsert<const N: usize>(
             let values = rows
                 .values()
                 .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            let mut written = 0;
+            let mut batches = vec![];
             let mut left: &[Option<String>] = &values;
             for (size, statement) in statements {
                 while left.len() >= size * N {
                     let (these, rest) = left.split_at(size * N);
-                    let mut query = sqlx::query(statement)
-                        .bind(tenant.as_str())
-                        .bind(source)
-                        .bind(stamp)
-                        .bind(now);
-                    for value in these {
-                        query = query.bind(value.as_deref());
-                    }
-                    written += query.execute(&mut **tx).await?.rows_affected();
+                    batches.push((statement.as_str(), these));
                     left = rest;
                 }
+            }
+            let head = (tenant.as_str(), source, stamp, now);
+            let bind = |(statement, these)| bound(statement, head, these);
+            let mut batches = batches.into_iter();
+            let mut next = batches.next().map(bind);
+            let mut written = 0;
+            while let Some(query) = next.take() {
+                // The next statement's values are bound while this one
+                // runs on SQLite's thread, which would otherwise wait for
+                // them: thousands of values, each copied on its way.
+                let (done, following) =
+                    futures::join!(query.execute(&mut **tx), async { batches.next().map(bind) });
+                written += done?.rows_affected();
+                next = following;
             }
             Ok(written)
         }
     }
+}
+
+/// A SQLite upsert `statement` with its values bound: tenant, source,
+/// stamp and now, then the rows'.
+fn bound<'q>(
+    statement: &'q str,
+    (tenant, source, stamp, now): (&'q str, &'q str, &'q str, i64),
+    rows: &'q [Option<String>],
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    let mut query = sqlx::query(statement)
+        .bind(tenant)
+        .bind(source)
+        .bind(stamp)
+        .bind(now);
+    for value in rows {
+        query = query.bind(value.as_deref());
+    }
+    query
 }
 
 /// After an upload swapped in: deletes the source's rows it did not stamp,
