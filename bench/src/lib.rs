@@ -171,8 +171,7 @@ pub struct SyncBench {
     /// below the request threads' priority).
     jobs: tokio::runtime::Handle,
     area: String,
-    /// The area's settings and secrets together, as a run passes them.
-    config: serde_json::Value,
+    secrets: cairn_core::secrets::SecretBox,
 }
 
 impl SyncBench {
@@ -231,7 +230,7 @@ impl SyncBench {
             &kind,
             SyncHandler {
                 plugins: plugins.clone(),
-                secrets: secret_box,
+                secrets: secret_box.clone(),
                 area: area.into(),
                 caps: SyncCaps::from_settings(&service),
                 mode: cairn_integrations::sync::RunMode::Sync,
@@ -252,14 +251,7 @@ impl SyncBench {
             kind,
             jobs: cairn_jobs::runtime::handle(service.job_threads, service.job_niceness),
             area: area.into(),
-            config: {
-                let mut config = settings.clone();
-                if let (Some(config), Some(secrets)) = (config.as_object_mut(), secrets.as_object())
-                {
-                    config.extend(secrets.clone());
-                }
-                config
-            },
+            secrets: secret_box,
         })
     }
 
@@ -292,6 +284,12 @@ impl SyncBench {
     /// floor of a sync of this upstream.
     pub async fn fetch_alone_secs(&self) -> anyhow::Result<f64> {
         let connector = self.plugins.area_connectors(&self.area)[0].clone();
+        // The stored config, secrets included, as a run reads it.
+        let config =
+            cairn_integrations::storage::config(&self.db, &self.secrets, &self.tenant, &self.area)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("the area is not configured"))?
+                .full();
         let started = Instant::now();
         for stream in &connector.descriptor.streams {
             let mut cursor: Option<String> = None;
@@ -301,7 +299,7 @@ impl SyncBench {
                     .fetch(
                         &connector,
                         cairn_plugins::CallScope::default(),
-                        &self.config,
+                        &config,
                         stream,
                         cursor.as_deref(),
                     )

@@ -442,12 +442,11 @@ struct PageWrite {
 impl PageWrite {
     async fn write(mut self) -> Result<(), JobFailure> {
         // Prepared before the page waits for its turn, so on SQLite it
-        // overlaps the page being written.
+        // overlaps the page being written. CPU work in place: a write runs
+        // on a blocking-pool thread of its own (`PageWrites::start`).
         let rows = std::mem::take(&mut self.rows);
-        let backend = self.ctx.db().backend;
-        let prepared = tokio::task::spawn_blocking(move || storage::prepare_rows(backend, &rows))
-            .await
-            .map_err(|e| JobFailure::Failed(format!("preparing a page stopped: {e}")))?;
+        let prepared = storage::prepare_rows(self.ctx.db().backend, &rows);
+        drop(rows);
         let _turn = self.ctx.db().write_turn().await;
         if !self.new_keys.load(Ordering::Relaxed) {
             return Ok(self
