@@ -381,9 +381,9 @@ fn text(value: Option<&str>) -> Option<Cow<'_, str>> {
 /// A page's rows made ready for the database: one row per key (the last
 /// one), in key order, the hashes of what the page saw, and the rows
 /// staged as `backend`'s upserts take them. Preparing is CPU work only, so
-/// a sync prepares a page before it waits for its turn to write. A clone
-/// is a second copy of every staged value: only a write that may have to
-/// be tried again keeps one.
+/// a sync prepares a page before it waits for its turn to write. A write
+/// that may have to be tried again borrows it (`write_prepared`); `Clone`
+/// is there for `Cow` and would copy every staged value.
 #[derive(Clone)]
 pub struct PreparedPage {
     hashes: Vec<u8>,
@@ -440,7 +440,7 @@ pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
     let items = items
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            let mut staged = items::StagedRows::new(backend);
+            let mut staged = items::StagedRows::with_capacity(backend, chunk.len());
             for (key, item) in chunk {
                 let os = DeviceOs::of(
                     item.os_platform.as_deref(),
@@ -473,7 +473,7 @@ pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
     let records = records
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            let mut staged = records::StagedRows::new(backend);
+            let mut staged = records::StagedRows::with_capacity(backend, chunk.len());
             for record in chunk {
                 let group_ids =
                     serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into());
@@ -519,7 +519,7 @@ pub async fn upsert_rows(
         tenant,
         source,
         at,
-        prepared,
+        Cow::Owned(prepared),
         ReplaceRule::ChangedContent,
     )
     .await
@@ -529,15 +529,16 @@ pub async fn upsert_rows(
 /// [`ReplaceRule::ChangedContent`], or [`ReplaceRule::NewKeys`] while the
 /// source is expected to hold none of the page's keys (a key it holds then
 /// fails the write as a unique violation, and nothing of the page stays
-/// once the caller drops the transaction). Each chunk of rows is dropped
-/// once written: on SQLite a page's staged values are a good part of a
-/// sync's peak memory.
+/// once the caller drops the transaction). A page handed over owned has
+/// each chunk of rows dropped once written (on SQLite a page's staged
+/// values are a good part of a sync's peak memory); a borrowed one is
+/// kept whole for a write that may have to be tried again.
 pub async fn write_prepared(
     tx: &mut Transaction<'_, Any>,
     tenant: &TenantId,
     source: &str,
     (run, page): (&str, i64),
-    prepared: PreparedPage,
+    prepared: Cow<'_, PreparedPage>,
     rule: ReplaceRule,
 ) -> sqlx::Result<()> {
     let now = now_ms();
@@ -545,13 +546,28 @@ pub async fn write_prepared(
     let backend = cairn_core::db::backend_of(tx);
     // Items and records go through the inventory's writers; a page's rows
     // are one per key already (`prepare_rows` keeps the last).
-    let statement = items::upsert_sql(backend, rule);
-    for chunk in prepared.items {
-        items::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
-    }
-    let statement = records::upsert_sql(backend, rule);
-    for chunk in prepared.records {
-        records::upsert(tx, &statement, (tenant, source), run, &chunk, now).await?;
+    let (items_sql, records_sql) = (
+        items::upsert_sql(backend, rule),
+        records::upsert_sql(backend, rule),
+    );
+    let to = (tenant, source);
+    match prepared {
+        Cow::Owned(page) => {
+            for chunk in page.items {
+                items::upsert(tx, &items_sql, to, run, &chunk, now).await?;
+            }
+            for chunk in page.records {
+                records::upsert(tx, &records_sql, to, run, &chunk, now).await?;
+            }
+        }
+        Cow::Borrowed(page) => {
+            for chunk in &page.items {
+                items::upsert(tx, &items_sql, to, run, chunk, now).await?;
+            }
+            for chunk in &page.records {
+                records::upsert(tx, &records_sql, to, run, chunk, now).await?;
+            }
+        }
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! with the user's parameters merged into the config; it prunes nothing,
 //! and a sync's prune keeps the pull's collections.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -310,7 +311,10 @@ impl JobHandler for SyncHandler {
                 .map_records(&connector, scope.clone(), stream, &records)
                 .await
                 .map_err(failure)?;
-            let mut rows: Vec<MappedRow> = Vec::with_capacity(mapped.len());
+            // A record maps to many rows (a computer and its software):
+            // room for all of them at once, not grown by doubling.
+            let mapped_rows = mapped.iter().map(|r| r.as_ref().map_or(0, Vec::len)).sum();
+            let mut rows: Vec<MappedRow> = Vec::with_capacity(mapped_rows);
             for (index, result) in mapped.into_iter().enumerate() {
                 match result.and_then(|mapped| conform(&connector.descriptor, mapped)) {
                     Ok(mut mapped_rows) => rows.append(&mut mapped_rows),
@@ -450,19 +454,23 @@ impl PageWrite {
         let _turn = self.ctx.db().write_turn().await;
         if !self.new_keys.load(Ordering::Relaxed) {
             return Ok(self
-                .attempt(prepared, ReplaceRule::ChangedContent)
+                .attempt(Cow::Owned(prepared), ReplaceRule::ChangedContent)
                 .await??);
         }
         // The plain inserts may have to give way to an upsert of the same
-        // page, so they write a copy of it.
-        let written = match self.attempt(prepared.clone(), ReplaceRule::NewKeys).await? {
+        // page, so they write it by reference and keep it.
+        let written = match self
+            .attempt(Cow::Borrowed(&prepared), ReplaceRule::NewKeys)
+            .await?
+        {
             // The source holds one of the page's keys after all (a key two
             // pages share, or another writer): the attempt's transaction is
             // gone, and this page and the run's later ones upsert.
             Err(err) if is_unique_violation(&err) => {
                 self.new_keys.store(false, Ordering::Relaxed);
                 tracing::debug!(run = %self.run, page = self.page, "a key of a first sync's page was stored; upserting from here");
-                self.attempt(prepared, ReplaceRule::ChangedContent).await?
+                self.attempt(Cow::Owned(prepared), ReplaceRule::ChangedContent)
+                    .await?
             }
             written => written,
         };
@@ -474,7 +482,7 @@ impl PageWrite {
     /// inner one is the rows' own, which the caller may answer.
     async fn attempt(
         &self,
-        prepared: storage::PreparedPage,
+        prepared: Cow<'_, storage::PreparedPage>,
         rule: ReplaceRule,
     ) -> Result<sqlx::Result<()>, JobFailure> {
         let db = self.ctx.db();
