@@ -202,26 +202,7 @@ impl JobContext {
         detail: &str,
     ) -> Result<(), LeaseLost> {
         self.check_running()?;
-        let total = total.max(done);
-        let phase_started = {
-            let mut last = self
-                .inner
-                .last_progress
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if last.phase != phase {
-                last.phase = phase.to_string();
-                last.phase_started_ms = now_ms();
-            }
-            last.done = done;
-            last.total = total;
-            last.unit = unit.to_string();
-            last.phase_started_ms
-        };
-        let progress = json!({
-            "phase": phase, "done": done, "total": total, "unit": unit, "detail": detail,
-            "phase_started_at": phase_started,
-        });
+        let progress = self.progress_json(phase, done, total, unit, detail);
         match storage::set_progress(
             &self.inner.db,
             &self.inner.fence,
@@ -244,6 +225,60 @@ impl JobContext {
                 Ok(())
             }
         }
+    }
+
+    /// [`JobContext::progress`] inside `tx`, with the work it reports: a
+    /// writer that holds the database's one write turn (SQLite) records
+    /// its progress without queueing for another. On `Err` roll back.
+    pub async fn progress_in(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        (phase, done, total, unit): (&str, i64, i64, &str),
+        detail: &str,
+    ) -> Result<(), super::JobFailure> {
+        self.check_running()?;
+        let progress = self.progress_json(phase, done, total, unit, detail);
+        let db = &self.inner.db;
+        if storage::set_progress_in(
+            tx,
+            db.backend,
+            &self.inner.fence,
+            &progress,
+            self.inner.lease_ms,
+        )
+        .await?
+        {
+            self.inner
+                .last_progress_ms
+                .store(now_ms(), Ordering::Relaxed);
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
+    /// The progress document, kept as the last reported.
+    fn progress_json(&self, phase: &str, done: i64, total: i64, unit: &str, detail: &str) -> Value {
+        let total = total.max(done);
+        let phase_started = {
+            let mut last = self
+                .inner
+                .last_progress
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if last.phase != phase {
+                last.phase = phase.to_string();
+                last.phase_started_ms = now_ms();
+            }
+            last.done = done;
+            last.total = total;
+            last.unit = unit.to_string();
+            last.phase_started_ms
+        };
+        json!({
+            "phase": phase, "done": done, "total": total, "unit": unit, "detail": detail,
+            "phase_started_at": phase_started,
+        })
     }
 
     /// Saves a checkpoint inside `tx`, which should also hold the batch of

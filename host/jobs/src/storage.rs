@@ -416,6 +416,29 @@ pub async fn set_progress(
     Ok(result.rows_affected() == 1)
 }
 
+/// [`set_progress`] inside the caller's transaction.
+pub async fn set_progress_in(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    fence: &Fence,
+    progress: &Value,
+    lease_ms: i64,
+) -> sqlx::Result<bool> {
+    let statement = format!(
+        "UPDATE jobs SET progress = $4, heartbeat_at = {now}, lease_until = {now} + $5 WHERE {FENCE}",
+        now = now_sql(backend)
+    );
+    let result = sqlx::query(&statement)
+        .bind(&fence.job_id)
+        .bind(&fence.worker_id)
+        .bind(fence.attempts)
+        .bind(progress.to_string())
+        .bind(lease_ms)
+        .execute(&mut **tx)
+        .await?;
+    Ok(result.rows_affected() == 1)
+}
+
 /// Writes the checkpoint inside the caller's transaction, so the batch it
 /// describes commits with it or not at all. False when the lease is lost; the
 /// caller must then roll back.
