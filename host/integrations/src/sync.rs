@@ -452,8 +452,8 @@ struct PageWrite {
 /// transaction also saves the run's checkpoint and progress after it.
 /// Saved on their own, they queued for the one write turn behind the
 /// pages written meanwhile, and the run waited there instead of mapping
-/// and preparing the next page: the writer sat idle about a third of a
-/// first sync.
+/// and preparing the next page (measured: a first sync 4.6-4.8 s against
+/// 4.8-5.0 s).
 struct InOrder {
     /// Resolves once the page before is committed (`None`: the run's first
     /// page); an error if it was not, and then this page writes nothing,
@@ -477,8 +477,7 @@ impl PageWrite {
         let rows = std::mem::take(&mut self.rows);
         let prepared = storage::prepare_rows(self.ctx.db().backend, &rows);
         drop(rows);
-        let in_order = self.in_order.as_mut();
-        if let Some(previous) = in_order.and_then(|order| order.previous.take()) {
+        if let Some(previous) = self.in_order.as_mut().and_then(|o| o.previous.take()) {
             previous.await.map_err(|_| {
                 JobFailure::Failed("an earlier page of this run was not written".into())
             })?;

@@ -77,8 +77,8 @@ const SQLITE_ROWS_PER_STATEMENT: [usize; 4] = [500, 50, 5, 1];
 pub struct StagedRows<const N: usize> {
     rows: usize,
     form: Staged,
-    /// Rows the caller said are coming: the JSON form reserves for them
-    /// once it has seen the first row's size.
+    /// Rows the caller said are coming: either form reserves text for
+    /// them once it has seen the first row's size.
     expected: usize,
 }
 
@@ -92,8 +92,8 @@ enum Staged {
 }
 
 /// Values, one after another, their texts end to end in one string: a
-/// chunk of rows is two allocations, not one per value (a sync's first
-/// page on SQLite stages 75,000 values).
+/// chunk of rows is two allocations, not one per value (a chunk of 5,000
+/// inventory rows holds 75,000 values).
 #[derive(Debug, Clone, Default)]
 struct Values {
     text: String,
