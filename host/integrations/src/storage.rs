@@ -551,23 +551,23 @@ pub async fn write_prepared(
         records::upsert_sql(backend, rule),
     );
     let to = (tenant, source);
-    match prepared {
-        Cow::Owned(page) => {
-            for chunk in page.items {
-                items::upsert(tx, &items_sql, to, run, &chunk, now).await?;
-            }
-            for chunk in page.records {
-                records::upsert(tx, &records_sql, to, run, &chunk, now).await?;
-            }
-        }
-        Cow::Borrowed(page) => {
-            for chunk in &page.items {
-                items::upsert(tx, &items_sql, to, run, chunk, now).await?;
-            }
-            for chunk in &page.records {
-                records::upsert(tx, &records_sql, to, run, chunk, now).await?;
-            }
-        }
+    // Chunks by value when the page is owned, so each is dropped once
+    // written; by reference when it is only borrowed.
+    let (item_chunks, record_chunks): (Vec<Cow<'_, _>>, Vec<Cow<'_, _>>) = match prepared {
+        Cow::Owned(page) => (
+            page.items.into_iter().map(Cow::Owned).collect(),
+            page.records.into_iter().map(Cow::Owned).collect(),
+        ),
+        Cow::Borrowed(page) => (
+            page.items.iter().map(Cow::Borrowed).collect(),
+            page.records.iter().map(Cow::Borrowed).collect(),
+        ),
+    };
+    for chunk in item_chunks {
+        items::upsert(tx, &items_sql, to, run, &chunk, now).await?;
+    }
+    for chunk in record_chunks {
+        records::upsert(tx, &records_sql, to, run, &chunk, now).await?;
     }
     Ok(())
 }

@@ -238,16 +238,25 @@ impl JobContext {
     ) -> Result<(), super::JobFailure> {
         self.check_running()?;
         let progress = self.progress_json(phase, done, total, unit, detail);
-        let db = &self.inner.db;
-        if storage::set_progress_in(
-            tx,
-            db.backend,
+        let (backend, fence, lease_ms) = self.fenced();
+        let held = storage::set_progress_in(tx, backend, fence, &progress, lease_ms).await?;
+        self.kept_lease(held)
+    }
+
+    /// What a fenced write of the run's own state needs: the engine, the
+    /// fence and the lease to extend.
+    fn fenced(&self) -> (cairn_core::db::Backend, &Fence, i64) {
+        (
+            self.inner.db.backend,
             &self.inner.fence,
-            &progress,
             self.inner.lease_ms,
         )
-        .await?
-        {
+    }
+
+    /// After a fenced write of the run's own state: whether it still held
+    /// the job (the write then counts as a heartbeat).
+    fn kept_lease(&self, held: bool) -> Result<(), super::JobFailure> {
+        if held {
             self.inner
                 .last_progress_ms
                 .store(now_ms(), Ordering::Relaxed);
@@ -289,23 +298,9 @@ impl JobContext {
         checkpoint: &Value,
     ) -> Result<(), super::JobFailure> {
         self.check_running()?;
-        let db = &self.inner.db;
-        if storage::set_checkpoint(
-            tx,
-            db.backend,
-            &self.inner.fence,
-            checkpoint,
-            self.inner.lease_ms,
-        )
-        .await?
-        {
-            self.inner
-                .last_progress_ms
-                .store(now_ms(), Ordering::Relaxed);
-            Ok(())
-        } else {
-            Err(self.lost().into())
-        }
+        let (backend, fence, lease_ms) = self.fenced();
+        let held = storage::set_checkpoint(tx, backend, fence, checkpoint, lease_ms).await?;
+        self.kept_lease(held)
     }
 
     /// Fails unless this run still holds the job as `tx` sees it: for

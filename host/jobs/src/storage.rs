@@ -424,19 +424,7 @@ pub async fn set_progress_in(
     progress: &Value,
     lease_ms: i64,
 ) -> sqlx::Result<bool> {
-    let statement = format!(
-        "UPDATE jobs SET progress = $4, heartbeat_at = {now}, lease_until = {now} + $5 WHERE {FENCE}",
-        now = now_sql(backend)
-    );
-    let result = sqlx::query(&statement)
-        .bind(&fence.job_id)
-        .bind(&fence.worker_id)
-        .bind(fence.attempts)
-        .bind(progress.to_string())
-        .bind(lease_ms)
-        .execute(&mut **tx)
-        .await?;
-    Ok(result.rows_affected() == 1)
+    set_in(tx, backend, fence, ("progress", progress), lease_ms).await
 }
 
 /// Writes the checkpoint inside the caller's transaction, so the batch it
@@ -449,15 +437,28 @@ pub async fn set_checkpoint(
     checkpoint: &Value,
     lease_ms: i64,
 ) -> sqlx::Result<bool> {
+    set_in(tx, backend, fence, ("checkpoint", checkpoint), lease_ms).await
+}
+
+/// Sets one of the run's own columns of its job row (`checkpoint` or
+/// `progress`) and extends the lease, inside `tx`. False when the lease
+/// is lost.
+async fn set_in(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    fence: &Fence,
+    (column, value): (&'static str, &Value),
+    lease_ms: i64,
+) -> sqlx::Result<bool> {
     let statement = format!(
-        "UPDATE jobs SET checkpoint = $4, heartbeat_at = {now}, lease_until = {now} + $5 WHERE {FENCE}",
+        "UPDATE jobs SET {column} = $4, heartbeat_at = {now}, lease_until = {now} + $5 WHERE {FENCE}",
         now = now_sql(backend)
     );
     let result = sqlx::query(&statement)
         .bind(&fence.job_id)
         .bind(&fence.worker_id)
         .bind(fence.attempts)
-        .bind(checkpoint.to_string())
+        .bind(value.to_string())
         .bind(lease_ms)
         .execute(&mut **tx)
         .await?;
