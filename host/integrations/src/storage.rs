@@ -106,7 +106,7 @@ pub async fn config(
     }))
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct ConfigRow {
     connector: Option<String>,
     settings: String,

@@ -41,7 +41,7 @@ pub fn table() -> Table<'static> {
 
 /// Read by name from [`COLUMNS`], or from a packed page's array of them
 /// (see `search::run`), so its fields follow `COLUMNS`' order.
-#[derive(Debug, sqlx::FromRow, serde::Deserialize)]
+#[derive(Debug, sqlx_macros::FromRow, serde::Deserialize)]
 pub struct ApplicationRow {
     id: String,
     name: String,

@@ -310,7 +310,7 @@ pub fn table() -> Table<'static> {
 
 /// One row of the rollup's `assets` table, read by [`COLUMNS`] (by name,
 /// or from a packed page's array of them, so its fields follow `COLUMNS`).
-#[derive(Debug, sqlx::FromRow, serde::Deserialize)]
+#[derive(Debug, sqlx_macros::FromRow, serde::Deserialize)]
 pub struct AssetRow {
     pub asset_key: String,
     pub device_name: String,

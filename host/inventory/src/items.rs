@@ -111,7 +111,7 @@ pub async fn count(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<i64
 }
 
 /// What `source` holds for the tenant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx_macros::FromRow)]
 pub struct SourceCounts {
     pub items: i64,
     /// Distinct device names among them.

@@ -30,7 +30,7 @@ use cairn_core::ids::TenantId;
 pub const PRUNE_BATCH: usize = 5000;
 
 /// A row a prune may delete: its collection (`''` for an item) and key.
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct KindAndKey {
     kind: String,
     row_key: String,

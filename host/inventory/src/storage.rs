@@ -15,7 +15,7 @@ use cairn_core::db::{stored_json, to_rfc3339, Db};
 use cairn_core::ids::TenantId;
 
 /// One inventory row as clients read it.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct ItemView {
     pub source: String,
     pub device_name: Option<String>,
@@ -224,7 +224,7 @@ pub async fn items(
     Ok((with_time(items), total))
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct VendorView {
     pub name: String,
     /// Applications whose dominant vendor this is.
@@ -328,7 +328,7 @@ pub async fn cves_by_rolled_up_name(
     Ok(out)
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct AppName {
     pub name: String,
     pub device_count: i64,

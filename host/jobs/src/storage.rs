@@ -70,7 +70,7 @@ fn sql(db: &Db, template: &str) -> String {
     template.replace("{now}", now_sql(db.backend))
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct JobRow {
     pub id: String,
     pub tenant_id: String,
@@ -377,7 +377,7 @@ pub async fn claim_schedule(
 
 /// Jobs queued and running now, across tenants, by kind and status, with
 /// the creation time of the oldest of each (for the metrics).
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct QueueDepth {
     pub kind: String,
     pub status: String,

@@ -50,7 +50,7 @@ pub async fn create(db: &Db, tenant: &TenantId, name: &str) -> Result<PortalClie
     })
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct ClientRow {
     id: String,
     name: String,

@@ -15,7 +15,7 @@ use cairn_core::uploads::Received;
 use cairn_core::blobs::{Kept, StoreKind};
 
 /// A stored document.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct File {
     pub id: String,

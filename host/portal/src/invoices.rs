@@ -85,7 +85,7 @@ pub struct AdminInvoice {
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct InvoiceRow {
     pub id: String,
     pub client_id: String,

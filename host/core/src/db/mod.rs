@@ -16,6 +16,7 @@
 
 mod batches;
 pub mod changes;
+mod migrations;
 pub mod fence;
 pub mod pacing;
 mod sqlite_extensions;
@@ -30,11 +31,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Executor};
-
-static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../../migrations/sqlite");
-static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../../migrations/postgres");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -287,10 +284,10 @@ impl Db {
 
     /// Applies the migrations of this backend that have not run yet.
     pub async fn migrate(&self) -> Result<(), DbError> {
-        match self.backend {
-            Backend::Sqlite => SQLITE_MIGRATIONS.run(&self.pool).await?,
-            Backend::Postgres => POSTGRES_MIGRATIONS.run(&self.pool).await?,
-        }
+        migrations::migrator(self.backend)
+            .await?
+            .run(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -303,11 +300,7 @@ impl Db {
     /// database an older build left behind, or one a newer build moved on,
     /// both answer on their own terms: only a missing one is behind).
     pub async fn migrations_current(&self) -> sqlx::Result<bool> {
-        let migrator = match self.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        let Some(newest) = migrator.iter().map(|m| m.version).max() else {
+        let Some(newest) = migrations::newest(self.backend) else {
             return Ok(true);
         };
         let applied: i64 =
@@ -365,17 +358,26 @@ pub fn stored_json<T: serde::de::DeserializeOwned>(column: &str, raw: &str) -> s
     })
 }
 
-/// A column of stored JSON read into a row struct: with
-/// `#[sqlx(try_from = "String")]` on the field, text that does not decode
-/// fails the row's read with an error naming the column, as
+/// A column of stored JSON read into a row struct: text that does not
+/// decode fails the row's read with an error naming the column, as
 /// [`stored_json`] does. Reads as the value it holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredJson<T = serde_json::Value>(pub T);
 
-impl<T: serde::de::DeserializeOwned> TryFrom<String> for StoredJson<T> {
-    type Error = serde_json::Error;
-    fn try_from(raw: String) -> Result<Self, Self::Error> {
-        serde_json::from_str(&raw).map(StoredJson)
+impl<T> sqlx::Type<sqlx::Any> for StoredJson<T> {
+    fn type_info() -> sqlx::any::AnyTypeInfo {
+        <str as sqlx::Type<sqlx::Any>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::any::AnyTypeInfo) -> bool {
+        <str as sqlx::Type<sqlx::Any>>::compatible(ty)
+    }
+}
+
+impl<'r, T: serde::de::DeserializeOwned> sqlx::Decode<'r, sqlx::Any> for StoredJson<T> {
+    fn decode(value: sqlx::any::AnyValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let raw = <&str as sqlx::Decode<sqlx::Any>>::decode(value)?;
+        Ok(StoredJson(serde_json::from_str(raw)?))
     }
 }
 
@@ -621,17 +623,30 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
-    #[test]
-    fn a_stored_json_field_decodes_or_refuses_the_text() {
-        let ok = StoredJson::<Vec<String>>::try_from(r#"["a"]"#.to_string()).unwrap();
+    #[derive(Debug, sqlx_macros::FromRow)]
+    struct WithJson {
+        scope: StoredJson<Vec<String>>,
+    }
+
+    #[tokio::test]
+    async fn a_stored_json_field_decodes_or_fails_the_row_naming_its_column() {
+        let db = Db::connect("sqlite::memory:", 1).await.expect("opened");
+        let read = |text: &'static str| {
+            sqlx::query_as::<_, WithJson>("SELECT $1 AS scope")
+                .bind(text)
+                .fetch_one(&db.pool)
+        };
+        let ok = read(r#"["a"]"#).await.expect("decoded").scope;
         assert_eq!(*ok, ["a"]);
         assert_eq!(serde_json::to_string(&ok).unwrap(), r#"["a"]"#);
         for broken in ["", "{", "[1", "{\"a\": 1}"] {
+            let err = read(broken).await.expect_err(broken);
             assert!(
-                StoredJson::<Vec<String>>::try_from(broken.to_string()).is_err(),
-                "{broken:?}"
+                matches!(&err, sqlx::Error::ColumnDecode { index, .. } if index.contains("scope")),
+                "{broken:?}: {err}"
             );
         }
+        db.pool.close().await;
     }
 
     #[test]

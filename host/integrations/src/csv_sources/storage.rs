@@ -19,7 +19,7 @@ pub const SUCCESS: &str = "success";
 pub const ERROR: &str = "error";
 pub const STATUSES: [&str; 4] = [QUEUED, PARSING, SUCCESS, ERROR];
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct UploadRow {
     pub id: String,
     pub tenant_id: String,
@@ -33,17 +33,13 @@ pub struct UploadRow {
     pub job_id: Option<String>,
     pub format: Option<String>,
     pub header_row: Option<i64>,
-    #[sqlx(try_from = "String")]
     pub columns: StoredJson<Vec<String>>,
     pub rows_read: i64,
     pub rows_imported: i64,
     pub rows_rejected: i64,
     pub duplicates: i64,
-    #[sqlx(try_from = "String")]
     pub rejections: StoredJson<Vec<Rejection>>,
-    #[sqlx(try_from = "String")]
     pub sample_rows: StoredJson<Vec<Value>>,
-    #[sqlx(try_from = "String")]
     pub fill_rate: StoredJson,
     pub created_at: i64,
     pub started_at: Option<i64>,

@@ -238,11 +238,10 @@ pub async fn one(db: &Db, tenant: &TenantId, id: &str) -> sqlx::Result<Option<Ad
 }
 
 /// A message waiting to be sent.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct PendingMessage {
     pub advisory_id: String,
     pub email: String,
-    #[sqlx(try_from = "String")]
     pub devices: StoredJson<Vec<String>>,
     pub subject: String,
     pub body: String,

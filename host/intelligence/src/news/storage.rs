@@ -228,7 +228,7 @@ pub async fn record_fetch(
 }
 
 /// The text of an item, for classification.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct ItemToClassify {
     pub id: String,
     pub title: String,

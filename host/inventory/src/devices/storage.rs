@@ -30,7 +30,7 @@ pub async fn asset_where(
     .await
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 struct DeviceGroup {
     device_name: String,
     device_id: Option<String>,
@@ -202,7 +202,7 @@ async fn enrichment_for(
 }
 
 /// What one integration (or CSV source) reported.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct SourceDevices {
     pub source: String,
     /// Distinct device names.

@@ -29,16 +29,13 @@ pub struct FieldFilter {
     pub value: String,
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct StoredRecord {
     pub record_key: String,
     pub device_name: Option<String>,
     pub client_id: Option<String>,
-    #[sqlx(try_from = "String")]
     pub group_ids: StoredJson,
-    #[sqlx(try_from = "String")]
     pub fields: StoredJson,
-    #[sqlx(try_from = "String")]
     pub body: StoredJson,
     pub updated_at: i64,
 }
@@ -357,12 +354,11 @@ pub async fn related_count(
 }
 
 /// A record of some source, for joins across sources.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct SourcedRecord {
     pub source: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    #[sqlx(try_from = "String")]
     pub body: StoredJson,
 }
 
@@ -491,13 +487,12 @@ pub async fn typed_by_key_in_each(
 
 /// A record of some area with its normalized fields, for another area that
 /// derives data from every record of a type.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct TypedRecord {
     pub source: String,
     pub kind: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    #[sqlx(try_from = "String")]
     pub fields: StoredJson,
 }
 
@@ -532,11 +527,10 @@ pub async fn typed_version(db: &Db, tenant: &TenantId, record_type: &str) -> sql
 }
 
 /// A user record and the fields that name them.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct UserRecord {
     pub source: String,
     pub record_key: String,
-    #[sqlx(try_from = "String")]
     pub fields: StoredJson,
 }
 
@@ -574,7 +568,7 @@ pub async fn users_named(
 }
 
 /// One group of an aggregate view.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct Group {
     pub value: String,
     pub records: i64,

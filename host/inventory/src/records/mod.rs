@@ -107,7 +107,7 @@ pub async fn count(db: &Db, tenant: &TenantId, source: &str) -> sqlx::Result<i64
 
 /// How many records `source` holds for the tenant, and for how many
 /// distinct device names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx_macros::FromRow)]
 pub struct RecordCounts {
     pub records: i64,
     pub devices: i64,
@@ -143,13 +143,12 @@ pub async fn counts_by_kind(
 }
 
 /// A record a CSV source wrote.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct SourceRecordView {
     /// `device`, `user`, `finding`, ...
     pub kind: String,
     pub record_key: String,
     pub device_name: Option<String>,
-    #[sqlx(try_from = "String")]
     #[schema(value_type = Object)]
     pub body: StoredJson,
 }

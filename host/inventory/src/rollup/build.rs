@@ -17,7 +17,7 @@ pub const EDR_SOURCE: &str = "edr";
 pub const SCANNER_SOURCE: &str = "scanner";
 
 /// One inventory row as the rebuild reads it.
-#[derive(Debug, Clone, Default, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, sqlx_macros::FromRow)]
 pub struct ItemRow {
     pub source: String,
     pub item_key: String,
@@ -40,7 +40,7 @@ pub struct ItemRow {
 }
 
 /// A device record of an mdm, edr or scanner integration.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct DeviceRecord {
     pub source: String,
     pub record_key: String,

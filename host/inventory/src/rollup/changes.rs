@@ -26,7 +26,7 @@ pub fn group_of(raw: Option<&str>) -> Group {
     clean(raw).map(|name| normalize::netbios_key(Some(&name)))
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct Entry {
     id: i64,
     kind: String,

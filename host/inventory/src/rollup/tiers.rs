@@ -69,7 +69,7 @@ pub fn device_key(name: &str) -> String {
 }
 
 /// A device's tier as set by hand.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 #[schema(as = AssetTierView)]
 pub struct DeviceTier {
     pub device_name: String,
@@ -174,10 +174,9 @@ pub struct TierRule {
 /// Most rules a tenant may hold.
 pub const MAX_RULES: usize = 50;
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 struct RuleRow {
     name: String,
-    #[sqlx(try_from = "String")]
     query: StoredJson<serde_json::Value>,
     tier: String,
     set_by: String,
@@ -247,7 +246,7 @@ pub async fn set_rules(
     reapply_now(db, tenant).await
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 struct AssetTierRow {
     asset_key: String,
     names: String,

@@ -7,7 +7,7 @@ use super::{kept, secret_token, Acting, AuthVia, Caller, Role};
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::{TenantId, UserId};
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct UserRow {
     pub id: String,
     pub tenant_id: String,
@@ -104,7 +104,7 @@ pub async fn session_caller(db: &Db, token: &str) -> sqlx::Result<SessionLookup>
     Ok(found)
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct SessionUser {
     session_id: String,
     acting_tenant_id: Option<String>,
@@ -174,7 +174,7 @@ pub async fn user_with_password(db: &Db, email: &str) -> sqlx::Result<Option<(Us
     Ok(row.map(|r| (r.user, r.password_hash)))
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct UserRowWithHash {
     #[sqlx(flatten)]
     user: UserRow,

@@ -4,7 +4,7 @@ use crate::auth::Role;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct InviteRow {
     pub id: String,
     pub tenant_id: String,
@@ -128,7 +128,7 @@ pub async fn by_token_hash(db: &Db, token_hash: &str) -> sqlx::Result<Option<(In
     Ok(row.map(|r| (r.invite, r.tenant_name)))
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct InviteWithTenant {
     #[sqlx(flatten)]
     invite: InviteRow,

@@ -9,7 +9,7 @@ use cairn_core::db::{json_text_values, now_ms, stored_json, Db};
 use cairn_core::ids::TenantId;
 
 /// A customer tenant as its partner sees it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct CustomerRow {
     pub id: String,
     pub name: String,
@@ -163,7 +163,7 @@ pub async fn remove_customer(db: &Db, partner: &TenantId, id: &str) -> sqlx::Res
 }
 
 /// A group of a partner's customers.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct GroupRow {
     pub id: String,
     pub name: String,
@@ -410,7 +410,7 @@ pub async fn in_groups(
 }
 
 /// One write recorded in the partner's audit trail.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct AuditRow {
     pub id: String,
     pub customer_id: Option<String>,
@@ -490,7 +490,7 @@ pub async fn audit(
 }
 
 /// The partner's name, logo and colours on its reports.
-#[derive(Debug, Clone, Default, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, sqlx_macros::FromRow)]
 pub struct BrandingRow {
     pub display_name: Option<String>,
     /// A PNG as base64.

@@ -5,7 +5,7 @@ use crate::auth::Role;
 use cairn_core::db::{now_ms, Db};
 use cairn_core::ids::TenantId;
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct TenantRow {
     pub id: String,
     pub name: String,

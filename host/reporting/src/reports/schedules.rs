@@ -38,13 +38,12 @@ pub struct ScheduleRequest {
     publish_to_portal_client: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 #[schema(as = ReportSchedule)]
 pub struct ScheduleView {
     pub id: String,
     pub report_type: String,
     pub format: String,
-    #[sqlx(try_from = "String")]
     #[schema(value_type = super::content::Scope)]
     pub scope: cairn_core::db::StoredJson,
     pub every_days: i64,
@@ -56,7 +55,7 @@ pub struct ScheduleView {
     pub next_at: String,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct Due {
     id: String,
     tenant_id: String,

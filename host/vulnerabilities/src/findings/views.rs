@@ -1024,7 +1024,7 @@ pub async fn open_cves_by_application(
 
 /// A device's open findings at a glance: what a device list shows beside
 /// each device, and sorts the riskiest first by.
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx_macros::FromRow)]
 pub struct DeviceExposure {
     pub device_name: String,
     /// Distinct CVEs with an open finding on the device.
@@ -1197,7 +1197,7 @@ pub async fn open_cves_of_applications(
 /// What a remediation SLA needs to know of one finding: when it was first
 /// seen and fixed, and its CVE's severity, publication, KEV listing and
 /// EPSS score.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct DueFacts {
     pub device_name: String,
     pub application_name: String,

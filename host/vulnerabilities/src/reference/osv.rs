@@ -428,7 +428,7 @@ pub async fn write_advisories(db: &Db, advisories: &[Advisory]) -> sqlx::Result<
 }
 
 /// A stored range as read, with its advisory's CVEs.
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct RangeRow {
     advisory_id: String,
     /// The advisory's CVE ids (JSON).

@@ -652,7 +652,7 @@ pub struct StoredRule {
 }
 
 /// Where a rule's runs over one tenant stand.
-#[derive(Debug, Clone, Default, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, sqlx_macros::FromRow)]
 pub struct RunState {
     /// `None` before the first run.
     pub version: Option<i64>,
@@ -663,7 +663,7 @@ pub struct RunState {
     pub digest_period: Option<String>,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct RuleRow {
     id: String,
     tenant_id: String,

@@ -459,7 +459,7 @@ pub async fn log(db: &Db, delivery: &DeliveryRow, at: i64, line: &LogLine) -> sq
 // ---- deliveries -------------------------------------------------------
 
 /// A delivery as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct DeliveryRow {
     pub id: String,
     pub tenant_id: String,
@@ -795,7 +795,7 @@ pub async fn retry(
 // ---- the log ----------------------------------------------------------
 
 /// One line of the log as the API shows it.
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx_macros::FromRow)]
 #[schema(as = AutomationLogLine)]
 pub struct LogRow {
     pub id: String,

@@ -9,7 +9,7 @@ use cairn_core::db::Db;
 use cairn_core::ids::TenantId;
 
 /// A plan as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct PlanRow {
     pub id: String,
     pub tenant_id: String,
@@ -28,7 +28,7 @@ pub struct PlanRow {
 }
 
 /// An item as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct ItemRow {
     pub plan_id: String,
     pub device_name: String,

@@ -13,11 +13,10 @@ use cairn_core::ids::TenantId;
 /// An exception's states as its views show them.
 pub const STATUSES: [&str; 4] = ["pending", "approved", "rejected", "expired"];
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct ExceptionRow {
     pub id: String,
     pub cve_id: String,
-    #[sqlx(try_from = "String")]
     pub devices: StoredJson<Vec<String>>,
     pub reason: String,
     pub compensating_control: Option<String>,

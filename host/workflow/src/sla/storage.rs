@@ -36,14 +36,13 @@ impl Scope {
 }
 
 /// A stored policy and where it applies.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx_macros::FromRow)]
 pub struct PolicyRow {
     pub owner_id: String,
     /// `default`, `group` or `customer`.
     pub scope: String,
     /// The group's or customer's id; empty for a default.
     pub scope_id: String,
-    #[sqlx(try_from = "String")]
     pub rules: StoredJson<Policy>,
     pub updated_by: String,
     pub updated_at: i64,
@@ -144,7 +143,7 @@ pub async fn change_policy(db: &Db, change: &Change<'_>) -> sqlx::Result<()> {
 }
 
 /// One recorded change of a policy.
-#[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, ToSchema, sqlx_macros::FromRow)]
 #[schema(as = SlaPolicyChange)]
 pub struct PolicyChange {
     /// `default`, `group` or `customer`.
@@ -156,10 +155,8 @@ pub struct PolicyChange {
     /// Unix ms.
     pub changed_at: i64,
     /// The policy before; absent when there was none.
-    #[sqlx(try_from = "Option<String>")]
     pub before: OptionalPolicy,
     /// The policy after; absent when it was removed.
-    #[sqlx(try_from = "Option<String>")]
     pub after: OptionalPolicy,
     /// Open findings whose due date moved.
     pub moved: i64,
@@ -171,12 +168,20 @@ pub struct PolicyChange {
 #[serde(transparent)]
 pub struct OptionalPolicy(pub Option<Policy>);
 
-impl TryFrom<Option<String>> for OptionalPolicy {
-    type Error = serde_json::Error;
-    fn try_from(raw: Option<String>) -> Result<Self, Self::Error> {
-        raw.map(|raw| serde_json::from_str(&raw))
-            .transpose()
-            .map(OptionalPolicy)
+impl sqlx::Type<sqlx::Any> for OptionalPolicy {
+    fn type_info() -> sqlx::any::AnyTypeInfo {
+        <StoredJson<Policy> as sqlx::Type<sqlx::Any>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::any::AnyTypeInfo) -> bool {
+        <StoredJson<Policy> as sqlx::Type<sqlx::Any>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, sqlx::Any> for OptionalPolicy {
+    fn decode(value: sqlx::any::AnyValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let stored = <Option<StoredJson<Policy>> as sqlx::Decode<sqlx::Any>>::decode(value)?;
+        Ok(OptionalPolicy(stored.map(|stored| stored.0)))
     }
 }
 

@@ -9,7 +9,7 @@ use cairn_core::ids::TenantId;
 /// take it over.
 const CLAIM_MS: i64 = 120_000;
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, sqlx_macros::FromRow)]
 pub struct VulnTicket {
     pub ticket_id: Option<String>,
     pub summary: String,
