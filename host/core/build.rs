@@ -41,7 +41,10 @@ fn main() {
             .collect();
         files.sort();
         for pair in files.windows(2) {
-            assert_ne!(pair[0].0, pair[1].0, "two {engine} migrations share a version");
+            assert_ne!(
+                pair[0].0, pair[1].0,
+                "two {engine} migrations share a version"
+            );
         }
         writeln!(
             out,

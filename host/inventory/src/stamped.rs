@@ -5,9 +5,12 @@
 //! spelled out, so `tests/table_owners.rs` reads who writes it) and face
 //! the other areas; this module builds and runs the statements.
 
+use std::sync::Arc;
+
 use serde_json::value::RawValue;
 use sqlx::{Any, Transaction};
 
+use cairn_core::db::sqlite_staged::{self, LentRows, STAGED_TABLE};
 use cairn_core::db::{delete_unstamped_in_batches, json_array_rows, Backend, Db};
 use cairn_core::ids::TenantId;
 
@@ -58,21 +61,15 @@ pub(crate) struct StampedTable {
     pub delete_source: &'static str,
 }
 
-/// Rows per SQLite statement, largest first: an array is written in
-/// statements of these sizes, so a connection prepares a handful of
-/// statements and keeps them. 500 rows of 15 values stay far below
-/// SQLite's 32,766 bound parameters.
-const SQLITE_ROWS_PER_STATEMENT: [usize; 4] = [500, 50, 5, 1];
-
 /// Rows of a stamped table staged for one upsert: `N` values a row, each
 /// text or null, in the owning module's layout. They are held in the form
-/// the engine takes best. SQLite gets the values themselves, bound as
-/// parameters of multi-row `VALUES` statements: it unpacks a bound JSON
-/// array through `json_each` and `->>` about twice as slowly as it binds
-/// the same values (measured on 500,000 items: 9.1 s against 5.3 s, with
-/// the table's indexes and triggers). PostgreSQL gets one JSON array per
-/// statement, as before: one round trip for thousands of rows, where
-/// bound values would take one per few hundred.
+/// the engine takes best. SQLite reads the values where they lie, through
+/// `staged_rows` (`cairn_core::db::sqlite_staged`): it unpacks a bound
+/// JSON array through `json_each` and `->>` about twice as slowly as it
+/// binds the same values (measured on 500,000 items: 9.1 s against 5.3 s,
+/// with the table's indexes and triggers), and bound values were copied
+/// three times each on their way. PostgreSQL gets one JSON array per
+/// statement: one round trip for thousands of rows.
 #[derive(Debug, Clone)]
 pub struct StagedRows<const N: usize> {
     rows: usize,
@@ -84,8 +81,9 @@ pub struct StagedRows<const N: usize> {
 
 #[derive(Debug, Clone)]
 enum Staged {
-    /// Every row's values, row after row.
-    Values(Values),
+    /// Every row's values, row after row; shared with the statement that
+    /// reads them.
+    Values(Arc<Values>),
     /// `[row,row,...]`, each row a JSON array: kept whole, so binding it
     /// copies nothing.
     Json(String),
@@ -94,16 +92,19 @@ enum Staged {
 /// Values, one after another, their texts end to end in one string: a
 /// chunk of rows is two allocations, not one per value (a chunk of 5,000
 /// inventory rows holds 75,000 values).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Values {
+    /// Values a row.
+    width: usize,
     text: String,
     /// Each value's byte range in `text`; `None` is null.
     spans: Vec<Option<(usize, usize)>>,
 }
 
 impl Values {
-    fn with_capacity(values: usize) -> Self {
+    fn with_capacity(width: usize, values: usize) -> Self {
         Values {
+            width,
             text: String::new(),
             spans: Vec::with_capacity(values),
         }
@@ -117,15 +118,25 @@ impl Values {
         }));
     }
 
-    fn len(&self) -> usize {
-        self.spans.len()
-    }
-
     /// The values from `first` on, `count` of them.
     fn range(&self, first: usize, count: usize) -> impl Iterator<Item = Option<&str>> {
         self.spans[first..first + count]
             .iter()
             .map(|span| span.map(|(start, end)| &self.text[start..end]))
+    }
+}
+
+impl LentRows for Values {
+    fn rows(&self) -> usize {
+        self.spans.len() / self.width
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
+
+    fn value(&self, row: usize, column: usize) -> Option<&str> {
+        self.spans[row * self.width + column].map(|(start, end)| &self.text[start..end])
     }
 }
 
@@ -150,7 +161,7 @@ impl<const N: usize> StagedRows<N> {
     /// faults, once the allocator hands freed memory straight back).
     pub fn with_capacity(backend: Backend, rows: usize) -> Self {
         let form = match backend {
-            Backend::Sqlite => Staged::Values(Values::with_capacity(rows * N)),
+            Backend::Sqlite => Staged::Values(Arc::new(Values::with_capacity(N, rows * N))),
             Backend::Postgres => Staged::Json(String::new()),
         };
         StagedRows {
@@ -173,6 +184,7 @@ impl<const N: usize> StagedRows<N> {
     pub fn push(&mut self, row: [Option<&str>; N]) {
         match &mut self.form {
             Staged::Values(values) => {
+                let values = Arc::make_mut(values);
                 if self.rows == 0 {
                     // Rows of one table are alike in size: the first
                     // one's text, and a quarter more, for every row coming.
@@ -212,6 +224,7 @@ impl<const N: usize> StagedRows<N> {
         }
         match &mut self.form {
             Staged::Values(staged) => {
+                let staged = Arc::make_mut(staged);
                 for value in values {
                     staged.push(text_of(value)?.as_deref());
                 }
@@ -223,17 +236,17 @@ impl<const N: usize> StagedRows<N> {
     }
 
     /// The rows' values, row after row, whichever form holds them.
-    fn values(&self) -> Result<std::borrow::Cow<'_, Values>, StagedRowError> {
+    fn values(&self) -> Result<Arc<Values>, StagedRowError> {
         match &self.form {
-            Staged::Values(values) => Ok(std::borrow::Cow::Borrowed(values)),
+            Staged::Values(values) => Ok(Arc::clone(values)),
             Staged::Json(_) => {
                 let array = self.json();
                 let rows: Vec<Vec<&RawValue>> = serde_json::from_str(array.as_ref())?;
-                let mut values = Values::with_capacity(rows.len() * N);
+                let mut values = Values::with_capacity(N, rows.len() * N);
                 for value in rows.into_iter().flatten() {
                     values.push(text_of(value)?.as_deref());
                 }
-                Ok(std::borrow::Cow::Owned(values))
+                Ok(Arc::new(values))
             }
         }
     }
@@ -290,12 +303,9 @@ enum UpsertForm {
     /// PostgreSQL: `$1` tenant, `$2` source, `$3` stamp, `$4` the rows as
     /// one JSON array, `$5` now.
     Json(String),
-    /// SQLite: per size of [`SQLITE_ROWS_PER_STATEMENT`], a statement
-    /// binding tenant, source, stamp and now, then that many rows' values.
-    /// Only anonymous `?` parameters: SQLite finds a numbered or named
-    /// parameter's name by a walk of every parameter, which sqlx does for
-    /// each one it binds (seconds per statement of thousands).
-    Values(Vec<(usize, String)>),
+    /// SQLite: one statement binding tenant, source, stamp, now and the
+    /// id the rows are lent under, reading them from `staged_rows`.
+    Lent(String),
 }
 
 /// The upsert of `table`'s rows of `N` values under `rule` on `backend`.
@@ -338,24 +348,13 @@ pub(crate) fn upsert_sql<const N: usize>(
         // what the rule says (under `FirstOfStamp` the stamp leaves the
         // later rows alone), across statements as within one.
         (Backend::Sqlite, _) => {
-            let columns = (1..=N)
-                .map(|i| format!("column{i}"))
+            let columns = (0..N)
+                .map(|i| format!("v{i}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let row = format!("({})", vec!["?"; N].join(", "));
-            UpsertForm::Values(
-                SQLITE_ROWS_PER_STATEMENT
-                    .iter()
-                    .map(|&rows| {
-                        let statement = format!(
-                            "{insert} SELECT ?, ?, {columns}, ?, ? FROM (VALUES {}) \
-                             WHERE true{conflict}",
-                            vec![row.as_str(); rows].join(", ")
-                        );
-                        (rows, statement)
-                    })
-                    .collect(),
-            )
+            UpsertForm::Lent(format!(
+                "{insert} SELECT ?, ?, {columns}, ?, ? FROM {STAGED_TABLE}(?) WHERE true{conflict}"
+            ))
         }
         // One array may repeat a key: PostgreSQL keeps its first row, since
         // one statement may not update a row twice there.
@@ -401,53 +400,22 @@ pub(crate) async fn upsert<const N: usize>(
                 .await?
                 .rows_affected())
         }
-        UpsertForm::Values(statements) => {
+        UpsertForm::Lent(statement) => {
             let values = rows
                 .values()
                 .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            let mut batches = vec![];
-            let mut first = 0;
-            for (size, statement) in statements {
-                while values.len() - first >= size * N {
-                    batches.push((statement.as_str(), values.range(first, size * N)));
-                    first += size * N;
-                }
-            }
-            let head = (tenant.as_str(), source, stamp, now);
-            let bind = |(statement, these)| bound(statement, head, these);
-            let mut batches = batches.into_iter();
-            let mut next = batches.next().map(bind);
-            let mut written = 0;
-            while let Some(query) = next.take() {
-                // The next statement's values are bound while this one
-                // runs on SQLite's thread, which would otherwise wait for
-                // them: thousands of values, each copied on its way.
-                let (done, following) =
-                    futures::join!(query.execute(&mut **tx), async { batches.next().map(bind) });
-                written += done?.rows_affected();
-                next = following;
-            }
-            Ok(written)
+            let lent = sqlite_staged::lend(values);
+            Ok(sqlx::query(statement)
+                .bind(tenant.as_str())
+                .bind(source)
+                .bind(stamp)
+                .bind(now)
+                .bind(lent.id())
+                .execute(&mut **tx)
+                .await?
+                .rows_affected())
         }
     }
-}
-
-/// A SQLite upsert `statement` with its values bound: tenant, source,
-/// stamp and now, then the rows'.
-fn bound<'q>(
-    statement: &'q str,
-    (tenant, source, stamp, now): (&'q str, &'q str, &'q str, i64),
-    rows: impl Iterator<Item = Option<&'q str>>,
-) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
-    let mut query = sqlx::query(statement)
-        .bind(tenant)
-        .bind(source)
-        .bind(stamp)
-        .bind(now);
-    for value in rows {
-        query = query.bind(value);
-    }
-    query
 }
 
 /// After an upload swapped in: deletes the source's rows it did not stamp,

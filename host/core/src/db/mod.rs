@@ -10,17 +10,19 @@
 //! gate `write_turn`), migrations for both engines, timestamp helpers;
 //! `sqlite_extensions.rs` gives every SQLite connection, through SQLite's
 //! auto-extension hook, a Unicode `lower()` (`sqlite_lower.rs`) and the
-//! hooks counting writes to watched tables (`sqlite_writes.rs`);
+//! hooks counting writes to watched tables (`sqlite_writes.rs`) and the
+//! table of rows a writer lends its statements (`sqlite_staged.rs`);
 //! `changes.rs` the stamps of answers kept until their rows are written.
 //! Timestamps are BIGINT Unix ms, ids are UUIDv7 text, JSON is text.
 
 mod batches;
 pub mod changes;
-mod migrations;
 pub mod fence;
+mod migrations;
 pub mod pacing;
 mod sqlite_extensions;
 mod sqlite_lower;
+pub mod sqlite_staged;
 pub mod sqlite_writes;
 
 pub use batches::{delete_unstamped_in_batches, WriteBatches};

@@ -1,6 +1,7 @@
 //! What every SQLite connection this process opens is given when it
-//! opens: the Unicode `lower()` (`sqlite_lower`) and the hooks that count
-//! writes to watched tables (`sqlite_writes`). sqlx's `Any` driver does not
+//! opens: the Unicode `lower()` (`sqlite_lower`), the hooks that count
+//! writes to watched tables (`sqlite_writes`) and the table of rows lent
+//! by this process (`sqlite_staged`). sqlx's `Any` driver does not
 //! expose the raw connection, so they are registered through SQLite's
 //! auto-extension hook, which runs for every connection opened afterwards.
 
@@ -9,7 +10,7 @@ use std::sync::Once;
 
 use libsqlite3_sys as ffi;
 
-use super::{sqlite_lower, sqlite_writes};
+use super::{sqlite_lower, sqlite_staged, sqlite_writes};
 
 /// Registers them for every SQLite connection opened from now on.
 /// Idempotent.
@@ -22,7 +23,7 @@ pub fn install() {
         if status != ffi::SQLITE_OK {
             tracing::error!(
                 status,
-                "registering SQLite's lower() and write hooks failed"
+                "registering SQLite's lower(), write hooks and staged rows failed"
             );
         }
     });
@@ -36,6 +37,10 @@ unsafe extern "C" fn on_open(
     // SAFETY: `db` is the connection SQLite is opening.
     unsafe {
         let status = sqlite_lower::register(db);
+        if status != ffi::SQLITE_OK {
+            return status;
+        }
+        let status = sqlite_staged::register(db);
         if status != ffi::SQLITE_OK {
             return status;
         }
