@@ -14,11 +14,12 @@ use std::{env, fs};
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    // A directory is watched with everything under it: a file added,
+    // changed or removed in either engine's folder rebuilds the table.
     println!("cargo:rerun-if-changed={}", root.display());
     let mut out = String::new();
     for engine in ["sqlite", "postgres"] {
         let dir = root.join(engine);
-        println!("cargo:rerun-if-changed={}", dir.display());
         let mut files: Vec<(i64, String, String)> = fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
             .filter_map(|entry| {

@@ -64,12 +64,12 @@ pub(crate) struct StampedTable {
 /// Rows of a stamped table staged for one upsert: `N` values a row, each
 /// text or null, in the owning module's layout. They are held in the form
 /// the engine takes best. SQLite reads the values where they lie, through
-/// `staged_rows` (`cairn_core::db::sqlite_staged`): it unpacks a bound
-/// JSON array through `json_each` and `->>` about twice as slowly as it
-/// binds the same values (measured on 500,000 items: 9.1 s against 5.3 s,
-/// with the table's indexes and triggers), and bound values were copied
-/// three times each on their way. PostgreSQL gets one JSON array per
-/// statement: one round trip for thousands of rows.
+/// `staged_rows` (`cairn_core::db::sqlite_staged`), one statement a
+/// chunk: bound as parameters, each value was copied three times on its
+/// way, and a bound JSON array unpacked through `json_each` and `->>` was
+/// about twice as slow again (500,000 items: 9.1 s against 5.3 s).
+/// PostgreSQL gets one JSON array per statement: one round trip for
+/// thousands of rows.
 #[derive(Debug, Clone)]
 pub struct StagedRows<const N: usize> {
     rows: usize,
