@@ -122,15 +122,15 @@ async fn sync_twice(
     backend: &str,
     computers: usize,
 ) -> anyhow::Result<()> {
-    let server_cpu = || {
+    let server_cpu_now = || {
         (backend == "postgres")
             .then(cairn_bench::postgres_cpu_seconds)
             .flatten()
     };
-    let (service_before, server_before) = (cairn_bench::cpu_seconds(), server_cpu());
+    let (service_before, server_before) = (cairn_bench::cpu_seconds(), server_cpu_now());
     let (secs, outcome) = bench.run().await?;
     let service_cpu = cairn_bench::cpu_seconds() - service_before;
-    let server_cpu = match (server_before, server_cpu()) {
+    let server_cpu = match (server_before, server_cpu_now()) {
         (Some(before), Some(after)) => format!(", local PostgreSQL server {:.1} s", after - before),
         _ => String::new(),
     };
@@ -148,11 +148,28 @@ async fn sync_twice(
     // What the sync cost in CPU, steadier than seconds on a shared machine
     // (the fake upstream runs in a process of its own and is not counted).
     println!("  CPU: service {service_cpu:.1} s{server_cpu}");
-    let raw = bench.raw_copy_secs("inventory_items").await?
-        + bench.raw_copy_secs("source_records").await?;
+    // Copied twice and the faster kept: the ceiling, not a copy that met
+    // the machine busy.
+    let mut copies = vec![];
+    for _ in 0..2 {
+        let server_before = server_cpu_now();
+        let secs = bench.raw_copy_secs("inventory_items").await?
+            + bench.raw_copy_secs("source_records").await?;
+        let server = match (server_before, server_cpu_now()) {
+            (Some(before), Some(after)) => format!(" (server CPU {:.1} s)", after - before),
+            _ => String::new(),
+        };
+        copies.push((secs, server));
+    }
+    let raw = copies.iter().map(|(secs, _)| *secs).fold(f64::INFINITY, f64::min);
+    let each = copies
+        .iter()
+        .map(|(secs, server)| format!("{secs:.1} s{server}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     println!(
-        "  raw: the engine copies the same rows into tables of the same shape and indexes in \
-         {raw:.1} s, {:.0} rows/s; the sync runs at {:.0} % of that",
+        "  raw: the engine copies the same rows into tables of the same shape and indexes, \
+         twice: {each}; the faster, {:.0} rows/s; the sync runs at {:.0} % of that",
         rows / raw,
         rows / secs / (rows / raw) * 100.0
     );
