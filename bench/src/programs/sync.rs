@@ -161,7 +161,10 @@ async fn sync_twice(
         };
         copies.push((secs, server));
     }
-    let raw = copies.iter().map(|(secs, _)| *secs).fold(f64::INFINITY, f64::min);
+    let raw = copies
+        .iter()
+        .map(|(secs, _)| *secs)
+        .fold(f64::INFINITY, f64::min);
     let each = copies
         .iter()
         .map(|(secs, server)| format!("{secs:.1} s{server}"))
