@@ -330,8 +330,9 @@ impl SyncBench {
     /// Seconds the database engine takes to copy `table`'s rows into a
     /// new table of the same shape and indexes (not its triggers), in one
     /// statement inside one transaction, once earlier writes are on disk:
-    /// no parsing, no round trips, no service. The ceiling of the disk and the engine for those rows,
-    /// beside which a sync's rate is read. The copy is dropped afterwards.
+    /// no parsing, no round trips, no service. The ceiling of the disk and
+    /// the engine for those rows, beside which a sync's rate is read. The
+    /// copy is dropped afterwards.
     pub async fn raw_copy_secs(&self, table: &str) -> anyhow::Result<f64> {
         let copy = format!("raw_{table}");
         let mut ddl = vec![];

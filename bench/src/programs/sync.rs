@@ -127,13 +127,14 @@ async fn sync_twice(
             .then(cairn_bench::postgres_cpu_seconds)
             .flatten()
     };
+    // The local server's CPU seconds since `before`, when it is measured.
+    let server_cpu_since = |before: Option<f64>| Some(server_cpu_now()? - before?);
     let (service_before, server_before) = (cairn_bench::cpu_seconds(), server_cpu_now());
     let (secs, outcome) = bench.run().await?;
     let service_cpu = cairn_bench::cpu_seconds() - service_before;
-    let server_cpu = match (server_before, server_cpu_now()) {
-        (Some(before), Some(after)) => format!(", local PostgreSQL server {:.1} s", after - before),
-        _ => String::new(),
-    };
+    let server_cpu = server_cpu_since(server_before)
+        .map(|spent| format!(", local PostgreSQL server {spent:.1} s"))
+        .unwrap_or_default();
     let items = bench.count("inventory_items").await?;
     let records = bench.count("source_records").await?;
     let rows = (items + records) as f64;
@@ -150,26 +151,18 @@ async fn sync_twice(
     println!("  CPU: service {service_cpu:.1} s{server_cpu}");
     // Copied twice and the faster kept: the ceiling, not a copy that met
     // the machine busy.
-    let mut copies = vec![];
+    let (mut raw, mut each) = (f64::INFINITY, vec![]);
     for _ in 0..2 {
         let server_before = server_cpu_now();
         let secs = bench.raw_copy_secs("inventory_items").await?
             + bench.raw_copy_secs("source_records").await?;
-        let server = match (server_before, server_cpu_now()) {
-            (Some(before), Some(after)) => format!(" (server CPU {:.1} s)", after - before),
-            _ => String::new(),
-        };
-        copies.push((secs, server));
+        let server = server_cpu_since(server_before)
+            .map(|spent| format!(" (server CPU {spent:.1} s)"))
+            .unwrap_or_default();
+        each.push(format!("{secs:.1} s{server}"));
+        raw = raw.min(secs);
     }
-    let raw = copies
-        .iter()
-        .map(|(secs, _)| *secs)
-        .fold(f64::INFINITY, f64::min);
-    let each = copies
-        .iter()
-        .map(|(secs, server)| format!("{secs:.1} s{server}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let each = each.join(", ");
     println!(
         "  raw: the engine copies the same rows into tables of the same shape and indexes, \
          twice: {each}; the faster, {:.0} rows/s; the sync runs at {:.0} % of that",
