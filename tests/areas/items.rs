@@ -13,11 +13,12 @@ backend_tests!(
     each_replace_rule_keeps_the_row_it_documents,
     each_replace_rule_keeps_the_record_it_documents,
     a_long_array_is_written_whole_in_order,
-    new_keys_refuse_a_stored_key_and_write_nothing
+    new_keys_refuse_a_stored_key_and_write_nothing,
+    copy_writes_what_the_insert_writes
 );
 
 /// The two stamped tables, through their owners' functions.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Table {
     Items,
     Records,
@@ -82,6 +83,59 @@ impl Table {
             }
         }?;
         tx.commit().await
+    }
+
+    /// [`Table::try_write`] of new keys with COPY, in a transaction on
+    /// the PostgreSQL driver's own pool (what a first sync's pages use
+    /// there).
+    async fn try_copy(
+        self,
+        test_db: &TestDb,
+        tenant: &TenantId,
+        stamp: &str,
+        rows: &[serde_json::Value],
+        now: i64,
+    ) -> sqlx::Result<()> {
+        let pool = test_db.db.copy.as_ref().expect("PostgreSQL's own pool");
+        let scope = (tenant, "src");
+        let mut tx = pool.begin().await?;
+        match self {
+            Table::Items => {
+                let mut staged = items::StagedRows::for_copy(rows.len());
+                for row in rows {
+                    staged.push_json(&row.to_string()).unwrap();
+                }
+                items::copy_new(&mut tx, scope, stamp, [&staged], now).await
+            }
+            Table::Records => {
+                let mut staged = records::StagedRows::for_copy(rows.len());
+                for row in rows {
+                    staged.push_json(&row.to_string()).unwrap();
+                }
+                records::copy_new(&mut tx, scope, stamp, [&staged], now).await
+            }
+        }?;
+        tx.commit().await
+    }
+
+    /// Every column but the tenant of each of the tenant's rows, as JSON
+    /// text, in key order (PostgreSQL).
+    async fn stored_rows(self, test_db: &TestDb, tenant: &TenantId) -> Vec<String> {
+        let sql = match self {
+            Table::Items => {
+                "SELECT CAST(to_jsonb(t) - 'tenant_id' AS TEXT) FROM inventory_items t \
+                 WHERE tenant_id = $1 ORDER BY item_key"
+            }
+            Table::Records => {
+                "SELECT CAST(to_jsonb(t) - 'tenant_id' AS TEXT) FROM source_records t \
+                 WHERE tenant_id = $1 ORDER BY kind, record_key"
+            }
+        };
+        sqlx::query_scalar(sql)
+            .bind(tenant.as_str())
+            .fetch_all(&test_db.db.pool)
+            .await
+            .unwrap()
     }
 
     /// (version, seen_run, updated_at) of the tenant's row keyed `k`.
@@ -396,6 +450,95 @@ async fn new_keys_refuse_a_stored_key_and_write_nothing(backend: Backend) {
             table.stored(&test_db, &tenant).await,
             ("2.0".to_string(), "run-2".to_string(), 20)
         );
+    }
+    test_db.finish().await;
+}
+
+/// Values COPY's text format reads specially, and others a source may send.
+const AWKWARD: &[Option<&str>] = &[
+    Some("tab\there"),
+    Some("two\nlines"),
+    Some("carriage\rreturn"),
+    Some("back\\slash"),
+    Some("\\."),
+    Some("\\N"),
+    None,
+    Some(""),
+    Some("quote \" and 'apostrophe'"),
+    Some("Zürich, 東京, emoji 🦀"),
+    Some("C:\\Program Files\\7-Zip\\7z.exe"),
+];
+
+/// On PostgreSQL, a first sync's pages go in with COPY: the rows it writes
+/// are, column for column, the rows the insert from a bound array writes,
+/// whatever the values hold; a stored key fails it as a unique violation
+/// and leaves nothing of the page. SQLite has no COPY (and no pool for it).
+async fn copy_writes_what_the_insert_writes(backend: Backend) {
+    let Some(test_db) = TestDb::create(backend).await else {
+        return;
+    };
+    if backend == Backend::Sqlite {
+        assert!(test_db.db.copy.is_none());
+        test_db.finish().await;
+        return;
+    }
+    for table in [Table::Items, Table::Records] {
+        let rows: Vec<serde_json::Value> = AWKWARD
+            .iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let mut row = table.row(&format!("k{i:02}"), value.unwrap_or("none"));
+                let cells = row.as_array_mut().unwrap();
+                // Every column that takes null: an item's but its key and
+                // groups, a record's device and client.
+                let awkward: &[usize] = match table {
+                    Table::Items => &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14],
+                    Table::Records => &[3, 4],
+                };
+                for &i in awkward {
+                    cells[i] = json!(value);
+                }
+                // A sync stages a record's body as its JSON text (an
+                // upload's staging file holds the object, which the
+                // insert on PostgreSQL reads through jsonb; uploads never
+                // take COPY).
+                if table == Table::Records {
+                    cells[7] = json!(cells[7].to_string());
+                }
+                row
+            })
+            .collect();
+        let inserted = test_db.tenant(&format!("inserted-{}", table as u8)).await;
+        table
+            .write(&test_db, &inserted, (NewKeys, "run-1"), &rows, 10)
+            .await;
+        let copied = test_db.tenant(&format!("copied-{}", table as u8)).await;
+        table
+            .try_copy(&test_db, &copied, "run-1", &rows, 10)
+            .await
+            .unwrap();
+        let (by_insert, by_copy) = (
+            table.stored_rows(&test_db, &inserted).await,
+            table.stored_rows(&test_db, &copied).await,
+        );
+        assert_eq!(by_copy.len(), AWKWARD.len());
+        assert_eq!(by_copy, by_insert);
+        // Not the same mistake twice: the values are what was sent.
+        for (stored, value) in by_copy.iter().zip(AWKWARD) {
+            let stored: serde_json::Value = serde_json::from_str(stored).unwrap();
+            assert_eq!(stored["device_name"], json!(value), "{stored}");
+            assert_eq!(stored["seen_run"], json!("run-1"));
+            assert_eq!(stored["updated_at"], json!(10));
+        }
+
+        // A page with a stored key: refused whole.
+        let page = [table.row("a-new-key", "1.0"), table.row("k00", "2.0")];
+        let err = table
+            .try_copy(&test_db, &copied, "run-2", &page, 20)
+            .await
+            .expect_err("a stored key refused");
+        assert!(cairn_core::db::is_unique_violation(&err), "{err}");
+        assert_eq!(table.stored_rows(&test_db, &copied).await, by_copy);
     }
     test_db.finish().await;
 }

@@ -309,6 +309,9 @@ pub async fn configured_areas(
         .await
 }
 
+const HOLD_CONFIG_POSTGRES: &str = "SELECT 1 FROM integration_configs \
+     WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 FOR SHARE";
+
 /// Locks the tenant's config row for the rest of `tx`: true while it is
 /// the config read at `updated_at`. A sync writes each page only under this
 /// lock, so a page can never land after the config was removed (which
@@ -323,10 +326,7 @@ pub async fn hold_config(
     updated_at: i64,
 ) -> sqlx::Result<bool> {
     let statement = match cairn_core::db::backend_of(tx) {
-        Backend::Postgres => {
-            "SELECT 1 FROM integration_configs \
-             WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 FOR SHARE"
-        }
+        Backend::Postgres => HOLD_CONFIG_POSTGRES,
         Backend::Sqlite => {
             "UPDATE integration_configs SET updated_at = updated_at \
              WHERE tenant_id = $1 AND integration = $2 AND updated_at = $3 RETURNING 1"
@@ -337,6 +337,22 @@ pub async fn hold_config(
         .bind(integration)
         .bind(updated_at)
         .fetch_optional(&mut **tx)
+        .await?;
+    Ok(held.is_some())
+}
+
+/// [`hold_config`] inside a transaction on PostgreSQL's own driver.
+pub async fn hold_config_on_postgres(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    integration: &str,
+    updated_at: i64,
+) -> sqlx::Result<bool> {
+    let held = sqlx::query(HOLD_CONFIG_POSTGRES)
+        .bind(tenant.as_str())
+        .bind(integration)
+        .bind(updated_at)
+        .fetch_optional(conn)
         .await?;
     Ok(held.is_some())
 }
@@ -391,8 +407,19 @@ pub struct PreparedPage {
     records: Vec<records::StagedRows>,
 }
 
-/// Prepares `rows` for [`write_prepared`] on `backend`.
-pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
+/// How a prepared page is going to be written, which decides how its rows
+/// are staged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageWriter {
+    /// [`write_prepared`]'s statements on `Backend`.
+    Statements(Backend),
+    /// [`copy_prepared`] on PostgreSQL (a first sync's new keys); a page
+    /// staged so can still be written by [`write_prepared`].
+    Copy,
+}
+
+/// Prepares `rows` for `writer`.
+pub fn prepare_rows(writer: PageWriter, rows: &[MappedRow]) -> PreparedPage {
     let mut items: Vec<(String, &InventoryRow)> = vec![];
     let mut records: Vec<&cairn_plugins::RecordRow> = vec![];
     let mut seen_items = std::collections::HashMap::new();
@@ -440,7 +467,12 @@ pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
     let items = items
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            let mut staged = items::StagedRows::with_capacity(backend, chunk.len());
+            let mut staged = match writer {
+                PageWriter::Statements(backend) => {
+                    items::StagedRows::with_capacity(backend, chunk.len())
+                }
+                PageWriter::Copy => items::StagedRows::for_copy(chunk.len()),
+            };
             for (key, item) in chunk {
                 let os = DeviceOs::of(
                     item.os_platform.as_deref(),
@@ -473,7 +505,12 @@ pub fn prepare_rows(backend: Backend, rows: &[MappedRow]) -> PreparedPage {
     let records = records
         .chunks(UPSERT_CHUNK)
         .map(|chunk| {
-            let mut staged = records::StagedRows::with_capacity(backend, chunk.len());
+            let mut staged = match writer {
+                PageWriter::Statements(backend) => {
+                    records::StagedRows::with_capacity(backend, chunk.len())
+                }
+                PageWriter::Copy => records::StagedRows::for_copy(chunk.len()),
+            };
             for record in chunk {
                 let group_ids =
                     serde_json::to_string(&record.group_ids).unwrap_or_else(|_| "[]".into());
@@ -513,7 +550,7 @@ pub async fn upsert_rows(
     rows: &[MappedRow],
 ) -> sqlx::Result<()> {
     let backend = cairn_core::db::backend_of(tx);
-    let prepared = prepare_rows(backend, rows);
+    let prepared = prepare_rows(PageWriter::Statements(backend), rows);
     write_prepared(
         tx,
         tenant,
@@ -569,6 +606,26 @@ pub async fn write_prepared(
     for chunk in record_chunks {
         records::upsert(tx, &records_sql, to, run, &chunk, now).await?;
     }
+    Ok(())
+}
+
+/// [`write_prepared`] of a first sync's page under
+/// [`ReplaceRule::NewKeys`] with PostgreSQL's COPY, inside the
+/// transaction on `conn` (`Db::copy`): a key the source already holds
+/// fails it as a unique violation, and nothing of the page stays once the
+/// caller drops the transaction.
+pub async fn copy_prepared(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    source: &str,
+    (run, page): (&str, i64),
+    prepared: &PreparedPage,
+) -> sqlx::Result<()> {
+    let now = now_ms();
+    seen::record_page_on_postgres(conn, tenant, source, run, page, &prepared.hashes).await?;
+    let to = (tenant, source);
+    items::copy_new(conn, to, run, &prepared.items, now).await?;
+    records::copy_new(conn, to, run, &prepared.records, now).await?;
     Ok(())
 }
 

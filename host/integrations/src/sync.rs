@@ -475,7 +475,21 @@ impl PageWrite {
         // overlaps the page being written. CPU work in place: a write runs
         // on a blocking-pool thread of its own (`PageWrites::start`).
         let rows = std::mem::take(&mut self.rows);
-        let prepared = storage::prepare_rows(self.ctx.db().backend, &rows);
+        let db = self.ctx.db();
+        // A first sync's page on PostgreSQL goes in with COPY, on a
+        // connection of the PostgreSQL driver (SQLite's pages, which keep
+        // the run's checkpoint in their transaction, never do).
+        let copy = match &db.copy {
+            Some(pool) if self.in_order.is_none() && self.new_keys.load(Ordering::Relaxed) => {
+                Some(pool.clone())
+            }
+            _ => None,
+        };
+        let writer = match copy {
+            Some(_) => storage::PageWriter::Copy,
+            None => storage::PageWriter::Statements(db.backend),
+        };
+        let prepared = storage::prepare_rows(writer, &rows);
         drop(rows);
         if let Some(previous) = self.in_order.as_mut().and_then(|o| o.previous.take()) {
             previous.await.map_err(|_| {
@@ -491,10 +505,14 @@ impl PageWrite {
         }
         // The plain inserts may have to give way to an upsert of the same
         // page, so they write it by reference and keep it.
-        let written = match self
-            .attempt(Cow::Borrowed(&prepared), ReplaceRule::NewKeys)
-            .await?
-        {
+        let attempt = match &copy {
+            Some(pool) => self.attempt_copy(pool, &prepared).await?,
+            None => {
+                self.attempt(Cow::Borrowed(&prepared), ReplaceRule::NewKeys)
+                    .await?
+            }
+        };
+        let written = match attempt {
             // The source holds one of the page's keys after all (a key two
             // pages share, or another writer): the attempt's transaction is
             // gone, and this page and the run's later ones upsert.
@@ -523,11 +541,7 @@ impl PageWrite {
         let tenant = self.ctx.tenant_id();
         let mut tx = db.pool.begin().await?;
         if !storage::hold_config(&mut tx, tenant, &self.area, self.config_updated_at).await? {
-            return Err(JobFailure::Permanent(
-                "the integration's config was removed or replaced during this sync; \
-                 nothing more was written"
-                    .into(),
-            ));
+            return Err(config_replaced());
         }
         self.ctx.check_lease_in(&mut tx).await?;
         let at = (self.run.as_str(), self.page);
@@ -551,6 +565,40 @@ impl PageWrite {
         tx.commit().await?;
         Ok(Ok(()))
     }
+
+    /// [`PageWrite::attempt`] of a page of new keys with COPY, in a
+    /// transaction on `pool` (`Db::copy`): the same checks, the same
+    /// errors. Only for pages that keep no checkpoint in their
+    /// transaction (PostgreSQL's).
+    async fn attempt_copy(
+        &self,
+        pool: &sqlx::PgPool,
+        prepared: &storage::PreparedPage,
+    ) -> Result<sqlx::Result<()>, JobFailure> {
+        let tenant = self.ctx.tenant_id();
+        let mut tx = pool.begin().await?;
+        if !storage::hold_config_on_postgres(&mut tx, tenant, &self.area, self.config_updated_at)
+            .await?
+        {
+            return Err(config_replaced());
+        }
+        self.ctx.check_lease_on_postgres(&mut tx).await?;
+        let at = (self.run.as_str(), self.page);
+        if let Err(err) = storage::copy_prepared(&mut tx, tenant, &self.area, at, prepared).await {
+            return Ok(Err(err));
+        }
+        tx.commit().await?;
+        Ok(Ok(()))
+    }
+}
+
+/// Why a run stops when its config changed under it.
+fn config_replaced() -> JobFailure {
+    JobFailure::Permanent(
+        "the integration's config was removed or replaced during this sync; \
+         nothing more was written"
+            .into(),
+    )
 }
 
 /// Tells the page after this one, if it waits, that this one is in.

@@ -66,6 +66,31 @@ pub fn key_hash(of: KeyOf, kind: &str, key: &str) -> [u8; HASH_BYTES] {
     hash
 }
 
+const RECORD_PAGE: &str = "INSERT INTO sync_seen (tenant_id, source, run, page, hashes) \
+     VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (tenant_id, source, run, page) DO UPDATE SET hashes = excluded.hashes";
+
+/// [`record_page`] inside a page's transaction on PostgreSQL's own driver
+/// (a page written with COPY, `cairn_core::db::Db::copy`).
+pub async fn record_page_on_postgres(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    source: &str,
+    run: &str,
+    page: i64,
+    hashes: &[u8],
+) -> sqlx::Result<()> {
+    sqlx::query(RECORD_PAGE)
+        .bind(tenant.as_str())
+        .bind(source)
+        .bind(run)
+        .bind(page)
+        .bind(hashes)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// Stores what page `page` of `run` saw, inside the page's transaction. A
 /// page written again (a resumed run) replaces its earlier hashes.
 pub async fn record_page(
@@ -76,17 +101,14 @@ pub async fn record_page(
     page: i64,
     hashes: &[u8],
 ) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO sync_seen (tenant_id, source, run, page, hashes) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (tenant_id, source, run, page) DO UPDATE SET hashes = excluded.hashes",
-    )
-    .bind(tenant.as_str())
-    .bind(source)
-    .bind(run)
-    .bind(page)
-    .bind(hashes)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(RECORD_PAGE)
+        .bind(tenant.as_str())
+        .bind(source)
+        .bind(run)
+        .bind(page)
+        .bind(hashes)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

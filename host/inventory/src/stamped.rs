@@ -61,6 +61,17 @@ pub(crate) struct StampedTable {
     pub delete_source: &'static str,
 }
 
+impl StampedTable {
+    /// `COPY name (tenant_id, source, ..., seen_run, updated_at) FROM
+    /// STDIN`: the columns of `insert`, in its order, which `values`
+    /// fills from `$1`, `$2`, the staged values in turn, `$3` and `$5`
+    /// (a test holds each table to that).
+    fn copy_statement(&self) -> String {
+        let target = self.insert.trim_start_matches("INSERT INTO ");
+        format!("COPY {target} FROM STDIN")
+    }
+}
+
 /// Rows of a stamped table staged for one upsert: `N` values a row, each
 /// text or null, in the owning module's layout. They are held in the form
 /// the engine takes best. SQLite reads the values where they lie, through
@@ -167,6 +178,18 @@ impl<const N: usize> StagedRows<N> {
         StagedRows {
             rows: 0,
             form,
+            expected: rows,
+        }
+    }
+
+    /// No rows yet, staged for [`copy_new_keys`] on PostgreSQL: values as
+    /// SQLite takes them, which COPY's text reads without a JSON array's
+    /// escaping. An upsert of them (a first sync's page that met a stored
+    /// key after all) still works: they are turned into the array then.
+    pub fn for_copy(rows: usize) -> Self {
+        StagedRows {
+            rows: 0,
+            form: Staged::Values(Arc::new(Values::with_capacity(N, rows * N))),
             expected: rows,
         }
     }
@@ -416,6 +439,74 @@ pub(crate) async fn upsert<const N: usize>(
                 .rows_affected())
         }
     }
+}
+
+/// Inserts `chunks` of new rows with PostgreSQL's `COPY ... FROM STDIN`,
+/// stamped `stamp`, inside the transaction on `conn`: a first sync's
+/// plain inserts ([`ReplaceRule::NewKeys`]) as one statement, so the
+/// server parses COPY's text instead of unpacking a bound JSON array
+/// value by value (twenty pages of 26,000 items in psql: 3.4-3.6 s
+/// against 4.0-4.3 s). The table's statement triggers fire as for an
+/// insert. A key already stored fails it as a unique violation, and
+/// then the transaction is to be dropped. Returns the rows inserted.
+pub(crate) async fn copy_new_keys<'a, const N: usize>(
+    conn: &mut sqlx::PgConnection,
+    table: &StampedTable,
+    (tenant, source): (&TenantId, &str),
+    stamp: &str,
+    chunks: impl IntoIterator<Item = &'a StagedRows<N>>,
+    now: i64,
+) -> sqlx::Result<u64> {
+    let chunks: Vec<_> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
+    if chunks.is_empty() {
+        return Ok(0);
+    }
+    let now = now.to_string();
+    let mut text = String::new();
+    let mut copy = conn.copy_in_raw(&table.copy_statement()).await?;
+    for chunk in chunks {
+        let values = match chunk.values() {
+            Ok(values) => values,
+            Err(e) => {
+                copy.abort("a staged row is not the table's layout").await?;
+                return Err(sqlx::Error::Decode(Box::new(e)));
+            }
+        };
+        text.clear();
+        for row in 0..values.rows() {
+            copy_field(&mut text, Some(tenant.as_str()), '\t');
+            copy_field(&mut text, Some(source), '\t');
+            for value in values.range(row * N, N) {
+                copy_field(&mut text, value, '\t');
+            }
+            copy_field(&mut text, Some(stamp), '\t');
+            copy_field(&mut text, Some(&now), '\n');
+        }
+        copy.send(text.as_bytes()).await?;
+    }
+    copy.finish().await
+}
+
+/// One value of a COPY text row and the character after it: `\N` for
+/// null, and the four characters COPY's text format reads specially
+/// escaped with a backslash (so a value `\.` is never the end of data).
+fn copy_field(text: &mut String, value: Option<&str>, then: char) {
+    match value {
+        None => text.push_str("\\N"),
+        Some(value) if !value.contains(['\\', '\t', '\n', '\r']) => text.push_str(value),
+        Some(value) => {
+            for c in value.chars() {
+                match c {
+                    '\\' => text.push_str("\\\\"),
+                    '\t' => text.push_str("\\t"),
+                    '\n' => text.push_str("\\n"),
+                    '\r' => text.push_str("\\r"),
+                    c => text.push(c),
+                }
+            }
+        }
+    }
+    text.push(then);
 }
 
 /// After an upload swapped in: deletes the source's rows it did not stamp,

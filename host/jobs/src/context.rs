@@ -321,6 +321,20 @@ impl JobContext {
         }
     }
 
+    /// [`JobContext::check_lease_in`] inside a transaction on PostgreSQL's
+    /// own driver (`Db::copy`, for writes with COPY).
+    pub async fn check_lease_on_postgres(
+        &self,
+        conn: &mut sqlx::PgConnection,
+    ) -> Result<(), super::JobFailure> {
+        self.check_running()?;
+        if storage::fence_holds_on_postgres(conn, &self.inner.fence).await? {
+            Ok(())
+        } else {
+            Err(self.lost().into())
+        }
+    }
+
     /// Holds the job until `tx` ends, for writes a run makes to shared
     /// state outside its checkpoint (an upload's report): a run that lost
     /// its lease writes nothing, and no one takes the job over while `tx`

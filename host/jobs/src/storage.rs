@@ -494,6 +494,20 @@ pub async fn fence_holds(tx: &mut Transaction<'_, Any>, fence: &Fence) -> sqlx::
     Ok(held.is_some())
 }
 
+/// [`fence_holds`] inside a transaction on PostgreSQL's own driver.
+pub async fn fence_holds_on_postgres(
+    conn: &mut sqlx::PgConnection,
+    fence: &Fence,
+) -> sqlx::Result<bool> {
+    let held = sqlx::query(&format!("SELECT 1 FROM jobs WHERE {FENCE}"))
+        .bind(&fence.job_id)
+        .bind(&fence.worker_id)
+        .bind(fence.attempts)
+        .fetch_optional(conn)
+        .await?;
+    Ok(held.is_some())
+}
+
 pub async fn finish_success(db: &Db, fence: &Fence) -> sqlx::Result<bool> {
     let _turn = db.write_turn().await;
     let result = sqlx::query(&sql(

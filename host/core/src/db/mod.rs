@@ -92,6 +92,12 @@ pub struct Db {
     /// checkpoints (with the data they describe) stay on `pool`. On SQLite
     /// it is `pool`.
     pub bookkeeping: AnyPool,
+    /// On PostgreSQL, connections of sqlx's own PostgreSQL driver, for what
+    /// the `Any` driver cannot say: `COPY ... FROM STDIN`, which a first
+    /// sync's pages are written with (no per-row unpacking of a bound JSON
+    /// array on the server). Connected when first used, and let go when
+    /// idle. `None` on SQLite.
+    pub copy: Option<sqlx::PgPool>,
     write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Writers waiting at the gate now (for the metrics).
     write_waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -141,10 +147,15 @@ impl Db {
                 Self::pool(&url, backend, (max_connections / 2).clamp(2, 8)).await?
             }
         };
+        let copy = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(Self::copy_pool(url, (max_connections / 2).clamp(2, 8))?),
+        };
         Ok(Db {
             pool,
             backend,
             bookkeeping,
+            copy,
             write_gate: Default::default(),
             write_waiting: Default::default(),
             requests: Default::default(),
@@ -187,6 +198,19 @@ impl Db {
     /// opened (clones share it).
     pub fn instance(&self) -> u64 {
         self.instance
+    }
+
+    /// The PostgreSQL driver's own pool for [`Db::copy`], connected lazily:
+    /// a process that never writes a first sync opens none of it, and an
+    /// idle connection is closed after a minute.
+    fn copy_pool(url: &str, max_connections: u32) -> Result<sqlx::PgPool, DbError> {
+        let options = sqlx::postgres::PgConnectOptions::from_str(url)?;
+        Ok(sqlx::postgres::PgPoolOptions::new()
+            .max_connections(max_connections)
+            .min_connections(0)
+            .idle_timeout(Duration::from_secs(60))
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_lazy_with(options))
     }
 
     async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
@@ -296,6 +320,9 @@ impl Db {
     pub async fn close(&self) {
         self.pool.close().await;
         self.bookkeeping.close().await;
+        if let Some(copy) = &self.copy {
+            copy.close().await;
+        }
     }
 
     /// Whether the newest migration this build carries is applied (a

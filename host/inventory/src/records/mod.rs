@@ -75,6 +75,21 @@ pub async fn upsert(
     stamped::upsert(tx, statement, scope, stamp, rows, now).await
 }
 
+/// Inserts new records (`chunks` staged in the module's layout, best
+/// with `StagedRows::for_copy`) for `source`, stamped `stamp`, with
+/// PostgreSQL's COPY inside the transaction on `conn`: a first sync's
+/// [`ReplaceRule::NewKeys`] as one statement. A key the source already
+/// holds fails it as a unique violation. Returns the records inserted.
+pub async fn copy_new<'a>(
+    conn: &mut sqlx::PgConnection,
+    scope: (&TenantId, &str),
+    stamp: &str,
+    chunks: impl IntoIterator<Item = &'a StagedRows>,
+    now: i64,
+) -> sqlx::Result<u64> {
+    stamped::copy_new_keys(conn, &RECORDS, scope, stamp, chunks, now).await
+}
+
 /// After an upload swapped in: deletes the source's records it did not
 /// stamp, in batches. Returns the records deleted.
 pub async fn prune_unstamped(

@@ -67,14 +67,34 @@ async fn refresh_gauges(state: &AppState) {
     static SEEN: OnceLock<std::sync::Mutex<HashSet<(String, String)>>> = OnceLock::new();
     process_collector().collect();
     let db = &state.db;
-    for (name, pool) in [("main", &db.pool), ("bookkeeping", &db.bookkeeping)] {
-        let open = pool.size() as f64;
-        let idle = pool.num_idle() as f64;
+    // (name, open, idle, max) of each pool; PostgreSQL's COPY pool is of
+    // another driver's type.
+    let mut pools: Vec<(&str, u32, usize, u32)> =
+        [("main", &db.pool), ("bookkeeping", &db.bookkeeping)]
+            .into_iter()
+            .map(|(name, pool)| {
+                (
+                    name,
+                    pool.size(),
+                    pool.num_idle(),
+                    pool.options().get_max_connections(),
+                )
+            })
+            .collect();
+    if let Some(pool) = &db.copy {
+        pools.push((
+            "copy",
+            pool.size(),
+            pool.num_idle(),
+            pool.options().get_max_connections(),
+        ));
+    }
+    for (name, open, idle, max) in pools {
+        let idle = idle as f64;
         metrics::gauge!(telemetry::DB_CONNECTIONS, "pool" => name, "state" => "in_use")
-            .set(open - idle);
+            .set(open as f64 - idle);
         metrics::gauge!(telemetry::DB_CONNECTIONS, "pool" => name, "state" => "idle").set(idle);
-        metrics::gauge!(telemetry::DB_CONNECTIONS_MAX, "pool" => name)
-            .set(pool.options().get_max_connections() as f64);
+        metrics::gauge!(telemetry::DB_CONNECTIONS_MAX, "pool" => name).set(max as f64);
     }
     metrics::gauge!(telemetry::DB_WRITE_WAITING).set(db.writers_waiting() as f64);
     let depth = match cairn_jobs::storage::depth(db).await {
