@@ -187,11 +187,7 @@ impl<const N: usize> StagedRows<N> {
     /// escaping. An upsert of them (a first sync's page that met a stored
     /// key after all) still works: they are turned into the array then.
     pub fn for_copy(rows: usize) -> Self {
-        StagedRows {
-            rows: 0,
-            form: Staged::Values(Arc::new(Values::with_capacity(N, rows * N))),
-            expected: rows,
-        }
+        Self::with_capacity(Backend::Sqlite, rows)
     }
 
     /// How many rows are staged.
