@@ -175,7 +175,7 @@ impl ScratchDatabase {
 
     pub async fn remove(self) {
         if let Some(pg) = self.postgres {
-            pg.drop().await;
+            pg.remove().await;
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -308,11 +308,15 @@ async fn insert_tenant(db: &cairn_core::db::Db, name: &str) -> cairn_core::ids::
     cairn_core::ids::TenantId(id)
 }
 
-/// A fresh PostgreSQL database for one test.
+/// A fresh PostgreSQL database for one test. One that is not removed
+/// (its test panicked or returned without finishing) is dropped when the
+/// value is: with its connections, which a service left running would keep
+/// open while later tests need the server's connections.
 pub struct PostgresDatabase {
     pub url: String,
     admin: String,
     name: String,
+    removed: bool,
 }
 
 impl PostgresDatabase {
@@ -350,15 +354,41 @@ impl PostgresDatabase {
             url: with_database(&admin, &name),
             admin,
             name,
+            removed: false,
         })
     }
 
-    pub async fn drop(self) {
-        if let Ok(mut conn) = admin_connection(&self.admin).await {
+    /// Drops the database, ending whatever is still connected to it.
+    pub async fn remove(mut self) {
+        Self::drop_database(&self.admin, &self.name).await;
+        self.removed = true;
+    }
+
+    async fn drop_database(admin: &str, name: &str) {
+        if let Ok(mut conn) = admin_connection(admin).await {
             let _ = conn
-                .execute(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name).as_str())
+                .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
                 .await;
         }
+    }
+}
+
+impl Drop for PostgresDatabase {
+    fn drop(&mut self) {
+        if self.removed {
+            return;
+        }
+        // Dropped inside the test's runtime, which cannot be blocked on:
+        // a thread with a runtime of its own drops the database.
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(Self::drop_database(&admin, &name))
+        });
+        let _ = dropped.join();
     }
 }
 
@@ -439,10 +469,14 @@ impl TestApp {
                 let database = PostgresDatabase::create_migrated().await?;
                 settings.database_url = database.url.clone();
                 // Six tests run at once against one server of 100
-                // connections, each service with its job workers and its
-                // sweeps: 16 apiece (the default) left no room; 10 and its
-                // bookkeeping pool's 5 keep six tests under 100.
-                settings.database_max_connections = 10;
+                // connections. A service holds its pool, the bookkeeping
+                // and COPY pools of half as many each, and two listeners:
+                // at 10 that was 22 apiece, and six scanner and search
+                // tests filled the server (a CI run failed 30 tests on
+                // "too many clients"; at 7, 15 apiece, the run peaked at
+                // 89). At 6 it is 14, 84 for six, as the crash tests'
+                // processes keep.
+                settings.database_max_connections = 6;
                 postgres = Some(database);
             }
             Backend::Sqlite => {
@@ -471,7 +505,7 @@ impl TestApp {
     pub async fn finish(self) {
         self.server.stop().await.expect("clean shutdown");
         if let Some(database) = self.postgres {
-            database.drop().await;
+            database.remove().await;
         }
         let _ = std::fs::remove_dir_all(self.data_dir);
     }
