@@ -31,6 +31,7 @@ backend_tests!(
     killed_scanner_sync_resumes_its_export,
     killed_bulk_pull_resumes_from_its_checkpoint,
     terminated_process_hands_jobs_back_in_every_phase,
+    a_starved_run_is_handed_back_at_the_deadline,
     a_paused_parse_writes_nothing_after_its_lease,
     processes_share_files_through_the_object_store,
     rate_limits_hold_across_processes,
@@ -813,6 +814,83 @@ async fn terminated_process_hands_jobs_back_in_every_phase(backend: Backend) {
     assert_eq!(count(&db, applications_sql, &tenant).await, rows as i64 + 3);
 
     server.kill();
+    db.pool.close().await;
+    scratch.remove().await;
+}
+
+/// SIGTERM while a run is stuck inside a transaction that holds its job's
+/// row, its thread blocked as a job thread starved of CPU is: the stop
+/// overruns its deadline, and the process ends its own database session
+/// that holds the row before it hands the job back. The job is queued (no
+/// attempt counted) with its last committed checkpoint when the process
+/// has exited, not left running for a lease of ten minutes. On SQLite the
+/// exit itself rolls the transaction back and the job waits out its lease
+/// (`killed_process_job_resumes_from_its_checkpoint` covers that), so the
+/// test runs on PostgreSQL.
+async fn a_starved_run_is_handed_back_at_the_deadline(backend: Backend) {
+    if backend == Backend::Sqlite {
+        return;
+    }
+    let Some(scratch) = ScratchDatabase::create(backend).await else {
+        return;
+    };
+    let connectors = connectors_dir(&[], &[]);
+    let server = Server::spawn_with(
+        &scratch.url,
+        &scratch.dir,
+        &connectors,
+        "server.log",
+        &[
+            ("CAIRN_SHUTDOWN_GRACE_SECS", "1"),
+            ("CAIRN_JOB_LEASE_SECS", "600"),
+        ],
+    );
+    let db = Db::connect(&scratch.url, 2).await.expect("connect");
+    let (_, tenant) = server.register_owner().await;
+    let job_id = cairn_jobs::enqueue(
+        &db,
+        &TenantId(tenant),
+        batches::KIND,
+        &json!({"batches": 10, "delay_ms": 10, "starve_at": 3}),
+    )
+    .await
+    .unwrap()
+    .job_id;
+    // The starved transaction holds the row: a write to it waits.
+    wait_for(
+        "the run to hold its job's row",
+        Duration::from_secs(60),
+        async || {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' \
+                 AND a.state = 'idle in transaction' AND a.datname = current_database()",
+            )
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+            waiting > 0 && checkpoint_next(&db, &job_id).await == 3
+        },
+    )
+    .await;
+    assert!(server.terminate().await.success(), "a clean exit");
+    let (status, attempts, checkpoint) = job_json(&db, &job_id).await;
+    let log = log_tail(&scratch.dir.join("server.log"));
+    assert_eq!(
+        (status.as_str(), attempts),
+        ("queued", 0),
+        "handed back at the deadline; the server's log ends with:\n{log}"
+    );
+    assert_eq!(
+        checkpoint,
+        json!({"next": 3}),
+        "the starved write is undone"
+    );
+    let whole_log = std::fs::read_to_string(scratch.dir.join("server.log")).unwrap();
+    assert!(
+        whole_log.contains("ended this process's database sessions still open"),
+        "{log}"
+    );
     db.pool.close().await;
     scratch.remove().await;
 }

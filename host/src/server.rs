@@ -194,6 +194,7 @@ impl RunningServer {
         // is writing the releases and closing the pool.
         let deadline = grace * 2 + Duration::from_secs(3);
         let jobs = self.state.jobs.clone();
+        let db = self.state.db.clone();
         match tokio::time::timeout(deadline, self.stop()).await {
             Ok(stopped) => {
                 tracing::info!("stopped");
@@ -206,13 +207,39 @@ impl RunningServer {
                 );
                 // The runs still going are dropped with the process: their
                 // jobs go back to the queue rather than wait out a lease.
-                let handed_back = tokio::time::timeout(RELEASE_TIME, jobs.hand_back_held());
+                // A run starved inside a transaction holds its job's row,
+                // which the hand-back would wait on: its session is ended
+                // first (on PostgreSQL; the exit rolls it back anyway).
+                let handed_back = tokio::time::timeout(RELEASE_TIME, async {
+                    match db.end_other_sessions().await {
+                        Ok(0) => {}
+                        Ok(ended) => tracing::warn!(
+                            ended,
+                            "ended this process's database sessions still open"
+                        ),
+                        Err(err) => {
+                            tracing::warn!(error = %err, "ending this process's database sessions failed")
+                        }
+                    }
+                    jobs.hand_back_held().await
+                });
                 if let Ok(Err(err)) = handed_back.await {
                     tracing::warn!(error = %err, "handing back the running jobs failed");
                 }
                 Ok(())
             }
         }
+    }
+}
+
+/// A server dropped without [`RunningServer::stop`] (its owner panicked or
+/// returned early) still stops: the job workers run on a runtime of their
+/// own that outlives the caller's, and would otherwise go on claiming jobs
+/// and holding database connections for as long as the process lives.
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        self.http.abort();
     }
 }
 

@@ -28,8 +28,17 @@ impl JobHandler for Batches {
             .checkpoint()
             .and_then(|c| c["next"].as_i64())
             .unwrap_or(0);
+        // At this batch the run holds its job's row in a transaction and
+        // blocks its thread for good, as a run on a job thread starved of
+        // CPU would (the shutdown tests' deadline).
+        let starve_at = ctx.args()["starve_at"].as_i64();
         while next < total {
             let mut tx = db.pool.begin().await?;
+            if starve_at == Some(next) {
+                ctx.save_checkpoint_in(&mut tx, &json!({"next": next, "starved": true}))
+                    .await?;
+                std::thread::sleep(Duration::from_secs(3600));
+            }
             sqlx::query(
                 "INSERT INTO test_batches_applied (job_id, batch, attempt) VALUES ($1, $2, $3)",
             )

@@ -80,6 +80,13 @@ fn normalized(url: &str, backend: Backend) -> String {
     }
 }
 
+/// The sessions of one handle on PostgreSQL (see [`Db::end_other_sessions`]).
+struct Sessions {
+    /// The handle's URL, with `application_name` set to `name`.
+    url: String,
+    name: String,
+}
+
 #[derive(Clone)]
 pub struct Db {
     pub pool: AnyPool,
@@ -98,6 +105,11 @@ pub struct Db {
     /// array on the server). Connected when first used, and let go when
     /// idle. `None` on SQLite.
     pub copy: Option<sqlx::PgPool>,
+    /// On PostgreSQL, the `application_name` every connection of this
+    /// handle's pools carries, unique to the handle: what
+    /// [`Db::end_other_sessions`] finds them by. `None` on SQLite, and
+    /// when the URL names an application of its own.
+    sessions: Option<std::sync::Arc<Sessions>>,
     write_gate: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Writers waiting at the gate now (for the metrics).
     write_waiting: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -126,7 +138,16 @@ impl Db {
             return Err(DbError::UnsupportedUrl);
         };
         let url = normalized(url, backend);
-        let url = url.as_str();
+        let sessions = match backend {
+            Backend::Postgres if !url.contains("application_name=") => {
+                let name = format!("cairn-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+                let separator = if url.contains('?') { '&' } else { '?' };
+                let url = format!("{url}{separator}application_name={name}");
+                Some(std::sync::Arc::new(Sessions { url, name }))
+            }
+            _ => None,
+        };
+        let url = sessions.as_ref().map_or(url.as_str(), |s| s.url.as_str());
         let pool = Self::pool(url, backend, max_connections)
             .await
             .map_err(|e| match e {
@@ -156,6 +177,7 @@ impl Db {
             backend,
             bookkeeping,
             copy,
+            sessions,
             write_gate: Default::default(),
             write_waiting: Default::default(),
             requests: Default::default(),
@@ -315,6 +337,37 @@ impl Db {
             .run(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// On PostgreSQL, ends every session of this handle's pools but the
+    /// one asking (on a connection of its own, outside the pools), waiting
+    /// up to a second for each to go; returns how many were ended. A
+    /// process out of time at shutdown calls it before it hands its jobs
+    /// back: a run starved of CPU inside a transaction holds its job's row
+    /// locked, and the hand-back would wait on that lock until the process
+    /// exits, leaving the job running until its lease lapses. The pools
+    /// then test a connection before lending it, and replace an ended one.
+    /// On SQLite, or when the URL names its own `application_name`, it
+    /// ends nothing.
+    pub async fn end_other_sessions(&self) -> Result<u64, DbError> {
+        use sqlx::Connection;
+        let Some(sessions) = &self.sessions else {
+            return Ok(0);
+        };
+        let mut conn = sqlx::PgConnection::connect(&sessions.url).await?;
+        let ended: i64 = sqlx::query_scalar(
+            // Materialized first: no other process's session is ever
+            // passed to pg_terminate_backend, whatever order the planner
+            // would test the conditions in.
+            "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
+             WHERE application_name = $1 AND pid <> pg_backend_pid()) \
+             SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)",
+        )
+        .bind(&sessions.name)
+        .fetch_one(&mut conn)
+        .await?;
+        let _ = conn.close().await;
+        Ok(ended as u64)
     }
 
     pub async fn close(&self) {
