@@ -340,32 +340,45 @@ impl Db {
     }
 
     /// On PostgreSQL, ends every session of this handle's pools but the
-    /// one asking (on a connection of its own, outside the pools), waiting
-    /// up to a second for each to go; returns how many were ended. A
-    /// process out of time at shutdown calls it before it hands its jobs
-    /// back: a run starved of CPU inside a transaction holds its job's row
-    /// locked, and the hand-back would wait on that lock until the process
-    /// exits, leaving the job running until its lease lapses. The pools
-    /// then test a connection before lending it, and replace an ended one.
-    /// On SQLite, or when the URL names its own `application_name`, it
-    /// ends nothing.
+    /// one asking, waiting up to a second for each to go; returns how many
+    /// were ended. A process out of time at shutdown calls it before it
+    /// hands its jobs back: a run starved of CPU inside a transaction holds
+    /// its job's row locked, and the hand-back would wait on that lock
+    /// until the process exits, leaving the job running until its lease
+    /// lapses. It asks on an idle connection of the pools (a server at its
+    /// connection limit refuses a new one), else on a new connection. The
+    /// pools then test a connection before lending it, and replace an
+    /// ended one. On SQLite, or when the URL names its own
+    /// `application_name`, it ends nothing.
     pub async fn end_other_sessions(&self) -> Result<u64, DbError> {
         use sqlx::Connection;
         let Some(sessions) = &self.sessions else {
             return Ok(0);
         };
+        // Materialized first: no other process's session is ever passed to
+        // pg_terminate_backend, whatever order the planner would test the
+        // conditions in.
+        let end = "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
+                   WHERE application_name = $1 AND pid <> pg_backend_pid()) \
+                   SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)";
+        let idle = self
+            .bookkeeping
+            .try_acquire()
+            .or_else(|| self.pool.try_acquire());
+        if let Some(mut conn) = idle {
+            let ended = sqlx::query_scalar::<_, i64>(end)
+                .bind(&sessions.name)
+                .fetch_one(&mut *conn)
+                .await;
+            if let Ok(ended) = ended {
+                return Ok(ended as u64);
+            }
+        }
         let mut conn = sqlx::PgConnection::connect(&sessions.url).await?;
-        let ended: i64 = sqlx::query_scalar(
-            // Materialized first: no other process's session is ever
-            // passed to pg_terminate_backend, whatever order the planner
-            // would test the conditions in.
-            "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
-             WHERE application_name = $1 AND pid <> pg_backend_pid()) \
-             SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)",
-        )
-        .bind(&sessions.name)
-        .fetch_one(&mut conn)
-        .await?;
+        let ended: i64 = sqlx::query_scalar(end)
+            .bind(&sessions.name)
+            .fetch_one(&mut conn)
+            .await?;
         let _ = conn.close().await;
         Ok(ended as u64)
     }
