@@ -80,6 +80,22 @@ fn normalized(url: &str, backend: Backend) -> String {
     }
 }
 
+/// Ends every session named `name` but `conn`'s own; how many it ended.
+async fn end_sessions_named(conn: &mut sqlx::AnyConnection, name: &str) -> sqlx::Result<u64> {
+    // Materialized first: no other process's session is ever passed to
+    // pg_terminate_backend, whatever order the planner would test the
+    // conditions in.
+    let ended: i64 = sqlx::query_scalar(
+        "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
+         WHERE application_name = $1 AND pid <> pg_backend_pid()) \
+         SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)",
+    )
+    .bind(name)
+    .fetch_one(conn)
+    .await?;
+    Ok(ended as u64)
+}
+
 /// The sessions of one handle on PostgreSQL (see [`Db::end_other_sessions`]).
 struct Sessions {
     /// The handle's URL, with `application_name` set to `name`.
@@ -355,32 +371,19 @@ impl Db {
         let Some(sessions) = &self.sessions else {
             return Ok(0);
         };
-        // Materialized first: no other process's session is ever passed to
-        // pg_terminate_backend, whatever order the planner would test the
-        // conditions in.
-        let end = "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
-                   WHERE application_name = $1 AND pid <> pg_backend_pid()) \
-                   SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)";
         let idle = self
             .bookkeeping
             .try_acquire()
             .or_else(|| self.pool.try_acquire());
         if let Some(mut conn) = idle {
-            let ended = sqlx::query_scalar::<_, i64>(end)
-                .bind(&sessions.name)
-                .fetch_one(&mut *conn)
-                .await;
-            if let Ok(ended) = ended {
-                return Ok(ended as u64);
+            if let Ok(ended) = end_sessions_named(&mut conn, &sessions.name).await {
+                return Ok(ended);
             }
         }
-        let mut conn = sqlx::PgConnection::connect(&sessions.url).await?;
-        let ended: i64 = sqlx::query_scalar(end)
-            .bind(&sessions.name)
-            .fetch_one(&mut conn)
-            .await?;
+        let mut conn = sqlx::AnyConnection::connect(&sessions.url).await?;
+        let ended = end_sessions_named(&mut conn, &sessions.name).await;
         let _ = conn.close().await;
-        Ok(ended as u64)
+        Ok(ended?)
     }
 
     pub async fn close(&self) {
