@@ -43,18 +43,66 @@ pub fn default_threads() -> usize {
         .max(1)
 }
 
-/// Lowers the calling thread's priority; threads it starts (a database
-/// connection's worker, a blocking task) inherit it.
+/// Lowers the calling thread's priority by `niceness` from where it
+/// stands (at most to 19); threads it starts (a database connection's
+/// worker, a blocking task) inherit it. Relative, not absolute: a service
+/// started at nice 19 (a test's or a batch's) keeps its jobs at 19 instead
+/// of raising them to 10 above its own requests, which a process allowed
+/// to raise its priority (root) would do.
 fn lower_priority(niceness: i32) {
     if niceness == 0 {
         return;
     }
     #[cfg(target_os = "linux")]
-    // SAFETY: `gettid` and `setpriority` take and return plain integers;
-    // on Linux a thread's nice value is its own, so this changes only the
-    // calling thread. A refusal (a sandbox forbidding it) is harmless.
+    // SAFETY: `gettid`, `getpriority` and `setpriority` take and return
+    // plain integers; on Linux a thread's nice value is its own, so this
+    // changes only the calling thread. A refusal (a sandbox forbidding it)
+    // is harmless.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, niceness);
+        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (current + niceness).min(19));
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::lower_priority;
+
+    fn own_niceness() -> i32 {
+        // SAFETY: as in `lower_priority`.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::getpriority(libc::PRIO_PROCESS, tid)
+        }
+    }
+
+    /// On a thread of its own: where the thread starts (the process's
+    /// niceness, then `start`), and where `lower_priority(by)` leaves it.
+    fn lowered(start: i32, by: i32) -> (i32, i32) {
+        std::thread::spawn(move || {
+            if start != 0 {
+                lower_priority(start);
+            }
+            let before = own_niceness();
+            lower_priority(by);
+            (before, own_niceness())
+        })
+        .join()
+        .expect("the thread ran")
+    }
+
+    #[test]
+    fn job_threads_sit_below_where_the_process_stands() {
+        // (thread lowered first by, then by the job runtime's niceness)
+        for (start, by) in [(0, 10), (5, 10), (12, 10), (19, 10), (3, 0)] {
+            let (before, after) = lowered(start, by);
+            assert_eq!(
+                after,
+                (before + by).min(19),
+                "from {before}, lowered by {by}"
+            );
+            assert!(after >= before, "from {before}, raised to {after}");
+        }
     }
 }
