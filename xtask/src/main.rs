@@ -236,10 +236,11 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         .into_iter()
         .partition(|binary| binary.name == tests::SATURATING);
     let mut failures = vec![];
-    failures.extend(tests::run_all(steps, &saturating, &env, extra).err());
-    // What is left uses about a core each: the fuzzer and the validator
-    // (two Python programs) run beside the other test binaries, their
-    // output kept apart and printed when they end.
+    // The fuzzer (at nice 19: see `fuzz::run`) starts with the test binary
+    // that keeps both cores busy and takes what it leaves; it used to start
+    // after it, starved behind the other test binaries, and end the run
+    // about a minute after them (alone it needs some 150 s of two cores).
+    // Its output is kept apart and printed when it ends.
     let fuzz_log = process::step_log("fuzz");
     let fuzzing = match fuzzer.finish(steps) {
         Ok(_) => {
@@ -253,6 +254,9 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
             None
         }
     };
+    failures.extend(tests::run_all(steps, &saturating, &env, extra).err());
+    // The validator (a Python program, about a core) runs beside the other
+    // test binaries, its output kept apart and printed when it ends.
     let validation_log = process::step_log("openapi-validation");
     let validation = {
         let log = validation_log.clone();
