@@ -54,27 +54,33 @@ fn lower_priority(niceness: i32) {
         return;
     }
     #[cfg(target_os = "linux")]
-    // SAFETY: `gettid`, `getpriority` and `setpriority` take and return
-    // plain integers; on Linux a thread's nice value is its own, so this
-    // changes only the calling thread. A refusal (a sandbox forbidding it)
-    // is harmless.
+    {
+        let (tid, current) = this_thread();
+        // SAFETY: `setpriority` takes and returns plain integers; on Linux
+        // a thread's nice value is its own, so this changes only the
+        // calling thread. A refusal (a sandbox forbidding it) is harmless.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, tid, (current + niceness).min(19));
+        }
+    }
+}
+
+/// The calling thread's id and nice value.
+#[cfg(target_os = "linux")]
+fn this_thread() -> (libc::id_t, i32) {
+    // SAFETY: `gettid` and `getpriority` take and return plain integers.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        let current = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (current + niceness).min(19));
+        (tid, libc::getpriority(libc::PRIO_PROCESS, tid))
     }
 }
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::lower_priority;
+    use super::{lower_priority, this_thread};
 
     fn own_niceness() -> i32 {
-        // SAFETY: as in `lower_priority`.
-        unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::getpriority(libc::PRIO_PROCESS, tid)
-        }
+        this_thread().1
     }
 
     /// On a thread of its own: where the thread starts (the process's
