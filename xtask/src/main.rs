@@ -237,10 +237,10 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         .partition(|binary| binary.name == tests::SATURATING);
     let mut failures = vec![];
     // The fuzzer (at nice 19: see `fuzz::run`) starts with the test binary
-    // that keeps both cores busy and takes what it leaves; it used to start
-    // after it, starved behind the other test binaries, and end the run
-    // about a minute after them (alone it needs some 150 s of two cores).
-    // Its output is kept apart and printed when it ends.
+    // that keeps both cores busy and takes what it leaves: it needs some
+    // 150 s of two cores, and started after that binary it ended the run
+    // alone (docs: testing). Its output is kept apart and printed when it
+    // ends.
     let fuzz_log = process::step_log("fuzz");
     let fuzzing = match fuzzer.finish(steps) {
         Ok(_) => {
