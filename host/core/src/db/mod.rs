@@ -84,11 +84,15 @@ fn normalized(url: &str, backend: Backend) -> String {
 async fn end_sessions_named(conn: &mut sqlx::AnyConnection, name: &str) -> sqlx::Result<u64> {
     // Materialized first: no other process's session is ever passed to
     // pg_terminate_backend, whatever order the planner would test the
-    // conditions in.
+    // conditions in. Without a timeout: every session is signalled at
+    // once and the caller's next statement waits on the locks a dying one
+    // still holds. Waiting up to a second for each in turn (a timeout
+    // argument) took the whole 3 s a stop has left on a loaded machine
+    // before anything was handed back.
     let ended: i64 = sqlx::query_scalar(
         "WITH mine AS MATERIALIZED (SELECT pid FROM pg_stat_activity \
          WHERE application_name = $1 AND pid <> pg_backend_pid()) \
-         SELECT count(*) FROM mine WHERE pg_terminate_backend(pid, 1000)",
+         SELECT count(*) FROM mine WHERE pg_terminate_backend(pid)",
     )
     .bind(name)
     .fetch_one(conn)
