@@ -79,10 +79,6 @@ fn this_thread() -> (libc::id_t, i32) {
 mod tests {
     use super::{lower_priority, this_thread};
 
-    fn own_niceness() -> i32 {
-        this_thread().1
-    }
-
     /// On a thread of its own: where the thread starts (the process's
     /// niceness, then `start`), and where `lower_priority(by)` leaves it.
     fn lowered(start: i32, by: i32) -> (i32, i32) {
@@ -90,9 +86,9 @@ mod tests {
             if start != 0 {
                 lower_priority(start);
             }
-            let before = own_niceness();
+            let (_, before) = this_thread();
             lower_priority(by);
-            (before, own_niceness())
+            (before, this_thread().1)
         })
         .join()
         .expect("the thread ran")
