@@ -41,6 +41,21 @@ async function drawn(page) {
   }
 }
 
+/**
+ * Looks again until `done` holds. What a job behind a page writes shows only
+ * once the job has run, and on a loaded machine (the other tests, the
+ * fuzzer beside them) that has taken over half a minute. `again` draws the
+ * page anew between looks. Gives up after two minutes and leaves it to the
+ * assertions to say what never showed.
+ */
+async function lookAgain(page, done, again = async () => {}) {
+  const deadline = Date.now() + 120000;
+  while (!(await done()) && Date.now() < deadline) {
+    await page.waitForTimeout(300);
+    await again();
+  }
+}
+
 async function shot(page, name) {
   const path = `${shots}/${name}.png`;
   await page.screenshot({ path, fullPage: true });
@@ -293,12 +308,14 @@ try {
       throw new Error(`${error.message}\nThe page says: ${await page.locator("main").innerText()}`);
     });
   // The rule's first run is a job: look again until its log has a line.
-  for (let tries = 0; tries < 100; tries += 1) {
-    if (await page.getByText("no SMTP server is configured").count()) break;
-    await page.waitForTimeout(200);
-    await page.goto(`${base}/console/automation`);
-    await drawn(page);
-  }
+  await lookAgain(
+    page,
+    async () => (await page.getByText("no SMTP server is configured").count()) > 0,
+    async () => {
+      await page.goto(`${base}/console/automation`);
+      await drawn(page);
+    },
+  );
   result.checks.automation_rules = await page.locator("main table").first().locator("tbody tr td").allTextContents();
   result.checks.automation_log = await page.locator("main table").nth(1).locator("tbody tr td:nth-child(3)").allTextContents();
   result.checks.automation_deliveries = await page.locator("main table").nth(2).locator("tbody tr td").allTextContents();
@@ -547,11 +564,14 @@ try {
   // job after it: look again until the synced computer is listed.
   await page.goto(`${base}/console/cves/CVE-2025-0411`);
   await drawn(page);
-  for (let i = 0; i < 60 && !(await page.getByRole("cell", { name: "ACME-WS-01", exact: true }).count()); i++) {
-    await page.waitForTimeout(500);
-    await page.reload();
-    await drawn(page);
-  }
+  await lookAgain(
+    page,
+    async () => (await page.getByRole("cell", { name: "ACME-WS-01", exact: true }).count()) > 0,
+    async () => {
+      await page.reload();
+      await drawn(page);
+    },
+  );
   await page.getByRole("button", { name: "Remediate" }).click();
   await page.getByRole("heading", { name: "Remediation of CVE-2025-0411" }).waitFor();
   await drawn(page);
@@ -562,11 +582,10 @@ try {
   await page.getByRole("button", { name: "Approve and send" }).click();
   // The page draws itself again while the RMM works: look until the item
   // has left the RMM's hands (what it shows then is asserted).
-  for (let i = 0; i < 60; i++) {
+  await lookAgain(page, async () => {
     result.checks.remediation_sent = await planned.locator("td").allTextContents();
-    if (!["planned", "starting", "sent to the RMM", "running"].includes(result.checks.remediation_sent[4])) break;
-    await page.waitForTimeout(500);
-  }
+    return !["planned", "starting", "sent to the RMM", "running"].includes(result.checks.remediation_sent[4]);
+  });
   await shot(page, "15-remediation-sent");
   // From the device's page: a plan over its findings, which leaves out
   // what is already under way.
