@@ -36,7 +36,7 @@ def call(base, method, path, body=None, token=None):
     request.add_header("content-type", "application/json")
     if token:
         request.add_header("authorization", "Bearer " + token)
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=120) as response:
         return json.loads(response.read() or b"null")
 
 
@@ -64,6 +64,9 @@ class Run:
             "--workers", "1",
             "--seed", "20261123",
             "--no-shrink",
+            # Not the default 10 s: at nice 19 beside the tests, a request
+            # can wait that long for a core. A hang still fails the run.
+            "--request-timeout", "120",
             "--report", "json",
             "--report-json-path", report,
         ]
@@ -114,6 +117,10 @@ def main():
     examples = sys.argv[4]
     service = Service(
         binary, connectors, "cairn-fuzz-",
+        # At nice 19 beside the platform tests, the service gets what they
+        # leave of the cores: even from compiled components its start can
+        # wait minutes behind them.
+        start_secs=600,
         # Thousands of requests from one address in a minute: the limit
         # would answer most of them with 429 and fuzz nothing.
         CAIRN_RATE_LIMIT_PER_MINUTE="100000000",

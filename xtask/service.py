@@ -22,9 +22,10 @@ class Service:
     """`binary serve` on 127.0.0.1 with `connectors` loaded, the scheduled
     CVE loads off, and `settings` (CAIRN_* variables) on top; started and
     answering `/health` when the constructor returns. `data` is a scratch
-    directory holding the database and `log`."""
+    directory holding the database and `log`. `start_secs` is how long it
+    may take to answer."""
 
-    def __init__(self, binary, connectors, prefix, **settings):
+    def __init__(self, binary, connectors, prefix, start_secs=120, **settings):
         self.data = tempfile.mkdtemp(prefix=prefix)
         port = free_port()
         self.base = "http://127.0.0.1:%d" % port
@@ -40,20 +41,24 @@ class Service:
         env.update(settings)
         with open(self.log, "w") as out:
             self.process = subprocess.Popen([binary, "serve"], env=env, stdout=out, stderr=out)
-        self._wait()
+        self._wait(start_secs)
 
-    def _wait(self):
-        deadline = time.time() + 120
+    def _wait(self, start_secs):
+        # Failures print the log's end: a CI machine's scratch directory is
+        # gone when its output is read.
+        deadline = time.time() + start_secs
         while time.time() < deadline:
             if self.process.poll() is not None:
-                sys.exit("the service exited at start; see " + self.log)
+                sys.exit("the service exited at start; the end of %s:\n%s"
+                         % (self.log, self.log_tail()))
             try:
                 urllib.request.urlopen(self.base + "/health", timeout=2)
                 return
             except OSError:
                 time.sleep(0.2)
         self.stop()
-        sys.exit("the service did not answer /health; see " + self.log)
+        sys.exit("the service did not answer /health within %d s; the end of %s:\n%s"
+                 % (start_secs, self.log, self.log_tail()))
 
     def stop(self):
         if self.process.poll() is None:

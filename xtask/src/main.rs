@@ -236,6 +236,7 @@ fn test(steps: &mut Steps, extra: &[String]) -> Result<(), String> {
         .into_iter()
         .partition(|binary| binary.name == tests::SATURATING);
     let mut failures = vec![];
+    failures.extend(steps.run("component cache", tests::warm_plugin_cache).err());
     // The fuzzer (at nice 19: see `fuzz::run`) starts with the test binary
     // that keeps both cores busy and takes what it leaves: it needs some
     // 150 s of two cores, and started after that binary it ended the run

@@ -158,6 +158,39 @@ pub fn run_doc(env: &[(String, String)], test_env: &[(String, String)]) -> Resul
     process::run("cargo", &["test", "--quiet", "--workspace", "--doc"], &all)
 }
 
+/// Compiles every installed component into [`PLUGIN_CACHE`] with the
+/// service binary (`cairn connectors list`), before the tests and the
+/// fuzzer start. Whoever loads a module first compiles it while every other
+/// loader waits on its lock. When that is the fuzzed service, at nice 19
+/// beside the busy tests, it starves: with four busy loops beside it, it
+/// had compiled 3 of 16 modules after 300 s (a CI run failed on its
+/// two-minute wait for `/health`), and the tests' services wait on its
+/// locks. From the compiled modules it answered in 56 s. Prints how many
+/// modules load.
+pub fn warm_plugin_cache() -> Result<(), String> {
+    let data = std::env::temp_dir().join(format!("cairn-plugin-cache-{}", std::process::id()));
+    let listed = process::output(
+        SERVER_BINARY,
+        &["connectors", "list"],
+        &[
+            (
+                "CAIRN_DATA_DIR",
+                data.to_str().unwrap_or("/tmp/cairn-plugin-cache"),
+            ),
+            ("CAIRN_PLUGIN_CACHE_DIR", PLUGIN_CACHE),
+            ("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&data);
+    let listed = listed?;
+    let modules = listed
+        .lines()
+        .filter(|line| line.starts_with("connector ") || line.starts_with("csv-provider "))
+        .count();
+    println!("== {modules} components compiled into {PLUGIN_CACHE}");
+    Ok(())
+}
+
 /// Builds the service binary as [`build`] does (same targets, same `env`,
 /// so the same features): after it, nothing is compiled again.
 pub fn build_server(env: &[(String, String)]) -> Result<(), String> {
