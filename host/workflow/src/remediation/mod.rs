@@ -129,21 +129,23 @@ pub async fn client_decide(
         .await?
         .ok_or(ApiError::NotFound("remediation plan"))?;
     let now = state.clock.now_ms();
-    if !storage::client_decide(&state.db, tenant, id, approve, by, comment, now).await? {
+    let Some(decided) =
+        storage::client_decide(&state.db, tenant, id, approve, by, comment, now).await?
+    else {
         return Err(ApiError::Conflict(format!(
             "this plan is {}; only a plan awaiting the client's approval can be decided",
             row.status
         )));
-    }
+    };
+    // Counted before the run is queued: the answer is what the decision
+    // made, not whatever step the run has reached by then.
+    let counts =
+        storage::state_counts(&state.db, tenant, std::slice::from_ref(&decided.id)).await?;
+    let of = Counts::of(counts.get(&decided.id));
     if approve {
         run_soon(state, tenant).await?;
     }
-    let row = storage::plan(&state.db, tenant, id)
-        .await?
-        .ok_or(ApiError::NotFound("remediation plan"))?;
-    let counts = storage::state_counts(&state.db, tenant, std::slice::from_ref(&row.id)).await?;
-    let of = Counts::of(counts.get(&row.id));
-    Ok(PlanSummary::of(row, of))
+    Ok(PlanSummary::of(decided, of))
 }
 
 /// The tenant's rmm connector, its full config, and its package update.

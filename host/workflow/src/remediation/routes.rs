@@ -409,17 +409,21 @@ async fn approve_remediation_plan(
     } else {
         "approved"
     };
-    if !storage::approve(&state.db, &caller.tenant_id, &id, &caller.email, to, now).await? {
+    let Some(approved) =
+        storage::approve(&state.db, &caller.tenant_id, &id, &caller.email, to, now).await?
+    else {
         return Err(ApiError::Conflict(format!(
             "this plan is {}; only a draft can be approved",
             row.status
         )));
-    }
+    };
+    // Its items read before the run is queued: the answer is what the
+    // approval made, not whatever step the run has reached by then.
+    let approved = view(&state, &caller.tenant_id, approved).await?;
     if to == "approved" {
         super::run_soon(&state, &caller.tenant_id).await?;
     }
-    let row = plan_of(&state, &caller.tenant_id, &id).await?;
-    Ok(Json(view(&state, &caller.tenant_id, row).await?))
+    Ok(Json(approved))
 }
 
 /// Cancels a plan (admins): items not started are cancelled; those the

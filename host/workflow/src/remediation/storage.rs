@@ -230,7 +230,9 @@ pub async fn state_counts(
 }
 
 /// Approves a draft, into `to` (`approved`, or `awaiting_client` when the
-/// tenant's client approves too); false when it is not a draft (any more).
+/// tenant's client approves too): the plan as the approval left it, which
+/// a run started after may already have moved on from; `None` when it is
+/// not a draft (any more).
 pub async fn approve(
     db: &Db,
     tenant: &TenantId,
@@ -238,20 +240,18 @@ pub async fn approve(
     by: &str,
     to: &str,
     now: i64,
-) -> sqlx::Result<bool> {
-    Ok(sqlx::query(
+) -> sqlx::Result<Option<PlanRow>> {
+    sqlx::query_as(&format!(
         "UPDATE remediation_plans SET status = $5, approved_by = $3, approved_at = $4 \
-         WHERE tenant_id = $1 AND id = $2 AND status = 'draft'",
-    )
+         WHERE tenant_id = $1 AND id = $2 AND status = 'draft' RETURNING {PLAN_COLUMNS}"
+    ))
     .bind(tenant.as_str())
     .bind(id)
     .bind(by)
     .bind(now)
     .bind(to)
-    .execute(&db.pool)
-    .await?
-    .rows_affected()
-        == 1)
+    .fetch_optional(&db.pool)
+    .await
 }
 
 /// Cancels a plan that has not finished: its items not yet started are
@@ -529,8 +529,9 @@ pub async fn client_plans(db: &Db, tenant: &TenantId) -> sqlx::Result<Vec<PlanRo
     .await
 }
 
-/// The client's decision on a plan awaiting it; false when it is not
-/// awaiting one. A rejection cancels the plan's items.
+/// The client's decision on a plan awaiting it: the plan as the decision
+/// left it; `None` when it is not awaiting one. A rejection cancels the
+/// plan's items.
 pub async fn client_decide(
     db: &Db,
     tenant: &TenantId,
@@ -539,13 +540,14 @@ pub async fn client_decide(
     by: &str,
     comment: &str,
     now: i64,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<Option<PlanRow>> {
     let mut tx = db.pool.begin().await?;
-    let decided = sqlx::query(
+    let decided: Option<PlanRow> = sqlx::query_as(&format!(
         "UPDATE remediation_plans SET status = $3, client_decided_by = $4, \
          client_decided_at = $5, client_comment = $6, finished_at = $7 \
-         WHERE tenant_id = $1 AND id = $2 AND status = 'awaiting_client'",
-    )
+         WHERE tenant_id = $1 AND id = $2 AND status = 'awaiting_client' \
+         RETURNING {PLAN_COLUMNS}"
+    ))
     .bind(tenant.as_str())
     .bind(id)
     .bind(if approve { "approved" } else { "rejected" })
@@ -553,11 +555,9 @@ pub async fn client_decide(
     .bind(now)
     .bind((!comment.is_empty()).then_some(comment))
     .bind((!approve).then_some(now))
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if decided && !approve {
+    .fetch_optional(&mut *tx)
+    .await?;
+    if decided.is_some() && !approve {
         sqlx::query(
             "UPDATE remediation_items SET state = 'cancelled', \
              reason = 'the client rejected the plan' \
