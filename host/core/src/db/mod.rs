@@ -184,8 +184,13 @@ impl Db {
                 let url = format!("{url}{separator}options=-c%20synchronous_commit%3Doff");
                 // Heartbeats and progress: short statements, so half the
                 // main pool (at most 8) is plenty, and a service told to
-                // keep few connections keeps few in all.
-                Self::pool(&url, backend, (max_connections / 2).clamp(2, 8)).await?
+                // keep few connections keeps few in all. Connected when
+                // first used: a handle that runs no jobs (a command, a
+                // test's own) holds none of the server's connections.
+                AnyPoolOptions::new()
+                    .max_connections((max_connections / 2).clamp(2, 8))
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect_lazy_with(AnyConnectOptions::from_str(&url)?)
             }
         };
         let copy = match backend {
