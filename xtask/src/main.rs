@@ -330,14 +330,7 @@ fn validate_openapi(log: Option<&Path>) -> Result<(), String> {
         let doc = process::output(
             tests::SERVER_BINARY,
             &args,
-            &[
-                (
-                    "CAIRN_DATA_DIR",
-                    dir.to_str().unwrap_or("/tmp/cairn-openapi"),
-                ),
-                ("CAIRN_PLUGIN_CACHE_DIR", tests::PLUGIN_CACHE),
-                ("CAIRN_CONNECTORS_DIR", components::INSTALL_DIR),
-            ],
+            &tests::server_command_env(&dir),
         )?;
         let path = dir.join(file);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -172,14 +172,7 @@ pub fn warm_plugin_cache() -> Result<(), String> {
     let listed = process::output(
         SERVER_BINARY,
         &["connectors", "list"],
-        &[
-            (
-                "CAIRN_DATA_DIR",
-                data.to_str().unwrap_or("/tmp/cairn-plugin-cache"),
-            ),
-            ("CAIRN_PLUGIN_CACHE_DIR", PLUGIN_CACHE),
-            ("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR),
-        ],
+        &server_command_env(&data),
     );
     let _ = std::fs::remove_dir_all(&data);
     let listed = listed?;
@@ -189,6 +182,20 @@ pub fn warm_plugin_cache() -> Result<(), String> {
         .count();
     println!("== {modules} components compiled into {PLUGIN_CACHE}");
     Ok(())
+}
+
+/// The settings of a [`SERVER_BINARY`] command that loads the installed
+/// components from the tests' compiled ones, with `data` as its data
+/// directory.
+pub fn server_command_env(data: &Path) -> [(&'static str, &str); 3] {
+    [
+        (
+            "CAIRN_DATA_DIR",
+            data.to_str().unwrap_or("/tmp/cairn-command"),
+        ),
+        ("CAIRN_PLUGIN_CACHE_DIR", PLUGIN_CACHE),
+        ("CAIRN_CONNECTORS_DIR", crate::components::INSTALL_DIR),
+    ]
 }
 
 /// Builds the service binary as [`build`] does (same targets, same `env`,

@@ -409,7 +409,7 @@ async fn approve_remediation_plan(
     } else {
         "approved"
     };
-    let Some(approved) =
+    let Some(written) =
         storage::approve(&state.db, &caller.tenant_id, &id, &caller.email, to, now).await?
     else {
         return Err(ApiError::Conflict(format!(
@@ -419,7 +419,7 @@ async fn approve_remediation_plan(
     };
     // Its items read before the run is queued: the answer is what the
     // approval made, not whatever step the run has reached by then.
-    let approved = view(&state, &caller.tenant_id, approved).await?;
+    let approved = view(&state, &caller.tenant_id, written).await?;
     if to == "approved" {
         super::run_soon(&state, &caller.tenant_id).await?;
     }
