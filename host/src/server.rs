@@ -152,7 +152,7 @@ impl RunningServer {
             workers.await?;
             // Best effort: a database already gone leaves the jobs to their
             // leases, as a killed process does.
-            if let Err(err) = self.state.jobs.hand_back_held().await {
+            if let Err(err) = self.state.jobs.hand_back_held(&self.state.db).await {
                 tracing::warn!(error = %err, "handing back the running jobs failed");
             }
         }
@@ -211,6 +211,15 @@ impl RunningServer {
                 // which the hand-back would wait on: its session is ended
                 // first (on PostgreSQL; the exit rolls it back anyway).
                 let handed_back = tokio::time::timeout(RELEASE_TIME, async {
+                    // On connections this runtime drives: the pools' may
+                    // be the blocked job runtime's (see `Db::reopened`).
+                    let db = match db.reopened().await {
+                        Ok(reopened) => reopened,
+                        Err(err) => {
+                            tracing::warn!(error = %err, "no new database connection to hand the jobs back on; using the pools");
+                            db
+                        }
+                    };
                     match db.end_other_sessions().await {
                         Ok(0) => {}
                         Ok(ended) => tracing::warn!(
@@ -221,7 +230,7 @@ impl RunningServer {
                             tracing::warn!(error = %err, "ending this process's database sessions failed")
                         }
                     }
-                    jobs.hand_back_held().await
+                    jobs.hand_back_held(&db).await
                 });
                 if let Ok(Err(err)) = handed_back.await {
                     tracing::warn!(error = %err, "handing back the running jobs failed");

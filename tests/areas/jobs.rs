@@ -48,7 +48,7 @@ async fn a_stopping_process_hands_back_the_jobs_it_still_holds(backend: Backend)
     let ours = enqueue_and_claim(db, &tenant, "left_running", &queue.worker_id).await;
     let theirs = enqueue_and_claim(db, &tenant, "still_running", "another-process").await;
 
-    assert_eq!(queue.hand_back_held().await.unwrap(), 1);
+    assert_eq!(queue.hand_back_held(&queue.db).await.unwrap(), 1);
     let ours = job(&test_db, &tenant, &ours.job_id).await;
     assert_eq!(ours.status(), JobStatus::Queued);
     assert_eq!(ours.attempts, 0, "a hand-back costs no attempt");
@@ -58,7 +58,11 @@ async fn a_stopping_process_hands_back_the_jobs_it_still_holds(backend: Backend)
         JobStatus::Running,
         "not this process's job"
     );
-    assert_eq!(queue.hand_back_held().await.unwrap(), 0, "nothing left");
+    assert_eq!(
+        queue.hand_back_held(&queue.db).await.unwrap(),
+        0,
+        "nothing left"
+    );
     test_db.finish().await;
 }
 

@@ -309,11 +309,13 @@ impl Queue {
     /// Hands back every job this process still holds once its runs are
     /// over: a run whose hand-back failed, or one the process stopped
     /// waiting for. Without it such a job would wait out its lease (and the
-    /// next process's reaper) although nothing runs it. Returns how many.
-    pub async fn hand_back_held(&self) -> sqlx::Result<usize> {
+    /// next process's reaper) although nothing runs it. Writes through
+    /// `db`: the queue's own handle, or one reopened on the caller's
+    /// runtime (`Db::reopened`). Returns how many.
+    pub async fn hand_back_held(&self, db: &Db) -> sqlx::Result<usize> {
         let mut handed_back = 0;
-        for fence in storage::held_by(&self.db, &self.worker_id).await? {
-            if storage::release(&self.db, &fence).await? {
+        for fence in storage::held_by(db, &self.worker_id).await? {
+            if storage::release(db, &fence).await? {
                 tracing::warn!(job_id = %fence.job_id, "a job its run left running was handed back");
                 handed_back += 1;
             }

@@ -365,8 +365,8 @@ impl Db {
     }
 
     /// On PostgreSQL, ends every session of this handle's pools but the
-    /// one asking, waiting up to a second for each to go; returns how many
-    /// were ended. A process out of time at shutdown calls it before it
+    /// one asking, signalling them all at once; returns how many were
+    /// ended. A process out of time at shutdown calls it before it
     /// hands its jobs back: a run starved of CPU inside a transaction holds
     /// its job's row locked, and the hand-back would wait on that lock
     /// until the process exits, leaving the job running until its lease
@@ -375,6 +375,26 @@ impl Db {
     /// pools then test a connection before lending it, and replace an
     /// ended one. On SQLite, or when the URL names its own
     /// `application_name`, it ends nothing.
+    /// On PostgreSQL, this handle with a small pool of its own (for the
+    /// bookkeeping too) opened now, by the calling task's runtime, under
+    /// the same `application_name`. A connection does its I/O through the
+    /// runtime that opened it: one the job runtime opened never hears back
+    /// while a run blocks that runtime's threads, which is when a stop
+    /// overruns its deadline and must still hand the jobs back. A clone of
+    /// this handle on SQLite, and when the URL names its own application.
+    pub async fn reopened(&self) -> Result<Db, DbError> {
+        let Some(sessions) = &self.sessions else {
+            return Ok(self.clone());
+        };
+        let pool = Self::pool(&sessions.url, self.backend, 2).await?;
+        Ok(Db {
+            bookkeeping: pool.clone(),
+            pool,
+            copy: None,
+            ..self.clone()
+        })
+    }
+
     pub async fn end_other_sessions(&self) -> Result<u64, DbError> {
         use sqlx::Connection;
         let Some(sessions) = &self.sessions else {
