@@ -187,9 +187,7 @@ impl Db {
                 // keep few connections keeps few in all. Connected when
                 // first used: a handle that runs no jobs (a command, a
                 // test's own) holds none of the server's connections.
-                AnyPoolOptions::new()
-                    .max_connections((max_connections / 2).clamp(2, 8))
-                    .acquire_timeout(Duration::from_secs(30))
+                Self::pool_options(backend, (max_connections / 2).clamp(2, 8))
                     .connect_lazy_with(AnyConnectOptions::from_str(&url)?)
             }
         };
@@ -262,6 +260,14 @@ impl Db {
 
     async fn pool(url: &str, backend: Backend, max_connections: u32) -> Result<AnyPool, DbError> {
         let options = AnyConnectOptions::from_str(url)?;
+        Ok(Self::pool_options(backend, max_connections)
+            .connect_with(options)
+            .await?)
+    }
+
+    /// How every pool of `backend` behaves, whether it connects at once
+    /// ([`Db::pool`]) or when first used.
+    fn pool_options(backend: Backend, max_connections: u32) -> AnyPoolOptions {
         let max_connections = max_connections.max(2);
         let mut pool = AnyPoolOptions::new()
             // A reader streaming beside a writer's transaction needs two.
@@ -278,27 +284,23 @@ impl Db {
                 .idle_timeout(None)
                 .max_lifetime(None);
         }
-        let pool = pool
-            .after_connect(move |conn, _meta| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // A search's temporary sets stay in memory. (Mapping
-                        // the file and a 16 MiB cache per connection were
-                        // tried: reads no faster, a sync's peak memory
-                        // 229 -> 554 MiB.)
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+        pool.after_connect(move |conn, _meta| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    // A search's temporary sets stay in memory. (Mapping
+                    // the file and a 16 MiB cache per connection were
+                    // tried: reads no faster, a sync's peak memory
+                    // 229 -> 554 MiB.)
+                    conn.execute(
+                        "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
                              PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; \
                              PRAGMA temp_store = MEMORY;",
-                        )
-                        .await?;
-                    }
-                    Ok(())
-                })
+                    )
+                    .await?;
+                }
+                Ok(())
             })
-            .connect_with(options)
-            .await?;
-        Ok(pool)
+        })
     }
 
     /// On SQLite, waits for this process's turn to write. SQLite has one
@@ -364,17 +366,6 @@ impl Db {
         Ok(())
     }
 
-    /// On PostgreSQL, ends every session of this handle's pools but the
-    /// one asking, signalling them all at once; returns how many were
-    /// ended. A process out of time at shutdown calls it before it
-    /// hands its jobs back: a run starved of CPU inside a transaction holds
-    /// its job's row locked, and the hand-back would wait on that lock
-    /// until the process exits, leaving the job running until its lease
-    /// lapses. It asks on an idle connection of the pools (a server at its
-    /// connection limit refuses a new one), else on a new connection. The
-    /// pools then test a connection before lending it, and replace an
-    /// ended one. On SQLite, or when the URL names its own
-    /// `application_name`, it ends nothing.
     /// On PostgreSQL, this handle with a small pool of its own (for the
     /// bookkeeping too) opened now, by the calling task's runtime, under
     /// the same `application_name`. A connection does its I/O through the
@@ -395,6 +386,17 @@ impl Db {
         })
     }
 
+    /// On PostgreSQL, ends every session of this handle's pools but the
+    /// one asking, signalling them all at once; returns how many were
+    /// ended. A process out of time at shutdown calls it before it
+    /// hands its jobs back: a run starved of CPU inside a transaction holds
+    /// its job's row locked, and the hand-back would wait on that lock
+    /// until the process exits, leaving the job running until its lease
+    /// lapses. It asks on an idle connection of the pools (a server at its
+    /// connection limit refuses a new one), else on a new connection. The
+    /// pools then test a connection before lending it, and replace an
+    /// ended one. On SQLite, or when the URL names its own
+    /// `application_name`, it ends nothing.
     pub async fn end_other_sessions(&self) -> Result<u64, DbError> {
         use sqlx::Connection;
         let Some(sessions) = &self.sessions else {
